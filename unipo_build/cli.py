@@ -1,0 +1,109 @@
+"""The ``unipo`` command line.
+
+Subcommands register themselves in ``build_parser``; training subcommands import
+torch lazily so that ``unipo validate`` and the site build never need it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import runlog
+from .specs import SPEC_DIR, SpecError, load_spec, load_specs
+
+
+def _known_algorithms() -> set[str]:
+    try:
+        return set(load_specs(SPEC_DIR))
+    except SpecError:
+        return {p.stem for p in SPEC_DIR.glob("*.yaml")}
+
+
+def validate_path(path: Path, known: set[str]) -> list[str]:
+    """Validate a spec file, a run directory, a directory of runs, or one file of a run."""
+    if path.suffix in (".yaml", ".yml"):
+        try:
+            load_spec(path)
+            return []
+        except SpecError as err:
+            return str(err).splitlines()
+    if path.is_dir():
+        if (path / runlog.HEADER).exists() or (path / runlog.STEPS).exists():
+            return [str(e) for e in runlog.validate_run(path, known_algorithms=known)]
+        runs = [p for p in sorted(path.iterdir()) if p.is_dir()]
+        specs = sorted(path.glob("*.yaml"))
+        if not runs and not specs:
+            return [f"{path}: neither a run directory (no header.json) nor a directory of runs or specs"]
+        problems = []
+        for sub in runs + specs:
+            problems += validate_path(sub, known)
+        return problems
+    if not path.exists():
+        return [f"{path}: no such file or directory"]
+    run_dir = path.parent.parent if path.parent.name == runlog.TOKENS_DIR else path.parent
+    try:
+        if path.name == runlog.HEADER:
+            runlog.read_header(run_dir)
+        elif path.name == runlog.STEPS:
+            for _ in runlog.iter_steps(run_dir):
+                pass
+        elif path.name == runlog.EVALS:
+            list(runlog.iter_evals(run_dir))
+        elif path.parent.name == runlog.TOKENS_DIR and path.suffix == ".json":
+            runlog.read_json_model(path, runlog.StepDetail)
+        else:
+            return [f"{path}: not a spec (.yaml) or a file of a run log (header.json, steps.jsonl, evals.jsonl, tokens/step_*.json)"]
+    except runlog.LogErrors as err:
+        return [str(e) for e in err.errors]
+    except runlog.LogError as err:
+        return [str(err)]
+    return []
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    known = _known_algorithms()
+    failed = False
+    for raw in args.paths:
+        problems = validate_path(Path(raw), known)
+        if problems:
+            failed = True
+            for line in problems:
+                print(line, file=sys.stderr)
+        elif not args.quiet:
+            print(f"{raw}: valid")
+    return 1 if failed else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="unipo", description="UNIPO: train, log, validate and explain RL fine-tuning objectives.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("validate", help="check run logs and algorithm specs against the schema",
+                       description="Validate algorithm specs (.yaml), run directories, directories of runs, or single run files. "
+                                   "Exit 0 when everything is valid, 1 otherwise, with one line per problem naming file, line/step, "
+                                   "prompt/response and field.")
+    p.add_argument("paths", nargs="+")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only problems")
+    p.set_defaults(func=cmd_validate)
+
+    for register in _extra_commands():
+        register(sub)
+    return parser
+
+
+def _extra_commands():
+    """Subcommands defined next to the code they run (training, import, scaffolding)."""
+    from . import cli_commands
+
+    return cli_commands.REGISTRARS
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

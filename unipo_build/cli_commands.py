@@ -1,0 +1,5 @@
+"""Subcommands beyond ``validate``, each registered by a function taking the subparsers."""
+
+from __future__ import annotations
+
+REGISTRARS: list = []

@@ -1,0 +1,322 @@
+"""The component math of a policy-optimisation objective, written once.
+
+Every function here takes numpy arrays or torch tensors and returns the same kind
+(`array_api_compat.array_namespace` picks the namespace), so the trainer computes its
+loss with exactly the code the site uses to recompute and explain a logged token.
+There is no second implementation to keep in step.
+
+Shapes: a rollout batch is laid out group-major. Scalars per response have shape
+``(n_groups, G)`` where the functions say so, or ``(B,)`` with ``B = n_groups * G``.
+Per-token arrays have shape ``(B, T)``: response tokens are left-aligned (token ``t``
+of response ``i`` sits at ``[i, t]``) and ``mask`` is 1 on real tokens, 0 on padding.
+
+Notation and sources are those of ALGORITHMS.md: rho is the token-level importance
+ratio, computed in log space (never as a quotient of probabilities).
+"""
+
+from __future__ import annotations
+
+from array_api_compat import array_namespace
+
+# Sides reported by the clip component. Stored as small ints in the logs.
+CLIP_NONE = 0
+CLIP_HIGH = 1  # positive advantage, ratio above 1 + eps_high: the clipped branch won
+CLIP_LOW = -1  # negative advantage, ratio below 1 - eps_low: the clipped branch won
+
+
+def stop_gradient(x):
+    """Detach a torch tensor; numpy arrays carry no gradient and pass through."""
+    return x.detach() if hasattr(x, "detach") else x
+
+
+# ---------------------------------------------------------------------------
+# Advantages
+# ---------------------------------------------------------------------------
+
+def group_zscore_advantage(rewards, std_ddof: int = 1, eps: float = 1e-6):
+    """GRPO's outcome advantage, (r_i - mean(r)) / (std(r) + eps), per group.
+
+    DeepSeekMath (arXiv 2402.03300) eq. 3 and the text below it. ``std_ddof`` names
+    the convention the literature splits on: 1 is torch's default (n - 1), used by
+    OpenRLHF's group_norm and TRL; 0 is the population std. ``rewards``: (n_groups, G).
+    A group whose rewards are all equal gets advantage 0 for every response.
+    """
+    xp = array_namespace(rewards)
+    mean = xp.mean(rewards, axis=-1, keepdims=True)
+    std = xp.std(rewards, axis=-1, correction=std_ddof, keepdims=True)
+    return (rewards - mean) / (std + eps)
+
+
+def group_mean_advantage(rewards):
+    """Dr. GRPO's advantage r_i - mean(r) (arXiv 2503.20783, sec. 3.2): no std division."""
+    xp = array_namespace(rewards)
+    return rewards - xp.mean(rewards, axis=-1, keepdims=True)
+
+
+def leave_one_out_advantage(rewards):
+    """RLOO (arXiv 2402.14740): r_i minus the mean of the other G - 1 rewards.
+
+    Equal to G / (G - 1) * (r_i - mean(r)).
+    """
+    xp = array_namespace(rewards)
+    g = rewards.shape[-1]
+    if g < 2:
+        raise ValueError("leave-one-out needs at least 2 responses per group")
+    total = xp.sum(rewards, axis=-1, keepdims=True)
+    return rewards - (total - rewards) / (g - 1)
+
+
+def batch_whiten(values, mask=None, eps: float = 1e-6):
+    """Whiten over the whole batch (REINFORCE++, arXiv 2501.03262): (x - mean) / (std + eps).
+
+    With ``mask`` the statistics use the masked entries only (population std, as the
+    reference implementations do for token-level whitening).
+    """
+    xp = array_namespace(values)
+    if mask is None:
+        mean = xp.mean(values)
+        std = xp.std(values)
+        return (values - mean) / (std + eps)
+    count = xp.sum(mask)
+    mean = xp.sum(values * mask) / count
+    var = xp.sum(((values - mean) * mask) ** 2) / count
+    return (values - mean) * mask / (xp.sqrt(var) + eps)
+
+
+def reward_to_go(token_rewards, mask, gamma: float = 1.0):
+    """Return G_t = sum_{t' >= t} gamma^(t'-t) r_t' along each response; 0 on padding."""
+    xp = array_namespace(token_rewards)
+    n_tokens = token_rewards.shape[-1]
+    running = xp.zeros_like(token_rewards[..., 0])
+    columns = [None] * n_tokens
+    for t in range(n_tokens - 1, -1, -1):
+        running = token_rewards[..., t] * mask[..., t] + gamma * running * mask[..., t]
+        columns[t] = running
+    return xp.stack(columns, axis=-1)
+
+
+def gae_advantage(token_rewards, values, mask, gamma: float = 1.0, lam: float = 0.95):
+    """Generalised advantage estimation (Schulman et al., arXiv 1506.02438).
+
+    delta_t = r_t + gamma V(s_{t+1}) - V(s_t);  A_t = sum_l (gamma lambda)^l delta_{t+l}.
+    The value after the last real token is 0 (the episode ends there). Returns
+    ``(advantages, returns)`` with returns = advantages + values, the critic's target.
+    """
+    xp = array_namespace(token_rewards)
+    n_tokens = token_rewards.shape[-1]
+    next_value = xp.zeros_like(values[..., 0])
+    running = xp.zeros_like(values[..., 0])
+    columns = [None] * n_tokens
+    for t in range(n_tokens - 1, -1, -1):
+        m = mask[..., t]
+        delta = token_rewards[..., t] + gamma * next_value - values[..., t]
+        running = (delta + gamma * lam * running) * m
+        columns[t] = running
+        next_value = values[..., t] * m
+    advantages = xp.stack(columns, axis=-1)
+    return advantages, (advantages + values) * mask
+
+
+def terminal_token_rewards(rewards, mask):
+    """Place each response's scalar reward on its last real token, 0 elsewhere: (B, T)."""
+    xp = array_namespace(mask)
+    lengths = xp.sum(mask, axis=-1)
+    positions = xp.arange(mask.shape[-1], dtype=lengths.dtype)
+    is_last = xp.astype(positions[None, :] == (lengths[:, None] - 1), mask.dtype)
+    return is_last * rewards[:, None]
+
+
+# ---------------------------------------------------------------------------
+# Importance ratios (computed in log space)
+# ---------------------------------------------------------------------------
+
+def token_ratio(logp, old_logp):
+    """rho_{i,t} = exp(log pi_theta - log pi_old), token by token."""
+    xp = array_namespace(logp)
+    return xp.exp(logp - old_logp)
+
+
+def sequence_ratio(logp, old_logp, mask):
+    """GSPO's length-normalised sequence ratio (arXiv 2507.18071, eq. 7).
+
+    s_i = exp((1/|o_i|) sum_t (log pi_theta - log pi_old)), the same for every token
+    of response i (broadcast to (B, T), 0 on padding).
+    """
+    xp = array_namespace(logp)
+    lengths = xp.sum(mask, axis=-1, keepdims=True)
+    mean_log_ratio = xp.sum((logp - old_logp) * mask, axis=-1, keepdims=True) / xp.clip(lengths, 1, None)
+    return xp.exp(mean_log_ratio) * mask
+
+
+def self_ratio(logp):
+    """pi_theta / sg[pi_theta]: the plain REINFORCE objective written as a ratio.
+
+    Its value is exactly 1, and its gradient is grad log pi_theta, so
+    ratio * A has the value A and the gradient A grad log pi_theta: the score-function
+    estimator of Williams (1992) with nothing clipped and no reuse of old samples.
+    """
+    xp = array_namespace(logp)
+    return xp.exp(logp - stop_gradient(logp))
+
+
+# ---------------------------------------------------------------------------
+# Clipping
+# ---------------------------------------------------------------------------
+
+def clipped_surrogate(ratio, advantage, eps_low: float | None, eps_high: float | None):
+    """PPO's pessimistic surrogate min(rho A, clip(rho, 1 - eps_low, 1 + eps_high) A).
+
+    PPO (arXiv 1707.06347) clips symmetrically; DAPO's clip-higher (arXiv 2503.14476)
+    uses eps_high > eps_low. ``None`` for both means no clipping (rho A).
+    Returns ``(surrogate, side)``: side is CLIP_HIGH where A > 0 and rho > 1 + eps_high,
+    CLIP_LOW where A < 0 and rho < 1 - eps_low (in both cases the clipped branch of the
+    min is the smaller, so the token's gradient is zero), CLIP_NONE elsewhere.
+    """
+    xp = array_namespace(ratio, advantage)
+    unclipped = ratio * advantage
+    if eps_low is None and eps_high is None:
+        return unclipped, xp.zeros(unclipped.shape, dtype=xp.int8)
+    low = 1.0 - eps_low
+    high = 1.0 + eps_high
+    clipped = xp.clip(ratio, low, high) * advantage
+    surrogate = xp.minimum(unclipped, clipped)
+    high_side = (advantage > 0) & (ratio > high)
+    low_side = (advantage < 0) & (ratio < low)
+    side = xp.astype(high_side, xp.int8) - xp.astype(low_side, xp.int8)
+    return surrogate, side
+
+
+# ---------------------------------------------------------------------------
+# KL to the reference policy (Schulman, "Approximating KL divergence", 2020)
+# ---------------------------------------------------------------------------
+
+KL_ESTIMATORS = ("k1", "k2", "k3")
+
+
+def kl_estimate(logp, ref_logp, estimator: str):
+    """Per-token estimate of KL(pi_theta || pi_ref) from a sample of pi_theta.
+
+    With log r = log pi_ref - log pi_theta:
+      k1 = -log r            unbiased, high variance, negative about half the time;
+      k2 = (log r)^2 / 2     biased, low variance;
+      k3 = (r - 1) - log r   unbiased, low variance, never negative (GRPO's term).
+    k3 uses expm1 so it stays exact for tiny differences.
+    """
+    xp = array_namespace(logp, ref_logp)
+    log_r = ref_logp - logp
+    if estimator == "k1":
+        return -log_r
+    if estimator == "k2":
+        return 0.5 * log_r**2
+    if estimator == "k3":
+        return xp.expm1(log_r) - log_r
+    raise ValueError(f"unknown KL estimator {estimator!r} (known: {', '.join(KL_ESTIMATORS)})")
+
+
+# ---------------------------------------------------------------------------
+# Aggregation: the weight each token's objective gets in the step objective
+# ---------------------------------------------------------------------------
+
+AGGREGATIONS = ("seq_mean_token_mean", "token_mean", "constant_normalizer", "seq_mean_token_sum")
+
+
+def aggregation_weights(kind: str, mask, normalizer: float | None = None):
+    """Weights w_{i,t} such that the step objective is sum_{i,t} w_{i,t} * objective_{i,t}.
+
+    - seq_mean_token_mean (GRPO eq. 3): 1 / (N |o_i|): every response weighs the same,
+      so a token of a short response weighs more than one of a long response.
+    - token_mean (DAPO eq. 8): 1 / sum_i |o_i|: every token weighs the same, so long
+      responses carry more of the total.
+    - constant_normalizer (Dr. GRPO, arXiv 2503.20783): 1 / (N L) with a constant L
+      (the generation budget): no dependence on any length.
+    - seq_mean_token_sum: 1 / N: token objectives summed per response, then averaged.
+    N is the number of responses with at least one real token. ``mask``: (B, T).
+    """
+    xp = array_namespace(mask)
+    lengths = xp.sum(mask, axis=-1, keepdims=True)
+    n_responses = xp.sum(xp.astype(lengths > 0, mask.dtype))
+    if kind == "seq_mean_token_mean":
+        return mask / (xp.clip(lengths, 1, None) * n_responses)
+    if kind == "token_mean":
+        return mask / xp.sum(mask)
+    if kind == "constant_normalizer":
+        if normalizer is None or normalizer <= 0:
+            raise ValueError("constant_normalizer needs a positive normalizer L")
+        return mask / (n_responses * normalizer)
+    if kind == "seq_mean_token_sum":
+        return mask / n_responses
+    raise ValueError(f"unknown aggregation {kind!r} (known: {', '.join(AGGREGATIONS)})")
+
+
+def response_weight_shares(kind: str, lengths, normalizer: float | None = None):
+    """Share of the total weight each response carries, for responses of given lengths.
+
+    Used by the site to show the 10-token vs 1000-token example with the real math.
+    """
+    import numpy as np
+
+    lengths = np.asarray(lengths, dtype=np.int64)
+    mask = (np.arange(lengths.max())[None, :] < lengths[:, None]).astype(np.float64)
+    weights = aggregation_weights(kind, mask, normalizer).sum(axis=-1)
+    return weights / weights.sum()
+
+
+# ---------------------------------------------------------------------------
+# Sampling filter and reward shaping
+# ---------------------------------------------------------------------------
+
+def dynamic_sampling_keep(correct):
+    """DAPO's dynamic sampling (arXiv 2503.14476, eq. 11): keep a group iff 0 < #correct < G.
+
+    ``correct``: (n_groups, G) of 0/1. A group that is all right or all wrong has
+    zero advantage everywhere and would only dilute the batch.
+    """
+    xp = array_namespace(correct)
+    n_correct = xp.sum(xp.astype(correct, xp.float64), axis=-1)
+    g = correct.shape[-1]
+    return (n_correct > 0) & (n_correct < g)
+
+
+def overlong_penalty(lengths, max_length: int, cache_length: int):
+    """DAPO's soft overlong punishment (arXiv 2503.14476, eq. 13).
+
+    0 if |y| <= L_max - L_cache; ((L_max - L_cache) - |y|) / L_cache if |y| <= L_max;
+    -1 beyond L_max.
+    """
+    xp = array_namespace(lengths)
+    lengths = xp.astype(lengths, xp.float64)
+    start = max_length - cache_length
+    ramp = (start - lengths) / cache_length
+    zero = xp.zeros_like(lengths)
+    return xp.where(lengths <= start, zero, xp.where(lengths <= max_length, ramp, zero - 1.0))
+
+
+# ---------------------------------------------------------------------------
+# The critic
+# ---------------------------------------------------------------------------
+
+def clipped_value_loss(values, old_values, returns, mask, clip_range: float | None):
+    """PPO's value loss, 0.5 * max((V - R)^2, (clip(V, V_old +- c) - R)^2), token mean.
+
+    ("The 37 implementation details of PPO", Huang et al. 2022; arXiv 2403.17031.)
+    """
+    xp = array_namespace(values)
+    unclipped = (values - returns) ** 2
+    if clip_range is None:
+        per_token = unclipped
+    else:
+        clipped_values = old_values + xp.clip(values - old_values, -clip_range, clip_range)
+        per_token = xp.maximum(unclipped, (clipped_values - returns) ** 2)
+    return 0.5 * xp.sum(per_token * mask) / xp.sum(mask)
+
+
+def explained_variance(values, returns, mask):
+    """1 - Var(R - V) / Var(R) over real tokens; 1 is a perfect critic, <= 0 useless."""
+    xp = array_namespace(values)
+    count = xp.sum(mask)
+    mean_r = xp.sum(returns * mask) / count
+    var_r = xp.sum(((returns - mean_r) * mask) ** 2) / count
+    resid = (returns - values) * mask
+    mean_e = xp.sum(resid) / count
+    var_e = xp.sum(((resid - mean_e) * mask) ** 2) / count
+    return 1.0 - var_e / var_r if float(var_r) > 0 else xp.asarray(float("nan"))
