@@ -1,5 +1,111 @@
-"""Subcommands beyond ``validate``, each registered by a function taking the subparsers."""
+"""Subcommands beyond ``validate``, each registered by a function taking the subparsers.
+
+Training commands import torch only when they run, so the site needs none of it.
+"""
 
 from __future__ import annotations
 
-REGISTRARS: list = []
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _train(args: argparse.Namespace) -> int:
+    try:
+        from training.rl import TrainOptions, train
+    except ImportError as err:
+        print(f"unipo train needs the training extra (pip install torch==2.13.0 && pip install -e '.[train]'): {err}",
+              file=sys.stderr)
+        return 2
+    from unipo_build.specs import SPEC_DIR, load_specs
+
+    names = sorted(load_specs(SPEC_DIR)) if args.algorithm == "all" else [args.algorithm]
+    if args.algorithm == "all" and args.out:
+        print("with 'all', --out is a parent directory: one run per algorithm inside it", file=sys.stderr)
+    for name in names:
+        out = args.out
+        if args.algorithm == "all" and args.out:
+            out = str(Path(args.out) / name)
+        opts = TrainOptions(algorithm=name, preset=args.preset, steps=args.steps, seed=args.seed, out=out,
+                            resume=args.resume, model=args.model, task=args.task, device=args.device,
+                            progress=not args.no_progress, lr=args.lr, eval_every=args.eval_every,
+                            eval_n=args.eval_n, detail_every=args.detail_every,
+                            checkpoint_every=args.checkpoint_every)
+        run_dir = train(opts)
+        print(f"{name}: run written to {run_dir}")
+    return 0
+
+
+def _sft(args: argparse.Namespace) -> int:
+    try:
+        from training.sft import run_sft
+    except ImportError as err:
+        print(f"unipo sft needs the training extra: {err}", file=sys.stderr)
+        return 2
+    out = args.out or f"work/sft-{args.preset}"
+    result = run_sft(out, preset=args.preset, seed=args.seed, steps=args.steps, device=args.device,
+                     progress=not args.no_progress)
+    print(json.dumps(result, indent=2, default=str))
+    return 0
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from unipo_build import runlog
+    from unipo_build.summary import summarize
+
+    try:
+        result = summarize(args.run_dir, with_moments=not args.no_moments)
+    except (runlog.LogError, runlog.LogErrors) as err:
+        print(str(err), file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for key, value in result.items():
+            if key == "moments":
+                for name, where in value.items():
+                    print(f"  moment {name}: {where if where else 'not in this run'}")
+            else:
+                print(f"{key}: {value}")
+    return 0
+
+
+def register_train(sub) -> None:
+    p = sub.add_parser("train", help="train an algorithm (or all) and log it token by token",
+                       description="Train ALGO (a spec id, a spec file, or 'all') with the in-house trainer. "
+                                   "The SFT warm start runs first if no warm-start checkpoint exists.")
+    p.add_argument("algorithm")
+    p.add_argument("--preset", default="tiny", choices=["tiny", "gpu"])
+    p.add_argument("--steps", type=int, help="number of rollouts (each is epochs x minibatches gradient steps)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", help="run directory (default work/runs/<algo>-<preset>-s<seed>)")
+    p.add_argument("--resume", action="store_true", help="continue a killed run from its last checkpoint")
+    p.add_argument("--model", help="a local Hugging Face causal-LM checkpoint to start from")
+    p.add_argument("--task", help="a task directory (train.jsonl, eval.jsonl) or one JSONL of prompt/answer pairs")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--lr", type=float)
+    p.add_argument("--eval-every", type=int, help="rollouts between held-out evaluations")
+    p.add_argument("--eval-n", type=int, help="held-out problems per evaluation")
+    p.add_argument("--detail-every", type=int, help="rollouts between rollouts logged token by token")
+    p.add_argument("--checkpoint-every", type=int, default=10, help="rollouts between checkpoints")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=_train)
+
+    p = sub.add_parser("sft", help="supervised warm start of the small model")
+    p.add_argument("--preset", default="tiny", choices=["tiny", "gpu"])
+    p.add_argument("--out")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--steps", type=int)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=_sft)
+
+    p = sub.add_parser("summary", help="a run in a few numbers, with its teaching moments")
+    p.add_argument("run_dir")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-moments", action="store_true")
+    p.set_defaults(func=_summary)
+
+
+REGISTRARS: list = [register_train]

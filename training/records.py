@@ -1,0 +1,188 @@
+"""Turn one gradient update's tensors into canonical log records (metrics and token detail).
+
+Pure functions of detached tensors: the RL loop calls them; the consistency test checks
+that what they write can be recomputed by the site's numpy math.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from unipo_build.components import CLIP_HIGH, CLIP_LOW
+from unipo_build.schema import GroupSummary, PromptGroup, Response, StepDetail, TokenArrays
+
+
+@dataclass
+class MinibatchView:
+    """Everything logged about one update's minibatch, on CPU, shaped (B, T) or (B,)."""
+
+    group_index: list[int]  # rollout group index of each response (group-major)
+    prompts: list[str]  # per group, in the order of first appearance
+    answers: list[str]
+    response_text: list[str]
+    token_ids: list[list[int]]
+    token_text: list[list[str]]
+    rewards: torch.Tensor  # (B,) after shaping
+    reward_components: dict[str, torch.Tensor]  # name -> (B,)
+    correct: torch.Tensor  # (B,) 0/1
+    truncated: torch.Tensor  # (B,) bool
+    mask: torch.Tensor
+    logp: torch.Tensor
+    old_logp: torch.Tensor
+    ref_logp: torch.Tensor | None
+    values: torch.Tensor | None
+    advantages: torch.Tensor
+    returns: torch.Tensor | None
+    kl: torch.Tensor | None
+    ratio: torch.Tensor
+    clip_side: torch.Tensor
+    entropy: torch.Tensor
+    weights: torch.Tensor
+    objective: torch.Tensor
+    group_advantage: bool  # the advantage is the same for every token of a response
+
+
+def _floats(row: torch.Tensor, n: int) -> list[float]:
+    return [float(x) for x in row[:n].tolist()]
+
+
+def _groups(view: MinibatchView) -> list[tuple[int, list[int]]]:
+    """(group index, response rows) in order of appearance."""
+    order: dict[int, list[int]] = {}
+    for row, g in enumerate(view.group_index):
+        order.setdefault(g, []).append(row)
+    return list(order.items())
+
+
+def group_summaries(view: MinibatchView) -> list[GroupSummary]:
+    contribution = (view.weights * view.objective).sum(dim=-1)
+    out = []
+    for g, rows in _groups(view):
+        out.append(GroupSummary(index=g, size=len(rows), n_correct=int(view.correct[rows].sum()),
+                                reward_mean=float(view.rewards[rows].mean()),
+                                contribution=float(contribution[rows].sum())))
+    return out
+
+
+def choose_detail_groups(summaries: list[GroupSummary], limit: int) -> set[int]:
+    """Which groups get token detail: one all-correct, one all-wrong, then mixed ones.
+
+    Teaching moments need each kind; the rest are taken in order so the choice is
+    deterministic and independent of the numbers.
+    """
+    all_correct = [s.index for s in summaries if s.n_correct == s.size]
+    all_wrong = [s.index for s in summaries if s.n_correct == 0]
+    mixed = [s.index for s in summaries if 0 < s.n_correct < s.size]
+    chosen: list[int] = []
+    for pool in (all_correct[:1], all_wrong[:1], mixed, all_correct[1:], all_wrong[1:]):
+        for g in pool:
+            if len(chosen) < limit and g not in chosen:
+                chosen.append(g)
+    return set(chosen)
+
+
+def response_record(view: MinibatchView, row: int, with_tokens: bool) -> Response:
+    n = int(view.mask[row].sum())
+    contribution = float((view.weights[row] * view.objective[row]).sum())
+    tokens = None
+    if with_tokens:
+        tokens = TokenArrays(
+            ids=view.token_ids[row][:n], text=view.token_text[row][:n],
+            logp=_floats(view.logp[row], n), old_logp=_floats(view.old_logp[row], n),
+            ref_logp=_floats(view.ref_logp[row], n) if view.ref_logp is not None else None,
+            value=_floats(view.values[row], n) if view.values is not None else None,
+            advantage=_floats(view.advantages[row], n),
+            return_=_floats(view.returns[row], n) if view.returns is not None else None,
+            kl=_floats(view.kl[row], n) if view.kl is not None else None,
+            ratio=_floats(view.ratio[row], n), clip=[int(x) for x in view.clip_side[row][:n].tolist()],
+            entropy=_floats(view.entropy[row], n), weight=_floats(view.weights[row], n),
+            objective=_floats(view.objective[row], n), mask=[int(x) for x in view.mask[row][:n].tolist()],
+        )
+    return Response(
+        index=0, text=view.response_text[row], reward=float(view.rewards[row]),
+        reward_components={k: float(v[row]) for k, v in view.reward_components.items()},
+        advantage=float(view.advantages[row, 0]) if view.group_advantage and n > 0 else None,
+        length=n, correct=bool(view.correct[row]), truncated=bool(view.truncated[row]),
+        contribution=contribution, tokens=tokens,
+    )
+
+
+def step_detail(view: MinibatchView, *, step: int, rollout: int, objective: float, detail_groups: int,
+                filtered: list[PromptGroup] | None = None) -> StepDetail:
+    summaries = group_summaries(view)
+    chosen = choose_detail_groups(summaries, detail_groups)
+    prompts_by_group = dict(zip([g for g, _ in _groups(view)], zip(view.prompts, view.answers)))
+    prompts = []
+    for (g, rows), summary in zip(_groups(view), summaries):
+        summary.detailed = g in chosen
+        if g not in chosen:
+            continue
+        responses = []
+        for i, row in enumerate(rows):
+            r = response_record(view, row, with_tokens=True)
+            r.index = i
+            responses.append(r)
+        prompt, answer = prompts_by_group[g]
+        prompts.append(PromptGroup(index=g, prompt=prompt, answer=answer, contribution=summary.contribution,
+                                   responses=responses))
+    filtered = filtered or []
+    filtered_summaries = [GroupSummary(index=p.index, size=len(p.responses),
+                                       n_correct=sum(bool(r.correct) for r in p.responses),
+                                       reward_mean=sum(r.reward for r in p.responses) / len(p.responses),
+                                       filtered=True, contribution=0.0, detailed=True) for p in filtered]
+    return StepDetail(step=step, rollout=rollout, objective=objective, groups=summaries,
+                      filtered_groups=filtered_summaries, prompts=prompts + filtered)
+
+
+def update_metrics(view: MinibatchView) -> dict[str, float | None]:
+    """Metrics of one update, computed over the minibatch's real tokens."""
+    m = view.mask.bool()
+    n = max(int(m.sum()), 1)
+    ratio = view.ratio[m]
+    metrics = {
+        "entropy/mean": float(view.entropy[m].sum()) / n,
+        "clip/frac_high": float((view.clip_side[m] == CLIP_HIGH).sum()) / n,
+        "clip/frac_low": float((view.clip_side[m] == CLIP_LOW).sum()) / n,
+        "ratio/min": float(ratio.min()) if ratio.numel() else None,
+        "ratio/mean": float(ratio.mean()) if ratio.numel() else None,
+        "ratio/max": float(ratio.max()) if ratio.numel() else None,
+    }
+    if view.kl is not None:
+        metrics["kl/mean"] = float(view.kl[m].sum()) / n
+    elif view.ref_logp is not None:
+        metrics["kl/mean"] = float((view.logp - view.ref_logp)[m].sum()) / n
+    return metrics
+
+
+def rollout_metrics(*, rewards: torch.Tensor, components: dict[str, torch.Tensor], shaping: torch.Tensor,
+                    correct: torch.Tensor, lengths: torch.Tensor, truncated: torch.Tensor, group_size: int,
+                    n_sampled_groups: int, n_kept_groups: int, rounds: int, all_correct: int,
+                    all_wrong: int, zero_variance: int) -> dict[str, float | None]:
+    """Rollout-level metrics (repeated on each update of the rollout)."""
+    lengths = lengths.float()
+    right = correct.bool()
+
+    def mean_or_none(x: torch.Tensor) -> float | None:
+        return float(x.mean()) if x.numel() else None
+
+    metrics = {
+        "reward/mean": float(rewards.mean()),
+        "reward/std": float(rewards.std(correction=0)) if rewards.numel() > 1 else 0.0,
+        "reward/shaping": float(shaping.mean()),
+        "accuracy/train": float(correct.float().mean()),
+        "length/mean": float(lengths.mean()),
+        "length/correct": mean_or_none(lengths[right]),
+        "length/incorrect": mean_or_none(lengths[~right]),
+        "length/truncated_frac": float(truncated.float().mean()),
+        "groups/zero_variance_frac": zero_variance / n_sampled_groups,
+        "groups/all_correct_frac": all_correct / n_sampled_groups,
+        "groups/all_wrong_frac": all_wrong / n_sampled_groups,
+        "sampling/pass_rate": n_kept_groups / n_sampled_groups,
+        "sampling/rounds": float(rounds),
+    }
+    for name, values in components.items():
+        metrics[f"reward/{name}"] = float(values.float().mean())
+    return {k: (None if v is not None and not math.isfinite(v) else v) for k, v in metrics.items()}

@@ -1,0 +1,555 @@
+"""One RL loop for every algorithm, configured only by its spec.
+
+Read top to bottom, one rollout is:
+
+1. sample G responses for each prompt from pi_old (and, with a sampling filter, keep
+   sampling new prompts until the batch is full of informative groups);
+2. score them with training/reward.py, shape the rewards if the spec asks;
+3. recompute old log-probs, reference log-probs (KL in the spec) and values (GAE);
+4. advantages from the spec's advantage component;
+5. ``epochs x minibatches`` gradient updates, each one a logged step, with the loss
+   ``-J = -sum w * objective`` built by unipo_build.objective, the same code the site
+   uses to recompute and explain a logged token.
+
+Nothing here branches on an algorithm's name: only on what the resolved components
+need (a critic, a reference model, a filter).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import platform
+import random
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from unipo_build import objective as O
+from unipo_build.runlog import RunWriter, iter_steps
+from unipo_build.schema import (EvalRecord, Hardware, ModelInfo, PromptGroup, Response, RewardComponentInfo,
+                                RewardInfo, RunHeader, StepRecord, TaskInfo)
+from unipo_build.specs import SPEC_DIR, AlgorithmSpec, load_spec, load_specs, resolve
+
+from . import records
+from .evaluate import evaluate
+from .generation import RolloutBatch, positions_from_mask, response_logprobs, sample_groups
+from .model import autocast_for, count_parameters, load_policy, resolve_device, set_threads
+from .presets import get_preset
+from .reward import score_response, total_reward
+from .task import load_task
+from .tokenizer import token_pieces
+
+REPO = Path(__file__).resolve().parent.parent
+CHECKPOINT = "checkpoint"
+
+
+@dataclass
+class TrainOptions:
+    algorithm: str  # a spec id in data/algorithms, or a path to a spec file
+    preset: str = "tiny"
+    steps: int | None = None  # rollouts; the preset's when None
+    seed: int = 0
+    out: str | None = None
+    resume: bool = False
+    model: str | None = None  # a local HF checkpoint; the preset's SFT warm start when None
+    task: str | None = None  # a directory with train.jsonl/eval.jsonl, or one JSONL file
+    device: str = "auto"
+    progress: bool = True
+    lr: float | None = None
+    checkpoint_every: int = 10
+    eval_every: int | None = None
+    eval_n: int | None = None
+    detail_every: int | None = None
+
+
+# ---------------------------------------------------------------------------
+# The critic (PPO): a copy of the policy's trunk with a scalar head
+# ---------------------------------------------------------------------------
+
+class Critic(nn.Module):
+    """V(s_t) for every response position, initialised from the warm-started policy."""
+
+    def __init__(self, policy: nn.Module):
+        super().__init__()
+        self.trunk = copy.deepcopy(policy.base_model)
+        self.head = nn.Linear(policy.config.hidden_size, 1)
+        nn.init.zeros_(self.head.weight)
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, batch: RolloutBatch) -> torch.Tensor:
+        device = self.head.weight.device
+        ids, mask = batch.input_ids.to(device), batch.attention_mask.to(device)
+        width = ids.shape[1] - batch.prompt_width
+        with autocast_for(device):
+            hidden = self.trunk(input_ids=ids, attention_mask=mask, position_ids=positions_from_mask(mask)).last_hidden_state
+        # The state before response token t is the position that predicts it.
+        values = self.head(hidden[:, -(width + 1):-1].float()).squeeze(-1)
+        return values * batch.response_mask.to(device)
+
+
+# ---------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------
+
+def select_rows(batch: RolloutBatch, rows: list[int]) -> RolloutBatch:
+    """A sub-batch of whole responses (rows keep their group-major order)."""
+    index = torch.tensor(rows, dtype=torch.long)
+    return replace(batch, prompt_index=batch.prompt_index[index], input_ids=batch.input_ids[index],
+                   attention_mask=batch.attention_mask[index], response_mask=batch.response_mask[index],
+                   logprobs=batch.logprobs[index], truncated=batch.truncated[index],
+                   response_ids=[batch.response_ids[i] for i in rows], texts=[batch.texts[i] for i in rows])
+
+
+def concat_batches(batches: list[RolloutBatch]) -> RolloutBatch:
+    """Join rollouts sampled in several rounds (a refilling filter) into one batch."""
+    if len(batches) == 1:
+        return batches[0]
+    tp = max(b.prompt_width for b in batches)
+    tr = max(b.response_mask.shape[1] for b in batches)
+    ids, att, rmask, logps = [], [], [], []
+    offset = 0
+    index = []
+    for b in batches:
+        pad_left = tp - b.prompt_width
+        pad_right = tr - b.response_mask.shape[1]
+        p_ids, r_ids = b.input_ids[:, :b.prompt_width], b.input_ids[:, b.prompt_width:]
+        p_att, r_att = b.attention_mask[:, :b.prompt_width], b.attention_mask[:, b.prompt_width:]
+        ids.append(torch.cat([nn.functional.pad(p_ids, (pad_left, 0)), nn.functional.pad(r_ids, (0, pad_right))], 1))
+        att.append(torch.cat([nn.functional.pad(p_att, (pad_left, 0)), nn.functional.pad(r_att, (0, pad_right))], 1))
+        rmask.append(nn.functional.pad(b.response_mask, (0, pad_right)))
+        logps.append(nn.functional.pad(b.logprobs, (0, pad_right)))
+        index.append(b.prompt_index + offset)
+        offset += len(b.prompts)
+    return RolloutBatch(
+        prompts=[p for b in batches for p in b.prompts], group_size=batches[0].group_size,
+        temperature=batches[0].temperature, prompt_index=torch.cat(index), input_ids=torch.cat(ids),
+        attention_mask=torch.cat(att), prompt_width=tp, response_mask=torch.cat(rmask), logprobs=torch.cat(logps),
+        truncated=torch.cat([b.truncated for b in batches]),
+        response_ids=[r for b in batches for r in b.response_ids], texts=[t for b in batches for t in b.texts])
+
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return (out.stdout.strip() + ("+dirty" if dirty else "")) if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def load_algorithm(name: str) -> AlgorithmSpec:
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return load_spec(path)
+    specs = load_specs(SPEC_DIR)
+    if name not in specs:
+        raise SystemExit(f"unknown algorithm {name!r}: known {', '.join(sorted(specs))} (or pass a spec file path)")
+    return specs[name]
+
+
+def load_rows(task: str | None, preset) -> tuple[list[dict], list[dict], str]:
+    """Train and eval rows: the generated task, a task directory, or one JSONL split 90/10."""
+    source = Path(task) if task else REPO / preset.task_dir
+    if source.is_dir():
+        return load_task(source / "train.jsonl"), load_task(source / "eval.jsonl"), str(source)
+    rows = load_task(source)
+    cut = max(1, len(rows) // 10)
+    shuffled = rows[:]
+    random.Random(1234).shuffle(shuffled)
+    return shuffled[cut:], shuffled[:cut], str(source)
+
+
+# ---------------------------------------------------------------------------
+# The loop
+# ---------------------------------------------------------------------------
+
+class Trainer:
+    def __init__(self, opts: TrainOptions):
+        self.opts = opts
+        self.spec = load_algorithm(opts.algorithm)
+        self.preset = get_preset(opts.preset)
+        rl = self.preset.rl
+        d = self.spec.defaults
+        self.rl = replace(
+            rl,
+            steps=opts.steps if opts.steps is not None else rl.steps,
+            lr=opts.lr or d.lr or rl.lr,
+            epochs=d.epochs or rl.epochs,
+            minibatches=d.minibatches or rl.minibatches,
+            seed=opts.seed,
+            eval_every=opts.eval_every or rl.eval_every,
+            eval_n=opts.eval_n or rl.eval_n,
+            detail_every=opts.detail_every or rl.detail_every,
+        )
+        self.critic_lr = d.critic_lr or 5e-4
+        self.cfg = resolve(self.spec, max_new_tokens=self.rl.max_new_tokens)
+        self.out = Path(opts.out) if opts.out else REPO / "work" / "runs" / f"{self.spec.id}-{self.preset.name}-s{opts.seed}"
+        set_threads(self.preset.threads)
+        self.device = resolve_device(opts.device)
+
+    # -- setup ---------------------------------------------------------------
+
+    def _warm_start(self) -> str:
+        if self.opts.model:
+            return self.opts.model
+        path = REPO / "work" / f"sft-{self.preset.name}"
+        if not (path / "config.json").exists():
+            from .sft import run_sft
+
+            print(f"no warm-start checkpoint at {path}: running SFT first", file=sys.stderr)
+            run_sft(path, preset=self.preset.name, seed=0, device=self.opts.device, progress=self.opts.progress)
+        return str(path)
+
+    def _header(self, checkpoint: str, n_train: int, n_eval: int, task_source: str) -> RunHeader:
+        reward_components = [
+            RewardComponentInfo(name="correct", description="1 if the last 'Answer: <int>' equals the label, else 0.", weight=1.0),
+            RewardComponentInfo(name="format", description="1 if the response ends with a well-formed 'Answer: <int>'.", weight=0.0),
+        ]
+        if self.cfg.kind("shaping") != "none":
+            reward_components.append(RewardComponentInfo(
+                name="shaping", description=f"{self.cfg.kind('shaping')} shaping term added to the reward.", weight=1.0))
+        params = count_parameters(self.policy)
+        model = ModelInfo(name=self.preset.name if not self.opts.model else self.opts.model,
+                          architecture=type(self.policy).__name__, parameters=params, checkpoint=checkpoint,
+                          vocab_size=self.policy.config.vocab_size)
+        return RunHeader(
+            run_id=self.out.name, algorithm=self.spec.id, algorithm_config=self.cfg,
+            title=f"{self.spec.name} on arithmetic word problems ({self.preset.name} preset)",
+            task=TaskInfo(name="arithmetic word problems" if not self.opts.task else Path(task_source).name,
+                          source=task_source, n_train=n_train, n_eval=n_eval),
+            reward=RewardInfo(description="Correctness of the final answer (1/0); the format component is logged but weighted 0.",
+                              components=reward_components),
+            model=model, reference_model=model if O.uses_reference(self.cfg) else None,
+            preset=self.preset.name,
+            hyperparameters={**{k: v for k, v in asdict(self.rl).items() if not isinstance(v, tuple)},
+                             "critic_lr": self.critic_lr if O.uses_critic(self.cfg) else None},
+            seed=self.opts.seed,
+            hardware=Hardware(device=self.device.type,
+                              device_name=torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else None,
+                              cpu=platform.processor() or platform.machine(), cores=os.cpu_count(),
+                              threads=torch.get_num_threads(), dtype="bfloat16 autocast" if self.device.type == "cuda" else "float32"),
+            software={"python": platform.python_version(), "torch": torch.__version__,
+                      "transformers": __import__("transformers").__version__, "unipo": "0.1.0"},
+            commit=git_commit(), engine="unipo", created_at=datetime.now(timezone.utc),
+            steps_per_rollout=self.rl.epochs * self.rl.minibatches,
+        )
+
+    def setup(self) -> None:
+        checkpoint = self._warm_start()
+        self.policy, self.tokenizer = load_policy(checkpoint, device=str(self.device))
+        self.policy.train()
+        self.reference = None
+        if O.uses_reference(self.cfg):
+            self.reference = copy.deepcopy(self.policy).eval().requires_grad_(False)
+        self.critic = Critic(self.policy).to(self.device) if O.uses_critic(self.cfg) else None
+        self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=self.rl.lr, betas=self.rl.betas,
+                                           weight_decay=self.rl.weight_decay)
+        self.critic_optimizer = (torch.optim.AdamW(self.critic.parameters(), lr=self.critic_lr)
+                                 if self.critic is not None else None)
+        self.train_rows, self.eval_rows, task_source = load_rows(self.opts.task, self.preset)
+        self.eval_rows = self.eval_rows[: self.rl.eval_n]
+        self.prompt_rng = random.Random(self.opts.seed)
+        self.sample_gen = torch.Generator(device=self.device).manual_seed(self.opts.seed)
+        self.update_rng = random.Random(self.opts.seed + 1)
+        self.step = 0
+        self.rollout = 0
+        self.started = time.time()
+        self.elapsed_before = 0.0
+        header = self._header(checkpoint, len(self.train_rows), len(self.eval_rows), task_source)
+        resume_after = None
+        if self.opts.resume:
+            resume_after = self._load_checkpoint()
+            if resume_after is not None:
+                header = header.model_copy(update={"created_at": self._created_at})
+        self.writer = RunWriter(self.out, header, resume_after=resume_after)
+
+    # -- checkpoints ---------------------------------------------------------
+
+    def _save_checkpoint(self) -> None:
+        """Everything needed to continue after this rollout, written then renamed into place."""
+        tmp = self.out / (CHECKPOINT + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        state = {
+            "policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict(),
+            "critic": self.critic.state_dict() if self.critic else None,
+            "critic_optimizer": self.critic_optimizer.state_dict() if self.critic_optimizer else None,
+            "sample_gen": self.sample_gen.get_state(),
+        }
+        torch.save(state, tmp / "state.pt")
+        meta = {"step": self.step, "rollout": self.rollout, "prompt_rng": repr(self.prompt_rng.getstate()),
+                "update_rng": repr(self.update_rng.getstate()),
+                "elapsed": self.elapsed_before + time.time() - self.started,
+                "created_at": self.writer.header.created_at.isoformat()}
+        (tmp / "meta.json").write_text(json.dumps(meta))
+        final = self.out / CHECKPOINT
+        old = self.out / (CHECKPOINT + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        if final.exists():
+            final.rename(old)
+        tmp.rename(final)
+        shutil.rmtree(old, ignore_errors=True)
+
+    def _load_checkpoint(self) -> int | None:
+        """Restore the last checkpoint; returns the last step it covers (None: start fresh)."""
+        path = self.out / CHECKPOINT
+        if not (path / "meta.json").exists():
+            if (self.out / "steps.jsonl").exists() and (self.out / "steps.jsonl").stat().st_size:
+                raise SystemExit(f"{self.out}: --resume, but there is no checkpoint to resume from")
+            return None
+        meta = json.loads((path / "meta.json").read_text())
+        state = torch.load(path / "state.pt", map_location=self.device, weights_only=False)
+        self.policy.load_state_dict(state["policy"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        if self.critic is not None:
+            self.critic.load_state_dict(state["critic"])
+            self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.sample_gen.set_state(state["sample_gen"])
+        self.prompt_rng.setstate(eval(meta["prompt_rng"], {"__builtins__": {}}))  # a tuple of ints
+        self.update_rng.setstate(eval(meta["update_rng"], {"__builtins__": {}}))
+        self.step, self.rollout = meta["step"], meta["rollout"]
+        self.elapsed_before = meta["elapsed"]
+        self._created_at = datetime.fromisoformat(meta["created_at"])
+        return self.step - 1
+
+    # -- evaluation ----------------------------------------------------------
+
+    def _evaluate(self, phase: str) -> dict:
+        result = evaluate(self.policy, self.tokenizer, self.eval_rows, max_new_tokens=self.rl.max_new_tokens,
+                          greedy=self.rl.eval_greedy, sampled=self.rl.eval_sampled,
+                          temperature=self.rl.temperature, seed=self.opts.seed + 7)
+        self.policy.train()
+        self.writer.eval(EvalRecord(step=self.step, phase=phase, n=result["n"],
+                                    accuracy_greedy=result.get("accuracy_greedy"),
+                                    accuracy_sampled=result.get("accuracy_sampled"),
+                                    mean_length=result.get("mean_length"), temperature=self.rl.temperature))
+        return result
+
+    # -- one rollout ---------------------------------------------------------
+
+    def _score(self, batch: RolloutBatch, answers: list[str]):
+        scores = [score_response(text, answers[int(p)]) for text, p in zip(batch.texts, batch.prompt_index)]
+        correct = torch.tensor([float(s["correct"]) for s in scores])
+        fmt = torch.tensor([float(s["format"]) for s in scores])
+        reward = torch.tensor([total_reward(s) for s in scores], dtype=torch.float32)
+        return reward, {"correct": correct, "format": fmt}
+
+    def _sample_rollout(self):
+        """Sample groups until the batch holds ``prompts_per_step`` groups the filter keeps."""
+        G, want = self.rl.group_size, self.rl.prompts_per_step
+        kept_batches, kept_answers, filtered_groups = [], [], []
+        n_sampled = all_correct = all_wrong = zero_var = 0
+        rounds = 0
+        kept_count = 0
+        max_rounds = self.cfg.param("filter", "max_rounds", 1) if self.cfg.kind("filter") != "none" else 1
+        while kept_count < want and rounds < max_rounds:
+            rounds += 1
+            rows = [self.train_rows[self.prompt_rng.randrange(len(self.train_rows))] for _ in range(want - kept_count)]
+            answers = [r["answer"] for r in rows]
+            batch = sample_groups(self.policy, self.tokenizer, [r["prompt"] for r in rows], G, self.rl.max_new_tokens,
+                                  self.rl.temperature, generator=self.sample_gen)
+            reward, comps = self._score(batch, answers)
+            correct = comps["correct"].view(-1, G)
+            keep = O.keep_groups(self.cfg, correct)
+            n_sampled += len(rows)
+            all_correct += int((correct.sum(-1) == G).sum())
+            all_wrong += int((correct.sum(-1) == 0).sum())
+            zero_var += int((reward.view(-1, G).std(-1, correction=0) == 0).sum())
+            keep_rows = [i for g in range(len(rows)) if keep[g] for i in batch.group(g)]
+            for g in range(len(rows)):
+                if not keep[g]:
+                    filtered_groups.append((batch, g, answers[g], reward, comps))
+            if keep_rows:
+                sub = select_rows(batch, keep_rows)
+                kept_groups = [g for g in range(len(rows)) if keep[g]]
+                sub = replace(sub, prompts=[batch.prompts[g] for g in kept_groups],
+                              prompt_index=torch.arange(len(kept_groups)).repeat_interleave(G))
+                kept_batches.append(sub)
+                kept_answers += [answers[g] for g in kept_groups]
+                kept_count += len(kept_groups)
+        stats = dict(n_sampled_groups=n_sampled, n_kept_groups=kept_count, rounds=rounds,
+                     all_correct=all_correct, all_wrong=all_wrong, zero_variance=zero_var)
+        return (concat_batches(kept_batches) if kept_batches else None), kept_answers, filtered_groups, stats
+
+    def _filtered_records(self, filtered, limit: int = 2) -> list[PromptGroup]:
+        """Dropped groups for the step detail: texts and rewards only (they were never trained on)."""
+        out = []
+        for batch, g, answer, reward, comps in filtered[:limit]:
+            responses = []
+            for i, row in enumerate(batch.group(g)):
+                responses.append(Response(
+                    index=i, text=batch.texts[row], reward=float(reward[row]),
+                    reward_components={k: float(v[row]) for k, v in comps.items()},
+                    length=int(batch.response_mask[row].sum()), correct=bool(comps["correct"][row]),
+                    filtered=True, truncated=bool(batch.truncated[row]), contribution=0.0))
+            out.append(PromptGroup(index=1000 + len(out), prompt=batch.prompts[g], answer=answer, filtered=True,
+                                   contribution=0.0, responses=responses))
+        return out
+
+    def run_rollout(self) -> None:
+        t0 = time.time()
+        batch, answers, filtered, stats = self._sample_rollout()
+        if batch is None:  # the filter kept nothing in max_rounds: no update this rollout
+            self.rollout += 1
+            return
+        G = self.rl.group_size
+        reward, comps = self._score(batch, answers)
+        lengths = batch.response_lengths
+        shaped, shaping = O.shape_rewards(self.cfg, reward, lengths)
+        if self.cfg.kind("shaping") != "none":
+            comps["shaping"] = shaping
+        mask = batch.response_mask
+        with torch.no_grad():
+            old_logp, _ = response_logprobs(self.policy, batch)
+            old_logp = old_logp.cpu()
+            ref_logp = response_logprobs(self.reference, batch)[0].cpu() if self.reference is not None else None
+            values = self.critic(batch).cpu() if self.critic is not None else None
+        rollout_kl = O.rollout_kl(self.cfg, old_logp, ref_logp, mask) if O.kl_in_reward(self.cfg) else None
+        advantages, returns = O.compute_advantages(self.cfg, rewards=shaped.float(), group_size=G, mask=mask,
+                                                   rollout_kl=rollout_kl, values=values)
+        correct = comps["correct"]
+        rollout_metrics = records.rollout_metrics(
+            rewards=shaped, components={k: v for k, v in comps.items() if k != "shaping"}, shaping=shaping,
+            correct=correct, lengths=lengths, truncated=batch.truncated, group_size=G, **stats)
+        rollout_seconds = time.time() - t0
+        rollout_metrics["time/rollout_s"] = rollout_seconds
+        n_groups = len(batch.prompts)
+        first = True
+        for epoch in range(self.rl.epochs):
+            order = list(range(n_groups))
+            self.update_rng.shuffle(order)
+            chunks = [order[i::self.rl.minibatches] for i in range(self.rl.minibatches)]
+            for chunk in chunks:
+                if not chunk:
+                    continue
+                chunk = sorted(chunk)
+                rows = [r for g in chunk for r in batch.group(g)]
+                self._update(batch, rows, answers, shaped, comps, correct, mask, old_logp, ref_logp,
+                             values, advantages, returns, rollout_kl, rollout_metrics, first,
+                             filtered if first else [])
+                first = False
+        self.rollout += 1
+
+    def _update(self, batch, rows, answers, shaped, comps, correct, mask, old_logp, ref_logp, values,
+                advantages, returns, rollout_kl, rollout_metrics, first, filtered) -> None:
+        t0 = time.time()
+        idx = torch.tensor(rows)
+        mb = select_rows(batch, rows)
+        logp, entropy = response_logprobs(self.policy, mb)
+        dev = logp.device
+        mb_mask = mask[idx].to(dev)
+        terms = O.token_terms(self.cfg, logp=logp, old_logp=old_logp[idx].to(dev), advantages=advantages[idx].to(dev),
+                              mask=mb_mask, ref_logp=ref_logp[idx].to(dev) if ref_logp is not None else None,
+                              rollout_kl=rollout_kl[idx].to(dev) if rollout_kl is not None else None)
+        J, weights = O.step_objective(self.cfg, terms.objective, mb_mask)
+        loss = -J
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.rl.grad_clip))
+        self.optimizer.step()
+        metrics = dict(rollout_metrics)
+        metrics.update({"objective": float(J), "loss/policy": float(loss), "grad_norm": grad_norm,
+                        "lr": self.optimizer.param_groups[0]["lr"]})
+        if self.critic is not None:
+            from unipo_build.components import clipped_value_loss, explained_variance
+
+            new_values = self.critic(mb)
+            value_loss = clipped_value_loss(new_values, values[idx].to(dev), returns[idx].to(dev), mb_mask,
+                                            self.cfg.param("advantage", "value_clip"))
+            self.critic_optimizer.zero_grad(set_to_none=True)
+            value_loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.rl.grad_clip)
+            self.critic_optimizer.step()
+            metrics["loss/value"] = float(value_loss)
+            ev = float(explained_variance(values[idx], returns[idx], mask[idx]))
+            metrics["value/explained_variance"] = ev if ev == ev else None
+        has_tokens = self._wants_detail()
+        token_text = {r: token_pieces(self.tokenizer, batch.response_ids[r]) if has_tokens else [] for r in rows}
+        group_of_row = {r: g for g in range(len(batch.prompts)) for r in batch.group(g)}
+        view = records.MinibatchView(
+            group_index=[group_of_row[r] for r in rows],
+            prompts=[batch.prompts[g] for g in sorted({group_of_row[r] for r in rows})],
+            answers=[answers[g] for g in sorted({group_of_row[r] for r in rows})],
+            response_text=[batch.texts[r] for r in rows], token_ids=[batch.response_ids[r] for r in rows],
+            token_text=[token_text[r] for r in rows], rewards=shaped[idx],
+            reward_components={k: v[idx] for k, v in comps.items()}, correct=correct[idx],
+            truncated=batch.truncated[idx], mask=mask[idx], logp=logp.detach().cpu(), old_logp=old_logp[idx],
+            ref_logp=ref_logp[idx] if ref_logp is not None else None,
+            values=values[idx] if values is not None else None, advantages=advantages[idx],
+            returns=returns[idx] if returns is not None else None,
+            kl=terms.kl.detach().cpu() if terms.kl is not None else None, ratio=terms.ratio.detach().cpu(),
+            clip_side=terms.clip_side.detach().cpu(), entropy=entropy.detach().cpu(),
+            weights=weights.detach().cpu(), objective=terms.objective.detach().cpu(),
+            group_advantage=self.cfg.kind("advantage") in ("group_zscore", "group_mean", "leave_one_out"))
+        metrics.update(records.update_metrics(view))
+        metrics["time/update_s"] = time.time() - t0
+        metrics["time/wall_s"] = self.elapsed_before + time.time() - self.started
+        if has_tokens:
+            self.writer.step_detail(records.step_detail(view, step=self.step, rollout=self.rollout, objective=float(J),
+                                                        detail_groups=self.rl.detail_groups,
+                                                        filtered=self._filtered_records(filtered)))
+        self.writer.step(StepRecord(step=self.step, rollout=self.rollout, first_in_rollout=first, metrics=metrics,
+                                    has_tokens=has_tokens))
+        self.step += 1
+
+    def _wants_detail(self) -> bool:
+        """Token detail for every update of every ``detail_every``-th rollout and of the last one.
+
+        All updates of a rollout, not only the first: ratios leave 1 (and clipping shows)
+        only on the later updates of a rollout.
+        """
+        return self.rollout % self.rl.detail_every == 0 or self.rollout == self.rl.steps - 1
+
+    # -- driver --------------------------------------------------------------
+
+    def train(self) -> Path:
+        self.setup()
+        total = self.rl.steps
+        if self.rollout == 0 and self.step == 0:
+            self._evaluate("start")
+        bar = None
+        if self.opts.progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=total, initial=self.rollout, desc=self.spec.id, unit="rollout", dynamic_ncols=True)
+        last = {}
+        while self.rollout < total:
+            self.run_rollout()
+            if bar is not None:
+                last = self._last_metrics()
+                bar.set_postfix(step=self.step, reward=f"{last.get('reward/mean', 0):.3f}")
+                bar.update(1)
+            if self.rollout % self.rl.eval_every == 0 and self.rollout < total:
+                self._evaluate("periodic")
+            if self.rollout % self.opts.checkpoint_every == 0 and self.rollout < total:
+                self._save_checkpoint()
+        if bar is not None:
+            bar.close()
+        self._evaluate("end")
+        self.writer.finish(finished_at=datetime.now(timezone.utc),
+                           notes=f"wall time {self.elapsed_before + time.time() - self.started:.0f} s")
+        shutil.rmtree(self.out / CHECKPOINT, ignore_errors=True)
+        return self.out
+
+    def _last_metrics(self) -> dict:
+        path = self.out / "steps.jsonl"
+        with path.open("rb") as fh:
+            fh.seek(0, 2)
+            size = fh.tell()
+            fh.seek(max(0, size - 8192))
+            tail = fh.read().decode("utf-8", "ignore").strip().splitlines()
+        return json.loads(tail[-1])["metrics"] if tail else {}
+
+
+def train(opts: TrainOptions) -> Path:
+    return Trainer(opts).train()

@@ -1,0 +1,111 @@
+"""Recompute logged token objectives with the site's numpy math.
+
+The trainer logs, for each token, the inputs of its objective (logp, old_logp, ref_logp,
+advantage, the rollout KL when the KL sits in the reward) and the outputs (ratio, clip
+side, objective, aggregation weight). Feeding the inputs back through
+unipo_build.objective on numpy must give the outputs: that is the consistency check,
+and the Algorithm Explainer shows exactly these recomputed terms for a selected token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import objective as O
+from .schema import StepDetail, TokenArrays
+from .specs import ResolvedAlgorithm
+
+
+@dataclass
+class TokenBreakdown:
+    """Every term of one response's per-token objective, as numpy arrays of length n."""
+
+    ratio: np.ndarray
+    surrogate: np.ndarray
+    clip_side: np.ndarray
+    kl: np.ndarray | None
+    objective: np.ndarray
+    eps_low: float | None
+    eps_high: float | None
+
+
+def _row(values) -> np.ndarray:
+    return np.asarray(values, dtype=np.float64)[None, :]
+
+
+def breakdown(cfg: ResolvedAlgorithm, tokens: TokenArrays) -> TokenBreakdown:
+    """The objective's terms for one logged response, recomputed from its logged inputs."""
+    mask = _row(tokens.mask)
+    kl_in_reward = O.kl_in_reward(cfg)
+    terms = O.token_terms(
+        cfg, logp=_row(tokens.logp), old_logp=_row(tokens.old_logp), advantages=_row(tokens.advantage), mask=mask,
+        ref_logp=_row(tokens.ref_logp) if tokens.ref_logp is not None else None,
+        rollout_kl=_row(tokens.kl) if (kl_in_reward and tokens.kl is not None) else None)
+    eps_low, eps_high = O.clip_bounds(cfg)
+    return TokenBreakdown(ratio=terms.ratio[0], surrogate=terms.surrogate[0], clip_side=terms.clip_side[0],
+                          kl=None if terms.kl is None else np.asarray(terms.kl)[0], objective=terms.objective[0],
+                          eps_low=eps_low, eps_high=eps_high)
+
+
+def _close(a, b, rtol: float, atol: float) -> bool:
+    return bool(np.allclose(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), rtol=rtol, atol=atol))
+
+
+def check_step(cfg: ResolvedAlgorithm, detail: StepDetail, *, rtol: float = 1e-5, atol: float = 1e-6) -> list[str]:
+    """Every disagreement between a step's logged values and their recomputation.
+
+    Checks, for each response with token detail: ratio, clip side and objective per token;
+    the response's contribution = sum w * objective; the group's contribution = sum of its
+    responses'; and the step objective = sum of every group's contribution. For aggregations
+    whose weight is fixed by counts (seq_mean_token_mean, constant_normalizer,
+    seq_mean_token_sum) the weights themselves are recomputed from the step's group sizes.
+    """
+    problems = []
+    n_responses = sum(g.size for g in detail.groups)
+    kind = cfg.kind("aggregation")
+    where_step = f"step {detail.step}"
+    for p, group in enumerate(detail.prompts):
+        if group.filtered:
+            continue
+        total = 0.0
+        for response in group.responses:
+            where = f"{where_step}, prompt {p} (group {group.index}), response {response.index}"
+            tokens = response.tokens
+            if tokens is None:
+                problems.append(f"{where}: no token arrays")
+                continue
+            b = breakdown(cfg, tokens)
+            for name, logged, recomputed in (("ratio", tokens.ratio, b.ratio), ("objective", tokens.objective, b.objective)):
+                if not _close(logged, recomputed, rtol, atol):
+                    worst = int(np.argmax(np.abs(np.asarray(logged) - recomputed)))
+                    problems.append(f"{where}: tokens.{name}[{worst}] logged {logged[worst]!r}, recomputed {recomputed[worst]!r}")
+            if list(tokens.clip) != [int(x) for x in b.clip_side]:
+                problems.append(f"{where}: tokens.clip differs from the recomputed clip sides")
+            length = sum(tokens.mask)
+            expected_w = None
+            if kind == "seq_mean_token_mean":
+                expected_w = 1.0 / (n_responses * length) if length else 0.0
+            elif kind == "constant_normalizer":
+                expected_w = 1.0 / (n_responses * cfg.param("aggregation", "normalizer"))
+            elif kind == "seq_mean_token_sum":
+                expected_w = 1.0 / n_responses
+            if expected_w is not None and not _close([w for w, m in zip(tokens.weight, tokens.mask) if m],
+                                                     expected_w, rtol, 0.0):
+                problems.append(f"{where}: tokens.weight is not 1/{'(N |o_i|)' if kind == 'seq_mean_token_mean' else 'N L' if kind == 'constant_normalizer' else 'N'}")
+            contribution = float(np.sum(np.asarray(tokens.weight) * np.asarray(tokens.objective)))
+            if response.contribution is not None and not _close(response.contribution, contribution, rtol, atol * 1e-2):
+                problems.append(f"{where}: contribution logged {response.contribution!r}, sum of weight x objective {contribution!r}")
+            total += contribution
+        if group.contribution is not None and not _close(group.contribution, total, rtol, atol * 1e-2):
+            problems.append(f"{where_step}, prompt {p}: group contribution logged {group.contribution!r}, recomputed {total!r}")
+    if kind == "token_mean":
+        weights = {w for g in detail.prompts if not g.filtered for r in g.responses if r.tokens
+                   for w, m in zip(r.tokens.weight, r.tokens.mask) if m}
+        if weights and not _close(min(weights), max(weights), rtol, 0.0):
+            problems.append(f"{where_step}: token_mean weights differ between tokens")
+    summed = sum(g.contribution for g in detail.groups)
+    if not _close(summed, detail.objective, rtol, atol):
+        problems.append(f"{where_step}: objective logged {detail.objective!r}, sum of group contributions {summed!r}")
+    return problems

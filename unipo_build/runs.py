@@ -1,0 +1,131 @@
+"""Finding and loading the runs a site is built from.
+
+The runs directory is, in order: the environment variable UNIPO_RUNS, mkdocs.yml
+``extra.unipo_runs``, or data/runs. A run that fails to load does not stop the build:
+it is recorded with its error so pages can say which run was skipped and why (unless
+the build is strict about runs: UNIPO_STRICT_RUNS=1).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from . import runlog
+from .schema import EvalRecord, RunHeader
+from .specs import SPEC_DIR, AlgorithmSpec, ResolvedAlgorithm, SpecError, load_specs
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def runs_dir(config_value: str | None = None) -> Path:
+    raw = os.environ.get("UNIPO_RUNS") or config_value or "data/runs"
+    path = Path(raw)
+    return path if path.is_absolute() else (REPO / path)
+
+
+@dataclass
+class Run:
+    id: str
+    path: Path
+    header: RunHeader | None = None
+    error: str | None = None
+    spec: AlgorithmSpec | None = None
+    evals: list[EvalRecord] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def config(self) -> ResolvedAlgorithm | None:
+        return self.header.algorithm_config if self.header else None
+
+    def token_steps(self) -> list[int]:
+        return runlog.token_steps(self.path)
+
+
+def _load(path: Path, specs: dict[str, AlgorithmSpec]) -> Run:
+    run = Run(id=path.name, path=path)
+    try:
+        run.header = runlog.read_header(path)
+        run.evals = list(runlog.iter_evals(path))
+        # Stream the steps once so a broken line is found at build start, not mid-page.
+        for _ in runlog.iter_steps(path):
+            pass
+    except (runlog.LogError, runlog.LogErrors) as err:
+        run.error = str(err)
+        return run
+    run.id = run.header.run_id
+    run.spec = specs.get(run.header.algorithm)
+    return run
+
+
+@lru_cache(maxsize=8)
+def _discover_cached(directory: str, mtime_key: float) -> tuple[Run, ...]:
+    try:
+        specs = load_specs(SPEC_DIR)
+    except SpecError:
+        specs = {}
+    root = Path(directory)
+    if not root.is_dir():
+        return ()
+    runs = [_load(p, specs) for p in sorted(root.iterdir()) if p.is_dir() and not p.name.startswith(".")]
+    return tuple(runs)
+
+
+def discover(directory: Path | None = None) -> list[Run]:
+    """Every run directory under the runs directory, loaded or with its error."""
+    directory = directory or runs_dir()
+    key = max((p.stat().st_mtime for p in directory.glob("*/steps.jsonl")), default=0.0) if directory.is_dir() else 0.0
+    runs = list(_discover_cached(str(directory), key))
+    if os.environ.get("UNIPO_STRICT_RUNS") == "1":
+        bad = [r for r in runs if not r.ok]
+        if bad:
+            raise RuntimeError("runs that failed to load (UNIPO_STRICT_RUNS=1):\n" + "\n".join(r.error for r in bad))
+    return runs
+
+
+def get_run(run_id: str, directory: Path | None = None) -> Run | None:
+    """A run by its id or directory name, or the run of an algorithm (its spec id)."""
+    runs = discover(directory)
+    for run in runs:
+        if run.id == run_id or run.path.name == run_id:
+            return run
+    candidates = [r for r in runs if r.ok and r.header.algorithm == run_id]
+    return candidates[0] if candidates else None
+
+
+def metric_series(run: Run, names: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """(steps, values) per metric, streamed; steps where a metric is null are skipped."""
+    steps: dict[str, list[int]] = {n: [] for n in names}
+    values: dict[str, list[float]] = {n: [] for n in names}
+    for record in runlog.iter_steps(run.path):
+        for n in names:
+            v = record.metrics.get(n)
+            if v is not None:
+                steps[n].append(record.step)
+                values[n].append(v)
+    return {n: (np.asarray(steps[n], dtype=np.int64), np.asarray(values[n], dtype=np.float64)) for n in names}
+
+
+def rollout_starts(run: Run) -> np.ndarray:
+    """Steps that begin a rollout (the boundaries the Training Explorer draws)."""
+    return np.asarray([r.step for r in runlog.iter_steps(run.path) if r.first_in_rollout], dtype=np.int64)
+
+
+def available_metrics(run: Run) -> list[str]:
+    """Metric names present in the run, in catalogue order, then unknown ones by name."""
+    from .schema import METRICS
+
+    seen: dict[str, None] = {}
+    for record in runlog.iter_steps(run.path):
+        for name, value in record.metrics.items():
+            if value is not None:
+                seen.setdefault(name, None)
+    known = [m for m in METRICS if m in seen]
+    return known + sorted(m for m in seen if m not in METRICS)

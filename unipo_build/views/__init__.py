@@ -1,0 +1,1 @@
+"""The three views (Training Explorer, Step Inspector, Algorithm Explainer) and comparison."""
