@@ -39,12 +39,15 @@ def group_zscore_advantage(rewards, std_ddof: int = 1, eps: float = 1e-6):
     DeepSeekMath (arXiv 2402.03300) eq. 3 and the text below it. ``std_ddof`` names
     the convention the literature splits on: 1 is torch's default (n - 1), used by
     OpenRLHF's group_norm and TRL; 0 is the population std. ``rewards``: (n_groups, G).
-    A group whose rewards are all equal gets advantage 0 for every response.
+    A group whose rewards are all equal gets advantage 0 for every response: exactly 0,
+    also with ``eps`` 0 and for fractional rewards whose mean and std carry rounding error.
     """
     xp = array_namespace(rewards)
     mean = xp.mean(rewards, axis=-1, keepdims=True)
     std = xp.std(rewards, axis=-1, correction=std_ddof, keepdims=True)
-    return (rewards - mean) / (std + eps)
+    equal = xp.max(rewards, axis=-1, keepdims=True) == xp.min(rewards, axis=-1, keepdims=True)
+    denominator = xp.where(equal, xp.ones_like(std), std + eps)
+    return xp.where(equal, xp.zeros_like(rewards), (rewards - mean) / denominator)
 
 
 def group_mean_advantage(rewards):

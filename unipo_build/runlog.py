@@ -192,12 +192,39 @@ def validation_errors(file: str, err: ValidationError, *, line: int | None = Non
     return out
 
 
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not allowed (the schema forbids non-finite numbers)")
-
-
 def _loads(text: str) -> Any:
-    return json.loads(text, parse_constant=_reject_constant)
+    """Parse JSON; NaN and infinities are parsed so that _validate can say where they are."""
+    return json.loads(text, parse_constant=float)
+
+
+def _non_finite(value: Any, loc: tuple = ()) -> Iterator[tuple]:
+    """Locations of NaN and infinities in parsed JSON (also in unknown and free-form fields)."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            yield loc
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _non_finite(item, loc + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _non_finite(item, loc + (index,))
+
+
+def _validate(file: str, raw: Any, model: type[BaseModel], *, line: int | None = None, step: int | None = None):
+    """Validate parsed JSON; every problem, non-finite numbers included, as a LogError."""
+    errors = []
+    for loc in _non_finite(raw):
+        where, field = _where(loc)
+        errors.append(LogError(file, "NaN or infinity is not allowed here", line=line, step=step, where=where,
+                               field=field or None))
+    try:
+        record = model.model_validate(raw)
+    except ValidationError as err:
+        errors += [e for e in validation_errors(file, err, line=line, step=step) if e not in errors]
+        record = None
+    if errors:
+        raise LogErrors(errors)
+    return record
 
 
 def read_json_model(path: Path, model: type[BaseModel], *, step: int | None = None):
@@ -209,11 +236,7 @@ def read_json_model(path: Path, model: type[BaseModel], *, step: int | None = No
         raise LogError(str(path), f"not valid JSON: {err}", step=step) from None
     if step is None and isinstance(raw, dict) and isinstance(raw.get("step"), int):
         step = raw["step"]
-    try:
-        return model.model_validate(raw)
-    except ValidationError as err:
-        errors = validation_errors(str(path), err, step=step)
-        raise LogErrors(errors) from None
+    return _validate(str(path), raw, model, step=step)
 
 
 class LogErrors(Exception):
@@ -240,10 +263,7 @@ def _iter_jsonl(path: Path, model: type[BaseModel]) -> Iterator[tuple[int, Any]]
                 hint = " (the line is cut off: was the run killed while writing?)" if not line.endswith("\n") else ""
                 raise LogError(str(path), f"not valid JSON: {err}{hint}", line=number) from None
             step = raw.get("step") if isinstance(raw, dict) and isinstance(raw.get("step"), int) else None
-            try:
-                yield number, model.model_validate(raw)
-            except ValidationError as err:
-                raise LogErrors(validation_errors(str(path), err, line=number, step=step)) from None
+            yield number, _validate(str(path), raw, model, line=number, step=step)
 
 
 def iter_steps(run_dir: str | Path) -> Iterator[StepRecord]:
@@ -316,4 +336,8 @@ def validate_run(run_dir: str | Path, *, known_algorithms: set[str] | None = Non
         if detail is not None and detail.step != step:
             errors.append(LogError(str(run_dir / TOKENS_DIR / token_file_name(step)),
                                    f"file is for step {step} but says step {detail.step}", step=step, field="step"))
+    for step in sorted(logged - set(token_steps(run_dir))):
+        errors.append(LogError(str(run_dir / TOKENS_DIR / token_file_name(step)),
+                               f"file is missing, but {STEPS} marks step {step} with has_tokens", step=step,
+                               field="has_tokens"))
     return errors[:limit]
