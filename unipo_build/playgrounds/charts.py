@@ -1,0 +1,629 @@
+"""Vega-Lite specs of the three playgrounds, and the data they start with.
+
+Each chart reads named datasets (``datasets`` at the top of the spec), so the browser
+script can swap a dataset with ``view.data(name, rows)`` after a simulation, and Vega-Lite
+parameters (``focus``, ``eps``, ...) that the page's own controls set with
+``view.signal``. The build fills every dataset for the page's default settings, so each
+figure is complete before any script runs.
+
+Colours:
+- values (objective J, advantages, rewards) use the site's one diverging scale, ColorBrewer
+  PiYG (Vega's ``pinkyellowgreen``): negative pink, zero near-white, positive green;
+- methods use ``METHOD_COLOURS`` on all three pages (Okabe-Ito and Paul Tol hues that are
+  told apart with the common colour-vision deficiencies and read on light and dark pages);
+  the exact gradient and pi* are drawn in ``ink``, the page's text colour, which the
+  script sets from Material's colour scheme.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from unipo_build.playgrounds import loss_shapes as ls
+from unipo_build.playgrounds import multi_reward as mr
+from unipo_build.playgrounds import objective_1d as o1
+
+DIVERGING_SCHEME = "pinkyellowgreen"  # ColorBrewer PiYG, as the Step Inspector's token colours
+INK_LIGHT = "#1f1f1f"
+INK_DARK = "#e8e8e8"
+
+METHOD_COLOURS = {
+    "exact": INK_LIGHT,  # replaced by the ink parameter in the browser
+    "pg": "#E69F00",  # REINFORCE / policy gradient: Okabe-Ito orange
+    "reinforce": "#E69F00",
+    "ppo": "#56B4E9",  # sky blue
+    "grpo": "#009E73",  # bluish green
+    "dpo": "#D55E00",  # vermillion
+    "dro": "#CC79A7",  # reddish purple
+    "gdpo": "#0072B2",  # blue
+    "dapo": "#AA3377",  # Tol purple
+    "drgrpo": "#999933",  # Tol olive
+    "gspo": "#EE6677",  # Tol red
+}
+NEUTRAL = "#8c8c8c"  # pi_ref and other references
+
+SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
+
+
+def _r(x: float, digits: int = 5) -> float:
+    return float(round(float(x), digits))
+
+
+def _ink_param() -> dict:
+    return {"name": "ink", "value": INK_LIGHT}
+
+
+def _method_scale(methods, labels) -> dict:
+    return {
+        "domain": [labels[m] for m in methods],
+        "range": [METHOD_COLOURS[m] for m in methods],
+    }
+
+
+# ---------------------------------------------------------------------------
+# Playground 1: the objective on one axis
+# ---------------------------------------------------------------------------
+
+AXIS_RANGE = (-6.0, 6.0, 241)
+
+
+def axis_data(settings: o1.Settings) -> dict[str, list[dict]]:
+    """Reward and densities on the action axis: ``pg_reward``, ``pg_density``.
+
+    Like every dataset here, a row holds arrays (one row per curve) that the spec expands
+    with a ``flatten`` transform: a third of the size of one row per point.
+    """
+    a = np.linspace(*AXIS_RANGE)
+    bumps = settings.bumps
+    star = o1.pi_star(bumps, settings.beta)
+    ref = np.exp(o1.log_normal_pdf(a, 0.0, o1.REF_SIGMA))
+    opt = o1.pi_star_density(a, bumps, settings.beta)
+    matched = np.exp(o1.log_normal_pdf(a, star.mean, star.std))
+    curves = {"π_ref": ref, "π*": opt, "Gaussian with π*'s mean and std": matched}
+    xs = [_r(x, 3) for x in a]
+    return {
+        "pg_reward": [{"a": xs, "r": [_r(y) for y in o1.reward(a, bumps)]}],
+        "pg_density": [{"curve": name, "a": xs, "p": [_r(y) for y in ys]} for name, ys in curves.items()],
+    }
+
+
+def axis_spec(settings: o1.Settings) -> dict:
+    curves = ["π_ref", "π*", "Gaussian with π*'s mean and std"]
+    x = {"field": "a", "type": "quantitative", "title": "action a",
+         "scale": {"domain": list(AXIS_RANGE[:2]), "nice": False}}
+    reward_panel = {
+        "height": 110,
+        "width": 600,
+        "data": {"name": "pg_reward"},
+        "transform": [{"flatten": ["a", "r"]}],
+        "layer": [
+            {"mark": {"type": "area", "opacity": 0.85, "line": False},
+             "encoding": {
+                 "x": {**x, "title": None, "axis": {"labels": False, "ticks": False}},
+                 "y": {"field": "r", "type": "quantitative", "title": "reward r(a)"},
+                 "fill": {"value": "#7fbc41"},
+             }},
+            {"mark": {"type": "line", "strokeWidth": 2, "color": {"expr": "ink"}},
+             "encoding": {"x": {**x, "title": None}, "y": {"field": "r", "type": "quantitative"}}},
+            {"mark": {"type": "rule", "strokeDash": [2, 2], "color": NEUTRAL},
+             "encoding": {"y": {"datum": 0}}},
+        ],
+    }
+    density_panel = {
+        "height": 190,
+        "width": 600,
+        "data": {"name": "pg_density"},
+        "transform": [{"flatten": ["a", "p"]}],
+        "layer": [
+            {"transform": [{"filter": "datum.curve === 'π*'"}],
+             "mark": {"type": "area", "opacity": 0.18, "color": {"expr": "ink"}},
+             "encoding": {"x": x, "y": {"field": "p", "type": "quantitative"}}},
+            {"mark": {"type": "line", "strokeWidth": 2},
+             "encoding": {
+                 "x": x,
+                 "y": {"field": "p", "type": "quantitative", "title": "density"},
+                 "stroke": {"field": "curve", "type": "nominal", "title": None,
+                            "scale": {"domain": curves, "range": [NEUTRAL, INK_LIGHT, INK_LIGHT]},
+                            "legend": {"orient": "top", "direction": "horizontal", "labelLimit": 320}},
+                 "strokeDash": {"field": "curve", "type": "nominal",
+                                "scale": {"domain": curves, "range": [[6, 3], [1, 0], [2, 2]]},
+                                "title": None,
+                                "legend": {"orient": "top", "direction": "horizontal", "labelLimit": 320}},
+             }},
+        ],
+    }
+    # A scale's colours cannot come from a parameter, so the script rewrites INK_LIGHT
+    # wherever it occurs in the spec (scale ranges included) when the scheme is dark.
+    return {
+        "$schema": SCHEMA,
+        "params": [_ink_param()],
+        "datasets": axis_data(settings),
+        "vconcat": [reward_panel, density_panel],
+        "spacing": 6,
+        "resolve": {"scale": {"x": "shared"}},
+        # vconcat cannot use width "container": the script sizes the panels (one column)
+        "usermeta": {"pgLayout": {"columns": 1, "fixed": 70, "perColumn": 0, "min": 220, "max": 900}},
+    }
+
+
+def surface_rows(bumps, beta: float) -> list[dict]:
+    """``pg_surface``: one row per sigma with the mu grid and J as arrays (flattened in Vega)."""
+    mu_grid, sigma_grid, values = o1.surface(bumps, beta)
+    return [
+        {"sigma": _r(sigma_grid[j, 0], 4), "mu": [_r(m, 4) for m in mu_grid[j]],
+         "J": [_r(v, 4) for v in values[j]]}
+        for j in range(values.shape[0])
+    ]
+
+
+def trajectory_rows(runs: dict[str, o1.Trajectory]) -> list[dict]:
+    """``pg_traj``: one row per method with arrays step, mu, sigma, J."""
+    return [
+        {"method": o1.METHOD_LABELS[m], "step": list(range(len(t.mu))),
+         "mu": [_r(x, 4) for x in t.mu], "sigma": [_r(math.exp(x), 4) for x in t.log_sigma],
+         "J": [_r(x, 4) for x in t.objective]}
+        for m, t in sorted(runs.items(), key=lambda item: item[0] == "exact")  # exact drawn last, on top
+    ]
+
+
+def marker_rows(settings: o1.Settings) -> list[dict]:
+    star = o1.pi_star(settings.bumps, settings.beta)
+    return [
+        {"kind": "start", "label": "start (π_ref)", "mu": settings.start_mu, "sigma": settings.start_sigma},
+        {"kind": "pistar", "label": "π* (mean, std)", "mu": _r(star.mean, 4), "sigma": _r(star.std, 4)},
+    ]
+
+
+def surface_spec(settings: o1.Settings) -> dict:
+    mu_lo, mu_hi, n_mu = o1.SURFACE_MU
+    sg_lo, sg_hi, n_sg = o1.SURFACE_SIGMA
+    d_mu = (mu_hi - mu_lo) / (n_mu - 1)
+    d_sg = (sg_hi - sg_lo) / (n_sg - 1)
+    x_scale = {"domain": [mu_lo - d_mu / 2, mu_hi + d_mu / 2], "nice": False, "zero": False}
+    y_scale = {"domain": [0, sg_hi + d_sg / 2], "nice": False, "zero": True}
+    labels = [o1.METHOD_LABELS[m] for m in o1.METHODS]
+    runs = o1.run_all(settings)
+    opacity = {"condition": {"test": "focus === 'all' || datum.method === focus", "value": 1}, "value": 0.12}
+    return {
+        "$schema": SCHEMA,
+        "width": "container",
+        "height": 340,
+        "params": [_ink_param(), {"name": "focus", "value": "all"}],
+        "datasets": {
+            "pg_surface": surface_rows(settings.bumps, settings.beta),
+            "pg_traj": trajectory_rows(runs),
+            "pg_marks": marker_rows(settings),
+        },
+        "layer": [
+            {
+                "data": {"name": "pg_surface"},
+                "transform": [
+                    {"flatten": ["mu", "J"]},
+                    # cells overlap by 4% so no background shows through between them
+                    {"calculate": f"datum.mu - {0.52 * d_mu}", "as": "mu0"},
+                    {"calculate": f"datum.mu + {0.52 * d_mu}", "as": "mu1"},
+                    {"calculate": f"datum.sigma - {0.52 * d_sg}", "as": "s0"},
+                    {"calculate": f"datum.sigma + {0.52 * d_sg}", "as": "s1"},
+                ],
+                "mark": {"type": "rect", "stroke": None, "clip": True},
+                "encoding": {
+                    "x": {"field": "mu0", "type": "quantitative", "scale": x_scale, "title": "mean μ"},
+                    "x2": {"field": "mu1"},
+                    "y": {"field": "s0", "type": "quantitative", "scale": y_scale, "title": "std σ"},
+                    "y2": {"field": "s1"},
+                    "fill": {"field": "J", "type": "quantitative", "title": "J(μ, σ)",
+                             "scale": {"scheme": DIVERGING_SCHEME, "domainMid": 0},
+                             "legend": {"orient": "bottom", "direction": "horizontal", "gradientLength": 180,
+                                        "titleOrient": "left", "titleBaseline": "middle"}},
+                    "tooltip": [{"field": "mu", "title": "μ", "format": ".2f"},
+                                {"field": "sigma", "title": "σ", "format": ".2f"},
+                                {"field": "J", "title": "J", "format": ".3f"}],
+                },
+            },
+            {
+                "data": {"name": "pg_traj"},
+                "transform": [{"flatten": ["step", "mu", "sigma", "J"]}],
+                "mark": {"type": "line", "clip": True, "strokeWidth": 2.2, "interpolate": "linear"},
+                "encoding": {
+                    "x": {"field": "mu", "type": "quantitative", "scale": x_scale},
+                    "y": {"field": "sigma", "type": "quantitative", "scale": y_scale},
+                    "order": {"field": "step", "type": "quantitative"},
+                    "stroke": {"field": "method", "type": "nominal", "title": None,
+                               "scale": _method_scale(o1.METHODS, o1.METHOD_LABELS),
+                               "legend": {"orient": "top", "direction": "horizontal", "columns": 3,
+                                          "symbolType": "stroke", "labelLimit": 140}},
+                    "strokeOpacity": opacity,
+                    "detail": {"field": "method", "type": "nominal"},
+                },
+            },
+            {
+                "data": {"name": "pg_traj"},
+                "transform": [
+                    {"flatten": ["step", "mu", "sigma", "J"]},
+                    {"joinaggregate": [{"op": "max", "field": "step", "as": "last"}], "groupby": ["method"]},
+                    {"filter": "datum.step === datum.last"},
+                ],
+                "mark": {"type": "point", "filled": True, "size": 60, "clip": True, "stroke": {"expr": "ink"},
+                         "strokeWidth": 1},
+                "encoding": {
+                    "x": {"field": "mu", "type": "quantitative", "scale": x_scale},
+                    "y": {"field": "sigma", "type": "quantitative", "scale": y_scale},
+                    "fill": {"field": "method", "type": "nominal",
+                             "scale": _method_scale(o1.METHODS, o1.METHOD_LABELS), "legend": None},
+                    "opacity": opacity,
+                    "tooltip": [{"field": "method"}, {"field": "step", "title": "step"},
+                                {"field": "mu", "title": "μ", "format": ".3f"},
+                                {"field": "sigma", "title": "σ", "format": ".3f"},
+                                {"field": "J", "title": "J", "format": ".3f"}],
+                },
+            },
+            {
+                "data": {"name": "pg_marks"},
+                "mark": {"type": "point", "size": 190, "strokeWidth": 2.2, "filled": False,
+                         "color": {"expr": "ink"}, "clip": True},
+                "encoding": {
+                    "x": {"field": "mu", "type": "quantitative", "scale": x_scale},
+                    "y": {"field": "sigma", "type": "quantitative", "scale": y_scale},
+                    # the caption names the two markers (a legend would not fit on a phone)
+                    "shape": {"field": "label", "type": "nominal",
+                              "scale": {"domain": ["start (π_ref)", "π* (mean, std)"],
+                                        "range": ["circle", "cross"]},
+                              "legend": None},
+                    "tooltip": [{"field": "label"}, {"field": "mu", "title": "μ", "format": ".3f"},
+                                {"field": "sigma", "title": "σ", "format": ".3f"}],
+                },
+            },
+        ],
+        "resolve": {"scale": {"stroke": "independent", "fill": "independent"}},
+    }
+
+
+def band_rows(settings: o1.Settings) -> list[dict]:
+    """``pg_band``: one row per method with arrays step, median, low, high."""
+    rows = []
+    for method in sorted(o1.METHODS, key=lambda m: m == "exact"):  # exact drawn last, on top
+        band = o1.objective_band(method, settings)
+        rows.append({"method": o1.METHOD_LABELS[method], "step": list(range(len(band.median))),
+                     "median": [_r(x, 4) for x in band.median], "low": [_r(x, 4) for x in band.low],
+                     "high": [_r(x, 4) for x in band.high]})
+    return rows
+
+
+def band_domain(rows: list[dict], optimum: float) -> tuple[float, float]:
+    """y range of the band chart: the medians and J(pi*), padded; bands may run off it.
+
+    A single seed whose run collapses would otherwise stretch the axis until every median
+    is a flat line. (The browser script computes the same range.)
+    """
+    lo = min(min(row["median"]) for row in rows)
+    hi = max(optimum, max(max(row["median"]) for row in rows))
+    pad = max(0.08 * (hi - lo), 0.02)
+    return lo - pad, hi + pad
+
+
+def band_spec(settings: o1.Settings) -> dict:
+    star = o1.pi_star(settings.bumps, settings.beta)
+    scale = _method_scale(o1.METHODS, o1.METHOD_LABELS)
+    x = {"field": "step", "type": "quantitative", "title": "step t", "scale": {"nice": False}}
+    legend = {"orient": "top", "direction": "horizontal", "columns": 3, "labelLimit": 140,
+              "symbolType": "stroke"}
+    rows = band_rows(settings)
+    optimum = _r(settings.beta * star.log_z)
+    y_lo, y_hi = band_domain(rows, optimum)
+    y_scale = {"domain": {"expr": "[ylo, yhi]"}, "nice": False, "zero": False}
+    return {
+        "$schema": SCHEMA,
+        "width": "container",
+        "height": 280,
+        "params": [_ink_param(), {"name": "focus", "value": "all"},
+                   {"name": "ylo", "value": _r(y_lo, 4)}, {"name": "yhi", "value": _r(y_hi, 4)}],
+        "datasets": {
+            "pg_band": rows,
+            "pg_optimum": [{"J": optimum, "label": "J(π*) = β log Z"}],
+        },
+        "layer": [
+            {"data": {"name": "pg_band"},
+             "transform": [{"flatten": ["step", "median", "low", "high"]}],
+             "mark": {"type": "area", "opacity": 0.16, "clip": True},
+             "encoding": {"x": x, "y": {"field": "low", "type": "quantitative", "scale": y_scale},
+                          "y2": {"field": "high"},
+                          "fill": {"field": "method", "type": "nominal", "scale": scale, "legend": None},
+                          "detail": {"field": "method"}}},
+            {"data": {"name": "pg_band"},
+             "transform": [{"flatten": ["step", "median", "low", "high"]}],
+             "mark": {"type": "line", "strokeWidth": 2, "clip": True},
+             "encoding": {"x": x,
+                          "y": {"field": "median", "type": "quantitative", "title": "J(θ_t)",
+                                "scale": y_scale},
+                          "stroke": {"field": "method", "type": "nominal", "scale": scale, "title": None,
+                                     "legend": legend},
+                          "tooltip": [{"field": "method"}, {"field": "step"},
+                                      {"field": "median", "format": ".3f"},
+                                      {"field": "low", "title": "min", "format": ".3f"},
+                                      {"field": "high", "title": "max", "format": ".3f"}]}},
+            {"data": {"name": "pg_optimum"},
+             "mark": {"type": "rule", "strokeDash": [6, 4], "strokeWidth": 1.5, "color": {"expr": "ink"}},
+             "encoding": {"y": {"field": "J", "type": "quantitative"}}},
+            {"data": {"name": "pg_optimum"},
+             "mark": {"type": "text", "align": "right", "baseline": "bottom", "dy": -3, "x": "width",
+                      "color": {"expr": "ink"}},
+             "encoding": {"y": {"field": "J", "type": "quantitative"}, "text": {"field": "label"}}},
+        ],
+        "resolve": {"scale": {"fill": "shared", "stroke": "shared"}, "legend": {"fill": "independent"}},
+    }
+
+
+# ---------------------------------------------------------------------------
+# Playground 2: several rewards, GRPO against GDPO
+# ---------------------------------------------------------------------------
+
+GDPO_LABELS = {"grpo": "GRPO", "gdpo": "GDPO"}
+
+
+def advantage_rows(grid) -> list[dict]:
+    """``gd_adv``: per rollout and method, sorted by GDPO (rank 1 = largest GDPO advantage)."""
+    grid = np.asarray(grid, dtype=np.float64)
+    grpo = mr.grpo_advantages(grid[None])[0]
+    gdpo = mr.gdpo_advantages(grid[None])[0]
+    order = sorted(range(len(grid)), key=lambda i: (-gdpo[i], i))
+    rank = {i: k + 1 for k, i in enumerate(order)}
+    tags = {}
+    for n, members in enumerate(mr.collapsed_groups(grid, grpo)):
+        for i in members:
+            tags[i] = chr(ord("A") + n)
+    rows = []
+    for i, vec in enumerate(grid):
+        # the collapse tag is part of the label, so the one shared y axis carries it
+        label = f"{tags.get(i, ' ')} #{i + 1:<2d} " + " ".join(str(int(v)) for v in vec)
+        for method, adv in (("GRPO", grpo[i]), ("GDPO", gdpo[i])):
+            rows.append({"rollout": label, "method": method, "adv": _r(adv, 4), "rank": rank[i],
+                         "tag": tags.get(i, "")})
+    return rows
+
+
+def advantage_spec() -> dict:
+    y = {"field": "rollout", "type": "ordinal", "title": "tag, rollout: correct format concise",
+         "sort": {"field": "rank", "order": "ascending"},
+         "axis": {"labelFont": "monospace", "labelFontSize": 12}}
+    return {
+        "$schema": SCHEMA,
+        "params": [_ink_param()],
+        "datasets": {"gd_adv": advantage_rows(mr.DEFAULT_GRID)},
+        "data": {"name": "gd_adv"},
+        "facet": {"column": {"field": "method", "type": "nominal", "title": None,
+                             "sort": ["GRPO", "GDPO"],
+                             "header": {"labelFontSize": 13, "labelFontWeight": "bold"}}},
+        "spec": {
+            "width": 220,
+            "height": {"step": 20},
+            "layer": [
+                {"mark": {"type": "bar", "stroke": {"expr": "ink"}},
+                 "encoding": {
+                     "y": y,
+                     "x": {"field": "adv", "type": "quantitative", "title": "advantage",
+                           "scale": {"domain": [-2.6, 2.6]}},
+                     "fill": {"field": "adv", "type": "quantitative", "title": "advantage",
+                              "scale": {"scheme": DIVERGING_SCHEME, "domainMid": 0, "domain": [-2.2, 2.2]},
+                              "legend": None},
+                     "strokeWidth": {"condition": {"test": "datum.tag !== '' && datum.method === 'GRPO'",
+                                                   "value": 1.6}, "value": 0},
+                     "tooltip": [{"field": "rollout", "title": "tag, rollout, correct format concise"},
+                                 {"field": "method"}, {"field": "adv", "title": "advantage", "format": ".4f"}],
+                 }},
+                {"mark": {"type": "rule", "color": NEUTRAL}, "encoding": {"x": {"datum": 0}}},
+            ],
+        },
+        "usermeta": {"pgLayout": {"columns": 2, "fixed": 150, "perColumn": 14, "min": 80, "max": 260}},
+    }
+
+
+def toy_rows(toy: mr.ToySettings, n_seeds: int = 8) -> list[dict]:
+    """``gd_toy``: per method and reward, arrays epoch, p (median over seeds), lo, hi."""
+    rows = []
+    for method in mr.TOY_METHODS:
+        runs = np.array([mr.train_bernoulli(method, toy, seed=toy.seed + k) for k in range(n_seeds)])
+        med, lo, hi = np.median(runs, axis=0), runs.min(axis=0), runs.max(axis=0)
+        for k, name in enumerate(mr.REWARD_NAMES):
+            rows.append({"method": GDPO_LABELS[method], "reward": name, "epoch": list(range(runs.shape[1])),
+                         "p": [_r(x, 4) for x in med[:, k]], "lo": [_r(x, 4) for x in lo[:, k]],
+                         "hi": [_r(x, 4) for x in hi[:, k]]})
+    return rows
+
+
+TOY_SEEDS = 8
+
+
+def toy_spec(toy: mr.ToySettings) -> dict:
+    scale = _method_scale(mr.TOY_METHODS, GDPO_LABELS)
+    x = {"field": "epoch", "type": "quantitative", "title": "epoch", "scale": {"nice": False}}
+    return {
+        "$schema": SCHEMA,
+        "datasets": {"gd_toy": toy_rows(toy, TOY_SEEDS)},
+        "data": {"name": "gd_toy"},
+        "transform": [{"flatten": ["epoch", "p", "lo", "hi"]}],
+        "facet": {"field": "reward", "type": "nominal", "title": None, "sort": list(mr.REWARD_NAMES),
+                  "header": {"labelFontSize": 13}},
+        "columns": 3,
+        "spec": {
+            "width": 200,
+            "height": 200,
+            "layer": [
+                {"mark": {"type": "area", "opacity": 0.2},
+                 "encoding": {"x": x, "y": {"field": "lo", "type": "quantitative"}, "y2": {"field": "hi"},
+                              "fill": {"field": "method", "type": "nominal", "scale": scale, "legend": None}}},
+                {"mark": {"type": "line", "strokeWidth": 2},
+                 "encoding": {"x": x,
+                              "y": {"field": "p", "type": "quantitative", "title": "P(reward = 1)",
+                                    "scale": {"domain": [0, 1]}},
+                              "stroke": {"field": "method", "type": "nominal", "scale": scale, "title": None,
+                                         "legend": {"orient": "top", "symbolType": "stroke",
+                                                    "symbolStrokeWidth": 3}},
+                              "tooltip": [{"field": "method"}, {"field": "reward"}, {"field": "epoch"},
+                                          {"field": "p", "title": "median", "format": ".3f"},
+                                          {"field": "lo", "title": "min", "format": ".3f"},
+                                          {"field": "hi", "title": "max", "format": ".3f"}]}},
+            ],
+        },
+        "resolve": {"legend": {"fill": "independent"}},
+        "usermeta": {"pgLayout": {"columns": 3, "fixed": 70, "perColumn": 22, "min": 120, "max": 220,
+                                  "wrap": True}},
+    }
+
+
+# ---------------------------------------------------------------------------
+# Playground 3: loss shapes and aggregation weights
+# ---------------------------------------------------------------------------
+
+def shape_dataset() -> list[dict]:
+    """Curve rows grouped into arrays (one row per table, eps and sign), zones as is."""
+    grouped: dict[tuple, dict] = {}
+    zones = []
+    for row in ls.shape_rows():
+        # 4 decimals are exact for every value drawn here (GSPO's boundaries included)
+        if row["k"] == "zone":
+            zones.append({"k": "zone", "m": row["m"], "e": row["e"], "s": row["s"], "r": _r(row["r"], 4),
+                          "r2": _r(row["r2"], 4), "c": row["c"]})
+            continue
+        key = (row["m"], row["e"], row["s"])
+        entry = grouped.setdefault(key, {"k": "curve", "m": row["m"], "e": row["e"], "s": row["s"],
+                                         "r": [], "j": []})
+        entry["r"].append(_r(row["r"], 4))
+        entry["j"].append(_r(row["j"], 4))
+    return list(grouped.values()) + zones
+
+
+# which rows each method's panel reads: an expression over the eps parameters
+SHAPE_FILTERS = {
+    "reinforce": "datum.m === 'none'",
+    "grpo": "datum.m === 'clip' && datum.e === eps",
+    "dapo": "datum.m === 'clip' && ((datum.s > 0 && datum.e === eps_high) || (datum.s < 0 && datum.e === eps_low))",
+    "drgrpo": "datum.m === 'clip' && datum.e === eps",
+    "gspo": "datum.m === 'gspo'",
+}
+
+
+def shapes_spec() -> dict:
+    x_scale = {"domain": [0, 2], "nice": False}
+    y_scale = {"domain": [-2.2, 2.2], "nice": False}
+
+    def panel(method: ls.ShapeMethod) -> dict:
+        colour = METHOD_COLOURS[method.key]
+        title = "sequence ratio s" if method.clip == "sequence" else "ratio ρ"
+        x = {"field": "r", "type": "quantitative", "title": title, "scale": x_scale}
+        flt = SHAPE_FILTERS[method.key]
+        return {
+            "title": {"text": method.label, "subtitle": method.note, "anchor": "start", "fontSize": 13},
+            "data": {"name": "ls_shapes"},
+            "transform": [{"filter": flt}, {"calculate": "datum.s > 0 ? 'A = +1' : 'A = −1'", "as": "sign"}],
+            "facet": {"column": {"field": "sign", "type": "nominal", "title": None,
+                                 "sort": ["A = +1", "A = −1"]}},
+            "spec": {
+                "width": 220,
+                "height": 120,
+                "layer": [
+                    {"transform": [{"filter": "datum.k === 'zone'"}],
+                     "mark": {"type": "rect", "opacity": 0.22, "color": NEUTRAL},
+                     "encoding": {"x": {"field": "r", "type": "quantitative", "scale": x_scale},
+                                  "x2": {"field": "r2"},
+                                  "tooltip": [{"field": "r", "title": "flat from", "format": ".4f"},
+                                              {"field": "r2", "title": "to", "format": ".4f"}]}},
+                    {"transform": [{"filter": "datum.k === 'curve'"}, {"flatten": ["r", "j"]}],
+                     "mark": {"type": "line", "strokeWidth": 2.4, "color": colour},
+                     "encoding": {"x": x,
+                                  "y": {"field": "j", "type": "quantitative", "title": "objective",
+                                        "scale": y_scale},
+                                  "tooltip": [{"field": "r", "title": "ratio", "format": ".3f"},
+                                              {"field": "j", "title": "objective", "format": ".3f"}]}},
+                    {"mark": {"type": "rule", "strokeDash": [3, 3], "color": NEUTRAL},
+                     "encoding": {"x": {"datum": 1}}},
+                ],
+            },
+        }
+
+    return {
+        "$schema": SCHEMA,
+        "params": [
+            {"name": "eps", "value": ls.DEFAULT_EPS},
+            {"name": "eps_low", "value": ls.DAPO_DEFAULT[0]},
+            {"name": "eps_high", "value": ls.DAPO_DEFAULT[1]},
+        ],
+        "datasets": {"ls_shapes": shape_dataset()},
+        "vconcat": [panel(m) for m in ls.SHAPE_METHODS],
+        "spacing": 14,
+        "usermeta": {"pgLayout": {"columns": 2, "fixed": 70, "perColumn": 16, "min": 100, "max": 280}},
+    }
+
+
+def aggregation_dataset() -> list[dict]:
+    grouped: dict[tuple, dict] = {}
+    for row in ls.aggregation_rows():
+        entry = grouped.setdefault((row["a"], row["o"]), {"a": ls.AGGREGATION_LABELS[row["a"]],
+                                                          "o": row["o"], "l": [], "w": [], "sh": []})
+        entry["l"].append(row["l"])
+        entry["w"].append(row["w"])
+        entry["sh"].append(row["sh"])
+    return list(grouped.values())
+
+
+AGGREGATION_COLOURS = {
+    "seq_mean_token_mean": METHOD_COLOURS["grpo"],
+    "token_mean": METHOD_COLOURS["dapo"],
+    "constant_normalizer": METHOD_COLOURS["drgrpo"],
+    "seq_mean_token_sum": NEUTRAL,
+}
+
+
+def aggregation_spec() -> dict:
+    labels = [ls.AGGREGATION_LABELS[k] for k in AGGREGATION_COLOURS]
+    colour = {"field": "a", "type": "nominal", "title": None,
+              "scale": {"domain": labels, "range": list(AGGREGATION_COLOURS.values())},
+              "legend": {"orient": "top", "direction": "horizontal", "columns": 2, "labelLimit": 260}}
+    dash = {"field": "a", "type": "nominal", "title": None,
+            "scale": {"domain": labels, "range": [[1, 0], [6, 3], [2, 2], [8, 3, 2, 3]]}}
+    x = {"field": "l", "type": "quantitative", "title": "length of response 1 (tokens)",
+         "scale": {"type": "log", "domain": [8, ls.MAX_LENGTH], "nice": False},
+         "axis": {"values": [8, 16, 32, 64, 128, 256, 512, 1024]}}
+    common = [{"filter": "datum.o === other_len"}, {"flatten": ["l", "w", "sh"]}]
+    return {
+        "$schema": SCHEMA,
+        "params": [{"name": "other_len", "value": ls.DEFAULT_OTHER_LENGTH}],
+        "datasets": {"ls_agg": aggregation_dataset()},
+        "data": {"name": "ls_agg"},
+        "transform": common,
+        "columns": 2,
+        "concat": [
+            {"width": 240, "height": 220,
+             "layer": [
+                 {"mark": {"type": "line", "strokeWidth": 2.2},
+                  "encoding": {"x": x,
+                               "y": {"field": "w", "type": "quantitative", "title": "weight of one token",
+                                     "scale": {"type": "log", "nice": False, "padding": 8},
+                                     "axis": {"values": [3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1],
+                                              "format": "~g"}},
+                               "stroke": colour, "strokeDash": dash,
+                               "tooltip": [{"field": "a", "title": "aggregation"},
+                                           {"field": "l", "title": "length"},
+                                           {"field": "w", "title": "weight per token", "format": ".2e"}]}},
+                 {"mark": {"type": "rule", "strokeDash": [2, 2], "color": NEUTRAL},
+                  "encoding": {"x": {"datum": {"expr": "other_len"}, "type": "quantitative"}}},
+             ]},
+            {"width": 240, "height": 220,
+             "layer": [
+                 {"mark": {"type": "line", "strokeWidth": 2.2},
+                  "encoding": {"x": x,
+                               "y": {"field": "sh", "type": "quantitative",
+                                     "title": "response 1's share of the step",
+                                     "axis": {"format": "%"}, "scale": {"domain": [0, 1]}},
+                               "stroke": colour, "strokeDash": dash,
+                               "tooltip": [{"field": "a", "title": "aggregation"},
+                                           {"field": "l", "title": "length"},
+                                           {"field": "sh", "title": "share", "format": ".1%"}]}},
+                 {"mark": {"type": "rule", "strokeDash": [2, 2], "color": NEUTRAL},
+                  "encoding": {"x": {"datum": {"expr": "other_len"}, "type": "quantitative"}}},
+             ]},
+        ],
+        "usermeta": {"pgLayout": {"columns": 2, "fixed": 10, "perColumn": 95, "min": 170, "max": 300,
+                                  "wrap": True}},
+    }
