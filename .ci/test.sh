@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The whole test suite: .venv with torch (CPU) and the train + dev extras, the browser
+# libraries from npm, Chromium for the browser tests, then pytest. Arguments go to pytest.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$REPO_ROOT"
+
+ensure_venv
+# torch first and pinned, so that no later requirement lets pip pick another build.
+if ! "$VPY" -c 'import sys, torch; sys.exit(torch.__version__.split("+")[0] != "2.13.0")' >/dev/null 2>&1; then
+  say "pip install torch==2.13.0"
+  quiet "$VPY" -m pip install -q torch==2.13.0
+fi
+pip_install_project ".[train,dev]"
+npm_ci
+
+if ! have_browser; then
+  if can_apt; then
+    apt_install chromium chromium-driver
+  elif [ "${CI:-}" = "true" ]; then
+    die "Chromium and chromedriver are needed (apt-get install chromium chromium-driver)"
+  else
+    echo "warning: /usr/bin/chromium or /usr/bin/chromedriver missing: browser tests will be skipped" >&2
+  fi
+fi
+if have_browser; then
+  export UNIPO_REQUIRE_BROWSER=1
+fi
+
+say "pytest"
+rc=0
+"$VPY" -m pytest -q "$@" || rc=$?
+if [ "$rc" = 5 ]; then
+  die "pytest collected no tests"
+fi
+exit "$rc"

@@ -1,0 +1,162 @@
+"""The site skeleton in a real browser: formulas, charts, instant navigation, colour schemes."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+RENDERING = "reference/rendering/"
+
+_REQUESTS_JS = """
+const urls = performance.getEntriesByType('resource').map(e => e.name);
+urls.push(document.URL);
+for (const el of document.querySelectorAll('script[src]')) urls.push(el.src);
+for (const el of document.querySelectorAll('link[href]')) {
+  if (/stylesheet|preload|icon|manifest|prefetch|preconnect/.test(el.rel)) urls.push(el.href);
+}
+for (const el of document.querySelectorAll('img[src], iframe[src], source[src], video[src], audio[src]')) urls.push(el.src);
+return urls;
+"""
+
+
+def _luminance(css_colour: str) -> float:
+    r, g, b = (float(x) for x in re.findall(r"[\d.]+", css_colour)[:3])
+    return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255.0
+
+
+def _axis_label_luminance(driver) -> float:
+    colour = driver.execute_script(
+        "const t = document.querySelector('.unipo-vega svg .role-axis-label text');"
+        "return t ? getComputedStyle(t).fill : null;"
+    )
+    assert colour, "no axis label in the chart"
+    return _luminance(colour)
+
+
+def _foreign_requests(driver, site_url: str) -> list[str]:
+    origin = re.match(r"https?://[^/]+", site_url).group(0)
+    urls = driver.execute_script(_REQUESTS_JS)
+    return sorted({u for u in urls if not (u.startswith(origin + "/") or u.startswith("data:"))})
+
+
+def test_rendering_page_typesets_math_and_draws_chart(open_page, site_url, console_errors):
+    driver = open_page(RENDERING)
+    assert driver.execute_script("return document.querySelectorAll('.katex').length") >= 5
+    assert driver.execute_script("return document.querySelectorAll('.katex-display').length") == 1
+    # \htmlClass is trusted: the highlighted part of the formula carries its class.
+    assert driver.execute_script("return document.querySelectorAll('.katex .unipo-tex-em').length") == 1
+    assert driver.execute_script("return document.querySelectorAll('.katex-error').length") == 0
+    # The chart is an SVG with the three estimator lines.
+    assert driver.execute_script("return document.querySelectorAll('.unipo-vega svg').length") == 1
+    lines = driver.execute_script(
+        "return document.querySelectorAll('.unipo-vega svg .mark-line path').length"
+    )
+    assert lines == 3
+    assert console_errors(driver) == []
+    assert _foreign_requests(driver, site_url) == []
+
+
+def test_every_page_loads_without_errors_or_foreign_requests(
+    open_page, driver, site_url, built_site, console_errors
+):
+    pages = sorted(
+        p.relative_to(built_site).parent.as_posix()
+        for p in built_site.rglob("index.html")
+        if "assets" not in p.relative_to(built_site).parts
+    )
+    assert "." in pages and RENDERING.rstrip("/") in pages
+    problems = {}
+    for page in pages:
+        path = "" if page == "." else page + "/"
+        open_page(path)
+        errors = [e["message"] for e in console_errors(driver)]
+        foreign = _foreign_requests(driver, site_url)
+        if errors or foreign:
+            problems[path or "/"] = {"console": errors, "foreign": foreign}
+    assert problems == {}
+
+
+def test_instant_navigation_renders_new_page(
+    open_page, driver, site_url, served_as_built, console_errors
+):
+    if not served_as_built:
+        pytest.skip("the reused site was built for another URL; instant navigation follows the sitemap")
+    open_page("")
+    # Material attaches its link handler once it has read the sitemap.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not driver.execute_script(
+        "return performance.getEntriesByType('resource').some(e => e.name.endsWith('sitemap.xml'))"
+    ):
+        time.sleep(0.1)
+    time.sleep(0.2)
+    driver.execute_script("window.__unipoSamePage = 42;")
+    link = driver.find_element(
+        "css selector", f'.md-sidebar--primary a.md-nav__link[href$="{RENDERING}"]'
+    )
+    link.click()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not driver.current_url.endswith(RENDERING):
+        time.sleep(0.1)
+    assert driver.current_url.endswith(RENDERING)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        done = driver.execute_script(
+            "return document.querySelectorAll('.katex').length > 0 &&"
+            " document.querySelectorAll('.unipo-vega svg').length === 1"
+        )
+        if done:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("formulas or chart not rendered after instant navigation")
+    # Instant navigation replaced the content without reloading the page.
+    assert driver.execute_script("return window.__unipoSamePage") == 42
+    assert console_errors(driver) == []
+    assert _foreign_requests(driver, site_url) == []
+
+
+def test_charts_follow_the_colour_scheme(open_page, set_scheme, driver, console_errors):
+    open_page(RENDERING)
+    light = _axis_label_luminance(driver)
+    set_scheme("slate")
+    dark = _axis_label_luminance(driver)
+    assert light < 0.5 < dark, (light, dark)
+    set_scheme("default")
+    assert _axis_label_luminance(driver) == pytest.approx(light)
+    assert console_errors(driver) == []
+
+
+def test_renderers_registry_is_idempotent(open_page, driver, console_errors):
+    open_page(RENDERING)
+    calls = driver.execute_script(
+        """
+        window.__calls = [];
+        UNIPO.register('probe', root => window.__calls.push(root.getAttribute('data-md-component')));
+        // The page pass already ran: the renderer runs at once, exactly once.
+        return window.__calls;
+        """
+    )
+    assert calls == ["content"]
+    # A second pass over the same page does nothing (formulas and charts keep their output).
+    before = driver.execute_script("return document.querySelector('.unipo-vega svg').outerHTML.length")
+    driver.execute_script("UNIPO.render(document.querySelector('[data-md-component=content]'))")
+    assert driver.execute_script("return document.querySelectorAll('.unipo-vega svg').length") == 1
+    after = driver.execute_script("return document.querySelector('.unipo-vega svg').outerHTML.length")
+    assert before == after
+    assert console_errors(driver) == []
+
+
+def test_narrow_screen_has_no_horizontal_overflow(open_page, driver):
+    open_page(RENDERING, width=390)
+    overflow = driver.execute_script(
+        "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    assert overflow <= 0
+    widths = driver.execute_script(
+        "return [...document.querySelectorAll('.unipo-vega svg')].map(s => s.getBoundingClientRect().width)"
+    )
+    assert widths and all(w <= 390 for w in widths)

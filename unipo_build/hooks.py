@@ -1,0 +1,113 @@
+"""MkDocs hooks (``hooks: [unipo_build/hooks.py]`` in mkdocs.yml).
+
+- ``on_config``: checks that ``node_modules`` holds the browser libraries at the versions
+  pinned in ``package.json`` and that Vega-Lite matches Altair's schema; applies ``UNIPO_RUNS``.
+- ``on_page_content``: puts back the HTML that macros protected from Markdown
+  (see ``unipo_build.macros.protect_html``).
+- ``on_post_build``: copies the libraries' dist files into ``site/assets/vendor/``, so that
+  every page loads them from the site's own origin.
+
+MkDocs loads this file by path, so it imports the package absolutely.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from mkdocs.exceptions import PluginError
+
+from unipo_build import macros as unipo_macros
+
+#: (npm package, path inside the package, path under site/assets/vendor/).
+VENDOR_FILES: list[tuple[str, str, str]] = [
+    ("vega", "build/vega.min.js", "vega/vega.min.js"),
+    ("vega", "LICENSE", "vega/LICENSE"),
+    ("vega-lite", "build/vega-lite.min.js", "vega-lite/vega-lite.min.js"),
+    ("vega-lite", "LICENSE", "vega-lite/LICENSE"),
+    ("vega-embed", "build/vega-embed.min.js", "vega-embed/vega-embed.min.js"),
+    ("vega-embed", "LICENSE", "vega-embed/LICENSE"),
+    ("katex", "dist/katex.min.js", "katex/katex.min.js"),
+    ("katex", "dist/katex.min.css", "katex/katex.min.css"),
+    ("katex", "dist/fonts", "katex/fonts"),
+    ("katex", "LICENSE", "katex/LICENSE"),
+]
+
+FIX = "run `npm ci` in the repository root (or `bash .ci/setup-site.sh`)"
+
+
+def _project_dir(config) -> Path:
+    return Path(config.config_file_path).resolve().parent
+
+
+def _node_modules(config) -> Path:
+    return Path(os.environ.get("UNIPO_NODE_MODULES") or _project_dir(config) / "node_modules")
+
+
+def _version_tuple(v: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in v.lstrip("v").split("-")[0].split("."))
+
+
+def check_vendor(config) -> None:
+    """Fail with a clear message if node_modules lacks a pinned library or a dist file."""
+    project = _project_dir(config)
+    node_modules = _node_modules(config)
+    pins = json.loads((project / "package.json").read_text(encoding="utf-8"))["dependencies"]
+    if not node_modules.is_dir():
+        raise PluginError(
+            f"{node_modules} not found: the site serves KaTeX and Vega from it; {FIX}."
+        )
+    for package in sorted({p for p, _, _ in VENDOR_FILES}):
+        manifest = node_modules / package / "package.json"
+        if not manifest.is_file():
+            raise PluginError(f"Browser library '{package}' is missing ({manifest} not found): {FIX}.")
+        found = json.loads(manifest.read_text(encoding="utf-8"))["version"]
+        if found != pins.get(package):
+            raise PluginError(
+                f"{node_modules / package} is version {found} but package.json pins "
+                f"{pins.get(package)}: {FIX}."
+            )
+    for package, src, _ in VENDOR_FILES:
+        path = node_modules / package / src
+        if not path.exists():
+            raise PluginError(f"Missing browser library file {path}: {FIX}.")
+    # Altair writes specs against one Vega-Lite schema; the runtime must be that major
+    # version and not older.
+    import altair
+
+    schema = _version_tuple(altair.SCHEMA_VERSION)
+    runtime = _version_tuple(pins["vega-lite"])
+    if runtime[0] != schema[0] or runtime < schema:
+        raise PluginError(
+            f"package.json pins vega-lite {pins['vega-lite']} but Altair {altair.__version__} "
+            f"writes Vega-Lite {altair.SCHEMA_VERSION} specs: pin vega-lite "
+            f"{altair.SCHEMA_VERSION.lstrip('v')} (same major, not older) and run `npm install`."
+        )
+
+
+def on_config(config):
+    check_vendor(config)
+    runs = os.environ.get("UNIPO_RUNS")
+    if runs:
+        config.extra["unipo_runs"] = runs
+    return config
+
+
+def on_page_content(html, page, config, files):
+    return unipo_macros.restore_protected(page.file.src_uri, html)
+
+
+def on_post_build(config):
+    check_vendor(config)
+    node_modules = _node_modules(config)
+    vendor = Path(config.site_dir) / "assets" / "vendor"
+    for package, src, dest in VENDOR_FILES:
+        source = node_modules / package / src
+        target = vendor / dest
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target, dirs_exist_ok=True)
+        else:
+            shutil.copyfile(source, target)

@@ -1,0 +1,136 @@
+"""The mkdocs-macros entry point (``plugins: macros: modules: [unipo_build.macros]``).
+
+:func:`define_env` registers the macros every page can call, then the macros of each module
+named in :data:`MACRO_MODULES`; such a module exposes ``register(env)`` and defines its macros
+there with ``@env.macro``.
+
+Macros that return HTML pass it through :func:`protect_html`. Python-Markdown leaves a raw
+HTML line alone only at the top level of a page; inside an admonition, a content tab or a
+list item it would run the line through its inline processors, which rewrites JSON and
+attribute text (``_x_`` becomes emphasis, ``$..$`` becomes math, ``&`` becomes ``&amp;``).
+So a protected macro puts an inert placeholder (letters and digits only) into the Markdown,
+and the MkDocs hook (``unipo_build/hooks.py``, ``on_page_content``) swaps the HTML in after
+Markdown has run. Call such a macro as a paragraph of its own (blank lines around it), at
+any indentation: the paragraph ``<p>PLACEHOLDER</p>`` is replaced whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+from typing import Any
+
+from mkdocs.exceptions import PluginError
+
+from unipo_build import render
+
+#: Modules whose ``register(env)`` adds macros. Append yours.
+MACRO_MODULES: list[str] = [
+    "unipo_build.reference_rendering",
+    "unipo_build.reference",
+    "unipo_build.playgrounds.macros",
+    "unipo_build.views.macros_explorer",
+    "unipo_build.views.macros_inspector",
+]
+
+#: Placeholders are ``UNIPOHTML`` + digits + ``X`` + hex: nothing Markdown, Jinja or KaTeX
+#: would touch.
+TOKEN_PREFIX = "UNIPOHTML"
+
+# page src_uri -> {placeholder: html}; filled while macros run on a page, emptied by the hook.
+_PROTECTED: dict[str, dict[str, str]] = {}
+# page src_uri -> number of chart ids handed out on that page.
+_CHART_COUNTS: dict[str, int] = {}
+
+
+def _page_key(env: Any) -> str | None:
+    page = getattr(env, "page", None)
+    file = getattr(page, "file", None)
+    return getattr(file, "src_uri", None)
+
+
+def protect_html(env: Any, html: str) -> str:
+    """Return a placeholder for ``html``; the hook puts ``html`` back after Markdown.
+
+    Outside a page (no ``env.page``) the HTML is returned unchanged.
+    """
+    key = _page_key(env)
+    if key is None:
+        return html
+    store = _PROTECTED.setdefault(key, {})
+    digest = hashlib.sha256(html.encode("utf-8")).hexdigest()[:8]
+    token = f"{TOKEN_PREFIX}{len(store) + 1:04d}X{digest}"
+    store[token] = html
+    return token
+
+
+def restore_protected(page_key: str, html: str) -> str:
+    """Swap the protected HTML of one page back in; called from the hook's on_page_content."""
+    store = _PROTECTED.pop(page_key, {})
+    for token, fragment in store.items():
+        wrapped = f"<p>{token}</p>"
+        if wrapped in html:
+            html = html.replace(wrapped, fragment)
+        elif token in html:
+            html = html.replace(token, fragment)
+        else:
+            raise PluginError(
+                f"{page_key}: the HTML of a macro was lost during Markdown processing "
+                f"(placeholder {token}); call the macro on a line of its own, outside code blocks."
+            )
+    if TOKEN_PREFIX in html:
+        leftover = html[html.index(TOKEN_PREFIX):][:40]
+        raise PluginError(f"{page_key}: unknown macro placeholder left in the page: {leftover!r}")
+    return html
+
+
+def reset_page(env: Any) -> None:
+    key = _page_key(env)
+    if key is not None:
+        _PROTECTED.pop(key, None)
+        _CHART_COUNTS.pop(key, None)
+
+
+def chart_id(env: Any, spec: dict, prefix: str = "unipo-vega") -> str:
+    """A deterministic id for a chart: per-page counter + a hash of the spec."""
+    key = _page_key(env) or ""
+    n = _CHART_COUNTS.get(key, 0) + 1
+    _CHART_COUNTS[key] = n
+    digest = hashlib.sha256(
+        json.dumps(spec, sort_keys=True, default=str).encode("utf-8")
+    ).hexdigest()[:8]
+    return f"{prefix}-{n}-{digest}"
+
+
+def as_spec(spec: Any) -> dict:
+    """A Vega-Lite spec as a dict: a dict as is, an Altair chart through ``to_dict()``."""
+    if isinstance(spec, dict):
+        return spec
+    to_dict = getattr(spec, "to_dict", None)
+    if callable(to_dict):
+        return to_dict()
+    raise TypeError(f"expected a Vega-Lite spec (dict or Altair chart), got {type(spec).__name__}")
+
+
+def define_env(env: Any) -> None:
+    @env.macro
+    def vega(spec_dict: Any, caption: str | None = None, css_class: str = "") -> str:
+        """Embed a Vega-Lite chart (a dict or an Altair chart) on a line of its own."""
+        spec = as_spec(spec_dict)
+        html = render.vega_embed(
+            spec, chart_id=chart_id(env, spec), caption=caption, css_class=css_class
+        )
+        return protect_html(env, html)
+
+    for name in MACRO_MODULES:
+        module = importlib.import_module(name)
+        register = getattr(module, "register", None)
+        if not callable(register):
+            raise TypeError(f"macro module {name} has no register(env) function")
+        register(env)
+
+
+def on_pre_page_macros(env: Any) -> None:
+    """mkdocs-macros calls this before rendering each page: start the page's ids afresh."""
+    reset_page(env)
