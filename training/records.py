@@ -58,7 +58,7 @@ def _groups(view: MinibatchView) -> list[tuple[int, list[int]]]:
 
 
 def group_summaries(view: MinibatchView) -> list[GroupSummary]:
-    contribution = (view.weights * view.objective).sum(dim=-1)
+    contribution = (view.weights.double() * view.objective.double()).sum(dim=-1)
     out = []
     for g, rows in _groups(view):
         out.append(GroupSummary(index=g, size=len(rows), n_correct=int(view.correct[rows].sum()),
@@ -86,7 +86,7 @@ def choose_detail_groups(summaries: list[GroupSummary], limit: int) -> set[int]:
 
 def response_record(view: MinibatchView, row: int, with_tokens: bool) -> Response:
     n = int(view.mask[row].sum())
-    contribution = float((view.weights[row] * view.objective[row]).sum())
+    contribution = float((view.weights[row].double() * view.objective[row].double()).sum())
     tokens = None
     if with_tokens:
         tokens = TokenArrays(

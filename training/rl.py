@@ -69,6 +69,8 @@ class TrainOptions:
     eval_every: int | None = None
     eval_n: int | None = None
     detail_every: int | None = None
+    # Any other RLPreset field, e.g. {"prompts_per_step": 4, "group_size": 4} for smoke runs.
+    rl_overrides: dict | None = None
 
 
 # ---------------------------------------------------------------------------
@@ -191,6 +193,8 @@ class Trainer:
             eval_n=opts.eval_n or rl.eval_n,
             detail_every=opts.detail_every or rl.detail_every,
         )
+        if opts.rl_overrides:
+            self.rl = replace(self.rl, **opts.rl_overrides)
         self.critic_lr = d.critic_lr or 5e-4
         self.cfg = resolve(self.spec, max_new_tokens=self.rl.max_new_tokens)
         self.out = Path(opts.out) if opts.out else REPO / "work" / "runs" / f"{self.spec.id}-{self.preset.name}-s{opts.seed}"
@@ -458,7 +462,7 @@ class Trainer:
         grad_norm = float(torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.rl.grad_clip))
         self.optimizer.step()
         metrics = dict(rollout_metrics)
-        metrics.update({"objective": float(J), "loss/policy": float(loss), "grad_norm": grad_norm,
+        metrics.update({"objective": float(J.detach()), "loss/policy": float(loss.detach()), "grad_norm": grad_norm,
                         "lr": self.optimizer.param_groups[0]["lr"]})
         if self.critic is not None:
             from unipo_build.components import clipped_value_loss, explained_variance
@@ -470,7 +474,7 @@ class Trainer:
             value_loss.backward()
             torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.rl.grad_clip)
             self.critic_optimizer.step()
-            metrics["loss/value"] = float(value_loss)
+            metrics["loss/value"] = float(value_loss.detach())
             ev = float(explained_variance(values[idx], returns[idx], mask[idx]))
             metrics["value/explained_variance"] = ev if ev == ev else None
         has_tokens = self._wants_detail()
@@ -495,7 +499,7 @@ class Trainer:
         metrics["time/update_s"] = time.time() - t0
         metrics["time/wall_s"] = self.elapsed_before + time.time() - self.started
         if has_tokens:
-            self.writer.step_detail(records.step_detail(view, step=self.step, rollout=self.rollout, objective=float(J),
+            self.writer.step_detail(records.step_detail(view, step=self.step, rollout=self.rollout, objective=float(J.detach()),
                                                         detail_groups=self.rl.detail_groups,
                                                         filtered=self._filtered_records(filtered)))
         self.writer.step(StepRecord(step=self.step, rollout=self.rollout, first_in_rollout=first, metrics=metrics,

@@ -53,6 +53,17 @@ def _close(a, b, rtol: float, atol: float) -> bool:
     return bool(np.allclose(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), rtol=rtol, atol=atol))
 
 
+def _sum_close(logged: float, terms, rtol: float, atol: float) -> tuple[bool, float]:
+    """Whether a logged sum equals the sum of ``terms``, to rtol of the terms' magnitudes.
+
+    Sums like a group's contribution cancel (advantages add up to zero), so the tolerance
+    must scale with the size of what was summed, not with the (tiny) result.
+    """
+    terms = np.asarray(terms, dtype=np.float64)
+    total = float(terms.sum())
+    return abs(logged - total) <= rtol * float(np.abs(terms).sum()) + atol, total
+
+
 def check_step(cfg: ResolvedAlgorithm, detail: StepDetail, *, rtol: float = 1e-5, atol: float = 1e-6) -> list[str]:
     """Every disagreement between a step's logged values and their recomputation.
 
@@ -69,7 +80,7 @@ def check_step(cfg: ResolvedAlgorithm, detail: StepDetail, *, rtol: float = 1e-5
     for p, group in enumerate(detail.prompts):
         if group.filtered:
             continue
-        total = 0.0
+        group_terms: list[float] = []
         for response in group.responses:
             where = f"{where_step}, prompt {p} (group {group.index}), response {response.index}"
             tokens = response.tokens
@@ -94,18 +105,22 @@ def check_step(cfg: ResolvedAlgorithm, detail: StepDetail, *, rtol: float = 1e-5
             if expected_w is not None and not _close([w for w, m in zip(tokens.weight, tokens.mask) if m],
                                                      expected_w, rtol, 0.0):
                 problems.append(f"{where}: tokens.weight is not 1/{'(N |o_i|)' if kind == 'seq_mean_token_mean' else 'N L' if kind == 'constant_normalizer' else 'N'}")
-            contribution = float(np.sum(np.asarray(tokens.weight) * np.asarray(tokens.objective)))
-            if response.contribution is not None and not _close(response.contribution, contribution, rtol, atol * 1e-2):
-                problems.append(f"{where}: contribution logged {response.contribution!r}, sum of weight x objective {contribution!r}")
-            total += contribution
-        if group.contribution is not None and not _close(group.contribution, total, rtol, atol * 1e-2):
-            problems.append(f"{where_step}, prompt {p}: group contribution logged {group.contribution!r}, recomputed {total!r}")
+            products = np.asarray(tokens.weight, dtype=np.float64) * np.asarray(tokens.objective, dtype=np.float64)
+            group_terms.extend(products.tolist())
+            if response.contribution is not None:
+                ok, contribution = _sum_close(response.contribution, products, rtol, 1e-12)
+                if not ok:
+                    problems.append(f"{where}: contribution logged {response.contribution!r}, sum of weight x objective {contribution!r}")
+        if group.contribution is not None:
+            ok, total = _sum_close(group.contribution, group_terms, rtol, 1e-12)
+            if not ok:
+                problems.append(f"{where_step}, prompt {p}: group contribution logged {group.contribution!r}, recomputed {total!r}")
     if kind == "token_mean":
         weights = {w for g in detail.prompts if not g.filtered for r in g.responses if r.tokens
                    for w, m in zip(r.tokens.weight, r.tokens.mask) if m}
         if weights and not _close(min(weights), max(weights), rtol, 0.0):
             problems.append(f"{where_step}: token_mean weights differ between tokens")
-    summed = sum(g.contribution for g in detail.groups)
-    if not _close(summed, detail.objective, rtol, atol):
+    ok, summed = _sum_close(detail.objective, [g.contribution for g in detail.groups], rtol, atol)
+    if not ok:
         problems.append(f"{where_step}: objective logged {detail.objective!r}, sum of group contributions {summed!r}")
     return problems
