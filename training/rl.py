@@ -69,6 +69,9 @@ class TrainOptions:
     eval_every: int | None = None
     eval_n: int | None = None
     detail_every: int | None = None
+    # torch threads; None: $UNIPO_THREADS or the preset's. On a shared or busy machine use 1:
+    # OpenMP threads that wait for a core spin, and 2 threads can then run 40x slower than 1.
+    threads: int | None = None
     # Any other RLPreset field, e.g. {"prompts_per_step": 4, "group_size": 4} for smoke runs.
     rl_overrides: dict | None = None
 
@@ -198,7 +201,7 @@ class Trainer:
         self.critic_lr = d.critic_lr or 5e-4
         self.cfg = resolve(self.spec, max_new_tokens=self.rl.max_new_tokens)
         self.out = Path(opts.out) if opts.out else REPO / "work" / "runs" / f"{self.spec.id}-{self.preset.name}-s{opts.seed}"
-        set_threads(self.preset.threads)
+        set_threads(opts.threads or int(os.environ.get("UNIPO_THREADS", 0)) or self.preset.threads)
         self.device = resolve_device(opts.device)
 
     # -- setup ---------------------------------------------------------------

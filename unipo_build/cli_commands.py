@@ -31,7 +31,7 @@ def _train(args: argparse.Namespace) -> int:
                             resume=args.resume, model=args.model, task=args.task, device=args.device,
                             progress=not args.no_progress, lr=args.lr, eval_every=args.eval_every,
                             eval_n=args.eval_n, detail_every=args.detail_every,
-                            checkpoint_every=args.checkpoint_every)
+                            checkpoint_every=args.checkpoint_every, threads=args.threads)
         run_dir = train(opts)
         print(f"{name}: run written to {run_dir}")
     return 0
@@ -89,6 +89,8 @@ def register_train(sub) -> None:
     p.add_argument("--eval-n", type=int, help="held-out problems per evaluation")
     p.add_argument("--detail-every", type=int, help="rollouts between rollouts logged token by token")
     p.add_argument("--checkpoint-every", type=int, default=10, help="rollouts between checkpoints")
+    p.add_argument("--threads", type=int,
+                   help="torch threads (default: $UNIPO_THREADS or the preset's); use 1 on a busy machine")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_train)
 
@@ -108,4 +110,16 @@ def register_train(sub) -> None:
     p.set_defaults(func=_summary)
 
 
-REGISTRARS: list = [register_train]
+def register_import(sub) -> None:
+    from unipo_build.importers import register
+
+    register(sub)
+
+
+def register_new_algorithm(sub) -> None:
+    from unipo_build.scaffold import register
+
+    register(sub)
+
+
+REGISTRARS: list = [register_train, register_import, register_new_algorithm]

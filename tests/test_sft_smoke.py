@@ -1,0 +1,93 @@
+"""SFT: a few steps on a small task into tmp_path; the checkpoint reloads and evaluates."""
+
+import json
+import math
+
+import pytest
+import torch
+
+from training.evaluate import evaluate
+from training.model import load_policy
+from training.presets import TINY, SFTPreset, get_preset, with_overrides
+from training.sft import IGNORE, encode_examples, lr_at, make_batch, run_sft
+from training.task import generate_task, load_task
+from training.tokenizer import task_corpus, train_tokenizer
+
+
+def test_lr_schedule_warmup_then_cosine_to_ten_percent():
+    cfg = SFTPreset(lr=1.0, warmup_steps=10, min_lr_ratio=0.1)
+    assert lr_at(0, cfg, 110) == pytest.approx(0.1)
+    assert lr_at(9, cfg, 110) == pytest.approx(1.0)
+    assert lr_at(60, cfg, 110) == pytest.approx(0.55)
+    assert lr_at(110, cfg, 110) == pytest.approx(0.1) and lr_at(500, cfg, 110) == pytest.approx(0.1)
+    lrs = [lr_at(s, cfg, 110) for s in range(10, 111)]
+    assert all(a >= b for a, b in zip(lrs, lrs[1:]))
+
+
+def test_loss_is_on_the_completion_only(tmp_path):
+    generate_task(tmp_path, seed=1, n_train=30, n_eval=15)
+    rows = load_task(tmp_path / "train.jsonl")
+    tok = train_tokenizer(task_corpus(rows))
+    examples = encode_examples(rows[:4], tok)
+    ids, mask, labels = make_batch(examples, tok.pad_token_id)
+    for i, (seq, n_prompt) in enumerate(examples):
+        assert (labels[i, :n_prompt] == IGNORE).all() and (labels[i, len(seq):] == IGNORE).all()
+        target = labels[i, n_prompt:len(seq)].tolist()
+        assert target[-1] == tok.eos_token_id
+        assert tok.decode(target, skip_special_tokens=True) == rows[i]["solution"]
+        assert mask[i].sum().item() == len(seq)
+
+
+@pytest.mark.slow
+def test_sft_smoke_checkpoint_reloads(tmp_path):
+    task_dir = tmp_path / "task"
+    generate_task(task_dir, seed=2, n_train=200, n_eval=24)
+    preset = with_overrides(TINY, sft={"batch_size": 16, "eval_every": 3, "eval_n": 8, "eval_batch_size": 24,
+                                       "max_new_tokens": 8, "warmup_steps": 2})
+    out = tmp_path / "ckpt"
+    meta = run_sft(out, preset=preset, seed=0, steps=6, task_dir=task_dir, device="cpu", progress=False)
+    for name in ("model.safetensors", "config.json", "tokenizer.json", "tokenizer_config.json", "sft_meta.json"):
+        assert (out / name).is_file(), name
+    saved = json.loads((out / "sft_meta.json").read_text())
+    assert saved == json.loads(json.dumps(meta))
+    assert meta["steps"] == 6 and meta["seed"] == 0 and meta["preset"] == "tiny"
+    assert [e["step"] for e in meta["eval_curve"]] == [3, 6]
+    assert meta["final_eval"]["n"] == 24 and meta["wall_seconds"] > 0 and math.isfinite(meta["eval_curve"][-1]["loss"])
+    assert meta["preset_config"]["sft"]["batch_size"] == 16
+    model, tok = load_policy(out)
+    assert model.config.vocab_size == len(tok) == meta["vocab_size"]
+    ev = evaluate(model, tok, load_task(task_dir / "eval.jsonl"), n=4, max_new_tokens=4)
+    assert ev["n"] == 4
+
+
+def test_training_reduces_loss(tmp_path):
+    """Fifteen steps on a fixed batch must start fitting it (catches a broken label shift or mask)."""
+    from training.model import build_model
+    from training.sft import completion_loss
+
+    generate_task(tmp_path, seed=1, n_train=30, n_eval=15)
+    rows = load_task(tmp_path / "train.jsonl")
+    tok = train_tokenizer(task_corpus(rows))
+    model = build_model("tiny", len(tok), seed=0)
+    ids, mask, labels = make_batch(encode_examples(rows[:8], tok), tok.pad_token_id)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(15):
+        loss = completion_loss(model, ids, mask, labels)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.5 * losses[0]
+
+
+def test_presets():
+    assert get_preset("tiny") is TINY
+    gpu = get_preset("gpu")
+    assert (gpu.model.hidden_size, gpu.model.num_layers, gpu.model.num_heads, gpu.model.intermediate_size) == (512, 8, 8, 2048)
+    rl = TINY.rl
+    assert (rl.prompts_per_step, rl.group_size, rl.lr, rl.minibatches, rl.epochs, rl.temperature) == (16, 8, 1e-4, 2, 2, 1.0)
+    assert (TINY.sft.batch_size, TINY.sft.lr, TINY.sft.warmup_steps, TINY.sft.min_lr_ratio) == (64, 1.5e-3, 100, 0.1)
+    assert rl.logs_detail(0, 799) and rl.logs_detail(799, 799) and rl.logs_detail(10, 799) and not rl.logs_detail(11, 799)
+    with pytest.raises(ValueError, match="unknown preset"):
+        get_preset("huge")

@@ -1,0 +1,214 @@
+"""Supervised warm start: teach a fresh model the worked-solution format, then stop early.
+
+RL with a 0/1 correctness reward needs a policy that is already right sometimes: a group whose G
+responses all score 0 has zero advantage everywhere and teaches nothing. So we first fine-tune on
+worked solutions (next-token cross-entropy on the completion only: the prompt is given, not learned)
+and stop while the model is still often wrong: FEASIBILITY measured ~43% greedy / ~38% sampled
+held-out accuracy after ~1000 steps of the tiny preset, 92% after 2000. Training stops at the first
+periodic eval whose greedy accuracy reaches the preset's ``stop_greedy_accuracy`` (0.42 for tiny).
+Measured (tiny, seed 0, data/tasks): stopped at step 1050 with 43.3% greedy / 35.1% sampled on the
+1500 held-out problems (greedy by level: 86% / 36% / 8% for 1- / 2- / 3-digit operands), after
+771 s of training (0.73 s/step on a shared, loaded 2-core machine; FEASIBILITY: 0.27 s/step alone).
+
+Optimizer: AdamW (Loshchilov & Hutter 2019), linear warmup then cosine decay to 10% of the peak lr
+(SGDR's cosine, Loshchilov & Hutter 2017, without restarts). Same code on CPU (fp32) and on one CUDA
+GPU (bf16 autocast).
+
+Output: a normal transformers checkpoint (model.safetensors, config.json, generation_config.json,
+tokenizer files) plus sft_meta.json (steps, seed, eval curve, final accuracy on the full eval set,
+wall time, preset). CLI: ``python -m training.sft --out work/sft-tiny --preset tiny``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from training.evaluate import evaluate
+from training.model import autocast_for, build_model, count_parameters, resolve_device, set_threads
+from training.presets import Preset, SFTPreset, get_preset
+from training.task import load_task
+from training.tokenizer import save_tokenizer, task_corpus, train_tokenizer
+
+IGNORE = -100
+
+
+def encode_examples(rows: list[dict], tokenizer) -> list[tuple[list[int], int]]:
+    """(prompt + completion + <eos> token ids, prompt length) per row; completion = worked solution."""
+    missing = [r.get("id", "?") for r in rows if not r.get("solution")]
+    if missing:
+        raise ValueError(f"SFT needs a worked 'solution' on every row; missing on {len(missing)} rows, e.g. {missing[:3]}")
+    examples = []
+    for r in rows:
+        prompt = tokenizer(r["prompt"], add_special_tokens=False)["input_ids"]
+        completion = tokenizer(r["solution"], add_special_tokens=False)["input_ids"]
+        examples.append((prompt + completion + [tokenizer.eos_token_id], len(prompt)))
+    return examples
+
+
+def make_batch(examples: list[tuple[list[int], int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Right-padded (input_ids, attention_mask, labels); labels are IGNORE on the prompt and padding."""
+    width = max(len(ids) for ids, _ in examples)
+    input_ids = torch.full((len(examples), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(examples), width), dtype=torch.long)
+    labels = torch.full((len(examples), width), IGNORE, dtype=torch.long)
+    for i, (ids, n_prompt) in enumerate(examples):
+        input_ids[i, :len(ids)] = torch.tensor(ids)
+        mask[i, :len(ids)] = 1
+        labels[i, n_prompt:len(ids)] = torch.tensor(ids[n_prompt:])
+    return input_ids, mask, labels
+
+
+def batches(n: int, batch_size: int, generator: torch.Generator):
+    """Endless minibatch indices: a fresh random permutation per epoch."""
+    while True:
+        perm = torch.randperm(n, generator=generator).tolist()
+        for start in range(0, n - batch_size + 1, batch_size):
+            yield perm[start:start + batch_size]
+
+
+def lr_at(step: int, cfg: SFTPreset, total: int) -> float:
+    """Linear warmup for cfg.warmup_steps, then cosine from lr down to min_lr_ratio * lr at `total`."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    progress = min(1.0, (step - cfg.warmup_steps) / max(1, total - cfg.warmup_steps))
+    return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def completion_loss(model, input_ids, mask, labels) -> torch.Tensor:
+    """Mean next-token cross-entropy over completion tokens (token mean over the batch)."""
+    with autocast_for(input_ids.device):
+        logits = model(input_ids=input_ids, attention_mask=mask).logits
+    return F.cross_entropy(logits[:, :-1].float().flatten(0, 1), labels[:, 1:].flatten(), ignore_index=IGNORE)
+
+
+def save_checkpoint(model, tokenizer, out_dir: Path, meta: dict) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out_dir)
+    save_tokenizer(tokenizer, out_dir)
+    (out_dir / "sft_meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+
+
+def run_sft(
+    out_dir: str | Path,
+    preset: str | Preset = "tiny",
+    seed: int = 0,
+    steps: int | None = None,
+    task_dir: str | Path = "data/tasks",
+    device: str = "auto",
+    progress: bool = True,
+) -> dict:
+    """Train the tokenizer and a fresh model on task_dir/train.jsonl, save a checkpoint; return its meta.
+
+    `steps` replaces the preset's max_steps (the schedule's length and the step limit); training
+    stops earlier once greedy accuracy on the periodic eval reaches the preset's
+    stop_greedy_accuracy (None disables early stopping).
+    """
+    t_start = time.perf_counter()
+    p = get_preset(preset)
+    cfg = p.sft
+    total = steps if steps is not None else cfg.max_steps
+    set_threads(p.threads)
+    dev = resolve_device(device)
+    torch.manual_seed(seed)
+    say = print if progress else (lambda *a, **k: None)
+
+    task_dir = Path(task_dir)
+    train_rows = load_task(task_dir / "train.jsonl")
+    eval_rows = load_task(task_dir / "eval.jsonl")
+    tokenizer = train_tokenizer(task_corpus(train_rows))
+    examples = encode_examples(train_rows, tokenizer)
+    model = build_model(p, len(tokenizer), seed=seed).to(dev)
+    n_params = count_parameters(model)
+    say(f"sft: preset={p.name} device={dev} params={n_params:,} vocab={len(tokenizer)} "
+        f"train={len(examples)} eval={len(eval_rows)} steps<={total}")
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
+    order = batches(len(examples), min(cfg.batch_size, len(examples)), torch.Generator().manual_seed(seed))
+    eval_kwargs = dict(max_new_tokens=cfg.max_new_tokens, batch_size=cfg.eval_batch_size, seed=seed)
+    history, tokens_seen, train_seconds, stop_reason = [], 0, 0.0, "max_steps"
+    model.train()
+    step = 0
+    for step in range(1, total + 1):
+        t0 = time.perf_counter()
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(step - 1, cfg, total)
+        input_ids, mask, labels = (t.to(dev) for t in make_batch([examples[i] for i in next(order)], tokenizer.pad_token_id))
+        loss = completion_loss(model, input_ids, mask, labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        optimizer.step()
+        train_seconds += time.perf_counter() - t0
+        tokens_seen += int(mask.sum())
+        if step % 25 == 0 or step == 1:
+            say(f"step {step:5d}  loss {loss.item():.4f}  lr {optimizer.param_groups[0]['lr']:.2e}  "
+                f"{train_seconds / step:.3f} s/step")
+        if step % cfg.eval_every == 0 or step == total:
+            ev = evaluate(model, tokenizer, eval_rows, n=cfg.eval_n, **eval_kwargs)
+            history.append({"step": step, "loss": round(loss.item(), 5), "accuracy_greedy": ev["accuracy_greedy"],
+                            "accuracy_sampled": ev["accuracy_sampled"], "mean_length": ev["mean_length"],
+                            "elapsed_s": round(time.perf_counter() - t_start, 1)})
+            say(f"eval  {step:5d}  greedy {ev['accuracy_greedy']:.3f}  sampled {ev['accuracy_sampled']:.3f}  "
+                f"(n={ev['n']})  length {ev['mean_length']:.1f}")
+            if cfg.stop_greedy_accuracy is not None and ev["accuracy_greedy"] >= cfg.stop_greedy_accuracy:
+                stop_reason = f"greedy accuracy {ev['accuracy_greedy']:.3f} >= {cfg.stop_greedy_accuracy}"
+                break
+
+    t_eval = time.perf_counter()
+    final = evaluate(model, tokenizer, eval_rows, **eval_kwargs)
+    eval_seconds = time.perf_counter() - t_eval
+    say(f"final eval (n={final['n']}): greedy {final['accuracy_greedy']:.3f}  sampled {final['accuracy_sampled']:.3f}  "
+        f"[{stop_reason}]")
+    meta_path = task_dir / "meta.json"
+    meta = {
+        "kind": "unipo-sft",
+        "preset": p.name,
+        "preset_config": asdict(p),
+        "seed": seed,
+        "steps": step,
+        "max_steps": total,
+        "stop_reason": stop_reason,
+        "device": str(dev),
+        "params": n_params,
+        "vocab_size": len(tokenizer),
+        "train_rows": len(examples),
+        "tokens_seen": tokens_seen,
+        "eval_curve": history,
+        "final_eval": final,
+        "train_seconds": round(train_seconds, 1),
+        "final_eval_seconds": round(eval_seconds, 1),
+        "wall_seconds": round(time.perf_counter() - t_start, 1),
+        "task_dir": str(task_dir),
+        "task_meta": json.loads(meta_path.read_text()) if meta_path.is_file() else None,
+        "versions": {"python": platform.python_version(), "torch": torch.__version__,
+                     "transformers": __import__("transformers").__version__},
+    }
+    save_checkpoint(model.cpu(), tokenizer, Path(out_dir), meta)
+    say(f"saved {out_dir} in {meta['wall_seconds']:.0f} s")
+    return meta
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="Supervised warm start on worked solutions.")
+    ap.add_argument("--out", required=True, help="checkpoint directory to write")
+    ap.add_argument("--preset", default="tiny")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--steps", type=int, default=None, help="replaces the preset's max_steps")
+    ap.add_argument("--task-dir", default="data/tasks")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args(argv)
+    run_sft(args.out, args.preset, args.seed, args.steps, args.task_dir, args.device, progress=not args.quiet)
+
+
+if __name__ == "__main__":
+    main()
