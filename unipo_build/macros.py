@@ -30,8 +30,6 @@ MACRO_MODULES: list[str] = [
     "unipo_build.reference_rendering",
     "unipo_build.reference",
     "unipo_build.playgrounds.macros",
-    "unipo_build.views.macros_explorer",
-    "unipo_build.views.macros_inspector",
 ]
 
 #: Placeholders are ``UNIPOHTML`` + digits + ``X`` + hex: nothing Markdown, Jinja or KaTeX
