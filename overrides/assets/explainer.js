@@ -1,0 +1,828 @@
+/*
+ * UNIPO views, part 1: shared helpers, the component math, the Algorithm Explainer and the
+ * comparison selector. Loaded before inspector.js (mkdocs.yml extra_javascript). Each view reads
+ * its data from the <template class="unipo-data" id="<view id>-data"> the build wrote next to it.
+ *
+ * The math (UNIPOViews.math) is a port of exactly the formulas of unipo_build/components.py
+ * and unipo_build/objective.token_terms for the kinds of the registry: the explainer computes a
+ * selected token's numbers from the logged inputs with it, and tests/test_views_explainer.py
+ * runs it in node on real token files and holds it equal to unipo_build.recompute.breakdown
+ * (1e-9). It touches no DOM, so node can load this file.
+ *
+ * Security: text from a log or a spec only ever reaches the page through textContent (or as the
+ * TeX source of a formula, which KaTeX renders with trust limited to \htmlClass / \htmlData).
+ */
+(function (global) {
+  "use strict";
+
+  /* =================================================================== the math */
+
+  function sum(xs) {
+    var s = 0;
+    for (var i = 0; i < xs.length; i++) s += xs[i];
+    return s;
+  }
+
+  function mean(xs) {
+    return sum(xs) / xs.length;
+  }
+
+  /** std with ``ddof`` (0: population, n; 1: sample, n - 1), as numpy/torch with correction=ddof. */
+  function std(xs, ddof) {
+    var m = mean(xs);
+    var s = 0;
+    for (var i = 0; i < xs.length; i++) s += (xs[i] - m) * (xs[i] - m);
+    return Math.sqrt(s / (xs.length - ddof));
+  }
+
+  /** components.group_zscore_advantage for one group: (r - mean) / (std + eps); exactly 0 if all equal. */
+  function groupZscoreAdvantage(rewards, stdDdof, eps) {
+    stdDdof = stdDdof === undefined ? 1 : stdDdof;
+    eps = eps === undefined ? 1e-6 : eps;
+    var hi = Math.max.apply(null, rewards);
+    var lo = Math.min.apply(null, rewards);
+    if (hi === lo) return rewards.map(function () { return 0; });
+    var m = mean(rewards);
+    var s = std(rewards, stdDdof);
+    return rewards.map(function (r) { return (r - m) / (s + eps); });
+  }
+
+  /** components.group_mean_advantage: r - mean(r). */
+  function groupMeanAdvantage(rewards) {
+    var m = mean(rewards);
+    return rewards.map(function (r) { return r - m; });
+  }
+
+  /** components.leave_one_out_advantage: r_i - mean of the other G - 1 rewards. */
+  function leaveOneOutAdvantage(rewards) {
+    var g = rewards.length;
+    if (g < 2) throw new Error("leave-one-out needs at least 2 responses per group");
+    var total = sum(rewards);
+    return rewards.map(function (r) { return r - (total - r) / (g - 1); });
+  }
+
+  /** components.token_ratio: exp(logp - old_logp), in log space. */
+  function tokenRatio(logp, oldLogp) {
+    return logp.map(function (l, t) { return Math.exp(l - oldLogp[t]); });
+  }
+
+  /** components.sequence_ratio: exp(mean_t (logp - old_logp)) on every real token, 0 on padding. */
+  function sequenceRatio(logp, oldLogp, mask) {
+    var length = sum(mask);
+    var s = 0;
+    for (var t = 0; t < logp.length; t++) s += (logp[t] - oldLogp[t]) * mask[t];
+    var value = Math.exp(s / Math.max(length, 1));
+    return mask.map(function (m) { return value * m; });
+  }
+
+  /** components.self_ratio: pi / sg[pi], whose value is exp(0) = 1. */
+  function selfRatio(logp) {
+    return logp.map(function (l) { return Math.exp(l - l); });
+  }
+
+  /**
+   * components.clipped_surrogate: min(rho A, clip(rho, 1 - eps_low, 1 + eps_high) A) and the side
+   * that clipped (1 high, -1 low, 0 none). Both eps null: rho A, nothing clipped.
+   */
+  function clippedSurrogate(ratio, advantage, epsLow, epsHigh) {
+    var n = ratio.length;
+    var surrogate = new Array(n);
+    var side = new Array(n);
+    if ((epsLow === null || epsLow === undefined) && (epsHigh === null || epsHigh === undefined)) {
+      for (var i = 0; i < n; i++) {
+        surrogate[i] = ratio[i] * advantage[i];
+        side[i] = 0;
+      }
+      return { surrogate: surrogate, side: side };
+    }
+    var low = 1.0 - epsLow;
+    var high = 1.0 + epsHigh;
+    for (var t = 0; t < n; t++) {
+      var unclipped = ratio[t] * advantage[t];
+      var clipped = Math.min(Math.max(ratio[t], low), high) * advantage[t];
+      surrogate[t] = Math.min(unclipped, clipped);
+      side[t] = advantage[t] > 0 && ratio[t] > high ? 1 : advantage[t] < 0 && ratio[t] < low ? -1 : 0;
+    }
+    return { surrogate: surrogate, side: side };
+  }
+
+  /** components.kl_estimate with log r = ref_logp - logp: k1 = -log r, k2 = (log r)^2 / 2, k3 = expm1(log r) - log r. */
+  function klEstimate(logp, refLogp, estimator) {
+    return logp.map(function (l, t) {
+      var logR = refLogp[t] - l;
+      if (estimator === "k1") return -logR;
+      if (estimator === "k2") return 0.5 * logR * logR;
+      if (estimator === "k3") return Math.expm1(logR) - logR;
+      throw new Error("unknown KL estimator " + estimator);
+    });
+  }
+
+  /** components.overlong_penalty for one length. */
+  function overlongPenalty(length, maxLength, cacheLength) {
+    var start = maxLength - cacheLength;
+    if (length <= start) return 0;
+    if (length <= maxLength) return (start - length) / cacheLength;
+    return -1;
+  }
+
+  /**
+   * components.aggregation_weights for one real token: N responses in the update, the response's
+   * length, the constant normaliser L, the update's total token count (token_mean).
+   */
+  function aggregationWeight(kind, nResponses, length, normalizer, totalTokens) {
+    if (kind === "seq_mean_token_mean") return 1 / (Math.max(length, 1) * nResponses);
+    if (kind === "token_mean") return 1 / totalTokens;
+    if (kind === "constant_normalizer") return 1 / (nResponses * normalizer);
+    if (kind === "seq_mean_token_sum") return 1 / nResponses;
+    throw new Error("unknown aggregation " + kind);
+  }
+
+  function kindOf(cfg, slot) {
+    return cfg.components[slot].kind;
+  }
+
+  function paramOf(cfg, slot, name, fallback) {
+    var p = cfg.components[slot].params || {};
+    return p[name] === undefined ? fallback : p[name];
+  }
+
+  /** objective.clip_bounds: [eps_low, eps_high], or [null, null] without clipping. */
+  function clipBounds(cfg) {
+    var kind = kindOf(cfg, "clip");
+    if (kind === "symmetric") return [paramOf(cfg, "clip", "eps"), paramOf(cfg, "clip", "eps")];
+    if (kind === "asymmetric") return [paramOf(cfg, "clip", "eps_low"), paramOf(cfg, "clip", "eps_high")];
+    return [null, null];
+  }
+
+  /**
+   * recompute.breakdown / objective.token_terms for one logged response: ratio, surrogate, clip
+   * side, KL and per-token objective from the logged inputs (logp, old_logp, ref_logp, advantage,
+   * and the rollout KL when the KL sits in the reward).
+   */
+  function breakdown(cfg, tokens) {
+    var mask = tokens.mask;
+    var ratioKind = kindOf(cfg, "ratio");
+    var rho;
+    if (ratioKind === "token") rho = tokenRatio(tokens.logp, tokens.old_logp);
+    else if (ratioKind === "sequence") rho = sequenceRatio(tokens.logp, tokens.old_logp, mask);
+    else if (ratioKind === "none") rho = selfRatio(tokens.logp);
+    else throw new Error("unknown ratio component " + ratioKind);
+    var bounds = clipBounds(cfg);
+    var clipped = clippedSurrogate(rho, tokens.advantage, bounds[0], bounds[1]);
+    var surrogate = clipped.surrogate.map(function (s, t) { return s * mask[t]; });
+    var side = clipped.side.map(function (s, t) { return s * mask[t]; });
+    var kl = null;
+    var objective = surrogate.slice();
+    var klKind = kindOf(cfg, "kl");
+    if (klKind === "in_loss") {
+      if (!tokens.ref_logp) throw new Error("the KL sits in the loss: ref_logp is required");
+      var beta = paramOf(cfg, "kl", "beta");
+      kl = klEstimate(tokens.logp, tokens.ref_logp, paramOf(cfg, "kl", "estimator")).map(function (k, t) { return k * mask[t]; });
+      objective = surrogate.map(function (s, t) { return s - beta * kl[t]; });
+    } else if (klKind === "in_reward") {
+      kl = tokens.kl ? tokens.kl.slice() : null;
+    }
+    return {
+      ratio: rho.map(function (r, t) { return r * mask[t]; }),
+      surrogate: surrogate,
+      clip_side: side,
+      kl: kl,
+      objective: objective,
+      eps_low: bounds[0],
+      eps_high: bounds[1],
+    };
+  }
+
+  var math = {
+    sum: sum,
+    mean: mean,
+    std: std,
+    groupZscoreAdvantage: groupZscoreAdvantage,
+    groupMeanAdvantage: groupMeanAdvantage,
+    leaveOneOutAdvantage: leaveOneOutAdvantage,
+    tokenRatio: tokenRatio,
+    sequenceRatio: sequenceRatio,
+    selfRatio: selfRatio,
+    clippedSurrogate: clippedSurrogate,
+    klEstimate: klEstimate,
+    overlongPenalty: overlongPenalty,
+    aggregationWeight: aggregationWeight,
+    clipBounds: clipBounds,
+    breakdown: breakdown,
+  };
+
+  /* ============================================================ number format */
+
+  var MINUS = "\u2212";
+
+  /** As unipo_build.views.inspector.fmt: 4 significant digits, scientific outside [1e-3, 1e4). */
+  function fmt(value, digits) {
+    digits = digits || 4;
+    if (value === null || value === undefined || Number.isNaN(value)) return "n/a";
+    if (value === 0) return "0";
+    var a = Math.abs(value);
+    var text;
+    if (a >= 1e-3 && a < 1e4) {
+      // Like Python's "g" in this range: fixed form, no trailing zeros (Number() drops them).
+      text = String(Number(value.toPrecision(digits)));
+    } else {
+      var parts = value.toExponential(digits - 1).split("e");
+      var mantissa = parts[0].indexOf(".") >= 0 ? parts[0].replace(/0+$/, "").replace(/\.$/, "") : parts[0];
+      text = mantissa + "e" + Number(parts[1]);
+    }
+    return text.replace(/-/g, MINUS);
+  }
+
+  function fmtSigned(value, digits) {
+    var text = fmt(value, digits);
+    return value > 0 ? "+" + text : text;
+  }
+
+  math.fmt = fmt;
+  math.fmtSigned = fmtSigned;
+
+  if (typeof module !== "undefined" && module.exports) {
+    module.exports = math;
+  }
+  if (typeof document === "undefined") return; // node: the math only
+
+  /* ================================================================ shared state */
+
+  var V = (global.UNIPOViews = global.UNIPOViews || {});
+  V.math = math;
+  V.fmt = fmt;
+  V.fmtSigned = fmtSigned;
+  V.runs = V.runs || {}; // run id -> {config, siteRoot, stepPath, algorithm}
+  V.stepCache = V.stepCache || new Map(); // absolute URL -> Promise of the step JSON
+
+  /** The step JSON at ``url`` (relative to the page), fetched once per page load. */
+  V.loadStep = function (url) {
+    var absolute = new URL(url, document.baseURI).href;
+    if (!V.stepCache.has(absolute)) {
+      var promise = fetch(absolute, { credentials: "same-origin" }).then(function (response) {
+        if (!response.ok) throw new Error("HTTP " + response.status + " for " + url);
+        return response.json();
+      });
+      promise.catch(function () { V.stepCache.delete(absolute); });
+      V.stepCache.set(absolute, promise);
+    }
+    return V.stepCache.get(absolute);
+  };
+
+  V.stepUrl = function (info, step) {
+    return info.siteRoot + info.stepPath + "step_" + String(step).padStart(6, "0") + ".json";
+  };
+
+  /** createElement with attributes, classes and children (strings become text nodes). */
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    if (attrs) {
+      Object.keys(attrs).forEach(function (name) {
+        var value = attrs[name];
+        if (value === null || value === undefined || value === false) return;
+        if (name === "class") node.className = value;
+        else if (name === "text") node.textContent = value;
+        else node.setAttribute(name, value === true ? "" : String(value));
+      });
+    }
+    (children || []).forEach(function (child) {
+      if (child === null || child === undefined || child === false) return;
+      node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
+    });
+    return node;
+  }
+  V.el = el;
+
+  /** The JSON a view wrote with render.json_data: <template class="unipo-data" id="<container id>-data">. */
+  function readData(container) {
+    var id = container.id ? container.id + "-data" : null;
+    if (!id || !document.getElementById(id)) return null;
+    return global.UNIPO.data(id);
+  }
+  V.readData = readData;
+
+  function findToken(detail, group, response) {
+    for (var p = 0; p < detail.prompts.length; p++) {
+      var g = detail.prompts[p];
+      if (g.index !== group || g.filtered) continue;
+      for (var r = 0; r < g.responses.length; r++) {
+        if (g.responses[r].index === response) return { group: g, response: g.responses[r] };
+      }
+    }
+    return null;
+  }
+  V.findToken = findToken;
+
+  /* ============================================================ the explainer */
+
+  var SLOT_LABELS = {
+    advantage: "Advantage", ratio: "Importance ratio", clip: "Clip", kl: "KL penalty",
+    aggregation: "Aggregation", filter: "Sampling filter", shaping: "Reward shaping",
+  };
+
+  /** A row of a live table: label, how it is computed, the value (with its full precision in data-value). */
+  function row(label, how, value, key, extraText) {
+    var valueCell;
+    if (typeof value === "number") {
+      valueCell = el("td", { class: "unipo-num" }, [
+        el("span", { class: "unipo-num-value", "data-key": key || null, "data-value": String(value), text: fmt(value) }),
+      ]);
+    } else {
+      valueCell = el("td", { class: "unipo-num" }, [value === null || value === undefined ? "" : String(value)]);
+    }
+    if (extraText) valueCell.appendChild(el("span", { class: "unipo-num-note", text: " " + extraText }));
+    return el("tr", null, [el("th", { scope: "row", text: label }), el("td", { class: "unipo-how", text: how || "" }), valueCell]);
+  }
+
+  function table(rows) {
+    return el("div", { class: "unipo-table-wrap" }, [el("table", { class: "unipo-live-table" }, [el("tbody", null, rows)])]);
+  }
+
+  function para(text, cls) {
+    return el("p", { class: cls || null, text: text });
+  }
+
+  function matches(a, b) {
+    return Math.abs(a - b) <= 1e-6 * (1 + Math.abs(b));
+  }
+
+  function checkText(computed, logged) {
+    if (logged === null || logged === undefined) return "";
+    return matches(computed, logged) ? "\u2713 equals the log" : "\u2717 differs from the log (" + fmt(logged) + ")";
+  }
+
+  function tokenLabel(ctx) {
+    return "Step " + ctx.step.step + ", group " + ctx.group.index + ", response #" + ctx.response.index +
+      ", token " + ctx.t + " \u201c" + ctx.tokens.text[ctx.t] + "\u201d";
+  }
+
+  function liveRatio(ctx) {
+    var cfg = ctx.cfg, tk = ctx.tokens, t = ctx.t, b = ctx.b;
+    var kind = kindOf(cfg, "ratio");
+    var rows = [];
+    if (kind === "none") {
+      rows.push(row("ratio \u03c1", "\u03c0\u03b8 / sg[\u03c0\u03b8] = exp(log \u03c0\u03b8 \u2212 log \u03c0\u03b8)", b.ratio[t], "ratio"));
+    } else {
+      rows.push(row("log \u03c0\u03b8(token)", "the policy being trained, at this update", tk.logp[t], "logp"));
+      rows.push(row("log \u03c0old(token)", "the policy that sampled it", tk.old_logp[t], "old_logp"));
+      if (kind === "sequence") {
+        rows.push(row("sequence ratio s\u1d62", "exp(mean over the " + sum(tk.mask) + " tokens of log \u03c0\u03b8 \u2212 log \u03c0old)", b.ratio[t], "ratio"));
+      } else {
+        rows.push(row("ratio \u03c1", "exp(log \u03c0\u03b8 \u2212 log \u03c0old)", b.ratio[t], "ratio", checkText(b.ratio[t], tk.ratio[t])));
+      }
+    }
+    return [table(rows)];
+  }
+
+  function groupRewards(group) {
+    return group.responses.map(function (r) { return r.reward; });
+  }
+
+  function liveAdvantage(ctx) {
+    var cfg = ctx.cfg, tk = ctx.tokens, t = ctx.t;
+    var kind = kindOf(cfg, "advantage");
+    var r = ctx.response.reward;
+    var rows = [];
+    var out = [];
+    var logged = tk.advantage[t];
+    if (kind === "group_zscore" || kind === "group_mean" || kind === "leave_one_out") {
+      var rewards = groupRewards(ctx.group);
+      var pos = ctx.group.responses.indexOf(ctx.response);
+      out.push(para("Rewards of the group's " + rewards.length + " responses: " +
+        rewards.map(function (x) { return fmt(x); }).join(", ") + " (this response: " + fmt(r) + ")."));
+      var m = mean(rewards);
+      rows.push(row("mean of the group", "baseline", m, "reward_mean"));
+      var computed;
+      if (kind === "group_zscore") {
+        var ddof = paramOf(cfg, "advantage", "std_ddof", 1);
+        var eps = paramOf(cfg, "advantage", "eps", 1e-6);
+        var s = std(rewards, ddof);
+        rows.push(row("std of the group", ddof === 1 ? "sample std (divides by n \u2212 1 = " + (rewards.length - 1) + ")" : "population std (divides by n = " + rewards.length + ")", s, "reward_std"));
+        rows.push(row("\u03b5", "added to the std", eps, "eps"));
+        computed = groupZscoreAdvantage(rewards, ddof, eps)[pos];
+        var how = Math.max.apply(null, rewards) === Math.min.apply(null, rewards)
+          ? "every reward is equal: 0 for the whole group"
+          : "(r\u1d62 \u2212 mean) / (std + \u03b5) = (" + fmt(r) + " \u2212 " + fmt(m) + ") / (" + fmt(s) + " + " + fmt(eps) + ")";
+        rows.push(row("advantage \u00c2", how, computed, "advantage", checkText(computed, logged)));
+      } else if (kind === "group_mean") {
+        computed = groupMeanAdvantage(rewards)[pos];
+        rows.push(row("advantage \u00c2", "r\u1d62 \u2212 mean = " + fmt(r) + " \u2212 " + fmt(m), computed, "advantage", checkText(computed, logged)));
+      } else {
+        computed = leaveOneOutAdvantage(rewards)[pos];
+        rows.push(row("advantage \u00c2", "r\u1d62 \u2212 mean of the other " + (rewards.length - 1) + " rewards", computed, "advantage", checkText(computed, logged)));
+      }
+    } else if (kind === "gae") {
+      rows.push(row("reward r\u1d62", "on the last token (plus \u2212\u03b2\u00b7KL on every token)", r, "reward"));
+      if (tk.value) rows.push(row("critic value V(s\u209c)", "the critic's prediction at this token", tk.value[t], "value"));
+      if (tk.return) rows.push(row("return R\u209c", "the \u03bb-return, the critic's target", tk.return[t], "return"));
+      if (tk.value && tk.return) {
+        var gae = tk.return[t] - tk.value[t];
+        rows.push(row("advantage \u00c2", "R\u209c \u2212 V(s\u209c) (GAE, \u03b3 " + fmt(paramOf(cfg, "advantage", "gamma", 1)) + ", \u03bb " + fmt(paramOf(cfg, "advantage", "lam", 0.95)) + ")", gae, "advantage", checkText(gae, logged)));
+      } else {
+        rows.push(row("advantage \u00c2", "as logged", logged, "advantage"));
+      }
+    } else if (kind === "reinforce_return") {
+      rows.push(row("reward r\u1d62", "the response's reward", r, "reward"));
+      if (tk.return) {
+        rows.push(row("return G\u209c", "reward to go from this token", tk.return[t], "return"));
+        rows.push(row("baseline", paramOf(cfg, "advantage", "baseline", "batch_mean") === "batch_mean" ? "mean reward of the batch (G\u209c \u2212 \u00c2)" : "none", tk.return[t] - logged, "baseline"));
+      }
+      rows.push(row("advantage \u00c2", "G\u209c \u2212 baseline", logged, "advantage"));
+    } else {
+      if (tk.return) rows.push(row("return G\u209c", "reward to go from this token", tk.return[t], "return"));
+      rows.push(row("advantage \u00c2", "whitened over the batch", logged, "advantage"));
+    }
+    out.push(table(rows));
+    return out;
+  }
+
+  function liveClip(ctx) {
+    var tk = ctx.tokens, t = ctx.t, b = ctx.b;
+    var rho = b.ratio[t], a = tk.advantage[t];
+    var rows = [];
+    if (b.eps_low === null && b.eps_high === null) {
+      rows.push(row("\u2113 = \u03c1\u00b7\u00c2", fmt(rho) + " \u00d7 " + fmt(a) + " (nothing is clipped)", b.surrogate[t], "surrogate"));
+      return [table(rows)];
+    }
+    var low = 1 - b.eps_low, high = 1 + b.eps_high;
+    var unclipped = rho * a;
+    var clippedValue = Math.min(Math.max(rho, low), high) * a;
+    rows.push(row("bounds", "[1 \u2212 " + fmt(b.eps_low) + ", 1 + " + fmt(b.eps_high) + "]", "[" + fmt(low) + ", " + fmt(high) + "]"));
+    rows.push(row("unclipped \u03c1\u00b7\u00c2", fmt(rho) + " \u00d7 " + fmt(a), unclipped, "unclipped"));
+    rows.push(row("clipped clip(\u03c1)\u00b7\u00c2", fmt(Math.min(Math.max(rho, low), high)) + " \u00d7 " + fmt(a), clippedValue, "clipped"));
+    rows.push(row("\u2113 = min(\u2026)", "the smaller of the two", b.surrogate[t], "surrogate"));
+    var side = b.clip_side[t];
+    var branch;
+    if (side === 1) branch = "The clipped branch won on the high side: \u03c1 > " + fmt(high) + " with \u00c2 > 0, so this token no longer pushes its probability up (its gradient is 0).";
+    else if (side === -1) branch = "The clipped branch won on the low side: \u03c1 < " + fmt(low) + " with \u00c2 < 0, so this token no longer pushes its probability down (its gradient is 0).";
+    else if (unclipped === clippedValue) branch = "Both branches are equal: \u03c1 is inside the bounds (or \u00c2 = 0), so the gradient flows unclipped.";
+    else branch = "The unclipped branch is the smaller: \u03c1 is outside the bounds on the side the advantage pushes away from, so the gradient still flows.";
+    var logged = tk.clip ? tk.clip[t] : null;
+    var out = [table(rows), para(branch, "unipo-live-branch")];
+    if (logged !== null && logged !== side) out.push(para("The log says clip side " + logged + ", the recomputation " + side + ".", "unipo-live-warn"));
+    return out;
+  }
+
+  var KL_HOW = {
+    k1: "log \u03c0\u03b8 \u2212 log \u03c0ref",
+    k2: "\u00bd (log \u03c0ref \u2212 log \u03c0\u03b8)\u00b2",
+    k3: "exp(log \u03c0ref \u2212 log \u03c0\u03b8) \u2212 (log \u03c0ref \u2212 log \u03c0\u03b8) \u2212 1",
+  };
+
+  function liveKl(ctx) {
+    var cfg = ctx.cfg, tk = ctx.tokens, t = ctx.t, b = ctx.b;
+    var kind = kindOf(cfg, "kl");
+    if (kind === "none") return [para("This algorithm has no KL term: nothing ties the policy to the reference model.")];
+    var est = paramOf(cfg, "kl", "estimator");
+    var beta = paramOf(cfg, "kl", "beta");
+    var rows = [];
+    if (kind === "in_loss") {
+      if (tk.ref_logp) rows.push(row("log \u03c0ref(token)", "the frozen reference model", tk.ref_logp[t], "ref_logp"));
+      rows.push(row("D (" + est + ")", KL_HOW[est] || est, b.kl[t], "kl", tk.kl ? checkText(b.kl[t], tk.kl[t]) : ""));
+      rows.push(row("\u03b2", "KL coefficient", beta, "beta"));
+      rows.push(row("\u2212\u03b2\u00b7D", "subtracted from this token's objective", -beta * b.kl[t], "kl_term"));
+      return [table(rows)];
+    }
+    rows.push(row("D (" + est + ")", "estimated when the response was sampled: " + (KL_HOW[est] || est).replace(/\u03c0\u03b8/g, "\u03c0old"), b.kl ? b.kl[t] : null, "kl"));
+    rows.push(row("\u03b2", "KL coefficient", beta, "beta"));
+    rows.push(row("\u2212\u03b2\u00b7D", "added to this token's reward before the advantage", b.kl ? -beta * b.kl[t] : null, "kl_term"));
+    return [table(rows), para("The penalty is already inside the advantage \u00c2; nothing is subtracted from the objective.")];
+  }
+
+  function liveObjective(ctx) {
+    var cfg = ctx.cfg, tk = ctx.tokens, t = ctx.t, b = ctx.b;
+    var inLoss = kindOf(cfg, "kl") === "in_loss";
+    var how = inLoss
+      ? "\u2113 \u2212 \u03b2\u00b7D = " + fmt(b.surrogate[t]) + " \u2212 " + fmt(paramOf(cfg, "kl", "beta")) + " \u00d7 " + fmt(b.kl[t])
+      : "\u2113 = " + fmt(b.surrogate[t]);
+    var out = [];
+    out.push(table([row("token objective", how, b.objective[t], "objective", checkText(b.objective[t], tk.objective[t]))]));
+    return out;
+  }
+
+  function liveAggregation(ctx) {
+    var cfg = ctx.cfg, tk = ctx.tokens, t = ctx.t, b = ctx.b, step = ctx.step;
+    var kind = kindOf(cfg, "aggregation");
+    var n = sum(step.groups.map(function (g) { return g.size; }));
+    var length = sum(tk.mask);
+    var logged = tk.weight[t];
+    var rows = [];
+    var w, how;
+    if (kind === "seq_mean_token_mean") {
+      w = aggregationWeight(kind, n, length);
+      how = "1 / (N \u00b7 |o\u1d62|) = 1 / (" + n + " \u00d7 " + length + ")";
+    } else if (kind === "token_mean") {
+      var total = Math.round(1 / logged);
+      w = aggregationWeight(kind, n, length, null, total);
+      how = "1 / \u03a3|o\u2c7c| = 1 / " + total + " (the update's tokens, from the log)";
+    } else if (kind === "constant_normalizer") {
+      var L = paramOf(cfg, "aggregation", "normalizer");
+      w = aggregationWeight(kind, n, length, L);
+      how = "1 / (N \u00b7 L) = 1 / (" + n + " \u00d7 " + L + ")";
+    } else {
+      w = aggregationWeight(kind, n, length);
+      how = "1 / N = 1 / " + n;
+    }
+    rows.push(row("N", "responses in this update (" + step.groups.length + " groups)", n, "n_responses"));
+    rows.push(row("|o\u1d62|", "this response's length", length, "length"));
+    rows.push(row("weight w", how, w, "weight", checkText(w, logged)));
+    rows.push(row("w \u00b7 objective", fmt(logged) + " \u00d7 " + fmt(b.objective[t]), logged * b.objective[t], "weighted"));
+    var contribution = 0;
+    for (var i = 0; i < tk.weight.length; i++) contribution += tk.weight[i] * tk.objective[i];
+    rows.push(row("this response", "\u03a3\u209c w \u00b7 objective", contribution, "response_contribution", checkText(contribution, ctx.response.contribution)));
+    if (ctx.group.contribution !== null && ctx.group.contribution !== undefined) {
+      rows.push(row("its group", "sum over the group's responses", ctx.group.contribution, "group_contribution"));
+    }
+    rows.push(row("step objective J", "sum over every group of the update", step.objective, "step_objective"));
+    return [table(rows)];
+  }
+
+  function liveFilter(ctx) {
+    var cfg = ctx.cfg, step = ctx.step;
+    var kind = kindOf(cfg, "filter");
+    var g = ctx.group;
+    var k = g.responses.filter(function (r) { return r.correct; }).length;
+    var G = g.responses.length;
+    var out = [];
+    if (kind === "none") {
+      out.push(para("This token's group has " + k + "/" + G + " correct answers. Every group is trained on" +
+        (k === 0 || k === G ? ", including this one although its advantages are all 0." : ".")));
+      return out;
+    }
+    out.push(para("This token's group has " + k + "/" + G + " correct answers: " +
+      (k > 0 && k < G ? "0 < " + k + " < " + G + ", so the filter kept it." : "the filter would have dropped it.")));
+    var dropped = step.filtered_groups || [];
+    out.push(para(dropped.length
+      ? "Before this update the filter dropped " + dropped.length + " logged group(s): " +
+        dropped.map(function (d) { return "group " + d.index + " (" + d.n_correct + "/" + d.size + " correct)"; }).join(", ") + "."
+      : "The log lists no dropped groups for this step (drops are logged on the first update of a rollout)."));
+    return out;
+  }
+
+  function liveShaping(ctx) {
+    var cfg = ctx.cfg;
+    var kind = kindOf(cfg, "shaping");
+    var resp = ctx.response;
+    var out = [];
+    if (kind === "none") {
+      out.push(para("The reward is used as it is: r\u1d62 = " + fmt(resp.reward) + "."));
+      return out;
+    }
+    var rows = [];
+    var maxLength = paramOf(cfg, "shaping", "max_length");
+    var cache = paramOf(cfg, "shaping", "cache_length");
+    rows.push(row("|o\u1d62|", "this response's length", resp.length, "length"));
+    if (maxLength && cache) {
+      var pen = overlongPenalty(resp.length, maxLength, cache);
+      var comp = resp.reward_components ? resp.reward_components.shaping : undefined;
+      rows.push(row("L_max, L_cache", "the budget and the ramp before it", maxLength + ", " + cache));
+      rows.push(row("R_length", resp.length <= maxLength - cache ? "0: shorter than L_max \u2212 L_cache" : "(L_max \u2212 L_cache \u2212 |o\u1d62|) / L_cache", pen, "shaping", comp === undefined ? "" : checkText(pen, comp)));
+    }
+    rows.push(row("reward r\u1d62", "after shaping", resp.reward, "reward"));
+    out.push(table(rows));
+    return out;
+  }
+
+  var LIVE = {
+    ratio: liveRatio, advantage: liveAdvantage, clip: liveClip, kl: liveKl, objective: liveObjective,
+    aggregation: liveAggregation, filter: liveFilter, shaping: liveShaping,
+  };
+
+  function setLive(container, fill) {
+    Array.prototype.forEach.call(container.querySelectorAll(".unipo-live"), function (block) {
+      var name = block.getAttribute("data-live");
+      var children;
+      try {
+        children = fill(name);
+      } catch (err) {
+        console.error("UNIPO explainer:", err);
+        children = [para("These numbers could not be computed: " + err.message, "unipo-live-warn")];
+      }
+      block.replaceChildren.apply(block, children);
+    });
+  }
+
+  function showToken(container, detail) {
+    var data = container.__unipo;
+    var info = V.runs[detail.run];
+    if (!info) return;
+    var cfg = info.config || data.config;
+    container.setAttribute("data-token", [detail.run, detail.step, detail.group, detail.response, detail.token].join(":"));
+    setLive(container, function (name) { return name === "where" ? [para("Loading step " + detail.step + "\u2026", "unipo-live-hint")] : []; });
+    var request = (data.request = {});
+    V.loadStep(V.stepUrl(info, detail.step)).then(function (step) {
+      if (data.request !== request) return; // a newer selection won
+      var found = findToken(step, detail.group, detail.response);
+      if (!found || !found.response.tokens) throw new Error("token not found in step " + detail.step);
+      var tokens = found.response.tokens;
+      var ctx = { cfg: cfg, step: step, group: found.group, response: found.response, tokens: tokens, t: detail.token,
+                  b: breakdown(cfg, tokens) };
+      setLive(container, function (name) {
+        if (name === "where") return [para(tokenLabel(ctx), "unipo-live-where")];
+        return LIVE[name] ? LIVE[name](ctx) : [];
+      });
+      container.setAttribute("data-live-ready", "1");
+    }).catch(function (err) {
+      if (data.request !== request) return;
+      console.error("UNIPO explainer:", err);
+      setLive(container, function (name) { return name === "where" ? [para("The token's data could not be loaded: " + err.message, "unipo-live-warn")] : []; });
+    });
+  }
+
+  function openSlot(container, slot, focus) {
+    var data = container.__unipo;
+    var card = container.querySelector('.unipo-card[data-card="' + data.card_of_slot[slot] + '"]');
+    if (!card) return;
+    card.open = true;
+    Array.prototype.forEach.call(container.querySelectorAll(".unipo-slot-section--active, .unipo-part--active"), function (n) {
+      n.classList.remove("unipo-slot-section--active", "unipo-part--active");
+    });
+    var section = card.querySelector('.unipo-slot-section[data-slot="' + slot + '"]');
+    var target = section || card;
+    target.classList.add("unipo-slot-section--active");
+    Array.prototype.forEach.call(container.querySelectorAll('.unipo-part[data-slot="' + slot + '"]'), function (b) {
+      b.classList.add("unipo-part--active");
+    });
+    if (focus) {
+      target.setAttribute("tabindex", "-1");
+      target.focus({ preventScroll: true });
+    }
+    target.scrollIntoView({ block: "nearest", behavior: "smooth" });
+  }
+
+  function slotOf(node) {
+    var m = /(?:^|\s)unipo-slot-([a-z]+)(?:\s|$)/.exec(node.getAttribute("class") || "");
+    return m ? m[1] : null;
+  }
+
+  function initExplainer(container) {
+    if (container.__unipo) return;
+    var data = readData(container);
+    if (!data) return;
+    container.__unipo = data;
+    // Parts of the formula: clickable and keyboard operable.
+    Array.prototype.forEach.call(container.querySelectorAll(".unipo-explainer-formula .unipo-slot"), function (node) {
+      var slot = slotOf(node);
+      if (!slot) return;
+      node.setAttribute("role", "button");
+      node.setAttribute("tabindex", "0");
+      node.setAttribute("aria-label", (SLOT_LABELS[slot] || slot) + ": open its card");
+      node.setAttribute("title", (SLOT_LABELS[slot] || slot) + " (click to open its card)");
+    });
+    var formula = container.querySelector(".unipo-explainer-formula");
+    function activate(event) {
+      var node = event.target.closest ? event.target.closest(".unipo-slot") : null;
+      if (!node || !formula.contains(node)) return;
+      event.preventDefault();
+      event.stopPropagation();
+      openSlot(container, slotOf(node), event.type === "keydown");
+    }
+    if (formula) {
+      formula.addEventListener("click", activate);
+      formula.addEventListener("keydown", function (event) {
+        if (event.key === "Enter" || event.key === " ") activate(event);
+      });
+    }
+    Array.prototype.forEach.call(container.querySelectorAll(".unipo-part"), function (button) {
+      button.addEventListener("click", function () { openSlot(container, button.getAttribute("data-slot"), true); });
+    });
+    // Say so when no inspector on this page can feed the cards.
+    var algorithm = container.getAttribute("data-algorithm");
+    var feeds = document.querySelector('.unipo-inspector[data-algorithm="' + CSS.escape(algorithm) + '"]');
+    if (!feeds) {
+      Array.prototype.forEach.call(container.querySelectorAll(".unipo-live-hint"), function (hint) {
+        hint.textContent = "On a page with a Step Inspector of a " + data.name + " run, selecting a token there shows its numbers here.";
+      });
+    }
+  }
+
+  /* ============================================================ comparison */
+
+  /** As compare.py sentence_html (and diff.diff_sentence for its aria-label). */
+  function diffSentence(nameA, nameB, pair, slots, styles) {
+    var counts = { unchanged: 0, modified: 0, added: 0, removed: 0 };
+    slots.forEach(function (s) { counts[pair[s].status] += 1; });
+    var order = ["modified", "added", "removed", "unchanged"].filter(function (s) { return counts[s]; });
+    var label = "From " + nameA + " to " + nameB + ": " +
+      order.map(function (s) { return counts[s] + " " + s; }).join(", ") + " (of the " + slots.length + " slots).";
+    var children = ["From " + nameA + " to " + nameB + ": "];
+    order.forEach(function (s, i) {
+      if (i) children.push(" ");
+      children.push(el("span", { class: "unipo-diff-" + s }, [
+        el("span", { class: "unipo-diff-badge", text: styles[s].symbol + " " + counts[s] + " " + styles[s].label })]));
+    });
+    return el("p", { class: "unipo-compare-sentence", "aria-label": label }, children);
+  }
+
+  function fillStatuses(tex, pair) {
+    return tex.replace(/UNIPODIFF-([a-z_]+)/g, function (_, slot) {
+      return "unipo-diff-" + (pair[slot] ? pair[slot].status : "unchanged");
+    });
+  }
+
+  function badge(styles, status) {
+    return el("span", { class: "unipo-diff-badge", text: styles[status].symbol + " " + styles[status].label });
+  }
+
+  function displayMath(tex) {
+    return el("div", { class: "arithmatex", text: "\\[" + tex + "\\]" });
+  }
+
+  /** The same markup as unipo_build.views.compare.compare_html, built from the embedded data. */
+  function renderCompare(data, a, b) {
+    var A = data.specs[a], B = data.specs[b], pair = data.pairs[a + "|" + b], styles = data.styles;
+    var legend = el("ul", { class: "unipo-diff-legend", "aria-label": "Legend of the comparison" },
+      data.statuses.map(function (s) {
+        return el("li", { class: "unipo-diff-legend-item unipo-diff-" + s }, [badge(styles, s), " ",
+          el("span", { class: "unipo-diff-meaning", text: styles[s].meaning })]);
+      }));
+    var formulas = el("div", { class: "unipo-compare-formulas" }, [["a", "First", A], ["b", "Second", B]].map(function (x) {
+      return el("div", { class: "unipo-compare-formula", "data-side": x[0] }, [
+        el("p", { class: "unipo-compare-formula-head" }, [el("span", { class: "unipo-diff-side-label", text: x[1] }), " ",
+          el("strong", { text: x[2].name })]),
+        displayMath(fillStatuses(x[2].formula, pair)),
+      ]);
+    }));
+    var rows = data.slots.map(function (slot) {
+      var d = pair[slot];
+      var head = el("p", { class: "unipo-diff-row-head" }, [badge(styles, d.status), " ",
+        el("span", { class: "unipo-slot-name", text: data.slot_labels[slot] })]);
+      if (d.status === "modified") {
+        var what = d.changed.length === 1 && d.changed[0] === "kind" ? "component" : "parameters: " + d.changed.join(", ");
+        head.appendChild(el("span", { class: "unipo-diff-changed", text: "changed " + what }));
+      }
+      var which = d.status === "unchanged"
+        ? [["both", A, a === b ? A.name : A.name + " and " + B.name]]
+        : [["a", A, A.name], ["b", B, B.name]];
+      var sides = el("div", { class: "unipo-diff-sides" }, which.map(function (x) {
+        var comp = x[1].slots[slot];
+        return el("div", { class: "unipo-diff-side", "data-side": x[0] }, [
+          el("p", { class: "unipo-diff-side-head" }, [el("span", { class: "unipo-diff-algo", text: x[2] }), " ",
+            el("span", { class: "unipo-kind", text: comp.kind_label })]),
+          comp.tex ? displayMath(comp.tex) : el("p", { class: "unipo-diff-none", text: "(nothing)" }),
+        ]);
+      }));
+      var children = [head, sides];
+      var why = B.slots[slot].explanation;
+      if (d.status !== "unchanged" && why) {
+        children.push(el("p", { class: "unipo-diff-why" }, [el("span", { class: "unipo-diff-algo", text: B.name }), " " + why]));
+      }
+      return el("li", { class: "unipo-diff-row unipo-diff-" + d.status, "data-slot": slot, "data-status": d.status }, children);
+    });
+    return el("div", { class: "unipo-compare", "data-a": a, "data-b": b }, [
+      legend, diffSentence(A.name, B.name, pair, data.slots, styles),
+      formulas, el("ol", { class: "unipo-diff-rows" }, rows),
+    ]);
+  }
+
+  function initSelector(container) {
+    if (container.__unipo) return;
+    var data = readData(container);
+    if (!data) return;
+    container.__unipo = data;
+    var selA = container.querySelector('select[data-side="a"]');
+    var selB = container.querySelector('select[data-side="b"]');
+    var target = container.querySelector(".unipo-compare-target");
+    function update() {
+      var block = renderCompare(data, selA.value, selB.value);
+      target.replaceChildren(block);
+      if (window.UNIPO && window.UNIPO.render) window.UNIPO.render(target);
+    }
+    selA.addEventListener("change", update);
+    selB.addEventListener("change", update);
+    var swap = container.querySelector(".unipo-compare-swap");
+    if (swap) {
+      swap.addEventListener("click", function () {
+        var a = selA.value;
+        selA.value = selB.value;
+        selB.value = a;
+        update();
+      });
+    }
+  }
+
+  /* ============================================================ wiring */
+
+  if (!V.explainerListening) {
+    V.explainerListening = true;
+    document.addEventListener("unipo:token", function (event) {
+      var detail = event.detail || {};
+      Array.prototype.forEach.call(document.querySelectorAll(".unipo-explainer"), function (container) {
+        if (!container.__unipo || container.getAttribute("data-algorithm") !== detail.algorithm) return;
+        showToken(container, detail);
+      });
+    });
+  }
+
+  function renderAll(root) {
+    Array.prototype.forEach.call(root.querySelectorAll(".unipo-explainer"), initExplainer);
+    Array.prototype.forEach.call(root.querySelectorAll(".unipo-compare-selector"), initSelector);
+  }
+  V.renderExplainers = renderAll;
+
+  if (global.UNIPO && typeof global.UNIPO.register === "function") {
+    global.UNIPO.register("explainer", renderAll);
+  } else {
+    console.error("UNIPO: unipo.js must load before explainer.js");
+  }
+})(typeof window !== "undefined" ? window : globalThis);

@@ -1,0 +1,463 @@
+"""Training Explorer in a real browser: rings, chips, robust scale, fisheye, hover, open-step.
+
+(Named test_explorer_browser.py: tests/test_explorer.py has the basename test_explorer, and
+pytest's default import mode needs unique basenames across folders without __init__.py.)
+
+Most tests build a small site of their own from a fixture run (tests/test_explorer.py's
+``write_explorer_run``: 1,200 steps, 2 per rollout, token files every 50 steps, a spike in
+clip/frac_high at step 700) with the repository's mkdocs.yml (INHERIT) and one page, so they
+know the answers and do not depend on which runs are shipped. The screenshot test takes the
+repository's own reference page with its real runs.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.keys import Keys
+
+from test_explorer import SPIKE_AT, write_explorer_run
+from unipo_build.views import explorer as explorer_module
+
+pytestmark = pytest.mark.browser
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+PAGE = "explorer/"
+
+PAGE_SOURCE = """# Explorer test
+
+{{ training_explorer("test-grpo") }}
+
+## Robust scale
+
+{{ training_explorer("test-grpo", metrics=["clip/frac_high", "reward/mean"], inspector=False) }}
+
+## A run that does not load
+
+{{ training_explorer("broken-run") }}
+"""
+
+
+def _harness(request):
+    """The browser harness module (tests/browser/conftest.py) as pytest loaded it."""
+    module = request.config.pluginmanager.get_plugin(str(HERE / "conftest.py"))
+    assert module is not None, "tests/browser/conftest.py is not loaded"
+    return module
+
+
+def _config_for(tmp: Path, docs: Path) -> Path:
+    """An mkdocs.yml that inherits the repository's, with this docs folder and one page.
+
+    Relative paths of the repository's config (theme.custom_dir, hooks) are made absolute.
+    """
+    from mkdocs.utils.yaml import yaml_load
+
+    with open(REPO / "mkdocs.yml", encoding="utf-8") as fh:
+        base = yaml_load(fh)
+    hooks = [str((REPO / h).resolve()) for h in base.get("hooks", [])]
+    custom_dir = str((REPO / base["theme"]["custom_dir"]).resolve())
+    lines = [
+        f"INHERIT: {REPO / 'mkdocs.yml'}",
+        f"docs_dir: {docs}",
+        "theme:",
+        f"  custom_dir: {custom_dir}",
+        "hooks:",
+        *[f"  - {h}" for h in hooks],
+        "nav:",
+        "  - Home: index.md",
+        f"  - Explorer: {PAGE.rstrip('/')}.md",
+    ]
+    config = tmp / "mkdocs.yml"
+    config.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # hooks.py reads the pinned browser libraries from package.json next to the config.
+    shutil.copyfile(REPO / "package.json", tmp / "package.json")
+    return config
+
+
+@pytest.fixture(scope="module")
+def explorer_site(request, tmp_path_factory):
+    """Build the one-page site with the fixture run and serve it; yields its base URL."""
+    harness = _harness(request)
+    if reason := harness._browser_missing():
+        if os.environ.get("UNIPO_REQUIRE_BROWSER") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    tmp = tmp_path_factory.mktemp("explorer-site")
+    write_explorer_run(tmp / "runs" / "grpo-run")
+    broken = tmp / "runs" / "broken-run"
+    write_explorer_run(broken, n_steps=10, run_id="broken", token_every=5)
+    with (broken / "steps.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write('{"step": 12, "rollout": 6, "first_in_rollout": true, "metrics": {}}\n')
+    docs = tmp / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text("# Home\n", encoding="utf-8")
+    (docs / f"{PAGE.rstrip('/')}.md").write_text(PAGE_SOURCE, encoding="utf-8")
+    config = _config_for(tmp, docs)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/unipo/"
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", UNIPO_RUNS=str(tmp / "runs"), UNIPO_SITE_URL=url,
+               UNIPO_NODE_MODULES=str(REPO / "node_modules"))
+    site = tmp / "site"
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
+                          cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        pytest.fail(f"mkdocs build of the explorer test site failed:\n{(proc.stdout + proc.stderr)[-6000:]}")
+    server, served = harness._serve(site, url)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield {"url": served, "site": site, "harness": harness}
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def page(explorer_site):
+    """A fresh headless Chromium on the explorer test page; fails on console errors at the end."""
+    harness = explorer_site["harness"]
+    profile = tempfile.mkdtemp(prefix="unipo-chrome-")
+    drv = harness.make_driver(profile)
+    drv.set_page_load_timeout(60)
+
+    def open_(width: int | None = None, scheme: str | None = None):
+        if width:
+            harness.set_width(drv, width)
+        drv.get(explorer_site["url"] + PAGE)
+        harness.wait_rendered(drv)
+        if scheme:
+            harness.set_scheme(drv, scheme)
+        wait_for(drv, "return document.querySelectorAll('.unipo-explorer__chart svg .ring0_marks path').length >= 2")
+        return drv
+
+    drv.open = open_
+    drv.harness = harness
+    drv.site = explorer_site["site"]
+    try:
+        yield drv
+        errors = [e["message"] for e in harness.console_errors(drv)]
+        assert errors == [], errors
+    finally:
+        drv.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def wait_for(drv, script: str, *args, timeout: float = 15.0):
+    deadline = time.monotonic() + timeout
+    value = None
+    while time.monotonic() < deadline:
+        value = drv.execute_script(script, *args)
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for: {script} (last value {value!r})")
+
+
+# JavaScript helpers run in the page; `i` picks the explorer (0: with inspector, 1: robust demo).
+_RINGS_JS = """
+const s = document.querySelectorAll('.unipo-explorer')[arguments[0]];
+const out = {};
+for (let j = 0; j < 4; j++) {
+  const p = s.querySelector(`.unipo-explorer__chart svg .ring${j}_marks path`);
+  out['ring' + j] = p ? (p.getAttribute('d') || '') : '';
+}
+return out;
+"""
+
+_SIGNAL_JS = """
+const s = document.querySelectorAll('.unipo-explorer')[arguments[0]];
+const view = UNIPO.view(s.querySelector('.unipo-explorer__canvas'));
+return view ? view.signal(arguments[1]) : null;
+"""
+
+# Offset from the centre of the chart's SVG, in CSS pixels, of a step at radius r (spec units),
+# computed in Python with the same fisheye as the chart.
+# Scrolls the chart to the middle of the viewport first: Selenium measures pointer offsets from
+# the centre of the element's visible part.
+_SVG_BOX_JS = """
+const s = document.querySelectorAll('.unipo-explorer')[arguments[0]];
+const svg = s.querySelector('.unipo-explorer__chart svg');
+svg.scrollIntoView({block: 'center', inline: 'center'});
+const r = svg.getBoundingClientRect();
+return {width: r.width, height: r.height, visible: r.top >= 0 && r.bottom <= innerHeight};
+"""
+
+
+def rings(drv, i=0) -> dict[str, str]:
+    return drv.execute_script(_RINGS_JS, i)
+
+
+def signal(drv, name, i=0):
+    return drv.execute_script(_SIGNAL_JS, i, name)
+
+
+def step_offset(drv, step: int, *, i=0, radius=0.8, focus=0.5, mag=0.0, first=0, span=1200):
+    box = drv.execute_script(_SVG_BOX_JS, i)
+    assert box["visible"], "the chart does not fit in the viewport"
+    unit = box["width"] / (2 * explorer_module.DOMAIN)
+    # Aim at the middle of the step's angular slot.
+    u = (step - first) / span
+    theta = 2 * math.pi * float(explorer_module.fisheye(u, focus, mag))
+    return round(radius * unit * math.sin(theta)), round(-radius * unit * math.cos(theta))
+
+
+def svg_of(drv, i=0):
+    return drv.find_elements("css selector", ".unipo-explorer__chart svg")[i]
+
+
+def listen_open_step(drv):
+    drv.execute_script(
+        "window.__opened = []; document.addEventListener('unipo:open-step', e => window.__opened.push(e.detail));")
+
+
+# ---------------------------------------------------------------------------- tests
+
+
+def test_rings_render_the_default_metrics(page):
+    drv = page.open()
+    assert signal(drv, "metrics") == ["reward/mean", "length/mean", "kl/mean", "entropy/mean"]
+    drawn = rings(drv)
+    # One path per ring, each a polyline of (up to) 1,000 points: "M x,y L x,y ...".
+    assert all(d.count("L") >= 500 for d in drawn.values()), {k: len(v) for k, v in drawn.items()}
+    # The chips of the rings are pressed and carry the ring's colour slot.
+    pressed = drv.execute_script(
+        "return [...document.querySelectorAll('.unipo-explorer')[0].querySelectorAll('.unipo-explorer__chip[aria-pressed=true]')]"
+        ".map(c => [c.dataset.metric, c.dataset.ring])")
+    assert dict(pressed) == {"reward/mean": "0", "length/mean": "1", "kl/mean": "2", "entropy/mean": "3"}
+    # The page holds every metric's series (switching needs no rebuild); the view, the chosen ones.
+    embedded = drv.execute_script(
+        "return UNIPO.data(document.querySelector('.unipo-explorer template.unipo-data').id).data.metrics.length")
+    assert embedded == 8
+    in_view = drv.execute_script(
+        "const v = UNIPO.view(document.querySelector('.unipo-explorer__canvas'));"
+        "return [...new Set(v.data('series').map(r => r.m))]")
+    assert sorted(in_view) == sorted(["reward/mean", "length/mean", "kl/mean", "entropy/mean"])
+    # The run that failed to load is named, with its error, in place of a chart.
+    failure = drv.find_element("css selector", ".admonition.failure.unipo-explorer-error").text
+    assert "broken-run" in failure and "expected step 10 next, found 12" in failure
+    assert len(drv.find_elements("css selector", ".unipo-explorer")) == 2
+    # Its steps were not published; the loaded run's were.
+    assert not (page.site / "assets/runs/broken").exists()
+    assert (page.site / "assets/runs/test-grpo/steps/step_000600.json").is_file()
+    # Rim ticks for rollout boundaries are drawn (thinned where they crowd).
+    ticks = drv.execute_script(
+        "return document.querySelectorAll('.unipo-explorer__chart svg .boundary_marks line').length")
+    assert 100 <= ticks <= 600
+
+
+def test_choosing_another_metric_changes_the_rings(page):
+    drv = page.open()
+    before = rings(drv)
+
+    def chip(metric):
+        return drv.find_element("css selector", f'.unipo-explorer .unipo-explorer__chip[data-metric="{metric}"]')
+
+    # Four rings already: a fifth is refused with a message.
+    chip("clip/frac_high").click()
+    assert "At most 4 rings" in drv.find_element("css selector", ".unipo-explorer__status").text
+    assert signal(drv, "metrics") == ["reward/mean", "length/mean", "kl/mean", "entropy/mean"]
+    # Remove entropy, add clipping: it becomes the innermost ring.
+    chip("entropy/mean").click()
+    wait_for(drv, "return !document.querySelector('.unipo-explorer__chart svg .ring3_marks path')?.getAttribute('d')")
+    chip("clip/frac_high").click()
+    assert signal(drv, "metrics") == ["reward/mean", "length/mean", "kl/mean", "clip/frac_high"]
+    after = wait_for(drv, "const d = document.querySelector('.unipo-explorer__chart svg .ring3_marks path')"
+                          "?.getAttribute('d'); return d && d !== arguments[0] ? d : null", before["ring3"])
+    assert after != before["ring3"]
+    assert chip("clip/frac_high").get_attribute("aria-pressed") == "true"
+    assert chip("clip/frac_high").get_attribute("data-ring") == "3"
+    assert chip("entropy/mean").get_attribute("aria-pressed") == "false"
+    # With three rings the bands widen: the outer ring is redrawn too.
+    chip("clip/frac_high").click()
+    assert signal(drv, "metrics") == ["reward/mean", "length/mean", "kl/mean"]
+    assert rings(drv)["ring0"] != before["ring0"]
+
+
+def test_chip_shows_label_last_value_and_definition(page):
+    drv = page.open()
+    chip = drv.find_element("css selector", '.unipo-explorer .unipo-explorer__chip[data-metric="reward/mean"]')
+    assert chip.text.startswith("Reward")
+    assert "Mean scalar reward" in chip.get_attribute("title")
+    described = drv.execute_script(
+        "const c = arguments[0]; return document.getElementById(c.getAttribute('aria-describedby')).textContent", chip)
+    assert "Mean scalar reward" in described and "Last value" in described
+
+
+def test_hover_shows_every_ring_at_the_step(page):
+    drv = page.open()
+    dx, dy = step_offset(drv, 300)
+    ActionChains(drv).move_to_element_with_offset(svg_of(drv), dx, dy).perform()
+    tip = wait_for(drv, "const t = document.querySelector('.unipo-explorer__tip'); return t.hidden ? null : t.innerText")
+    # About one pixel per step without magnification: the pointer lands within a step of 300.
+    step = int(re.match(r"Step ([\d,]+)", tip).group(1).replace(",", ""))
+    assert abs(step - 300) <= 1
+    assert signal(drv, "hover") == step
+    for label in ("Reward", "Response length", "KL to reference", "Entropy"):
+        assert label in tip
+    if step == 300:
+        assert "Click to open this step." in tip
+    else:
+        assert "Click to open the nearest logged step, 300." in tip
+    # The centre of the chart names the hovered step.
+    centre = drv.execute_script("return document.querySelector('.unipo-explorer__chart svg .centre_marks text').textContent")
+    assert centre == f"{step:,}"
+
+
+def test_click_opens_the_nearest_logged_step(page):
+    drv = page.open()
+    listen_open_step(drv)
+    dx, dy = step_offset(drv, 613)  # token data every 50 steps: the nearest is 600
+    ActionChains(drv).move_to_element_with_offset(svg_of(drv), dx, dy).click().perform()
+    opened = wait_for(drv, "return window.__opened.length ? window.__opened : null")
+    assert opened == [{"run": "test-grpo", "step": 600}]
+    status = drv.find_element("css selector", ".unipo-explorer__status").text
+    assert "nearest logged step, 600" in status
+    assert signal(drv, "picked") == 600
+    # Both explorers of this run on the page mark the opened step.
+    assert drv.execute_script("return document.querySelectorAll('.unipo-explorer__chart svg .pickrule_marks line').length") == 2
+    assert signal(drv, "picked", 1) == 600
+    # The Step Inspector under the chart, when this build has it, opens that step.
+    if drv.execute_script("return !!document.querySelector('.unipo-inspector')"):
+        wait_for(drv, "return document.querySelector('.unipo-inspector .unipo-inspector-step[data-step=\"600\"]')")
+
+
+def test_keyboard_moves_along_the_steps_and_opens(page):
+    drv = page.open()
+    listen_open_step(drv)
+    chart = drv.find_element("css selector", ".unipo-explorer__chart")
+    assert chart.get_attribute("role") == "slider"
+    chart.send_keys(Keys.END)
+    assert chart.get_attribute("aria-valuenow") == "1199"
+    chart.send_keys(Keys.ARROW_LEFT, Keys.ARROW_LEFT)
+    assert chart.get_attribute("aria-valuenow") == "1197"
+    assert chart.get_attribute("aria-valuetext").startswith("step 1,197, Reward")
+    chart.send_keys(Keys.ENTER)
+    assert wait_for(drv, "return window.__opened.length ? window.__opened : null") == [{"run": "test-grpo", "step": 1200 - 50}]
+
+
+def test_robust_scale_toggle_changes_the_scale(page):
+    drv = page.open()
+    # The second explorer draws clip/frac_high (a spike at step 700) outside, reward inside.
+    before = rings(drv, 1)
+    assert before["ring0"] and before["ring1"] and not before["ring2"]
+    assert drv.execute_script(
+        "return document.querySelectorAll('.unipo-explorer')[1].querySelectorAll('svg .clipmark_marks path').length") == 0
+    drv.find_elements("css selector", ".unipo-explorer__robust")[1].click()
+    assert signal(drv, "robust", 1) is True
+    after = wait_for(drv, "const s = document.querySelectorAll('.unipo-explorer')[1];"
+                          "const d = s.querySelector('svg .ring0_marks path').getAttribute('d');"
+                          "return d !== arguments[0] ? d : null", before["ring0"])
+    assert after != before["ring0"]
+    # The spike is clipped and circled; nothing else of that ring is.
+    clipped = drv.execute_script(
+        "const v = UNIPO.view(document.querySelectorAll('.unipo-explorer')[1].querySelector('.unipo-explorer__canvas'));"
+        "return v.data('series').filter(r => r.m === 'clip/frac_high' && !r.interp && (r.v > r.qhi || r.v < r.qlo)).map(r => r.s)")
+    assert SPIKE_AT in clipped and len(clipped) <= 12
+    marks = drv.execute_script(
+        "return document.querySelectorAll('.unipo-explorer')[1].querySelectorAll('svg .clipmark_marks path').length")
+    assert marks == len(clipped)
+    # The first explorer is not affected.
+    assert signal(drv, "robust", 0) is False
+
+
+def test_fisheye_magnifies_and_picks_single_steps(page):
+    drv = page.open()
+    listen_open_step(drv)
+    section = drv.find_elements("css selector", ".unipo-explorer")[0]
+    focus_input = section.find_element("css selector", ".unipo-explorer__focus")
+    assert focus_input.get_attribute("disabled") is not None  # no magnification yet
+    drv.execute_script(
+        "const m = arguments[0]; m.value = 3; m.dispatchEvent(new Event('input'));"
+        "const f = arguments[1]; f.value = 700; f.dispatchEvent(new Event('input'));",
+        section.find_element("css selector", ".unipo-explorer__mag"), focus_input)
+    assert signal(drv, "mag") == 7  # 8x
+    assert signal(drv, "focus") == pytest.approx(700 / 1200)
+    assert section.find_element("css selector", ".unipo-explorer__mag-out").text == "8×"
+    assert drv.execute_script("return document.querySelectorAll('.unipo-explorer__chart svg .lens_marks path').length") == 1
+    # Near the focus, neighbouring steps are far enough apart to pick one by one; the pixel
+    # position comes from the Python fisheye, the step from the inverse in explorer.js.
+    for step in (650, 699, 700, 701):
+        dx, dy = step_offset(drv, step, focus=700 / 1200, mag=7)
+        ActionChains(drv).move_to_element_with_offset(svg_of(drv), dx, dy).perform()
+        wait_for(drv, "return document.querySelector('.unipo-explorer__tip').innerText.startsWith(arguments[0])",
+                 f"Step {step}\n")
+    ActionChains(drv).click().perform()
+    assert wait_for(drv, "return window.__opened.length ? window.__opened : null") == [{"run": "test-grpo", "step": 700}]
+    # Dragging with the mouse moves the lens (and opens nothing): the focus follows the pointer.
+    drv.execute_script("window.__opened = []")
+    start = step_offset(drv, 700, focus=700 / 1200, mag=7)
+    end = step_offset(drv, 300, focus=700 / 1200, mag=7)
+    svg = svg_of(drv)
+    (ActionChains(drv).move_to_element_with_offset(svg, *start).click_and_hold()
+     .move_to_element_with_offset(svg, *end).release().perform())
+    focus_step = int(section.find_element("css selector", ".unipo-explorer__focus").get_attribute("value"))
+    angle_step = 1200 * float(explorer_module.fisheye(300 / 1200, 700 / 1200, 7))  # where 300 was drawn
+    assert abs(focus_step - angle_step) <= 3
+    assert signal(drv, "focus") == pytest.approx(focus_step / 1200)
+    assert drv.execute_script("return window.__opened") == []
+    # Finer rim labels appear where the fisheye makes room for them.
+    labels = drv.execute_script(
+        "return [...document.querySelectorAll('.unipo-explorer__chart svg .ticklabel_marks text')].map(t => t.textContent)")
+    fine = {str(s) for s in range(focus_step - 60, focus_step + 60) if s % 10 == 0 and s % 50}
+    assert fine & set(labels), (focus_step, labels)
+
+
+def test_state_survives_a_colour_scheme_redraw(page):
+    drv = page.open()
+    drv.find_elements("css selector", ".unipo-explorer__robust")[0].click()
+    drv.find_element("css selector", '.unipo-explorer .unipo-explorer__chip[data-metric="kl/mean"]').click()
+    views = drv.execute_script("return document.querySelector('.unipo-explorer__chart').dataset.explorerView")
+    drv.harness.set_scheme(drv, "slate")
+    wait_for(drv, "return document.querySelector('.unipo-explorer__chart').dataset.explorerView !== arguments[0]", views)
+    assert signal(drv, "robust") is True
+    assert signal(drv, "metrics") == ["reward/mean", "length/mean", "entropy/mean"]
+    # Rings follow the dark scheme's palette through CSS.
+    stroke = drv.execute_script(
+        "return getComputedStyle(document.querySelector('.unipo-explorer__chart svg .ring0_marks path')).stroke")
+    assert stroke == "rgb(86, 180, 233)"
+
+
+def test_narrow_screen_scales_the_chart(page):
+    drv = page.open(width=390)
+    width = drv.execute_script("return document.querySelector('.unipo-explorer__chart svg').getBoundingClientRect().width")
+    assert 300 <= width <= 390
+    overflow = drv.execute_script("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0
+    # A tap opens a step on a phone too.
+    listen_open_step(drv)
+    dx, dy = step_offset(drv, 100)
+    ActionChains(drv).move_to_element_with_offset(svg_of(drv), dx, dy).click().perform()
+    assert wait_for(drv, "return window.__opened.length ? window.__opened : null") == [{"run": "test-grpo", "step": 100}]
+
+
+def test_reference_page_screenshots(open_page, screenshot, driver, console_errors):
+    """docs/reference/explorer.md with the shipped runs: light, dark and 390 px wide."""
+    path = "reference/explorer/"
+    open_page(path)
+    assert console_errors(driver) == []
+    has_chart = driver.execute_script("return document.querySelectorAll('.unipo-explorer__chart svg').length")
+    shots = [
+        screenshot(path, "explorer-light", scheme="default"),
+        screenshot(path, "explorer-dark", scheme="slate"),
+        screenshot(path, "explorer-390", scheme="default", width=390),
+    ]
+    assert all(p.stat().st_size > 10_000 for p in shots)
+    if not has_chart:
+        pytest.skip("no shipped run is drawn on the reference page (data/runs is empty); screenshots taken")
+    widths = driver.execute_script(
+        "return [...document.querySelectorAll('.unipo-explorer__chart svg')].map(s => s.getBoundingClientRect().width)")
+    assert widths and all(w <= 390 for w in widths)

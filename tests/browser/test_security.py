@@ -1,0 +1,252 @@
+"""A log full of markup and template syntax is shown as text: no script runs, no template is evaluated.
+
+The test builds its own small site (a MkDocs config in tmp_path that reuses the repository's
+theme, hooks and macros) from a run written with tests/helpers_runlog.py whose prompts, answers,
+token strings, response texts, reward component names and run title hold hostile strings, and
+opens it in Chromium: the Step Inspector (server HTML, then the interactive view built from the
+fetched token file), a token selection (the readout and the Algorithm Explainer's cards).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from helpers_runlog import make_detail, make_header, make_step
+from unipo_build.runlog import RunWriter
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parents[2]
+FLAG_IMG = "<img src=x onerror=window.__unipoXss=1>"
+FLAG_SVG = "<svg onload=window.__unipoXss=2>"
+HOSTILE = [
+    "<img src=x onerror=alert(1)>",
+    "</script><script>alert(1)</script>",
+    "{{ 7*7 }}",
+    "{% raw %}",
+    FLAG_IMG,
+    FLAG_SVG,
+    "</template><img src=x onerror=alert(1)>",
+    '"><b>bold</b>',
+]
+PROMPT = " | ".join(HOSTILE)
+
+
+def write_hostile_run(run_dir: Path) -> None:
+    header = make_header("grpo", run_id="evil", title="Run " + HOSTILE[0] + HOSTILE[2])
+    writer = RunWriter(run_dir, header)
+    for step in range(2):
+        detail = make_detail(step, lengths=((8, 8), (4, 5)))
+        for group in detail.prompts:
+            group.prompt = PROMPT
+            group.answer = HOSTILE[1]
+            for response in group.responses:
+                response.tokens.text = [HOSTILE[t % len(HOSTILE)] for t in range(len(response.tokens.ids))]
+                response.text = "".join(response.tokens.text)
+                response.reward_components = {HOSTILE[0]: response.reward}
+        writer.step_detail(detail)
+        writer.step(make_step(step, has_tokens=True))
+    writer.finish()
+
+
+CONFIG = """
+site_name: UNIPO views test
+docs_dir: {docs}
+theme:
+  name: material
+  custom_dir: {repo}/overrides
+  font: false
+  features: [navigation.instant]
+plugins:
+  - macros:
+      modules: [unipo_build.macros]
+      j2_comment_start_string: "{{##"
+      j2_comment_end_string: "##}}"
+      on_error_fail: true
+      on_undefined: strict
+hooks:
+  - {repo}/unipo_build/hooks.py
+  - {repo}/unipo_build/views/site_data.py
+markdown_extensions:
+  - admonition
+  - attr_list
+  - md_in_html
+  - pymdownx.details
+  - pymdownx.superfences
+  - pymdownx.arithmatex:
+      generic: true
+extra:
+  unipo_runs: {runs}
+extra_css:
+  - assets/views.css
+extra_javascript:
+  - assets/explainer.js
+  - assets/inspector.js
+"""
+
+PAGE = """# A hostile log
+
+{{ step_inspector("evil") }}
+
+{{ objective_card("grpo", run="evil") }}
+"""
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def build_test_site(root: Path, pages: dict[str, str], runs: Path) -> Path:
+    """Build ``pages`` (path -> Markdown) with the repository's theme, hooks and macros and the
+    runs in ``runs``, into ``root/site`` (a MkDocs config in ``root``, nothing written to the repo)."""
+    docs = root / "docs"
+    for name, text in pages.items():
+        (docs / name).parent.mkdir(parents=True, exist_ok=True)
+        (docs / name).write_text(text, encoding="utf-8")
+    # The vendor check reads package.json next to the config; the libraries stay in the repo.
+    shutil.copy(REPO / "package.json", root / "package.json")
+    (root / "mkdocs.yml").write_text(CONFIG.format(docs=docs, repo=REPO, runs=runs), encoding="utf-8")
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", UNIPO_RUNS=str(runs), UNIPO_NODE_MODULES=str(REPO / "node_modules"))
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(root / "mkdocs.yml"),
+                           "-d", str(root / "site")], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return root / "site"
+
+
+@contextlib.contextmanager
+def serve(site: Path):
+    """Serve a built site on a free local port; yields its URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Handler, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def hostile_site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hostile")
+    write_hostile_run(root / "runs" / "evil")
+    site = build_test_site(root, {"index.md": PAGE}, root / "runs")
+    with serve(site) as url:
+        yield site, url
+
+
+def _browser_harness():
+    """tests/browser/conftest.py as a module (its name alone is ambiguous with tests/conftest.py)."""
+    import importlib.util
+
+    path = Path(__file__).with_name("conftest.py")
+    for module in list(sys.modules.values()):
+        if getattr(module, "__file__", None) and Path(module.__file__).resolve() == path.resolve():
+            return module
+    spec = importlib.util.spec_from_file_location("unipo_browser_harness", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def chromium():
+    harness = _browser_harness()
+    if reason := harness._browser_missing():
+        pytest.skip(reason)
+    profile = tempfile.mkdtemp(prefix="unipo-chrome-")
+    drv = harness.make_driver(profile)
+    try:
+        yield drv
+    finally:
+        drv.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def _no_alert(driver) -> None:
+    from selenium.common.exceptions import NoAlertPresentException
+
+    with pytest.raises(NoAlertPresentException):
+        driver.switch_to.alert.text  # noqa: B018
+
+
+def test_built_html_holds_the_hostile_strings_only_as_text(hostile_site):
+    site, _ = hostile_site
+    html = (site / "index.html").read_text(encoding="utf-8")
+    for raw in ("<img src=x", "<svg onload", "<script>alert", "</template><img", "<b>bold</b>"):
+        assert raw not in html, raw
+    # The template syntax reached the page unevaluated (as text, not 49).
+    assert "{{ 7*7 }}" in html and "{% raw %}" in html
+    token_file = (site / "assets" / "runs" / "evil" / "steps" / "step_000000.json").read_text(encoding="utf-8")
+    assert "<img src=x onerror=alert(1)>" in token_file  # the data itself is served as it was logged (JSON)
+
+
+def test_hostile_log_runs_no_script_and_shows_text_literally(hostile_site, chromium):
+    from selenium.webdriver.common.by import By
+
+    _, url = hostile_site
+    driver = chromium
+    driver.get(url)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        ready = driver.execute_script("const i = document.querySelector('.unipo-inspector');"
+                                      "return i && i.getAttribute('data-ready');")
+        if ready:
+            break
+        time.sleep(0.1)
+    assert ready == "1", "the inspector did not load the hostile step"
+    _no_alert(driver)
+    assert driver.execute_script("return window.__unipoXss") is None
+    # no element came out of the log text: no image, no bold, no element with an inline handler
+    assert driver.execute_script("return document.querySelectorAll('img[src=\"x\"], .md-content img, .md-content b,"
+                                 " [onerror], [onload]').length") == 0
+    texts = driver.execute_script("""return {
+        prompt: document.querySelector('.unipo-inspector .unipo-prompt').textContent,
+        answer: document.querySelector('.unipo-inspector .unipo-answer').textContent,
+        tokens: [...document.querySelectorAll('.unipo-inspector .unipo-tok')].slice(0, 8).map(t => t.textContent),
+        aria: document.querySelector('.unipo-inspector .unipo-tok').getAttribute('aria-label'),
+        caption: document.querySelector('.unipo-inspector-caption').textContent,
+        meta: document.querySelector('.unipo-inspector .unipo-response-meta').textContent};""")
+    assert texts["prompt"] == "Prompt " + PROMPT
+    assert texts["answer"] == "Answer " + HOSTILE[1]
+    assert texts["tokens"] == HOSTILE
+    assert HOSTILE[0] in texts["aria"]
+    assert HOSTILE[0] + HOSTILE[2] in texts["caption"]
+    assert f"({HOSTILE[0]} " in texts["meta"]  # the reward component's name
+    # Select hostile tokens: the readout and the explainer's cards print them as text.
+    for index in (0, 1, 2):
+        token = driver.find_elements(By.CSS_SELECTOR, ".unipo-inspector .unipo-tok")[index]
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", token)
+        token.click()
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and not driver.execute_script(
+                "return document.querySelector('.unipo-explainer').getAttribute('data-live-ready')"):
+            time.sleep(0.1)
+        where = driver.execute_script("return document.querySelector('.unipo-explainer .unipo-live-where').textContent")
+        assert f"token {index} \u201c{HOSTILE[index]}\u201d" in where
+        readout = driver.execute_script("return document.querySelector('.unipo-readout-token').textContent")
+        assert readout == f"\u201c{HOSTILE[index]}\u201d"
+    # Raw-token mode rewrites every token's text: still text.
+    button = driver.find_element(By.CSS_SELECTOR, ".unipo-inspector .unipo-mode-btn[data-mode=tokens]")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", button)
+    button.click()
+    shown = driver.execute_script("return document.querySelector('.unipo-inspector .unipo-tok').textContent")
+    assert shown == HOSTILE[0].replace(" ", "\u00b7")
+    time.sleep(0.5)
+    _no_alert(driver)
+    assert driver.execute_script("return window.__unipoXss") is None
+    errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE" and "favicon" not in e.get("message", "")]
+    assert errors == []

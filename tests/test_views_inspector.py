@@ -1,0 +1,199 @@
+"""The Step Inspector's server side (views/inspector.py) on logs built with tests/helpers_runlog.py."""
+
+from __future__ import annotations
+
+import html as htmllib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from helpers_runlog import make_detail, make_header, make_step
+from unipo_build.runlog import RunWriter
+from unipo_build.schema import GroupSummary, PromptGroup, Response
+from unipo_build.views import inspector as I
+
+HOSTILE = ['<img src=x onerror=alert(1)>', '</script><script>alert(1)</script>', '{{ 7*7 }}', '{% raw %}']
+
+
+def _all_correct(detail, g: int):
+    """Make prompt group ``g`` of a built detail all-correct (advantage 0)."""
+    group = detail.prompts[g]
+    for r in group.responses:
+        r.correct, r.reward, r.advantage = True, 1.0, 0.0
+        r.tokens.advantage = [0.0] * len(r.tokens.ids)
+    detail.groups[g].n_correct = detail.groups[g].size
+    return detail
+
+
+def _filtered_group(index: int = 1000) -> PromptGroup:
+    responses = [Response(index=i, text=f"answer {i}", reward=0.0, length=3, correct=False, filtered=True)
+                 for i in range(4)]
+    return PromptGroup(index=index, prompt="A dropped prompt", answer="7", filtered=True, contribution=0.0,
+                       responses=responses)
+
+
+def write_test_run(run_dir: Path, algorithm: str = "grpo", *, hostile: bool = False) -> Path:
+    writer = RunWriter(run_dir, make_header(algorithm))
+    for s in range(6):
+        if s in (0, 2, 4):
+            detail = make_detail(s)
+            if s == 0:
+                _all_correct(detail, 1)
+            if s == 2:
+                detail.prompts.append(_filtered_group())
+                detail.filtered_groups.append(GroupSummary(index=1000, size=4, n_correct=0, filtered=True,
+                                                           contribution=0.0, detailed=True))
+                # a group of the update without token detail
+                detail.groups.append(GroupSummary(index=7, size=4, n_correct=4, contribution=-0.001, detailed=False))
+            if s == 4:
+                detail.prompts[0].responses[0].tokens.clip[1] = 1
+                detail.prompts[0].responses[0].tokens.ratio[1] = 1.5
+            if hostile:
+                group = detail.prompts[0]
+                group.prompt = " ".join(HOSTILE)
+                group.answer = HOSTILE[0]
+                response = group.responses[0]
+                response.tokens.text = [HOSTILE[i % len(HOSTILE)] for i in range(len(response.tokens.ids))]
+                response.text = "".join(response.tokens.text)
+                response.reward_components = {HOSTILE[0]: 1.0}
+            writer.step_detail(detail)
+        writer.step(make_step(s, has_tokens=s in (0, 2, 4)))
+    return run_dir
+
+
+@pytest.fixture
+def runs(tmp_path) -> Path:
+    root = tmp_path / "runs"
+    write_test_run(root / "test-grpo", "grpo")
+    write_test_run(root / "test-dapo", "dapo")
+    return root
+
+
+def _data(html: str) -> dict:
+    return json.loads(_template(html))
+
+
+def _template(html: str) -> str:
+    """The JSON text of the view's <template class="unipo-data">."""
+    return re.search(r'<template class="unipo-data" id="[^"]+-data" data-search-exclude>(.*?)</template>', html, re.S).group(1)
+
+
+def test_container_carries_run_site_root_steps_and_moments(runs):
+    html = I.step_inspector("test-grpo", page_url="reference/views/", directory=runs, uid="insp-1")
+    assert html.startswith('<div class="unipo-inspector" id="insp-1" data-run="test-grpo" data-algorithm="grpo" '
+                           'data-site-root="../../" data-step="0"')
+    data = _data(html)
+    assert data["steps"] == [0, 2, 4] and data["step"] == 0
+    assert data["step_path"] == "assets/runs/test-grpo/steps/"
+    assert data["config"]["components"]["kl"]["kind"] == "in_loss"
+    names = {m["name"] for m in data["moments"]}
+    assert {"all_correct_group", "filtered_group", "clipped_high"} <= names
+    assert all(m["open_step"] in data["steps"] for m in data["moments"])
+    assert [q["key"] for q in data["quantities"]] == ["objective", "advantage", "ratio", "kl", "entropy", "logp"]
+
+
+def test_run_by_algorithm_id_and_home_page_root(runs):
+    html = I.step_inspector("dapo", page_url="", directory=runs)
+    assert 'data-run="test-dapo"' in html and 'data-site-root=""' in html
+
+
+def test_every_logged_group_and_every_group_of_the_update(runs):
+    html = I.step_inspector("test-grpo", step=2, directory=runs, uid="u")
+    # every logged prompt group (the two trained ones and the dropped one)
+    assert len(re.findall(r'<section class="unipo-group[ "]', html)) == 3
+    assert 'class="unipo-group unipo-group--filtered"' in html and "dropped by the sampling filter" in html
+    # every group of the update gets a bar, detailed or not
+    assert len(re.findall(r'<li class="unipo-bar-row', html)) == 3
+    assert 'href="#u-g0"' in html and 'href="#u-g7"' not in html
+    assert "Dropped by the sampling filter before this update (1 logged)" in html
+    # response facts: reward with components, advantage, length, marks
+    assert "reward 1 (correct 1)" in html and "advantage +0.5" in html and "3 tokens" in html
+    assert "\u2713 correct" in html and "\u2717 wrong" in html
+
+
+def test_all_correct_group_contributes_nothing_but_kl(runs):
+    grpo = I.step_inspector("test-grpo", step=0, directory=runs)
+    assert "advantage 0: nothing from the policy gradient; only \u2212\u03b2\u00b7KL (\u03b2 = 0.04)" in grpo
+    assert ("Every advantage in this group is 0 (all 2 answers right), so its tokens push nothing through the policy "
+            "gradient; its contribution is only the KL term") in grpo
+    assert grpo.count("unipo-group-note--zero") == 1
+    dapo_dir = runs / "test-dapo"
+    from unipo_build.runlog import read_step_detail
+    from unipo_build.runs import get_run
+    detail = read_step_detail(dapo_dir, 0)
+    bars = I.group_bars_html("u", detail, get_run("test-dapo", runs).config)
+    assert "advantage 0: nothing from the policy gradient" in bars and "\u03b2" not in bars
+
+
+def test_step_and_moment_choice_with_notes(runs):
+    html = I.step_inspector("test-grpo", step=4, directory=runs)
+    assert 'data-step="4"' in html and "unipo-view-note" not in html
+    near = I.step_inspector("test-grpo", step=3, directory=runs)
+    assert 'data-step="2"' in near and "Step 3 of run &#x27;test-grpo&#x27; has no token detail" in near
+    moment = I.step_inspector("test-grpo", moment="clipped_high", directory=runs)
+    assert 'data-step="4"' in moment and 'data-moment="clipped_high"' in moment
+    assert _data(moment)["moment"]["token"] == 1
+    missing = I.step_inspector("test-grpo", moment="clipped_low", directory=runs)
+    assert "This run has no teaching moment &#x27;clipped_low&#x27;" in missing and 'data-step="0"' in missing
+    with pytest.raises(ValueError, match="unknown moment"):
+        I.step_inspector("test-grpo", moment="nope", directory=runs)
+
+
+def test_missing_run_is_a_note_not_an_error(runs, tmp_path):
+    html = I.step_inspector("no-such-run", directory=runs)
+    assert "unipo-view-note" in html and "no run &#x27;no-such-run&#x27;" in html
+    assert "test-grpo" in html  # the note lists what there is
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "runs found: none" in I.step_inspector("grpo", directory=empty)
+
+
+def test_hostile_log_text_is_escaped(tmp_path):
+    root = tmp_path / "runs"
+    write_test_run(root / "evil", "grpo", hostile=True)
+    html = I.step_inspector("evil", directory=root)
+    data = _template(html)
+    assert "<" not in data and ">" not in data and "&" not in data
+    outside = html.replace(data, "")
+    assert "<img" not in outside and "<script" not in outside and "</script>" not in outside
+    assert outside.count("<template") == 1 and outside.count("</template>") == 1
+    text = htmllib.unescape(re.sub(r"<[^>]+>", "", outside))
+    for s in HOSTILE:
+        assert s in text
+    # escaped exactly once: the reward component's name reads as logged
+    assert f"reward 1 ({HOSTILE[0]} 1)" in text and "&lt;" not in text
+
+
+def test_colour_scale_is_symmetric_piyg():
+    assert I.diverging_colour(-2.0, 2.0) == I.PIYG[0]
+    assert I.diverging_colour(0.0, 2.0) == I.PIYG[5] == "#f7f7f7"
+    assert I.diverging_colour(2.0, 2.0) == I.PIYG[-1]
+    assert I.diverging_colour(5.0, 2.0) == I.PIYG[-1] and I.diverging_colour(-5.0, 2.0) == I.PIYG[0]
+    assert I.diverging_colour(1.0, 0.0) == I.PIYG[5]  # a step where every value is 0
+    assert I.diverging_colour(1.0, 0.5, centre=1.0) == I.PIYG[5]  # the ratio is centred at 1
+    assert I.diverging_colour(1.2, 0.2, centre=1.0) == I.PIYG[-1]
+    # halfway between anchors 5 and 6 is their mean
+    mid = I.diverging_colour(0.1, 1.0)
+    assert mid == "#%02x%02x%02x" % tuple((int(I.PIYG[5][i:i + 2], 16) + int(I.PIYG[6][i:i + 2], 16) + 1) // 2
+                                          for i in (1, 3, 5))
+
+
+def test_text_colour_by_luminance():
+    assert I.text_colour(I.PIYG[0]) == "#ffffff" and I.text_colour(I.PIYG[-1]) == "#ffffff"
+    assert I.text_colour(I.PIYG[5]) == "#000000" and I.text_colour(I.PIYG[3]) == "#000000"
+
+
+def test_domain_and_quantities(runs):
+    from unipo_build.runlog import read_step_detail
+    detail = read_step_detail(runs / "test-grpo", 4)
+    assert I.quantity_domain(detail, "ratio", 1.0) == pytest.approx(0.5)
+    assert I.quantity_domain(detail, "advantage") == pytest.approx(0.5)
+    assert I.available_quantities(detail) == ["objective", "advantage", "ratio", "kl", "entropy", "logp"]
+
+
+def test_fmt():
+    assert I.fmt(0) == "0" and I.fmt(0.5) == "0.5" and I.fmt(-0.7246) == "\u22120.7246"
+    assert I.fmt(1e-6) == "1e\u22126" and I.fmt(-1.533e-4) == "\u22121.533e\u22124" and I.fmt(12345.6) == "1.235e4"
+    assert I.fmt_signed(0.25) == "+0.25" and I.fmt(None) == "n/a"

@@ -1,0 +1,151 @@
+"""Comparison mode: two objectives one above the other, slot by slot.
+
+``compare_html(a, b)`` shows algorithm A's objective above B's, each slot's part of both
+formulas marked with its status (``\\htmlClass{... unipo-diff-<status>}``), then one row per
+slot with a text badge (= unchanged, ~ modified, + added, − removed), both components and B's
+own words on its choice. The statuses come from ``diff.py``; one colour scheme and legend
+(``diff.DIFF_STYLES``, CSS in overrides/assets/views.css) is used in formulas, rows and text.
+
+``compare_selector_html(specs, a, b)`` adds two ``<select>`` of every spec. It embeds (as JSON
+in a ``<template>``, ``render.json_data``) each
+spec's formula (with ``UNIPODIFF-<slot>`` placeholders for the status classes) and components,
+and every pair's statuses, so explainer.js re-renders the comparison in the browser without
+any further request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from ..render import escape_text, json_data
+from ..specs import SLOTS, AlgorithmSpec, lineage
+from .diff import DIFF_STYLES, SLOT_LABELS, STATUSES, diff_algorithms, diff_sentence, summary_counts
+from .explainer import DIFF_PLACEHOLDER, Component, components_of, kind_label, math_display, objective_tex
+
+
+def legend_html() -> str:
+    """The one legend of the diff scheme: swatch, badge and meaning of each status."""
+    items = "".join(
+        f'<li class="unipo-diff-legend-item unipo-diff-{s}"><span class="unipo-diff-badge">'
+        f'{escape_text(DIFF_STYLES[s]["symbol"])} {escape_text(DIFF_STYLES[s]["label"])}</span> '
+        f'<span class="unipo-diff-meaning">{escape_text(DIFF_STYLES[s]["meaning"])}</span></li>'
+        for s in STATUSES)
+    return f'<ul class="unipo-diff-legend" aria-label="Legend of the comparison">{items}</ul>'
+
+
+def sentence_html(name_a: str, name_b: str, diffs) -> str:
+    """The summary sentence with each count as the status's badge (the text form of the scheme)."""
+    counts = summary_counts(diffs)
+    parts = [f'<span class="unipo-diff-{s}"><span class="unipo-diff-badge">{escape_text(DIFF_STYLES[s]["symbol"])} '
+             f'{counts[s]} {escape_text(DIFF_STYLES[s]["label"])}</span></span>'
+             for s in ("modified", "added", "removed", "unchanged") if counts[s]]
+    return (f'<p class="unipo-compare-sentence" aria-label="{escape_text(diff_sentence(name_a, name_b, diffs))}">'
+            f'From {escape_text(name_a)} to {escape_text(name_b)}: {" ".join(parts)}</p>')
+
+
+def placeholder_formula(spec: AlgorithmSpec) -> str:
+    """The spec's objective with a ``UNIPODIFF-<slot>`` class placeholder on each slot's part."""
+    return objective_tex(components_of(spec), diff_class=lambda slot: DIFF_PLACEHOLDER.format(slot=slot))
+
+
+def fill_statuses(tex: str, statuses: dict[str, str]) -> str:
+    for slot in SLOTS:
+        tex = tex.replace(DIFF_PLACEHOLDER.format(slot=slot), f"unipo-diff-{statuses.get(slot, 'unchanged')}")
+    return tex
+
+
+def _side_html(spec: AlgorithmSpec, component: Component, side: str, label: str | None = None) -> str:
+    tex = component.latex()
+    formula = math_display(tex) if tex else '<p class="unipo-diff-none">(nothing)</p>'
+    return (f'<div class="unipo-diff-side" data-side="{side}"><p class="unipo-diff-side-head">'
+            f'<span class="unipo-diff-algo">{escape_text(label or spec.name)}</span> '
+            f'<span class="unipo-kind">{escape_text(kind_label(component))}</span></p>{formula}</div>')
+
+
+def _badge(status: str) -> str:
+    style = DIFF_STYLES[status]
+    return f'<span class="unipo-diff-badge">{escape_text(style["symbol"])} {escape_text(style["label"])}</span>'
+
+
+def compare_html(a: AlgorithmSpec, b: AlgorithmSpec) -> str:
+    """The comparison of two specs (no JavaScript needed; the selector re-renders the same markup)."""
+    diffs = diff_algorithms(a, b)
+    statuses = {d.slot: d.status for d in diffs}
+    comps_a, comps_b = components_of(a), components_of(b)
+    formulas = "".join(
+        f'<div class="unipo-compare-formula" data-side="{side}"><p class="unipo-compare-formula-head">'
+        f'<span class="unipo-diff-side-label">{label}</span> <strong>{escape_text(spec.name)}</strong></p>'
+        f'{math_display(fill_statuses(placeholder_formula(spec), statuses))}</div>'
+        for side, label, spec in (("a", "First", a), ("b", "Second", b)))
+    rows = []
+    for d in diffs:
+        changed = ""
+        if d.status == "modified":
+            what = "component" if d.changed == ("kind",) else "parameters: " + ", ".join(d.changed)
+            changed = f'<span class="unipo-diff-changed">changed {escape_text(what)}</span>'
+        why = comps_b[d.slot].explanation if d.status != "unchanged" else None
+        if d.status == "unchanged":
+            sides = _side_html(a, comps_a[d.slot], "both", f"{a.name} and {b.name}" if a.id != b.id else a.name)
+        else:
+            sides = _side_html(a, comps_a[d.slot], "a") + _side_html(b, comps_b[d.slot], "b")
+        rows.append(
+            f'<li class="unipo-diff-row unipo-diff-{d.status}" data-slot="{d.slot}" data-status="{d.status}">'
+            f'<p class="unipo-diff-row-head">{_badge(d.status)} <span class="unipo-slot-name">'
+            f'{escape_text(SLOT_LABELS[d.slot])}</span>{changed}</p>'
+            f'<div class="unipo-diff-sides">{sides}</div>'
+            + (f'<p class="unipo-diff-why"><span class="unipo-diff-algo">{escape_text(b.name)}</span> '
+               f'{escape_text(why)}</p>' if why else "")
+            + "</li>")
+    return (f'<div class="unipo-compare" data-a="{escape_text(a.id)}" data-b="{escape_text(b.id)}">'
+            f'{legend_html()}{sentence_html(a.name, b.name, diffs)}'
+            f'<div class="unipo-compare-formulas">{formulas}</div>'
+            f'<ol class="unipo-diff-rows">{"".join(rows)}</ol></div>')
+
+
+def selector_data(specs: dict[str, AlgorithmSpec]) -> dict[str, Any]:
+    """Everything the browser needs to re-render any pair: per-spec formulas and components,
+    per-pair statuses and what changed."""
+    ordered = [s.id for s in lineage(specs)]
+    spec_data = {}
+    for sid in ordered:
+        spec = specs[sid]
+        comps = components_of(spec)
+        spec_data[sid] = {
+            "name": spec.name,
+            "full_name": spec.full_name,
+            "formula": placeholder_formula(spec),
+            "slots": {slot: {"kind": c.name, "kind_label": kind_label(c), "tex": c.latex(),
+                             "explanation": c.explanation or ""} for slot, c in comps.items()},
+        }
+    pairs = {}
+    for x in ordered:
+        for y in ordered:
+            pairs[f"{x}|{y}"] = {d.slot: {"status": d.status, "changed": list(d.changed)}
+                                 for d in diff_algorithms(specs[x], specs[y])}
+    return {"order": ordered, "specs": spec_data, "pairs": pairs, "slots": list(SLOTS),
+            "slot_labels": SLOT_LABELS, "styles": DIFF_STYLES, "statuses": list(STATUSES)}
+
+
+def compare_selector_html(specs: dict[str, AlgorithmSpec], default_a: str, default_b: str, *,
+                          uid: str | None = None) -> str:
+    for sid in (default_a, default_b):
+        if sid not in specs:
+            raise ValueError(f"compare_selector: no algorithm {sid!r} (known: {', '.join(sorted(specs))})")
+    uid = uid or "unipo-cmp-" + hashlib.sha256(f"{default_a}|{default_b}".encode()).hexdigest()[:8]
+    data = selector_data(specs)
+
+    def select(side: str, label: str, chosen: str) -> str:
+        options = "".join(
+            f'<option value="{escape_text(sid)}"{" selected" if sid == chosen else ""}>'
+            f'{escape_text(specs[sid].name)}</option>' for sid in data["order"])
+        return (f'<label class="unipo-compare-pick"><span>{label}</span>'
+                f'<select data-side="{side}" id="{uid}-{side}">{options}</select></label>')
+
+    controls = (f'<div class="unipo-compare-controls">{select("a", "First (above)", default_a)}'
+                f'<button type="button" class="unipo-compare-swap" title="Swap the two algorithms">\u21c5 Swap</button>'
+                f'{select("b", "Second (below)", default_b)}</div>')
+    return (f'<div class="unipo-compare-selector" id="{uid}">'
+            f'{json_data(data, data_id=uid + "-data")}'
+            f'{controls}<div class="unipo-compare-target" aria-live="polite">'
+            f'{compare_html(specs[default_a], specs[default_b])}</div></div>')
