@@ -321,8 +321,10 @@ def validate_run(run_dir: str | Path, *, known_algorithms: set[str] | None = Non
         return None
 
     header = collect(lambda: read_header(run_dir))
+    # A run of our own trainer always names a spec it trained; an imported run may carry an
+    # algorithm no spec describes (algorithm_config null): the views then show it with a note.
     if header is not None and known_algorithms is not None and header.algorithm not in known_algorithms \
-            and header.algorithm_config is None:
+            and header.algorithm_config is None and header.engine == "unipo":
         errors.append(LogError(str(run_dir / HEADER), f"unknown algorithm {header.algorithm!r} (known: "
                                f"{', '.join(sorted(known_algorithms))}); add data/algorithms/{header.algorithm}.yaml "
                                "or copy the resolved components into algorithm_config", field="algorithm"))

@@ -57,6 +57,10 @@ def _load(path: Path, specs: dict[str, AlgorithmSpec]) -> Run:
         # Stream the steps once so a broken line is found at build start, not mid-page.
         for _ in runlog.iter_steps(path):
             pass
+        # Token files too: one broken step file skips the run with its message, rather
+        # than ending a page's macro in a traceback later.
+        for step in runlog.token_steps(path):
+            runlog.read_step_detail(path, step)
     except (runlog.LogError, runlog.LogErrors) as err:
         run.error = str(err)
         return run
@@ -129,3 +133,63 @@ def available_metrics(run: Run) -> list[str]:
                 seen.setdefault(name, None)
     known = [m for m in METRICS if m in seen]
     return known + sorted(m for m in seen if m not in METRICS)
+
+
+# ---------------------------------------------------------------------------
+# Which runs the build skipped, and why (a page can say so: see register below)
+# ---------------------------------------------------------------------------
+
+def skipped_runs_html(runs: list[Run], directory: Path | None = None) -> str:
+    """An admonition naming every run that failed to load and its error; "" when none did.
+
+    Everything from the log (directory names, error text) is escaped.
+    """
+    from html import escape
+
+    bad = [r for r in runs if not r.ok]
+    if not bad:
+        return ""
+    where = f" in <code>{escape(str(directory))}</code>" if directory is not None else ""
+    items = "".join(f"<li><p><strong>{escape(r.path.name)}</strong></p><pre><code>{escape(r.error or 'unknown error')}"
+                    "</code></pre></li>" for r in bad)
+    return (f'<div class="admonition failure unipo-skipped-runs"><p class="admonition-title">'
+            f"{len(bad)} run{'s' if len(bad) != 1 else ''}{where} could not be read and "
+            f"{'were' if len(bad) != 1 else 'was'} skipped</p>"
+            "<p>The rest of the site was built without them. Fix the log (run <code>unipo validate</code> on its "
+            "directory to list every problem) and rebuild; set <code>UNIPO_STRICT_RUNS=1</code> to make such a "
+            f"run fail the build instead.</p><ul>{items}</ul></div>")
+
+
+def runs_status_html(directory: Path) -> str:
+    """Which runs this build read from ``directory``, and which it skipped and why."""
+    from html import escape
+
+    runs = discover(directory)
+    ok = [r for r in runs if r.ok]
+    names = ", ".join(f"<code>{escape(r.id)}</code> ({escape(r.header.algorithm)})" for r in ok) or "none"
+    loaded = (f'<div class="admonition info unipo-runs-status"><p class="admonition-title">Runs in this build</p>'
+              f"<p>From <code>{escape(str(directory))}</code>: {len(ok)} run{'s' if len(ok) != 1 else ''} "
+              f"loaded: {names}.</p></div>")
+    return loaded + skipped_runs_html(runs, directory)
+
+
+def register(env) -> None:
+    """Macros (when ``unipo_build.runs`` is in ``macros.MACRO_MODULES``): ``{{ runs_status() }}``
+    and ``{{ skipped_runs() }}``, each on a paragraph of its own."""
+    from .macros import protect_html
+
+    def directory() -> Path:
+        conf = getattr(env, "conf", None) or {}
+        extra = conf.get("extra", {}) if hasattr(conf, "get") else {}
+        return runs_dir((extra or {}).get("unipo_runs"))
+
+    @env.macro
+    def runs_status() -> str:
+        """The runs this build read, and those it skipped with their errors."""
+        return protect_html(env, runs_status_html(directory()))
+
+    @env.macro
+    def skipped_runs() -> str:
+        """An admonition naming the runs that could not be read (nothing when every run loaded)."""
+        path = directory()
+        return protect_html(env, skipped_runs_html(discover(path), path))

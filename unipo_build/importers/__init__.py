@@ -1,0 +1,84 @@
+"""Importers: other tools' training logs -> canonical run directories (``unipo import``).
+
+- ``unipo``: UNIPO's published log format, JSON or JSONL (``unipo_format``).
+- ``openrlhf``: OpenRLHF's TensorBoard scalars (``openrlhf_tb``).
+
+``import_log(fmt, src, out)`` writes a new run directory and returns its header. It never
+touches ``src``, refuses an ``out`` that is not empty, and writes through a staging directory
+that is validated before it is moved to ``out``, so a failed import leaves nothing behind. The
+mapping and every derivation are documented in the modules and in docs/guides/own-logs.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..runlog import LogError, LogErrors
+from ..schema import RunHeader
+from .common import OutputError, discard, publish, staging_dir
+from .openrlhf_tb import import_openrlhf
+from .unipo_format import import_unipo
+
+FORMATS = {"unipo": import_unipo, "openrlhf": import_openrlhf}
+
+
+def import_log(fmt: str, src: str | Path, out: str | Path, *, algorithm: str | None = None,
+               run_id: str | None = None, max_new_tokens: int | None = None) -> RunHeader:
+    """Import ``src`` (format ``fmt``) into the new run directory ``out``; returns the run's header.
+
+    Raises LogError / LogErrors for bad input, OutputError for an unusable ``out``,
+    FileNotFoundError for a missing ``src``.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+    src, out = Path(src), Path(out)
+    if not src.exists():
+        raise FileNotFoundError(f"{src}: no such file or directory")
+    if fmt == "unipo" and not src.is_file():
+        raise OutputError(f"{src}: the unipo format is one .json or .jsonl file")
+    stage = staging_dir(out, src)
+    try:
+        header = FORMATS[fmt](src, stage, algorithm=algorithm, run_id=run_id, max_new_tokens=max_new_tokens)
+        publish(stage, out)
+    except BaseException:
+        discard(stage)
+        raise
+    return header
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    try:
+        header = import_log(args.format, args.src, args.out, algorithm=args.algorithm, run_id=args.run_id,
+                            max_new_tokens=args.max_new_tokens)
+    except LogErrors as err:
+        for e in err.errors:
+            print(str(e), file=sys.stderr)
+        return 1
+    except (LogError, OutputError, FileNotFoundError) as err:
+        print(str(err), file=sys.stderr)
+        return 1
+    config = "with its spec's components" if header.algorithm_config is not None else "algorithm_config null"
+    print(f"{args.out}: run {header.run_id!r}, algorithm {header.algorithm!r} ({config})")
+    if header.notes:
+        print(header.notes)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "import", help="convert another tool's training log into a run directory",
+        description="Convert a training log into a canonical run directory that `unipo validate` accepts and "
+                    "`mkdocs build` shows (point UNIPO_RUNS at its parent). FORMAT 'unipo': UNIPO's published "
+                    "log format, one .json or .jsonl file. FORMAT 'openrlhf': OpenRLHF's TensorBoard scalars, an "
+                    "events.out.tfevents.* file or a directory holding them. The input is never modified; --out "
+                    "must be new or empty. Every value the importer derives is listed in the run header's notes.")
+    p.add_argument("format", choices=sorted(FORMATS))
+    p.add_argument("src", help="the log: a .json/.jsonl file (unipo) or an event file or directory (openrlhf)")
+    p.add_argument("--out", required=True, help="the run directory to create (new or empty)")
+    p.add_argument("--algorithm", help="the algorithm (a spec id such as grpo); overrides the log's header")
+    p.add_argument("--run-id", help="the run's id (default: from the file or directory name)")
+    p.add_argument("--max-new-tokens", type=int,
+                   help="the generation budget, when the algorithm divides by it (Dr. GRPO) and the log lacks it")
+    p.set_defaults(func=_cmd_import)
