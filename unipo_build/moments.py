@@ -125,11 +125,60 @@ FINDERS: dict[str, Callable[[Path], Moment | None]] = {
 }
 
 
-def find_moment(run_dir: str | Path, name: str) -> Moment | None:
-    if name not in FINDERS:
-        raise KeyError(f"unknown moment {name!r} (known: {', '.join(MOMENT_NAMES)})")
-    return FINDERS[name](Path(run_dir))
+def _scan(run_dir: Path) -> dict[str, Moment | None]:
+    """Every moment in one pass over the token files and one over the steps.
+
+    Gives the same answers as the single finders above (which stay as the readable
+    definitions and are tested against this), reading each file once.
+    """
+    found: dict[str, Moment | None] = {name: None for name in FINDERS}
+    best_clip = {1: None, -1: None}
+    for detail in _details(run_dir):
+        for group in detail.prompts:
+            trained = _trained(group)
+            if found["filtered_group"] is None and group.filtered:
+                found["filtered_group"] = Moment("filtered_group", detail.step, group.index)
+            if trained and found["all_correct_group"] is None and all(r.correct for r in group.responses):
+                found["all_correct_group"] = Moment("all_correct_group", detail.step, group.index)
+            if trained and found["all_wrong_group"] is None and all(r.correct is False for r in group.responses):
+                found["all_wrong_group"] = Moment("all_wrong_group", detail.step, group.index)
+            for response in group.responses:
+                if trained and response.correct is False and (
+                        found["longest_wrong"] is None or response.length > found["longest_wrong"].value):
+                    found["longest_wrong"] = Moment("longest_wrong", detail.step, group.index, response.index, None,
+                                                    float(response.length))
+                tokens = response.tokens
+                if tokens is None:
+                    continue
+                for t, (clip, ratio) in enumerate(zip(tokens.clip, tokens.ratio)):
+                    if clip == 0:
+                        continue
+                    score = ratio if clip > 0 else -ratio
+                    if best_clip[clip] is None or score > best_clip[clip][0]:
+                        name = "clipped_high" if clip > 0 else "clipped_low"
+                        best_clip[clip] = (score, Moment(name, detail.step, group.index, response.index, t, ratio))
+    found["clipped_high"] = best_clip[1][1] if best_clip[1] else None
+    found["clipped_low"] = best_clip[-1][1] if best_clip[-1] else None
+    found["max_kl_step"] = max_kl_step(run_dir)
+    return found
+
+
+_CACHE: dict[tuple[str, float, int], dict[str, Moment | None]] = {}
 
 
 def find_moments(run_dir: str | Path) -> dict[str, Moment | None]:
-    return {name: finder(Path(run_dir)) for name, finder in FINDERS.items()}
+    """All moments of a run, computed once per run (cached on the run's files' state)."""
+    run_dir = Path(run_dir)
+    tokens = run_dir / runlog.TOKENS_DIR
+    steps = run_dir / runlog.STEPS
+    key = (str(run_dir.resolve()), steps.stat().st_mtime if steps.exists() else 0.0,
+           len(runlog.token_steps(run_dir)) if tokens.is_dir() else 0)
+    if key not in _CACHE:
+        _CACHE[key] = _scan(run_dir)
+    return dict(_CACHE[key])
+
+
+def find_moment(run_dir: str | Path, name: str) -> Moment | None:
+    if name not in FINDERS:
+        raise KeyError(f"unknown moment {name!r} (known: {', '.join(MOMENT_NAMES)})")
+    return find_moments(run_dir)[name]
