@@ -27,9 +27,14 @@ from unipo_build import render
 
 #: Modules whose ``register(env)`` adds macros. Append yours.
 MACRO_MODULES: list[str] = [
+    "unipo_build.runs",
     "unipo_build.reference_rendering",
     "unipo_build.reference",
     "unipo_build.playgrounds.macros",
+    "unipo_build.views.macros_explorer",
+    "unipo_build.views.macros_inspector",
+    "unipo_build.course",
+    "unipo_build.chapters",
 ]
 
 #: Placeholders are ``UNIPOHTML`` + digits + ``X`` + hex: nothing Markdown, Jinja or KaTeX
