@@ -301,7 +301,7 @@ def test_inspector_is_placed_under_the_chart(loaded, monkeypatch):
     calls = []
     fake = types.ModuleType("unipo_build.views.inspector")
 
-    def step_inspector(run, step=None, moment=None, page_url=None):
+    def step_inspector(run, step=None, moment=None, page_url=None, uid=None):
         calls.append((run.id, page_url))
         return '<div class="fake-inspector"></div>'
 

@@ -513,8 +513,9 @@
     this.state.picked = target;
     this.push(["picked"]);
     var run = this.data.run;
+    var own = this.section.getAttribute("data-inspector");
     var inspector = Array.prototype.some.call(document.querySelectorAll(".unipo-inspector"), function (el) {
-      return el.getAttribute("data-run") === run;
+      return own ? el.id === own : el.getAttribute("data-run") === run;
     });
     var where = inspector ? " in the Step Inspector below" : "";
     this.status(
@@ -524,7 +525,12 @@
             formatStep(target) + where + "."
     );
     this.section.setAttribute("data-opened-step", String(target));
-    document.dispatchEvent(new CustomEvent(EVENT_OPEN_STEP, { detail: { run: this.data.run, step: target } }));
+    // Addressed to this explorer's own inspector: the chapter's teaching-moment inspectors of
+    // the same run stay where the prose put them.
+    var own = this.section.getAttribute("data-inspector");
+    document.dispatchEvent(new CustomEvent(EVENT_OPEN_STEP, {
+      detail: { run: this.data.run, step: target, inspector: own || undefined }
+    }));
   };
 
   Explorer.prototype.bindPointer = function () {

@@ -616,7 +616,8 @@
           instances.splice(i, 1); // left behind by instant navigation
           continue;
         }
-        if (inspector.run === detail.run) {
+        // An event may name one inspector (the explorer's own); else every inspector of the run.
+        if (inspector.run === detail.run && (!detail.inspector || inspector.container.id === detail.inspector)) {
           inspector.mark = null;
           inspector.open(Number(detail.step));
         }

@@ -48,6 +48,10 @@ PAGE_SOURCE = """# Explorer test
 ## A run that does not load
 
 {{ training_explorer("broken-run") }}
+
+## A teaching-moment inspector of the same run
+
+{{ step_inspector("test-grpo") }}
 """
 
 
@@ -323,7 +327,8 @@ def test_click_opens_the_nearest_logged_step(page):
     dx, dy = step_offset(drv, 613)  # token data every 50 steps: the nearest is 600
     ActionChains(drv).move_to_element_with_offset(svg_of(drv), dx, dy).click().perform()
     opened = wait_for(drv, "return window.__opened.length ? window.__opened : null")
-    assert opened == [{"run": "test-grpo", "step": 600}]
+    own = drv.execute_script("return document.querySelector('.unipo-explorer').getAttribute('data-inspector')")
+    assert opened == [{"run": "test-grpo", "step": 600, "inspector": own}]
     status = drv.find_element("css selector", ".unipo-explorer__status").text
     assert "nearest logged step, 600" in status
     assert signal(drv, "picked") == 600
@@ -331,8 +336,13 @@ def test_click_opens_the_nearest_logged_step(page):
     assert drv.execute_script("return document.querySelectorAll('.unipo-explorer__chart svg .pickrule_marks line').length") == 2
     assert signal(drv, "picked", 1) == 600
     # The Step Inspector under the chart, when this build has it, opens that step.
-    if drv.execute_script("return !!document.querySelector('.unipo-inspector')"):
-        wait_for(drv, "return document.querySelector('.unipo-inspector .unipo-inspector-step[data-step=\"600\"]')")
+    # The explorer's own Step Inspector opens that step; any other inspector of the same run
+    # on the page (here the second explorer's) stays where it was.
+    wait_for(drv, f"return document.querySelector('#{own} .unipo-inspector-step[data-step=\"600\"]')")
+    others = drv.execute_script(
+        f"return Array.from(document.querySelectorAll('.unipo-inspector:not(#{own})'))"
+        ".map(el => el.querySelector('.unipo-inspector-step').getAttribute('data-step'))")
+    assert others and "600" not in others
 
 
 def test_keyboard_moves_along_the_steps_and_opens(page):
@@ -346,7 +356,8 @@ def test_keyboard_moves_along_the_steps_and_opens(page):
     assert chart.get_attribute("aria-valuenow") == "1197"
     assert chart.get_attribute("aria-valuetext").startswith("step 1,197, Reward")
     chart.send_keys(Keys.ENTER)
-    assert wait_for(drv, "return window.__opened.length ? window.__opened : null") == [{"run": "test-grpo", "step": 1200 - 50}]
+    opened = wait_for(drv, "return window.__opened.length ? window.__opened : null")
+    assert [(o["run"], o["step"]) for o in opened] == [("test-grpo", 1200 - 50)]
 
 
 def test_robust_scale_toggle_changes_the_scale(page):
@@ -396,7 +407,8 @@ def test_fisheye_magnifies_and_picks_single_steps(page):
         wait_for(drv, "return document.querySelector('.unipo-explorer__tip').innerText.startsWith(arguments[0])",
                  f"Step {step}\n")
     ActionChains(drv).click().perform()
-    assert wait_for(drv, "return window.__opened.length ? window.__opened : null") == [{"run": "test-grpo", "step": 700}]
+    opened = wait_for(drv, "return window.__opened.length ? window.__opened : null")
+    assert [(o["run"], o["step"]) for o in opened] == [("test-grpo", 700)]
     # Dragging with the mouse moves the lens (and opens nothing): the focus follows the pointer.
     drv.execute_script("window.__opened = []")
     start = step_offset(drv, 700, focus=700 / 1200, mag=7)
@@ -441,7 +453,8 @@ def test_narrow_screen_scales_the_chart(page):
     listen_open_step(drv)
     dx, dy = step_offset(drv, 100)
     ActionChains(drv).move_to_element_with_offset(svg_of(drv), dx, dy).click().perform()
-    assert wait_for(drv, "return window.__opened.length ? window.__opened : null") == [{"run": "test-grpo", "step": 100}]
+    opened = wait_for(drv, "return window.__opened.length ? window.__opened : null")
+    assert [(o["run"], o["step"]) for o in opened] == [("test-grpo", 100)]
 
 
 def test_reference_page_screenshots(open_page, screenshot, driver, console_errors):

@@ -1,8 +1,9 @@
 """What the views share: where the built site keeps run data, and the browser events.
 
 Browser contract (events are dispatched on ``document``):
-- ``unipo:open-step``  detail {run, step}: the Training Explorer (or a moment link) asks the
-  Step Inspector of that run on the page to open a step.
+- ``unipo:open-step``  detail {run, step, inspector?}: the Training Explorer (or a moment link) asks
+  the Step Inspector of that run to open a step; with ``inspector`` (an element id) only that one
+  (the explorer addresses its own, so a chapter's teaching-moment inspectors stay put).
 - ``unipo:token``      detail {run, algorithm, step, group, response, token}: the Step Inspector
   reports the selected token; Algorithm Explainer cards of that algorithm fill in its numbers.
 

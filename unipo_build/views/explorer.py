@@ -38,7 +38,6 @@ to the angle on each side of the focus; the first and last step stay at the top.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import math
 import os
@@ -702,8 +701,8 @@ def missing_run_html(name: str, directory: Path, available: Sequence[str]) -> st
     )
 
 
-def _inspector_html(run: Run, page_url: str | None) -> str:
-    """The Step Inspector of ``run`` (another view), which listens for ``unipo:open-step``."""
+def _inspector_html(run: Run, page_url: str | None, uid: str) -> str:
+    """The explorer's own Step Inspector (id ``uid``): a click opens steps there and nowhere else."""
     try:
         from unipo_build.views.inspector import step_inspector
     except ModuleNotFoundError as err:
@@ -712,9 +711,7 @@ def _inspector_html(run: Run, page_url: str | None) -> str:
         return ('<p class="unipo-explorer__hint">The Step Inspector is not part of this build; '
                 "clicking a step only marks it.</p>")
     # The inspector needs the page's URL to fetch step files relative to it (when it takes one).
-    if "page_url" in inspect.signature(step_inspector).parameters:
-        return step_inspector(run, page_url=page_url)
-    return step_inspector(run)
+    return step_inspector(run, page_url=page_url, uid=uid)
 
 
 def explorer_html(run: Run, metrics: Sequence[str] | None = None, *, inspector: bool = True,
@@ -779,7 +776,8 @@ def explorer_html(run: Run, metrics: Sequence[str] | None = None, *, inspector: 
     if header.task and header.task.name:
         meta += f" · task {header.task.name}"
     html_parts = [
-        f'<section class="unipo-explorer" id="{escape_text(uid)}" data-run="{escape_text(run.id)}">',
+        f'<section class="unipo-explorer" id="{escape_text(uid)}" data-run="{escape_text(run.id)}"'
+        f'{f" data-inspector={chr(34)}{escape_text(uid)}-inspector{chr(34)}" if inspector else ""}>',
         f'<p class="unipo-explorer__title"><strong>{escape_text(_run_title(run))}</strong> '
         f'<span class="unipo-explorer__meta">{escape_text(meta)}</span></p>',
         _chips_html(uid, series, selected),
@@ -804,5 +802,5 @@ def explorer_html(run: Run, metrics: Sequence[str] | None = None, *, inspector: 
     ]
     html_parts.append("</section>")
     if inspector:
-        html_parts.append(_inspector_html(run, page_url))
+        html_parts.append(_inspector_html(run, page_url, f"{uid}-inspector"))
     return "".join(html_parts)
