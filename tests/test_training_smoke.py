@@ -98,3 +98,18 @@ def test_summary_reports_the_contract_fields(tiny_checkpoint, tmp_path, monkeypa
     assert set(summary["moments"]) == {"all_correct_group", "all_wrong_group", "clipped_high", "clipped_low",
                                        "longest_wrong", "max_kl_step", "filtered_group"}
     json.dumps(summary)  # serialisable as `unipo summary --json` prints it
+
+
+def test_a_readers_own_task_file_trains(tiny_checkpoint, tmp_path, monkeypatch):
+    """--task with one local JSONL of prompt/answer pairs (say, a reader's own MATH copy)."""
+    rows = [{"prompt": f"What is {a} plus {b}?", "answer": str(a + b), "source": "mine"}
+            for a in range(10) for b in range(5)]
+    task = tmp_path / "my_task.jsonl"
+    task.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = _train("grpo", tiny_checkpoint, tmp_path / "own-task", monkeypatch, steps=1, task=str(task))
+    header = runlog.read_header(run)
+    assert header.task.source == str(task)
+    assert header.task.n_train + header.task.n_eval == len(rows)  # split 90/10, nothing lost
+    prompts = {r["prompt"] for r in rows}
+    detail = runlog.read_step_detail(run, runlog.token_steps(run)[0])
+    assert detail.prompts and all(g.prompt in prompts for g in detail.prompts)
