@@ -123,12 +123,12 @@ def _m(label, description, group, higher_is="neutral", scope="update"):
 
 # The documented catalogue. Logs may carry other metrics: they are kept and shown by name.
 METRICS: dict[str, MetricInfo] = {
-    "reward/mean": _m("Reward", "Mean scalar reward of the rollout's responses (after shaping).", "reward", "better", "rollout"),
+    "reward/mean": _m("Reward", "Mean scalar reward (after shaping) of the responses the rollout trains on: with a sampling filter, the kept groups only, which sit near 0.5 by construction.", "reward", "better", "rollout"),
     "reward/std": _m("Reward std", "Standard deviation of the rollout's rewards.", "reward", scope="rollout"),
     "reward/correct": _m("Correctness reward", "Mean of the correctness component (1 if the final answer is right).", "reward", "better", "rollout"),
     "reward/format": _m("Format reward", "Mean of the format component (1 if the response ends with a well-formed answer line).", "reward", "better", "rollout"),
     "reward/shaping": _m("Shaping term", "Mean of the reward-shaping term (e.g. DAPO's overlong penalty).", "reward", scope="rollout"),
-    "accuracy/train": _m("Train accuracy", "Fraction of the rollout's responses with the right answer (sampled at the training temperature).", "reward", "better", "rollout"),
+    "accuracy/train": _m("Train accuracy", "Fraction of the trained responses with the right answer (sampled at the training temperature); with a sampling filter, over the kept groups only.", "reward", "better", "rollout"),
     "objective": _m("Step objective", "The objective J of this update: sum of aggregation weight x token objective over the minibatch.", "loss"),
     "loss/policy": _m("Policy loss", "The policy loss minimised (-J).", "loss", "worse"),
     "loss/value": _m("Value loss", "The critic's clipped value loss (PPO).", "loss", "worse"),
@@ -140,7 +140,7 @@ METRICS: dict[str, MetricInfo] = {
     "ratio/min": _m("Ratio min", "Smallest token importance ratio in the minibatch.", "policy"),
     "ratio/mean": _m("Ratio mean", "Mean token importance ratio in the minibatch.", "policy"),
     "ratio/max": _m("Ratio max", "Largest token importance ratio in the minibatch.", "policy"),
-    "length/mean": _m("Response length", "Mean response length in tokens.", "length", scope="rollout"),
+    "length/mean": _m("Response length", "Mean length in tokens of the trained responses (kept groups only under a sampling filter).", "length", scope="rollout"),
     "length/correct": _m("Length (correct)", "Mean length of correct responses; null if none.", "length", scope="rollout"),
     "length/incorrect": _m("Length (wrong)", "Mean length of wrong responses; null if none.", "length", scope="rollout"),
     "length/truncated_frac": _m("Truncated", "Fraction of responses that hit the generation budget.", "length", "worse", "rollout"),
