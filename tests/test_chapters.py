@@ -274,10 +274,10 @@ def _registered_macros() -> set[str]:
     return env.names
 
 
-PREDECESSOR = {"ppo": "reinforce", "grpo": "ppo", "dapo": "grpo", "dr_grpo": "grpo"}
+PREDECESSOR = {"ppo": "reinforce", "grpo": "ppo", "dapo": "grpo", "dr_grpo": "grpo", "gspo": "grpo", "dapo_dr": "dr_grpo"}
 
 
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("algorithm", ALGORITHMS + ("gspo", "dapo_dr"))
 def test_chapter_makes_the_required_calls(algorithm):
     text = (CHAPTER_DIR / f"{algorithm}.md").read_text(encoding="utf-8")
     calls = _calls(text)
