@@ -94,7 +94,22 @@ def test_training_reward_rises(algorithm):
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
-def test_one_pass_scan_agrees_with_each_finder(path):
-    from unipo_build import moments
+def test_each_moment_has_its_defining_property(path):
+    """Checked against every logged token: the moments are the extremes and firsts they claim."""
+    from unipo_build.moments import find_moments
 
-    assert moments._scan(path) == {name: finder(path) for name, finder in moments.FINDERS.items()}
+    found = find_moments(path)
+    details = [runlog.read_step_detail(path, s) for s in runlog.token_steps(path)]
+    responses = [(d.step, g, r) for d in details for g in d.prompts for r in g.responses]
+    clipped = [(ratio, side) for _, _, r in responses if r.tokens for ratio, side in zip(r.tokens.ratio, r.tokens.clip)]
+    for name, side, pick in (("clipped_high", 1, max), ("clipped_low", -1, min)):
+        ratios = [ratio for ratio, s in clipped if s == side]
+        assert (found[name] is None) == (not ratios)
+        if ratios:
+            assert found[name].value == pick(ratios)
+    trained_wrong = [r.length for _, g, r in responses if not g.filtered and r.tokens and r.correct is False]
+    assert (found["longest_wrong"].value if found["longest_wrong"] else None) == (max(trained_wrong) if trained_wrong else None)
+    for name, holds in (("all_correct_group", lambda g: not g.filtered and all(r.correct for r in g.responses)),
+                        ("filtered_group", lambda g: g.filtered)):
+        first = next(((d.step, g.index) for d in details for g in d.prompts if holds(g)), None)
+        assert (None if found[name] is None else (found[name].step, found[name].group)) == first

@@ -34,6 +34,7 @@ import torch
 from torch import nn
 
 from unipo_build import objective as O
+from unipo_build.components import clipped_value_loss, explained_variance
 from unipo_build.runlog import RunWriter, iter_steps
 from unipo_build.schema import (EvalRecord, Hardware, ModelInfo, PromptGroup, Response, RewardComponentInfo,
                                 RewardInfo, RunHeader, StepRecord, TaskInfo)
@@ -270,6 +271,7 @@ class Trainer:
         self.update_rng = random.Random(self.opts.seed + 1)
         self.step = 0
         self.rollout = 0
+        self.last_metrics: dict = {}  # of the latest update, for the progress bar
         self.started = time.time()
         self.elapsed_before = 0.0
         header = self._header(checkpoint, len(self.train_rows), len(self.eval_rows), task_source)
@@ -468,8 +470,6 @@ class Trainer:
         metrics.update({"objective": float(J.detach()), "loss/policy": float(loss.detach()), "grad_norm": grad_norm,
                         "lr": self.optimizer.param_groups[0]["lr"]})
         if self.critic is not None:
-            from unipo_build.components import clipped_value_loss, explained_variance
-
             new_values = self.critic(mb)
             value_loss = clipped_value_loss(new_values, values[idx].to(dev), returns[idx].to(dev), mb_mask,
                                             self.cfg.param("advantage", "value_clip"))
@@ -505,6 +505,7 @@ class Trainer:
             self.writer.step_detail(records.step_detail(view, step=self.step, rollout=self.rollout, objective=float(J.detach()),
                                                         detail_groups=self.rl.detail_groups,
                                                         filtered=self._filtered_records(filtered)))
+        self.last_metrics = metrics
         self.writer.step(StepRecord(step=self.step, rollout=self.rollout, first_in_rollout=first, metrics=metrics,
                                     has_tokens=has_tokens))
         self.step += 1
@@ -529,12 +530,11 @@ class Trainer:
             from tqdm import tqdm
 
             bar = tqdm(total=total, initial=self.rollout, desc=self.spec.id, unit="rollout", dynamic_ncols=True)
-        last = {}
         while self.rollout < total:
             self.run_rollout()
             if bar is not None:
-                last = self._last_metrics()
-                bar.set_postfix(step=self.step, reward=f"{last.get('reward/mean', 0):.3f}")
+                reward = self.last_metrics.get("reward/mean") or 0.0
+                bar.set_postfix(step=self.step, reward=f"{reward:.3f}")
                 bar.update(1)
             if self.rollout % self.rl.eval_every == 0 and self.rollout < total:
                 self._evaluate("periodic")
@@ -547,15 +547,6 @@ class Trainer:
                            notes=f"wall time {self.elapsed_before + time.time() - self.started:.0f} s")
         shutil.rmtree(self.out / CHECKPOINT, ignore_errors=True)
         return self.out
-
-    def _last_metrics(self) -> dict:
-        path = self.out / "steps.jsonl"
-        with path.open("rb") as fh:
-            fh.seek(0, 2)
-            size = fh.tell()
-            fh.seek(max(0, size - 8192))
-            tail = fh.read().decode("utf-8", "ignore").strip().splitlines()
-        return json.loads(tail[-1])["metrics"] if tail else {}
 
 
 def train(opts: TrainOptions) -> Path:
