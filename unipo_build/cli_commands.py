@@ -12,6 +12,16 @@ from pathlib import Path
 
 
 def _train(args: argparse.Namespace) -> int:
+    if args.engine == "openrlhf":
+        from unipo_build.openrlhf.command import run_openrlhf
+
+        if args.algorithm == "all":
+            print("unipo train --engine openrlhf trains one algorithm at a time", file=sys.stderr)
+            return 2
+        return run_openrlhf(args)
+    if args.dry_run:
+        print("--dry-run prints the OpenRLHF command: use it with --engine openrlhf", file=sys.stderr)
+        return 2
     try:
         from training.rl import TrainOptions, train
     except ImportError as err:
@@ -92,6 +102,13 @@ def register_train(sub) -> None:
     p.add_argument("--threads", type=int,
                    help="torch threads (default: $UNIPO_THREADS or the preset's); use 1 on a busy machine")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--engine", choices=["unipo", "openrlhf"], default="unipo",
+                   help="unipo: the in-house trainer (default); openrlhf: OpenRLHF 0.11.2 on a GPU node or Ray "
+                        "cluster, with the same spec (see `unipo openrlhf command`)")
+    p.add_argument("--dry-run", action="store_true", help="with --engine openrlhf: print the command, run nothing")
+    from unipo_build.openrlhf.command import add_run_options
+
+    add_run_options(p, in_train=True)
     p.set_defaults(func=_train)
 
     p = sub.add_parser("sft", help="supervised warm start of the small model")
@@ -122,4 +139,10 @@ def register_new_algorithm(sub) -> None:
     register(sub)
 
 
-REGISTRARS: list = [register_train, register_import, register_new_algorithm]
+def register_openrlhf(sub) -> None:
+    from unipo_build.openrlhf.command import register
+
+    register(sub)
+
+
+REGISTRARS: list = [register_train, register_import, register_new_algorithm, register_openrlhf]

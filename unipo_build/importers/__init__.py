@@ -25,7 +25,8 @@ FORMATS = {"unipo": import_unipo, "openrlhf": import_openrlhf}
 
 
 def import_log(fmt: str, src: str | Path, out: str | Path, *, algorithm: str | None = None,
-               run_id: str | None = None, max_new_tokens: int | None = None) -> RunHeader:
+               run_id: str | None = None, max_new_tokens: int | None = None,
+               tap: str | Path | None = None) -> RunHeader:
     """Import ``src`` (format ``fmt``) into the new run directory ``out``; returns the run's header.
 
     Raises LogError / LogErrors for bad input, OutputError for an unusable ``out``,
@@ -38,9 +39,13 @@ def import_log(fmt: str, src: str | Path, out: str | Path, *, algorithm: str | N
         raise FileNotFoundError(f"{src}: no such file or directory")
     if fmt == "unipo" and not src.is_file():
         raise OutputError(f"{src}: the unipo format is one .json or .jsonl file")
+    if tap is not None and fmt != "openrlhf":
+        raise OutputError("--tap goes with the openrlhf format (the UNIPO token tap's shards)")
+    extra = {"tap": Path(tap)} if tap is not None else {}
     stage = staging_dir(out, src)
     try:
-        header = FORMATS[fmt](src, stage, algorithm=algorithm, run_id=run_id, max_new_tokens=max_new_tokens)
+        header = FORMATS[fmt](src, stage, algorithm=algorithm, run_id=run_id, max_new_tokens=max_new_tokens,
+                              **extra)
         publish(stage, out)
     except BaseException:
         discard(stage)
@@ -51,7 +56,7 @@ def import_log(fmt: str, src: str | Path, out: str | Path, *, algorithm: str | N
 def _cmd_import(args: argparse.Namespace) -> int:
     try:
         header = import_log(args.format, args.src, args.out, algorithm=args.algorithm, run_id=args.run_id,
-                            max_new_tokens=args.max_new_tokens)
+                            max_new_tokens=args.max_new_tokens, tap=args.tap)
     except LogErrors as err:
         for e in err.errors:
             print(str(e), file=sys.stderr)
@@ -81,4 +86,6 @@ def register(sub) -> None:
     p.add_argument("--run-id", help="the run's id (default: from the file or directory name)")
     p.add_argument("--max-new-tokens", type=int,
                    help="the generation budget, when the algorithm divides by it (Dr. GRPO) and the log lacks it")
+    p.add_argument("--tap", help="openrlhf only: the UNIPO token tap's directory (manifest.json and shards), for "
+                                 "the algorithm actually run and token-level detail")
     p.set_defaults(func=_cmd_import)

@@ -33,6 +33,11 @@ scalars are kept in the header under ``unmatched_scalars``.
 There is no token-level detail in TensorBoard. The algorithm is not recorded either: pass
 ``--algorithm`` (a spec id) to attach its resolved components, otherwise the run's algorithm
 is 'unknown' with algorithm_config null.
+
+With ``--tap DIR`` (a run started by ``unipo train --engine openrlhf``, which loads the UNIPO token
+tap into OpenRLHF's workers), the tap's manifest supplies the algorithm and the components OpenRLHF
+actually ran, and its shards give sampled steps token-level detail: see
+``unipo_build.openrlhf.convert`` for that mapping.
 """
 
 from __future__ import annotations
@@ -73,10 +78,35 @@ def _collect(src: Path, notes: K.Notes) -> tuple[dict[str, dict[int, tuple[float
     return series, files
 
 
+def _tap_header(tap_data) -> dict:
+    """Header fields from the tap's manifest: what was asked for, what ran, and how."""
+    if tap_data is None or tap_data.manifest is None:
+        return {}
+    m = tap_data.manifest
+    options = m.get("options") or {}
+    return {
+        "hyperparameters": {k: v for k, v in options.items() if v is not None},
+        "seed": options.get("seed"),
+        "openrlhf": {"version": m.get("openrlhf_version"), "gaps": m.get("gaps", []),
+                     "requested_config": m.get("requested_config"), "notes": m.get("notes", []),
+                     "argv": m.get("argv")},
+    }
+
+
 def import_openrlhf(src: Path, stage: Path, *, algorithm: str | None = None, run_id: str | None = None,
-                    max_new_tokens: int | None = None) -> RunHeader:
+                    max_new_tokens: int | None = None, tap: Path | None = None) -> RunHeader:
     """Write the canonical run of the OpenRLHF TensorBoard logs under ``src`` into ``stage``."""
     notes = K.Notes()
+    tap_data = None
+    if tap is not None:
+        from ..openrlhf.convert import read_tap
+
+        tap_data = read_tap(tap, notes)
+        manifest = tap_data.manifest
+        if manifest is None:
+            notes.add("the tap directory has no manifest.json: pass --algorithm for the components")
+        elif algorithm is None:
+            algorithm = manifest.get("algorithm")
     series, files = _collect(src, notes)
     train_tags = [t for t in series if t.startswith("train/")]
     eval_tags = [t for t in series if t.startswith("eval/")]
@@ -97,6 +127,15 @@ def import_openrlhf(src: Path, stage: Path, *, algorithm: str | None = None, run
         if spec_id is not None:
             name = spec_id
             config = K.resolve_for_import(specs[spec_id], {}, max_new_tokens, loc, notes, hparams_field=False)
+    if tap_data is not None and tap_data.manifest is not None:
+        from ..openrlhf.convert import effective_config
+
+        effective = effective_config(tap_data, str(Path(tap) / "manifest.json"))
+        if effective is not None:
+            config, name = effective, tap_data.manifest.get("algorithm", name)
+            for gap in tap_data.manifest.get("gaps", []):
+                notes.once(f"approximation trained (OpenRLHF cannot express the spec): {gap.get('slot')}: "
+                           f"{gap.get('nearest')}")
     if config is None:
         notes.add(f"algorithm {name!r}: not one of ours ({', '.join(sorted(specs))}), algorithm_config is null"
                   if algorithm else "algorithm unknown (TensorBoard does not record it; pass --algorithm)")
@@ -133,6 +172,7 @@ def import_openrlhf(src: Path, stage: Path, *, algorithm: str | None = None, run
         reward=RewardInfo(description="unknown (TensorBoard does not record it)"),
         model=ModelInfo(name="unknown (TensorBoard does not record it)"),
         engine="openrlhf",
+        **_tap_header(tap_data),
         created_at=datetime.fromtimestamp(start, tz=timezone.utc),
         finished_at=datetime.fromtimestamp(max(walls), tz=timezone.utc),
         imported_from={"format": "openrlhf", "path": str(src),
@@ -142,6 +182,14 @@ def import_openrlhf(src: Path, stage: Path, *, algorithm: str | None = None, run
     writer = RunWriter(stage, header)
     notes.once("one step per OpenRLHF global step (a rollout; its values are means over that rollout's updates)")
     notes.once("time/wall_s from the events' wall times")
+    details = {}
+    if tap_data is not None:
+        from ..openrlhf.convert import step_details
+
+        details = step_details(tap_data, config, notes)
+        beyond = [r for r in details if r >= len(global_steps)]
+        if beyond:
+            notes.add("tapped rollouts without a TensorBoard step (ignored)", len(beyond))
     evals = []
     for i, g in enumerate(global_steps):
         metrics = per_step[i]
@@ -150,7 +198,16 @@ def import_openrlhf(src: Path, stage: Path, *, algorithm: str | None = None, run
             notes.once("metric objective = -policy_loss")
         metrics.setdefault("time/wall_s", step_wall[i] - start)
         extras = {"source_step": g} if g != i else {}
-        writer.step(StepRecord(step=i, rollout=i, first_in_rollout=True, metrics=metrics, **extras))
+        detail = details.get(i)
+        if detail is not None:
+            objective = metrics.get("objective")
+            if objective is None:
+                objective = sum(grp.contribution for grp in detail.groups)
+                metrics["objective"] = objective
+                notes.once("step objective = sum of the tapped groups' contributions where TensorBoard has none")
+            writer.step_detail(detail.model_copy(update={"objective": objective}))
+        writer.step(StepRecord(step=i, rollout=i, first_in_rollout=True, metrics=metrics,
+                               has_tokens=detail is not None, **extras))
         values = {k.removeprefix("eval/"): v for k, v in metrics.items() if k.startswith("eval/") and v is not None}
         n = values.get("eval_num_samples")
         if n is not None and n >= 1:

@@ -1,0 +1,229 @@
+"""Spec -> OpenRLHF 0.11.2 command: the flags per slot, the gaps, and OpenRLHF's own parser on the result.
+
+The parser test runs openrlhf/cli/train_ppo_ray.py as __main__ (its argparse parser and every check it
+makes after parsing) on each generated command, and stops it at the first line of train(), where it
+would start the strategy and the GPUs. So every flag the builder emits exists in 0.11.2, takes the
+values given, passes OpenRLHF's own validation, and lands where the spec says.
+"""
+
+from __future__ import annotations
+
+import json
+import runpy
+import sys
+from pathlib import Path
+
+import pytest
+
+from unipo_build import cli
+from unipo_build.objective import clip_bounds
+from unipo_build.openrlhf import command as C
+from unipo_build.specs import SPEC_DIR, load_specs, resolve
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = sorted(load_specs(SPEC_DIR))
+EXACT = {"dapo", "gspo"}  # every other shipped spec has a gap OpenRLHF 0.11.2 cannot express
+
+
+def flag_values(args: list[str], flag: str) -> list[str]:
+    """The values after ``flag`` up to the next flag ([] for a switch); KeyError if absent."""
+    i = args.index(flag)
+    values = []
+    for item in args[i + 1:]:
+        if item.startswith("--"):
+            break
+        values.append(item)
+    return values
+
+
+def test_the_shipped_specs_split_into_exact_and_approximated():
+    for name in SPECS:
+        t = C.translate(resolve(load_specs(SPEC_DIR)[name], max_new_tokens=32), max_new_tokens=32)
+        assert (not t.gaps) == (name in EXACT), (name, t.gaps)
+
+
+def test_dapo_flags_hand_checked():
+    args = C.build_command("dapo").openrlhf_args
+    assert flag_values(args, "--algo.advantage.estimator") == ["group_norm"]
+    assert flag_values(args, "--actor.eps_clip_low_high") == ["0.2", "0.28"]
+    assert flag_values(args, "--actor.loss_agg_mode") == ["token-mean"]
+    assert flag_values(args, "--algo.kl.init_coef") == ["0"]
+    assert flag_values(args, "--algo.dynamic_filtering_enable") == []
+    assert flag_values(args, "--algo.dynamic_filtering_range") == ["0", "1"]
+    # the spec's L_cache = round(0.25 x 32) = 8 tokens before max_new_tokens = 32
+    assert flag_values(args, "--reward.overlong_buffer_len") == ["8"]
+    assert flag_values(args, "--rollout.max_new_tokens") == ["32"]
+    # 16 prompts x 8 samples = 128 per rollout, 2 minibatches of 64, 2 epochs (the spec's defaults)
+    assert flag_values(args, "--rollout.batch_size") == ["16"]
+    assert flag_values(args, "--rollout.n_samples_per_prompt") == ["8"]
+    assert flag_values(args, "--train.batch_size") == ["64"]
+    assert flag_values(args, "--train.max_epochs") == ["2"]
+    assert flag_values(args, "--data.max_samples") == [str(150 * 16)]
+    assert "--algo.kl.use_loss" not in args and "--critic.model_name_or_path" not in args
+
+
+def test_gspo_uses_the_sequence_loss_with_its_tiny_clip():
+    args = C.build_command("gspo").openrlhf_args
+    assert flag_values(args, "--actor.policy_loss_type") == ["gspo"]
+    assert flag_values(args, "--actor.eps_clip_low_high") == ["0.0003", "0.0004"]
+
+
+@pytest.mark.parametrize("name, slot, words", [
+    ("dr_grpo", "aggregation", "constant"),
+    ("dapo_dr", "aggregation", "constant"),
+    ("grpo", "kl", "token mean"),
+    ("ppo", "advantage", "centres GAE"),
+    ("reinforce", "advantage", "mean of the returns over the batch's tokens"),
+])
+def test_a_gap_is_refused_with_its_name_and_nearest_approximation(name, slot, words):
+    with pytest.raises(C.ApproximationRefused) as err:
+        C.build_command(name)
+    message = str(err.value)
+    assert f"cannot run {name} exactly" in message and f"- {slot}:" in message and words in message
+    assert "nearest approximation:" in message and "--accept-approximation" in message
+    cmd = C.build_command(name, accept_approximation=True)
+    assert [g.slot for g in cmd.translation.gaps] == [slot]
+
+
+def test_dr_grpo_approximation_runs_token_mean_and_says_so():
+    cmd = C.build_command("dr_grpo", accept_approximation=True)
+    assert flag_values(cmd.openrlhf_args, "--algo.advantage.estimator") == ["dr_grpo"]
+    assert flag_values(cmd.openrlhf_args, "--actor.loss_agg_mode") == ["token-mean"]
+    assert cmd.translation.requested.kind("aggregation") == "constant_normalizer"
+    assert cmd.translation.effective.kind("aggregation") == "token_mean"
+    manifest = cmd.manifest()
+    assert manifest["approximation_accepted"] and manifest["effective_config"]["components"]["aggregation"] == {
+        "kind": "token_mean", "params": {}}
+
+
+def test_reinforce_trains_once_per_rollout_so_the_ratio_is_one():
+    args = C.build_command("reinforce", accept_approximation=True).openrlhf_args
+    assert flag_values(args, "--train.max_epochs") == ["1"]
+    assert flag_values(args, "--train.batch_size") == ["128"]  # all 16 x 8 samples: one optimizer step
+    assert flag_values(args, "--algo.advantage.no_std_norm") == []
+
+
+def test_ppo_has_a_critic_and_gae_parameters():
+    args = C.build_command("ppo", accept_approximation=True).openrlhf_args
+    assert flag_values(args, "--algo.advantage.estimator") == ["gae"]
+    assert flag_values(args, "--algo.advantage.lambd") == ["0.95"]
+    assert flag_values(args, "--critic.value_clip") == ["0.2"]
+    assert flag_values(args, "--critic.adam.lr") == ["0.0005"]  # the spec's run default critic_lr
+    assert flag_values(args, "--algo.kl.init_coef") == ["0.02"] and "--algo.kl.use_loss" not in args
+
+
+def test_a_spec_with_the_population_std_is_a_gap(tmp_path):
+    text = (SPEC_DIR / "grpo.yaml").read_text().replace("std_ddof: 1", "std_ddof: 0").replace("id: grpo", "id: grpo_n")
+    spec = tmp_path / "grpo_n.yaml"
+    spec.write_text(text)
+    with pytest.raises(C.ApproximationRefused, match=r"population std.*sample std \(n - 1\)"):
+        C.build_command(str(spec))
+
+
+# ---------------------------------------------------------------------------------------------
+# OpenRLHF's own parser
+# ---------------------------------------------------------------------------------------------
+
+class _Parsed(Exception):
+    def __init__(self, parsed):
+        super().__init__("parsed")
+        self.parsed = parsed
+
+
+def parse_with_openrlhf(args: list[str], monkeypatch):
+    from openrlhf_support import require_openrlhf
+
+    require_openrlhf()
+    import ray
+
+    import openrlhf.utils
+
+    def stop(parsed):
+        raise _Parsed(parsed)
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)  # train() would otherwise start Ray
+    monkeypatch.setattr(openrlhf.utils, "get_strategy", stop)  # the first thing train() does after that
+    monkeypatch.setattr(sys, "argv", [C.ENTRY_MODULE, *args])
+    with pytest.raises(_Parsed) as caught:
+        runpy.run_module(C.ENTRY_MODULE, run_name="__main__")
+    return caught.value.parsed
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_openrlhf_0_11_2_parses_every_command_as_the_spec_says(name, monkeypatch):
+    cmd = C.build_command(name, accept_approximation=True)
+    a = parse_with_openrlhf(cmd.openrlhf_args, monkeypatch)
+    eff = cmd.translation.effective
+    kinds = {slot: eff.kind(slot) for slot in eff.components}
+    estimator = {"group_zscore": "group_norm", "group_mean": "dr_grpo", "gae": "gae",
+                 "reinforce_return": "reinforce"}[kinds["advantage"]]
+    assert a.algo.advantage.estimator == estimator
+    low, high = clip_bounds(eff)
+    if low is None:  # no clip: only with no ratio (REINFORCE), where OpenRLHF's default clip never acts
+        assert kinds["ratio"] == "none"
+        low = high = 0.2
+    assert tuple(a.actor.eps_clip_low_high) == pytest.approx((low, high))
+    assert a.actor.policy_loss_type == ("gspo" if kinds["ratio"] == "sequence" else "ppo")
+    assert a.actor.loss_agg_mode == {"seq_mean_token_mean": "seq-mean-token-mean", "token_mean": "token-mean"}[
+        kinds["aggregation"]]
+    if kinds["kl"] == "none":
+        assert a.algo.kl.init_coef == 0
+    else:
+        assert a.algo.kl.init_coef == eff.param("kl", "beta")
+        assert a.algo.kl.estimator == eff.param("kl", "estimator")
+        assert a.algo.kl.use_loss == (kinds["kl"] == "in_loss")
+    assert a.algo.dynamic_filtering_enable == (kinds["filter"] == "dynamic_sampling")
+    if kinds["shaping"] == "overlong":
+        assert a.reward.overlong_buffer_len == eff.param("shaping", "cache_length")
+    else:
+        assert a.reward.overlong_buffer_len is None
+    assert (a.critic.model_name_or_path is not None) == (kinds["advantage"] == "gae")
+    assert a.rollout.n_samples_per_prompt == 8 and a.rollout.batch_size == 16
+    assert a.reward.remote_url == [str(C.REWARD_FILE)]
+
+
+def test_the_tap_command_passes_the_same_flags_through_the_launcher():
+    cmd = C.build_command("dapo", tap_dir="work/tap", tap_fraction=0.5)
+    cut = cmd.argv.index("--")
+    assert cmd.argv[:cut] == ["python", "-m", C.LAUNCH_MODULE, "--tap-dir", "work/tap", "--tap-fraction", "0.5"]
+    assert cmd.argv[cut + 1:] == cmd.openrlhf_args
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line
+# ---------------------------------------------------------------------------------------------
+
+def test_cli_prints_an_exact_command(capsys):
+    assert cli.main(["openrlhf", "command", "dapo", "--no-tap", "--gpus-per-node", "4"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# dapo on OpenRLHF 0.11.2 (exact up to the notes below)")
+    assert "python -m openrlhf.cli.train_ppo_ray \\\n" in out and "--actor.num_gpus_per_node 4" in out
+
+
+def test_cli_refuses_a_gap_and_accepts_it_on_request(capsys):
+    assert cli.main(["openrlhf", "command", "dr_grpo"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot run dr_grpo exactly" in err and "aggregation" in err and "token-mean" in err
+    assert cli.main(["openrlhf", "command", "dr_grpo", "--accept-approximation", "--json"]) == 0
+    manifest = json.loads(capsys.readouterr().out)
+    assert manifest["gaps"][0]["slot"] == "aggregation" and manifest["argv"][2] == C.LAUNCH_MODULE
+
+
+def test_cli_names_an_unknown_algorithm(capsys):
+    assert cli.main(["openrlhf", "command", "grpo2"]) == 2
+    assert "unknown algorithm 'grpo2'" in capsys.readouterr().err
+
+
+def test_train_engine_openrlhf_dry_run_and_version_guard(capsys, monkeypatch, tmp_path):
+    assert cli.main(["train", "dapo", "--engine", "openrlhf", "--dry-run", "--steps", "20"]) == 0
+    out = capsys.readouterr().out
+    assert C.LAUNCH_MODULE in out and f"--data.max_samples {20 * 16}" in out
+    assert cli.main(["train", "grpo", "--engine", "openrlhf", "--tensorboard-dir", str(tmp_path / "tb")]) == 2
+    assert "cannot run grpo exactly" in capsys.readouterr().err
+    import unipo_build.openrlhf as pkg
+
+    monkeypatch.setattr(pkg, "installed_version", lambda: "0.10.2")
+    assert cli.main(["train", "dapo", "--engine", "openrlhf", "--tensorboard-dir", str(tmp_path / "tb")]) == 2
+    err = capsys.readouterr().err
+    assert "OpenRLHF 0.10.2 is installed" in err and "exactly 0.11.2" in err
+    assert not (tmp_path / "tap").exists()  # nothing written before the guard passes

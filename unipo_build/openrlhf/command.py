@@ -1,0 +1,578 @@
+"""An algorithm spec plus run options -> an OpenRLHF 0.11.2 ``train_ppo_ray`` command line.
+
+The translation goes slot by slot through the resolved spec (``unipo_build.specs``) and emits
+OpenRLHF's dotted flags. Each slot is one of:
+
+- exact: OpenRLHF computes what the spec says (GRPO's group z-score is ``group_norm``, DAPO's
+  clip-higher is ``--actor.eps_clip_low_high``, ...). Differences only in numerical guards
+  (OpenRLHF adds 1e-9 to the group std, clamps log-ratios at +-20 and KL estimates at +-10) are
+  listed as notes, not gaps: the parity test holds both to 1e-6 where the guards do not act.
+- a gap: OpenRLHF cannot express the spec (Dr. GRPO's constant normaliser, REINFORCE without
+  whitening, ...). The translation names the gap and the nearest approximation OpenRLHF offers.
+  ``build_command`` refuses a spec with gaps unless ``accept_approximation`` is set, and the
+  approximation actually run is recorded in the tap's manifest, so the imported run shows what
+  was trained rather than what was asked for.
+
+The run's own options (model, data, batch shape, learning rate, cluster layout) come from
+``RunOptions``. Their names follow the in-house trainer's (``unipo train``) so the same words mean
+the same thing in both: a rollout is ``prompts_per_step`` prompts x ``group_size`` samples, trained
+for ``epochs`` passes of ``minibatches`` optimizer steps each.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..specs import SPEC_DIR, AlgorithmSpec, ResolvedAlgorithm, ResolvedComponent, load_spec, load_specs, resolve
+from . import OPENRLHF_VERSION
+
+ENTRY_MODULE = "openrlhf.cli.train_ppo_ray"
+LAUNCH_MODULE = "unipo_build.openrlhf.launch"
+REWARD_FILE = Path(__file__).resolve().parents[2] / "training" / "reward.py"
+
+
+class ApproximationRefused(ValueError):
+    """The spec has gaps OpenRLHF cannot express and the user has not accepted the approximations."""
+
+    def __init__(self, algorithm: str, gaps: list["Gap"]):
+        self.algorithm = algorithm
+        self.gaps = gaps
+        lines = [f"OpenRLHF {OPENRLHF_VERSION} cannot run {algorithm} exactly:"]
+        for gap in gaps:
+            lines.append(f"  - {gap.slot}: the spec asks for {gap.spec_says}; OpenRLHF{gap.why}.")
+            lines.append(f"    nearest approximation: {gap.nearest} ({' '.join(gap.flags) or 'no extra flag'})")
+        lines.append("Re-run with --accept-approximation to train the approximation; the run's header will record "
+                     "the components actually trained and these gaps.")
+        super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class Gap:
+    """One place where OpenRLHF cannot do what the spec says."""
+
+    slot: str
+    spec_says: str
+    why: str
+    nearest: str
+    flags: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        return {"slot": self.slot, "spec_says": self.spec_says, "why": self.why, "nearest": self.nearest,
+                "flags": list(self.flags)}
+
+
+@dataclass
+class RunOptions:
+    """What a run needs besides the algorithm. Defaults match the in-house trainer's tiny preset."""
+
+    model: str = "work/sft-tiny"  # actor (and reference, and critic) checkpoint: a local HF directory
+    prompts: str = "data/tasks/train.jsonl"  # JSONL with the prompt and label keys below
+    eval_dataset: str | None = "data/tasks/eval.jsonl"
+    input_key: str = "prompt"
+    label_key: str = "answer"
+    reward_file: str = str(REWARD_FILE)
+    prompts_per_step: int = 16
+    group_size: int = 8
+    max_new_tokens: int = 32
+    max_len: int = 256  # prompt + response
+    rollouts: int | None = 150  # caps the prompts read: rollouts x prompts_per_step
+    epochs: int | None = None  # default: the spec's run defaults
+    minibatches: int | None = None
+    lr: float = 1e-4
+    critic_lr: float | None = None  # default: the spec's run defaults, else 9e-6 (OpenRLHF's)
+    betas: tuple[float, float] = (0.9, 0.999)
+    grad_clip: float = 1.0
+    temperature: float = 1.0
+    seed: int = 0
+    micro_batch_size: int = 8  # per GPU, for both experience making and training
+    nodes: int = 1
+    gpus_per_node: int = 8
+    vllm_engines: int | None = None  # default: one per GPU (colocated with the models)
+    colocate: bool = True  # the hybrid engine: vLLM and every model share the same GPUs, taking turns
+    save_path: str = "work/openrlhf/ckpt"
+    tensorboard_dir: str = "work/openrlhf/tensorboard"
+    run_name: str | None = None
+    eval_every: int | None = 50  # rollouts between held-out evaluations
+    eval_samples_per_prompt: int = 1
+
+    def resolved_epochs(self, spec: AlgorithmSpec) -> int:
+        return self.epochs if self.epochs is not None else spec.defaults.epochs
+
+    def resolved_minibatches(self, spec: AlgorithmSpec) -> int:
+        return self.minibatches if self.minibatches is not None else spec.defaults.minibatches
+
+
+@dataclass
+class Translation:
+    """The algorithm's flags, its gaps, its notes and the components OpenRLHF will actually run."""
+
+    algorithm: str
+    requested: ResolvedAlgorithm
+    effective: ResolvedAlgorithm
+    flags: list[str] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    single_update: bool = False  # REINFORCE: one optimizer step per rollout, one epoch
+
+
+def _with(cfg: ResolvedAlgorithm, slot: str, kind: str, params: dict | None = None) -> ResolvedAlgorithm:
+    components = dict(cfg.components)
+    components[slot] = ResolvedComponent(kind=kind, params=params or {})
+    return ResolvedAlgorithm(id=cfg.id, name=cfg.name, components=components)
+
+
+def _fmt(value: float) -> str:
+    """A float flag value as Python writes it (0.2, 1.0, 1e-06): argparse reads it back exactly."""
+    return repr(float(value))
+
+
+def translate(cfg: ResolvedAlgorithm, *, max_new_tokens: int) -> Translation:
+    """Slot by slot: the OpenRLHF flags for ``cfg``, where they fall short, and what runs instead."""
+    t = Translation(algorithm=cfg.id, requested=cfg, effective=cfg)
+    eff = cfg
+    kind = {slot: comp.kind for slot, comp in cfg.components.items()}
+    par = {slot: dict(comp.params) for slot, comp in cfg.components.items()}
+
+    # --- advantage -----------------------------------------------------------------------
+    adv, p = kind["advantage"], par["advantage"]
+    if adv == "group_zscore":
+        t.flags += ["--algo.advantage.estimator", "group_norm"]
+        t.notes.append(f"group_norm divides by std + 1e-9 (the spec's eps is {p.get('eps', 1e-6):g}); equal "
+                       "rewards give advantage 0 in both")
+        if p.get("std_ddof", 1) != 1:
+            t.gaps.append(Gap("advantage", "the population std (n) of each group's rewards",
+                              "'s group_norm uses torch's sample std (n - 1)",
+                              "group_norm with the sample std: every advantage scaled by sqrt((G-1)/G)",
+                              ("--algo.advantage.estimator", "group_norm")))
+            eff = _with(eff, "advantage", "group_zscore", {**p, "std_ddof": 1})
+    elif adv == "group_mean":
+        t.flags += ["--algo.advantage.estimator", "dr_grpo"]
+    elif adv == "leave_one_out":
+        t.flags += ["--algo.advantage.estimator", "rloo"]
+    elif adv == "gae":
+        t.flags += ["--algo.advantage.estimator", "gae", "--algo.advantage.gamma", _fmt(p.get("gamma", 1.0)),
+                    "--algo.advantage.lambd", _fmt(p.get("lam", 0.95)), "--algo.advantage.no_std_norm"]
+        if p.get("value_clip") is not None:
+            t.flags += ["--critic.value_clip", _fmt(p["value_clip"])]
+        else:
+            t.gaps.append(Gap("advantage", "an unclipped value loss", " always clips the value loss (its "
+                              "--critic.value_clip has no off switch)", "a value clip of 1e6, which never acts",
+                              ("--critic.value_clip", "1000000.0")))
+            t.flags += ["--critic.value_clip", "1000000.0"]
+        t.gaps.append(Gap("advantage", "GAE advantages used as computed",
+                          " centres GAE advantages over the batch's tokens, and also divides by their std unless "
+                          "--algo.advantage.no_std_norm", "GAE minus its batch mean over tokens (no_std_norm): the "
+                          "smallest change it allows, near zero for a good critic",
+                          ("--algo.advantage.no_std_norm",)))
+    elif adv == "whitened_return":
+        t.flags += ["--algo.advantage.estimator", "reinforce", "--algo.advantage.gamma", _fmt(p.get("gamma", 1.0))]
+        t.notes.append("reinforce whitens with rsqrt(max(var, 1e-8)) over the batch's tokens (the spec adds "
+                       f"eps {p.get('eps', 1e-6):g} to the std)")
+    elif adv == "reinforce_return":
+        gamma = _fmt(p.get("gamma", 1.0))
+        t.flags += ["--algo.advantage.estimator", "reinforce", "--algo.advantage.gamma", gamma,
+                    "--algo.advantage.no_std_norm"]
+        if p.get("baseline", "batch_mean") == "batch_mean":
+            t.gaps.append(Gap("advantage", "the return minus the batch's mean reward (each response counted once)",
+                              " can only subtract the mean of the returns over the batch's tokens, so a long "
+                              "response weighs more in the baseline", "reinforce with --algo.advantage.no_std_norm "
+                              "(returns minus their token mean, no whitening)",
+                              ("--algo.advantage.estimator", "reinforce", "--algo.advantage.no_std_norm")))
+        else:
+            t.gaps.append(Gap("advantage", "the plain return with no baseline and no whitening",
+                              " always centres reinforce returns over the batch (no_std_norm keeps only the "
+                              "centring)", "reinforce with --algo.advantage.no_std_norm (returns minus their "
+                              "token mean)", ("--algo.advantage.estimator", "reinforce", "--algo.advantage.no_std_norm")))
+    else:
+        raise ValueError(f"advantage kind {adv!r} has no OpenRLHF translation yet")
+
+    # --- ratio and clip ------------------------------------------------------------------
+    ratio, clip, cp = kind["ratio"], kind["clip"], par["clip"]
+    if ratio == "token":
+        t.flags += ["--actor.policy_loss_type", "ppo"]
+        t.notes.append("log-ratios are clamped to [-20, 20] before exp")
+    elif ratio == "sequence":
+        t.flags += ["--actor.policy_loss_type", "gspo"]
+    elif ratio == "none":
+        # pi / sg(pi) has the value 1 and the gradient of log pi: OpenRLHF's ratio exp(logp - old_logp) is
+        # exactly that on the first update after sampling, so one update per rollout makes it exact.
+        t.flags += ["--actor.policy_loss_type", "ppo"]
+        t.single_update = True
+        t.notes.append("no ratio: one epoch and one optimizer step per rollout, so OpenRLHF's ratio exp(logp - "
+                       "old_logp) is 1 with the gradient of log pi, the REINFORCE estimator (up to the difference "
+                       "between the sampling engine's and the trainer's log-probs)")
+    else:
+        raise ValueError(f"ratio kind {ratio!r} has no OpenRLHF translation yet")
+    if clip == "symmetric":
+        t.flags += ["--actor.eps_clip", _fmt(cp["eps"])]
+    elif clip == "asymmetric":
+        t.flags += ["--actor.eps_clip_low_high", _fmt(cp["eps_low"]), _fmt(cp["eps_high"])]
+    elif clip == "none":
+        if ratio == "none":
+            t.notes.append("no clip: at ratio 1 OpenRLHF's default clip never acts")
+        else:
+            t.gaps.append(Gap("clip", "no clipping of the ratio", " always clips the ratio",
+                              "clip bounds so wide they do not act in practice: [1e-6, 1e6]",
+                              ("--actor.eps_clip_low_high", "0.999999", "999999.0")))
+            t.flags += ["--actor.eps_clip_low_high", "0.999999", "999999.0"]
+    else:
+        raise ValueError(f"clip kind {clip!r} has no OpenRLHF translation yet")
+
+    # --- kl ------------------------------------------------------------------------------
+    kl, kp = kind["kl"], par["kl"]
+    agg = kind["aggregation"]
+    if kl == "none":
+        t.flags += ["--algo.kl.init_coef", "0"]
+    elif kl in ("in_loss", "in_reward"):
+        t.flags += ["--algo.kl.init_coef", _fmt(kp["beta"]), "--algo.kl.estimator", kp["estimator"]]
+        if kl == "in_loss":
+            t.flags += ["--algo.kl.use_loss"]
+            if agg != "token_mean":
+                t.gaps.append(Gap("kl", f"the KL term inside each token's objective, aggregated with the policy "
+                                  f"term ({agg})", " averages the KL loss over all tokens of the optimizer step "
+                                  "(token mean) whatever the policy loss's aggregation",
+                                  "the KL term as a token mean next to the policy term's own aggregation",
+                                  ("--algo.kl.use_loss",)))
+        t.notes.append("KL estimates are clamped to [-10, 10]")
+    else:
+        raise ValueError(f"kl kind {kl!r} has no OpenRLHF translation yet")
+
+    # --- aggregation -------------------------------------------------------------------
+    if ratio == "sequence" and agg != "seq_mean_token_mean":
+        t.gaps.append(Gap("aggregation", f"{agg} with a sequence ratio", "'s gspo loss always averages per "
+                          "sequence then over sequences", "seq-mean-token-mean"))
+        eff = _with(eff, "aggregation", "seq_mean_token_mean")
+    elif agg == "seq_mean_token_mean":
+        t.flags += ["--actor.loss_agg_mode", "seq-mean-token-mean"]
+    elif agg == "token_mean":
+        t.flags += ["--actor.loss_agg_mode", "token-mean"]
+    elif agg in ("constant_normalizer", "seq_mean_token_sum"):
+        says = ("the token objectives summed and divided by a constant (responses x L)" if agg == "constant_normalizer"
+                else "the token objectives summed per response, then averaged over responses")
+        t.gaps.append(Gap("aggregation", says, " only averages, per token (token-mean) or per sequence "
+                          "(seq-mean-token-mean)", "token-mean: the same weight for every token of a step, so the "
+                          "gradient's direction is the spec's and only its size changes from step to step (by the "
+                          "step's tokens over the spec's denominator)", ("--actor.loss_agg_mode", "token-mean")))
+        t.flags += ["--actor.loss_agg_mode", "token-mean"]
+        eff = _with(eff, "aggregation", "token_mean")
+    else:
+        raise ValueError(f"aggregation kind {agg!r} has no OpenRLHF translation yet")
+
+    # --- filter --------------------------------------------------------------------------
+    flt = kind["filter"]
+    if flt == "dynamic_sampling":
+        # reward_func returns scores = correctness (0/1): a mean strictly inside (0, 1) is a mixed group.
+        t.flags += ["--algo.dynamic_filtering_enable", "--algo.dynamic_filtering_range", "0", "1"]
+        t.notes.append("dynamic filtering keeps a group when its mean score (correctness, from reward_func) lies "
+                       "strictly inside (0, 1), the spec's rule; OpenRLHF refills until the batch is full instead of "
+                       f"stopping after {par['filter'].get('max_rounds', 4)} rounds")
+    elif flt != "none":
+        raise ValueError(f"filter kind {flt!r} has no OpenRLHF translation yet")
+
+    # --- shaping -------------------------------------------------------------------------
+    shp, sp = kind["shaping"], par["shaping"]
+    if shp == "overlong":
+        t.flags += ["--reward.overlong_buffer_len", str(sp["cache_length"]), "--reward.overlong_penalty_factor", "1"]
+        if sp["max_length"] != max_new_tokens:
+            t.gaps.append(Gap("shaping", f"the overlong penalty ramping up to L_max = {sp['max_length']}",
+                              " measures the buffer back from --rollout.max_new_tokens", f"the ramp ending at "
+                              f"max_new_tokens = {max_new_tokens}"))
+            eff = _with(eff, "shaping", "overlong", {**sp, "max_length": max_new_tokens})
+    elif shp != "none":
+        raise ValueError(f"shaping kind {shp!r} has no OpenRLHF translation yet")
+
+    t.effective = eff
+    return t
+
+
+def _runtime_flags(spec: AlgorithmSpec, t: Translation, opts: RunOptions) -> list[str]:
+    epochs, minibatches = opts.resolved_epochs(spec), opts.resolved_minibatches(spec)
+    if t.single_update:
+        epochs, minibatches = 1, 1
+    samples = opts.prompts_per_step * opts.group_size
+    if samples % minibatches:
+        raise ValueError(f"{samples} samples per rollout do not split into {minibatches} minibatches")
+    gpus = opts.nodes * opts.gpus_per_node
+    if (samples // minibatches) % (opts.micro_batch_size * gpus) and samples // minibatches >= gpus:
+        raise ValueError(f"a minibatch of {samples // minibatches} samples does not split into micro-batches of "
+                         f"{opts.micro_batch_size} on {gpus} GPUs")
+    run_name = opts.run_name or f"{spec.id}-openrlhf-s{opts.seed}"
+    flags = [
+        "--actor.model_name_or_path", opts.model,
+        "--reward.remote_url", opts.reward_file,
+        "--data.prompt_dataset", opts.prompts, "--data.input_key", opts.input_key, "--data.label_key", opts.label_key,
+        "--data.max_len", str(opts.max_len),
+        "--rollout.batch_size", str(opts.prompts_per_step), "--rollout.n_samples_per_prompt", str(opts.group_size),
+        "--rollout.max_new_tokens", str(opts.max_new_tokens), "--rollout.temperature", _fmt(opts.temperature),
+        "--rollout.micro_batch_size", str(opts.micro_batch_size),
+        "--train.batch_size", str(samples // minibatches), "--train.micro_batch_size", str(opts.micro_batch_size),
+        "--train.max_epochs", str(epochs), "--train.num_episodes", "1", "--train.seed", str(opts.seed),
+        "--actor.adam.lr", _fmt(opts.lr), "--actor.adam.betas", _fmt(opts.betas[0]), _fmt(opts.betas[1]),
+        "--actor.adam.weight_decay", "0", "--actor.lr_scheduler", "constant", "--actor.lr_warmup_ratio", "0",
+        "--actor.max_norm", _fmt(opts.grad_clip),
+        "--actor.entropy_coef", "0",  # 0: entropy computed and logged (the tap records it), no entropy bonus
+        "--actor.num_nodes", str(opts.nodes), "--actor.num_gpus_per_node", str(opts.gpus_per_node),
+        "--ref.num_nodes", str(opts.nodes), "--ref.num_gpus_per_node", str(opts.gpus_per_node),
+        "--ds.zero_stage", "2", "--ds.param_dtype", "bf16",
+        "--logger.tensorboard_dir", opts.tensorboard_dir, "--logger.wandb.run_name", run_name,
+        "--logger.logging_steps", "1",
+        "--ckpt.output_dir", opts.save_path, "--ckpt.path", str(Path(opts.save_path) / "checkpoints"),
+    ]
+    if opts.rollouts is not None:
+        flags += ["--data.max_samples", str(opts.rollouts * opts.prompts_per_step)]
+    if spec.components["advantage"].kind == "gae":
+        critic_lr = opts.critic_lr if opts.critic_lr is not None else spec.defaults.critic_lr or 9e-6
+        flags += ["--critic.model_name_or_path", opts.model, "--critic.adam.lr", _fmt(critic_lr),
+                  "--critic.adam.betas", _fmt(opts.betas[0]), _fmt(opts.betas[1]),
+                  "--critic.lr_scheduler", "constant", "--critic.lr_warmup_ratio", "0",
+                  "--critic.num_nodes", str(opts.nodes), "--critic.num_gpus_per_node", str(opts.gpus_per_node)]
+    engines = opts.vllm_engines if opts.vllm_engines is not None else gpus
+    flags += ["--vllm.num_engines", str(engines), "--vllm.tensor_parallel_size", "1"]
+    if opts.colocate:
+        flags += ["--train.colocate_all", "--vllm.enable_sleep", "--ds.enable_sleep",
+                  "--vllm.gpu_memory_utilization", "0.5"]
+    if opts.eval_dataset:
+        flags += ["--eval.dataset", opts.eval_dataset, "--eval.temperature", _fmt(opts.temperature),
+                  "--eval.n_samples_per_prompt", str(opts.eval_samples_per_prompt)]
+        if opts.eval_every:
+            flags += ["--eval.steps", str(opts.eval_every)]
+    return flags
+
+
+@dataclass
+class Command:
+    """A complete command: the argv to run, and everything the tap's manifest records about it."""
+
+    algorithm: str
+    argv: list[str]
+    openrlhf_args: list[str]
+    translation: Translation
+    options: RunOptions
+
+    def shell(self) -> str:
+        return " \\\n    ".join(_wrap_pairs(self.argv))
+
+    def manifest(self) -> dict:
+        t = self.translation
+        return {
+            "format": "unipo-openrlhf-tap/1",
+            "openrlhf_version": OPENRLHF_VERSION,
+            "algorithm": self.algorithm,
+            "requested_config": t.requested.model_dump(mode="json"),
+            "effective_config": t.effective.model_dump(mode="json"),
+            "gaps": [g.as_dict() for g in t.gaps],
+            "approximation_accepted": bool(t.gaps),
+            "notes": t.notes,
+            "options": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self.options).items()},
+            "openrlhf_args": self.openrlhf_args,
+        }
+
+
+def _wrap_pairs(argv: list[str]) -> list[str]:
+    """Group a flag with its values for a readable multi-line shell command."""
+    parts: list[str] = []
+    for item in argv:
+        quoted = shlex.quote(item)
+        if parts and (not item.startswith("--") or not any(p.startswith("--") for p in parts)) and (
+                parts[-1].startswith("--") and parts[-1] != "--" or len(parts) == 1 and not item.startswith("--")):
+            parts[-1] += " " + quoted
+        else:
+            parts.append(quoted)
+    return parts
+
+
+def load_algorithm(name: str) -> AlgorithmSpec:
+    """A spec by id (data/algorithms/<id>.yaml) or by path to a spec file."""
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") and path.exists():
+        return load_spec(path)
+    specs = load_specs(SPEC_DIR)
+    if name not in specs:
+        raise ValueError(f"unknown algorithm {name!r} (known: {', '.join(sorted(specs))}; or give a spec file)")
+    return specs[name]
+
+
+def build_command(algorithm: str | AlgorithmSpec, opts: RunOptions | None = None, *,
+                  accept_approximation: bool = False, tap_dir: str | None = None, tap_fraction: float = 0.25,
+                  python: str | None = None) -> Command:
+    """The command that trains ``algorithm`` on OpenRLHF 0.11.2.
+
+    With ``tap_dir`` the command goes through ``unipo_build.openrlhf.launch``, which starts Ray with
+    the token tap in every worker and then runs OpenRLHF's own entry point with the same arguments.
+    Raises ApproximationRefused when the spec has gaps and ``accept_approximation`` is False.
+    """
+    opts = opts or RunOptions()
+    spec = algorithm if isinstance(algorithm, AlgorithmSpec) else load_algorithm(algorithm)
+    cfg = resolve(spec, max_new_tokens=opts.max_new_tokens)
+    t = translate(cfg, max_new_tokens=opts.max_new_tokens)
+    if t.gaps and not accept_approximation:
+        raise ApproximationRefused(spec.id, t.gaps)
+    args = t.flags + _runtime_flags(spec, t, opts)
+    python = python or "python"
+    if tap_dir is None:
+        argv = [python, "-m", ENTRY_MODULE, *args]
+    else:
+        argv = [python, "-m", LAUNCH_MODULE, "--tap-dir", tap_dir, "--tap-fraction", repr(tap_fraction),
+                "--", *args]
+    return Command(algorithm=spec.id, argv=argv, openrlhf_args=args, translation=t, options=opts)
+
+
+def write_manifest(command: Command, tap_dir: str | Path) -> Path:
+    """Record what is about to run next to the tap's shards (the converter reads it)."""
+    tap_dir = Path(tap_dir)
+    tap_dir.mkdir(parents=True, exist_ok=True)
+    path = tap_dir / "manifest.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({**command.manifest(), "argv": command.argv}, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line: `unipo openrlhf command ALGO` and `unipo train ALGO --engine openrlhf`
+# ---------------------------------------------------------------------------------------------
+
+def add_run_options(p, *, in_train: bool = False) -> None:
+    """The RunOptions flags, shared by `unipo openrlhf command` and `unipo train --engine openrlhf`.
+
+    ``in_train``: `unipo train` already has --model, --seed, --lr and --steps (the number of rollouts).
+    """
+    d = RunOptions()
+    g = p.add_argument_group("OpenRLHF run options (with --engine openrlhf)" if in_train else "OpenRLHF run options")
+    if not in_train:
+        g.add_argument("--model", help=f"actor checkpoint, a local HF directory (default {d.model})")
+        g.add_argument("--rollouts", type=int, default=d.rollouts, help="number of rollouts (default %(default)s)")
+    g.add_argument("--prompts", default=d.prompts, help="training prompts, JSONL (default %(default)s)")
+    g.add_argument("--eval-dataset", default=d.eval_dataset, help="held-out prompts, JSONL; '' for none")
+    g.add_argument("--input-key", default=d.input_key)
+    g.add_argument("--label-key", default=d.label_key)
+    g.add_argument("--reward-file", default=d.reward_file, help="the reward_func file (default: training/reward.py)")
+    g.add_argument("--prompts-per-step", type=int, default=d.prompts_per_step)
+    g.add_argument("--group-size", type=int, default=d.group_size)
+    g.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens)
+    g.add_argument("--max-len", type=int, default=d.max_len)
+    if not in_train:
+        g.add_argument("--eval-every", type=int, default=d.eval_every, help="rollouts between held-out evaluations")
+    g.add_argument("--epochs", type=int)
+    g.add_argument("--minibatches", type=int)
+    g.add_argument("--critic-lr", type=float)
+    g.add_argument("--temperature", type=float, default=d.temperature)
+    g.add_argument("--micro-batch-size", type=int, default=d.micro_batch_size)
+    g.add_argument("--nodes", type=int, default=d.nodes)
+    g.add_argument("--gpus-per-node", type=int, default=d.gpus_per_node)
+    g.add_argument("--vllm-engines", type=int)
+    g.add_argument("--no-colocate", action="store_true", help="give vLLM and the models their own GPUs")
+    g.add_argument("--save-path", default=d.save_path)
+    g.add_argument("--tensorboard-dir", default=d.tensorboard_dir)
+    g.add_argument("--run-name")
+    g.add_argument("--tap-dir", help="where the token tap writes its shards (default <tensorboard-dir>/../tap)")
+    g.add_argument("--tap-fraction", type=float, default=0.25,
+                   help="fraction of prompt groups recorded token by token (default %(default)s)")
+    g.add_argument("--no-tap", action="store_true", help="run OpenRLHF's entry point directly, without the tap")
+    g.add_argument("--accept-approximation", action="store_true",
+                   help="train OpenRLHF's nearest approximation where it cannot express the spec exactly")
+
+
+def options_from_args(args) -> RunOptions:
+    d = RunOptions()
+    return RunOptions(
+        model=args.model or d.model, prompts=args.prompts, eval_dataset=args.eval_dataset or None,
+        input_key=args.input_key, label_key=args.label_key, reward_file=args.reward_file,
+        prompts_per_step=args.prompts_per_step, group_size=args.group_size, max_new_tokens=args.max_new_tokens,
+        max_len=args.max_len, rollouts=getattr(args, "rollouts", None) or getattr(args, "steps", None) or d.rollouts,
+        epochs=args.epochs, minibatches=args.minibatches,
+        lr=args.lr if getattr(args, "lr", None) is not None else d.lr, critic_lr=args.critic_lr,
+        temperature=args.temperature, seed=args.seed, micro_batch_size=args.micro_batch_size, nodes=args.nodes,
+        gpus_per_node=args.gpus_per_node, vllm_engines=args.vllm_engines, colocate=not args.no_colocate,
+        save_path=args.save_path, tensorboard_dir=args.tensorboard_dir, run_name=args.run_name,
+        eval_every=getattr(args, "eval_every", None) or d.eval_every)
+
+
+def tap_dir_for(args) -> str | None:
+    if args.no_tap:
+        return None
+    return args.tap_dir or str(Path(args.tensorboard_dir).parent / "tap")
+
+
+def command_from_args(args) -> Command:
+    return build_command(args.algorithm, options_from_args(args), accept_approximation=args.accept_approximation,
+                         tap_dir=tap_dir_for(args), tap_fraction=args.tap_fraction)
+
+
+def _cmd_command(args) -> int:
+    try:
+        cmd = command_from_args(args)
+    except ApproximationRefused as err:
+        print(str(err), file=sys.stderr)
+        return 2
+    except ValueError as err:
+        print(f"unipo openrlhf command: {err}", file=sys.stderr)
+        return 2
+    t = cmd.translation
+    if args.json:
+        print(json.dumps({**cmd.manifest(), "argv": cmd.argv}, indent=2))
+        return 0
+    print(f"# {cmd.algorithm} on OpenRLHF {OPENRLHF_VERSION}" +
+          (" (approximation accepted)" if t.gaps else " (exact up to the notes below)"))
+    for gap in t.gaps:
+        print(f"# gap, {gap.slot}: {gap.spec_says}; runs instead: {gap.nearest}")
+    for note in t.notes:
+        print(f"# note: {note}")
+    print(cmd.shell())
+    return 0
+
+
+def run_openrlhf(args) -> int:
+    """`unipo train ALGO --engine openrlhf`: check the install, write the manifest, run the command."""
+    import os
+    import subprocess
+
+    from . import VersionError, check_version
+
+    try:
+        cmd = command_from_args(args)
+    except ApproximationRefused as err:
+        print(str(err), file=sys.stderr)
+        return 2
+    except ValueError as err:
+        print(f"unipo train --engine openrlhf: {err}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        print(cmd.shell())
+        return 0
+    try:
+        check_version()
+    except VersionError as err:
+        print(f"unipo train --engine openrlhf: {err}", file=sys.stderr)
+        return 2
+    tap = tap_dir_for(args)
+    if tap is not None:
+        write_manifest(cmd, tap)
+    argv = [sys.executable if a == "python" and i == 0 else a for i, a in enumerate(cmd.argv)]
+    print(f"running: {' '.join(shlex.quote(a) for a in argv)}", flush=True)
+    code = subprocess.call(argv, env=os.environ.copy())
+    if code == 0 and tap is not None:
+        print(f"done; convert the logs with: unipo import openrlhf {shlex.quote(args.tensorboard_dir)} "
+              f"--tap {shlex.quote(tap)} --out work/runs/{cmd.algorithm}-openrlhf")
+    return code
+
+
+def register(sub) -> None:
+    p = sub.add_parser("openrlhf", help="train on OpenRLHF 0.11.2 with a spec: print the command",
+                       description="Work with OpenRLHF 0.11.2, the engine for training at scale.")
+    osub = p.add_subparsers(dest="openrlhf_command", required=True)
+    c = osub.add_parser("command", help="print the OpenRLHF command that trains ALGO",
+                        description="Translate ALGO (a spec id or spec file) and the run options into an OpenRLHF "
+                                    "0.11.2 train_ppo_ray command and print it. Where OpenRLHF cannot express the "
+                                    "spec exactly, the gap and the nearest approximation are named and the command "
+                                    "is refused unless --accept-approximation is given.")
+    c.add_argument("algorithm")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--lr", type=float)
+    c.add_argument("--json", action="store_true", help="print the manifest (flags, gaps, notes, argv) as JSON")
+    add_run_options(c)
+    c.set_defaults(func=_cmd_command)
