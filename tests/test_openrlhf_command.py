@@ -227,3 +227,24 @@ def test_train_engine_openrlhf_dry_run_and_version_guard(capsys, monkeypatch, tm
     err = capsys.readouterr().err
     assert "OpenRLHF 0.10.2 is installed" in err and "exactly 0.11.2" in err
     assert not (tmp_path / "tap").exists()  # nothing written before the guard passes
+
+
+def test_guide_commands_run_as_documented(capsys):
+    """`unipo openrlhf command` lines of the guide as written; its generated per-algorithm lines as dry runs."""
+    import re
+    import shlex
+
+    from unipo_build.openrlhf.docs import train_commands
+
+    text = (ROOT / "docs" / "guides" / "openrlhf.md").read_text(encoding="utf-8")
+    lines = [line.strip() for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+             for line in block.splitlines() if line.strip()]
+    builder = [c for c in lines if c.startswith("unipo openrlhf command ")]
+    assert builder == ["unipo openrlhf command dr_grpo", "unipo openrlhf command dr_grpo --accept-approximation"]
+    assert [cli.main(shlex.split(c)[1:]) for c in builder] == [2, 0]
+    capsys.readouterr()
+    generated = train_commands("gpu")
+    assert len(generated) == len(SPECS)
+    for line in generated:
+        assert cli.main([*shlex.split(line)[1:], "--dry-run"]) == 0, line
+        assert "--actor.num_gpus_per_node 8" in capsys.readouterr().out

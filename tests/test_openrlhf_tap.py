@@ -203,3 +203,24 @@ def test_converted_run_validates_and_shows_the_tapped_tokens(ray_run):
             assert list(t.clip) == extra["engine_clip"]
             assert t.entropy is not None and t.ref_logp is not None and t.kl is not None
             assert response.contribution == pytest.approx(sum(w * o for w, o in zip(t.weight, t.objective)))
+
+
+def test_guide_import_commands_run_as_documented(ray_run, tmp_path):
+    """The guide's import and validate lines, run exactly as written on the worker's shards."""
+    import re
+    import shlex
+    import shutil
+
+    text = (ROOT / "docs" / "guides" / "openrlhf.md").read_text(encoding="utf-8")
+    lines = [line.strip() for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+             for line in block.splitlines() if line.strip()]
+    imports = [c for c in lines if c.startswith(("unipo import ", "unipo validate "))]
+    assert [c.split()[1] for c in imports] == ["import", "validate"]
+    _tb(tmp_path / "work" / "openrlhf" / "tensorboard" / "dapo-openrlhf-s0")
+    shutil.copytree(ray_run["tap_dir"], tmp_path / "work" / "openrlhf" / "tap")
+    unipo = Path(sys.executable).parent / "unipo"
+    for command in imports:
+        result = subprocess.run([str(unipo), *shlex.split(command)[1:]], cwd=tmp_path, capture_output=True,
+                                text=True, timeout=300)
+        assert result.returncode == 0, f"{command}\n{result.stderr}"
+    assert runlog.validate_run(tmp_path / "runs" / "dapo-openrlhf") == []

@@ -35,6 +35,7 @@ MACRO_MODULES: list[str] = [
     "unipo_build.views.macros_inspector",
     "unipo_build.course",
     "unipo_build.chapters",
+    "unipo_build.openrlhf.docs",
 ]
 
 #: Placeholders are ``UNIPOHTML`` + digits + ``X`` + hex: nothing Markdown, Jinja or KaTeX

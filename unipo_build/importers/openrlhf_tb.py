@@ -26,7 +26,8 @@ split it into low and high, which is what the catalogue's clip/frac_low and clip
 are) and every other scalar keep their own names. ``time/wall_s`` is derived from the events'
 wall times. ``eval/<name>`` scalars are kept as metrics ``eval/<name>`` on the step with the
 same global step; when the evaluation reports ``eval_num_samples`` it also becomes an
-EvalRecord (``accuracy_sampled`` = ``eval_pass1``, the mean reward, when it lies in [0, 1];
+EvalRecord (``accuracy_sampled`` = ``eval_pass1``, or OpenRLHF 0.11.2's ``eval_<datasource>_pass1``
+when there is one datasource: the mean reward, when it lies in [0, 1];
 ``mean_length`` = ``eval_response_length_mean``). Scalars at a global step without training
 scalars are kept in the header under ``unmatched_scalars``.
 
@@ -76,6 +77,21 @@ def _collect(src: Path, notes: K.Notes) -> tuple[dict[str, dict[int, tuple[float
     if not series:
         raise LogError(str(src), "the event files hold no scalars")
     return series, files
+
+
+def _pass1(values: dict[str, float], notes: K.Notes) -> float | None:
+    """OpenRLHF 0.11.2 logs eval_<datasource>_pass1 per datasource ('default' when the prompts have no
+    datasource field). A plain eval_pass1 is taken as it is; one datasource gives the run's pass@1."""
+    if "eval_pass1" in values:
+        return values["eval_pass1"]
+    found = {k: v for k, v in values.items() if k.startswith("eval_") and k.endswith("_pass1")}
+    if len(found) == 1:
+        (key, value), = found.items()
+        notes.once(f"accuracy_sampled = {key} (the mean reward of the held-out samples)")
+        return value
+    if found:
+        notes.once("several eval datasources: no single accuracy_sampled (their pass1 kept under scalars)")
+    return None
 
 
 def _tap_header(tap_data) -> dict:
@@ -212,7 +228,7 @@ def import_openrlhf(src: Path, stage: Path, *, algorithm: str | None = None, run
         n = values.get("eval_num_samples")
         if n is not None and n >= 1:
             done = i + 1
-            pass1 = values.get("eval_pass1")
+            pass1 = _pass1(values, notes)
             evals.append(EvalRecord(
                 step=done, phase="end" if done == len(global_steps) else "periodic", n=int(n),
                 accuracy_sampled=pass1 if pass1 is not None and 0 <= pass1 <= 1 else None,
@@ -220,7 +236,8 @@ def import_openrlhf(src: Path, stage: Path, *, algorithm: str | None = None, run
     for record in evals:
         writer.eval(record)
     if evals:
-        notes.add("evaluations with eval_num_samples kept as EvalRecords (accuracy_sampled = eval_pass1)")
+        notes.add("evaluations with eval_num_samples kept as EvalRecords (accuracy_sampled = the pass1 of the "
+                  "single eval datasource)")
     prefix = f"Imported from OpenRLHF TensorBoard scalars ({len(files)} event file(s)) by `unipo import openrlhf`."
     writer.finish(notes=notes.text(prefix))
     return writer.header

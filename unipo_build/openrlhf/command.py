@@ -32,7 +32,8 @@ from . import OPENRLHF_VERSION
 
 ENTRY_MODULE = "openrlhf.cli.train_ppo_ray"
 LAUNCH_MODULE = "unipo_build.openrlhf.launch"
-REWARD_FILE = Path(__file__).resolve().parents[2] / "training" / "reward.py"
+REWARD_FILE = "training/reward.py"  # relative to the checkout; `unipo train --engine openrlhf` makes paths absolute
+PATH_OPTIONS = ("model", "prompts", "eval_dataset", "reward_file", "save_path", "tensorboard_dir")
 
 
 class ApproximationRefused(ValueError):
@@ -74,7 +75,7 @@ class RunOptions:
     eval_dataset: str | None = "data/tasks/eval.jsonl"
     input_key: str = "prompt"
     label_key: str = "answer"
-    reward_file: str = str(REWARD_FILE)
+    reward_file: str = REWARD_FILE
     prompts_per_step: int = 16
     group_size: int = 8
     max_new_tokens: int = 32
@@ -98,6 +99,29 @@ class RunOptions:
     run_name: str | None = None
     eval_every: int | None = 50  # rollouts between held-out evaluations
     eval_samples_per_prompt: int = 1
+
+    @classmethod
+    def from_preset(cls, name: str, **changes) -> "RunOptions":
+        """The in-house trainer's preset (training/presets.py) as OpenRLHF run options."""
+        from training.presets import get_preset  # plain dataclasses: no torch needed
+
+        rl = get_preset(name).rl
+        base = dict(model=f"work/sft-{name}", prompts_per_step=rl.prompts_per_step, group_size=rl.group_size,
+                    max_new_tokens=rl.max_new_tokens, lr=rl.lr, betas=tuple(rl.betas), grad_clip=rl.grad_clip,
+                    temperature=rl.temperature, rollouts=rl.steps, eval_every=rl.eval_every, seed=rl.seed)
+        base.update({k: v for k, v in changes.items() if v is not None})
+        return cls(**base)
+
+    def absolute(self) -> "RunOptions":
+        """The same options with every path that exists here made absolute (Ray workers have their own cwd)."""
+        from dataclasses import replace
+
+        changes = {}
+        for name in PATH_OPTIONS:
+            value = getattr(self, name)
+            if value:
+                changes[name] = str(Path(value).resolve())
+        return replace(self, **changes)
 
     def resolved_epochs(self, spec: AlgorithmSpec) -> int:
         return self.epochs if self.epochs is not None else spec.defaults.epochs
@@ -444,23 +468,26 @@ def add_run_options(p, *, in_train: bool = False) -> None:
     d = RunOptions()
     g = p.add_argument_group("OpenRLHF run options (with --engine openrlhf)" if in_train else "OpenRLHF run options")
     if not in_train:
-        g.add_argument("--model", help=f"actor checkpoint, a local HF directory (default {d.model})")
-        g.add_argument("--rollouts", type=int, default=d.rollouts, help="number of rollouts (default %(default)s)")
+        g.add_argument("--preset", default="tiny", choices=["tiny", "gpu"],
+                       help="take the batch shape, lr, budget and number of rollouts from the in-house trainer's "
+                            "preset (default %(default)s); the flags below override it")
+        g.add_argument("--model", help="actor checkpoint, a local HF directory (default work/sft-<preset>)")
+        g.add_argument("--rollouts", type=int, help="number of rollouts (default: the preset's)")
     g.add_argument("--prompts", default=d.prompts, help="training prompts, JSONL (default %(default)s)")
     g.add_argument("--eval-dataset", default=d.eval_dataset, help="held-out prompts, JSONL; '' for none")
     g.add_argument("--input-key", default=d.input_key)
     g.add_argument("--label-key", default=d.label_key)
     g.add_argument("--reward-file", default=d.reward_file, help="the reward_func file (default: training/reward.py)")
-    g.add_argument("--prompts-per-step", type=int, default=d.prompts_per_step)
-    g.add_argument("--group-size", type=int, default=d.group_size)
-    g.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens)
+    g.add_argument("--prompts-per-step", type=int, help="default: the preset's")
+    g.add_argument("--group-size", type=int, help="default: the preset's")
+    g.add_argument("--max-new-tokens", type=int, help="default: the preset's")
     g.add_argument("--max-len", type=int, default=d.max_len)
     if not in_train:
-        g.add_argument("--eval-every", type=int, default=d.eval_every, help="rollouts between held-out evaluations")
+        g.add_argument("--eval-every", type=int, help="rollouts between held-out evaluations (default: the preset's)")
     g.add_argument("--epochs", type=int)
     g.add_argument("--minibatches", type=int)
     g.add_argument("--critic-lr", type=float)
-    g.add_argument("--temperature", type=float, default=d.temperature)
+    g.add_argument("--temperature", type=float, help="default: the preset's")
     g.add_argument("--micro-batch-size", type=int, default=d.micro_batch_size)
     g.add_argument("--nodes", type=int, default=d.nodes)
     g.add_argument("--gpus-per-node", type=int, default=d.gpus_per_node)
@@ -478,18 +505,17 @@ def add_run_options(p, *, in_train: bool = False) -> None:
 
 
 def options_from_args(args) -> RunOptions:
-    d = RunOptions()
-    return RunOptions(
-        model=args.model or d.model, prompts=args.prompts, eval_dataset=args.eval_dataset or None,
+    """RunOptions from the preset, overridden by every flag given (`unipo train` says --steps for rollouts)."""
+    return RunOptions.from_preset(
+        args.preset, model=args.model, prompts=args.prompts, eval_dataset=args.eval_dataset or None,
         input_key=args.input_key, label_key=args.label_key, reward_file=args.reward_file,
         prompts_per_step=args.prompts_per_step, group_size=args.group_size, max_new_tokens=args.max_new_tokens,
-        max_len=args.max_len, rollouts=getattr(args, "rollouts", None) or getattr(args, "steps", None) or d.rollouts,
-        epochs=args.epochs, minibatches=args.minibatches,
-        lr=args.lr if getattr(args, "lr", None) is not None else d.lr, critic_lr=args.critic_lr,
+        max_len=args.max_len, rollouts=getattr(args, "rollouts", None) or getattr(args, "steps", None),
+        epochs=args.epochs, minibatches=args.minibatches, lr=args.lr, critic_lr=args.critic_lr,
         temperature=args.temperature, seed=args.seed, micro_batch_size=args.micro_batch_size, nodes=args.nodes,
         gpus_per_node=args.gpus_per_node, vllm_engines=args.vllm_engines, colocate=not args.no_colocate,
         save_path=args.save_path, tensorboard_dir=args.tensorboard_dir, run_name=args.run_name,
-        eval_every=getattr(args, "eval_every", None) or d.eval_every)
+        eval_every=getattr(args, "eval_every", None))
 
 
 def tap_dir_for(args) -> str | None:
@@ -498,9 +524,14 @@ def tap_dir_for(args) -> str | None:
     return args.tap_dir or str(Path(args.tensorboard_dir).parent / "tap")
 
 
-def command_from_args(args) -> Command:
-    return build_command(args.algorithm, options_from_args(args), accept_approximation=args.accept_approximation,
-                         tap_dir=tap_dir_for(args), tap_fraction=args.tap_fraction)
+def command_from_args(args, *, absolute: bool = False) -> Command:
+    opts = options_from_args(args)
+    tap = tap_dir_for(args)
+    if absolute:
+        opts = opts.absolute()
+        tap = str(Path(tap).resolve()) if tap else None
+    return build_command(args.algorithm, opts, accept_approximation=args.accept_approximation, tap_dir=tap,
+                         tap_fraction=args.tap_fraction)
 
 
 def _cmd_command(args) -> int:
@@ -534,7 +565,7 @@ def run_openrlhf(args) -> int:
     from . import VersionError, check_version
 
     try:
-        cmd = command_from_args(args)
+        cmd = command_from_args(args, absolute=not args.dry_run)
     except ApproximationRefused as err:
         print(str(err), file=sys.stderr)
         return 2
@@ -551,6 +582,7 @@ def run_openrlhf(args) -> int:
         return 2
     tap = tap_dir_for(args)
     if tap is not None:
+        tap = str(Path(tap).resolve())
         write_manifest(cmd, tap)
     argv = [sys.executable if a == "python" and i == 0 else a for i, a in enumerate(cmd.argv)]
     print(f"running: {' '.join(shlex.quote(a) for a in argv)}", flush=True)
