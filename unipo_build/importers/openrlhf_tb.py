@@ -138,20 +138,22 @@ def import_openrlhf(src: Path, stage: Path, *, algorithm: str | None = None, run
     loc = K.Loc(str(src))
     specs = K.known_specs()
     config, name = None, algorithm or "unknown"
-    if algorithm is not None:
-        spec_id = K.match_spec(algorithm, specs)
-        if spec_id is not None:
-            name = spec_id
-            config = K.resolve_for_import(specs[spec_id], {}, max_new_tokens, loc, notes, hparams_field=False)
+    effective = None
     if tap_data is not None and tap_data.manifest is not None:
         from ..openrlhf.convert import effective_config
 
         effective = effective_config(tap_data, str(Path(tap) / "manifest.json"))
-        if effective is not None:
-            config, name = effective, tap_data.manifest.get("algorithm", name)
-            for gap in tap_data.manifest.get("gaps", []):
-                notes.once(f"approximation trained (OpenRLHF cannot express the spec): {gap.get('slot')}: "
-                           f"{gap.get('nearest')}")
+    if effective is not None and (algorithm is None or algorithm == tap_data.manifest.get("algorithm")):
+        # What OpenRLHF ran, resolved when the command was built (budget included).
+        config, name = effective, tap_data.manifest.get("algorithm", name)
+        for gap in tap_data.manifest.get("gaps", []):
+            notes.once(f"approximation trained (OpenRLHF cannot express the spec): {gap.get('slot')}: "
+                       f"{gap.get('nearest')}")
+    elif algorithm is not None:
+        spec_id = K.match_spec(algorithm, specs)
+        if spec_id is not None:
+            name = spec_id
+            config = K.resolve_for_import(specs[spec_id], {}, max_new_tokens, loc, notes, hparams_field=False)
     if config is None:
         notes.add(f"algorithm {name!r}: not one of ours ({', '.join(sorted(specs))}), algorithm_config is null"
                   if algorithm else "algorithm unknown (TensorBoard does not record it; pass --algorithm)")

@@ -27,6 +27,7 @@ keeps logp = old_logp (ratio 1), noted.
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,8 @@ from .tap import SHARD_FORMAT
 MANIFEST = "manifest.json"
 SAMPLE_FIELDS = ("ids", "text", "old_logp", "advantage")
 UPDATE_FIELDS = ("logp", "old_logp", "advantage", "ratio", "clip")
+SAMPLE_OPTIONAL = ("ref_logp", "kl", "value", "return")
+UPDATE_OPTIONAL = ("entropy",)
 
 
 @dataclass
@@ -87,11 +90,11 @@ def _read_shard(path: Path, data: TapData, notes: K.Notes) -> None:
         elif kind == "sample":
             rollout = _int(record, "rollout", loc)
             loc.step = rollout
-            _check_arrays(record, SAMPLE_FIELDS, loc)
+            _check_arrays(record, SAMPLE_FIELDS, loc, SAMPLE_OPTIONAL)
             data.samples[rollout].append(record)
         elif kind == "update":
             loc.step = None
-            _check_arrays(record, UPDATE_FIELDS, loc)
+            _check_arrays(record, UPDATE_FIELDS, loc, UPDATE_OPTIONAL)
             key = record.get("key")
             if not isinstance(key, str):
                 raise loc.error("required: the sample's key", "key")
@@ -107,9 +110,10 @@ def _int(record: dict, name: str, loc: K.Loc, minimum: int = 0) -> int:
     return value
 
 
-def _check_arrays(record: dict, names: tuple[str, ...], loc: K.Loc) -> None:
+def _check_arrays(record: dict, names: tuple[str, ...], loc: K.Loc, optional: tuple[str, ...] = ()) -> None:
+    """Required token arrays (and optional ones, when not null): lists of one length, finite numbers."""
     n = None
-    for name in names:
+    for name in names + tuple(o for o in optional if record.get(o) is not None):
         values = record.get(name)
         if not isinstance(values, list):
             raise loc.error("required: a list" if values is None else f"expected a list, got {K._type_name(values)}",
@@ -120,7 +124,7 @@ def _check_arrays(record: dict, names: tuple[str, ...], loc: K.Loc) -> None:
             raise loc.error(f"has {len(values)} elements, expected {n} (one per response token)", name)
         if name not in ("ids", "text", "clip"):
             for i, v in enumerate(values):
-                if not K.is_number(v):
+                if not K.is_number(v) or not math.isfinite(v):
                     raise loc.error(f"element {i} is {v!r}, not a finite number", name)
 
 
