@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.training_fixtures import coin_flip_score, save_tiny_checkpoint
+from training_fixtures import coin_flip_score, save_tiny_checkpoint
 from unipo_build import chapters, runlog
 from unipo_build.moments import find_moment
 from unipo_build.runs import get_run

@@ -185,7 +185,7 @@ def course_runs_dir(tmp_path_factory) -> Path:
         return SHIPPED
     pytest.importorskip("torch")
     import training.rl as rl
-    from tests.training_fixtures import save_tiny_checkpoint
+    from training_fixtures import save_tiny_checkpoint
 
     root = tmp_path_factory.mktemp("course-runs")
     checkpoint = save_tiny_checkpoint(tmp_path_factory.mktemp("course-policy"))
@@ -274,7 +274,7 @@ def test_figures_on_real_logs(course_env):
 
 @pytest.fixture(scope="session")
 def course_site(course_runs_dir, tmp_path_factory):
-    from tests.conftest import build_site, free_port
+    from conftest import build_site, free_port
 
     url = f"http://127.0.0.1:{free_port()}/unipo/"
     build = build_site(tmp_path_factory.mktemp("course-site"), site_url=url,

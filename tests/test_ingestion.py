@@ -23,7 +23,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from tests.training_fixtures import coin_flip_score, save_tiny_checkpoint  # noqa: E402
+from training_fixtures import coin_flip_score, save_tiny_checkpoint  # noqa: E402
 from unipo_build import macros, runlog, runs  # noqa: E402
 
 pytestmark = pytest.mark.slow

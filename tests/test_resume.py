@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from tests.training_fixtures import save_tiny_checkpoint  # noqa: E402
+from training_fixtures import save_tiny_checkpoint  # noqa: E402
 from unipo_build import runlog  # noqa: E402
 
 pytestmark = pytest.mark.slow

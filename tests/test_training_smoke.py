@@ -13,7 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tests.training_fixtures import coin_flip_score, save_tiny_checkpoint  # noqa: E402
+from training_fixtures import coin_flip_score, save_tiny_checkpoint  # noqa: E402
 from unipo_build import runlog  # noqa: E402
 from unipo_build.recompute import check_step  # noqa: E402
 from unipo_build.specs import load_specs  # noqa: E402

@@ -35,10 +35,11 @@ from torch import nn
 
 from unipo_build import objective as O
 from unipo_build.components import clipped_value_loss, explained_variance
-from unipo_build.runlog import RunWriter, iter_steps
+from unipo_build.runlog import RunWriter
 from unipo_build.schema import (EvalRecord, Hardware, ModelInfo, PromptGroup, Response, RewardComponentInfo,
                                 RewardInfo, RunHeader, StepRecord, TaskInfo)
-from unipo_build.specs import SPEC_DIR, AlgorithmSpec, load_spec, load_specs, resolve
+from unipo_build.specs import AlgorithmSpec, resolve
+from unipo_build.specs import load_algorithm as specs_load_algorithm
 
 from . import records
 from .evaluate import evaluate
@@ -154,13 +155,10 @@ def git_commit() -> str | None:
 
 
 def load_algorithm(name: str) -> AlgorithmSpec:
-    path = Path(name)
-    if path.suffix in (".yaml", ".yml") or path.exists():
-        return load_spec(path)
-    specs = load_specs(SPEC_DIR)
-    if name not in specs:
-        raise SystemExit(f"unknown algorithm {name!r}: known {', '.join(sorted(specs))} (or pass a spec file path)")
-    return specs[name]
+    try:
+        return specs_load_algorithm(name)
+    except ValueError as err:
+        raise SystemExit(str(err)) from None
 
 
 def load_rows(task: str | None, preset) -> tuple[list[dict], list[dict], str]:

@@ -450,6 +450,20 @@ def lineage(specs: dict[str, AlgorithmSpec]) -> list[AlgorithmSpec]:
     return ordered
 
 
+def load_algorithm(name: str) -> AlgorithmSpec:
+    """A spec by id (data/algorithms/<id>.yaml) or by the path of a spec file.
+
+    Raises SpecError for a bad spec file and ValueError naming the known ids for an unknown one.
+    """
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return load_spec(path)
+    specs = load_specs(SPEC_DIR)
+    if name not in specs:
+        raise ValueError(f"unknown algorithm {name!r} (known: {', '.join(sorted(specs))}; or give a spec file path)")
+    return specs[name]
+
+
 # ---------------------------------------------------------------------------
 # Resolution: the concrete configuration a run trains with (copied into its log)
 # ---------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..specs import SPEC_DIR, AlgorithmSpec, ResolvedAlgorithm, ResolvedComponent, load_spec, load_specs, resolve
+from ..specs import AlgorithmSpec, ResolvedAlgorithm, ResolvedComponent, load_algorithm, resolve
 from . import OPENRLHF_VERSION
 
 ENTRY_MODULE = "openrlhf.cli.train_ppo_ray"
@@ -409,17 +409,6 @@ def _wrap_pairs(argv: list[str]) -> list[str]:
     return parts
 
 
-def load_algorithm(name: str) -> AlgorithmSpec:
-    """A spec by id (data/algorithms/<id>.yaml) or by path to a spec file."""
-    path = Path(name)
-    if path.suffix in (".yaml", ".yml") and path.exists():
-        return load_spec(path)
-    specs = load_specs(SPEC_DIR)
-    if name not in specs:
-        raise ValueError(f"unknown algorithm {name!r} (known: {', '.join(sorted(specs))}; or give a spec file)")
-    return specs[name]
-
-
 def build_command(algorithm: str | AlgorithmSpec, opts: RunOptions | None = None, *,
                   accept_approximation: bool = False, tap_dir: str | None = None, tap_fraction: float = 0.25,
                   python: str | None = None) -> Command:
@@ -534,14 +523,20 @@ def command_from_args(args, *, absolute: bool = False) -> Command:
                          tap_fraction=args.tap_fraction)
 
 
-def _cmd_command(args) -> int:
+def _command_or_message(args, prog: str, *, absolute: bool = False) -> Command | None:
+    """The command, or None after printing why there is none (a gap not accepted, a bad option)."""
     try:
-        cmd = command_from_args(args)
+        return command_from_args(args, absolute=absolute)
     except ApproximationRefused as err:
         print(str(err), file=sys.stderr)
-        return 2
     except ValueError as err:
-        print(f"unipo openrlhf command: {err}", file=sys.stderr)
+        print(f"{prog}: {err}", file=sys.stderr)
+    return None
+
+
+def _cmd_command(args) -> int:
+    cmd = _command_or_message(args, "unipo openrlhf command")
+    if cmd is None:
         return 2
     t = cmd.translation
     if args.json:
@@ -564,13 +559,8 @@ def run_openrlhf(args) -> int:
 
     from . import VersionError, check_version
 
-    try:
-        cmd = command_from_args(args, absolute=not args.dry_run)
-    except ApproximationRefused as err:
-        print(str(err), file=sys.stderr)
-        return 2
-    except ValueError as err:
-        print(f"unipo train --engine openrlhf: {err}", file=sys.stderr)
+    cmd = _command_or_message(args, "unipo train --engine openrlhf", absolute=not args.dry_run)
+    if cmd is None:
         return 2
     if args.dry_run:
         print(cmd.shell())
