@@ -103,6 +103,35 @@ npm_ci() {
   echo "$stamp" >"$stamp_file"
 }
 
+# OpenRLHF 0.11.2's Python code, for tests/test_openrlhf_parity.py (CPU only). openrlhf and
+# deepspeed go in with --no-deps: openrlhf pins transformers==5.15.0 and pulls flash-attn and
+# a deepspeed build that need CUDA, and the parity test needs only its Python code (flash_attn
+# and vllm are stubbed in tests/openrlhf_stubs). OPENRLHF_CPU_DEPS is what its modules import
+# when loaded; none of them moves torch or transformers (checked after the install).
+OPENRLHF_CPU_DEPS=("ray==2.55.0" peft torchdata pylatexenc einops hjson ninja py-cpuinfo aiohttp)
+install_openrlhf_cpu() {
+  local check='import importlib.metadata as m, sys
+pins = {"openrlhf": "0.11.2", "ray": "2.55.0", "deepspeed": "0.19.6"}
+try:
+    ok = all(m.version(k) == v for k, v in pins.items())
+    for name in ("peft", "torchdata", "pylatexenc", "einops", "hjson", "ninja", "py-cpuinfo", "aiohttp"):
+        m.version(name)
+except m.PackageNotFoundError:
+    ok = False
+sys.exit(0 if ok else 1)'
+  if "$VPY" -c "$check" >/dev/null 2>&1; then
+    return 0
+  fi
+  local stack='import importlib.metadata as m; print(m.version("torch"), m.version("transformers"))' before after
+  before="$("$VPY" -c "$stack" 2>/dev/null || echo missing)"
+  say "pip install --no-deps openrlhf==0.11.2 (+ its CPU-side imports, deepspeed without ops)"
+  quiet "$VPY" -m pip install -q --no-deps openrlhf==0.11.2
+  quiet "$VPY" -m pip install -q "${OPENRLHF_CPU_DEPS[@]}"
+  quiet env DS_BUILD_OPS=0 "$VPY" -m pip install -q --no-deps --no-build-isolation deepspeed==0.19.6
+  after="$("$VPY" -c "$stack" 2>/dev/null || echo missing)"
+  [ "$before" = "$after" ] || die "installing OpenRLHF's CPU set changed torch/transformers ($before -> $after)"
+}
+
 have_browser() {
   [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]
 }

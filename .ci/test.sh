@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: .venv with torch (CPU) and the train + dev extras, the browser
-# libraries from npm, Chromium for the browser tests, then pytest. Arguments go to pytest.
+# The whole test suite: .venv with torch (CPU) and the train + dev extras, OpenRLHF's Python
+# code for the parity test, the browser libraries from npm, Chromium for the browser tests,
+# then pytest. Arguments go to pytest.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$REPO_ROOT"
@@ -12,6 +13,7 @@ if ! "$VPY" -c 'import sys, torch; sys.exit(torch.__version__.split("+")[0] != "
   quiet "$VPY" -m pip install -q torch==2.13.0
 fi
 pip_install_project ".[train,dev]"
+install_openrlhf_cpu
 npm_ci
 
 if ! have_browser; then
@@ -26,6 +28,8 @@ fi
 if have_browser; then
   export UNIPO_REQUIRE_BROWSER=1
 fi
+# OpenRLHF was installed above: a parity test that cannot import it fails instead of skipping.
+export UNIPO_REQUIRE_OPENRLHF=1
 
 say "pytest"
 rc=0

@@ -214,6 +214,9 @@ def translate(cfg: ResolvedAlgorithm, *, max_new_tokens: int) -> Translation:
     else:
         raise ValueError(f"advantage kind {adv!r} has no OpenRLHF translation yet")
 
+    t.notes.append("rewards after the baseline (and before any KL in the reward) are clamped to [-10, 10] "
+                   "(--reward.clip_range)")
+
     # --- ratio and clip ------------------------------------------------------------------
     ratio, clip, cp = kind["ratio"], kind["clip"], par["clip"]
     if ratio == "token":
