@@ -3,64 +3,11 @@
 from __future__ import annotations
 
 import os
-import re
-import socket
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-@dataclass(frozen=True)
-class SiteBuild:
-    """Result of ``mkdocs build --strict``; ``log`` is None when UNIPO_SITE_DIR was reused.
-
-    ``site_url`` is the URL the site was built for (its sitemap lists pages under it).
-    Material's instant navigation only follows links found in the sitemap, so the browser
-    tests serve the site at this URL when they can.
-    """
-
-    site_dir: Path
-    returncode: int | None
-    log: str | None
-    site_url: str | None = None
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def sitemap_root(site_dir: Path) -> str | None:
-    """The first <loc> of the built sitemap: the site_url the site was built for."""
-    sitemap = site_dir / "sitemap.xml"
-    if not sitemap.is_file():
-        return None
-    match = re.search(r"<loc>\s*([^<\s]+)\s*</loc>", sitemap.read_text(encoding="utf-8"))
-    return match.group(1) if match else None
-
-
-def build_site(
-    site_dir: Path, *, site_url: str | None = None, extra_env: dict[str, str] | None = None
-) -> SiteBuild:
-    """Run ``mkdocs build --strict`` into ``site_dir`` in a subprocess."""
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", **(extra_env or {}))
-    if site_url:
-        env["UNIPO_SITE_URL"] = site_url
-    proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    return SiteBuild(site_dir, proc.returncode, proc.stdout + proc.stderr, site_url)
+from site_build import REPO_ROOT, SiteBuild, build_site, free_port, sitemap_root
 
 
 @pytest.fixture(scope="session")

@@ -274,7 +274,7 @@ def test_figures_on_real_logs(course_env):
 
 @pytest.fixture(scope="session")
 def course_site(course_runs_dir, tmp_path_factory):
-    from conftest import build_site, free_port
+    from site_build import build_site, free_port
 
     url = f"http://127.0.0.1:{free_port()}/unipo/"
     build = build_site(tmp_path_factory.mktemp("course-site"), site_url=url,
