@@ -13,6 +13,7 @@ from unipo_build.importers import import_log
 from unipo_build.importers.tfevents import encode_event, encode_record
 from unipo_build.openrlhf.command import build_command, write_manifest
 from unipo_build.openrlhf.tap import SHARD_FORMAT, sample_key
+from unipo_build.recompute import check_step
 
 
 def _tb(path: Path, steps: int = 1) -> Path:
@@ -73,9 +74,16 @@ def test_join_last_update_and_hand_worked_weights(tap_dir, tmp_path):
     header = import_log("openrlhf", _tb(tmp_path / "tb"), out, tap=tap_dir)
     assert runlog.validate_run(out) == []
     assert header.algorithm == "dapo" and header.model_extra["openrlhf"]["gaps"] == []
+    # from the manifest: the run's name, model, prompts and reward file
+    assert header.run_id == "dapo-openrlhf-s0" and header.model.name == "work/sft-tiny"
+    assert header.task.source == "data/tasks/train.jsonl" and "training/reward.py" in header.reward.description
     assert "cut off" in header.notes and "logp = old_logp (ratio 1)" in header.notes
     detail = runlog.read_json_model(out / "tokens" / "step_000000.json", runlog.StepDetail)
     (r0, r1), (r2, r3) = [g.responses for g in detail.prompts]
+    assert detail.objective == pytest.approx(sum(r.contribution for r in (r0, r1, r2, r3)))
+    assert check_step(header.algorithm_config, detail) == []  # the site's own recomputation agrees
+    (step,) = list(runlog.iter_steps(out))
+    assert step.metrics["objective"] == -0.25  # TensorBoard's, over every group and update
     # response 0: last update logp [-0.5, -1.0], old -1: ratio [e^0.5, 1]; A > 0 and e^0.5 = 1.65 > 1.28: clipped high
     assert r0.tokens.ratio == pytest.approx([math.exp(0.5), 1.0])
     assert list(r0.tokens.clip) == [1, 0] and r0.tokens.model_extra["engine_clip"] == [1, 0]

@@ -27,6 +27,7 @@ from unipo_build.importers import import_log
 from unipo_build.importers.tfevents import encode_event, encode_record
 from unipo_build.openrlhf import VersionError, check_version, tap
 from unipo_build.openrlhf.command import RunOptions, build_command, write_manifest
+from unipo_build.recompute import check_step
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -193,6 +194,7 @@ def test_converted_run_validates_and_shows_the_tapped_tokens(ray_run):
     assert step.has_tokens and step.metrics["objective"] == pytest.approx(0.01)
     detail = runlog.read_json_model(out / runlog.TOKENS_DIR / "step_000000.json", runlog.StepDetail)
     assert [g.index for g in detail.groups] == [0, 1] and all(g.detailed for g in detail.groups)
+    assert check_step(header.algorithm_config, detail) == []  # the site's recomputation of every token
     assert [p.prompt for p in detail.prompts] == [r["prompt"] for r in ray_run["rows"]]
     for group in detail.prompts:
         assert len(group.responses) == 4

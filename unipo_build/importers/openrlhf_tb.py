@@ -94,13 +94,24 @@ def _pass1(values: dict[str, float], notes: K.Notes) -> float | None:
     return None
 
 
-def _tap_header(tap_data) -> dict:
-    """Header fields from the tap's manifest: what was asked for, what ran, and how."""
+def _tap_description(tap_data) -> dict:
+    """Header fields from the tap's manifest: what was asked for, what ran, with what, and how."""
     if tap_data is None or tap_data.manifest is None:
         return {}
     m = tap_data.manifest
     options = m.get("options") or {}
-    return {
+    described = {}
+    if options.get("run_name"):
+        described["run_id"] = options["run_name"]
+    if options.get("prompts"):
+        described["task"] = TaskInfo(name=f"prompts of {options['prompts']}", source=str(options["prompts"]))
+    if options.get("model"):
+        described["model"] = ModelInfo(name=str(options["model"]), checkpoint=str(options["model"]))
+    if options.get("reward_file"):
+        described["reward"] = RewardInfo(description=f"reward_func of {options['reward_file']}, loaded by OpenRLHF")
+    if m.get("algorithm"):
+        described["title"] = f"{m['algorithm']} on OpenRLHF {m.get('openrlhf_version', '')}".strip()
+    return {**described,
         "hyperparameters": {k: v for k, v in options.items() if v is not None},
         "seed": options.get("seed"),
         "openrlhf": {"version": m.get("openrlhf_version"), "gaps": m.get("gaps", []),
@@ -181,16 +192,16 @@ def import_openrlhf(src: Path, stage: Path, *, algorithm: str | None = None, run
     if unmatched:
         notes.add("scalars at global steps without training scalars kept in the header (unmatched_scalars)")
 
+    described = _tap_description(tap_data)
     header = RunHeader(
-        run_id=K.check_run_id(run_id or K.run_id_from(Path(src).resolve())),
+        run_id=K.check_run_id(run_id or described.pop("run_id", None) or K.run_id_from(Path(src).resolve())),
         algorithm=name,
         algorithm_config=config,
-        title=f"{name} (imported from OpenRLHF TensorBoard logs)",
-        task=TaskInfo(name="unknown (TensorBoard does not record it)", source=str(src)),
-        reward=RewardInfo(description="unknown (TensorBoard does not record it)"),
-        model=ModelInfo(name="unknown (TensorBoard does not record it)"),
+        **{"title": f"{name} (imported from OpenRLHF TensorBoard logs)",
+           "task": TaskInfo(name="unknown (TensorBoard does not record it)", source=str(src)),
+           "reward": RewardInfo(description="unknown (TensorBoard does not record it)"),
+           "model": ModelInfo(name="unknown (TensorBoard does not record it)"), **described},
         engine="openrlhf",
-        **_tap_header(tap_data),
         created_at=datetime.fromtimestamp(start, tz=timezone.utc),
         finished_at=datetime.fromtimestamp(max(walls), tz=timezone.utc),
         imported_from={"format": "openrlhf", "path": str(src),
@@ -218,11 +229,15 @@ def import_openrlhf(src: Path, stage: Path, *, algorithm: str | None = None, run
         extras = {"source_step": g} if g != i else {}
         detail = details.get(i)
         if detail is not None:
-            objective = metrics.get("objective")
-            if objective is None:
-                objective = sum(grp.contribution for grp in detail.groups)
+            # The token file's J is that of its own responses (their weights are computed over them), so
+            # the inspector's groups add up to it; TensorBoard's objective, a mean over the rollout's
+            # updates of every group, stays the step's metric.
+            objective = sum(grp.contribution for grp in detail.groups)
+            if metrics.get("objective") is None:
                 metrics["objective"] = objective
                 notes.once("step objective = sum of the tapped groups' contributions where TensorBoard has none")
+            notes.once("a token file's step objective = the sum of its tapped groups' contributions (the step's "
+                       "objective metric is TensorBoard's, over all groups and updates)")
             writer.step_detail(detail.model_copy(update={"objective": objective}))
         writer.step(StepRecord(step=i, rollout=i, first_in_rollout=True, metrics=metrics,
                                has_tokens=detail is not None, **extras))

@@ -327,7 +327,7 @@ def _runtime_flags(spec: AlgorithmSpec, t: Translation, opts: RunOptions) -> lis
     if (samples // minibatches) % (opts.micro_batch_size * gpus) and samples // minibatches >= gpus:
         raise ValueError(f"a minibatch of {samples // minibatches} samples does not split into micro-batches of "
                          f"{opts.micro_batch_size} on {gpus} GPUs")
-    run_name = opts.run_name or f"{spec.id}-openrlhf-s{opts.seed}"
+    run_name = opts.run_name
     flags = [
         "--actor.model_name_or_path", opts.model,
         "--reward.remote_url", opts.reward_file,
@@ -423,6 +423,10 @@ def build_command(algorithm: str | AlgorithmSpec, opts: RunOptions | None = None
     """
     opts = opts or RunOptions()
     spec = algorithm if isinstance(algorithm, AlgorithmSpec) else load_algorithm(algorithm)
+    if opts.run_name is None:  # the TensorBoard subdirectory, and the imported run's id
+        from dataclasses import replace
+
+        opts = replace(opts, run_name=f"{spec.id}-openrlhf-s{opts.seed}")
     cfg = resolve(spec, max_new_tokens=opts.max_new_tokens)
     t = translate(cfg, max_new_tokens=opts.max_new_tokens)
     if t.gaps and not accept_approximation:
