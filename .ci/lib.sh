@@ -108,13 +108,13 @@ npm_ci() {
 # a deepspeed build that need CUDA, and the parity test needs only its Python code (flash_attn
 # and vllm are stubbed in tests/openrlhf_stubs). OPENRLHF_CPU_DEPS is what its modules import
 # when loaded; none of them moves torch or transformers (checked after the install).
-OPENRLHF_CPU_DEPS=("ray==2.55.0" peft torchdata pylatexenc einops hjson ninja py-cpuinfo aiohttp)
+OPENRLHF_CPU_DEPS=("ray==2.55.0" peft torchdata pylatexenc einops hjson ninja py-cpuinfo aiohttp pillow)
 install_openrlhf_cpu() {
   local check='import importlib.metadata as m, sys
 pins = {"openrlhf": "0.11.2", "ray": "2.55.0", "deepspeed": "0.19.6"}
 try:
     ok = all(m.version(k) == v for k, v in pins.items())
-    for name in ("peft", "torchdata", "pylatexenc", "einops", "hjson", "ninja", "py-cpuinfo", "aiohttp"):
+    for name in ("peft", "torchdata", "pylatexenc", "einops", "hjson", "ninja", "py-cpuinfo", "aiohttp", "pillow"):
         m.version(name)
 except m.PackageNotFoundError:
     ok = False
