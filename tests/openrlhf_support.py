@@ -23,7 +23,7 @@ OPENRLHF_VERSION = "0.11.2"
 
 INSTALL_HINT = (
     f"pip install --no-deps openrlhf=={OPENRLHF_VERSION} && "
-    'pip install "ray==2.55.0" peft torchdata pylatexenc einops hjson ninja py-cpuinfo aiohttp && '
+    'pip install "ray==2.55.0" peft torchdata pylatexenc einops hjson ninja py-cpuinfo aiohttp pillow && '
     "DS_BUILD_OPS=0 pip install --no-deps --no-build-isolation deepspeed==0.19.6 "
     "(or source .ci/lib.sh && install_openrlhf_cpu)"
 )

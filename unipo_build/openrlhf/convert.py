@@ -185,6 +185,7 @@ def step_details(data: TapData, cfg: ResolvedAlgorithm | None, notes: K.Notes) -
                 seen.add(s["key"])
     details = {}
     max_ratio_gap = 0.0
+    kl_in_loss = cfg is not None and cfg.kind("kl") == "in_loss"
     for rollout, record in sorted(data.rollouts.items()):
         samples = {}
         for s in data.samples.get(rollout, []):
@@ -204,9 +205,12 @@ def step_details(data: TapData, cfg: ResolvedAlgorithm | None, notes: K.Notes) -
                 else:
                     logp, old, adv, entropy = update["logp"], update["old_logp"], update["advantage"], \
                         update.get("entropy")
+                # The sample's KL is the rollout's (old_logp against ref_logp): what a KL in the reward
+                # used. A KL in the loss is taken at the update's logp, so it is recomputed from ref_logp.
+                kl = None if kl_in_loss else s.get("kl")
                 inputs.append(K.TokenInputs(loc=loc, ids=s["ids"], text=s["text"], logp=logp, old_logp=old,
                                             advantage=adv, ref_logp=s.get("ref_logp"), value=s.get("value"),
-                                            return_=s.get("return"), kl=s.get("kl"), entropy=entropy))
+                                            return_=s.get("return"), kl=kl, entropy=entropy))
                 extras.append({} if update is None else {"engine_ratio": update["ratio"],
                                                          "engine_clip": update["clip"]})
                 rows.append(s)
