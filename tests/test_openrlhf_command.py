@@ -18,7 +18,7 @@ import pytest
 from unipo_build import cli
 from unipo_build.objective import clip_bounds
 from unipo_build.openrlhf import command as C
-from unipo_build.specs import SPEC_DIR, load_specs, resolve
+from unipo_build.specs import SPEC_DIR, load_specs
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted(load_specs(SPEC_DIR))
@@ -38,7 +38,7 @@ def flag_values(args: list[str], flag: str) -> list[str]:
 
 def test_the_shipped_specs_split_into_exact_and_approximated():
     for name in SPECS:
-        t = C.translate(resolve(load_specs(SPEC_DIR)[name], max_new_tokens=32), max_new_tokens=32)
+        t = C.translation_for(load_specs(SPEC_DIR)[name], 32)
         assert (not t.gaps) == (name in EXACT), (name, t.gaps)
 
 
@@ -248,3 +248,23 @@ def test_guide_commands_run_as_documented(capsys):
     for line in generated:
         assert cli.main([*shlex.split(line)[1:], "--dry-run"]) == 0, line
         assert "--actor.num_gpus_per_node 8" in capsys.readouterr().out
+
+
+def test_train_engine_openrlhf_writes_the_manifest_and_runs_with_absolute_paths(capsys, monkeypatch, tmp_path):
+    import subprocess
+
+    import unipo_build.openrlhf as pkg
+
+    ran = []
+    monkeypatch.setattr(pkg, "installed_version", lambda: "0.11.2")
+    monkeypatch.setattr(subprocess, "call", lambda argv: ran.append(argv) or 0)
+    tap = tmp_path / "tap"
+    assert cli.main(["train", "dapo", "--engine", "openrlhf", "--tap-dir", str(tap)]) == 0
+    (argv,) = ran
+    assert argv[:3] == [sys.executable, "-m", C.LAUNCH_MODULE] and argv[4] == str(tap)
+    args = argv[argv.index("--") + 1:]
+    assert flag_values(args, "--reward.remote_url") == [str(ROOT / "training" / "reward.py")]
+    assert Path(flag_values(args, "--actor.model_name_or_path")[0]).is_absolute()
+    manifest = json.loads((tap / "manifest.json").read_text())
+    assert manifest["algorithm"] == "dapo" and manifest["argv"] == argv and manifest["gaps"] == []
+    assert f"--tap {tap}" in capsys.readouterr().out

@@ -154,7 +154,7 @@ def import_openrlhf(src: Path, stage: Path, *, algorithm: str | None = None, run
         from ..openrlhf.convert import effective_config
 
         effective = effective_config(tap_data, str(Path(tap) / "manifest.json"))
-    if effective is not None and (algorithm is None or algorithm == tap_data.manifest.get("algorithm")):
+    if effective is not None and algorithm == tap_data.manifest.get("algorithm"):
         # What OpenRLHF ran, resolved when the command was built (budget included).
         config, name = effective, tap_data.manifest.get("algorithm", name)
         for gap in tap_data.manifest.get("gaps", []):

@@ -17,6 +17,7 @@ nothing here imports it at module level, and the site and the CPU trainer never 
 from __future__ import annotations
 
 OPENRLHF_VERSION = "0.11.2"
+TAP_FORMAT = "unipo-openrlhf-tap/1"  # the tap's manifest and the first line of every shard
 
 
 class VersionError(RuntimeError):

@@ -24,11 +24,11 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from ..specs import AlgorithmSpec, ResolvedAlgorithm, ResolvedComponent, load_algorithm, resolve
-from . import OPENRLHF_VERSION
+from . import OPENRLHF_VERSION, TAP_FORMAT
 
 ENTRY_MODULE = "openrlhf.cli.train_ppo_ray"
 LAUNCH_MODULE = "unipo_build.openrlhf.launch"
@@ -113,9 +113,7 @@ class RunOptions:
         return cls(**base)
 
     def absolute(self) -> "RunOptions":
-        """The same options with every path that exists here made absolute (Ray workers have their own cwd)."""
-        from dataclasses import replace
-
+        """The same options with every path made absolute (Ray workers have their own working directory)."""
         changes = {}
         for name in PATH_OPTIONS:
             value = getattr(self, name)
@@ -316,6 +314,11 @@ def translate(cfg: ResolvedAlgorithm, *, max_new_tokens: int) -> Translation:
     return t
 
 
+def translation_for(spec: AlgorithmSpec, max_new_tokens: int) -> Translation:
+    """The spec resolved for this generation budget, then translated."""
+    return translate(resolve(spec, max_new_tokens=max_new_tokens), max_new_tokens=max_new_tokens)
+
+
 def _runtime_flags(spec: AlgorithmSpec, t: Translation, opts: RunOptions) -> list[str]:
     epochs, minibatches = opts.resolved_epochs(spec), opts.resolved_minibatches(spec)
     if t.single_update:
@@ -327,7 +330,6 @@ def _runtime_flags(spec: AlgorithmSpec, t: Translation, opts: RunOptions) -> lis
     if (samples // minibatches) % (opts.micro_batch_size * gpus) and samples // minibatches >= gpus:
         raise ValueError(f"a minibatch of {samples // minibatches} samples does not split into micro-batches of "
                          f"{opts.micro_batch_size} on {gpus} GPUs")
-    run_name = opts.run_name
     flags = [
         "--actor.model_name_or_path", opts.model,
         "--reward.remote_url", opts.reward_file,
@@ -345,7 +347,7 @@ def _runtime_flags(spec: AlgorithmSpec, t: Translation, opts: RunOptions) -> lis
         "--actor.num_nodes", str(opts.nodes), "--actor.num_gpus_per_node", str(opts.gpus_per_node),
         "--ref.num_nodes", str(opts.nodes), "--ref.num_gpus_per_node", str(opts.gpus_per_node),
         "--ds.zero_stage", "2", "--ds.param_dtype", "bf16",
-        "--logger.tensorboard_dir", opts.tensorboard_dir, "--logger.wandb.run_name", run_name,
+        "--logger.tensorboard_dir", opts.tensorboard_dir, "--logger.wandb.run_name", opts.run_name,
         "--logger.logging_steps", "1",
         "--ckpt.output_dir", opts.save_path, "--ckpt.path", str(Path(opts.save_path) / "checkpoints"),
     ]
@@ -379,6 +381,7 @@ class Command:
     openrlhf_args: list[str]
     translation: Translation
     options: RunOptions
+    tap_dir: str | None = None
 
     def shell(self) -> str:
         return " \\\n    ".join(_wrap_pairs(self.argv))
@@ -386,7 +389,7 @@ class Command:
     def manifest(self) -> dict:
         t = self.translation
         return {
-            "format": "unipo-openrlhf-tap/1",
+            "format": TAP_FORMAT,
             "openrlhf_version": OPENRLHF_VERSION,
             "algorithm": self.algorithm,
             "requested_config": t.requested.model_dump(mode="json"),
@@ -400,12 +403,12 @@ class Command:
 
 
 def _wrap_pairs(argv: list[str]) -> list[str]:
-    """Group a flag with its values for a readable multi-line shell command."""
+    """One line for the program (``python -m module``), then one per flag with its values."""
     parts: list[str] = []
     for item in argv:
         quoted = shlex.quote(item)
-        if parts and (not item.startswith("--") or not any(p.startswith("--") for p in parts)) and (
-                parts[-1].startswith("--") and parts[-1] != "--" or len(parts) == 1 and not item.startswith("--")):
+        joins = len(parts) == 1 or parts and parts[-1].startswith("--") and parts[-1] != "--"
+        if joins and not item.startswith("--"):
             parts[-1] += " " + quoted
         else:
             parts.append(quoted)
@@ -424,11 +427,8 @@ def build_command(algorithm: str | AlgorithmSpec, opts: RunOptions | None = None
     opts = opts or RunOptions()
     spec = algorithm if isinstance(algorithm, AlgorithmSpec) else load_algorithm(algorithm)
     if opts.run_name is None:  # the TensorBoard subdirectory, and the imported run's id
-        from dataclasses import replace
-
         opts = replace(opts, run_name=f"{spec.id}-openrlhf-s{opts.seed}")
-    cfg = resolve(spec, max_new_tokens=opts.max_new_tokens)
-    t = translate(cfg, max_new_tokens=opts.max_new_tokens)
+    t = translation_for(spec, opts.max_new_tokens)
     if t.gaps and not accept_approximation:
         raise ApproximationRefused(spec.id, t.gaps)
     args = t.flags + _runtime_flags(spec, t, opts)
@@ -438,7 +438,7 @@ def build_command(algorithm: str | AlgorithmSpec, opts: RunOptions | None = None
     else:
         argv = [python, "-m", LAUNCH_MODULE, "--tap-dir", tap_dir, "--tap-fraction", repr(tap_fraction),
                 "--", *args]
-    return Command(algorithm=spec.id, argv=argv, openrlhf_args=args, translation=t, options=opts)
+    return Command(algorithm=spec.id, argv=argv, openrlhf_args=args, translation=t, options=opts, tap_dir=tap_dir)
 
 
 def write_manifest(command: Command, tap_dir: str | Path) -> Path:
@@ -520,20 +520,21 @@ def tap_dir_for(args) -> str | None:
     return args.tap_dir or str(Path(args.tensorboard_dir).parent / "tap")
 
 
-def command_from_args(args, *, absolute: bool = False) -> Command:
+def command_from_args(args, *, run_here: bool = False) -> Command:
+    """The command of these arguments; ``run_here``: with absolute paths and this interpreter, to run now."""
     opts = options_from_args(args)
     tap = tap_dir_for(args)
-    if absolute:
+    if run_here:
         opts = opts.absolute()
         tap = str(Path(tap).resolve()) if tap else None
     return build_command(args.algorithm, opts, accept_approximation=args.accept_approximation, tap_dir=tap,
-                         tap_fraction=args.tap_fraction)
+                         tap_fraction=args.tap_fraction, python=sys.executable if run_here else None)
 
 
-def _command_or_message(args, prog: str, *, absolute: bool = False) -> Command | None:
+def _command_or_message(args, prog: str, *, run_here: bool = False) -> Command | None:
     """The command, or None after printing why there is none (a gap not accepted, a bad option)."""
     try:
-        return command_from_args(args, absolute=absolute)
+        return command_from_args(args, run_here=run_here)
     except ApproximationRefused as err:
         print(str(err), file=sys.stderr)
     except ValueError as err:
@@ -561,12 +562,11 @@ def _cmd_command(args) -> int:
 
 def run_openrlhf(args) -> int:
     """`unipo train ALGO --engine openrlhf`: check the install, write the manifest, run the command."""
-    import os
     import subprocess
 
     from . import VersionError, check_version
 
-    cmd = _command_or_message(args, "unipo train --engine openrlhf", absolute=not args.dry_run)
+    cmd = _command_or_message(args, "unipo train --engine openrlhf", run_here=not args.dry_run)
     if cmd is None:
         return 2
     if args.dry_run:
@@ -577,16 +577,13 @@ def run_openrlhf(args) -> int:
     except VersionError as err:
         print(f"unipo train --engine openrlhf: {err}", file=sys.stderr)
         return 2
-    tap = tap_dir_for(args)
-    if tap is not None:
-        tap = str(Path(tap).resolve())
-        write_manifest(cmd, tap)
-    argv = [sys.executable if a == "python" and i == 0 else a for i, a in enumerate(cmd.argv)]
-    print(f"running: {' '.join(shlex.quote(a) for a in argv)}", flush=True)
-    code = subprocess.call(argv, env=os.environ.copy())
-    if code == 0 and tap is not None:
+    if cmd.tap_dir is not None:
+        write_manifest(cmd, cmd.tap_dir)
+    print(f"running: {' '.join(shlex.quote(a) for a in cmd.argv)}", flush=True)
+    code = subprocess.call(cmd.argv)
+    if code == 0 and cmd.tap_dir is not None:
         print(f"done; convert the logs with: unipo import openrlhf {shlex.quote(args.tensorboard_dir)} "
-              f"--tap {shlex.quote(tap)} --out work/runs/{cmd.algorithm}-openrlhf")
+              f"--tap {shlex.quote(cmd.tap_dir)} --out work/runs/{cmd.algorithm}-openrlhf")
     return code
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..specs import SPEC_DIR, lineage, load_specs, resolve
+from ..specs import SPEC_DIR, lineage, load_specs
 from . import OPENRLHF_VERSION
-from .command import RunOptions, build_command, translate
+from .command import RunOptions, build_command, translation_for
 
 
 def _cell(text: str) -> str:
@@ -23,7 +23,7 @@ def translations_table(max_new_tokens: int = RunOptions().max_new_tokens) -> str
     rows = ["| Algorithm | On OpenRLHF " + OPENRLHF_VERSION + " | The spec asks for | OpenRLHF runs instead |",
             "|---|---|---|---|"]
     for spec in lineage(specs):
-        t = translate(resolve(spec, max_new_tokens=max_new_tokens), max_new_tokens=max_new_tokens)
+        t = translation_for(spec, max_new_tokens)
         name = f"[{spec.name}](../reference/algorithms/{spec.id}.md)"
         if not t.gaps:
             rows.append(f"| {name} | exact | | |")
@@ -35,13 +35,9 @@ def translations_table(max_new_tokens: int = RunOptions().max_new_tokens) -> str
     return "\n".join(rows)
 
 
-def command_block(algorithm: str, *, accept: bool | None = None, tap: bool = True, **options: Any) -> str:
-    """The printed command for ``algorithm`` as a fenced shell block (approximations accepted when needed)."""
-    opts = RunOptions(**options)
-    spec = load_specs(SPEC_DIR)[algorithm]
-    t = translate(resolve(spec, max_new_tokens=opts.max_new_tokens), max_new_tokens=opts.max_new_tokens)
-    accept = bool(t.gaps) if accept is None else accept
-    cmd = build_command(algorithm, opts, accept_approximation=accept,
+def command_block(algorithm: str, *, tap: bool = True, **options: Any) -> str:
+    """The printed command for ``algorithm`` as a fenced shell block (its approximations accepted, if any)."""
+    cmd = build_command(algorithm, RunOptions(**options), accept_approximation=True,
                         tap_dir="work/openrlhf/tap" if tap else None)
     return "```bash\n" + cmd.shell() + "\n```"
 
@@ -51,8 +47,7 @@ def train_commands(preset: str = "gpu", gpus_per_node: int = RunOptions().gpus_p
     specs = load_specs(SPEC_DIR)
     lines = []
     for spec in lineage(specs):
-        opts = RunOptions.from_preset(preset)
-        t = translate(resolve(spec, max_new_tokens=opts.max_new_tokens), max_new_tokens=opts.max_new_tokens)
+        t = translation_for(spec, RunOptions.from_preset(preset).max_new_tokens)
         line = f"unipo train {spec.id} --engine openrlhf --preset {preset}"
         if gpus_per_node != RunOptions().gpus_per_node:
             line += f" --gpus-per-node {gpus_per_node}"

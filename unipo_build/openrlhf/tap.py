@@ -53,11 +53,11 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from . import VersionError, check_version
+from . import TAP_FORMAT, VersionError, check_version
 
 ENV_DIR = "UNIPO_TAP_DIR"
 ENV_FRACTION = "UNIPO_TAP_FRACTION"
-SHARD_FORMAT = "unipo-openrlhf-tap/1"
+SHARD_FORMAT = TAP_FORMAT
 
 # module -> {qualified name: expected parameter names}: what the wrappers rely on.
 SIGNATURES: dict[str, dict[str, tuple[str, ...]]] = {
@@ -84,10 +84,6 @@ SIGNATURES: dict[str, dict[str, tuple[str, ...]]] = {
 # Shards
 # ---------------------------------------------------------------------------------------------
 
-class _State(threading.local):
-    pass
-
-
 class Tap:
     """One process's tap: where it writes and what it has seen."""
 
@@ -100,7 +96,7 @@ class Tap:
         self.ppo_calls = -1  # ppo_train calls (policy worker)
         self.updates = 0  # training_step calls (policy worker)
         self.ref_logp: dict[int, Any] = {}  # id(action_log_probs) -> (action_log_probs, reference log-probs)
-        self.local = _State()
+        self.local = threading.local()  # what one training_step has captured so far, per thread
 
     def selected(self, prompt: str) -> bool:
         digest = hashlib.sha1(prompt.encode("utf-8")).digest()
