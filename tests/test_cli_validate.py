@@ -2,23 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import yaml
 
+from cli_helpers import ROOT, UNIPO, unipo
 from helpers_runlog import checksums, read_json, write_json, write_run
-
-ROOT = Path(__file__).resolve().parents[1]
-UNIPO = Path(sys.executable).with_name("unipo")
-if not UNIPO.exists():
-    UNIPO = ROOT / ".venv" / "bin" / "unipo"
-
-
-def unipo(*args, cwd=ROOT):
-    return subprocess.run([str(UNIPO), *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def test_console_script_is_installed():

@@ -14,11 +14,11 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_helpers import UNIPO, guide_commands, unipo
 from helpers_runlog import checksums
 from unipo_build import runlog
 from unipo_build.cli import validate_path, _known_algorithms
@@ -29,15 +29,8 @@ from unipo_build.recompute import check_step
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
-UNIPO = Path(sys.executable).with_name("unipo")
-if not UNIPO.exists():
-    UNIPO = ROOT / ".venv" / "bin" / "unipo"
 
 A = 0.7071068  # the advantages the fixtures log: +-1/sqrt(2), GRPO's for rewards (1, 0)
-
-
-def unipo(*args, cwd=ROOT):
-    return subprocess.run([str(UNIPO), *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def tokens_of(run: Path, step: int):
@@ -438,15 +431,6 @@ def test_openrlhf_corrupted_file_is_named(tmp_path):
 # ---------------------------------------------------------------------------
 # The guide's commands, run as written
 # ---------------------------------------------------------------------------
-
-def guide_commands(page: str) -> list[str]:
-    """Every command line of the ```bash blocks of a guide page."""
-    text = (ROOT / "docs" / "guides" / page).read_text(encoding="utf-8")
-    commands = []
-    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
-        commands += [line.strip() for line in block.splitlines() if line.strip() and not line.startswith("#")]
-    return commands
-
 
 def test_own_logs_guide_commands_run_as_documented(tmp_path):
     """Imports first (the guide's runs directory starts empty), then the validations."""

@@ -231,15 +231,12 @@ def test_train_engine_openrlhf_dry_run_and_version_guard(capsys, monkeypatch, tm
 
 def test_guide_commands_run_as_documented(capsys):
     """`unipo openrlhf command` lines of the guide as written; its generated per-algorithm lines as dry runs."""
-    import re
     import shlex
 
+    from cli_helpers import guide_commands
     from unipo_build.openrlhf.docs import train_commands
 
-    text = (ROOT / "docs" / "guides" / "openrlhf.md").read_text(encoding="utf-8")
-    lines = [line.strip() for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S)
-             for line in block.splitlines() if line.strip()]
-    builder = [c for c in lines if c.startswith("unipo openrlhf command ")]
+    builder = [c for c in guide_commands("openrlhf.md") if c.startswith("unipo openrlhf command ")]
     assert builder == ["unipo openrlhf command dr_grpo", "unipo openrlhf command dr_grpo --accept-approximation"]
     assert [cli.main(shlex.split(c)[1:]) for c in builder] == [2, 0]
     capsys.readouterr()

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cli_helpers import guide_commands, unipo
 from openrlhf_support import require_openrlhf, stub_dir
 from unipo_build import runlog
 from unipo_build.importers import import_log
@@ -209,20 +210,14 @@ def test_converted_run_validates_and_shows_the_tapped_tokens(ray_run):
 
 def test_guide_import_commands_run_as_documented(ray_run, tmp_path):
     """The guide's import and validate lines, run exactly as written on the worker's shards."""
-    import re
     import shlex
     import shutil
 
-    text = (ROOT / "docs" / "guides" / "openrlhf.md").read_text(encoding="utf-8")
-    lines = [line.strip() for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S)
-             for line in block.splitlines() if line.strip()]
-    imports = [c for c in lines if c.startswith(("unipo import ", "unipo validate "))]
+    imports = [c for c in guide_commands("openrlhf.md") if c.startswith(("unipo import ", "unipo validate "))]
     assert [c.split()[1] for c in imports] == ["import", "validate"]
     _tb(tmp_path / "work" / "openrlhf" / "tensorboard" / "dapo-openrlhf-s0")
     shutil.copytree(ray_run["tap_dir"], tmp_path / "work" / "openrlhf" / "tap")
-    unipo = Path(sys.executable).parent / "unipo"
     for command in imports:
-        result = subprocess.run([str(unipo), *shlex.split(command)[1:]], cwd=tmp_path, capture_output=True,
-                                text=True, timeout=300)
+        result = unipo(*shlex.split(command)[1:], cwd=tmp_path)
         assert result.returncode == 0, f"{command}\n{result.stderr}"
     assert runlog.validate_run(tmp_path / "runs" / "dapo-openrlhf") == []

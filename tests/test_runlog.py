@@ -11,7 +11,6 @@ import pytest
 from helpers_runlog import (
     checksums,
     make_detail,
-    make_eval,
     make_header,
     make_step,
     read_json,

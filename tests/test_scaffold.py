@@ -9,7 +9,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import jinja2
@@ -22,14 +21,7 @@ from unipo_build import objective as O
 from unipo_build.scaffold import MARK, ScaffoldError, TEMPLATES, scaffold, todo_markers
 from unipo_build.specs import SLOTS, SPEC_DIR, lineage, load_spec, load_specs, resolve
 
-ROOT = Path(__file__).resolve().parents[1]
-UNIPO = Path(sys.executable).with_name("unipo")
-if not UNIPO.exists():
-    UNIPO = ROOT / ".venv" / "bin" / "unipo"
-
-
-def unipo(*args, cwd=ROOT):
-    return subprocess.run([str(UNIPO), *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=120)
+from cli_helpers import UNIPO, guide_commands, unipo
 
 
 @pytest.fixture
@@ -146,9 +138,7 @@ def test_shipped_specs_carry_no_scaffold_marks():
 # ---------------------------------------------------------------------------
 
 def test_contribute_guide_commands_run_as_documented(project):
-    text = (ROOT / "docs" / "guides" / "contribute.md").read_text()
-    commands = [line.strip() for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S)
-                for line in block.splitlines() if line.strip()]
+    commands = guide_commands("contribute.md")
     # Not run here: they need a trained run of my_po or run the test suite itself
     # (the trainer is exercised by tests/test_training_smoke.py).
     skipped = [c for c in commands if c.startswith(("pytest ", "unipo train ")) or "data/runs/my_po" in c]
