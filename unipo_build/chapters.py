@@ -81,14 +81,6 @@ def _resolve(run: str | Run, directory: Path | None) -> tuple[Run | None, str | 
     return found, None
 
 
-def _tokens_mtime(run_dir: Path) -> float:
-    folder = run_dir / runlog.TOKENS_DIR
-    try:
-        return max((p.stat().st_mtime for p in folder.glob("step_*.json")), default=0.0)
-    except OSError:
-        return 0.0
-
-
 def _masked(values: Sequence[float], mask: Sequence[int]) -> list[float]:
     return [v for v, m in zip(values, mask) if m]
 
@@ -391,7 +383,7 @@ def advantage_noise_data(run: Run) -> NoiseSummary:
     """Every distinct trained response of the run's token-logged steps with its advantage."""
     kind = run.config.kind("advantage") if run.config is not None else None
     name = run.spec.name if run.spec is not None else run.header.algorithm
-    return _noise_cached(str(run.path), _tokens_mtime(run.path), run.id, run.header.algorithm, name, kind)
+    return _noise_cached(str(run.path), runlog.tokens_mtime(run.path), run.id, run.header.algorithm, name, kind)
 
 
 def _category_index(row: dict[str, Any]) -> int:

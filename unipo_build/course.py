@@ -1326,7 +1326,7 @@ def _detailed_later(run_dir: Path, steps_info: dict[int, tuple[int, bool]], toke
 
 
 @lru_cache(maxsize=8)
-def _choose_step(path: str, tokens_mtime: int, steps_mtime: int, requested: int | None) -> tuple[int | None, int | None, int | None, int | None, str]:
+def _choose_step(path: str, tokens_mtime: float, steps_mtime: int, requested: int | None) -> tuple[int | None, int | None, int | None, int | None, str]:
     """(step, mixed group, all-correct group, later step, reason) for the anatomy page.
 
     Preference: the first token-logged update that opens a rollout (so the ratios are still 1)
@@ -1373,14 +1373,9 @@ def _choose_step(path: str, tokens_mtime: int, steps_mtime: int, requested: int 
     return candidates[0], None, None, None, "no mixed group in any logged update"
 
 
-def _tokens_mtime(run: Run) -> int:
-    tokens_dir = run.path / "tokens"
-    return tokens_dir.stat().st_mtime_ns if tokens_dir.exists() else 0
-
-
 def anatomy_pick(run: Run, step: int | None = None) -> AnatomyPick | None:
     """The update the anatomy page walks through (see :func:`_choose_step`), read in full."""
-    chosen, mixed_i, correct_i, later, reason = _choose_step(str(run.path), _tokens_mtime(run), _run_key(run)[1], step)
+    chosen, mixed_i, correct_i, later, reason = _choose_step(str(run.path), runlog.tokens_mtime(run.path), _run_key(run)[1], step)
     if chosen is None:
         return None
     detail = runlog.read_step_detail(run.path, chosen)
@@ -1405,7 +1400,7 @@ _PICKS: dict[tuple, AnatomyPick | None] = {}
 
 
 def get_pick(run: Run, step: int | None) -> AnatomyPick | None:
-    key = (*_run_key(run), _tokens_mtime(run), step)
+    key = (*_run_key(run), runlog.tokens_mtime(run.path), step)
     if key not in _PICKS:
         if len(_PICKS) > 16:
             _PICKS.clear()

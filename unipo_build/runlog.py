@@ -302,6 +302,15 @@ def token_steps(run_dir: str | Path) -> list[int]:
     return sorted(steps)
 
 
+def tokens_mtime(run_dir: str | Path) -> float:
+    """The newest modification time of a run's token files (0 without any): a cache key for them."""
+    folder = Path(run_dir) / TOKENS_DIR
+    try:
+        return max((p.stat().st_mtime for p in folder.glob("step_*.json")), default=0.0)
+    except OSError:
+        return 0.0
+
+
 def read_step_detail(run_dir: str | Path, step: int) -> StepDetail:
     return read_json_model(Path(run_dir) / TOKENS_DIR / token_file_name(step), StepDetail, step=step)
 

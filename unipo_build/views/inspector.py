@@ -179,14 +179,6 @@ MOMENT_LABELS = {
 }
 
 
-def _tokens_mtime(run_dir: Path) -> float:
-    folder = run_dir / runlog.TOKENS_DIR
-    try:
-        return max((p.stat().st_mtime for p in folder.glob("step_*.json")), default=0.0)
-    except OSError:
-        return 0.0
-
-
 @lru_cache(maxsize=32)
 def _moments_cached(run_dir: str, mtime: float) -> tuple[tuple[str, Moment | None], ...]:
     return tuple(find_moments(run_dir).items())
@@ -194,7 +186,7 @@ def _moments_cached(run_dir: str, mtime: float) -> tuple[tuple[str, Moment | Non
 
 def run_moments(run: Run) -> dict[str, Moment | None]:
     """Every teaching moment of a run (None where the run lacks it); cached across pages."""
-    return dict(_moments_cached(str(run.path), _tokens_mtime(run.path)))
+    return dict(_moments_cached(str(run.path), runlog.tokens_mtime(run.path)))
 
 
 def nearest_step(steps: list[int], step: int) -> int | None:
