@@ -1,4 +1,5 @@
-"""Building the site for tests: one strict ``mkdocs build`` in a subprocess, and a free local port.
+"""Building the site for tests: one strict ``mkdocs build`` in a subprocess, a free local port, and the
+names of the macros the build registers.
 
 A module of its own (not conftest.py) so that test modules can import it by a name no other
 conftest shares.
@@ -63,3 +64,24 @@ def build_site(
         timeout=900,
     )
     return SiteBuild(site_dir, proc.returncode, proc.stdout + proc.stderr, site_url)
+
+
+def registered_macros() -> set[str]:
+    """The name of every macro ``unipo_build.macros.define_env`` registers, without running MkDocs."""
+    from unipo_build import macros
+
+    class Env:
+        conf: dict = {"extra": {}}
+        variables: dict = {}
+        page = None
+
+        def __init__(self):
+            self.names = set()
+
+        def macro(self, fn):
+            self.names.add(fn.__name__)
+            return fn
+
+    env = Env()
+    macros.define_env(env)
+    return env.names

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from site_build import registered_macros
 from training_fixtures import coin_flip_score, save_tiny_checkpoint
 from unipo_build import chapters, runlog
 from unipo_build.moments import find_moment
@@ -254,26 +255,6 @@ def _calls(text: str) -> list[tuple[str, list, dict]]:
     return calls
 
 
-def _registered_macros() -> set[str]:
-    from unipo_build import macros
-
-    class Env:
-        conf: dict = {"extra": {}}
-        variables: dict = {}
-        page = None
-
-        def __init__(self):
-            self.names = set()
-
-        def macro(self, fn):
-            self.names.add(fn.__name__)
-            return fn
-
-    env = Env()
-    macros.define_env(env)
-    return env.names
-
-
 PREDECESSOR = {"ppo": "reinforce", "grpo": "ppo", "dapo": "grpo", "dr_grpo": "grpo", "gspo": "grpo", "dapo_dr": "dr_grpo"}
 
 
@@ -282,7 +263,7 @@ def test_chapter_makes_the_required_calls(algorithm):
     text = (CHAPTER_DIR / f"{algorithm}.md").read_text(encoding="utf-8")
     calls = _calls(text)
     names = {name for name, _, _ in calls}
-    assert names <= _registered_macros(), names - _registered_macros()
+    assert names <= registered_macros(), names - registered_macros()
 
     def called(name, *args, **kwargs):
         return [c for c in calls if c[0] == name and tuple(c[1][:len(args)]) == args

@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 import pytest
 
+from site_build import build_site, free_port, registered_macros
 from unipo_build import components
 from unipo_build import course as C
 from unipo_build.moments import MOMENT_NAMES, find_moment
@@ -274,8 +275,6 @@ def test_figures_on_real_logs(course_env):
 
 @pytest.fixture(scope="session")
 def course_site(course_runs_dir, tmp_path_factory):
-    from site_build import build_site, free_port
-
     url = f"http://127.0.0.1:{free_port()}/unipo/"
     build = build_site(tmp_path_factory.mktemp("course-site"), site_url=url,
                        extra_env={"UNIPO_RUNS": str(course_runs_dir)})
@@ -353,24 +352,6 @@ def test_no_broken_internal_link(course_site):
 # ---------------------------------------------------------------------------
 
 MACRO_CALL = re.compile(r"\{\{-?\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
-
-
-def registered_macros() -> set[str]:
-    from unipo_build import macros
-
-    class Env:
-        def __init__(self):
-            self.names = set()
-            self.conf = {"extra": {}}
-            self.page = None
-
-        def macro(self, fn):
-            self.names.add(fn.__name__)
-            return fn
-
-    env = Env()
-    macros.define_env(env)
-    return env.names
 
 
 def test_every_macro_called_in_the_course_exists():
