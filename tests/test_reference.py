@@ -342,7 +342,7 @@ def test_schema_reference_lists_every_model_and_field():
     assert "<td><code>return</code></td>" in md and "return_" not in md.split("<details")[0]
     assert "<td><code>run_id</code></td><td>string matching <code>^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$</code></td><td>yes</td>" in md
     assert '<td><code>task</code></td><td><a href="#schema-header-taskinfo">TaskInfo</a></td><td>yes</td>' in md
-    assert "<td><code>metrics</code></td><td>object of number or null</td><td>no</td>" in md
+    assert "<td><code>metrics</code></td><td>object of number ≥ -1000000000000000.0, ≤ 1000000000000000.0 or null</td><td>no</td>" in md
     assert "<td><code>clip</code></td><td>array of one of <code>-1</code>, <code>0</code>, <code>1</code></td>" in md
     assert "<td><code>step</code></td><td>integer \u2265 0</td><td>yes</td>" in md
     assert "Unknown fields are kept" in md
