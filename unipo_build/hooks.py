@@ -1,7 +1,8 @@
 """MkDocs hooks (``hooks: [unipo_build/hooks.py]`` in mkdocs.yml).
 
 - ``on_config``: checks that ``node_modules`` holds the browser libraries at the versions
-  pinned in ``package.json`` and that Vega-Lite matches Altair's schema; applies ``UNIPO_RUNS``.
+  pinned in ``package.json`` and that Vega-Lite matches Altair's schema; applies ``UNIPO_RUNS``;
+  under ``UNIPO_STRICT_RUNS=1`` fails the build, with the validator's messages, if a run cannot be read.
 - ``on_page_content``: puts back the HTML that macros protected from Markdown
   (see ``unipo_build.macros.protect_html``).
 - ``on_post_build``: copies the libraries' dist files into ``site/assets/vendor/``, so that
@@ -20,6 +21,7 @@ from pathlib import Path
 from mkdocs.exceptions import PluginError
 
 from unipo_build import macros as unipo_macros
+from unipo_build import runs as unipo_runs
 
 #: (npm package, path inside the package, path under site/assets/vendor/).
 VENDOR_FILES: list[tuple[str, str, str]] = [
@@ -92,6 +94,11 @@ def on_config(config):
     runs = os.environ.get("UNIPO_RUNS")
     if runs:
         config.extra["unipo_runs"] = runs
+    # UNIPO_STRICT_RUNS=1: a run that cannot be read fails the build here, with the validator's
+    # messages, before any page is rendered.
+    failure = unipo_runs.strict_failure(unipo_runs.runs_dir(config.extra.get("unipo_runs")))
+    if failure:
+        raise PluginError(failure)
     return config
 
 

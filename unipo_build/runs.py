@@ -49,59 +49,88 @@ class Run:
         return runlog.token_steps(self.path)
 
 
+#: At most this many of a skipped run's problems are quoted on the page (unipo validate lists all).
+ERRORS_SHOWN = 10
+
+
 def _load(path: Path, specs: dict[str, AlgorithmSpec]) -> Run:
+    """A run through the validator's own loader (runlog.check_run): a run that ``unipo validate``
+    rejects is skipped with the validator's messages, and an empty run is skipped as well."""
     run = Run(id=path.name, path=path)
-    try:
-        run.header = runlog.read_header(path)
-        run.evals = list(runlog.iter_evals(path))
-        # Stream the steps once so a broken line is found at build start, not mid-page.
-        for _ in runlog.iter_steps(path):
-            pass
-        # Token files too: one broken step file skips the run with its message, rather
-        # than ending a page's macro in a traceback later.
-        for step in runlog.token_steps(path):
-            runlog.read_step_detail(path, step)
-    except (runlog.LogError, runlog.LogErrors) as err:
-        run.error = str(err)
+    check = runlog.check_run(path, known_algorithms=set(specs))
+    problems = check.errors or ([w for w in check.warnings if w.file.endswith(runlog.STEPS)] if check.steps == 0 else [])
+    if problems:
+        lines = [str(e) for e in problems[:ERRORS_SHOWN]]
+        if len(problems) > ERRORS_SHOWN:
+            lines.append(f"... and {len(problems) - ERRORS_SHOWN} more (run `unipo validate {path}` to list them)")
+        run.error = "\n".join(lines)
         return run
+    run.header = check.header
+    run.evals = check.evals
     run.id = run.header.run_id
     run.spec = specs.get(run.header.algorithm)
     return run
 
 
 @lru_cache(maxsize=8)
-def _discover_cached(directory: str, mtime_key: float) -> tuple[Run, ...]:
+def _discover_cached(directory: str, mtime_key: float) -> tuple[tuple[Run, ...], frozenset[str]]:
+    """The runs of a directory and the spec ids they were checked against."""
     try:
         specs = load_specs(SPEC_DIR)
     except SpecError:
         specs = {}
     root = Path(directory)
     if not root.is_dir():
-        return ()
+        return (), frozenset(specs)
     runs = [_load(p, specs) for p in sorted(root.iterdir()) if p.is_dir() and not p.name.startswith(".")]
-    return tuple(runs)
+    return tuple(runs), frozenset(specs)
+
+
+def _key(directory: Path) -> float:
+    return max((p.stat().st_mtime for p in directory.glob("*/steps.jsonl")), default=0.0) if directory.is_dir() else 0.0
 
 
 def discover(directory: Path | None = None) -> list[Run]:
-    """Every run directory under the runs directory, loaded or with its error."""
+    """Every run directory under the runs directory, loaded or with its error.
+
+    UNIPO_STRICT_RUNS=1 is applied once, when the build starts (unipo_build.hooks, with
+    :func:`strict_failure`), so a strict build fails with the validator's messages, not inside a page.
+    """
     directory = directory or runs_dir()
-    key = max((p.stat().st_mtime for p in directory.glob("*/steps.jsonl")), default=0.0) if directory.is_dir() else 0.0
-    runs = list(_discover_cached(str(directory), key))
-    if os.environ.get("UNIPO_STRICT_RUNS") == "1":
-        bad = [r for r in runs if not r.ok]
-        if bad:
-            raise RuntimeError("runs that failed to load (UNIPO_STRICT_RUNS=1):\n" + "\n".join(r.error for r in bad))
-    return runs
+    return list(_discover_cached(str(directory), _key(directory))[0])
 
 
-def get_run(run_id: str, directory: Path | None = None) -> Run | None:
-    """A run by its id or directory name, or the run of an algorithm (its spec id)."""
-    runs = discover(directory)
-    for run in runs:
-        if run.id == run_id or run.path.name == run_id:
-            return run
-    candidates = [r for r in runs if r.ok and r.header.algorithm == run_id]
-    return candidates[0] if candidates else None
+def strict_failure(directory: Path) -> str | None:
+    """Under UNIPO_STRICT_RUNS=1, the message that fails the build when a run cannot be read."""
+    if os.environ.get("UNIPO_STRICT_RUNS") != "1":
+        return None
+    bad = [r for r in discover(directory) if not r.ok]
+    if not bad:
+        return None
+    return ("runs that failed to load (UNIPO_STRICT_RUNS=1):\n"
+            + "\n".join(f"{r.path}:\n  " + (r.error or "").replace("\n", "\n  ") for r in bad))
+
+
+def get_run(name: str, directory: Path | None = None) -> Run | None:
+    """A run by its id, or the run of an algorithm (its spec id), resolved by the run's header.
+
+    In order: the run whose header has ``run_id`` and ``algorithm`` both ``name``; a run that
+    could not be read from a directory called ``name`` (so the page says why); the first run
+    whose header's algorithm is ``name``; the run whose header's ``run_id`` is ``name``; the run
+    in a directory called ``name``, unless ``name`` is an algorithm's id that the run's header
+    does not name. A directory's name never decides which algorithm a run is.
+    """
+    directory = directory or runs_dir()
+    runs, spec_ids = _discover_cached(str(directory), _key(directory))
+    loaded = [r for r in runs if r.ok]
+    for candidates in ([r for r in loaded if r.id == name and r.header.algorithm == name],
+                       [r for r in runs if not r.ok and r.path.name == name],
+                       [r for r in loaded if r.header.algorithm == name],
+                       [r for r in loaded if r.id == name],
+                       [r for r in loaded if r.path.name == name and name not in spec_ids]):
+        if candidates:
+            return candidates[0]
+    return None
 
 
 def metric_series(run: Run, names: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
