@@ -10,7 +10,7 @@ list item it would run the line through its inline processors, which rewrites JS
 attribute text (``_x_`` becomes emphasis, ``$..$`` becomes math, ``&`` becomes ``&amp;``).
 So a protected macro puts an inert placeholder (letters and digits only) into the Markdown,
 and the MkDocs hook (``unipo_build/hooks.py``, ``on_page_content``) swaps the HTML in after
-Markdown has run. Call such a macro as a paragraph of its own (blank lines around it), at
+Markdown has run. The placeholders carry a per-build random nonce, so no input can collide with them. Call such a macro as a paragraph of its own (blank lines around it), at
 any indentation: the paragraph ``<p>PLACEHOLDER</p>`` is replaced whole.
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import secrets
 import json
 from typing import Any
 
@@ -38,9 +39,10 @@ MACRO_MODULES: list[str] = [
     "unipo_build.openrlhf.docs",
 ]
 
-#: Placeholders are ``UNIPOHTML`` + digits + ``X`` + hex: nothing Markdown, Jinja or KaTeX
-#: would touch.
-TOKEN_PREFIX = "UNIPOHTML"
+#: Placeholders are ``UNIPOHTML`` + a random nonce drawn once per build + digits + ``X`` + hex:
+#: nothing Markdown, Jinja or KaTeX would touch, and nothing an input file can forge (a prompt
+#: that holds a placeholder it has seen in another build's source is plain text in this one).
+TOKEN_PREFIX = "UNIPOHTML" + secrets.token_hex(8)
 
 # page src_uri -> {placeholder: html}; filled while macros run on a page, emptied by the hook.
 _PROTECTED: dict[str, dict[str, str]] = {}

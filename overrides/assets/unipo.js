@@ -22,16 +22,26 @@
   var directSpecs = new WeakMap(); // chart element -> spec given to UNIPO.embed
   var generations = new WeakMap(); // chart element -> number of the latest embed call
 
+  // The project's own classes, which the build wraps around parts of a formula (a slot, a diff
+  // status, a highlight): "unipo-" and lower-case letters, digits and dashes.
+  var OWN_CLASS = /^unipo-[a-z0-9-]+$/;
+
   var KATEX_OPTIONS = {
     throwOnError: false,
-    // Only the two commands that attach classes and data attributes (used to highlight parts
-    // of a formula); never \href, \url or \includegraphics.
+    // Trust one command only: \htmlClass, and only when every class it adds is one of the
+    // project's own. \href, \url, \includegraphics, \htmlId, \htmlData and \htmlStyle are refused
+    // (KaTeX then shows them as an error in the formula's colour, never as a link or an image).
     trust: function (ctx) {
-      return ctx.command === "\\htmlClass" || ctx.command === "\\htmlData";
+      if (ctx.command !== "\\htmlClass") return false;
+      var classes = String(ctx.class || "").split(/\s+/).filter(Boolean);
+      return classes.length > 0 && classes.every(function (c) { return OWN_CLASS.test(c); });
     },
     strict: function (errorCode) {
       return errorCode === "htmlExtension" ? "ignore" : "warn";
     },
+    // No rule or box larger than a page, no runaway macro expansion.
+    maxSize: 100,
+    maxExpand: 1000,
   };
 
   function pageRoot() {
