@@ -344,7 +344,7 @@ def test_schema_reference_lists_every_model_and_field():
     assert '<td><code>task</code></td><td><a href="#schema-header-taskinfo">TaskInfo</a></td><td>yes</td>' in md
     assert "<td><code>metrics</code></td><td>object of number ≥ -1000000000000000.0, ≤ 1000000000000000.0 or null</td><td>no</td>" in md
     assert "<td><code>clip</code></td><td>array of one of <code>-1</code>, <code>0</code>, <code>1</code></td>" in md
-    assert "<td><code>step</code></td><td>integer \u2265 0</td><td>yes</td>" in md
+    assert "<td><code>step</code></td><td>integer \u2265 0, \u2264 9007199254740991</td><td>yes</td>" in md
     assert "Unknown fields are kept" in md
 
 
