@@ -404,9 +404,13 @@ def check_run(run_dir: str | Path, *, known_algorithms: set[str] | None = None, 
                                "or copy the resolved components into algorithm_config", field="algorithm"))
     logged: set[int] = set()
 
+    span: dict[str, int] = {}  # the first and last step: iter_steps makes them consecutive
+
     def read_steps() -> None:
         for record in iter_steps(run_dir):
             result.steps += 1
+            span.setdefault("first", record.step)
+            span["last"] = record.step
             if record.has_tokens:
                 logged.add(record.step)
 
@@ -423,6 +427,10 @@ def check_run(run_dir: str | Path, *, known_algorithms: set[str] | None = None, 
         if detail is not None and detail.step != step:
             errors.append(LogError(str(run_dir / TOKENS_DIR / token_file_name(step)),
                                    f"file is for step {step} but says step {detail.step}", step=step, field="step"))
+    if span and not errors:
+        result.warnings += [LogError(str(run_dir / TOKENS_DIR / token_file_name(step)),
+                                     f"{STEPS} has no step {step} (a step being written, or one lost)", step=step,
+                                     field="step") for step in steps if not span["first"] <= step <= span["last"]]
     for step in sorted(logged - set(steps)):
         errors.append(LogError(str(run_dir / TOKENS_DIR / token_file_name(step)),
                                f"file is missing, but {STEPS} marks step {step} with has_tokens", step=step,

@@ -117,17 +117,17 @@ def get_run(name: str, directory: Path | None = None) -> Run | None:
     In order: the run whose header has ``run_id`` and ``algorithm`` both ``name``; a run that
     could not be read from a directory called ``name`` (so the page says why); the first run
     whose header's algorithm is ``name``; the run whose header's ``run_id`` is ``name``; the run
-    in a directory called ``name``, unless ``name`` is an algorithm's id that the run's header
-    does not name. A directory's name never decides which algorithm a run is.
+    in a directory called ``name``. When ``name`` is an algorithm's id, a run of another
+    algorithm is never the answer, whatever its id or directory: the header decides.
     """
     directory = directory or runs_dir()
     runs, spec_ids = _discover_cached(str(directory), _key(directory))
-    loaded = [r for r in runs if r.ok]
+    loaded = [r for r in runs if r.ok and (name not in spec_ids or r.header.algorithm == name)]
     for candidates in ([r for r in loaded if r.id == name and r.header.algorithm == name],
                        [r for r in runs if not r.ok and r.path.name == name],
                        [r for r in loaded if r.header.algorithm == name],
                        [r for r in loaded if r.id == name],
-                       [r for r in loaded if r.path.name == name and name not in spec_ids]):
+                       [r for r in loaded if r.path.name == name]):
         if candidates:
             return candidates[0]
     return None
