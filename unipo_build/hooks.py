@@ -5,8 +5,11 @@
   under ``UNIPO_STRICT_RUNS=1`` fails the build, with the validator's messages, if a run cannot be read.
 - ``on_page_content``: puts back the HTML that macros protected from Markdown
   (see ``unipo_build.macros.protect_html``).
+- ``on_post_page`` / ``on_post_template``: put the hashes of the theme's inline scripts into the
+  page's Content-Security-Policy (``unipo_build.csp``).
 - ``on_post_build``: copies the libraries' dist files into ``site/assets/vendor/``, so that
-  every page loads them from the site's own origin.
+  every page loads them from the site's own origin; vega-interpreter's ES module is converted
+  to a classic script there.
 
 MkDocs loads this file by path, so it imports the package absolutely.
 """
@@ -20,6 +23,7 @@ from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 
+from unipo_build import csp
 from unipo_build import macros as unipo_macros
 from unipo_build import runs as unipo_runs
 
@@ -35,6 +39,13 @@ VENDOR_FILES: list[tuple[str, str, str]] = [
     ("katex", "dist/katex.min.css", "katex/katex.min.css"),
     ("katex", "dist/fonts", "katex/fonts"),
     ("katex", "LICENSE", "katex/LICENSE"),
+    ("vega-interpreter", "LICENSE", "vega-interpreter/LICENSE"),
+]
+
+#: (npm package, ES module inside the package, classic script under site/assets/vendor/): files
+#: converted rather than copied (see unipo_build.csp.classic_interpreter).
+CONVERTED_FILES: list[tuple[str, str, str]] = [
+    ("vega-interpreter", "build/vega-interpreter.js", "vega-interpreter/vega-interpreter.js"),
 ]
 
 FIX = "run `npm ci` in the repository root (or `bash .ci/setup-site.sh`)"
@@ -71,7 +82,7 @@ def check_vendor(config) -> None:
                 f"{node_modules / package} is version {found} but package.json pins "
                 f"{pins.get(package)}: {FIX}."
             )
-    for package, src, _ in VENDOR_FILES:
+    for package, src, _ in VENDOR_FILES + CONVERTED_FILES:
         path = node_modules / package / src
         if not path.exists():
             raise PluginError(f"Missing browser library file {path}: {FIX}.")
@@ -91,6 +102,8 @@ def check_vendor(config) -> None:
 
 def on_config(config):
     check_vendor(config)
+    # The policy without script hashes, for overrides/main.html (the hashes come per page).
+    config.extra["unipo_csp"] = csp.policy()
     runs = os.environ.get("UNIPO_RUNS")
     if runs:
         config.extra["unipo_runs"] = runs
@@ -106,6 +119,22 @@ def on_page_content(html, page, config, files):
     return unipo_macros.restore_protected(page.file.src_uri, html)
 
 
+def on_post_page(output, page, config):
+    """Add the hashes of the theme's inline scripts (not the page content's) to the page's policy."""
+    try:
+        return csp.apply(output, page.content)
+    except csp.MissingPolicy as err:
+        raise PluginError(f"{page.file.src_uri}: {err}: the site's theme override (overrides/main.html) writes "
+                          "it; keep `theme.custom_dir: overrides`") from None
+
+
+def on_post_template(output_content, template_name, config):
+    """Static pages of the theme (404.html): the same policy, every inline script is the theme's."""
+    if template_name.endswith(".html") and csp.META_START in output_content:
+        return csp.apply(output_content, None)
+    return output_content
+
+
 def on_post_build(config):
     check_vendor(config)
     node_modules = _node_modules(config)
@@ -118,3 +147,11 @@ def on_post_build(config):
             shutil.copytree(source, target, dirs_exist_ok=True)
         else:
             shutil.copyfile(source, target)
+    for package, src, dest in CONVERTED_FILES:
+        version = json.loads((node_modules / package / "package.json").read_text(encoding="utf-8"))["version"]
+        try:
+            text = csp.classic_interpreter((node_modules / package / src).read_text(encoding="utf-8"), version)
+        except ValueError as err:
+            raise PluginError(f"{node_modules / package / src}: {err}; {FIX}.") from None
+        (vendor / dest).parent.mkdir(parents=True, exist_ok=True)
+        (vendor / dest).write_text(text, encoding="utf-8")

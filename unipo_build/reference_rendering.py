@@ -25,6 +25,7 @@ BROWSER_LIBRARIES = {
     "vega": "chart runtime",
     "vega-lite": "compiles the Altair / Vega-Lite specs to Vega",
     "vega-embed": "puts a chart into its container",
+    "vega-interpreter": "evaluates Vega's expressions without eval (the site's Content-Security-Policy)",
 }
 
 

@@ -167,13 +167,23 @@
       return Promise.resolve();
     }
     el.setAttribute("data-unipo-rendered", "pending");
+    if (!window.vegaInterpreter) {
+      el.setAttribute("data-unipo-rendered", "error");
+      console.error("UNIPO: vega-interpreter is not loaded; charts are not drawn.");
+      return Promise.resolve();
+    }
     var options = {
       actions: false,
       renderer: "svg",
       defaultStyle: false,
       config: chartConfig(),
       loader: sameOriginLoader(),
-      tooltip: { theme: wanted === "slate" ? "dark" : "light" },
+      // The site's Content-Security-Policy allows no eval: Vega interprets its expressions
+      // (ast: true) with vega-interpreter instead of compiling them to functions.
+      ast: true,
+      expr: window.vegaInterpreter.expressionInterpreter,
+      // vega-tooltip's own <style> element would be refused by the policy: unipo.css styles it.
+      tooltip: { theme: wanted === "slate" ? "dark" : "light", disableDefaultStyle: true },
     };
     return window.vegaEmbed(el, spec, options).then(
       function (result) {
