@@ -142,3 +142,25 @@ def test_runs_are_resolved_by_their_header_not_their_directory(tmp_path):
     result = _build(runs, tmp_path / "site")
     log = result.stdout + result.stderr
     assert result.returncode == 0 and "Traceback" not in log, log[-3000:]
+
+
+def test_import_turns_a_foreign_algorithm_name_into_an_identifier_and_names_bad_fields(tmp_path):
+    import json as _json
+
+    source = (ROOT / "tests" / "fixtures" / "unipo" / "custom_algo.jsonl").read_text(encoding="utf-8").splitlines()
+    header = _json.loads(source[0])
+    header["algorithm"] = "REINFORCE++ <b>v2</b>"
+    good = tmp_path / "named.jsonl"
+    good.write_text("\n".join([_json.dumps(header)] + source[1:]) + "\n", encoding="utf-8")
+    result = unipo("import", "unipo", good, "--out", tmp_path / "named")
+    assert result.returncode == 0, result.stderr
+    written = _json.loads((tmp_path / "named" / "header.json").read_text(encoding="utf-8"))
+    assert written["algorithm"] == "REINFORCE_b_v2_b" and "REINFORCE++ <b>v2</b>" in written["title"]
+    header["label"] = "x" * 5000
+    bad = tmp_path / "long.jsonl"
+    bad.write_text("\n".join([_json.dumps(header)] + source[1:]) + "\n", encoding="utf-8")
+    before = checksums(tmp_path)
+    result = unipo("import", "unipo", bad, "--out", tmp_path / "long")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"{bad}: title: String should have at most 4096 characters"), result.stderr
+    assert not (tmp_path / "long").exists() and checksums(tmp_path) == before
