@@ -50,7 +50,8 @@ DOC_MAX = 1_000_000
 TOKEN_MAX = 1_000
 MAX_DEPTH = 64
 
-IDENTIFIER = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+IDENTIFIER_MAX = 128
+IDENTIFIER = rf"^[A-Za-z0-9][A-Za-z0-9_.-]{{0,{IDENTIFIER_MAX - 1}}}$"
 
 Finite = Annotated[float, Field(allow_inf_nan=False, ge=-MAX_MAGNITUDE, le=MAX_MAGNITUDE)]
 LogProb = Annotated[float, Field(allow_inf_nan=False, ge=LOGPROB_MIN, le=LOGPROB_MAX)]
@@ -83,10 +84,12 @@ def number_problem(value: Any) -> str | None:
         if not math.isfinite(value):
             return "NaN or infinity is not allowed here"
         if abs(value) > MAX_MAGNITUDE:
-            return f"{value!r} is outside \u00b11e15, the range the site's math carries"
+            bound = f"{MAX_MAGNITUDE:.0e}".replace("e+", "e")
+            return f"{value!r} is outside \u00b1{bound}, the range the site's math carries"
     elif isinstance(value, int) and abs(value) > MAX_INT:
         digits = len(str(abs(value)))
-        return f"an integer of {digits} digits is outside \u00b1(2^53 - 1), the range JavaScript holds exactly"
+        return (f"an integer of {digits} digits is outside \u00b1(2^{MAX_INT.bit_length()} - 1), the range JavaScript "
+                "holds exactly")
     return None
 
 
@@ -121,3 +124,26 @@ def problems(value: Any, loc: tuple = (), *, max_nodes: int | None = None) -> It
             stack.extend((sub, where + (i,)) for i, sub in reversed(list(enumerate(item))))
         elif (message := number_problem(item)) is not None:
             yield where, message
+
+
+def describe(name: str) -> str:
+    """A bound of this module as prose writes it: ``MAX_MAGNITUDE`` -> 10<sup>15</sup>, ``MAX_INT``
+    -> 2<sup>53</sup> − 1, ``LINE_MAX`` -> 4,096, ``LOGPROB_MIN`` -> −300."""
+    value = globals()[name]
+    if name == "MAX_INT":
+        return f"2<sup>{MAX_INT.bit_length()}</sup> \u2212 1"
+    if isinstance(value, float) and value >= 10 and math.log10(value).is_integer():
+        return f"10<sup>{int(math.log10(value))}</sup>"
+    if isinstance(value, float):
+        return f"{value:g}".replace("-", "\u2212")
+    return f"{value:,}".replace("-", "\u2212")
+
+
+def register(env: Any) -> None:
+    """``{{ bound("NAME") }}``: a bound of this module in the docs' prose (docs/reference/schema.md)."""
+
+    @env.macro
+    def bound(name: str) -> str:
+        if name not in globals() or not name.isupper() or not isinstance(globals()[name], (int, float)):
+            raise KeyError(f"bound: unipo_build.limits has no numeric bound {name!r}")
+        return describe(name)

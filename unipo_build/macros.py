@@ -28,6 +28,7 @@ from unipo_build import render
 
 #: Modules whose ``register(env)`` adds macros. Append yours.
 MACRO_MODULES: list[str] = [
+    "unipo_build.limits",
     "unipo_build.runs",
     "unipo_build.reference_rendering",
     "unipo_build.reference",
