@@ -337,3 +337,76 @@ def hostile_project(repo: Path, root: Path, payloads: Payloads) -> tuple[Path, P
     for run in sorted(p for p in (repo / "data" / "runs").iterdir() if p.is_dir()):
         hostile_run(run, runs / run.name, payloads)
     return project, runs
+
+
+# --------------------------------------------------------------------------- numbers at their bounds
+
+
+def _extreme_number(node: dict, n: int) -> float:
+    """The largest (even n) or smallest (odd n) float the schema node allows."""
+    high = node.get("maximum", node.get("exclusiveMaximum", limits.MAX_MAGNITUDE))
+    low = node.get("minimum", node.get("exclusiveMinimum", -limits.MAX_MAGNITUDE))
+    if "exclusiveMaximum" in node:
+        high = high - max(abs(high) * 1e-6, 1e-9)
+    if "exclusiveMinimum" in node:
+        low = low + max(abs(low) * 1e-6, 1e-9)
+    return float(high if n % 2 == 0 else low)
+
+
+def extremes(node: dict, value: Any, defs: dict, counter: list[int]) -> Any:
+    """``value`` with every float that schema ``node`` describes moved to a bound (integers,
+    which carry the run's structure, stay)."""
+    node = _resolve(node, defs)
+    if "anyOf" in node:
+        for option in (_resolve(o, defs) for o in node["anyOf"]):
+            if value is not None and _matches(option, value) and option.get("type") != "null":
+                return extremes(option, value, defs, counter)
+        return value
+    kind = node.get("type")
+    if kind == "number" and isinstance(value, float):
+        counter[0] += 1
+        return _extreme_number(node, counter[0])
+    if kind == "array" and isinstance(value, list):
+        return [extremes(node.get("items", {}), v, defs, counter) for v in value]
+    if kind == "object" and isinstance(value, dict):
+        out = dict(value)
+        for name, sub in node.get("properties", {}).items():
+            if name in out:
+                out[name] = extremes(sub, out[name], defs, counter)
+        extra = node.get("additionalProperties")
+        if isinstance(extra, dict):
+            for key in out:
+                if key not in node.get("properties", {}):
+                    out[key] = extremes(extra, out[key], defs, counter)
+        return out
+    return value
+
+
+def extreme_document(model: type[BaseModel], base: Any) -> Any:
+    schema = model.model_json_schema(by_alias=True)
+    doc = extremes(schema, copy.deepcopy(base), schema.get("$defs", {}), [0])
+    for _ in range(50):
+        try:
+            model.model_validate(doc)
+            return doc
+        except ValidationError as err:
+            for e in err.errors():
+                _restore(doc, base, tuple(e["loc"]))
+    raise AssertionError("could not make a valid document of extremes")
+
+
+def extreme_run(src: Path, dest: Path) -> None:
+    """Copy the run in ``src`` to ``dest`` with every float at the bounds its field allows."""
+    dest.mkdir(parents=True)
+    header = json.loads((src / "header.json").read_text(encoding="utf-8"))
+    (dest / "header.json").write_text(json.dumps(extreme_document(RunHeader, header)) + "\n", encoding="utf-8")
+    for name, model in (("steps.jsonl", StepRecord), ("evals.jsonl", EvalRecord)):
+        if (src / name).exists():
+            lines = [json.loads(x) for x in (src / name).read_text(encoding="utf-8").splitlines() if x.strip()]
+            (dest / name).write_text("".join(json.dumps(extreme_document(model, r)) + "\n" for r in lines),
+                                     encoding="utf-8")
+    (dest / "tokens").mkdir()
+    for token_file in sorted((src / "tokens").glob("step_*.json")):
+        detail = json.loads(token_file.read_text(encoding="utf-8"))
+        (dest / "tokens" / token_file.name).write_text(json.dumps(extreme_document(StepDetail, detail)) + "\n",
+                                                       encoding="utf-8")

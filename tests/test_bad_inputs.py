@@ -164,3 +164,18 @@ def test_import_turns_a_foreign_algorithm_name_into_an_identifier_and_names_bad_
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.startswith(f"{bad}: title: String should have at most 4096 characters"), result.stderr
     assert not (tmp_path / "long").exists() and checksums(tmp_path) == before
+
+
+def test_numbers_at_their_bounds_build_without_overflow(tmp_path):
+    """Every float of every shipped run moved to the bound its field allows (±1e15, log-probs at
+    -300, accuracies at 0 and 1, ...): the validator accepts it, so the build must carry it."""
+    from hostile import extreme_run
+
+    runs = tmp_path / "runs"
+    for run in sorted(p for p in (ROOT / "data" / "runs").iterdir() if p.is_dir()):
+        extreme_run(run, runs / run.name)
+    assert unipo("validate", "-q", runs).returncode == 0
+    result = _build(runs, tmp_path / "site", PYTHONWARNINGS="error::RuntimeWarning")
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log[-5000:]
+    assert "Traceback" not in log and "RuntimeWarning" not in log and "failed to load" not in log

@@ -35,7 +35,7 @@ from urllib.parse import urljoin
 import pytest
 
 from helpers_runlog import checksums
-from hostile import MARK, Payloads, hostile_project, identifier_cases
+from hostile import MARK, Payloads, extreme_run, hostile_project, identifier_cases
 from site_build import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -197,10 +197,7 @@ def hostile_build(tmp_path_factory) -> HostileBuild:
 @pytest.fixture(scope="module")
 def served(hostile_build):
     harness = _harness()
-    if reason := harness._browser_missing():
-        if os.environ.get("UNIPO_REQUIRE_BROWSER") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
+    _require_browser(harness)
     if hostile_build.returncode != 0:
         pytest.fail("the hostile site did not build:\n" + hostile_build.log[-4000:])
     import threading
@@ -418,6 +415,53 @@ def test_search_results_show_inputs_as_text(hostile_build, served, browser):
         problems += check_page(browser, hostile_build.payloads, f"search {query!r}", one_line=True)
     problems += errors_in_console(browser, "search")
     assert problems == [], _report(problems)
+
+
+def test_numbers_at_their_bounds_render_without_errors(tmp_path):
+    """Every float of every shipped run at the bound its field allows: each page renders its
+    formulas and charts and drives its views with a clean console."""
+    harness = _harness()
+    _require_browser(harness)
+    runs = tmp_path / "runs"
+    for run in sorted(p for p in (REPO / "data" / "runs").iterdir() if p.is_dir()):
+        extreme_run(run, runs / run.name)
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", UNIPO_RUNS=str(runs))
+    env.pop("UNIPO_STRICT_RUNS", None)
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-d", str(tmp_path / "site")], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    import threading
+
+    server, url = harness._serve(tmp_path / "site", None)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    profile = tempfile.mkdtemp(prefix="unipo-chrome-")
+    driver = harness.make_driver(profile)
+    driver.set_script_timeout(120)
+    problems = []
+    try:
+        for page in _pages(tmp_path / "site"):
+            driver.get(urljoin(url, page + ("/" if page else "")))
+            try:
+                harness.wait_rendered(driver, timeout=60)
+            except AssertionError as err:
+                problems.append(f"{page}: {err}")
+            actions = driver.execute_async_script(INTERACT)
+            if isinstance(actions, str):
+                problems.append(f"{page}: driving the views failed: {actions}")
+            problems += errors_in_console(driver, page or "index")
+    finally:
+        driver.quit()
+        server.shutdown()
+        server.server_close()
+        shutil.rmtree(profile, ignore_errors=True)
+    assert problems == [], _report(problems)
+
+
+def _require_browser(harness) -> None:
+    if reason := harness._browser_missing():
+        if os.environ.get("UNIPO_REQUIRE_BROWSER") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
 
 
 def _report(problems: list[str]) -> str:
