@@ -50,8 +50,9 @@ def test_dapo_flags_hand_checked():
     assert flag_values(args, "--algo.kl.init_coef") == ["0"]
     assert flag_values(args, "--algo.dynamic_filtering_enable") == []
     assert flag_values(args, "--algo.dynamic_filtering_range") == ["0", "1"]
-    # the spec's L_cache = round(0.25 x 32) = 8 tokens before max_new_tokens = 32
-    assert flag_values(args, "--reward.overlong_buffer_len") == ["8"]
+    # the paper's cache: a fifth of the budget, round(0.2 * 32) = 6; the floor of 0.5 against a 1/0 reward
+    assert flag_values(args, "--reward.overlong_buffer_len") == ["6"]
+    assert flag_values(args, "--reward.overlong_penalty_factor") == ["0.5"]
     assert flag_values(args, "--rollout.max_new_tokens") == ["32"]
     # 16 prompts x 8 samples = 128 per rollout, 2 minibatches of 64, 2 epochs (the spec's defaults)
     assert flag_values(args, "--rollout.batch_size") == ["16"]

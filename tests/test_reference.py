@@ -275,7 +275,7 @@ def test_spec_reference_content(algorithm):
 def test_spec_reference_parameters():
     md = R.spec_reference_markdown(SPECS["dapo"], SPECS)
     assert "<code>eps_high</code> = <code>0.28</code>" in md
-    assert "<code>max_rounds</code> = <code>4</code>" in md
+    assert "<code>max_rounds</code> = <code>10</code>" in md
     # run-resolved parameters left null in the spec
     assert "<code>max_length</code> = set by the run" in md
     md = R.spec_reference_markdown(SPECS["dr_grpo"], SPECS)

@@ -178,7 +178,7 @@ def clipped_surrogate(ratio, advantage, eps_low: float | None, eps_high: float |
     xp = array_namespace(ratio, advantage)
     unclipped = ratio * advantage
     if eps_low is None and eps_high is None:
-        return unclipped, xp.zeros(unclipped.shape, dtype=xp.int8)
+        return unclipped, xp.zeros_like(unclipped, dtype=xp.int8)  # on the input's device
     low = 1.0 - eps_low
     high = 1.0 + eps_high
     clipped = xp.clip(ratio, low, high) * advantage
@@ -280,18 +280,19 @@ def dynamic_sampling_keep(correct):
     return (n_correct > 0) & (n_correct < g)
 
 
-def overlong_penalty(lengths, max_length: int, cache_length: int):
-    """DAPO's soft overlong punishment (arXiv 2503.14476, eq. 13).
+def overlong_penalty(lengths, max_length: int, cache_length: int, penalty: float = 1.0):
+    """DAPO's soft overlong punishment (arXiv 2503.14476, eq. 13), scaled by ``penalty``.
 
-    0 if |y| <= L_max - L_cache; ((L_max - L_cache) - |y|) / L_cache if |y| <= L_max;
-    -1 beyond L_max.
+    0 if |y| <= L_max - L_cache; penalty * ((L_max - L_cache) - |y|) / L_cache if |y| <= L_max;
+    -penalty beyond L_max. The paper's penalty is 1 against a correctness reward of +1/-1; with a
+    1/0 reward the same relative weight is 0.5 (the spec records which one a run used).
     """
     xp = array_namespace(lengths)
     lengths = xp.astype(lengths, xp.float64)
     start = max_length - cache_length
     ramp = (start - lengths) / cache_length
     zero = xp.zeros_like(lengths)
-    return xp.where(lengths <= start, zero, xp.where(lengths <= max_length, ramp, zero - 1.0))
+    return penalty * xp.where(lengths <= start, zero, xp.where(lengths <= max_length, ramp, zero - 1.0))
 
 
 # ---------------------------------------------------------------------------

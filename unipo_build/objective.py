@@ -36,7 +36,8 @@ def shape_rewards(cfg: ResolvedAlgorithm, rewards, lengths):
     """Apply the shaping slot to per-response rewards (B,). Returns (shaped, shaping term)."""
     xp = array_namespace(rewards)
     if cfg.kind("shaping") == "overlong":
-        term = C.overlong_penalty(lengths, cfg.param("shaping", "max_length"), cfg.param("shaping", "cache_length"))
+        term = C.overlong_penalty(lengths, cfg.param("shaping", "max_length"), cfg.param("shaping", "cache_length"),
+                                  cfg.param("shaping", "penalty", 1.0))
         term = xp.astype(term, rewards.dtype)
         return rewards + term, term
     return rewards, xp.zeros_like(rewards)

@@ -118,11 +118,12 @@
   }
 
   /** components.overlong_penalty for one length. */
-  function overlongPenalty(length, maxLength, cacheLength) {
+  function overlongPenalty(length, maxLength, cacheLength, penalty) {
+    var scale = penalty === undefined || penalty === null ? 1 : penalty;
     var start = maxLength - cacheLength;
     if (length <= start) return 0;
-    if (length <= maxLength) return (start - length) / cacheLength;
-    return -1;
+    if (length <= maxLength) return scale * (start - length) / cacheLength;
+    return -scale;
   }
 
   /**
@@ -573,10 +574,10 @@
     var cache = paramOf(cfg, "shaping", "cache_length");
     rows.push(row("|o\u1d62|", "this response's length", resp.length, "length"));
     if (maxLength && cache) {
-      var pen = overlongPenalty(resp.length, maxLength, cache);
+      var pen = overlongPenalty(resp.length, maxLength, cache, paramOf(cfg, "shaping", "penalty"));
       var comp = resp.reward_components ? resp.reward_components.shaping : undefined;
       rows.push(row("L_max, L_cache", "the budget and the ramp before it", maxLength + ", " + cache));
-      rows.push(row("R_length", resp.length <= maxLength - cache ? "0: shorter than L_max \u2212 L_cache" : "(L_max \u2212 L_cache \u2212 |o\u1d62|) / L_cache", pen, "shaping", comp === undefined ? "" : checkText(pen, comp)));
+      rows.push(row("R_length", resp.length <= maxLength - cache ? "0: shorter than L_max \u2212 L_cache" : "penalty \u00d7 (L_max \u2212 L_cache \u2212 |o\u1d62|) / L_cache", pen, "shaping", comp === undefined ? "" : checkText(pen, comp)));
     }
     rows.push(row("reward r\u1d62", "after shaping", resp.reward, "reward"));
     out.push(table(rows));

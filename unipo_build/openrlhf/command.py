@@ -301,7 +301,8 @@ def translate(cfg: ResolvedAlgorithm, *, max_new_tokens: int) -> Translation:
     # --- shaping -------------------------------------------------------------------------
     shp, sp = kind["shaping"], par["shaping"]
     if shp == "overlong":
-        t.flags += ["--reward.overlong_buffer_len", str(sp["cache_length"]), "--reward.overlong_penalty_factor", "1"]
+        t.flags += ["--reward.overlong_buffer_len", str(sp["cache_length"]), "--reward.overlong_penalty_factor",
+                    f"{sp.get('penalty', 1.0):g}"]
         if sp["max_length"] != max_new_tokens:
             t.gaps.append(Gap("shaping", f"the overlong penalty ramping up to L_max = {sp['max_length']}",
                               " measures the buffer back from --rollout.max_new_tokens", f"the ramp ending at "
