@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import platform
 import random
@@ -35,8 +36,8 @@ from torch import nn
 
 from unipo_build import objective as O
 from unipo_build.components import clipped_value_loss, explained_variance
-from unipo_build.runlog import RunWriter
-from unipo_build.schema import (EvalRecord, Hardware, ModelInfo, PromptGroup, Response, RewardComponentInfo,
+from unipo_build.runlog import RunWriter, read_header
+from unipo_build.schema import (EvalRecord, Hardware, LengthProbe, ModelInfo, PromptGroup, Response, RewardComponentInfo,
                                 RewardInfo, RunHeader, StepRecord, TaskInfo)
 from unipo_build.specs import AlgorithmSpec, resolve
 from unipo_build.specs import load_algorithm as specs_load_algorithm
@@ -44,7 +45,7 @@ from unipo_build.specs import load_algorithm as specs_load_algorithm
 from . import records
 from .evaluate import evaluate
 from .generation import RolloutBatch, positions_from_mask, response_logprobs, sample_groups
-from .model import autocast_for, count_parameters, load_policy, resolve_device, set_threads
+from .model import count_parameters, load_policy, resolve_device, set_threads
 from .presets import get_preset
 from .reward import score_response, total_reward
 from .task import load_task
@@ -96,8 +97,8 @@ class Critic(nn.Module):
         device = self.head.weight.device
         ids, mask = batch.input_ids.to(device), batch.attention_mask.to(device)
         width = ids.shape[1] - batch.prompt_width
-        with autocast_for(device):
-            hidden = self.trunk(input_ids=ids, attention_mask=mask, position_ids=positions_from_mask(mask)).last_hidden_state
+        # float32 like the policy (no autocast): a bf16 critic diverged to NaN within 20 rollouts on a GPU.
+        hidden = self.trunk(input_ids=ids, attention_mask=mask, position_ids=positions_from_mask(mask)).last_hidden_state
         # The state before response token t is the position that predicts it.
         values = self.head(hidden[:, -(width + 1):-1].float()).squeeze(-1)
         return values * batch.response_mask.to(device)
@@ -108,12 +109,35 @@ class Critic(nn.Module):
 # ---------------------------------------------------------------------------
 
 def select_rows(batch: RolloutBatch, rows: list[int]) -> RolloutBatch:
-    """A sub-batch of whole responses (rows keep their group-major order)."""
+    """A sub-batch of whole responses (rows keep their group-major order), without the padding
+    columns that none of its rows needs: a forward pass costs what its widest row costs."""
     index = torch.tensor(rows, dtype=torch.long)
-    return replace(batch, prompt_index=batch.prompt_index[index], input_ids=batch.input_ids[index],
-                   attention_mask=batch.attention_mask[index], response_mask=batch.response_mask[index],
-                   logprobs=batch.logprobs[index], truncated=batch.truncated[index],
+    mask = batch.attention_mask[index]
+    tp = batch.prompt_width
+    prompt_cut = int((mask[:, :tp].sum(0) == 0).sum())  # leading columns that are padding in every row
+    width = max(int(batch.response_mask[index].sum(-1).max()), 1)
+    cols = slice(prompt_cut, tp + width)
+    return replace(batch, prompt_index=batch.prompt_index[index], input_ids=batch.input_ids[index][:, cols],
+                   attention_mask=mask[:, cols], prompt_width=tp - prompt_cut,
+                   response_mask=batch.response_mask[index][:, :width],
+                   logprobs=batch.logprobs[index][:, :width], truncated=batch.truncated[index],
                    response_ids=[batch.response_ids[i] for i in rows], texts=[batch.texts[i] for i in rows])
+
+
+def pad_columns(x: torch.Tensor, width: int) -> torch.Tensor:
+    return nn.functional.pad(x, (0, width - x.shape[1]))
+
+
+def by_minibatch(fn, batch: RolloutBatch, row_sets: list[list[int]]) -> torch.Tensor:
+    """fn(sub-batch) -> [rows, width] for each set of rows, assembled into [N, Tr] (zero padded).
+
+    Each sub-batch is trimmed to its own longest row (select_rows), so a pass over the rollout
+    costs what its minibatches cost, not 128 rows padded to the longest answer.
+    """
+    out = torch.zeros(batch.size, batch.response_mask.shape[1])
+    for rows in row_sets:
+        out[rows] = pad_columns(fn(select_rows(batch, rows)).float().cpu(), out.shape[1])
+    return out
 
 
 def concat_batches(batches: list[RolloutBatch]) -> RolloutBatch:
@@ -193,7 +217,7 @@ class Trainer:
             seed=opts.seed,
             eval_every=opts.eval_every or rl.eval_every,
             eval_n=opts.eval_n or rl.eval_n,
-            detail_every=opts.detail_every or rl.detail_every,
+            detail_every=opts.detail_every if opts.detail_every is not None else rl.detail_every,
         )
         if opts.rl_overrides:
             self.rl = replace(self.rl, **opts.rl_overrides)
@@ -243,7 +267,7 @@ class Trainer:
             hardware=Hardware(device=self.device.type,
                               device_name=torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else None,
                               cpu=platform.processor() or platform.machine(), cores=os.cpu_count(),
-                              threads=torch.get_num_threads(), dtype="bfloat16 autocast" if self.device.type == "cuda" else "float32"),
+                              threads=torch.get_num_threads(), dtype="float32"),
             software={"python": platform.python_version(), "torch": torch.__version__,
                       "transformers": __import__("transformers").__version__, "unipo": "0.1.0"},
             commit=git_commit(), engine="unipo", created_at=datetime.now(timezone.utc),
@@ -277,7 +301,11 @@ class Trainer:
         if self.opts.resume:
             resume_after = self._load_checkpoint()
             if resume_after is not None:
-                header = header.model_copy(update={"created_at": self._created_at})
+                previous = read_header(self.out)
+                header = header.model_copy(update={"created_at": self._created_at,
+                                                   "length_probe": previous.length_probe})
+        if resume_after is None and self.rl.probe_prompts:
+            header = header.model_copy(update={"length_probe": self._length_probe()})
         self.writer = RunWriter(self.out, header, resume_after=resume_after)
 
     # -- checkpoints ---------------------------------------------------------
@@ -332,15 +360,43 @@ class Trainer:
     # -- evaluation ----------------------------------------------------------
 
     def _evaluate(self, phase: str) -> dict:
-        result = evaluate(self.policy, self.tokenizer, self.eval_rows, max_new_tokens=self.rl.max_new_tokens,
+        """Held-out accuracy, greedy and sampled, with each problem's result kept.
+
+        Start and end use the whole held-out set; periodic evaluations use its first
+        ``eval_periodic_n`` rows, the same problems every time, so any two evaluations can be
+        compared problem by problem on the rows they share.
+        """
+        n = len(self.eval_rows) if phase != "periodic" else min(self.rl.eval_periodic_n, len(self.eval_rows))
+        result = evaluate(self.policy, self.tokenizer, self.eval_rows, n=n, max_new_tokens=self.rl.max_new_tokens,
                           greedy=self.rl.eval_greedy, sampled=self.rl.eval_sampled,
                           temperature=self.rl.temperature, seed=self.opts.seed + 7)
         self.policy.train()
         self.writer.eval(EvalRecord(step=self.step, phase=phase, n=result["n"],
                                     accuracy_greedy=result.get("accuracy_greedy"),
                                     accuracy_sampled=result.get("accuracy_sampled"),
-                                    mean_length=result.get("mean_length"), temperature=self.rl.temperature))
+                                    mean_length=result.get("mean_length"),
+                                    mean_length_sampled=result.get("mean_length_sampled"),
+                                    temperature=self.rl.temperature, problems=f"eval rows 1-{result['n']}",
+                                    correct_greedy=result.get("correct_greedy"),
+                                    correct_sampled=result.get("correct_sampled")))
         return result
+
+    def _length_probe(self) -> LengthProbe:
+        """Response lengths of the starting policy: G samples for each of the first held-out prompts."""
+        prompts = [r["prompt"] for r in self.eval_rows[:self.rl.probe_prompts]]
+        batch = sample_groups(self.policy, self.tokenizer, prompts, self.rl.group_size, self.rl.max_new_tokens,
+                              self.rl.temperature, seed=self.opts.seed + 11)
+        self.policy.train()
+        answers = [r["answer"] for r in self.eval_rows[:self.rl.probe_prompts]]
+        _, comps = self._score(batch, answers)
+        lengths = batch.response_lengths.float()
+        budget = self.rl.max_new_tokens
+        return LengthProbe(
+            prompts=len(prompts), group_size=self.rl.group_size, budget=budget,
+            median_length=float(lengths.median()), mean_length=float(lengths.mean()),
+            within_group_sd=float(lengths.view(-1, self.rl.group_size).std(-1, correction=0).mean()),
+            overlong_band=float((lengths > 0.8 * budget).float().mean()),
+            truncated=float(batch.truncated.float().mean()), accuracy=float(comps["correct"].mean()))
 
     # -- one rollout ---------------------------------------------------------
 
@@ -352,44 +408,64 @@ class Trainer:
         return reward, {"correct": correct, "format": fmt}
 
     def _sample_rollout(self):
-        """Sample groups until the batch holds ``prompts_per_step`` groups the filter keeps."""
+        """Sample groups until the batch holds ``prompts_per_step`` groups the filter keeps.
+
+        Without a filter that is one round of P prompts. With a sampling filter (DAPO's dynamic
+        sampling) each further round samples enough new prompts to fill what is still missing at
+        the pass rate seen so far in this rollout (at least the missing number, at most P), for at
+        most ``max_rounds`` rounds (verl's max_num_gen_batches; DAPO's spec caps it at 10). Groups
+        kept beyond P are generated but not trained on, like groups the filter drops.
+        """
         G, want = self.rl.group_size, self.rl.prompts_per_step
+        filtering = self.cfg.kind("filter") != "none"
+        max_rounds = self.cfg.param("filter", "max_rounds", 1) if filtering else 1
         kept_batches, kept_answers, filtered_groups = [], [], []
-        n_sampled = all_correct = all_wrong = zero_var = 0
-        rounds = 0
-        kept_count = 0
-        max_rounds = self.cfg.param("filter", "max_rounds", 1) if self.cfg.kind("filter") != "none" else 1
+        sampled = {"reward": [], "correct": [], "length": []}
+        n_sampled = n_passed = all_correct = all_wrong = zero_var = 0
+        rounds = kept_count = 0
         while kept_count < want and rounds < max_rounds:
             rounds += 1
-            rows = [self.train_rows[self.prompt_rng.randrange(len(self.train_rows))] for _ in range(want - kept_count)]
+            missing = want - kept_count
+            n_prompts = missing
+            if rounds > 1:
+                pass_rate = max(kept_count / max(n_sampled, 1), 1 / want)
+                n_prompts = min(want, max(missing, math.ceil(missing / pass_rate)))
+            rows = [self.train_rows[self.prompt_rng.randrange(len(self.train_rows))] for _ in range(n_prompts)]
             answers = [r["answer"] for r in rows]
             batch = sample_groups(self.policy, self.tokenizer, [r["prompt"] for r in rows], G, self.rl.max_new_tokens,
                                   self.rl.temperature, generator=self.sample_gen)
             reward, comps = self._score(batch, answers)
+            shaped, _ = O.shape_rewards(self.cfg, reward, batch.response_lengths)
+            sampled["reward"].append(shaped)
+            sampled["correct"].append(comps["correct"])
+            sampled["length"].append(batch.response_lengths)
             correct = comps["correct"].view(-1, G)
             keep = O.keep_groups(self.cfg, correct)
             n_sampled += len(rows)
+            n_passed += int(keep.sum())
             all_correct += int((correct.sum(-1) == G).sum())
             all_wrong += int((correct.sum(-1) == 0).sum())
-            zero_var += int((reward.view(-1, G).std(-1, correction=0) == 0).sum())
-            keep_rows = [i for g in range(len(rows)) if keep[g] for i in batch.group(g)]
+            zero_var += int((shaped.view(-1, G).std(-1, correction=0) == 0).sum())
+            kept_groups = [g for g in range(len(rows)) if keep[g]][:want - kept_count]
             for g in range(len(rows)):
                 if not keep[g]:
-                    filtered_groups.append((batch, g, answers[g], reward, comps))
-            if keep_rows:
-                sub = select_rows(batch, keep_rows)
-                kept_groups = [g for g in range(len(rows)) if keep[g]]
+                    filtered_groups.append((batch, g, answers[g], shaped, comps))
+            if kept_groups:
+                sub = select_rows(batch, [i for g in kept_groups for i in batch.group(g)])
                 sub = replace(sub, prompts=[batch.prompts[g] for g in kept_groups],
                               prompt_index=torch.arange(len(kept_groups)).repeat_interleave(G))
                 kept_batches.append(sub)
                 kept_answers += [answers[g] for g in kept_groups]
                 kept_count += len(kept_groups)
-        stats = dict(n_sampled_groups=n_sampled, n_kept_groups=kept_count, rounds=rounds,
-                     all_correct=all_correct, all_wrong=all_wrong, zero_variance=zero_var)
+        lengths = torch.cat(sampled["length"]).float()
+        stats = dict(n_sampled_groups=n_sampled, n_kept_groups=n_passed, rounds=rounds,
+                     all_correct=all_correct, all_wrong=all_wrong, zero_variance=zero_var,
+                     sampled_reward=torch.cat(sampled["reward"]), sampled_correct=torch.cat(sampled["correct"]),
+                     sampled_lengths=lengths)
         return (concat_batches(kept_batches) if kept_batches else None), kept_answers, filtered_groups, stats
 
     def _filtered_records(self, filtered, limit: int = 2) -> list[PromptGroup]:
-        """Dropped groups for the step detail: texts and rewards only (they were never trained on)."""
+        """Dropped groups for the step detail: texts and (shaped) rewards only; never trained on."""
         out = []
         for batch, g, answer, reward, comps in filtered[:limit]:
             responses = []
@@ -416,11 +492,22 @@ class Trainer:
         if self.cfg.kind("shaping") != "none":
             comps["shaping"] = shaping
         mask = batch.response_mask
+        # The minibatches of every epoch are drawn now, so that the old log-probs (and the reference
+        # log-probs and values) are computed on exactly the rows and shapes the first epoch's updates
+        # will use: the first update then recomputes them bit for bit, and its ratios are exactly 1.
+        n_groups = len(batch.prompts)
+        plans = []
+        for _ in range(self.rl.epochs):
+            order = list(range(n_groups))
+            self.update_rng.shuffle(order)
+            plans.append([sorted(order[i::self.rl.minibatches]) for i in range(self.rl.minibatches)
+                          if order[i::self.rl.minibatches]])
+        row_sets = [[r for g in chunk for r in batch.group(g)] for chunk in plans[0]]
         with torch.no_grad():
-            old_logp, _ = response_logprobs(self.policy, batch)
-            old_logp = old_logp.cpu()
-            ref_logp = response_logprobs(self.reference, batch)[0].cpu() if self.reference is not None else None
-            values = self.critic(batch).cpu() if self.critic is not None else None
+            old_logp = by_minibatch(lambda mb: response_logprobs(self.policy, mb)[0], batch, row_sets)
+            ref_logp = (by_minibatch(lambda mb: response_logprobs(self.reference, mb)[0], batch, row_sets)
+                        if self.reference is not None else None)
+            values = by_minibatch(self.critic, batch, row_sets) if self.critic is not None else None
         rollout_kl = O.rollout_kl(self.cfg, old_logp, ref_logp, mask) if O.kl_in_reward(self.cfg) else None
         advantages, returns = O.compute_advantages(self.cfg, rewards=shaped.float(), group_size=G, mask=mask,
                                                    rollout_kl=rollout_kl, values=values)
@@ -430,16 +517,9 @@ class Trainer:
             correct=correct, lengths=lengths, truncated=batch.truncated, group_size=G, **stats)
         rollout_seconds = time.time() - t0
         rollout_metrics["time/rollout_s"] = rollout_seconds
-        n_groups = len(batch.prompts)
         first = True
-        for epoch in range(self.rl.epochs):
-            order = list(range(n_groups))
-            self.update_rng.shuffle(order)
-            chunks = [order[i::self.rl.minibatches] for i in range(self.rl.minibatches)]
+        for chunks in plans:
             for chunk in chunks:
-                if not chunk:
-                    continue
-                chunk = sorted(chunk)
                 rows = [r for g in chunk for r in batch.group(g)]
                 self._update(batch, rows, answers, shaped, comps, correct, mask, old_logp, ref_logp,
                              values, advantages, returns, rollout_kl, rollout_metrics, first,
@@ -452,6 +532,10 @@ class Trainer:
         t0 = time.time()
         idx = torch.tensor(rows)
         mb = select_rows(batch, rows)
+        width = mb.response_mask.shape[1]  # the minibatch's longest answer: wider columns are padding
+        mask, old_logp, ref_logp, values, advantages, returns, rollout_kl = (
+            None if t is None else t[:, :width]
+            for t in (mask, old_logp, ref_logp, values, advantages, returns, rollout_kl))
         logp, entropy = response_logprobs(self.policy, mb)
         dev = logp.device
         mb_mask = mask[idx].to(dev)
@@ -514,6 +598,8 @@ class Trainer:
         All updates of a rollout, not only the first: ratios leave 1 (and clipping shows)
         only on the later updates of a rollout.
         """
+        if not self.rl.detail_every:  # 0: no token detail at all (extra seeds keep only metrics)
+            return False
         return self.rollout % self.rl.detail_every == 0 or self.rollout == self.rl.steps - 1
 
     # -- driver --------------------------------------------------------------

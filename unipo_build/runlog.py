@@ -25,7 +25,10 @@ HEADER = "header.json"
 STEPS = "steps.jsonl"
 EVALS = "evals.jsonl"
 TOKENS_DIR = "tokens"
-SIGNIFICANT_DIGITS = 7
+SIGNIFICANT_DIGITS = 7  # metrics, evaluations, headers: float32 precision keeps the logs small
+# Token files keep 9: a log-prob near -20 with 7 digits is off by up to 1e-5, and the site recomputes
+# every token's ratio and objective from the logged log-probs to 1e-6.
+TOKEN_SIGNIFICANT_DIGITS = 9
 
 
 def token_file_name(step: int) -> str:
@@ -62,22 +65,27 @@ class LogError(Exception):
 # Serialisation
 # ---------------------------------------------------------------------------
 
-def _compact(value: Any) -> Any:
-    """Round floats to 7 significant digits (float32 precision) to keep logs small."""
+def _compact(value: Any, digits: int = SIGNIFICANT_DIGITS) -> Any:
+    """Round floats to `digits` significant digits to keep logs small."""
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ValueError(f"non-finite number {value!r} cannot be logged")
-        return float(f"{value:.{SIGNIFICANT_DIGITS}g}")
+        return float(f"{value:.{digits}g}")
     if isinstance(value, dict):
-        return {k: _compact(v) for k, v in value.items()}
+        return {k: _compact(v, digits) for k, v in value.items()}
     if isinstance(value, list):
-        return [_compact(v) for v in value]
+        return [_compact(v, digits) for v in value]
     return value
 
 
 def dumps(model: BaseModel) -> str:
     data = model.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return json.dumps(_compact(data), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    if isinstance(model, StepDetail):
+        # the step objective is the step record's "objective" metric: written alike, it reads back equal
+        data = {**_compact(data, TOKEN_SIGNIFICANT_DIGITS), "objective": _compact(data["objective"])}
+    else:
+        data = _compact(data)
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
