@@ -11,14 +11,15 @@ import sys
 from pathlib import Path
 
 from . import runlog
-from .specs import SPEC_DIR, SpecError, load_spec, load_specs
+from .specs import SPEC_DIR, SpecError, ablation_spec_paths, load_spec, load_specs
 
 
 def _known_algorithms() -> set[str]:
+    ablations = {p.stem for p in ablation_spec_paths(SPEC_DIR)}
     try:
-        return set(load_specs(SPEC_DIR))
+        return set(load_specs(SPEC_DIR)) | ablations
     except SpecError:
-        return {p.stem for p in SPEC_DIR.glob("*.yaml")}
+        return {p.stem for p in SPEC_DIR.glob("*.yaml")} | ablations
 
 
 def validate_path(path: Path, known: set[str]) -> list[str]:

@@ -127,6 +127,35 @@ def register_train(sub) -> None:
     p.set_defaults(func=_summary)
 
 
+def _suite(args: argparse.Namespace) -> int:
+    try:
+        from training.suite import DEFAULT_SUITE, SuiteError, run_suite
+    except ImportError as err:
+        print(f"unipo suite needs the training extra (pip install torch==2.13.0 && pip install -e '.[train]'): {err}",
+              file=sys.stderr)
+        return 2
+    try:
+        return run_suite(args.suite or DEFAULT_SUITE, args.out, jobs=args.jobs, only=args.only,
+                         device=args.device, dry_run=args.dry_run)
+    except SuiteError as err:
+        print(str(err), file=sys.stderr)
+        return 2
+
+
+def register_suite(sub) -> None:
+    p = sub.add_parser("suite", help="train every shipped run (data/suite.yaml), several at a time; resumable",
+                       description="Train the runs listed in a suite file that OUT does not hold yet, in parallel "
+                                   "processes with one torch thread each. Finished runs are skipped and interrupted "
+                                   "ones resumed, so the command can be run again until everything is there.")
+    p.add_argument("--suite", help="suite file (default data/suite.yaml)")
+    p.add_argument("--out", default="data/runs", help="directory of runs (default data/runs)")
+    p.add_argument("--jobs", type=int, help="runs at a time (default: the number of CPU cores)")
+    p.add_argument("--only", nargs="+", metavar="NAME", help="train only these runs of the suite")
+    p.add_argument("--device", default="auto", help="auto (a GPU if there is one), cpu or cuda")
+    p.add_argument("--dry-run", action="store_true", help="list what would run, run nothing")
+    p.set_defaults(func=_suite)
+
+
 def register_import(sub) -> None:
     from unipo_build.importers import register
 
@@ -145,4 +174,4 @@ def register_openrlhf(sub) -> None:
     register(sub)
 
 
-REGISTRARS: list = [register_train, register_import, register_new_algorithm, register_openrlhf]
+REGISTRARS: list = [register_train, register_suite, register_import, register_new_algorithm, register_openrlhf]

@@ -251,16 +251,18 @@ register("filter", "dynamic_sampling", DynamicSampling,
 
 class OverlongShaping(_Params):
     max_length: int | None = Field(None, gt=0, description="L_max; null means the run's generation budget.")
-    cache_fraction: float = Field(0.25, gt=0, le=1, description="L_cache as a fraction of L_max (DAPO: 4096 of 16384).")
+    cache_fraction: float = Field(0.2, gt=0, le=1, description="L_cache as a fraction of L_max (DAPO: 4,096 of 20,480, the expected 16,384 plus the cache).")
     cache_length: int | None = Field(None, gt=0, description="L_cache in tokens; filled from cache_fraction when null.")
+    penalty: float = Field(1.0, gt=0, description="The penalty at L_max and beyond (DAPO: 1, against a correctness reward of +1/-1; 0.5 keeps that weight against a 1/0 reward).")
 
 
 register("shaping", "none", NoParams, "The reward is used as it is.", lambda p: "")
 register("shaping", "overlong", OverlongShaping,
          "A soft length penalty added to the reward as a response nears the generation budget.",
-         lambda p: r"R_{\text{length}}(y)=\begin{cases}0,&|y|\le L_{\max}-L_{\text{cache}}\\ \frac{(L_{\max}-L_{\text{cache}})-|y|}{L_{\text{cache}}},&L_{\max}-L_{\text{cache}}<|y|\le L_{\max}\\ -1,&|y|>L_{\max}\end{cases}",
+         lambda p: (r"R_{\text{length}}(y)=\begin{cases}0,&|y|\le L_{\max}-L_{\text{cache}}\\ %s\frac{(L_{\max}-L_{\text{cache}})-|y|}{L_{\text{cache}}},&L_{\max}-L_{\text{cache}}<|y|\le L_{\max}\\ -%s,&|y|>L_{\max}\end{cases}"
+                    % ("" if p.get("penalty", 1.0) == 1 else _fmt(p["penalty"]) + r"\cdot", _fmt(p.get("penalty", 1.0)) if p.get("penalty", 1.0) != 1 else "1")),
          (Term("L_max", r"L_{\max}", "The generation budget."),
-          Term("L_cache", r"L_{\text{cache}}", "The stretch before the budget over which the penalty ramps from 0 to -1.")),
+          Term("L_cache", r"L_{\text{cache}}", "The stretch before the budget over which the penalty ramps from 0 to its floor.")),
          run_resolved=("max_length", "cache_length"))
 
 
@@ -459,9 +461,21 @@ def load_algorithm(name: str) -> AlgorithmSpec:
     if path.suffix in (".yaml", ".yml") or path.exists():
         return load_spec(path)
     specs = load_specs(SPEC_DIR)
-    if name not in specs:
-        raise ValueError(f"unknown algorithm {name!r} (known: {', '.join(sorted(specs))}; or give a spec file path)")
-    return specs[name]
+    if name in specs:
+        return specs[name]
+    for ablation in ablation_spec_paths(SPEC_DIR):
+        if ablation.stem == name:
+            return load_spec(ablation)
+    raise ValueError(f"unknown algorithm {name!r} (known: {', '.join(sorted(specs))}; or give a spec file path)")
+
+
+def ablation_spec_paths(directory: str | Path = SPEC_DIR) -> list[Path]:
+    """Specs in subdirectories (data/algorithms/ladder: the ablation ladder's rungs).
+
+    They train and validate like any spec but are not chapters of the course: load_specs, which
+    lists the course's algorithms, reads the top-level directory only.
+    """
+    return sorted(Path(directory).glob("*/*.yaml"))
 
 
 # ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import runlog
+from .heldout import compare, start_and_end
 from .moments import find_moments
 
 
@@ -32,8 +33,8 @@ def summarize(run_dir: str | Path, *, with_moments: bool = True) -> dict:
             last_wall = record.metrics["time/wall_s"]
     k = max(1, len(rewards) // 10)
     evals = list(runlog.iter_evals(run_dir))
-    start = next((e for e in evals if e.phase == "start"), None)
-    end = next((e for e in reversed(evals) if e.phase == "end"), None)
+    start, end = start_and_end(evals)
+    changes = {mode: compare(start, end, mode) if start and end else None for mode in ("greedy", "sampled")}
     out = {
         "run_id": header.run_id,
         "algorithm": header.algorithm,
@@ -43,9 +44,11 @@ def summarize(run_dir: str | Path, *, with_moments: bool = True) -> dict:
         "reward_mean_last_10pct": _mean(rewards[-k:]),
         "eval_start": start.model_dump() if start else None,
         "eval_end": end.model_dump() if end else None,
+        "heldout_change": {mode: c.as_dict() if c else None for mode, c in changes.items()},
         "wall_time_s": last_wall,
         "preset": header.preset,
         "seed": header.seed,
+        "length_probe": header.length_probe.model_dump() if header.length_probe else None,
     }
     if with_moments:
         out["moments"] = {name: (m.as_dict() if m else None) for name, m in find_moments(run_dir).items()}
