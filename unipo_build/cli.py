@@ -1,7 +1,9 @@
 """The ``unipo`` command line.
 
 Subcommands register themselves in ``build_parser``; training subcommands import
-torch lazily so that ``unipo validate`` and the site build never need it.
+torch lazily so that ``unipo validate`` and the site build never need it. The project's
+specs are found from ``$UNIPO_ROOT`` or the nearest directory at or above the current one
+that holds data/algorithms (``unipo_build.project``).
 """
 
 from __future__ import annotations
@@ -10,18 +12,23 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import runlog
-from .specs import SPEC_DIR, SpecError, load_spec, load_specs
+from . import project, runlog
+from .specs import SpecError, load_spec, load_specs
 
 
-def _known_algorithms() -> set[str]:
+def _known_algorithms() -> set[str] | None:
+    """The project's spec ids; None outside a project (then no run is checked against them)."""
     try:
-        return set(load_specs(SPEC_DIR))
+        directory = project.spec_dir()
+    except project.ProjectError:
+        return None
+    try:
+        return set(load_specs(directory))
     except SpecError:
-        return {p.stem for p in SPEC_DIR.glob("*.yaml")}
+        return {p.stem for p in directory.glob("*.yaml")}
 
 
-def validate_path(path: Path, known: set[str]) -> list[str]:
+def validate_path(path: Path, known: set[str] | None) -> list[str]:
     """Validate a spec file, a run directory, a directory of runs, or one file of a run."""
     if path.suffix in (".yaml", ".yml"):
         try:
