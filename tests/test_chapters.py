@@ -248,7 +248,8 @@ def test_small_numbers():
 
 MACRO_RE = re.compile(r"\{\{\s*(.+?)\s*\}\}", re.S)
 BLOCK_MACROS = {"objective_card", "compare", "training_explorer", "step_inspector", "run_card",
-                "critic_trace", "advantage_noise", "length_by_correctness", "dynamics_compare", "weight_shares"}
+                "critic_trace", "advantage_noise", "length_by_correctness", "dynamics_compare", "weight_shares",
+                "objective_formula"}
 
 
 def _calls(text: str) -> list[tuple[str, list, dict]]:

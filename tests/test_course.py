@@ -36,6 +36,7 @@ from unipo_build.views import family_tree as T
 from unipo_build.views import fmt as F
 from unipo_build.views import palette
 from unipo_build.views import run_facts as RF
+from unipo_build.views import verdicts as V
 from unipo_build.views.series import moving_average
 from unipo_build.views.site import AuthorError, Site
 
@@ -87,12 +88,12 @@ def test_weight_shares_of_a_short_and_a_long_response():
 
 def test_eval_change_against_two_standard_errors():
     # n = 1500: SE of one accuracy near 0.43 is ~1.28 points; of the difference ~1.8 points.
-    up = RF.EvalChange(0.43, 0.47, 1500, 1500, 3200)
-    assert up.se == pytest.approx(np.hypot(RF.binomial_se(0.43, 1500), RF.binomial_se(0.47, 1500)))
+    up = V.EvalChange(0.43, 0.47, 1500, 1500, 3200)
+    assert up.se == pytest.approx(np.hypot(V.binomial_se(0.43, 1500), V.binomial_se(0.47, 1500)))
     assert up.direction == "up"
-    assert RF.EvalChange(0.43, 0.44, 1500, 1500, 3200).direction == "flat"
-    assert RF.EvalChange(0.43, 0.38, 1500, 1500, 3200).direction == "down"
-    assert RF.binomial_se(0.5, 100) == pytest.approx(0.05)
+    assert V.EvalChange(0.43, 0.44, 1500, 1500, 3200).direction == "flat"
+    assert V.EvalChange(0.43, 0.38, 1500, 1500, 3200).direction == "down"
+    assert V.binomial_se(0.5, 100) == pytest.approx(0.05)
 
 
 def test_group_zscore_arithmetic_matches_the_hand_worked_example():
@@ -172,8 +173,8 @@ def test_author_errors_stop_the_build():
 def test_missing_runs_give_notes_not_failures():
     assert RF.run_fact_text(None, "grpo", "steps") == "(no grpo run in this build)"
     assert RF.moment_fact_text(None, "grpo", "all_correct_group") == "(no grpo run in this build)"
-    assert "no grpo run" in RF.learning_verdict_text(None, "grpo").lower()
-    assert "admonition" in RF.run_card_html(Site(), None, "grpo")
+    assert "no grpo run" in V.learning_verdict_text(None, "grpo").lower()
+    assert "admonition" in V.run_card_html(Site(), None, "grpo")
     assert "admonition" in AN.anatomy_html(Site(), None, "grpo", None, "advantages", "mixed")
 
 

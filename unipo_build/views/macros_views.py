@@ -7,6 +7,7 @@ In a page, each on a paragraph of its own:
     {{ step_inspector("grpo", step=12) }}
     {{ step_inspector("grpo", moment="all_correct_group") }}
     {{ objective_card("grpo") }}                        optionally run="<run id>" for its parameters
+    {{ objective_formula("grpo") }}                     the whole objective, composed from the spec
     {{ compare("grpo", "dapo") }}
     {{ compare_selector("grpo", "dapo") }}
 
@@ -21,8 +22,10 @@ from __future__ import annotations
 import logging
 from typing import Any, Sequence
 
+from ..formula import objective_latex
 from . import compare as compare_view
 from . import explainer, explorer, inspector
+from .fmt import math_display
 from .site import AuthorError, Site, macro
 
 log = logging.getLogger("mkdocs.plugins.unipo.views")
@@ -85,3 +88,12 @@ def compare_selector(site: Site, default_a: str = "grpo", default_b: str = "dapo
     site.spec(default_b, "compare_selector")
     return compare_view.compare_selector_html(site.specs(), default_a, default_b,
                                               uid=_uid(site, "unipo-cmp", default_a, default_b))
+
+
+@macro(html=True)
+def objective_formula(site: Site, algorithm: str, definitions: bool = False) -> str:
+    """The algorithm's whole objective, composed from its spec by the one composer
+    (``formula.objective_latex``), so a chapter never types it by hand; ``definitions``: add the
+    "where" rows (ratio, advantage and the other symbols)."""
+    spec = site.spec(algorithm, "objective_formula")
+    return math_display(objective_latex(spec, definitions=definitions), "unipo-objective-formula")
