@@ -90,3 +90,26 @@ def test_every_kind_says_what_it_is():
                 assert kind.apply is not None, name
     assert {k.kl_place for k in REGISTRY["kl"].values()} == {None, "loss", "reward"}
     assert [k.name for k in REGISTRY["advantage"].values() if k.needs_critic] == ["gae"]
+
+
+def test_recomputation_checks_weights_by_the_registrys_properties():
+    """check_step recomputes a count-fixed weight through the kind's own function and notices a
+    wrong one; a token-mean step must weigh every token the same."""
+    from unipo_build.recompute import check_step
+    from unipo_build.runs import discover
+
+    runs = {r.header.algorithm: r for r in discover() if r.ok and r.config is not None and r.token_steps()}
+    for algorithm in ("grpo", "dapo"):
+        run = runs.get(algorithm)
+        if run is None:
+            pytest.skip(f"no {algorithm} run with token files in the build's runs")
+        detail = run.reader.detail(run.token_steps()[0]).model_copy(deep=True)
+        assert check_step(run.config, detail) == []
+        prompt = next(p for p in detail.prompts if not p.filtered and p.responses[0].tokens is not None)
+        prompt.responses[0].tokens.weight[0] *= 1.5
+        problems = "\n".join(check_step(run.config, detail))
+        kind = run.config.kind("aggregation")
+        if REGISTRY["aggregation"][kind].weights_from_counts:
+            assert f"is not the {kind} weight" in problems
+        else:
+            assert f"{kind} weights differ between tokens" in problems

@@ -81,6 +81,10 @@ class Kind:
     label: str = ""
     weight_tex: str = ""
     weight_meaning: str = ""
+    # An aggregation whose token weight follows from counts alone (N responses, the response's
+    # own length, a constant), and one whose tokens all weigh the same (recompute checks them).
+    weights_from_counts: bool = False
+    uniform_weights: bool = False
     worked: Callable[..., Any] | None = None
     # Fills the run_resolved parameters: resolve(params, max_new_tokens) -> params.
     resolve: Callable[[dict, int], dict] | None = None
@@ -383,6 +387,7 @@ register("aggregation", "seq_mean_token_mean", NoParams,
           Term("G", r"G", "The number of responses sampled per prompt.")),
          fn=C.seq_mean_token_mean_weights, apply=lambda mask, p: C.seq_mean_token_mean_weights(mask),
          label="mean per response, then over responses", weight_tex=r"w_{i,t}=\frac{1}{N\,|o_i|}",
+         weights_from_counts=True,
          weight_meaning="A token of a short response weighs more than a token of a long one; every response "
                         "carries the same total weight.",
          worked=lambda w, n, length, p: (r"w=\frac{1}{N\,|o_i|}=\frac{1}{" + str(n) + r"\times" + str(length) + "}="
@@ -393,6 +398,7 @@ register("aggregation", "token_mean", NoParams,
          (Term("total_length", r"\sum_i|o_i|", "All response tokens together: each token weighs one over this, so long responses carry more of the total."),),
          fn=C.token_mean_weights, apply=lambda mask, p: C.token_mean_weights(mask),
          label="mean over every token of the batch", weight_tex=r"w_{i,t}=\frac{1}{\sum_{j}|o_j|}",
+         uniform_weights=True,
          weight_meaning="Every token weighs the same; a long response carries more of the total than a short one.",
          worked=lambda w, n, length, p: r"w=\frac{1}{\sum_j|o_j|}=\frac{1}{" + str(round(1.0 / w) if w > 0 else 0) + "}")
 register("aggregation", "constant_normalizer", ConstantNormalizer,
@@ -404,7 +410,7 @@ register("aggregation", "constant_normalizer", ConstantNormalizer,
          run_resolved=("normalizer",),
          resolve=lambda p, max_new_tokens: {**p, "normalizer": p["normalizer"] or max_new_tokens},
          fn=C.constant_normalizer_weights, apply=lambda mask, p: C.constant_normalizer_weights(mask, p.get("normalizer")),
-         label="sum divided by a constant", weight_tex=r"w_{i,t}=\frac{1}{N\,L}",
+         label="sum divided by a constant", weight_tex=r"w_{i,t}=\frac{1}{N\,L}", weights_from_counts=True,
          weight_meaning="A constant: no length enters the weight, for the token or for the batch.",
          worked=lambda w, n, length, p: (r"w=\frac{1}{N\,L}=\frac{1}{" + str(n) + r"\times" + str(p.get("normalizer"))
                                          + "}=" + tex_fraction(w)))
@@ -414,6 +420,7 @@ register("aggregation", "seq_mean_token_sum", NoParams,
          (Term("G", r"G", "The number of responses sampled per prompt."),),
          fn=C.seq_mean_token_sum_weights, apply=lambda mask, p: C.seq_mean_token_sum_weights(mask),
          label="sum per response, then mean over responses", weight_tex=r"w_{i,t}=\frac{1}{N}",
+         weights_from_counts=True,
          weight_meaning="Token objectives are summed per response: a long response carries more in proportion to "
                         "its length.",
          worked=lambda w, n, length, p: r"w=\frac{1}{N}=\frac{1}{" + str(n) + "}=" + tex_fraction(w))

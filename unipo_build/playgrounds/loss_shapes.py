@@ -158,7 +158,7 @@ def aggregation_row(kind: str, length: int, others: int) -> tuple[float, float]:
     """
     lengths = np.array([length] + [others] * (GROUP_SIZE - 1))
     mask = (np.arange(lengths.max())[None, :] < lengths[:, None]).astype(np.float64)
-    weights = aggregation_weights(kind, mask, MAX_LENGTH if kind == "constant_normalizer" else None)
+    weights = aggregation_weights(kind, mask, MAX_LENGTH)  # L: a kind without a constant ignores it
     per_response = weights.sum(axis=-1)
     return float(weights[0, 0]), float(per_response[0] / per_response.sum())
 
