@@ -26,7 +26,10 @@ from unipo_build.schema import (
     TaskInfo,
     TokenArrays,
 )
-from unipo_build.specs import SPEC_DIR, load_spec, resolve
+from unipo_build.specs import load_spec, resolve
+from unipo_build.project import spec_dir
+
+SPEC_DIR = spec_dir()
 
 CREATED = datetime(2025, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
 

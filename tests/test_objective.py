@@ -14,7 +14,10 @@ import torch
 
 from unipo_build import components as C
 from unipo_build import objective as O
-from unipo_build.specs import SPEC_DIR, load_spec, resolve
+from unipo_build.specs import load_spec, resolve
+from unipo_build.project import spec_dir
+
+SPEC_DIR = spec_dir()
 
 TOL = 1e-12
 ALGORITHMS = ("reinforce", "ppo", "grpo", "dapo", "dr_grpo")

@@ -18,7 +18,10 @@ import pytest
 from unipo_build import cli
 from unipo_build.objective import clip_bounds
 from unipo_build.openrlhf import command as C
-from unipo_build.specs import SPEC_DIR, load_specs
+from unipo_build.specs import load_specs
+from unipo_build.project import spec_dir
+
+SPEC_DIR = spec_dir()
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted(load_specs(SPEC_DIR))
@@ -235,7 +238,7 @@ def test_guide_commands_run_as_documented(capsys):
     import shlex
 
     from cli_helpers import guide_commands
-    from unipo_build.openrlhf.docs import train_commands
+    from unipo_build.views.openrlhf_guide import train_commands
 
     builder = [c for c in guide_commands("openrlhf.md") if c.startswith("unipo openrlhf command ")]
     assert builder == ["unipo openrlhf command dr_grpo", "unipo openrlhf command dr_grpo --accept-approximation"]

@@ -14,10 +14,13 @@ import pytest
 import yaml
 
 from unipo_build import formula as F
-from unipo_build import reference as R
+from unipo_build.views import reference as R
 from unipo_build import specs as S
 from unipo_build.schema import METRICS, json_schema
-from unipo_build.specs import SLOTS, SPEC_DIR, load_spec, load_specs, resolve
+from unipo_build.specs import SLOTS, load_spec, load_specs, resolve
+from unipo_build.project import spec_dir
+
+SPEC_DIR = spec_dir()
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = load_specs()
@@ -435,17 +438,13 @@ def test_mkdocs_build_keeps_jinja_delimiters_in_macro_output(tmp_path, probe_kin
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
 
-    specs_dir = tmp_path / "algorithms"
-    specs_dir.mkdir()
+    # the project is tmp_path: its specs are found from the MkDocs config's directory
+    specs_dir = tmp_path / "data" / "algorithms"
+    specs_dir.mkdir(parents=True)
     data = yaml.safe_load((SPEC_DIR / "grpo.yaml").read_text())
     data.update(id="probe", predecessor=None, changed="Changed {{ nothing }} and {% raw %} and {# kept #}.")
     data["components"]["advantage"] = {"kind": "jinja_probe", "explanation": "Explained {{ x }}."}
     _write_spec(specs_dir, data)
-    monkeypatch.setattr(R, "SPEC_DIR", specs_dir)
-    # only this module's macros: the test does not depend on the other views
-    from unipo_build import macros
-
-    monkeypatch.setattr(macros, "MACRO_MODULES", ["unipo_build.reference"])
 
     docs = tmp_path / "docs"
     (docs / "reference" / "algorithms").mkdir(parents=True)

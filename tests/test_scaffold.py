@@ -19,9 +19,12 @@ from unipo_build import components as C
 from unipo_build import macros
 from unipo_build import objective as O
 from unipo_build.scaffold import MARK, ScaffoldError, TEMPLATES, scaffold, todo_markers
-from unipo_build.specs import SLOTS, SPEC_DIR, lineage, load_spec, load_specs, resolve
+from unipo_build.specs import SLOTS, lineage, load_spec, load_specs, resolve
+from unipo_build.project import spec_dir
 
 from cli_helpers import UNIPO, guide_commands, unipo
+
+SPEC_DIR = spec_dir()
 
 
 @pytest.fixture
@@ -250,4 +253,4 @@ def test_hybrid_objective_hand_worked():
     assert np.allclose(w[mask == 1], 0.025, rtol=0, atol=1e-15) and np.all(w[mask == 0] == 0)
     assert float(J) == pytest.approx(0.025, abs=1e-15)
     # DAPO's token mean would weigh each token 1/10 instead, and Dr. GRPO's would keep every group:
-    assert C.aggregation_weights("token_mean", mask)[0, 0] == pytest.approx(0.1)
+    assert O.aggregation_weights("token_mean", mask)[0, 0] == pytest.approx(0.1)

@@ -10,7 +10,10 @@ import pytest
 import yaml
 
 from unipo_build import specs as S
-from unipo_build.specs import SLOTS, SPEC_DIR, SpecError, load_spec, load_specs, resolve
+from unipo_build.specs import SLOTS, SpecError, load_spec, load_specs, resolve
+from unipo_build.project import spec_dir
+
+SPEC_DIR = spec_dir()
 
 ALGORITHMS = ("reinforce", "ppo", "grpo", "dapo", "dr_grpo")
 

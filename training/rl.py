@@ -579,7 +579,7 @@ class Trainer:
             kl=terms.kl.detach().cpu() if terms.kl is not None else None, ratio=terms.ratio.detach().cpu(),
             clip_side=terms.clip_side.detach().cpu(), entropy=entropy.detach().cpu(),
             weights=weights.detach().cpu(), objective=terms.objective.detach().cpu(),
-            group_advantage=self.cfg.kind("advantage") in ("group_zscore", "group_mean", "leave_one_out"))
+            group_advantage=O.group_baseline(self.cfg))
         metrics.update(records.update_metrics(view))
         metrics["time/update_s"] = time.time() - t0
         metrics["time/wall_s"] = self.elapsed_before + time.time() - self.started

@@ -1,7 +1,9 @@
 """The ``unipo`` command line.
 
 Subcommands register themselves in ``build_parser``; training subcommands import
-torch lazily so that ``unipo validate`` and the site build never need it.
+torch lazily so that ``unipo validate`` and the site build never need it. The project's
+specs are found from ``$UNIPO_ROOT`` or the nearest directory at or above the current one
+that holds data/algorithms (``unipo_build.project``).
 """
 
 from __future__ import annotations
@@ -10,19 +12,25 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import runlog
-from .specs import SPEC_DIR, SpecError, ablation_spec_paths, load_spec, load_specs
+from . import project, runlog
+from .specs import SpecError, ablation_spec_paths, load_spec, load_specs
 
 
-def _known_algorithms() -> set[str]:
-    ablations = {p.stem for p in ablation_spec_paths(SPEC_DIR)}
+def _known_algorithms() -> set[str] | None:
+    """The project's spec ids, ablation rungs included; None outside a project (then no run is
+    checked against them)."""
     try:
-        return set(load_specs(SPEC_DIR)) | ablations
+        directory = project.spec_dir()
+    except project.ProjectError:
+        return None
+    ablations = {p.stem for p in ablation_spec_paths(directory)}
+    try:
+        return set(load_specs(directory)) | ablations
     except SpecError:
-        return {p.stem for p in SPEC_DIR.glob("*.yaml")} | ablations
+        return {p.stem for p in directory.glob("*.yaml")} | ablations
 
 
-def validate_path(path: Path, known: set[str]) -> list[str]:
+def validate_path(path: Path, known: set[str] | None) -> list[str]:
     """Validate a spec file, a run directory, a directory of runs, or one file of a run."""
     if path.suffix in (".yaml", ".yml"):
         try:

@@ -14,8 +14,9 @@ knows an algorithm by name. Every slot's part is wrapped in
 A registry formula is read as clauses separated by ``,\\quad``: the first clause is the part
 the objective uses (``-\\beta\\,\\mathbb{D}_{i,t}``, the aggregation operator), the others
 define its symbols (``\\mathbb{D}_{i,t}=...``, ``\\beta=0.04``) and go to the "where" rows.
-Whether the KL sits in the loss or in the reward is asked of ``unipo_build.objective``, the
-one place that dispatches on kinds.
+Whether the KL sits in the loss or in the reward is the KL kind's registered property
+(``Kind.kl_place``). This is the project's one composer: the reference pages, the Algorithm
+Explainer's cards and the comparison view all call :func:`objective_latex`.
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import objective
-from .specs import REGISTRY, SLOTS, AlgorithmSpec, Kind, ResolvedAlgorithm, ResolvedComponent
+from .specs import REGISTRY, SLOTS, AlgorithmSpec, Kind, ResolvedAlgorithm
 
 RATIO_TEX = r"\rho_{i,t}"
 ADVANTAGE_TEX = r"\hat{A}_{i,t}"
@@ -66,11 +66,6 @@ def slot_parts(algorithm: AlgorithmSpec | ResolvedAlgorithm) -> dict[str, SlotPa
             params = {**kind.params.model_validate(known).model_dump(), **algorithm.components[slot].params}
             parts[slot] = SlotPart(slot, kind, params)
     return parts
-
-
-def _config(parts: dict[str, SlotPart], name: str) -> ResolvedAlgorithm:
-    return ResolvedAlgorithm(id="formula", name=name, components={
-        slot: ResolvedComponent(kind=part.kind.name, params=part.params) for slot, part in parts.items()})
 
 
 def clauses(tex: str) -> list[str]:
@@ -129,7 +124,7 @@ def objective_latex(algorithm: AlgorithmSpec | ResolvedAlgorithm, *, definitions
         return wrap(slot, tex, extra(slot))
 
     parts = slot_parts(algorithm)
-    config = _config(parts, algorithm.name)
+    kl_place = parts["kl"].kind.kl_place
     ratio_symbol = parts["ratio"].symbol("ratio", RATIO_TEX)
     advantage_symbol = parts["advantage"].symbol("advantage", ADVANTAGE_TEX)
 
@@ -140,8 +135,7 @@ def objective_latex(algorithm: AlgorithmSpec | ResolvedAlgorithm, *, definitions
     surrogate = surrogate.replace(ADVANTAGE_TEX, w("advantage", advantage_symbol))
     inner = w("clip", surrogate)
     kl_clauses = clauses(parts["kl"].latex())
-    kl_in_loss = objective.uses_reference(config) and not objective.kl_in_reward(config)
-    if kl_in_loss and kl_clauses:
+    if kl_place == "loss" and kl_clauses:
         inner += w("kl", kl_clauses[0])
     aggregation = clauses(parts["aggregation"].latex())
     if split is None:
@@ -155,7 +149,7 @@ def objective_latex(algorithm: AlgorithmSpec | ResolvedAlgorithm, *, definitions
     filter_clauses = clauses(parts["filter"].latex())
     if filter_clauses:
         line2.append(w("filter", filter_clauses[0]))
-    if objective.kl_in_reward(config) and kl_clauses:
+    if kl_place == "reward" and kl_clauses:
         line2.append(w("kl", kl_clauses[0]))
     shaping_clauses = clauses(parts["shaping"].latex())
     shaping_function = ""

@@ -12,7 +12,8 @@ The moments, in the order of their definitions below:
 - longest_wrong: the longest wrong response among the trained groups.
 - max_kl_step: the step with the largest mean KL to the reference (steps.jsonl).
 
-All are found in one pass over the token files and one over the steps, once per run.
+Each token file contributes its candidates in the run reader's one pass over the token files
+(a ``reader.token_digest``); the steps come from its one parse of steps.jsonl.
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import runlog
+import numpy as np
+
+from .reader import reader_for, token_digest
+from .schema import StepDetail
 
 MOMENT_NAMES = ("all_correct_group", "all_wrong_group", "clipped_high", "clipped_low", "longest_wrong",
                 "max_kl_step", "filtered_group")
@@ -52,57 +56,66 @@ GROUP_MOMENTS = {
 CLIP_MOMENTS = {1: "clipped_high", -1: "clipped_low"}
 
 
-def max_kl_step(run_dir: Path) -> Moment | None:
-    """The step with the largest mean KL to the reference (runs with a KL metric only)."""
-    best = None
-    for record in runlog.iter_steps(run_dir):
-        kl = record.metrics.get("kl/mean")
-        if kl is not None and (best is None or kl > best.value):
-            best = Moment("max_kl_step", record.step, value=kl)
-    return best
-
-
-def _scan(run_dir: Path) -> dict[str, Moment | None]:
-    found: dict[str, Moment | None] = {name: None for name in MOMENT_NAMES}
+@token_digest("moments")
+def step_candidates(detail: StepDetail) -> dict[str, Moment | None]:
+    """One step's best candidate for each token-file moment (the first group, the furthest clip,
+    the longest wrong answer)."""
+    found: dict[str, Moment | None] = {}
     clip_scores: dict[int, float] = {}
-    for step in runlog.token_steps(run_dir):
-        detail = runlog.read_step_detail(run_dir, step)
-        for group in detail.prompts:
-            for name, holds in GROUP_MOMENTS.items():
-                if found[name] is None and holds(group):
-                    found[name] = Moment(name, detail.step, group.index)
-            trained = _trained(group)
-            for response in group.responses:
-                longest = found["longest_wrong"]
-                if trained and response.correct is False and (longest is None or response.length > longest.value):
-                    found["longest_wrong"] = Moment("longest_wrong", detail.step, group.index, response.index, None,
-                                                    float(response.length))
-                if response.tokens is None:
+    for group in detail.prompts:
+        for name, holds in GROUP_MOMENTS.items():
+            if name not in found and holds(group):
+                found[name] = Moment(name, detail.step, group.index)
+        trained = _trained(group)
+        for response in group.responses:
+            longest = found.get("longest_wrong")
+            if trained and response.correct is False and (longest is None or response.length > longest.value):
+                found["longest_wrong"] = Moment("longest_wrong", detail.step, group.index, response.index, None,
+                                                float(response.length))
+            if response.tokens is None:
+                continue
+            for t, (side, ratio) in enumerate(zip(response.tokens.clip, response.tokens.ratio)):
+                if side == 0:
                     continue
-                for t, (side, ratio) in enumerate(zip(response.tokens.clip, response.tokens.ratio)):
-                    if side == 0:
-                        continue
-                    score = ratio if side > 0 else -ratio  # how far past the bound, either side
-                    if side not in clip_scores or score > clip_scores[side]:
-                        clip_scores[side] = score
-                        found[CLIP_MOMENTS[side]] = Moment(CLIP_MOMENTS[side], detail.step, group.index,
-                                                           response.index, t, ratio)
-    found["max_kl_step"] = max_kl_step(run_dir)
+                score = ratio if side > 0 else -ratio  # how far past the bound, either side
+                if side not in clip_scores or score > clip_scores[side]:
+                    clip_scores[side] = score
+                    found[CLIP_MOMENTS[side]] = Moment(CLIP_MOMENTS[side], detail.step, group.index,
+                                                       response.index, t, ratio)
     return found
 
 
-_CACHE: dict[tuple[str, float, int], dict[str, Moment | None]] = {}
+def _combine(per_step: dict[int, dict[str, Moment | None]]) -> dict[str, Moment | None]:
+    found: dict[str, Moment | None] = {name: None for name in MOMENT_NAMES}
+    for step in sorted(per_step):
+        for name, moment in per_step[step].items():
+            best = found[name]
+            if best is None:
+                found[name] = moment
+            elif name == "longest_wrong" and moment.value > best.value:
+                found[name] = moment
+            elif name in CLIP_MOMENTS.values():
+                side = 1 if name == "clipped_high" else -1
+                if side * moment.value > side * best.value:
+                    found[name] = moment
+    return found
+
+
+def max_kl_step(run_dir: Path) -> Moment | None:
+    """The step with the largest mean KL to the reference (runs with a KL metric only)."""
+    steps, kl = reader_for(run_dir).table.series("kl/mean")
+    if len(kl) == 0:
+        return None
+    i = int(np.argmax(kl))
+    return Moment("max_kl_step", int(steps[i]), value=float(kl[i]))
 
 
 def find_moments(run_dir: str | Path) -> dict[str, Moment | None]:
-    """All moments of a run, computed once per run (cached on the run's files' state)."""
-    run_dir = Path(run_dir)
-    steps = run_dir / runlog.STEPS
-    key = (str(run_dir.resolve()), steps.stat().st_mtime if steps.exists() else 0.0,
-           len(runlog.token_steps(run_dir)))
-    if key not in _CACHE:
-        _CACHE[key] = _scan(run_dir)
-    return dict(_CACHE[key])
+    """All moments of a run, from its cached reader (each file parsed once per build)."""
+    reader = reader_for(run_dir)
+    found = _combine(reader.digest("moments"))
+    found["max_kl_step"] = max_kl_step(Path(run_dir))
+    return found
 
 
 def find_moment(run_dir: str | Path, name: str) -> Moment | None:
