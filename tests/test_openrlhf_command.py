@@ -57,10 +57,10 @@ def test_dapo_flags_hand_checked():
     assert flag_values(args, "--reward.overlong_buffer_len") == ["6"]
     assert flag_values(args, "--reward.overlong_penalty_factor") == ["0.5"]
     assert flag_values(args, "--rollout.max_new_tokens") == ["32"]
-    # 16 prompts x 8 samples = 128 per rollout, 2 minibatches of 64, 2 epochs (the spec's defaults)
+    # 16 prompts x 8 samples = 128 per rollout, one minibatch of all 128, 2 epochs (the spec's defaults)
     assert flag_values(args, "--rollout.batch_size") == ["16"]
     assert flag_values(args, "--rollout.n_samples_per_prompt") == ["8"]
-    assert flag_values(args, "--train.batch_size") == ["64"]
+    assert flag_values(args, "--train.batch_size") == ["128"]
     assert flag_values(args, "--train.max_epochs") == ["2"]
     assert flag_values(args, "--data.max_samples") == [str(150 * 16)]
     assert "--algo.kl.use_loss" not in args and "--critic.model_name_or_path" not in args

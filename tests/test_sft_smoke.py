@@ -86,7 +86,7 @@ def test_presets():
     gpu = get_preset("gpu")
     assert (gpu.model.hidden_size, gpu.model.num_layers, gpu.model.num_heads, gpu.model.intermediate_size) == (512, 8, 8, 2048)
     rl = TINY.rl
-    assert (rl.prompts_per_step, rl.group_size, rl.lr, rl.minibatches, rl.epochs, rl.temperature) == (16, 8, 1e-4, 2, 2, 1.0)
+    assert (rl.prompts_per_step, rl.group_size, rl.lr, rl.minibatches, rl.epochs, rl.temperature) == (16, 8, 1e-4, 1, 2, 1.0)
     assert (TINY.sft.batch_size, TINY.sft.lr, TINY.sft.warmup_steps, TINY.sft.min_lr_ratio) == (64, 1.5e-3, 100, 0.1)
     assert rl.logs_detail(0, 799) and rl.logs_detail(799, 799) and rl.logs_detail(25, 799) and not rl.logs_detail(26, 799)
     with pytest.raises(ValueError, match="unknown preset"):
