@@ -43,7 +43,7 @@ from unipo_build.specs import AlgorithmSpec, resolve
 from unipo_build.specs import load_algorithm as specs_load_algorithm
 
 from . import records
-from .batches import by_minibatch, concat_batches, select_rows
+from .batches import by_minibatch, concat_batches, length_chunks, select_rows
 from .evaluate import evaluate
 from .generation import RolloutBatch, positions_from_mask, response_logprobs, sample_groups
 from .model import count_parameters, load_policy, resolve_device, set_threads
@@ -443,7 +443,8 @@ class Trainer:
             self.update_rng.shuffle(order)
             plans.append([sorted(order[i::self.rl.minibatches]) for i in range(self.rl.minibatches)
                           if order[i::self.rl.minibatches]])
-        row_sets = [[r for g in chunk for r in batch.group(g)] for chunk in plans[0]]
+        row_sets = [part for chunk in plans[0]
+                    for part in length_chunks(batch, [r for g in chunk for r in batch.group(g)], self.rl.micro_rows)]
         with torch.no_grad():
             old_logp = by_minibatch(lambda mb: response_logprobs(self.policy, mb)[0], batch, row_sets)
             ref_logp = (by_minibatch(lambda mb: response_logprobs(self.reference, mb)[0], batch, row_sets)
@@ -470,37 +471,68 @@ class Trainer:
 
     def _update(self, batch, rows, answers, shaped, comps, correct, mask, old_logp, ref_logp, values,
                 advantages, returns, rollout_kl, rollout_metrics, first, filtered) -> None:
+        """One optimizer step on the minibatch `rows`: J = sum w * objective over its tokens.
+
+        The forward and backward passes run on chunks of similar length (length_chunks) and their
+        gradients add up: J is linear in the rows and the aggregation weights are computed on the
+        whole minibatch first, so the step is the same as one pass over the minibatch.
+        """
         t0 = time.time()
         idx = torch.tensor(rows)
-        mb = select_rows(batch, rows)
-        width = mb.response_mask.shape[1]  # the minibatch's longest answer: wider columns are padding
+        width = max(int(batch.response_mask[idx].sum(-1).max()), 1)  # wider columns are padding here
         mask, old_logp, ref_logp, values, advantages, returns, rollout_kl = (
             None if t is None else t[:, :width]
             for t in (mask, old_logp, ref_logp, values, advantages, returns, rollout_kl))
-        logp, entropy = response_logprobs(self.policy, mb)
-        dev = logp.device
-        mb_mask = mask[idx].to(dev)
-        terms = O.token_terms(self.cfg, logp=logp, old_logp=old_logp[idx].to(dev), advantages=advantages[idx].to(dev),
-                              mask=mb_mask, ref_logp=ref_logp[idx].to(dev) if ref_logp is not None else None,
-                              rollout_kl=rollout_kl[idx].to(dev) if rollout_kl is not None else None)
-        J, weights = O.step_objective(self.cfg, terms.objective, mb_mask)
-        loss = -J
+        weights = O.weights(self.cfg, mask[idx], dtype=torch.float32)
+        where = {r: i for i, r in enumerate(rows)}
+        out = {name: torch.zeros(len(rows), width) for name in ("logp", "entropy", "ratio", "objective", "kl")}
+        clip_side = torch.zeros(len(rows), width, dtype=torch.int8)
+        has_kl = False
+        J = torch.zeros((), dtype=torch.float64)
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        chunks = length_chunks(batch, rows, self.rl.micro_rows)
+        for chunk in chunks:
+            sub = select_rows(batch, chunk)
+            logp, entropy = response_logprobs(self.policy, sub)
+            dev, w = logp.device, logp.shape[1]
+            c, at = torch.tensor(chunk), torch.tensor([where[r] for r in chunk])
+            terms = O.token_terms(self.cfg, logp=logp, old_logp=old_logp[c, :w].to(dev),
+                                  advantages=advantages[c, :w].to(dev), mask=mask[c, :w].to(dev),
+                                  ref_logp=ref_logp[c, :w].to(dev) if ref_logp is not None else None,
+                                  rollout_kl=rollout_kl[c, :w].to(dev) if rollout_kl is not None else None)
+            part = (weights[at, :w].to(dev) * terms.objective).sum()
+            (-part).backward()
+            J += part.detach().double().cpu()
+            for name, value in (("logp", logp), ("entropy", entropy), ("ratio", terms.ratio),
+                                ("objective", terms.objective), ("kl", terms.kl)):
+                if value is not None:
+                    out[name][at, :w] = value.detach().float().cpu()
+            clip_side[at, :w] = terms.clip_side.detach().cpu().to(torch.int8)
+            has_kl = terms.kl is not None
+        J = float(J)
         grad_norm = float(torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.rl.grad_clip))
         self.optimizer.step()
         metrics = dict(rollout_metrics)
-        metrics.update({"objective": float(J.detach()), "loss/policy": float(loss.detach()), "grad_norm": grad_norm,
+        metrics.update({"objective": J, "loss/policy": -J, "grad_norm": grad_norm,
                         "lr": self.optimizer.param_groups[0]["lr"]})
         if self.critic is not None:
-            new_values = self.critic(mb)
-            value_loss = clipped_value_loss(new_values, values[idx].to(dev), returns[idx].to(dev), mb_mask,
-                                            self.cfg.param("advantage", "value_clip"))
             self.critic_optimizer.zero_grad(set_to_none=True)
-            value_loss.backward()
+            tokens = float(mask[idx].sum())
+            value_loss = 0.0
+            for chunk in chunks:
+                sub = select_rows(batch, chunk)
+                new_values = self.critic(sub)
+                dev, w = new_values.device, new_values.shape[1]
+                c = torch.tensor(chunk)
+                chunk_mask = mask[c, :w].to(dev)
+                # the chunk's token mean, weighted by its share of the minibatch's tokens
+                part = clipped_value_loss(new_values, values[c, :w].to(dev), returns[c, :w].to(dev), chunk_mask,
+                                          self.cfg.param("advantage", "value_clip")) * (float(chunk_mask.sum()) / tokens)
+                part.backward()
+                value_loss += float(part.detach())
             torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.rl.grad_clip)
             self.critic_optimizer.step()
-            metrics["loss/value"] = float(value_loss.detach())
+            metrics["loss/value"] = value_loss
             ev = float(explained_variance(values[idx], returns[idx], mask[idx]))
             metrics["value/explained_variance"] = ev if ev == ev else None
         has_tokens = self._wants_detail()
@@ -513,19 +545,19 @@ class Trainer:
             response_text=[batch.texts[r] for r in rows], token_ids=[batch.response_ids[r] for r in rows],
             token_text=[token_text[r] for r in rows], rewards=shaped[idx],
             reward_components={k: v[idx] for k, v in comps.items()}, correct=correct[idx],
-            truncated=batch.truncated[idx], mask=mask[idx], logp=logp.detach().cpu(), old_logp=old_logp[idx],
+            truncated=batch.truncated[idx], mask=mask[idx], logp=out["logp"], old_logp=old_logp[idx],
             ref_logp=ref_logp[idx] if ref_logp is not None else None,
             values=values[idx] if values is not None else None, advantages=advantages[idx],
             returns=returns[idx] if returns is not None else None,
-            kl=terms.kl.detach().cpu() if terms.kl is not None else None, ratio=terms.ratio.detach().cpu(),
-            clip_side=terms.clip_side.detach().cpu(), entropy=entropy.detach().cpu(),
-            weights=weights.detach().cpu(), objective=terms.objective.detach().cpu(),
+            kl=out["kl"] if has_kl else None, ratio=out["ratio"],
+            clip_side=clip_side, entropy=out["entropy"],
+            weights=weights.detach().cpu(), objective=out["objective"],
             group_advantage=O.group_baseline(self.cfg))
         metrics.update(records.update_metrics(view))
         metrics["time/update_s"] = time.time() - t0
         metrics["time/wall_s"] = self.elapsed_before + time.time() - self.started
         if has_tokens:
-            self.writer.step_detail(records.step_detail(view, step=self.step, rollout=self.rollout, objective=float(J.detach()),
+            self.writer.step_detail(records.step_detail(view, step=self.step, rollout=self.rollout, objective=J,
                                                         detail_groups=self.rl.detail_groups,
                                                         filtered=self._filtered_records(filtered)))
         self.last_metrics = metrics

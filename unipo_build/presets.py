@@ -75,6 +75,9 @@ class RLPreset:
     # rollout (measured on the GPU: held-out accuracy per rollout as with 2 x 2 or 1 x 4).
     epochs: int = 2
     minibatches: int = 1
+    # Rows per forward/backward pass: a minibatch is cut into chunks of similar answer length, so a
+    # pass pays for its own longest answer; the gradients add up to the minibatch's (exact).
+    micro_rows: int = 32
     steps: int = 300  # rollouts
     eval_every: int = 50  # held-out eval at the start, every eval_every rollouts and at the end
     eval_n: int = 1500  # start and end: the whole held-out set
