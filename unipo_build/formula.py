@@ -24,9 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .registry import RATIO_TEX
 from .specs import REGISTRY, SLOTS, AlgorithmSpec, Kind, ResolvedAlgorithm
 
-RATIO_TEX = r"\rho_{i,t}"
 ADVANTAGE_TEX = r"\hat{A}_{i,t}"
 CLAUSE_SEPARATOR = r",\quad"
 #: Per-token objectives longer than this (characters of TeX) continue on a second row.
@@ -51,6 +51,21 @@ class SlotPart:
             if term.key == key:
                 return term.symbol
         return default
+
+
+def ratio_symbol(ratio_kind: Kind) -> str:
+    """The symbol of a ratio kind (its term ``ratio``): rho_{i,t} for a token's, s_i for GSPO's."""
+    for term in ratio_kind.terms:
+        if term.key == "ratio":
+            return term.symbol
+    return RATIO_TEX
+
+
+def with_ratio(tex: str, ratio_kind: Kind) -> str:
+    """A slot's registry formula written with the algorithm's own ratio. The clip kinds are
+    written on the token ratio; GSPO clips its sequence ratio s_i (arXiv 2507.18071), and a
+    card that wrote clip(rho_{i,t}, ...) with GSPO's bounds would describe another algorithm."""
+    return tex.replace(RATIO_TEX, ratio_symbol(ratio_kind))
 
 
 def slot_parts(algorithm: AlgorithmSpec | ResolvedAlgorithm) -> dict[str, SlotPart]:
@@ -125,13 +140,13 @@ def objective_latex(algorithm: AlgorithmSpec | ResolvedAlgorithm, *, definitions
 
     parts = slot_parts(algorithm)
     kl_place = parts["kl"].kind.kl_place
-    ratio_symbol = parts["ratio"].symbol("ratio", RATIO_TEX)
+    ratio_tex = ratio_symbol(parts["ratio"].kind)
     advantage_symbol = parts["advantage"].symbol("advantage", ADVANTAGE_TEX)
 
     # Line 1: J = E[ aggregation ( surrogate - KL in the loss ) ]
     surrogate = split_definition(clauses(parts["clip"].latex())[0])[1]
     surrogate_plain = surrogate
-    surrogate = surrogate.replace(RATIO_TEX, w("ratio", ratio_symbol))
+    surrogate = surrogate.replace(RATIO_TEX, w("ratio", ratio_tex))
     surrogate = surrogate.replace(ADVANTAGE_TEX, w("advantage", advantage_symbol))
     inner = w("clip", surrogate)
     kl_clauses = clauses(parts["kl"].latex())
@@ -164,7 +179,8 @@ def objective_latex(algorithm: AlgorithmSpec | ResolvedAlgorithm, *, definitions
     if definitions:
         where = [w("ratio", parts["ratio"].latex()), w("advantage", r",\quad ".join(clauses(parts["advantage"].latex())))]
         for slot, rest in (("kl", kl_clauses[1:]), ("aggregation", aggregation[1:]),
-                           ("clip", clauses(parts["clip"].latex())[1:]), ("filter", filter_clauses[1:])):
+                           ("clip", clauses(with_ratio(parts["clip"].latex(), parts["ratio"].kind))[1:]),
+                           ("filter", filter_clauses[1:])):
             if rest:
                 where.append(w(slot, r",\quad ".join(rest)))
         if shaping_clauses:

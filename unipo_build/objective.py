@@ -179,4 +179,6 @@ def browser_config(cfg: ResolvedAlgorithm) -> dict:
         comp["group_baseline"] = kind.group_baseline
         comp["kl_place"] = kind.kl_place
         comp["bounds"] = list(kind.bounds(comp["params"])) if kind.bounds is not None else None
+        if kind.symbol_text:
+            comp["symbol"] = kind.symbol_text
     return out

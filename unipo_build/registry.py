@@ -79,6 +79,8 @@ class Kind:
     needs_critic: bool = False
     kl_place: Literal["loss", "reward"] | None = None
     label: str = ""
+    # A ratio kind's symbol as plain text (the browser's live card writes it without TeX).
+    symbol_text: str = ""
     weight_tex: str = ""
     weight_meaning: str = ""
     # An aggregation whose token weight follows from counts alone (N responses, the response's
@@ -284,7 +286,7 @@ register("ratio", "token", NoParams,
          (Term("ratio", r"\rho_{i,t}", "Importance ratio: above 1 the update has already made this token more likely than when it was sampled, below 1 less likely."),
           Term("policy", r"\pi_\theta", "The policy being trained."),
           Term("old_policy", r"\pi_{\theta_{\text{old}}}", "The policy that sampled the responses (frozen during this rollout's updates).")),
-         fn=C.token_ratio, apply=lambda logp, old_logp, mask, p: C.token_ratio(logp, old_logp),
+         fn=C.token_ratio, apply=lambda logp, old_logp, mask, p: C.token_ratio(logp, old_logp), symbol_text="\u03c1",
          worked=lambda logp, old_logp, rho: (r"\rho=\exp\big(" + tex_num(logp) + "-(" + tex_num(old_logp)
                                               + r")\big)=" + tex_num(rho, 5)))
 register("ratio", "sequence", NoParams,
@@ -292,13 +294,14 @@ register("ratio", "sequence", NoParams,
          lambda p: r"s_{i}=\left(\frac{\pi_\theta(o_i\mid q)}{\pi_{\theta_{\text{old}}}(o_i\mid q)}\right)^{1/|o_i|}",
          (Term("ratio", r"s_i", "Sequence ratio: the length-normalised likelihood ratio of the whole response, shared by all its tokens."),),
          fn=C.sequence_ratio, apply=lambda logp, old_logp, mask, p: C.sequence_ratio(logp, old_logp, mask),
+         symbol_text="s\u1d62",
          worked=lambda logp, old_logp, rho: r"s_i=" + tex_num(rho, 5) + r"\ \text{(the whole response's ratio)}")
 register("ratio", "none", NoParams,
          "No importance ratio: the plain score-function (REINFORCE) objective, one update per sample.",
          lambda p: r"\rho_{i,t}=\frac{\pi_\theta(o_{i,t}\mid q,o_{i,<t})}{\operatorname{sg}[\pi_\theta(o_{i,t}\mid q,o_{i,<t})]}=1",
          (Term("ratio", r"\rho_{i,t}", "Always 1 in value; its gradient is that of log pi, so rho A has the REINFORCE gradient A grad log pi."),
           Term("sg", r"\operatorname{sg}", "Stop-gradient: treated as a constant when differentiating.")),
-         fn=C.self_ratio, apply=lambda logp, old_logp, mask, p: C.self_ratio(logp),
+         fn=C.self_ratio, apply=lambda logp, old_logp, mask, p: C.self_ratio(logp), symbol_text="\u03c1",
          worked=lambda logp, old_logp, rho: r"\rho=1\ \text{(no importance ratio)}")
 
 # --- clip ------------------------------------------------------------------
@@ -323,6 +326,15 @@ def _clip_worked(rho: float, adv: float, bounds: tuple[float | None, float | Non
             + r")\hat{A}\big)=" + tex_num(surrogate, 5), surrogate)
 
 
+# The clip kinds are written on the token ratio (RATIO_TEX); formula.with_ratio rewrites them with
+# the algorithm's own ratio (GSPO clips its sequence ratio s_i, not a token's).
+#: The symbol the clip kinds' formulas are written with.
+RATIO_TEX = r"\rho_{i,t}"
+_CLIP_AFTER = ("It does not bound the ratio: the ratio itself can move on, pushed by the updates of other "
+               "tokens, far outside the range.")
+_CLIP_TERM = ("Once the ratio has left [1 - eps, 1 + eps] in the direction the advantage pushes, the term is "
+              "constant and the token's gradient is zero. " + _CLIP_AFTER)
+
 register("clip", "none", NoParams, "No clipping: the surrogate is the ratio times the advantage.",
          lambda p: r"\ell_{i,t}=\rho_{i,t}\,\hat{A}_{i,t}",
          fn=C.clipped_surrogate, bounds=lambda p: (None, None), worked=_clip_worked)
@@ -330,14 +342,15 @@ register("clip", "symmetric", SymmetricClip,
          "PPO's pessimistic clip: once the ratio leaves [1 - eps, 1 + eps] in the advantage's direction, the token stops pushing.",
          lambda p: r"\ell_{i,t}=\min\!\big(\rho_{i,t}\hat{A}_{i,t},\ \operatorname{clip}(\rho_{i,t},1-%s,1+%s)\,\hat{A}_{i,t}\big)"
          % (_fmt(p["eps"]), _fmt(p["eps"])),
-         (Term("clip", r"\operatorname{clip}", "Keeps the ratio inside the trust region; outside it, in the direction the advantage pushes, the gradient is zero."),
+         (Term("clip", r"\operatorname{clip}", _CLIP_TERM),
           Term("min", r"\min", "The pessimistic choice: the smaller of the clipped and unclipped objectives.")),
          fn=C.clipped_surrogate, bounds=lambda p: (p["eps"], p["eps"]), worked=_clip_worked)
 register("clip", "asymmetric", AsymmetricClip,
-         "Clip-higher: a wider upper bound lets unlikely tokens with positive advantage grow before clipping stops them.",
+         "Separate lower and upper bounds, 1 - eps_low and 1 + eps_high: once the ratio has left them in the advantage's direction, the term stops pushing.",
          lambda p: r"\ell_{i,t}=\min\!\big(\rho_{i,t}\hat{A}_{i,t},\ \operatorname{clip}(\rho_{i,t},1-%s,1+%s)\,\hat{A}_{i,t}\big)"
          % (_fmt(p["eps_low"]), _fmt(p["eps_high"])),
-         (Term("clip", r"\operatorname{clip}", "Asymmetric trust region: the upper bound 1 + eps_high is wider than the lower 1 - eps_low."),
+         (Term("clip", r"\operatorname{clip}", "Asymmetric bounds: the term stops pushing up once the ratio exceeds "
+               "1 + eps_high and stops pushing down once it falls below 1 - eps_low. " + _CLIP_AFTER),
           Term("min", r"\min", "The pessimistic choice: the smaller of the clipped and unclipped objectives.")),
          fn=C.clipped_surrogate, bounds=lambda p: (p["eps_low"], p["eps_high"]), worked=_clip_worked)
 
@@ -348,12 +361,21 @@ class KlParams(_Params):
     beta: float = Field(gt=0, description="KL coefficient.")
 
 
-#: Schulman's estimators of KL(pi_theta || pi_ref): the TeX of each (computed by components.kl_estimate).
-KL_LATEX = {
-    "k1": r"\log\frac{\pi_\theta(o_{i,t}\mid\cdot)}{\pi_{\text{ref}}(o_{i,t}\mid\cdot)}",
-    "k2": r"\tfrac12\Big(\log\frac{\pi_{\text{ref}}(o_{i,t}\mid\cdot)}{\pi_\theta(o_{i,t}\mid\cdot)}\Big)^{2}",
-    "k3": r"\frac{\pi_{\text{ref}}(o_{i,t}\mid\cdot)}{\pi_\theta(o_{i,t}\mid\cdot)}-\log\frac{\pi_{\text{ref}}(o_{i,t}\mid\cdot)}{\pi_\theta(o_{i,t}\mid\cdot)}-1",
-}
+def kl_latex(estimator: str, policy: str = r"\pi_\theta") -> str:
+    """Schulman's estimator of KL(policy || pi_ref) at one sampled token (computed by
+    components.kl_estimate), in TeX. ``policy``: the policy whose log-probability enters it, pi_theta
+    for a KL in the loss (it carries a gradient), the sampling policy for a KL in the reward."""
+    num, ref = policy + r"(o_{i,t}\mid\cdot)", r"\pi_{\text{ref}}(o_{i,t}\mid\cdot)"
+    return {
+        "k1": r"\log\frac{%s}{%s}" % (num, ref),
+        "k2": r"\tfrac12\Big(\log\frac{%s}{%s}\Big)^{2}" % (ref, num),
+        "k3": r"\frac{%s}{%s}-\log\frac{%s}{%s}-1" % (ref, num, ref, num),
+    }[estimator]
+
+
+#: The sampling policy, as the KL in the reward is computed: at sampling time, a constant with no
+#: gradient (the policy gradient reaches it only through the advantage).
+OLD_POLICY_TEX = r"\pi_{\theta_{\text{old}}}"
 _KL_TERMS = (Term("beta", r"\beta", "How strongly drifting away from the reference model is penalised."),
              Term("kl", r"\mathbb{D}_{i,t}", "Per-token estimate of the KL divergence from the frozen reference model."),
              Term("ref", r"\pi_{\text{ref}}", "The reference model: the warm-started policy before RL, kept frozen."))
@@ -367,12 +389,18 @@ def _kl_loss_worked(surrogate: float, beta: float, kl: float, objective: float) 
 register("kl", "none", NoParams, "No KL term: nothing ties the policy to the reference model.", lambda p: "")
 register("kl", "in_loss", KlParams,
          "A KL penalty subtracted from every token's objective (GRPO style).",
-         lambda p: r"-\beta\,\mathbb{D}_{i,t},\quad \mathbb{D}_{i,t}=%s,\quad \beta=%s" % (KL_LATEX[p["estimator"]], _fmt(p["beta"])),
+         lambda p: r"-\beta\,\mathbb{D}_{i,t},\quad \mathbb{D}_{i,t}=%s,\quad \beta=%s" % (kl_latex(p["estimator"]), _fmt(p["beta"])),
          _KL_TERMS, fn=C.kl_estimate, kl_place="loss", worked=_kl_loss_worked)
 register("kl", "in_reward", KlParams,
          "A KL penalty folded into the per-token reward before advantages are computed (RLHF / PPO style).",
-         lambda p: r"r_{i,t}=-\beta\,\mathbb{D}_{i,t}+[t=|o_i|]\,r_i,\quad \mathbb{D}_{i,t}=%s,\quad \beta=%s" % (KL_LATEX[p["estimator"]], _fmt(p["beta"])),
-         _KL_TERMS, fn=C.kl_estimate, kl_place="reward")
+         lambda p: (r"r_{i,t}=-\beta\,\mathbb{D}_{i,t}+[t=|o_i|]\,r_i,\quad \mathbb{D}_{i,t}=%s,\quad \beta=%s"
+                    % (kl_latex(p["estimator"], OLD_POLICY_TEX), _fmt(p["beta"]))),
+         (_KL_TERMS[0],
+          Term("kl", r"\mathbb{D}_{i,t}", "Per-token estimate of the KL divergence from the frozen reference model, "
+               "computed once at sampling time with the sampling policy: a constant in the reward, with no gradient "
+               "of its own."),
+          _KL_TERMS[2]),
+         fn=C.kl_estimate, kl_place="reward")
 
 # --- aggregation -----------------------------------------------------------
 

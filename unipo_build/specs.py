@@ -67,7 +67,9 @@ class AlgorithmSpec(BaseModel):
     name: str
     full_name: str
     year: int = Field(ge=1990, le=2100)
-    paper: Reference
+    paper: Reference | None = Field(
+        None, description="The paper that introduced the algorithm; null for one with no paper of its own (a hybrid), "
+                          "whose sources are its references.")
     predecessor: str | None = None
     summary: str = Field(min_length=1, description="One sentence: what the algorithm is.")
     changed: str = Field(min_length=1, description="A paragraph: what it changed relative to its predecessor, and why.")

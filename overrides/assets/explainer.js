@@ -159,25 +159,27 @@
 
   function liveClip(ctx) {
     var tk = ctx.tokens, t = ctx.t, b = ctx.b;
+    // The clip acts on the algorithm's own ratio: a token's ρ, or GSPO's sequence ratio sᵢ.
+    var r = ctx.cfg.components.ratio.symbol || "\u03c1";
     var rho = b.ratio[t], a = tk.advantage[t];
     var rows = [];
     if (b.eps_low === null && b.eps_high === null) {
-      rows.push(row("\u2113 = \u03c1\u00b7\u00c2", fmt(rho) + " \u00d7 " + fmt(a) + " (nothing is clipped)", b.surrogate[t], "surrogate"));
+      rows.push(row("\u2113 = " + r + "\u00b7\u00c2", fmt(rho) + " \u00d7 " + fmt(a) + " (nothing is clipped)", b.surrogate[t], "surrogate"));
       return [table(rows)];
     }
     var low = 1 - b.eps_low, high = 1 + b.eps_high;
     var unclipped = rho * a;
     var clippedValue = Math.min(Math.max(rho, low), high) * a;
     rows.push(row("bounds", "[1 \u2212 " + fmt(b.eps_low) + ", 1 + " + fmt(b.eps_high) + "]", "[" + fmt(low) + ", " + fmt(high) + "]"));
-    rows.push(row("unclipped \u03c1\u00b7\u00c2", fmt(rho) + " \u00d7 " + fmt(a), unclipped, "unclipped"));
-    rows.push(row("clipped clip(\u03c1)\u00b7\u00c2", fmt(Math.min(Math.max(rho, low), high)) + " \u00d7 " + fmt(a), clippedValue, "clipped"));
+    rows.push(row("unclipped " + r + "\u00b7\u00c2", fmt(rho) + " \u00d7 " + fmt(a), unclipped, "unclipped"));
+    rows.push(row("clipped clip(" + r + ")\u00b7\u00c2", fmt(Math.min(Math.max(rho, low), high)) + " \u00d7 " + fmt(a), clippedValue, "clipped"));
     rows.push(row("\u2113 = min(\u2026)", "the smaller of the two", b.surrogate[t], "surrogate"));
     var side = b.clip_side[t];
     var branch;
-    if (side === 1) branch = "The clipped branch won on the high side: \u03c1 > " + fmt(high) + " with \u00c2 > 0, so this token no longer pushes its probability up (its gradient is 0).";
-    else if (side === -1) branch = "The clipped branch won on the low side: \u03c1 < " + fmt(low) + " with \u00c2 < 0, so this token no longer pushes its probability down (its gradient is 0).";
-    else if (unclipped === clippedValue) branch = "Both branches are equal: \u03c1 is inside the bounds (or \u00c2 = 0), so the gradient flows unclipped.";
-    else branch = "The unclipped branch is the smaller: \u03c1 is outside the bounds on the side the advantage pushes away from, so the gradient still flows.";
+    if (side === 1) branch = "The clipped branch won on the high side: " + r + " > " + fmt(high) + " with \u00c2 > 0, so this token no longer pushes its probability up (its gradient is 0).";
+    else if (side === -1) branch = "The clipped branch won on the low side: " + r + " < " + fmt(low) + " with \u00c2 < 0, so this token no longer pushes its probability down (its gradient is 0).";
+    else if (unclipped === clippedValue) branch = "Both branches are equal: " + r + " is inside the bounds (or \u00c2 = 0), so the gradient flows unclipped.";
+    else branch = "The unclipped branch is the smaller: " + r + " is outside the bounds on the side the advantage pushes away from, so the gradient still flows.";
     var logged = tk.clip ? tk.clip[t] : null;
     var out = [table(rows), para(branch, "unipo-live-branch")];
     if (logged !== null && logged !== side) out.push(para("The log says clip side " + logged + ", the recomputation " + side + ".", "unipo-live-warn"));

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from ..formula import objective_latex
+from ..formula import objective_latex, with_ratio
 from ..objective import browser_config
 from ..render import escape_text, json_data
 from ..specs import REGISTRY, SLOTS, AlgorithmSpec, Kind, ResolvedAlgorithm, ResolvedComponent, Term
@@ -49,13 +49,15 @@ class Component:
     params: dict[str, Any]
     explanation: str | None  # the spec's own words (None for a run config without its spec)
     tooltips: dict[str, str]  # the spec's overrides of the registry's term tooltips
+    ratio_kind: Kind | None = None  # the algorithm's ratio: the clip acts on it (formula.with_ratio)
 
     @property
     def name(self) -> str:
         return self.kind.name
 
     def latex(self) -> str:
-        return self.kind.latex(self.params)
+        tex = self.kind.latex(self.params)
+        return with_ratio(tex, self.ratio_kind) if self.ratio_kind is not None and self.slot != "ratio" else tex
 
     def terms(self) -> list[tuple[Term, str]]:
         """(term, tooltip) with the spec's overrides applied."""
@@ -80,7 +82,7 @@ def components_of(spec: AlgorithmSpec | None, config: ResolvedAlgorithm | None =
         explanation = spec.components[slot].explanation if same_kind else None
         tooltips = dict(spec.components[slot].tooltips) if same_kind else {}
         out[slot] = Component(slot, kind, params, explanation, tooltips)
-    return out
+    return {slot: replace(c, ratio_kind=out["ratio"].kind) for slot, c in out.items()}
 
 
 #: Placeholder for a slot's diff class in compare data: ``UNIPODIFF-<slot>`` becomes
@@ -243,9 +245,12 @@ def objective_card(spec: AlgorithmSpec, *, config: ResolvedAlgorithm | None = No
     data = {"algorithm": spec.id, "name": spec.name, "run": run_id, "config": browser_config(shown),
             "card_of_slot": CARD_OF_SLOT}
     paper = spec.paper
-    ref = escape_text(f"{paper.authors} ({paper.year})")
-    if paper.arxiv:
-        ref = f'<a href="https://arxiv.org/abs/{escape_text(paper.arxiv)}">{ref}, arXiv:{escape_text(paper.arxiv)}</a>'
+    if paper is None:
+        ref = "no paper of its own"
+    else:
+        ref = escape_text(f"{paper.authors} ({paper.year})")
+        if paper.arxiv:
+            ref = f'<a href="https://arxiv.org/abs/{escape_text(paper.arxiv)}">{ref}, arXiv:{escape_text(paper.arxiv)}</a>'
     header = (f'<p class="unipo-explainer-title"><span class="unipo-label">Algorithm Explainer</span> '
               f'<strong>{name}</strong> <span class="unipo-fact">{escape_text(spec.full_name)}</span> '
               f'<span class="unipo-explainer-ref">{ref}</span></p>'

@@ -82,9 +82,9 @@ def tree_rows(specs: dict[str, AlgorithmSpec]) -> list[dict]:
             "name": spec.name,
             "full_name": spec.full_name,
             "year": spec.year,
-            "arxiv": spec.paper.arxiv,
-            "paper": spec.paper.title,
-            "authors": spec.paper.authors,
+            "arxiv": spec.paper.arxiv if spec.paper else None,
+            "paper": spec.paper.title if spec.paper else None,
+            "authors": spec.paper.authors if spec.paper else None,
             "predecessor": parent.id if parent is not None else None,
             "predecessor_name": parent.name if parent is not None else None,
             "change": change_phrase(spec, parent),
@@ -107,8 +107,8 @@ def family_tree_spec(rows: list[dict]) -> dict:
     by_row = {r["id"]: r for r in rows}
     for r in rows:
         parent = by_row.get(r["predecessor"]) if r["predecessor"] else None
-        if parent is not None and r["arxiv"] and r["arxiv"] == parent["arxiv"]:
-            source = "no paper of its own"  # a hybrid citing its parent's paper
+        if r["paper"] is None:
+            source = "no paper of its own"
         else:
             source = f"arXiv {r['arxiv']}" if r["arxiv"] else r["authors"]
         nodes.append({
@@ -162,8 +162,8 @@ def family_tree_spec(rows: list[dict]) -> dict:
 def family_tree_table(rows: list[dict]) -> str:
     out = []
     for r in rows:
-        paper = escape_text(r["paper"])
-        if r["arxiv"]:
+        paper = escape_text(r["paper"] or "none: no paper of its own")
+        if r["paper"] and r["arxiv"]:
             paper = (f'<a href="https://arxiv.org/abs/{escape_text(r["arxiv"])}">{paper}</a> '
                      f"(arXiv {escape_text(r['arxiv'])})")
         parent = escape_text(r["predecessor_name"] or "—")

@@ -154,6 +154,8 @@ def slots_table(spec: AlgorithmSpec, link: Link = _no_link, repo: Repo | None = 
         if components_href:
             name = f'<a href="{escape_text(components_href + "#" + kind_anchor(slot, kind.name))}">{name}</a>'
         tex = kind.latex(spec.params(slot))
+        if slot != "ratio":
+            tex = formula.with_ratio(tex, spec.component("ratio"))
         definition = math_display(tex) if tex else '<p class="unipo-no-term">No term in the objective.</p>'
         if kind.terms:
             definition += terms_html(kind, lambda term, slot=slot: spec.tooltip(slot, term))
@@ -176,7 +178,7 @@ def facts_html(spec: AlgorithmSpec, specs: dict[str, AlgorithmSpec], link: Link 
     rows = [
         ["Name", f"{escape_text(spec.name)} \u2013 {escape_text(spec.full_name)}"],
         ["Year", escape_text(spec.year)],
-        ["Paper", reference_html(spec.paper)],
+        ["Paper", reference_html(spec.paper) if spec.paper else "none of its own: its sources are under further reading"],
     ]
     if spec.predecessor:
         pred = specs.get(spec.predecessor)

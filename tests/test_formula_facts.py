@@ -1,0 +1,107 @@
+"""Formula and convention facts the site states, each pinned by a test that would have caught its slip.
+
+GSPO's clip is written on its sequence ratio; the clip is never described as bounding the ratio;
+a KL in the reward is written at the sampling policy; a spec without a paper is not credited to
+another paper's authors. The prose facts (k3, overlong cache, counts) are checked on the built site
+in test_claims.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from unipo_build import components as C
+from unipo_build import objective as O
+from unipo_build.formula import RATIO_TEX, objective_latex, with_ratio
+from unipo_build.project import spec_dir
+from unipo_build.registry import REGISTRY, OLD_POLICY_TEX
+from unipo_build.specs import load_specs, resolve
+from unipo_build.views import compare as CMP
+from unipo_build.views import family_tree as FT
+from unipo_build.views import reference as R
+from unipo_build.views.explainer import components_of, objective_card
+
+SPECS = load_specs(spec_dir())
+
+
+def sequence_ratio_specs() -> list[str]:
+    """Every spec whose ratio is not a token's (GSPO's s_i)."""
+    return [sid for sid, spec in SPECS.items() if spec.component("ratio").name != "token"
+            and spec.component("ratio").name != "none"]
+
+
+def test_gspo_is_a_sequence_ratio_spec():
+    assert sequence_ratio_specs() == ["gspo"]
+
+
+@pytest.mark.parametrize("sid", sequence_ratio_specs())
+def test_a_sequence_ratio_is_clipped_as_itself_everywhere(sid):
+    spec = SPECS[sid]
+    clip = components_of(spec)["clip"].latex()
+    assert RATIO_TEX not in clip and r"\operatorname{clip}(s_i," in clip
+    # the card, the comparison cell (and the selector's data) and the reference page's row
+    card = objective_card(spec)
+    assert r"\operatorname{clip}(\rho_{i,t}" not in card and r"\operatorname{clip}(s_i" in card
+    cell = CMP.compare_html(SPECS["grpo"], spec)
+    assert r"\operatorname{clip}(s_i" in cell
+    grpo_side = components_of(SPECS["grpo"])["clip"].latex()
+    assert r"\operatorname{clip}(\rho_{i,t}" in grpo_side  # GRPO's own clip keeps the token ratio
+    assert r"\operatorname{clip}(s_i" in CMP.selector_data(SPECS)["specs"][sid]["slots"]["clip"]["tex"]
+    assert r"\operatorname{clip}(s_i" in R.slots_table(spec) and r"\operatorname{clip}(\rho_{i,t}" not in R.slots_table(spec)
+    assert r"\operatorname{clip}(\htmlClass{unipo-slot unipo-slot-ratio}{s_i}" in objective_latex(spec)
+    # the browser's live card names the ratio it clips
+    assert O.browser_config(resolve(spec, max_new_tokens=32))["components"]["ratio"]["symbol"] == "s\u1d62"
+
+
+def test_with_ratio_rewrites_only_the_token_ratio():
+    token, sequence = REGISTRY["ratio"]["token"], REGISTRY["ratio"]["sequence"]
+    tex = r"\min(\rho_{i,t}A,\operatorname{clip}(\rho_{i,t},0.8,1.2)A)"
+    assert with_ratio(tex, token) == tex
+    assert with_ratio(tex, sequence) == r"\min(s_iA,\operatorname{clip}(s_i,0.8,1.2)A)"
+
+
+def test_the_clip_is_never_said_to_bound_the_ratio_or_to_favour_rare_tokens():
+    """The registry's words on every clip kind: what the clip does (removes a gradient), never a
+    bound on the ratio; clip-higher's rare-token story belongs to DAPO's spec, not to the kind GSPO
+    shares."""
+    for kind in REGISTRY["clip"].values():
+        words = " ".join([kind.summary] + [t.tooltip for t in kind.terms]).lower()
+        for wrong in ("keeps the ratio", "inside the trust region", "trust region", "unlikely tokens",
+                      "rare token"):
+            assert wrong not in words, (kind.name, wrong)
+        if kind.terms:
+            assert "does not bound the ratio" in words
+    gspo_card = objective_card(SPECS["gspo"]).lower()
+    assert "unlikely tokens" not in gspo_card and "rare token" not in gspo_card
+
+
+def test_the_kl_in_the_reward_is_written_at_the_sampling_policy():
+    """PPO's k1 sits in the reward, computed once at sampling (objective.rollout_kl uses the old
+    log-probs), so its card writes pi_old, not pi_theta; GRPO's k3 in the loss writes pi_theta."""
+    ppo_kl = components_of(SPECS["ppo"])["kl"].latex()
+    assert r"\mathbb{D}_{i,t}=\log\frac{" + OLD_POLICY_TEX in ppo_kl
+    assert r"\pi_\theta(o_{i,t}" not in ppo_kl
+    grpo_kl = components_of(SPECS["grpo"])["kl"].latex()
+    assert r"\pi_\theta(o_{i,t}" in grpo_kl and OLD_POLICY_TEX not in grpo_kl
+    # the trainer's arithmetic agrees: the reward's KL depends on the old log-probs only
+    cfg = resolve(SPECS["ppo"], max_new_tokens=8)
+    old, ref, mask = np.array([[-1.0, -2.0]]), np.array([[-1.5, -1.0]]), np.ones((1, 2))
+    kl = O.rollout_kl(cfg, old, ref, mask)
+    assert np.allclose(kl, C.kl_estimate(old, ref, "k1")) and np.allclose(kl, old - ref)
+
+
+def test_a_spec_without_a_paper_is_not_credited_to_another_paper():
+    hybrid = SPECS["dapo_dr"]
+    assert hybrid.paper is None and hybrid.references
+    rows = {r["id"]: r for r in FT.tree_rows(SPECS)}
+    assert rows["dapo_dr"]["authors"] is None
+    table = FT.family_tree_table(FT.tree_rows(SPECS))
+    row = table[table.index("Dr. GRPO + DS"):]
+    row = row[:row.index("</tr>")]
+    assert "no paper of its own" in row and "Liu" not in row
+    assert "no paper of its own" in objective_card(hybrid)
+    spec = json.dumps(FT.family_tree_spec(FT.tree_rows(SPECS)))
+    assert '"meta": "2025 \\u00b7 no paper of its own"' in spec and "2025 \\u00b7 arXiv 2503.20783" in spec
