@@ -105,3 +105,53 @@ def test_a_spec_without_a_paper_is_not_credited_to_another_paper():
     assert "no paper of its own" in objective_card(hybrid)
     spec = json.dumps(FT.family_tree_spec(FT.tree_rows(SPECS)))
     assert '"meta": "2025 \\u00b7 no paper of its own"' in spec and "2025 \\u00b7 arXiv 2503.20783" in spec
+
+
+# ---------------------------------------------------------------------------
+# Facts the prose states, computed where the prose gets them
+# ---------------------------------------------------------------------------
+
+def test_overlong_numbers_follow_the_spec():
+    from unipo_build.views import spec_facts as F
+
+    dapo = SPECS["dapo"]
+    assert dapo.params("shaping")["cache_fraction"] == pytest.approx(0.2)  # DAPO: 4,096 of 20,480
+    v = F.overlong_values(dapo)
+    penalty = dapo.params("shaping")["penalty"]
+    assert v["cache_share"] == pytest.approx(0.2) and v["zone_start"] == pytest.approx(0.8)
+    assert v["floor"] == pytest.approx(-penalty) and v["midpoint_term"] == pytest.approx(-penalty / 2)
+    # the paper's own setting, worked by hand: cache a quarter, floor -1 -> 7/8 of the budget gives -1/2
+    paper = dapo.model_copy(deep=True)
+    paper.components["shaping"].params.update(cache_fraction=0.25, penalty=1.0)
+    v = F.overlong_values(paper)
+    assert v["midpoint"] == pytest.approx(0.875) and v["midpoint_term"] == pytest.approx(-0.5)
+    assert v["floor"] == pytest.approx(-1.0)
+    assert F.overlong_fact_text(paper, "cache_share") == "25%" and F.overlong_fact_text(paper, "midpoint") == "87.5%"
+
+
+def test_the_three_to_one_of_one_and_three_right_answers_comes_from_the_mean():
+    """(1,0,0,0) and (1,1,1,0) have the same sample std, so GRPO's 3:1 is the mean's, as Dr. GRPO's is."""
+    zscore, mean = REGISTRY["advantage"]["group_zscore"], REGISTRY["advantage"]["group_mean"]
+    groups = np.array([[1.0, 0, 0, 0], [1.0, 1, 1, 0]])
+    assert np.std(groups[0], ddof=1) == pytest.approx(np.std(groups[1], ddof=1))
+    z = np.asarray(zscore.apply(groups, {"std_ddof": 1, "eps": 0.0}))
+    m = np.asarray(mean.apply(groups, {}))
+    assert z[0, 0] / z[1, 0] == pytest.approx(3.0) and m[0, 0] / m[1, 0] == pytest.approx(3.0)
+    assert (z[0, 0], z[1, 0]) == pytest.approx((1.5, 0.5))
+    page = (spec_dir().parents[1] / "docs" / "course" / "algorithms" / "grpo.md").read_text(encoding="utf-8")
+    question = page[page.index("on one, 1 of 4 answers is right"):]
+    question = question[:question.index("??? question", 10)]
+    assert "from the mean alone" in question and "*same* sample standard deviation" in question
+    assert "Dividing by the group's spread makes a rare success" not in question
+
+
+def test_spec_facts_name_what_the_specs_hold():
+    from unipo_build.views import spec_facts as F
+
+    assert F.count_word(len(SPECS)) == "seven" and F.count_word(14) == "14"
+    with_filter = [s.name for s in SPECS.values() if not s.component("filter").is_none]
+    assert len(with_filter) >= 2  # DAPO and the hybrid: "only DAPO has a filter" would be wrong
+    text = F.algorithms_with_text(SPECS, "filter")
+    assert all(name in text for name in with_filter)
+    assert "GRPO" in F.same_kind_text(SPECS, "reinforce", "aggregation")
+    assert "Dr. GRPO" not in F.same_kind_text(SPECS, "reinforce", "aggregation")  # it removed 1/|o_i|

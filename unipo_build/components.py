@@ -202,7 +202,9 @@ def kl_estimate(logp, ref_logp, estimator: str):
     With log r = log pi_ref - log pi_theta:
       k1 = -log r            unbiased, high variance, negative about half the time;
       k2 = (log r)^2 / 2     biased, low variance;
-      k3 = (r - 1) - log r   unbiased, low variance, never negative (GRPO's term).
+      k3 = (r - 1) - log r   unbiased, never negative; low variance only near pi_theta = pi_ref
+                             (exponential tail in log r); GRPO's term. As a loss its gradient is
+                             not the reverse-KL gradient (Tang & Munos 2025, arXiv 2506.09477).
     k3 uses expm1 so it stays exact for tiny differences.
     """
     xp = array_namespace(logp, ref_logp)

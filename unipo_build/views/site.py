@@ -39,6 +39,7 @@ SITE_MODULES = (
     "unipo_build.views.reference",
     "unipo_build.views.reference_rendering",
     "unipo_build.views.openrlhf_guide",
+    "unipo_build.views.spec_facts",
     "unipo_build.playgrounds.macros",
 )
 
