@@ -142,7 +142,7 @@ def dynamics_compare_html(site: Site, metrics: Sequence[str] | str | None, runs:
 
 
 # ---------------------------------------------------------------------------
-# length_by_correctness and length_verdict
+# length_by_correctness (the sentences on the lengths are claims.length_verdict)
 # ---------------------------------------------------------------------------
 
 LENGTH_METRICS = ("length/correct", "length/incorrect")

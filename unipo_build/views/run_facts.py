@@ -2,7 +2,8 @@
 
 Every number a chapter quotes comes from a macro, so a chapter stays true when the site is
 rebuilt from other logs. Inline macros return plain text; ``runs_status`` and ``skipped_runs``
-return HTML (a paragraph of their own). The held-out verdicts and the run card are in ``verdicts``.
+return HTML (a paragraph of their own). The held-out verdicts and the run card are in ``verdicts``;
+sentences that say what the runs show (length drift, entropy, clipping) are in ``claims``.
 
     {{ run_fact("grpo", "eval_end_greedy") }}          a number from the run's summary or header
                                                         (RUN_FACT_KEYS; ``digits`` significant digits,
@@ -11,7 +12,6 @@ return HTML (a paragraph of their own). The held-out verdicts and the run card a
                                                         group, response, token or value)
     {{ metric_fact("grpo", "groups/zero_variance_frac", "last", percent=True) }}
                                                         a metric's mean over the first/last tenth
-    {{ length_verdict("grpo") }}                        wrong vs correct answer lengths, start to end
     {{ runs_setup() }}                                  what the runs of the build share, where they differ
     {{ hybrid_status() }}                               whether the build pairs dynamic sampling with a
                                                         constant normaliser
@@ -223,32 +223,6 @@ def metric_fact_text(run: Run | None, name: str, metric: str, when: str = "last"
     return fmt_pct(value, max(0, digits - 2)) if percent else fmt_num(value, digits)
 
 
-def length_verdict_text(site: Site, run: Run | None, name: str) -> str:
-    """Mean lengths of wrong and correct answers at the start and end of a run (first and last
-    10% of rollouts, unsmoothed), with the direction of the gap."""
-    if run is None:
-        return f"There is no {name} run in this build, so its answer lengths cannot be described."
-    label = site.algorithm_name(run.header.algorithm)
-    right = edge_means(raw_series(run, "length/correct")[1])
-    wrong = edge_means(raw_series(run, "length/incorrect")[1])
-    if right is None or wrong is None:
-        return (f"The {run.id} log does not have lengths of both correct and wrong answers, so their gap cannot "
-                "be described.")
-    gap_start, gap_end = wrong[0] - right[0], wrong[1] - right[1]
-
-    def gap_words(gap: float) -> str:
-        if abs(gap) < 0.05:
-            return "about as long as"
-        return f"{fmt_num(abs(gap), 2)} tokens {'longer' if gap > 0 else 'shorter'} than"
-
-    trend = "widened" if abs(gap_end) > abs(gap_start) + 0.05 else (
-        "narrowed" if abs(gap_end) < abs(gap_start) - 0.05 else "stayed about the same")
-    return (f"In the first tenth of the {label} run, wrong answers were on average {gap_words(gap_start)} correct "
-            f"ones ({fmt_num(wrong[0], 3)} vs {fmt_num(right[0], 3)} tokens); in the last tenth they were "
-            f"{gap_words(gap_end)} correct ones ({fmt_num(wrong[1], 3)} vs {fmt_num(right[1], 3)} tokens): the gap "
-            f"{trend}.")
-
-
 def clip_ceiling_text(site: Site, p: float, algorithm: str) -> str:
     """How far one update's clip lets a token of probability p rise: p (1 + eps_high), as a %."""
     spec = site.spec(algorithm, "clip_ceiling")
@@ -369,12 +343,6 @@ def metric_fact(site: Site, run: str, metric: str, when: str = "last", digits: i
                 percent: bool = False) -> str:
     """The mean of a logged metric over the first or last tenth of a run (or all of it)."""
     return metric_fact_text(site.run(run), str(run), metric, when, digits, percent)
-
-
-@macro
-def length_verdict(site: Site, run: str) -> str:
-    """A sentence: wrong vs correct answer lengths in the first and last tenth of a run."""
-    return length_verdict_text(site, site.run(run), str(run))
 
 
 @macro

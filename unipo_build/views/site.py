@@ -40,6 +40,7 @@ SITE_MODULES = (
     "unipo_build.views.reference_rendering",
     "unipo_build.views.openrlhf_guide",
     "unipo_build.views.spec_facts",
+    "unipo_build.views.claims",
     "unipo_build.playgrounds.macros",
 )
 
