@@ -22,7 +22,7 @@ import numpy as np
 from ..runs import Run
 from ..specs import SLOTS
 from .effects import (Side, Verdict, compare, direction, edge_change, gap_change, measure_side, pct,
-                      relative_change_words, run_mean, signed, values_text)
+                      relative_change_words, run_mean, signed, signed_pct, values_text)
 from .fmt import fmt_num, fmt_pct
 from .site import AuthorError, Site, macro
 from .spec_facts import and_names, count_word
@@ -101,8 +101,8 @@ def unmeasurable_text(claim: "Claim", r: Result) -> str:
 
 def _entropy(r: Result) -> str:
     a, b = r.a, r.b
-    both = (f"from the first tenth of training to the last, entropy {values_text(a, relative_change_words)} under "
-            f"{a.name} and {values_text(b, relative_change_words)} under {b.name} ({r.basis})")
+    both = (f"from the first tenth of training to the last, entropy {values_text(a, relative_change_words, signed_pct)} "
+            f"under {a.name} and {values_text(b, relative_change_words, signed_pct)} under {b.name} ({r.basis})")
     status = r.verdict.status
     if status == "shown":
         return r.noted(f"Entropy fell less under {a.name} than under {b.name}: {both}. That is what clip-higher is "

@@ -244,11 +244,12 @@ def measure_side(name: str, runs: Sequence[Run], measure: Callable[[Run], RunVal
 # Numbers in words
 # ---------------------------------------------------------------------------
 
-def values_text(side: Side, fmt: Callable[[float], str]) -> str:
-    """One value, or the mean over seeds with their range."""
+def values_text(side: Side, fmt: Callable[[float], str], range_fmt: Callable[[float], str] | None = None) -> str:
+    """One value, or the mean over seeds and their range (``range_fmt``: how the range's ends read)."""
     if side.n == 1:
         return fmt(side.values[0].value)
-    return f"{fmt(side.mean)} (seeds from {fmt(side.low)} to {fmt(side.high)})"
+    ends = range_fmt or fmt
+    return f"{fmt(side.mean)} (seeds: {ends(side.low)} to {ends(side.high)})"
 
 
 def relative_change_words(value: float) -> str:
@@ -256,6 +257,12 @@ def relative_change_words(value: float) -> str:
     if abs(value) < 0.005:
         return "stayed level"
     return f"{'rose' if value > 0 else 'fell'} {fmt_pct(abs(value), 0)}"
+
+
+def signed_pct(value: float) -> str:
+    """A relative change as a signed whole percentage: '+5%', '−30%'."""
+    text = fmt_pct(abs(value), 0)
+    return text if text == "0%" else ("+" if value > 0 else MINUS) + text
 
 
 def signed(value: float, digits: int = 2, unit: str = "") -> str:
