@@ -11,6 +11,12 @@ The moments, in the order of their definitions below:
   furthest past its bound.
 - longest_wrong: the longest wrong response among the trained groups.
 - max_kl_step: the step with the largest mean KL to the reference (steps.jsonl).
+- ratio_max / ratio_min: over the whole run, the trained token whose importance ratio was largest /
+  smallest, clipped or not (the clip does not bound the ratio).
+- mixed_group: the first trained group with both right and wrong answers.
+- shared_prefix_group: the trained group whose shared opening tokens (the prefix every answer of
+  the group begins with) got the largest net push, relative to the pushes on them
+  (:func:`shared_prefix_push`): zero with centred advantages and equal weights, not under 1/|o_i|.
 
 Each token file contributes its candidates in the run reader's one pass over the token files
 (a ``reader.token_digest``); the steps come from its one parse of steps.jsonl.
@@ -27,7 +33,7 @@ from .reader import reader_for, token_digest
 from .schema import StepDetail
 
 MOMENT_NAMES = ("all_correct_group", "all_wrong_group", "clipped_high", "clipped_low", "longest_wrong",
-                "max_kl_step", "filtered_group")
+                "max_kl_step", "filtered_group", "ratio_max", "ratio_min", "mixed_group", "shared_prefix_group")
 
 
 @dataclass(frozen=True)
@@ -52,8 +58,46 @@ GROUP_MOMENTS = {
     "all_correct_group": lambda g: _trained(g) and all(r.correct for r in g.responses),
     "all_wrong_group": lambda g: _trained(g) and all(r.correct is False for r in g.responses),
     "filtered_group": lambda g: g.filtered,
+    "mixed_group": lambda g: (_trained(g) and any(r.correct for r in g.responses)
+                              and any(r.correct is False for r in g.responses)),
 }
 CLIP_MOMENTS = {1: "clipped_high", -1: "clipped_low"}
+#: Moments that keep the largest value over the run (the others keep the first found, or as noted).
+LARGEST = {"longest_wrong": 1, "clipped_high": 1, "clipped_low": -1, "ratio_max": 1, "ratio_min": -1,
+           "shared_prefix_group": 1}
+#: A shared prefix whose pushes are this small is rounding noise (float32 logs), not a push.
+PUSH_FLOOR = 1e-9
+
+
+@dataclass(frozen=True)
+class PrefixPush:
+    """The push on the tokens every answer of a group begins with (the same token in the same
+    context in each answer, so their gradients point the same way): at ratio 1 each answer pushes
+    token t by w_{i,t} A_{i,t}, and the tokens get the sum over answers."""
+
+    length: int  # tokens in the shared prefix
+    net: float  # sum over prefix positions and answers of w * A
+    total: float  # sum of |w * A|: the pushes before they cancel
+
+    @property
+    def share(self) -> float:
+        """|net| as a share of the pushes it sums (0: they cancel exactly)."""
+        return abs(self.net) / self.total if self.total > PUSH_FLOOR else 0.0
+
+
+def shared_prefix_push(group) -> PrefixPush | None:
+    """The net push on a trained group's shared prefix; None without one (or without tokens)."""
+    if not _trained(group) or len(group.responses) < 2:
+        return None
+    arrays = [r.tokens for r in group.responses]
+    length = min(len(a.ids) for a in arrays)
+    n = 0
+    while n < length and all(a.ids[n] == arrays[0].ids[n] and a.mask[n] for a in arrays):
+        n += 1
+    if n == 0:
+        return None
+    pushes = np.array([[a.weight[t] * a.advantage[t] for t in range(n)] for a in arrays])
+    return PrefixPush(n, float(pushes.sum()), float(np.abs(pushes).sum()))
 
 
 @token_digest("moments")
@@ -74,6 +118,13 @@ def step_candidates(detail: StepDetail) -> dict[str, Moment | None]:
                                                 float(response.length))
             if response.tokens is None:
                 continue
+            for t, (ratio, mask) in enumerate(zip(response.tokens.ratio, response.tokens.mask)):
+                if not mask:
+                    continue
+                for name, sign in (("ratio_max", 1), ("ratio_min", -1)):
+                    best = found.get(name)
+                    if best is None or sign * ratio > sign * best.value:
+                        found[name] = Moment(name, detail.step, group.index, response.index, t, ratio)
             for t, (side, ratio) in enumerate(zip(response.tokens.clip, response.tokens.ratio)):
                 if side == 0:
                     continue
@@ -82,6 +133,10 @@ def step_candidates(detail: StepDetail) -> dict[str, Moment | None]:
                     clip_scores[side] = score
                     found[CLIP_MOMENTS[side]] = Moment(CLIP_MOMENTS[side], detail.step, group.index,
                                                        response.index, t, ratio)
+        push = shared_prefix_push(group)
+        best = found.get("shared_prefix_group")
+        if push is not None and push.total > PUSH_FLOOR and (best is None or push.share > best.value):
+            found["shared_prefix_group"] = Moment("shared_prefix_group", detail.step, group.index, value=push.share)
     return found
 
 
@@ -92,12 +147,8 @@ def _combine(per_step: dict[int, dict[str, Moment | None]]) -> dict[str, Moment 
             best = found[name]
             if best is None:
                 found[name] = moment
-            elif name == "longest_wrong" and moment.value > best.value:
+            elif name in LARGEST and LARGEST[name] * moment.value > LARGEST[name] * best.value:
                 found[name] = moment
-            elif name in CLIP_MOMENTS.values():
-                side = 1 if name == "clipped_high" else -1
-                if side * moment.value > side * best.value:
-                    found[name] = moment
     return found
 
 

@@ -177,6 +177,10 @@ MOMENT_LABELS = {
     "longest_wrong": "The longest wrong answer",
     "max_kl_step": "The step with the largest KL to the reference",
     "filtered_group": "A group dropped by the sampling filter",
+    "ratio_max": "The token whose ratio rose furthest (clipped or not)",
+    "ratio_min": "The token whose ratio fell furthest (clipped or not)",
+    "mixed_group": "A group with both right and wrong answers",
+    "shared_prefix_group": "The group whose shared opening tokens got the largest net push",
 }
 
 

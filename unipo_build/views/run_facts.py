@@ -173,6 +173,10 @@ MOMENT_WORDS = {
     "longest_wrong": "longest wrong answer",
     "max_kl_step": "step of largest KL",
     "filtered_group": "group dropped by the sampling filter",
+    "ratio_max": "token whose ratio rose furthest",
+    "ratio_min": "token whose ratio fell furthest",
+    "mixed_group": "group with both right and wrong answers",
+    "shared_prefix_group": "group with a net push on its shared opening tokens",
 }
 MOMENT_FIELDS = ("step", "group", "response", "token", "value")
 

@@ -41,6 +41,8 @@ SITE_MODULES = (
     "unipo_build.views.openrlhf_guide",
     "unipo_build.views.spec_facts",
     "unipo_build.views.claims",
+    "unipo_build.views.lessons_clip",
+    "unipo_build.views.lessons_groups",
     "unipo_build.playgrounds.macros",
 )
 
