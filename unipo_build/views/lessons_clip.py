@@ -3,6 +3,7 @@
     {{ ratio_extremes() }}            every run's clip range and its smallest and largest logged ratio (HTML)
     {{ clip_bound_verdict() }}        a sentence: did the ratios stay inside the clip ranges?
     {{ kl_spike("grpo") }}            a sentence: the update with the largest KL, its ratios, k3 and gradient
+    {{ kl_spike_figure("grpo") }}     KL and gradient norm at every update, unsmoothed, log scale (HTML)
     {{ up_clipped("dapo") }}          the sampling probability of up-clipped tokens vs all pushed-up tokens (HTML)
     {{ up_clipped_verdict("dapo") }}  a sentence: are the up-clipped tokens the improbable ones?
     {{ surrogate_figure("grpo") }}    the clipped surrogate against the ratio, with its slope at 1 (HTML)
@@ -58,6 +59,11 @@ def logged_extremes(run: Run) -> dict | None:
             "low": low, "high": high, "outside": outside}
 
 
+def bound_text(value: float) -> str:
+    """A clip bound with the digits its eps needs: 0.8, 1.28, 0.9997, 1.0004."""
+    return f"{value:.6g}"
+
+
 def ratio_extremes_html(site: Site) -> str:
     found, missing = course_runs(site)
     rows = []
@@ -68,7 +74,7 @@ def ratio_extremes_html(site: Site) -> str:
         if e is None:
             rows.append([escape_text(site.run_label(run)), escape_text(unit), "—", "not logged", "not logged", "—"])
             continue
-        span = "no clip" if e["low"] is None else f"[{fmt_num(e['low'], 4)}, {fmt_num(e['high'], 4)}]"
+        span = "no clip" if e["low"] is None else f"[{bound_text(e['low'])}, {bound_text(e['high'])}]"
         rows.append([escape_text(site.run_label(run)), escape_text(unit), escape_text(span),
                      escape_text(f"{fmt_num(e['min'], 3)} (update {fmt_num(e['min_step'])})"),
                      escape_text(f"{fmt_num(e['max'], 3)} (update {fmt_num(e['max_step'])})"),
@@ -106,10 +112,10 @@ def clip_bound_verdict_text(site: Site) -> str:
     run_lo, e_lo = min(runs, key=lambda x: x[1]["min"] / x[1]["low"])
     return (f"In {len(left)} of the {len(runs)} runs of this build that clip, logged ratios went beyond the clip range. "
             f"The largest, {fmt_num(e_hi['max'], 3)} ({site.run_label(run_hi)}, update {fmt_num(e_hi['max_step'])}), "
-            f"is {fmt_num(e_hi['max'] / e_hi['high'], 3)} times its upper bound {fmt_num(e_hi['high'], 4)}; the "
+            f"is {fmt_num(e_hi['max'] / e_hi['high'], 3)} times its upper bound {bound_text(e_hi['high'])}; the "
             f"smallest, {fmt_num(e_lo['min'], 3)} ({site.run_label(run_lo)}, update {fmt_num(e_lo['min_step'])}), "
             f"is {fmt_num(e_lo['low'] / max(e_lo['min'], 1e-300), 3)} times smaller than its lower bound "
-            f"{fmt_num(e_lo['low'], 4)}.")
+            f"{bound_text(e_lo['low'])}.")
 
 
 def kl_spike_text(site: Site, name: str) -> str:
@@ -137,19 +143,66 @@ def kl_spike_text(site: Site, name: str) -> str:
     grad = metrics.get("grad_norm")
     clip = run.header.hyperparameters.get("grad_clip")
     if grad is not None:
-        norms = table.column("grad_norm")
-        text += (f" The gradient norm was {fmt_num(grad, 3)}, against a median of "
-                 f"{fmt_num(float(np.nanmedian(norms)), 3)} over the run")
+        median_norm = float(np.nanmedian(table.column("grad_norm")))
+        text += (f" The gradient norm was {fmt_num(grad, 3)}, against a median of {fmt_num(median_norm, 3)} over the "
+                 "run")
         if clip:
             if grad > clip:
-                text += (f"; gradient clipping (norm {fmt_num(clip, 3)}) scaled this update down to "
-                         f"{fmt_pct(clip / grad, 1 if clip / grad >= 0.01 else 2)} of its raw size, so the spike moved "
-                         "the parameters no further than an ordinary update.")
+                text += (f"; gradient clipping scaled it down to the clipping norm, {fmt_num(clip, 3)}, "
+                         f"{fmt_pct(clip / grad, 1 if clip / grad >= 0.01 else 2)} of its raw size, so the optimiser "
+                         f"received a gradient {fmt_num(clip / median_norm, 3)} times the median instead of "
+                         f"{fmt_num(grad / median_norm, 3)} times.")
             else:
                 text += f", below the gradient clipping norm of {fmt_num(clip, 3)}, so clipping did not act on it."
         else:
             text += "."
     return text
+
+
+#: Points per line of the KL-spike figure (LTTB keeps the spike itself).
+SPIKE_POINTS = 200
+
+
+def kl_spike_html(site: Site, name: str) -> str:
+    import altair as alt
+
+    from ..downsample import lttb_indices
+
+    run = site.run(name)
+    if run is None:
+        return note_html(f"{missing_run_text(name)}: no KL to show.", "warning")
+    table = run.reader.table
+    kl = table.column("kl/mean")
+    if np.all(np.isnan(kl)):
+        return note_html(f"The {run.id} run logs no KL to a reference model.", "warning")
+    spike = int(table.steps[int(np.nanargmax(kl))])
+    colour = algorithm_colour(run.header.algorithm)
+    charts = []
+    for metric, label in (("kl/mean", "mean KL to the reference"), ("grad_norm", "gradient norm (before clipping)")):
+        values = table.column(metric)
+        keep = ~np.isnan(values) & (values > 0)
+        x, y = table.steps[keep].astype(np.float64), values[keep]
+        if len(x) == 0:
+            continue
+        if len(x) > SPIKE_POINTS:
+            idx = lttb_indices(x, y, SPIKE_POINTS)
+            x, y = x[idx], y[idx]
+        rows = [{"step": int(a), "y": float(f"{b:.4g}")} for a, b in zip(x, y)]
+        line = alt.Chart(alt.Data(values=rows)).mark_line(strokeWidth=1.4, color=colour).encode(
+            x=alt.X("step:Q", title="update (step)"),
+            y=alt.Y("y:Q", title=label, scale=alt.Scale(type="log")),
+            tooltip=[alt.Tooltip("step:Q", title="Update"), alt.Tooltip("y:Q", title=label, format=".3~g")])
+        rule = alt.Chart(alt.Data(values=[{"step": spike}])).mark_rule(strokeDash=[4, 3], opacity=0.7).encode(
+            x="step:Q")
+        chart = alt.layer(line, rule).properties(width="container", height=150,
+                                                 autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
+        spec = chart.to_dict()
+        spec["description"] = f"The run's {label} at every update, log scale, the largest KL marked."
+        charts.append(vega_embed(spec, chart_id=site.chart_id(spec)))
+    caption = (f"The {site.run_label(run)} run's mean KL to the reference (top) and gradient norm (bottom) at every "
+               f"update, unsmoothed, on a log scale (at most {SPIKE_POINTS} points per line, chosen by LTTB, which keeps "
+               f"the peaks). The dashed line marks update {spike}, the largest KL.")
+    return (f'<figure class="unipo-figure">{"".join(charts)}<figcaption>{escape_text(caption)}</figcaption></figure>')
 
 
 # ---------------------------------------------------------------------------
@@ -278,12 +331,12 @@ def surrogate_html(site: Site, algorithm: str) -> str:
             rows.append({"A": panel, "rho": round(float(rho), 3),
                          "value": round(float(min(rho * adv, clipped * adv)), 4), "line": "clipped surrogate"})
             rows.append({"A": panel, "rho": round(float(rho), 3),
-                         "value": round(float(adv * rho), 4), "line": "slope at 1: A (the policy gradient)"})
+                         "value": round(float(adv * rho), 4), "line": "tangent at \u03c1 = 1 (slope A)"})
     base = alt.Chart(alt.Data(values=rows)).encode(
         x=alt.X("rho:Q", title="ratio \u03c1", scale=alt.Scale(domain=[0.5, 1.5])),
         y=alt.Y("value:Q", title="token objective"),
         strokeDash=alt.StrokeDash("line:N", scale=alt.Scale(
-            domain=["clipped surrogate", "slope at 1: A (the policy gradient)"], range=[[1, 0], [4, 3]]),
+            domain=["clipped surrogate", "tangent at \u03c1 = 1 (slope A)"], range=[[1, 0], [4, 3]]),
             legend=alt.Legend(orient="top", title=None)),
         color=alt.value(algorithm_colour(algorithm)),
     )
@@ -338,6 +391,12 @@ def clip_bound_verdict(site: Site) -> str:
 def kl_spike(site: Site, run: str) -> str:
     """A sentence: the update with the largest KL, its ratios and gradient, and gradient clipping."""
     return kl_spike_text(site, str(run))
+
+
+@macro(html=True)
+def kl_spike_figure(site: Site, run: str) -> str:
+    """Mean KL and gradient norm at every update, unsmoothed, with the largest KL marked (a figure)."""
+    return kl_spike_html(site, str(run))
 
 
 @macro(html=True)
