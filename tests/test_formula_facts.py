@@ -155,3 +155,69 @@ def test_spec_facts_name_what_the_specs_hold():
     assert all(name in text for name in with_filter)
     assert "GRPO" in F.same_kind_text(SPECS, "reinforce", "aggregation")
     assert "Dr. GRPO" not in F.same_kind_text(SPECS, "reinforce", "aggregation")  # it removed 1/|o_i|
+
+
+# ---------------------------------------------------------------------------
+# The built site: the slips are gone from every page, and each fix is there
+# ---------------------------------------------------------------------------
+
+#: Phrases that stated a slip; none may come back on any page.
+SLIPS = {
+    "inside the trust region": "the clip does not keep the ratio inside a trust region",
+    "Asymmetric trust region": "the clip does not bound the ratio",
+    "by the clip's factor": "an update does not move a probability by at most the clip's factor",
+    "would stop it at": "the clip stops the push, not the ratio",
+    "caps the ratio": "the clip stops the push, not the ratio",
+    "lets unlikely tokens with positive advantage grow": "clip-higher's rare-token story is DAPO's, not every asymmetric clip's",
+    "which is never negative and has low variance": "k3 has low variance only near the reference",
+    "k3 is never negative and has low variance": "k3 has low variance only near the reference",
+    "with \\(L_{\\text{cache}}\\) a quarter": "DAPO's cache is a fifth of the budget",
+    "Dividing by the group's spread makes a rare success": "the 3:1 comes from the mean",
+    "fig. 3b for the share of zero-advantage groups": "DAPO fig. 3b counts all-correct groups only",
+    "five objectives": "the course ships more than five",
+    "five runs": "the build has more than five runs",
+    "Only DAPO has one": "the hybrid has a filter too",
+}
+
+
+def _page_text(path) -> str:
+    import html
+    import re
+
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", path.read_text(encoding="utf-8"))))
+
+
+def test_no_page_of_the_built_site_states_a_slip(built_site):
+    found = []
+    for page in sorted(built_site.rglob("*.html")):
+        text = _page_text(page)
+        for phrase, why in SLIPS.items():
+            if phrase in text:
+                found.append(f"{page.relative_to(built_site)}: {phrase!r} ({why})")
+    assert not found, "\n".join(found)
+
+
+def test_the_fixes_are_on_their_pages(built_site):
+    page = lambda p: _page_text(built_site / p / "index.html")  # noqa: E731
+    gspo = page("reference/algorithms/gspo")
+    assert r"\operatorname{clip}(s_i,1-0.0003,1+0.0004)" in gspo and r"\operatorname{clip}(\rho_{i,t},1-0.0003" not in gspo
+    ppo = page("reference/algorithms/ppo")
+    assert r"\mathbb{D}_{i,t}=\log\frac{\pi_{\theta_{\text{old}}}" in ppo
+    assert r"\mathbb{D}_{i,t}=\log\frac{\pi_\theta" not in ppo
+    dapo = page("course/algorithms/dapo")
+    assert "overlong filtering" in dapo and "This project does not implement overlong filtering" in dapo
+    assert "20% of it" in dapo and "the course's spec scales the penalty to 0.5" in dapo  # from the spec
+    for p in ("course/algorithms/grpo", "course/compare/objectives", "reference/rendering"):
+        assert "2506.09477" in page(p), p  # k3's gradient as a loss (Tang and Munos)
+    reinforce = page("course/algorithms/reinforce")
+    assert "(N-1)/N" in reinforce and "the same length normalisation as PPO, GRPO and GSPO" in reinforce
+    assert "the same length normalisation as REINFORCE, GRPO and GSPO" in page("course/algorithms/ppo")
+    objectives = page("course/compare/objectives")
+    assert "In this course, DAPO and Dr. GRPO + DS." in objectives and "The seven objectives" in objectives
+    for p in ("course/algorithms/grpo", "course/algorithms/dr_grpo", "course/algorithms/dapo_dr",
+              "course/compare/choosing", "reference/views"):
+        text = page(p)
+        assert "UNIPO paper" in text and "2605.11549" in text, p
+    index = page("")
+    row = index[index.index("Dr. GRPO + DS Dr. GRPO with DAPO's dynamic sampling"):][:300]
+    assert "no paper of its own" in row and "Liu" not in row
