@@ -114,14 +114,14 @@ def prefix_push_verdict_text(site: Site) -> str:
                          "tokens is zero in every logged group, to float rounding")
         if nonzero:
             parts.append("under " + and_names([n for n, _ in nonzero]) + ", length-free too, it is not zero (largest "
-                         + and_names([f"{fmt_pct(s, 1)} for {n}" for n, s in nonzero])
+                         + and_names([f"{fmt_pct(s, 1)} ({n})" for n, s in nonzero])
                          + "): a reason other than the weights is at work there")
     if weighted:
         nonzero = [(name, share) for name, share, _ in weighted if share >= ROUNDING_SHARE]
         if nonzero:
-            parts.append("under " + and_names([n for n, _ in nonzero]) + ", which divide by each answer's length, it "
-                         "is not: up to " + and_names([f"{fmt_pct(s, 1)} for {n}" for n, s in nonzero])
-                         + " of the pushes it sums")
+            parts.append("under " + and_names([n for n, _ in nonzero]) + ", whose weights divide by each answer's "
+                         "length, it is not: in the group where it is largest it is "
+                         + and_names([f"{fmt_pct(s, 1)} ({n})" for n, s in nonzero]) + " of the pushes it sums")
         zero = [name for name, share, _ in weighted if share < ROUNDING_SHARE]
         if zero:
             parts.append(f"under {and_names(zero)} it is zero in every logged group although the weights depend on "
