@@ -221,3 +221,14 @@ def test_the_fixes_are_on_their_pages(built_site):
     index = page("")
     row = index[index.index("Dr. GRPO + DS Dr. GRPO with DAPO's dynamic sampling"):][:300]
     assert "no paper of its own" in row and "Liu" not in row
+
+
+def test_slot_counts_in_prose_come_from_the_diff():
+    from site_build import bound_macros
+
+    m = bound_macros()
+    # REINFORCE -> PPO: GAE replaces the batch baseline; a ratio, a clip and a KL term are added
+    assert m["slot_diff_count"]("reinforce", "ppo", "modified") == "one"
+    assert m["slot_diff_count"]("reinforce", "ppo", "added") == "three"
+    assert m["slot_diff_count"]("dr_grpo", "dapo_dr") == "one"  # the filter alone
+    assert m["slot_diff_count"]("grpo", "grpo") == "no"

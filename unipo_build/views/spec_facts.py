@@ -7,6 +7,8 @@ parameter keeps the text true.
     {{ same_kind("reinforce", "aggregation") }}  the other algorithms with the same kind in that slot
     {{ slot_formula("dapo", "shaping") }}      one slot's formula, as the cards write it (display math)
     {{ overlong_fact("dapo", "floor") }}       a number of the overlong shaping (OVERLONG_KEYS)
+    {{ slot_diff_count("grpo", "dapo") }}     how many slots differ between two specs, as a word
+                                              (``status``: only those modified, added or removed)
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from ..formula import with_ratio
 from ..specs import SLOTS, AlgorithmSpec, lineage
+from .diff import STATUSES, diff_algorithms
 from .fmt import fmt_num, fmt_pct, math_display
 from .site import AuthorError, Site, macro
 
@@ -122,6 +125,15 @@ def same_kind(site: Site, algorithm: str, slot: str) -> str:
     """The other algorithms whose ``slot`` holds the same kind as ``algorithm``'s."""
     site.spec(algorithm, "same_kind")
     return same_kind_text(site.specs(), algorithm, _slot(slot, "same_kind"))
+
+
+@macro
+def slot_diff_count(site: Site, a: str, b: str, status: str | None = None) -> str:
+    """How many slots differ from ``a`` to ``b`` (or have ``status``), as a word ("three")."""
+    if status is not None and status not in STATUSES:
+        raise AuthorError(f"slot_diff_count: unknown status {status!r} (known: {', '.join(STATUSES)})")
+    diffs = diff_algorithms(site.spec(a, "slot_diff_count"), site.spec(b, "slot_diff_count"))
+    return count_word(sum(1 for d in diffs if (d.status != "unchanged" if status is None else d.status == status)))
 
 
 @macro(html=True)
