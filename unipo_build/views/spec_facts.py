@@ -128,12 +128,14 @@ def same_kind(site: Site, algorithm: str, slot: str) -> str:
 
 
 @macro
-def slot_diff_count(site: Site, a: str, b: str, status: str | None = None) -> str:
-    """How many slots differ from ``a`` to ``b`` (or have ``status``), as a word ("three")."""
+def slot_diff_count(site: Site, a: str, b: str, status: str | None = None, capital: bool = False) -> str:
+    """How many slots differ from ``a`` to ``b`` (or have ``status``), as a word ("three"; "Three"
+    with ``capital``)."""
     if status is not None and status not in STATUSES:
         raise AuthorError(f"slot_diff_count: unknown status {status!r} (known: {', '.join(STATUSES)})")
     diffs = diff_algorithms(site.spec(a, "slot_diff_count"), site.spec(b, "slot_diff_count"))
-    return count_word(sum(1 for d in diffs if (d.status != "unchanged" if status is None else d.status == status)))
+    word = count_word(sum(1 for d in diffs if (d.status != "unchanged" if status is None else d.status == status)))
+    return word.capitalize() if capital else word
 
 
 @macro(html=True)
