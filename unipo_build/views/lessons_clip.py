@@ -70,21 +70,21 @@ def ratio_extremes_html(site: Site) -> str:
     for run in found:
         e = logged_extremes(run)
         cfg = run.config
-        unit = "—" if cfg is None else cfg.component("ratio").label or cfg.kind("ratio").replace("_", " ")
+        label = site.run_label(run)
+        if cfg is not None and cfg.component("ratio").name == "sequence":
+            label += " (one ratio per answer)"
         if e is None:
-            rows.append([escape_text(site.run_label(run)), escape_text(unit), "—", "not logged", "not logged", "—"])
+            rows.append([escape_text(label), "—", "not logged", "not logged", "—"])
             continue
         span = "no clip" if e["low"] is None else f"[{bound_text(e['low'])}, {bound_text(e['high'])}]"
-        rows.append([escape_text(site.run_label(run)), escape_text(unit), escape_text(span),
+        rows.append([escape_text(label), escape_text(span),
                      escape_text(f"{fmt_num(e['min'], 3)} (update {fmt_num(e['min_step'])})"),
                      escape_text(f"{fmt_num(e['max'], 3)} (update {fmt_num(e['max_step'])})"),
                      escape_text("—" if e["outside"] is None else fmt_pct(e["outside"], 0))])
     if not rows:
         return note_html("No runs are in this build, so no ratios can be shown.", "warning")
-    out = table(["Run", "Ratio", "Clip range", "Smallest logged ratio", "Largest logged ratio",
-                 "Later updates with a ratio outside the range"], rows,
-                caption="The ratios every run logged (ratio/min and ratio/max of each update), against its clip range",
-                numeric=(3, 4, 5))
+    out = table(["Run", "Clip range", "Smallest ratio", "Largest ratio", "Later updates outside the range"], rows,
+                caption="Logged ratios against each run's clip range", numeric=(2, 3, 4))
     if missing:
         out += note_html("Not in this build: " + ", ".join(site.algorithm_name(m) for m in missing) + ".", "warning")
     return out
