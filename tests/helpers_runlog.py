@@ -150,12 +150,14 @@ def write_metric_run(run_dir: Path, algorithm: str, *, seed: int = 0, rollouts: 
                      metrics=None, evals=(), max_new_tokens: int = 64) -> Path:
     """A run of metrics only (no token files): ``metrics(fraction, rng) -> {name: value}`` gives each
     rollout's values (fraction of training from 0 to 1; ``rng`` a seeded numpy Generator for noise),
-    repeated on its updates; ``evals``: EvalRecords to log. For tests of what pages say about runs."""
+    repeated on its updates; ``evals``: EvalRecords to log. ``algorithm``: a spec's path under
+    data/algorithms without .yaml (``grpo``, ``ladder/ladder_no_kl``). For tests of what pages say
+    about runs."""
     import numpy as np
 
     config = resolve(load_spec(SPEC_DIR / f"{algorithm}.yaml"), max_new_tokens=max_new_tokens)
-    header = make_header(algorithm).model_copy(update={
-        "run_id": run_dir.name, "algorithm_config": config, "seed": seed,
+    header = make_header("grpo").model_copy(update={
+        "algorithm": config.id, "run_id": run_dir.name, "algorithm_config": config, "seed": seed,
         "hyperparameters": {"lr": 0.0001, "group_size": 4, "max_new_tokens": max_new_tokens,
                             "epochs": steps_per_rollout, "minibatches": 1}})
     writer = RunWriter(run_dir, header)

@@ -190,3 +190,20 @@ def test_a_site_built_on_other_runs_says_what_those_runs_show(worlds, tmp_path_f
         text = _text(page.read_text(encoding="utf-8"))
         assert "clip-higher did not keep entropy up" not in text, page
         assert "not fewer" not in text, page
+
+
+def test_a_one_slot_pair_is_named_so_and_labels_name_the_rungs(tmp_path):
+    """Ablation rungs that differ in the clip alone: the cause note says so, and the page's labels
+    name them."""
+    for seed in range(3):
+        write_metric_run(tmp_path / f"ch-{seed}", "ladder/ladder_clip_higher", seed=seed,
+                         metrics=lambda f, g: {"entropy/mean": 1.0 - 0.05 * f + g.normal(0, 0.005)})
+        write_metric_run(tmp_path / f"nokl-{seed}", "ladder/ladder_no_kl", seed=seed,
+                         metrics=lambda f, g: {"entropy/mean": 1.0 - 0.4 * f + g.normal(0, 0.005)})
+    text = bound_macros(tmp_path)["effect"]("entropy_kept", "ladder_clip_higher", "ladder_no_kl",
+                                            labels=["the clip-higher rung", "the rung before it"])
+    assert text.startswith("Entropy fell less under the clip-higher rung than under the rung before it")
+    assert text.endswith("The clip is the only slot in which the clip-higher rung and the rung before it differ.")
+    # without labels the logs' own names for the algorithms are used
+    plain = bound_macros(tmp_path)["effect"]("entropy_kept", "ladder_clip_higher", "ladder_no_kl")
+    assert "under + clip-higher than under GRPO \u2212 KL" in plain

@@ -15,7 +15,7 @@ run id (that run alone).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -33,10 +33,14 @@ def seed_order(run: Run) -> tuple:
 
 
 def runs_named(site: Site, name: str) -> tuple[str, list[Run]]:
-    """(label, runs): every loaded run of an algorithm id in seed order, or the one run of a run id."""
+    """(label, runs): every loaded run of an algorithm id in seed order, or the one run of a run id.
+    The label is the spec's name, else the name the runs' logs give their algorithm."""
     runs = sorted(site.catalog.of_algorithm(name), key=seed_order)
     if runs:
-        return site.algorithm_name(name), runs
+        label = site.algorithm_name(name)
+        if label == name and runs[0].config is not None:
+            label = runs[0].config.name
+        return label, runs
     run = site.run(name)
     if run is None:
         return site.algorithm_name(name), []
@@ -224,19 +228,25 @@ CLAIMS: dict[str, Claim] = {
 }
 
 
-def claim_result(site: Site, key: str, first: str, second: str | None = None) -> Result:
+def claim_result(site: Site, key: str, first: str, second: str | None = None,
+                 labels: Sequence[str] | None = None) -> Result:
+    """Measure a claim; ``labels``: the page's own names for the algorithms (e.g. for ablation rungs)."""
     if key not in CLAIMS:
         raise AuthorError(f"effect: unknown claim {key!r} (known: {', '.join(CLAIMS)})")
     claim = CLAIMS[key]
     if claim.pair != (second is not None):
         raise AuthorError(f"effect: {key!r} " + ("compares two algorithms" if claim.pair else "takes one algorithm"))
     name_a, runs_a = runs_named(site, first)
+    if labels:
+        name_a = labels[0]
     side_a = measure_side(name_a, runs_a, claim.measure())
     if key == "overlong_finish":
         side_a = _needs_overlong(side_a)
     if second is None:
         return Result(side_a, None, direction(side_a, claim.predicted), "")
     name_b, runs_b = runs_named(site, second)
+    if labels and len(labels) > 1:
+        name_b = labels[1]
     side_b = measure_side(name_b, runs_b, claim.measure())
     verdict = compare(side_a, side_b, claim.predicted)
     note = cause_note(name_a, name_b, runs_a, runs_b, claim.slot) if verdict.status != "unmeasurable" else ""
@@ -326,9 +336,10 @@ def length_verdict_text(site: Site, name: str) -> str:
 # ---------------------------------------------------------------------------
 
 @macro
-def effect(site: Site, claim: str, first: str, second: str | None = None) -> str:
-    """A sentence on a claim about the runs (CLAIMS), worded by what the runs measure."""
-    r = claim_result(site, claim, str(first), None if second is None else str(second))
+def effect(site: Site, claim: str, first: str, second: str | None = None, labels: Sequence[str] | None = None) -> str:
+    """A sentence on a claim about the runs (CLAIMS), worded by what the runs measure (``labels``:
+    how the sentence names the algorithms, when their specs' names would not read well)."""
+    r = claim_result(site, claim, str(first), None if second is None else str(second), labels)
     if r.verdict.status == "unmeasurable":
         return unmeasurable_text(CLAIMS[claim], r)
     return CLAIMS[claim].words(r)
