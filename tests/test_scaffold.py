@@ -131,6 +131,18 @@ def test_chapter_template_uses_registered_macros_only():
     assert moments and set(moments) <= set(MOMENT_NAMES)
 
 
+def test_every_list_of_moments_names_each_moment_the_code_finds():
+    """The template, the views reference and the contributing guide list the teaching moments by
+    name: each list holds exactly the moments of unipo_build/moments.py."""
+    from unipo_build.moments import MOMENT_NAMES
+    root = TEMPLATES.parents[1]
+    for path in (TEMPLATES / "chapter.md", root / "docs/reference/views.md", root / "docs/guides/contribute.md"):
+        text = path.read_text()
+        start = re.search(r"all_correct_group`?, `?all_wrong_group", text).start()
+        listed = set(re.findall(r"\b[a-z]+(?:_[a-z]+)+\b", text[start:text.index("shared_prefix_group", start) + len("shared_prefix_group")]))
+        assert listed == set(MOMENT_NAMES), f"{path}: {sorted(listed ^ set(MOMENT_NAMES))}"
+
+
 def test_shipped_specs_carry_no_scaffold_marks():
     for path in sorted(SPEC_DIR.glob("*.yaml")):
         assert todo_markers(path) == [], f"{path}: {MARK} left on lines {todo_markers(path)}"
