@@ -207,3 +207,16 @@ def test_a_one_slot_pair_is_named_so_and_labels_name_the_rungs(tmp_path):
     # without labels the logs' own names for the algorithms are used
     plain = bound_macros(tmp_path)["effect"]("entropy_kept", "ladder_clip_higher", "ladder_no_kl")
     assert "under + clip-higher than under GRPO \u2212 KL" in plain
+
+
+def test_the_seeds_note_counts_each_algorithms_runs(worlds, tmp_path):
+    """The warning under the charts says how many seeds each algorithm has, and only one seed
+    when that is what the build holds."""
+    several = bound_macros(worlds[True])["seeds_note"]()
+    assert several.startswith("Some algorithms of this build were trained with several seeds: "
+                              "GRPO (three seeds) and DAPO (three seeds); Dr. GRPO once.")
+    assert "the spread between seeds" in several
+    only = tmp_path / "runs"
+    only.mkdir()
+    write_metric_run(only / "grpo", "grpo", metrics=lambda f, g: {"entropy/mean": 1.0})
+    assert bound_macros(only)["seeds_note"]().startswith("Each algorithm of this build was trained once, with one seed.")

@@ -178,3 +178,33 @@ def test_first_updates_and_ratio_extremes_from_the_metrics(tmp_path):
     assert "The largest mean KL of the GRPO run is 5.01 at update 50" in spike
     assert "scaled it down to the clipping norm, 1, 1.0% of its raw size" in spike
     assert "100%" in m["ratio_extremes"]()
+
+
+def _eval_pair(greedy_start, sampled_start, greedy_end, sampled_end, n=40):
+    """A start and an end evaluation on the same n problems: the first k of them right."""
+    def bits(share):
+        k = round(share * n)
+        return "1" * k + "0" * (n - k)
+
+    def record(phase, g, s):
+        return EvalRecord(step=0, phase=phase, n=n, accuracy_greedy=g, accuracy_sampled=s,
+                          problems=f"eval rows 1-{n}", correct_greedy=bits(g), correct_sampled=bits(s))
+    return [record("start", greedy_start, sampled_start), record("end", greedy_end, sampled_end)]
+
+
+@pytest.mark.parametrize("end_sampled, words", [
+    (0.5, "the gap closed in every run, clear of the noise"),
+    (0.1, "The gap closed clearly in none of them and widened clearly in 2 (DAPO, GRPO)"),
+])
+def test_sharpening_verdict_follows_the_gap(tmp_path, end_sampled, words):
+    """Greedy leads sampled by 25 points at the start; at the end the gap is 0 (closed) or 40
+    points (widened): the sentence says which, and what that means for sharpening."""
+    for algorithm in ("grpo", "dapo"):
+        write_metric_run(tmp_path / algorithm, algorithm, rollouts=4, evals=_eval_pair(0.5, 0.25, 0.5, end_sampled))
+    text = bound_macros(tmp_path)["sharpening_verdict"]()
+    assert text.startswith("Across the 2 runs of this build, greedy accuracy led sampled accuracy by 25 points")
+    assert words in text
+    if end_sampled == 0.5:
+        assert text.endswith("the policy samples its greedy answer more often.")
+    else:
+        assert "by 40 after it" in text and "so those runs do not show sharpening in this measure." in text

@@ -24,6 +24,7 @@ from ..specs import SLOTS
 from .effects import (Side, Verdict, compare, direction, edge_change, gap_change, measure_side, pct,
                       relative_change_words, run_mean, signed, signed_pct, values_text)
 from .fmt import fmt_num, fmt_pct
+from .run_facts import course_runs
 from .site import AuthorError, Site, macro
 from .spec_facts import and_names, count_word
 
@@ -332,6 +333,30 @@ def length_verdict_text(site: Site, name: str) -> str:
 
 
 # ---------------------------------------------------------------------------
+# How many seeds the comparisons rest on
+# ---------------------------------------------------------------------------
+
+def seeds_note_text(site: Site) -> str:
+    """Whether each algorithm of the build was trained once or with several seeds, and what that
+    means for reading a gap between two lines of the charts (which show one run per algorithm)."""
+    found, _ = course_runs(site)
+    if not found:
+        return "No runs are part of this build, so there is nothing to compare."
+    counts = [(site.run_label(r), len(site.catalog.of_algorithm(r.header.algorithm))) for r in found]
+    several = [(name, n) for name, n in counts if n > 1]
+    if not several:
+        return ("Each algorithm of this build was trained once, with one seed. A gap between two lines that is no "
+                "wider than the wiggles within each line is not evidence that one algorithm is better.")
+    once = [name for name, n in counts if n == 1]
+    listed = and_names([f"{name} ({count_word(n)} seeds)" for name, n in several])
+    text = f"Some algorithms of this build were trained with several seeds: {listed}"
+    text += f"; {and_names(once)} once." if once else "."
+    return text + (" The charts show one run of each; the sentences that say what the runs show use every seed and "
+                   "say how many. A gap between two lines that is no wider than the wiggles within each line, or "
+                   "than the spread between seeds, is not evidence that one algorithm is better.")
+
+
+# ---------------------------------------------------------------------------
 # Macros
 # ---------------------------------------------------------------------------
 
@@ -357,3 +382,9 @@ def length_verdict(site: Site, run: str) -> str:
     and whether it is clear of the noise."""
     return length_verdict_text(site, str(run))
 
+
+
+@macro
+def seeds_note(site: Site) -> str:
+    """A sentence: how many seeds each algorithm of the build has, and how to read a gap between runs."""
+    return seeds_note_text(site)

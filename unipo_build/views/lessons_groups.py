@@ -247,17 +247,25 @@ def sharpening_verdict_text(site: Site) -> str:
     head = (f"Across the {fmt_num(n)} runs of this build, greedy accuracy led sampled accuracy by "
             f"{_points(float(np.mean(starts)))} points on average before training and by {_points(float(np.mean(ends)))} "
             "after it")
-    basis = ("each run's change judged against its 95% interval, "
+    basis = ("each run's change is judged against its 95% interval, "
              + ("problem by problem" if paired else "from the accuracies alone where problems were not logged"))
     if len(closed) == n:
-        return f"{head}: the gap closed in every run, clear of the noise ({basis})."
-    text = f"{head}. The gap closed clearly in {fmt_num(len(closed))} of them"
+        return (f"{head}: the gap closed in every run, clear of the noise ({basis}). That is the mark of sharpening: "
+                "the policy samples its greedy answer more often.")
+    text = f"{head}. The gap closed clearly in {fmt_num(len(closed)) if closed else 'none'} of them"
     if opened:
         text += f" and widened clearly in {fmt_num(len(opened))} (" + ", ".join(site.run_label(r) for r in opened) + ")"
     rest = n - len(closed) - len(opened)
     if rest:
         text += f"; in {fmt_num(rest)} the change is within the noise"
-    return text + f" ({basis})."
+    text += f"; {basis}."
+    if len(opened) > len(closed):
+        return text + (" Where it widened, greedy accuracy rose by more than sampled accuracy: the policy's "
+                       "likeliest answer improved faster than its samples caught up with it, so those runs do not "
+                       "show sharpening in this measure.")
+    if len(closed) > len(opened):
+        return text + " Where it closed, the policy came to sample its greedy answer more often: sharpening."
+    return text + " So these runs neither show sharpening nor rule it out."
 
 
 def _points(value: float) -> str:
