@@ -174,6 +174,7 @@ SLIPS = {
     "with \\(L_{\\text{cache}}\\) a quarter": "DAPO's cache is a fifth of the budget",
     "Dividing by the group's spread makes a rare success": "the 3:1 comes from the mean",
     "fig. 3b for the share of zero-advantage groups": "DAPO fig. 3b counts all-correct groups only",
+    "(the share of zero-advantage groups)": "DAPO fig. 3b counts all-correct groups only",
     "five objectives": "the course ships more than five",
     "five runs": "the build has more than five runs",
     "Only DAPO has one": "the hybrid has a filter too",
