@@ -141,6 +141,24 @@ def test_up_clipped_tokens_are_compared_with_every_pushed_up_token(tmp_path):
     assert "median sampling probability of 0.05" in text and "0.9 for all 24 tokens" in text
 
 
+def test_up_clipped_tokens_of_an_algorithms_seeds_are_pooled(tmp_path):
+    """Three up-clipped tokens per seed are too few alone; the algorithm's two seeds pooled hold
+    six, and the sentence names both runs."""
+    for run_id in ("dapo", "dapo-s1"):
+        groups = []
+        for k in range(3):
+            g = group(k, [1.0, 0.0], [4, 4], old_logp=[math.log(0.9)] * 4)
+            g.responses[0].tokens.old_logp[0] = math.log(0.05)
+            g.responses[0].tokens.clip[0] = 1
+            groups.append(g)
+        write_token_run(tmp_path / run_id, [detail(0, groups)], algorithm="dapo")
+    m = bound_macros(tmp_path)
+    text = m["up_clipped_verdict"]("dapo")
+    assert text.startswith("As DAPO's fig. 3a reports") and "the 6 up-clipped tokens in the logged steps of DAPO's two runs" in text
+    alone = m["up_clipped_verdict"]("dapo-s1")
+    assert "The logged steps of the " in alone and "hold 3 token(s) clipped on the high side, too few" in alone
+
+
 def test_sharpening_pairs_problems_and_reads_the_gap(tmp_path):
     start = EvalRecord(step=0, phase="start", n=4, accuracy_greedy=0.5, accuracy_sampled=0.25, problems="eval rows 1-4",
                        correct_greedy="1100", correct_sampled="1000")

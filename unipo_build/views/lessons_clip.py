@@ -27,7 +27,9 @@ from ..schema import StepDetail
 from .fmt import escape_text, fmt_num, fmt_pct, note_html, table
 from .palette import algorithm_colour
 from .run_facts import course_runs, missing_run_text
+from .claims import runs_named
 from .site import Site, macro
+from .spec_facts import count_word
 
 #: Fewer up-clipped tokens than this in the logged steps cannot say where they sit.
 MIN_UP_CLIPPED = 5
@@ -225,14 +227,26 @@ def pushed_up(detail: StepDetail) -> tuple[list[float], list[int]]:
     return probs, sides
 
 
-def up_clipped_samples(run: Run) -> tuple[np.ndarray, np.ndarray]:
-    """(probabilities of the up-clipped tokens, of every pushed-up token) in the logged steps."""
+def up_clipped_samples(runs: list[Run]) -> tuple[np.ndarray, np.ndarray]:
+    """(probabilities of the up-clipped tokens, of every pushed-up token) in the logged steps of
+    ``runs`` (an algorithm's seeds, pooled)."""
     probs, sides = [], []
-    for p, s in run.reader.digest("pushed_up").values():
-        probs += p
-        sides += s
+    for run in runs:
+        for p, s in run.reader.digest("pushed_up").values():
+            probs += p
+            sides += s
     probs, sides = np.asarray(probs), np.asarray(sides)
     return probs[sides == 1], probs
+
+
+def token_logged_runs(site: Site, name: str) -> tuple[str, list[Run]]:
+    """(words for them, runs): every run of an algorithm id that has token-level logs (its seeds),
+    or the one run of a run id; the words read 'the DAPO run' or 'DAPO's three runs'."""
+    label, runs = runs_named(site, name)
+    runs = [r for r in runs if r.token_steps()]
+    if len(runs) == 1:
+        return f"the {site.run_label(runs[0])} run", runs
+    return f"{label}'s {count_word(len(runs))} runs", runs
 
 
 def rank_sum_z(x: np.ndarray, y: np.ndarray) -> float:
@@ -258,18 +272,17 @@ def probability_text(p: float) -> str:
 
 
 def up_clipped_verdict_text(site: Site, name: str) -> str:
-    run = site.run(name)
-    if run is None:
+    if site.run(name) is None and not site.catalog.of_algorithm(name):
         return f"There is no {name} run in this build, so its up-clipped tokens cannot be examined."
-    if not run.token_steps():
-        return f"The {run.id} run has no token-level logs, so its up-clipped tokens cannot be examined."
-    clipped, pushed = up_clipped_samples(run)
-    label = site.run_label(run)
+    words, runs = token_logged_runs(site, name)
+    if not runs:
+        return f"The {name} runs have no token-level logs, so their up-clipped tokens cannot be examined."
+    clipped, pushed = up_clipped_samples(runs)
     if len(clipped) < MIN_UP_CLIPPED:
-        return (f"The logged steps of the {label} run hold {len(clipped)} token(s) clipped on the high side, too few to "
+        return (f"The logged steps of {words} hold {len(clipped)} token(s) clipped on the high side, too few to "
                 "say where they sit, so whether the up-clipped tokens are the improbable ones is not measurable here.")
     z = rank_sum_z(clipped, pushed)
-    numbers = (f"the {fmt_num(len(clipped))} up-clipped tokens in the logged steps of the {label} run had a median "
+    numbers = (f"the {fmt_num(len(clipped))} up-clipped tokens in the logged steps of {words} had a median "
                f"sampling probability of {probability_text(float(np.median(clipped)))}, against "
                f"{probability_text(float(np.median(pushed)))} for all {fmt_num(len(pushed))} tokens with a positive "
                f"advantage (rank-sum z = {fmt_num(z, 2)})")
@@ -283,11 +296,13 @@ def up_clipped_verdict_text(site: Site, name: str) -> str:
 def up_clipped_html(site: Site, name: str) -> str:
     import altair as alt
 
-    run = site.run(name)
-    if run is None or not run.token_steps():
-        return note_html(f"{missing_run_text(name) if run is None else 'The run has no token-level logs'}: the "
+    words, runs = token_logged_runs(site, name)
+    if not runs:
+        missing = site.run(name) is None and not site.catalog.of_algorithm(name)
+        return note_html(f"{missing_run_text(name) if missing else 'The runs have no token-level logs'}: the "
                          "figure of up-clipped tokens needs token-level logs.", "warning")
-    clipped, pushed = up_clipped_samples(run)
+    run = runs[0]
+    clipped, pushed = up_clipped_samples(runs)
     edges = np.linspace(0.0, 1.0, 11)
     rows = []
     for label, values in (("clipped on the high side", clipped), ("every token pushed up", pushed)):
@@ -309,7 +324,7 @@ def up_clipped_html(site: Site, name: str) -> str:
     ).properties(width="container", height=220, autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
     spec = chart.to_dict()
     spec["description"] = "Sampling probability of up-clipped tokens against every token with a positive advantage."
-    caption = (f"The tokens of the {site.run_label(run)} run's logged steps with a positive advantage, by the "
+    caption = (f"The tokens with a positive advantage in the logged steps of {words}, by the "
                f"probability the policy gave them when it sampled them: the {fmt_num(len(clipped))} clipped on the "
                f"high side and all {fmt_num(len(pushed))}. Each set's bars add up to 100%.")
     return vega_embed(spec, chart_id=site.chart_id(spec), caption=caption)
