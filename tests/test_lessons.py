@@ -226,3 +226,15 @@ def test_sharpening_verdict_follows_the_gap(tmp_path, end_sampled, words):
         assert text.endswith("the policy samples its greedy answer more often.")
     else:
         assert "by 40 after it" in text and "so those runs do not show sharpening in this measure." in text
+
+
+def test_first_updates_off_by_more_than_rounding_are_not_called_policy_gradient_steps(tmp_path):
+    near = write_metric_run(tmp_path / "near" / "grpo", "grpo", rollouts=3,
+                            metrics=lambda f, g: {"ratio/min": 0.9999, "ratio/max": 1.0002})
+    far = write_metric_run(tmp_path / "far" / "grpo", "grpo", rollouts=3,
+                           metrics=lambda f, g: {"ratio/min": 0.7, "ratio/max": 1.1})
+    assert bound_macros(near.parent)["first_update_ratios"]("grpo").endswith(
+        "logged ratios within 2 × 10⁻⁴ of 1 (the recomputed log-probabilities differ from the sampling ones by "
+        "rounding), so each took the policy gradient to that precision.")
+    text = bound_macros(far.parent)["first_update_ratios"]("grpo")
+    assert "logged ratios as far as 0.3 from 1: more than rounding" in text and "not exact policy-gradient" in text

@@ -31,6 +31,9 @@ from .claims import runs_named
 from .site import Site, macro
 from .spec_facts import count_word
 
+#: A first update's ratios this close to 1 differ from it by float rounding alone.
+ROUNDING = 1e-3
+
 #: Fewer up-clipped tokens than this in the logged steps cannot say where they sit.
 MIN_UP_CLIPPED = 5
 
@@ -382,8 +385,12 @@ def first_update_ratios_text(site: Site, name: str) -> str:
     head = f"In the {label} run, the first update of each of its {fmt_num(int(ok.sum()))} rollouts"
     if worst == 0:
         return head + " logged every ratio at exactly 1: each took the policy gradient itself."
-    return head + (f" logged ratios within {fmt_num(worst, 2)} of 1 (the recomputed log-probabilities differ from "
-                   "the sampling ones by rounding), so each took the policy gradient to that precision.")
+    if worst <= ROUNDING:
+        return head + (f" logged ratios within {fmt_num(worst, 2)} of 1 (the recomputed log-probabilities differ "
+                       "from the sampling ones by rounding), so each took the policy gradient to that precision.")
+    return head + (f" logged ratios as far as {fmt_num(worst, 2)} from 1: more than rounding, so the policy that "
+                   "sampled those answers is not the one the first update started from, and those updates were "
+                   "not exact policy-gradient steps.")
 
 
 # ---------------------------------------------------------------------------
