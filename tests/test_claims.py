@@ -5,6 +5,8 @@ one of them.
 
 from __future__ import annotations
 
+import json
+
 import re
 from html import unescape
 from pathlib import Path
@@ -214,9 +216,27 @@ def test_the_seeds_note_counts_each_algorithms_runs(worlds, tmp_path):
     when that is what the build holds."""
     several = bound_macros(worlds[True])["seeds_note"]()
     assert several.startswith("Some algorithms of this build were trained with several seeds: "
-                              "GRPO (three seeds) and DAPO (three seeds); Dr. GRPO once.")
+                              "GRPO (three seeds) and DAPO (three seeds); every other algorithm once.")
     assert "the spread between seeds" in several
     only = tmp_path / "runs"
     only.mkdir()
     write_metric_run(only / "grpo", "grpo", metrics=lambda f, g: {"entropy/mean": 1.0})
     assert bound_macros(only)["seeds_note"]().startswith("Each algorithm of this build was trained once, with one seed.")
+
+
+def test_a_run_still_training_is_left_out_and_said_to_be(tmp_path):
+    """A log without a finish time is a run in progress: its last tenth is not the end of training,
+    so a claim leaves it out and says why; its finished seeds still count."""
+    def metrics(f, g):
+        return {"groups/all_correct_frac": 0.1 + 0.3 * f + g.normal(0, 0.01)}
+    for run_id, seed in (("grpo", 0), ("grpo-s1", 1)):
+        write_metric_run(tmp_path / run_id, "grpo", seed=seed, metrics=metrics)
+    header = tmp_path / "grpo-s1" / "header.json"
+    data = json.loads(header.read_text())
+    assert data.pop("finished_at")
+    header.write_text(json.dumps(data))
+    text = bound_macros(tmp_path)["effect"]("all_correct_grows", "grpo")
+    assert text.startswith("In the GRPO run the share of groups with every answer right grew")
+    (tmp_path / "grpo").rename(tmp_path.parent / f"{tmp_path.name}-grpo-away")
+    alone = bound_macros(tmp_path)["effect"]("all_correct_grows", "grpo")
+    assert alone.endswith("cannot be measured in this build: the grpo-s1 run is still training (its log has no finish time).")

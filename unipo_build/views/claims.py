@@ -347,10 +347,9 @@ def seeds_note_text(site: Site) -> str:
     if not several:
         return ("Each algorithm of this build was trained once, with one seed. A gap between two lines that is no "
                 "wider than the wiggles within each line is not evidence that one algorithm is better.")
-    once = [name for name, n in counts if n == 1]
     listed = and_names([f"{name} ({count_word(n)} seeds)" for name, n in several])
     text = f"Some algorithms of this build were trained with several seeds: {listed}"
-    text += f"; {and_names(once)} once." if once else "."
+    text += "; every other algorithm once." if len(several) < len(counts) else "."
     return text + (" The charts show one run of each; the sentences that say what the runs show use every seed and "
                    "say how many. A gap between two lines that is no wider than the wiggles within each line, or "
                    "than the spread between seeds, is not evidence that one algorithm is better.")

@@ -181,8 +181,11 @@ def _edges(values: np.ndarray) -> tuple[float, float, float, float]:
 
 
 def _need(run: Run, metric: str, values: np.ndarray) -> None:
+    label = metric_info(metric).label.lower()
+    if len(values) == 0:
+        raise Unmeasurable(f"the {run.id} run does not log {label} ({metric})")
     if len(values) < 2:
-        raise Unmeasurable(f"the {run.id} run does not log {metric_info(metric).label.lower()} ({metric})")
+        raise Unmeasurable(f"the {run.id} run logs {label} ({metric}) only once, too few to measure a change")
 
 
 def run_mean(*metrics: str, later_updates: bool = False) -> Callable[[Run], RunValue]:
@@ -231,8 +234,12 @@ def gap_change(longer: str, shorter: str) -> Callable[[Run], RunValue]:
 
 
 def measure_side(name: str, runs: Sequence[Run], measure: Callable[[Run], RunValue]) -> Side:
+    """One side of a claim: the quantity measured on each finished run; the reasons for those left out."""
     values, reasons = [], []
     for run in runs:
+        if run.header.finished_at is None:  # a run still training: its last tenth is not the end
+            reasons.append(f"the {run.id} run is still training (its log has no finish time)")
+            continue
         try:
             values.append(measure(run))
         except Unmeasurable as why:
