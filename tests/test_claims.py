@@ -240,3 +240,12 @@ def test_a_run_still_training_is_left_out_and_said_to_be(tmp_path):
     (tmp_path / "grpo").rename(tmp_path.parent / f"{tmp_path.name}-grpo-away")
     alone = bound_macros(tmp_path)["effect"]("all_correct_grows", "grpo")
     assert alone.endswith("cannot be measured in this build: the grpo-s1 run is still training (its log has no finish time).")
+
+
+def test_an_unmeasurable_comparison_names_the_second_algorithm_grammatically(tmp_path):
+    write_metric_run(tmp_path / "grpo", "grpo", metrics=lambda f, g: {"clip/frac_high": 0.01})
+    m = bound_macros(tmp_path)
+    assert m["effect"]("more_clips", "gspo", "grpo").startswith(
+        "Whether GSPO clipped a larger share of tokens than GRPO cannot be measured in this build")
+    assert m["effect"]("entropy_kept", "dapo", "grpo").startswith(
+        "Whether entropy fell less under DAPO than under GRPO cannot be measured")

@@ -87,12 +87,13 @@ class Result:
 
 @dataclass(frozen=True)
 class Claim:
-    what: str  # "whether ..." in words ({a}: the first algorithm, {b}: " than under <second>")
+    what: str  # "whether ..." in words ({a}: the first algorithm, {b}: ``than`` naming the second)
     measure: Callable[[], Callable[[Run], object]]
     predicted: int  # +1: the first side above the second (or the change positive); -1: below
     words: Callable[[Result], str]
     slot: str = ""  # the slot the claim is about (comparisons: named in the cause note)
     pair: bool = True  # a comparison of two algorithms, or a change within one
+    than: str = " than under {b}"  # how ``what`` names the second algorithm
 
 
 # ---------------------------------------------------------------------------
@@ -100,7 +101,7 @@ class Claim:
 # ---------------------------------------------------------------------------
 
 def unmeasurable_text(claim: "Claim", r: Result) -> str:
-    b = f" than under {r.b.name}" if r.b is not None else ""
+    b = claim.than.format(b=r.b.name) if r.b is not None else ""
     return f"Whether {claim.what.format(a=r.a.name, b=b)} cannot be measured in this build: {r.verdict.reason}."
 
 
@@ -216,10 +217,11 @@ CLAIMS: dict[str, Claim] = {
     "entropy_kept": Claim("entropy fell less under {a}{b}",
                           lambda: edge_change("entropy/mean", relative=True), +1, _entropy, "clip"),
     "fewer_high_clips": Claim("{a} clipped fewer tokens on the high side{b}",
-                              lambda: run_mean("clip/frac_high", later_updates=True), -1, _fewer_high, "clip"),
+                              lambda: run_mean("clip/frac_high", later_updates=True), -1, _fewer_high, "clip",
+                              than=" than {b}"),
     "more_clips": Claim("{a} clipped a larger share of tokens{b}",
                         lambda: run_mean("clip/frac_high", "clip/frac_low", later_updates=True), +1, _more_clips,
-                        "ratio"),
+                        "ratio", than=" than {b}"),
     "length_bias": Claim("wrong answers drifted longer, relative to right ones, under {a}{b}",
                          lambda: gap_change("length/incorrect", "length/correct"), +1, _length_bias, "aggregation"),
     "overlong_finish": Claim("{a}'s answers learned to finish before the cut-off",
