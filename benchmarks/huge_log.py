@@ -48,7 +48,10 @@ from unipo_build.schema import (  # noqa: E402
     TaskInfo,
     TokenArrays,
 )
-from unipo_build.specs import SPEC_DIR, load_spec, resolve  # noqa: E402
+from unipo_build.specs import load_spec, resolve  # noqa: E402
+from unipo_build.project import spec_dir  # noqa: E402
+
+SPEC_DIR = spec_dir(REPO)
 
 METRICS = ["reward/mean", "reward/std", "reward/correct", "accuracy/train", "objective", "loss/policy", "kl/mean",
            "entropy/mean", "clip/frac_low", "clip/frac_high", "ratio/min", "ratio/mean", "ratio/max", "length/mean",

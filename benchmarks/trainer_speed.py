@@ -11,15 +11,15 @@ the same torch thread count, from the same warm start (``work/sft-tiny``) on the
     nice -n 5 .venv/bin/python benchmarks/trainer_speed.py --rollouts 3 --threads 1
     nice -n 5 .venv/bin/python benchmarks/trainer_speed.py --order sequential --omp-wait-policy ACTIVE
 
-One rollout, both sides: P prompts x G generations (tiny: 16 x 8 = 128 completions, at most 32
+One rollout, both sides: P prompts x G generations (tiny: 16 x 8 = 128 completions, at most 96
 new tokens, temperature 1, no top-k/top-p), rewards, old and reference log-probs (k3 KL in the loss,
 beta 0.04, as our GRPO spec), group z-score advantages, then ``epochs x minibatches`` optimizer
-steps (tiny GRPO: 2 x 2 = 4 steps of 64 completions each). TRL's knobs are mapped so that each
-generation batch also gets 4 optimizer steps of 64 completions:
+steps (tiny GRPO: 2 x 1 = 2 steps of all 128 completions). TRL's knobs are mapped so that each
+generation batch also gets the same optimizer steps of the same size:
 
-    per_device_train_batch_size = P * G / minibatches   (64 completions per optimizer step)
+    per_device_train_batch_size = P * G / minibatches   (completions per optimizer step)
     steps_per_generation        = minibatches           (one generation batch = P * G = 128 completions)
-    num_iterations              = epochs                (each generation batch is used twice)
+    num_iterations              = epochs                (each generation batch is used `epochs` times)
     gradient_accumulation_steps = 1                     (one forward/backward per optimizer step)
 
 Timing: setup (model loads, TRL's reference model, dataset, optimizer) and the first ``--warmup``

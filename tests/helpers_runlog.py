@@ -26,7 +26,10 @@ from unipo_build.schema import (
     TaskInfo,
     TokenArrays,
 )
-from unipo_build.specs import SPEC_DIR, load_spec, resolve
+from unipo_build.specs import load_spec, resolve
+from unipo_build.project import spec_dir
+
+SPEC_DIR = spec_dir()
 
 CREATED = datetime(2025, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
 
@@ -141,3 +144,37 @@ def rewrite_lines(path: Path, edit) -> None:
     """Apply ``edit(list_of_dicts) -> list_of_dicts`` to a JSONL file."""
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     path.write_text("".join(json.dumps(r) + "\n" for r in edit(records)), encoding="utf-8")
+
+
+def write_metric_run(run_dir: Path, algorithm: str, *, seed: int = 0, rollouts: int = 40, steps_per_rollout: int = 2,
+                     metrics=None, evals=(), max_new_tokens: int = 64) -> Path:
+    """A run of metrics only (no token files): ``metrics(fraction, rng) -> {name: value}`` gives each
+    rollout's values (fraction of training from 0 to 1; ``rng`` a seeded numpy Generator for noise),
+    repeated on its updates; ``evals``: EvalRecords to log. ``algorithm``: a spec's path under
+    data/algorithms without .yaml (``grpo``, ``ladder/ladder_no_kl``). For tests of what pages say
+    about runs."""
+    import numpy as np
+
+    config = resolve(load_spec(SPEC_DIR / f"{algorithm}.yaml"), max_new_tokens=max_new_tokens)
+    header = make_header("grpo").model_copy(update={
+        "algorithm": config.id, "run_id": run_dir.name, "algorithm_config": config, "seed": seed,
+        "hyperparameters": {"lr": 0.0001, "group_size": 4, "max_new_tokens": max_new_tokens,
+                            "epochs": steps_per_rollout, "minibatches": 1}})
+    writer = RunWriter(run_dir, header)
+    rng = np.random.default_rng(1000 + seed)
+    for record in evals:
+        if record.phase == "start":
+            writer.eval(record)
+    step = 0
+    for r in range(rollouts):
+        values = {k: (None if v is None else float(f"{v:.6g}"))
+                  for k, v in (metrics or (lambda f, g: {}))(r / max(1, rollouts - 1), rng).items()}
+        for k in range(steps_per_rollout):
+            writer.step(StepRecord(step=step, rollout=r, first_in_rollout=k == 0,
+                                   metrics={"objective": 0.0, "loss/policy": 0.0, **values}))
+            step += 1
+    for record in evals:
+        if record.phase != "start":
+            writer.eval(record.model_copy(update={"step": step}) if record.phase == "end" else record)
+    writer.finish(finished_at=CREATED)
+    return run_dir

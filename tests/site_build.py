@@ -85,3 +85,26 @@ def registered_macros() -> set[str]:
     env = Env()
     macros.define_env(env)
     return env.names
+
+
+class MacroEnv:
+    """Enough of mkdocs-macros' env to bind the site's macros outside a build."""
+
+    def __init__(self, runs_dir: Path | None = None, conf: dict | None = None):
+        self.conf = conf or {"extra": {"unipo_runs": str(runs_dir)} if runs_dir else {}}
+        self.variables: dict = {}
+        self.page = None
+        self.macros: dict = {}
+
+    def macro(self, fn, name: str = ""):
+        self.macros[name or fn.__name__] = fn
+        return fn
+
+
+def bound_macros(runs_dir: Path | None = None) -> dict:
+    """name -> the site's macro bound to a build whose runs are ``runs_dir`` (the project's by default)."""
+    from unipo_build import macros
+
+    env = MacroEnv(runs_dir)
+    macros.define_env(env)
+    return env.macros

@@ -1,4 +1,5 @@
-"""The algorithm chapters (docs/course/algorithms/*.md) and their macros (unipo_build/chapters.py).
+"""The algorithm chapters (docs/course/algorithms/*.md) and their figures (unipo_build/views/critic_trace.py,
+advantage_noise.py, run_facts.py).
 
 The macros run on smoke runs made by the real trainer (a tiny random policy, a coin-flip scorer
 so that groups are mixed), and their numbers are checked against the logged numbers, read back
@@ -14,6 +15,7 @@ import html
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +24,12 @@ import pytest
 
 from site_build import registered_macros
 from training_fixtures import coin_flip_score, save_tiny_checkpoint
-from unipo_build import chapters, runlog
+from unipo_build import runlog
+from unipo_build.views import advantage_noise as AN
+from unipo_build.views import critic_trace as CT
+from unipo_build.views import run_facts as RF
+from unipo_build.views.fmt import percent_text
+from unipo_build.views.site import AuthorError, Site
 from unipo_build.moments import find_moment
 from unipo_build.runs import get_run
 
@@ -78,7 +85,7 @@ def _response(run_dir: Path, step: int, group: int, index: int):
 @pytest.mark.slow
 def test_critic_trace_shows_the_logged_values_of_the_chosen_response(runs_dir):
     run = get_run("ppo", runs_dir)
-    trace = chapters.critic_trace_data(run)
+    trace = CT.critic_trace_data(run)
     assert trace is not None
     group, response = _response(run.path, trace.step, trace.group, trace.response)
     tokens = response.tokens
@@ -110,7 +117,7 @@ def test_critic_trace_shows_the_logged_values_of_the_chosen_response(runs_dir):
     assert trace.step == max(runlog.token_steps(run.path))
 
     # The chart data are the same numbers.
-    top, bottom = chapters.critic_trace_charts(trace)
+    top, bottom = CT.critic_trace_charts(trace)
     curves = [layer for layer in top["layer"] if layer["data"]["values"] and "series" in layer["data"]["values"][0]]
     values = curves[0]["data"]["values"]
     by_series = {}
@@ -127,28 +134,28 @@ def test_critic_trace_at_a_moment_follows_the_moment(runs_dir):
     run = get_run("ppo", runs_dir)
     for name in ("clipped_low", "clipped_high", "longest_wrong"):
         moment = find_moment(run.path, name)
-        trace = chapters.critic_trace_data(run, name)
+        trace = CT.critic_trace_data(run, name)
         if moment is None:
             assert trace is None
             continue
         assert (trace.step, trace.group, trace.response) == (moment.step, moment.group, moment.response)
     # A step-level moment: a response of that step (every step of this run has token detail).
     moment = find_moment(run.path, "max_kl_step")
-    trace = chapters.critic_trace_data(run, "max_kl_step")
+    trace = CT.critic_trace_data(run, "max_kl_step")
     assert moment is not None and trace is not None and trace.step == moment.step
 
 
 @pytest.mark.slow
 def test_critic_trace_without_a_critic_or_a_run_is_a_note(runs_dir):
     ids = ["unipo-trace-1", "unipo-trace-2"]
-    no_critic = chapters.critic_trace_html("grpo", None, ids, runs_dir)
+    no_critic = CT.critic_trace_html(Site(runs_where=runs_dir), "grpo", None, ids)
     assert "admonition" in no_critic and "critic values" in no_critic and "unipo-vega" not in no_critic
-    missing = chapters.critic_trace_html("nonexistent", None, ids, runs_dir)
+    missing = CT.critic_trace_html(Site(runs_where=runs_dir), "nonexistent", None, ids)
     assert "admonition" in missing and "nonexistent" in missing
-    figure = chapters.critic_trace_html("ppo", None, ids, runs_dir)
+    figure = CT.critic_trace_html(Site(runs_where=runs_dir), "ppo", None, ids)
     assert figure.count('class="unipo-vega"') == 2 and "<figcaption>" in figure
     with pytest.raises(ValueError, match="unknown moment"):
-        chapters.critic_trace_data(get_run("ppo", runs_dir), "no_such_moment")
+        CT.critic_trace_data(get_run("ppo", runs_dir), "no_such_moment")
 
 
 # ---------------------------------------------------------------------------
@@ -177,7 +184,7 @@ def _by_hand(run_dir: Path) -> dict:
 @pytest.mark.parametrize("algorithm", ["reinforce", "grpo"])
 def test_advantage_noise_fractions_match_the_logged_tokens(runs_dir, algorithm):
     run = get_run(algorithm, runs_dir)
-    summary = chapters.advantage_noise_data(run)
+    summary = AN.advantage_noise_data(Site(), run)
     rows = _by_hand(run.path)
     assert summary.responses == len(rows) > 0
     assert summary.steps == len(runlog.token_steps(run.path))
@@ -204,35 +211,35 @@ def test_advantage_noise_fractions_match_the_logged_tokens(runs_dir, algorithm):
         # The group baseline cancels one-reward groups exactly.
         assert all(abs(rows[k][0]) < 1e-6 for k in same)
     # The histogram accounts for every response once.
-    start, width = chapters._bins([summary])
-    bins = chapters.noise_histogram(summary, start, width)
+    start, width = AN._bins([summary])
+    bins = AN.noise_histogram(summary, start, width)
     assert sum(b["count"] for b in bins) == summary.responses
     assert sum(b["share"] for b in bins) == pytest.approx(1.0)
 
 
 @pytest.mark.slow
 def test_advantage_noise_figure_and_words(runs_dir):
-    summaries = [chapters.advantage_noise_data(get_run(a, runs_dir)) for a in ("reinforce", "grpo")]
-    page = chapters.advantage_noise_html(summaries, ["unipo-noise-1", "unipo-noise-2"], ["a note about a run"])
+    summaries = [AN.advantage_noise_data(Site(), get_run(a, runs_dir)) for a in ("reinforce", "grpo")]
+    page = AN.advantage_noise_html(summaries, ["unipo-noise-1", "unipo-noise-2"], ["a note about a run"])
     assert page.count('class="unipo-vega"') == 2
     text = html.unescape(page)
     for s in summaries:
         if s.same_reward_share is not None:
-            assert chapters._percent(s.same_reward_share) in text
-        assert chapters.noise_sentence(s) in text
+            assert percent_text(s.same_reward_share) in text
+        assert AN.noise_sentence(s) in text
     assert "a note about a run" in text
     grpo = summaries[1]
     if grpo.same_reward_share:
-        assert "none of its advantage signal" in chapters.noise_sentence(grpo)
+        assert "none of its advantage signal" in AN.noise_sentence(grpo)
 
 
 def test_small_numbers():
-    assert chapters._percent(chapters.uniform_group_chance_value(0.9, 8)) == "43%"
-    assert chapters.uniform_group_chance_value(0.5, 1) == 1.0
-    assert chapters.spec_param_value("dapo", "clip", "eps_high") == pytest.approx(0.28)
-    with pytest.raises(ValueError, match="no parameter"):
-        chapters.spec_param_value("grpo", "clip", "eps_high")
-    assert chapters._percent(0.0) == "0%" and chapters._percent(0.004) == "0.4%" and chapters._percent(0.5) == "50%"
+    assert percent_text(RF.uniform_group_chance_value(0.9, 8)) == "43%"
+    assert RF.uniform_group_chance_value(0.5, 1) == 1.0
+    assert RF.spec_param_value(Site(), "dapo", "clip", "eps_high") == pytest.approx(0.28)
+    with pytest.raises(AuthorError, match="no parameter"):
+        RF.spec_param_value(Site(), "grpo", "clip", "eps_high")
+    assert percent_text(0.0) == "0%" and percent_text(0.004) == "0.4%" and percent_text(0.5) == "50%"
 
 
 # ---------------------------------------------------------------------------
@@ -241,7 +248,8 @@ def test_small_numbers():
 
 MACRO_RE = re.compile(r"\{\{\s*(.+?)\s*\}\}", re.S)
 BLOCK_MACROS = {"objective_card", "compare", "training_explorer", "step_inspector", "run_card",
-                "critic_trace", "advantage_noise", "length_by_correctness", "dynamics_compare", "weight_shares"}
+                "critic_trace", "advantage_noise", "length_by_correctness", "dynamics_compare", "weight_shares",
+                "objective_formula"}
 
 
 def _calls(text: str) -> list[tuple[str, list, dict]]:
@@ -360,6 +368,7 @@ def test_ppo_chapter_builds_with_a_run_that_lacks_a_moment(on_policy_runs_dir, t
     (project / "docs" / "course" / "algorithms" / "ppo.md").write_text(
         (CHAPTER_DIR / "ppo.md").read_text(encoding="utf-8"), encoding="utf-8")
     (project / "mkdocs.yml").write_text(_mkdocs_yml(on_policy_runs_dir), encoding="utf-8")
+    shutil.copytree(REPO / "data" / "algorithms", project / "data" / "algorithms")  # the project's specs
     (project / "hooks.py").write_text(HOOK, encoding="utf-8")
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(REPO))
     env.pop("UNIPO_RUNS", None)

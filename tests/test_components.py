@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from unipo_build import components as C
+from unipo_build import objective as O
+from unipo_build.registry import REGISTRY
 
 TOL = 1e-12
 
@@ -278,47 +280,47 @@ def test_k3_never_negative(logp, ref):
 
 def test_token_mean_vs_seq_mean_shares():
     # 10 and 1000 tokens: token_mean gives 10/1010 = 0.0099 and 1000/1010 = 0.9901
-    token_mean = C.response_weight_shares("token_mean", [10, 1000])
+    token_mean = O.response_weight_shares("token_mean", [10, 1000])
     np.testing.assert_allclose(token_mean, [10 / 1010, 1000 / 1010], rtol=0, atol=TOL)
     assert round(float(token_mean[0]), 2) == 0.01 and round(float(token_mean[1]), 2) == 0.99
-    np.testing.assert_allclose(C.response_weight_shares("seq_mean_token_mean", [10, 1000]), [0.5, 0.5], atol=TOL)
-    np.testing.assert_allclose(C.response_weight_shares("seq_mean_token_sum", [10, 1000]),
+    np.testing.assert_allclose(O.response_weight_shares("seq_mean_token_mean", [10, 1000]), [0.5, 0.5], atol=TOL)
+    np.testing.assert_allclose(O.response_weight_shares("seq_mean_token_sum", [10, 1000]),
                                [10 / 1010, 1000 / 1010], atol=TOL)
-    np.testing.assert_allclose(C.response_weight_shares("constant_normalizer", [10, 1000], 1024),
+    np.testing.assert_allclose(O.response_weight_shares("constant_normalizer", [10, 1000], 1024),
                                [10 / 1010, 1000 / 1010], atol=TOL)
 
 
 def test_aggregation_weights_per_token():
     mask = (np.arange(1000)[None, :] < np.array([[10], [1000]])).astype(np.float64)
-    w = C.aggregation_weights("token_mean", mask)
+    w = O.aggregation_weights("token_mean", mask)
     assert w[0, 0] == w[1, 999] == 1 / 1010 and w[0, 10] == 0
-    w = C.aggregation_weights("seq_mean_token_mean", mask)
+    w = O.aggregation_weights("seq_mean_token_mean", mask)
     # 1 / (N |o_i|): 1/20 for the short response's tokens, 1/2000 for the long one's
     assert abs(w[0, 0] - 1 / 20) < TOL and abs(w[1, 0] - 1 / 2000) < TOL and w[0, 10] == 0
     np.testing.assert_allclose(w.sum(axis=1), [0.5, 0.5], atol=TOL)
-    w = C.aggregation_weights("constant_normalizer", mask, normalizer=1024)
+    w = O.aggregation_weights("constant_normalizer", mask, normalizer=1024)
     assert abs(w[0, 0] - 1 / (2 * 1024)) < TOL and abs(w[1, 999] - 1 / (2 * 1024)) < TOL and w[0, 10] == 0
-    w = C.aggregation_weights("seq_mean_token_sum", mask)
+    w = O.aggregation_weights("seq_mean_token_sum", mask)
     assert w[0, 0] == w[1, 500] == 0.5
 
 
 def test_aggregation_ignores_empty_responses():
     # N counts responses with at least one token: 2 here, not 3
     mask = np.array([[1.0, 1.0], [0.0, 0.0], [1.0, 0.0]])
-    w = C.aggregation_weights("seq_mean_token_mean", mask)
+    w = O.aggregation_weights("seq_mean_token_mean", mask)
     np.testing.assert_allclose(w, [[0.25, 0.25], [0.0, 0.0], [0.5, 0.0]], atol=TOL)
-    w = C.aggregation_weights("constant_normalizer", mask, normalizer=4)
+    w = O.aggregation_weights("constant_normalizer", mask, normalizer=4)
     np.testing.assert_allclose(w, [[0.125, 0.125], [0.0, 0.0], [0.125, 0.0]], atol=TOL)
 
 
 def test_aggregation_errors():
     mask = np.ones((2, 3))
     with pytest.raises(ValueError, match="positive normalizer"):
-        C.aggregation_weights("constant_normalizer", mask)
+        O.aggregation_weights("constant_normalizer", mask)
     with pytest.raises(ValueError, match="positive normalizer"):
-        C.aggregation_weights("constant_normalizer", mask, normalizer=0)
-    with pytest.raises(ValueError, match="unknown aggregation 'sum'"):
-        C.aggregation_weights("sum", mask)
+        O.aggregation_weights("constant_normalizer", mask, normalizer=0)
+    with pytest.raises(ValueError, match="unknown aggregation component 'sum'"):
+        O.aggregation_weights("sum", mask)
 
 
 # ---------------------------------------------------------------------------
@@ -429,7 +431,7 @@ def _cases(b):
         ("k1", lambda d: C.kl_estimate(d["logp"], d["ref_logp"], "k1")),
         ("k2", lambda d: C.kl_estimate(d["logp"], d["ref_logp"], "k2")),
         ("k3", lambda d: C.kl_estimate(d["logp"], d["ref_logp"], "k3")),
-        *[(f"agg_{k}", (lambda k: lambda d: C.aggregation_weights(k, d["mask"], 16))(k)) for k in C.AGGREGATIONS],
+        *[(f"agg_{k}", (lambda k: lambda d: O.aggregation_weights(k, d["mask"], 16))(k)) for k in tuple(REGISTRY["aggregation"])],
         ("keep", lambda d: C.dynamic_sampling_keep(d["correct"])),
         ("overlong", lambda d: C.overlong_penalty(d["lengths"], 6, 3)),
         ("value_loss", lambda d: C.clipped_value_loss(d["values"], d["old_values"], d["token_rewards"], d["mask"], 0.2)),
@@ -465,7 +467,7 @@ def test_gradients_flow_on_torch():
         logp.grad = None
         surrogate, _ = C.clipped_surrogate(ratio_fn(), adv, 0.2, 0.28)
         kl = C.kl_estimate(logp, ref, "k3")
-        w = C.aggregation_weights("token_mean", mask)
+        w = O.aggregation_weights("token_mean", mask)
         (w * (surrogate - 0.04 * kl)).sum().backward()
         g = logp.grad
         assert g is not None and torch.all(torch.isfinite(g))

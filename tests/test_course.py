@@ -2,7 +2,7 @@
 
 Three layers:
 
-- pure functions of ``unipo_build.course`` with hand-worked numbers (fast);
+- pure functions of the course's view modules (``unipo_build.views``) with hand-worked numbers (fast);
 - the macros on smoke runs made by the real trainer (a random tiny policy, a hash-based scorer so
   that groups are mixed), and one ``mkdocs build --strict`` of the whole site from those runs
   (marked slow: it trains five tiny runs first). When ``data/runs`` already holds a run of each of
@@ -23,12 +23,22 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 import pytest
 
-from site_build import build_site, free_port, registered_macros
-from unipo_build import components
-from unipo_build import course as C
+from site_build import bound_macros, build_site, free_port, registered_macros
 from unipo_build.moments import MOMENT_NAMES, find_moment
+from unipo_build.registry import REGISTRY
 from unipo_build.runs import discover, get_run
 from unipo_build.specs import load_specs
+from unipo_build.views import aggregation as A
+from unipo_build.views import anatomy as AN
+from unipo_build.views import anatomy_pick as AP
+from unipo_build.views import dynamics as D
+from unipo_build.views import family_tree as T
+from unipo_build.views import fmt as F
+from unipo_build.views import palette
+from unipo_build.views import run_facts as RF
+from unipo_build.views import verdicts as V
+from unipo_build.views.series import moving_average
+from unipo_build.views.site import AuthorError, Site
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -44,21 +54,21 @@ def course_sources() -> list[Path]:
 # ---------------------------------------------------------------------------
 
 def test_numbers_are_formatted_for_prose():
-    assert C.fmt_num(1061248) == "1,061,248"
-    assert C.fmt_num(0.5) == "0.5"
-    assert C.fmt_num(-0.8660254) == "\u22120.866"
-    assert C.fmt_num(12.0) == "12"
-    assert C.fmt_num(2.487e-5) == "2.49 × 10\u207b\u2075"
-    assert C.fmt_pct(0.4326667) == "43.3%"
-    assert C.fmt_signed(0.1) == "+0.1"
-    assert C.fraction_text(1 / 144) == "1/144"
-    assert C.fraction_text(np.float32(1 / 144)) == "1/144"  # logged weights are float32
-    assert C._tex_num(-0.5) == "-0.5" and C._tex_num(1e-6) == "10^{-6}"
+    assert F.fmt_num(1061248) == "1,061,248"
+    assert F.fmt_num(0.5) == "0.5"
+    assert F.fmt_num(-0.8660254) == "\u22120.866"
+    assert F.fmt_num(12.0) == "12"
+    assert F.fmt_num(2.487e-5) == "2.49 × 10\u207b\u2075"
+    assert F.fmt_pct(0.4326667) == "43.3%"
+    assert F.fmt_signed(0.1) == "+0.1"
+    assert F.fraction_text(1 / 144) == "1/144"
+    assert F.fraction_text(np.float32(1 / 144)) == "1/144"  # logged weights are float32
+    assert F.tex_num(-0.5) == "-0.5" and F.tex_num(1e-6) == "10^{-6}"
 
 
 def test_weight_shares_of_a_short_and_a_long_response():
-    rows = {r["kind"]: r for r in C.weight_share_rows((10, 1000))}
-    assert set(rows) == set(components.AGGREGATIONS)
+    rows = {r["kind"]: r for r in A.weight_share_rows((10, 1000))}
+    assert set(rows) == set(REGISTRY["aggregation"])
     # ALGORITHMS.md, phenomenon 8: token mean ~1% / 99%, seq-mean-token-mean 50% / 50%.
     assert rows["seq_mean_token_mean"]["shares"] == pytest.approx([0.5, 0.5])
     assert rows["token_mean"]["shares"] == pytest.approx([10 / 1010, 1000 / 1010])
@@ -67,27 +77,27 @@ def test_weight_shares_of_a_short_and_a_long_response():
     assert rows["token_mean"]["per_token"] == pytest.approx([1 / 1010, 1 / 1010])
     assert rows["constant_normalizer"]["per_token"] == pytest.approx([1 / 2000, 1 / 2000])  # 1/(N L), L = 1000
     # with the budget fixed, the constant normaliser's token weight does not follow the batch
-    shorter = {r["kind"]: r for r in C.weight_share_rows((10, 100), normalizer=1000)}
+    shorter = {r["kind"]: r for r in A.weight_share_rows((10, 100), normalizer=1000)}
     assert shorter["constant_normalizer"]["per_token"] == pytest.approx([1 / 2000, 1 / 2000])
     assert shorter["token_mean"]["per_token"] == pytest.approx([1 / 110, 1 / 110])
-    html_ = C.weight_shares_html((10, 1000))
+    html_ = A.weight_shares_html(Site(), (10, 1000))
     assert "1/2000" in html_ and "99.01%" in html_ and "50.0%" in html_
-    with pytest.raises(C.CourseError):
-        C.weight_share_rows((0, 5))
+    with pytest.raises(AuthorError):
+        A.weight_share_rows((0, 5))
 
 
 def test_eval_change_against_two_standard_errors():
     # n = 1500: SE of one accuracy near 0.43 is ~1.28 points; of the difference ~1.8 points.
-    up = C.EvalChange(0.43, 0.47, 1500, 1500, 3200)
-    assert up.se == pytest.approx(np.hypot(C.binomial_se(0.43, 1500), C.binomial_se(0.47, 1500)))
+    up = V.EvalChange(0.43, 0.47, 1500, 1500, 3200)
+    assert up.se == pytest.approx(np.hypot(V.binomial_se(0.43, 1500), V.binomial_se(0.47, 1500)))
     assert up.direction == "up"
-    assert C.EvalChange(0.43, 0.44, 1500, 1500, 3200).direction == "flat"
-    assert C.EvalChange(0.43, 0.38, 1500, 1500, 3200).direction == "down"
-    assert C.binomial_se(0.5, 100) == pytest.approx(0.05)
+    assert V.EvalChange(0.43, 0.44, 1500, 1500, 3200).direction == "flat"
+    assert V.EvalChange(0.43, 0.38, 1500, 1500, 3200).direction == "down"
+    assert V.binomial_se(0.5, 100) == pytest.approx(0.05)
 
 
 def test_group_zscore_arithmetic_matches_the_hand_worked_example():
-    """ALGORITHMS.md: rewards [1,1,1,0] give (+0.5, -1.5) with the n-1 std."""
+    """ALGORITHMS.md: rewards [1,1,1,0] give (+0.5, -1.5) with the n-1 std (std 0.5)."""
     from unipo_build.schema import PromptGroup, Response
     from unipo_build.specs import resolve
 
@@ -95,25 +105,26 @@ def test_group_zscore_arithmetic_matches_the_hand_worked_example():
     group = PromptGroup(index=0, prompt="p", responses=[
         Response(index=i, text="x", reward=r, advantage=a, length=1, correct=bool(r))
         for i, (r, a) in enumerate([(1.0, 0.5), (1.0, 0.5), (1.0, 0.5), (0.0, -1.5)])])
-    ar = C.group_arithmetic(config, group)
+    ar = AP.group_arithmetic(config, group)
     assert ar.mean == pytest.approx(0.75)
-    assert ar.spread == pytest.approx(0.5)
     assert ar.advantages == pytest.approx([0.5, 0.5, 0.5, -1.5], abs=1e-5)
     assert ar.matches
-    tex = C.arithmetic_tex(ar)
-    assert tex[0].endswith("=0.75") and "std}_{n-1}" in tex[1]
+    assert ar.lines[0].endswith("=0.75") and "std}_{n-1}" in ar.lines[1] and ar.lines[1].endswith("=0.5")
+    # the worked example is the registry's: a kind without one has no group arithmetic
+    assert ar.lines == REGISTRY["advantage"]["group_zscore"].worked(ar.rewards, ar.advantages,
+                                                                     config.components["advantage"].params)
 
 
 def test_moving_average_keeps_length_and_shrinks_at_the_ends():
     y = np.arange(10, dtype=float)
-    out = C.moving_average(y, 3)
+    out = moving_average(y, 3)
     assert out.shape == y.shape
     assert out[0] == pytest.approx(0.5) and out[5] == pytest.approx(5.0) and out[-1] == pytest.approx(8.5)
 
 
 def test_family_tree_follows_the_predecessor_links():
     specs = load_specs()
-    rows = C.tree_rows(specs)
+    rows = T.tree_rows(specs)
     by_id = {r["id"]: r for r in rows}
     assert [r["id"] for r in rows][:3] == ["reinforce", "ppo", "grpo"]
     for r in rows:
@@ -126,39 +137,45 @@ def test_family_tree_follows_the_predecessor_links():
             assert r["year"] >= parent["year"]
     # no two nodes on one spot
     assert len({(r["column"], r["lane"]) for r in rows}) == len(rows)
-    spec = C.family_tree_spec(rows)
+    spec = T.family_tree_spec(rows)
     assert spec["layer"] and "arXiv 2402.03300" in str(spec)
-    table = C.family_tree_table(rows)
+    table = T.family_tree_table(rows)
     assert "https://arxiv.org/abs/2503.20783" in table
 
 
-def test_colours_are_distinct_and_shared():
-    assert len(set(C.ALGORITHM_COLOURS.values())) == len(C.ALGORITHM_COLOURS)
-    assert set(C.COURSE_ALGORITHMS) <= set(C.ALGORITHM_COLOURS)
+def test_one_colour_per_algorithm_everywhere():
+    """One palette keyed by algorithm id: every spec has its own colour, the playgrounds use the same."""
+    colours = [palette.ALGORITHMS[sid] for sid in load_specs()]
+    assert len(set(colours)) == len(colours)
     from unipo_build.playgrounds.charts import METHOD_COLOURS
 
-    for algorithm in ("reinforce", "ppo", "grpo", "dapo"):
-        assert C.ALGORITHM_COLOURS[algorithm] == METHOD_COLOURS[algorithm]  # the playgrounds' hues
-    assert C.ALGORITHM_COLOURS["dr_grpo"] == METHOD_COLOURS["drgrpo"]
+    for algorithm, colour in palette.ALGORITHMS.items():
+        assert METHOD_COLOURS[algorithm] == colour
+    css = palette.css()
+    assert "--unipo-algo-dr-grpo: #999933;" in css and "--unipo-algo-gspo: #EE6677;" in css
+    # an unknown algorithm gets an extra colour, the same one every time it is asked
+    used: dict = {}
+    assert palette.algorithm_colour("mine", used) == palette.algorithm_colour("mine", used) == palette.EXTRA[0]
 
 
 def test_author_errors_stop_the_build():
-    with pytest.raises(C.CourseError, match="nope"):
-        C.run_fact_text(None, "grpo", "nope")
-    with pytest.raises(C.CourseError, match="not_a_moment"):
-        C.moment_fact_text(None, "grpo", "not_a_moment")
-    with pytest.raises(C.CourseError, match="beat"):
-        C.anatomy_html(None, None, "grpo", None, "not_a_beat", "mixed")
-    with pytest.raises(C.CourseError, match="length/nope"):
-        C.dynamics_compare_html(None, ["length/nope"], None)
+    site = Site()
+    with pytest.raises(AuthorError, match="nope"):
+        RF.run_fact_text(None, "grpo", "nope")
+    with pytest.raises(AuthorError, match="not_a_moment"):
+        RF.moment_fact_text(None, "grpo", "not_a_moment")
+    with pytest.raises(AuthorError, match="beat"):
+        AN.anatomy_html(site, None, "grpo", None, "not_a_beat", "mixed")
+    with pytest.raises(AuthorError, match="length/nope"):
+        D.dynamics_compare_html(site, ["length/nope"], None)
 
 
 def test_missing_runs_give_notes_not_failures():
-    assert C.run_fact_text(None, "grpo", "steps") == "(no grpo run in this build)"
-    assert C.moment_fact_text(None, "grpo", "all_correct_group") == "(no grpo run in this build)"
-    assert "no grpo run" in C.learning_verdict_text(None, "grpo").lower()
-    assert "admonition" in C.run_card_html(None, "grpo")
-    assert "admonition" in C.anatomy_html(None, None, "grpo", None, "advantages", "mixed")
+    assert RF.run_fact_text(None, "grpo", "steps") == "(no grpo run in this build)"
+    assert RF.moment_fact_text(None, "grpo", "all_correct_group") == "(no grpo run in this build)"
+    assert "no grpo run" in V.learning_verdict_text(None, "grpo").lower()
+    assert "admonition" in V.run_card_html(Site(), None, "grpo")
+    assert "admonition" in AN.anatomy_html(Site(), None, "grpo", None, "advantages", "mixed")
 
 
 # ---------------------------------------------------------------------------
@@ -176,7 +193,7 @@ def two_in_three_score(text: str, label) -> dict:
 
 def _shipped_complete() -> bool:
     runs = [r for r in discover(SHIPPED) if r.ok] if SHIPPED.is_dir() else []
-    return set(C.COURSE_ALGORITHMS) <= {r.header.algorithm for r in runs}
+    return set(RF.COURSE_ALGORITHMS) <= {r.header.algorithm for r in runs}
 
 
 @pytest.fixture(scope="session")
@@ -193,7 +210,7 @@ def course_runs_dir(tmp_path_factory) -> Path:
     original = rl.score_response
     rl.score_response = two_in_three_score
     try:
-        for algorithm in C.COURSE_ALGORITHMS:
+        for algorithm in RF.COURSE_ALGORITHMS:
             rl.train(rl.TrainOptions(algorithm=algorithm, steps=4, model=str(checkpoint), out=str(root / algorithm),
                                      progress=False, eval_n=8, detail_every=1, rl_overrides=dict(SMOKE)))
     finally:
@@ -201,30 +218,15 @@ def course_runs_dir(tmp_path_factory) -> Path:
     return root
 
 
-class FakeEnv:
-    """Enough of mkdocs-macros' env to register and call the course macros outside a build."""
-
-    def __init__(self, runs_dir: Path):
-        self.conf = {"extra": {"unipo_runs": str(runs_dir)}}
-        self.page = None
-        self.macros = {}
-
-    def macro(self, fn):
-        self.macros[fn.__name__] = fn
-        return fn
-
-
 @pytest.fixture(scope="session")
-def course_env(course_runs_dir) -> FakeEnv:
-    fake = FakeEnv(course_runs_dir)
-    C.register(fake)
-    return fake
+def course_macros(course_runs_dir) -> dict:
+    return bound_macros(course_runs_dir)
 
 
 @pytest.mark.slow
-def test_run_facts_and_verdicts_on_real_logs(course_env, course_runs_dir):
-    m = course_env.macros
-    for key in C.RUN_FACT_KEYS:
+def test_run_facts_and_verdicts_on_real_logs(course_macros, course_runs_dir):
+    m = course_macros
+    for key in RF.RUN_FACT_KEYS:
         text = m["run_fact"]("grpo", key)
         assert text and "no grpo run" not in text, key
     run = get_run("grpo", course_runs_dir)
@@ -239,33 +241,33 @@ def test_run_facts_and_verdicts_on_real_logs(course_env, course_runs_dir):
 
 
 @pytest.mark.slow
-def test_anatomy_walks_through_a_logged_update(course_env, course_runs_dir):
+def test_anatomy_walks_through_a_logged_update(course_macros, course_runs_dir):
     run = get_run("grpo", course_runs_dir)
-    pick = C.get_pick(run, None)
+    pick = AP.get_pick(run, None)
     assert pick is not None and pick.step in run.token_steps()
     assert pick.mixed is not None, "the smoke scorer should give mixed groups"
     # the logged advantages are reproduced by the group arithmetic shown on the page
-    assert C.group_arithmetic(run.config, pick.mixed).matches
+    assert AP.group_arithmetic(run.config, pick.mixed).matches
     # the group contributions add up to the step objective
     total = sum(g.contribution for g in pick.detail.groups)
     assert total == pytest.approx(pick.detail.objective, rel=1e-4, abs=1e-6)
-    for beat in C.ANATOMY_BEATS:
-        assert course_env.macros["anatomy"]("grpo", beat=beat)
-    for key in C.ANATOMY_FACTS:
-        assert course_env.macros["anatomy_fact"]("grpo", key)
-    assert course_env.macros["anatomy_fact"]("grpo", "step") == str(pick.step)
+    for beat in AN.ANATOMY_BEATS:
+        assert course_macros["anatomy"]("grpo", beat=beat)
+    for key in AN.ANATOMY_FACTS:
+        assert course_macros["anatomy_fact"]("grpo", key)
+    assert course_macros["anatomy_fact"]("grpo", "step") == str(pick.step)
 
 
 @pytest.mark.slow
-def test_figures_on_real_logs(course_env):
-    m = course_env.macros
-    dynamics = m["dynamics_compare"](list(C.DEFAULT_DYNAMICS))
-    assert dynamics.count('class="unipo-vega"') == len(C.DEFAULT_DYNAMICS)
+def test_figures_on_real_logs(course_macros):
+    m = course_macros
+    dynamics = m["dynamics_compare"](list(D.DEFAULT_DYNAMICS))
+    assert dynamics.count('class="unipo-vega"') == len(D.DEFAULT_DYNAMICS)
     assert "Not logged by: REINFORCE" in dynamics  # REINFORCE has no reference model: no KL
     lengths = m["length_by_correctness"](["grpo", "dr_grpo"])
     assert 'class="unipo-vega"' in lengths
     assert "GRPO" in m["eval_compare"]()
-    assert "run" in m["length_verdict"]("grpo")
+    assert m["length_verdict"]("grpo").startswith("In the first tenth of training wrong GRPO answers were")
     assert "No run of this hybrid" in m["hybrid_status"]() or "hybrid" in m["hybrid_status"]()
 
 

@@ -100,12 +100,12 @@ def test_collect_series_matches_a_plain_read(loaded):
     run = loaded["grpo-run"]
     series = explorer.collect_series(run.path)
     assert (series.first_step, series.last_step, series.n_steps) == (0, 1199, 1200)
-    # The same values as the runs module's (three-pass) helpers, in one pass.
-    names = runs.available_metrics(run)
+    # The same values as the run's table (steps.jsonl parsed once), downsampled.
+    table = run.reader.table
+    names = table.names()
     assert list(series.metrics) == names
-    full = runs.metric_series(run, names)
     for name in names:
-        steps, values = full[name]
+        steps, values = table.series(name)
         m = series.metrics[name]
         assert m.logged == len(steps)
         assert m.low == pytest.approx(values.min()) and m.high == pytest.approx(values.max())
@@ -120,7 +120,7 @@ def test_collect_series_matches_a_plain_read(loaded):
     assert SPIKE_AT in clip.steps.tolist() and clip.high == pytest.approx(0.25)
     # Robust range: the 99th percentile is far below the spike.
     assert clip.q_high < 0.01 < 0.25
-    assert series.boundaries == runs.rollout_starts(run).tolist()
+    assert series.boundaries == table.rollout_starts().tolist()
     assert series.boundaries_total == 600 and series.boundary_stride == 1
 
 
@@ -227,7 +227,7 @@ def test_explorer_html_embeds_every_metric_downsampled(loaded):
     assert data["run"] == "test-grpo" and data["first"] == 0 and data["last"] == 1199
     assert data["selected"] == ["reward/mean", "length/mean", "kl/mean", "entropy/mean"]
     names = [m["name"] for m in data["metrics"]]
-    assert names == runs.available_metrics(run)
+    assert names == run.reader.table.names()
     assert "custom/score" in names  # an unknown metric is kept, shown by name
     for m in data["metrics"]:
         assert len(m["s"]) == len(m["v"]) <= explorer.POINTS_PER_RING
@@ -268,7 +268,7 @@ def test_explorer_html_escapes_log_text(tmp_path):
         fh.seek(0)
         fh.writelines(lines)
         fh.truncate()
-    run = runs._load(run_dir, {})
+    run = runs.load_run(run_dir, {})
     html = explorer.explorer_html(run, inspector=False, element_id="x2")
     assert "<script>alert" not in html and "<img src=x" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html

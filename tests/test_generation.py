@@ -92,18 +92,51 @@ def test_evaluate_keys_and_determinism(setup):
     assert only_sampled["accuracy_greedy"] is None and only_sampled["accuracy_sampled"] == a["accuracy_sampled"]
 
 
-def test_pruning_finished_rows_changes_nothing(setup):
-    """Dropping finished rows from the batch is an optimisation only: greedy output is identical."""
+def stop_token_ending_rows_at_different_steps(free: torch.Tensor) -> int:
+    """A token whose first appearance differs between rows of a free-running greedy decode (a row
+    that never emits it runs to the budget), so that with it as <eos> rows end at different steps."""
+    width = free.shape[1]
+    for token in free.unique().tolist():
+        ends = {int((row == token).nonzero()[0]) if (row == token).any() else width for row in free}
+        if len(ends) > 1:
+            return token
+    raise AssertionError("every candidate stop token ends all rows at the same step")
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_pruning_finished_rows_changes_nothing(setup, fast):
+    """Dropping finished rows from the batch is an optimisation only: greedy output is identical,
+    in the lean Llama decoder (training/llama_decode.py) and in the generic loop alike."""
     from training.generation import decode
 
-    model, tok, prompts, _ = setup
-    ids = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
-    # pick a "stop" token the greedy model actually emits early in row 0, so rows end at different steps
-    free = decode(model, ids, 12, 0.0, [-1], tok.pad_token_id)[2]
-    stop = [int(free[0, 3])]
-    a = decode(model, ids, 12, 0.0, stop, tok.pad_token_id, prune_finished=True)
-    b = decode(model, ids, 12, 0.0, stop, tok.pad_token_id, prune_finished=False)
+    _, tok, prompts, _ = setup
+    # an untrained model repeats one token per prompt; this seed's model repeats different ones
+    model = build_model("tiny", len(tok), seed=3).eval()
+    ids = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts] * 3
+    free = decode(model, ids, 12, 0.0, [-1], tok.pad_token_id, fast=fast)[2]
+    stop = [stop_token_ending_rows_at_different_steps(free)]
+    a = decode(model, ids, 12, 0.0, stop, tok.pad_token_id, prune_finished=True, fast=fast)
+    b = decode(model, ids, 12, 0.0, stop, tok.pad_token_id, prune_finished=False, fast=False)
     assert torch.equal(a[2], b[2]) and torch.equal(a[3], b[3])
     assert (a[4] - b[4]).abs().max().item() < 1e-4
     lengths = a[3].sum(-1)
     assert lengths.min() < lengths.max(), "rows should finish at different steps"
+
+
+def test_lean_decoder_matches_the_generic_loop_and_a_full_forward(setup):
+    """The preallocated-cache decoder samples the same tokens as transformers' forward would, with
+    log-probs equal to a full recomputation to float32 precision."""
+    from training import llama_decode
+    from training.generation import decode
+
+    model, tok, prompts, _ = setup
+    assert llama_decode.supports(model)
+    ids = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    fast = decode(model, ids, 16, 0.0, [tok.eos_token_id], tok.pad_token_id, fast=True)
+    slow = decode(model, ids, 16, 0.0, [tok.eos_token_id], tok.pad_token_id, fast=False)
+    assert torch.equal(fast[2], slow[2]) and torch.equal(fast[3], slow[3])
+    assert (fast[4] - slow[4]).abs().max().item() < 1e-5
+    batch = sample_groups(model, tok, prompts, group_size=8, max_new_tokens=24, seed=11)
+    with torch.no_grad():
+        logp, _ = response_logprobs(model, batch)
+    assert (logp - batch.logprobs).abs().max().item() < 1e-5

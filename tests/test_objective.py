@@ -12,8 +12,12 @@ import numpy as np
 import pytest
 import torch
 
+from unipo_build import components as C
 from unipo_build import objective as O
-from unipo_build.specs import SPEC_DIR, load_spec, resolve
+from unipo_build.specs import load_spec, resolve
+from unipo_build.project import spec_dir
+
+SPEC_DIR = spec_dir()
 
 TOL = 1e-12
 ALGORITHMS = ("reinforce", "ppo", "grpo", "dapo", "dr_grpo")
@@ -182,13 +186,18 @@ def test_dr_grpo_constant_normalizer_and_group_mean():
 
 
 def test_dapo_shaping_and_token_mean():
-    c = cfg("dapo", max_new_tokens=16)
-    assert c.param("shaping", "max_length") == 16 and c.param("shaping", "cache_length") == 4
-    # ramp starts after 16 - 4 = 12 tokens
-    lengths = np.array([10, 12, 13, 14, 16, 17])
+    c = cfg("dapo", max_new_tokens=20)
+    # the paper's cache is a fifth of the budget: 0.2 * 20 = 4; the floor is 0.5 against a 1/0 reward
+    assert c.param("shaping", "max_length") == 20 and c.param("shaping", "cache_length") == 4
+    assert c.param("shaping", "penalty") == 0.5
+    # ramp starts after 20 - 4 = 16 tokens: 0.5 * (16 - |y|) / 4, and -0.5 beyond 20
+    lengths = np.array([14, 16, 17, 18, 20, 21])
     shaped, term = O.shape_rewards(c, np.ones(6), lengths)
-    np.testing.assert_allclose(term, [0.0, 0.0, -0.25, -0.5, -1.0, -1.0], rtol=0, atol=TOL)
-    np.testing.assert_allclose(shaped, [1.0, 1.0, 0.75, 0.5, 0.0, 0.0], rtol=0, atol=TOL)
+    np.testing.assert_allclose(term, [0.0, 0.0, -0.125, -0.25, -0.5, -0.5], rtol=0, atol=TOL)
+    np.testing.assert_allclose(shaped, [1.0, 1.0, 0.875, 0.75, 0.5, 0.5], rtol=0, atol=TOL)
+    # the paper's own floor of -1 (penalty 1, its +1/-1 reward)
+    np.testing.assert_allclose(C.overlong_penalty(lengths, 20, 4, 1.0), [0.0, 0.0, -0.25, -0.5, -1.0, -1.0],
+                               rtol=0, atol=TOL)
     shaped, term = O.shape_rewards(cfg("grpo"), np.ones(6), lengths)
     assert np.all(term == 0) and np.all(shaped == 1)
     # token_mean: every real token weighs 1 / (total tokens) = 1 / (3 + 1)

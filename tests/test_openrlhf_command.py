@@ -18,7 +18,10 @@ import pytest
 from unipo_build import cli
 from unipo_build.objective import clip_bounds
 from unipo_build.openrlhf import command as C
-from unipo_build.specs import SPEC_DIR, load_specs
+from unipo_build.specs import load_specs
+from unipo_build.project import spec_dir
+
+SPEC_DIR = spec_dir()
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted(load_specs(SPEC_DIR))
@@ -50,13 +53,14 @@ def test_dapo_flags_hand_checked():
     assert flag_values(args, "--algo.kl.init_coef") == ["0"]
     assert flag_values(args, "--algo.dynamic_filtering_enable") == []
     assert flag_values(args, "--algo.dynamic_filtering_range") == ["0", "1"]
-    # the spec's L_cache = round(0.25 x 32) = 8 tokens before max_new_tokens = 32
-    assert flag_values(args, "--reward.overlong_buffer_len") == ["8"]
+    # the paper's cache: a fifth of the budget, round(0.2 * 32) = 6; the floor of 0.5 against a 1/0 reward
+    assert flag_values(args, "--reward.overlong_buffer_len") == ["6"]
+    assert flag_values(args, "--reward.overlong_penalty_factor") == ["0.5"]
     assert flag_values(args, "--rollout.max_new_tokens") == ["32"]
-    # 16 prompts x 8 samples = 128 per rollout, 2 minibatches of 64, 2 epochs (the spec's defaults)
+    # 16 prompts x 8 samples = 128 per rollout, one minibatch of all 128, 2 epochs (the spec's defaults)
     assert flag_values(args, "--rollout.batch_size") == ["16"]
     assert flag_values(args, "--rollout.n_samples_per_prompt") == ["8"]
-    assert flag_values(args, "--train.batch_size") == ["64"]
+    assert flag_values(args, "--train.batch_size") == ["128"]
     assert flag_values(args, "--train.max_epochs") == ["2"]
     assert flag_values(args, "--data.max_samples") == [str(150 * 16)]
     assert "--algo.kl.use_loss" not in args and "--critic.model_name_or_path" not in args
@@ -234,7 +238,7 @@ def test_guide_commands_run_as_documented(capsys):
     import shlex
 
     from cli_helpers import guide_commands
-    from unipo_build.openrlhf.docs import train_commands
+    from unipo_build.views.openrlhf_guide import train_commands
 
     builder = [c for c in guide_commands("openrlhf.md") if c.startswith("unipo openrlhf command ")]
     assert builder == ["unipo openrlhf command dr_grpo", "unipo openrlhf command dr_grpo --accept-approximation"]

@@ -230,7 +230,7 @@ def test_policy_loss_random(seed, loss_type, token_level, eps_low, eps_high):
     close(clip_ratio, our_clip_fraction(side, mask), F64, "clip ratio")
     # ppo_kl is the token mean of -(log pi - log pi_old): our k1 of pi_old against pi_theta
     mask_f = mask.to(torch.float64)
-    close(ppo_kl, (C.aggregation_weights("token_mean", mask_f) * C.kl_estimate(old, logp0, "k1")).sum(), F64)
+    close(ppo_kl, (O.aggregation_weights("token_mean", mask_f) * C.kl_estimate(old, logp0, "k1")).sum(), F64)
     assert vllm_kl is None and is_filter is None
     # not vacuous: some tokens are clipped, some are not (see policy_batch)
     if loss_type == "ppo":
@@ -359,8 +359,8 @@ def test_aggregate_loss_hand_worked():
     close(aggregate_loss(loss, mask, False), 3.0, F64)
     close(aggregate_loss(loss, mask, True, dp_size=2, batch_num_tokens=8.0), 2.5, F64)
     close(aggregate_loss(loss, mask, False, global_batch_size=4.0), 1.5, F64)
-    close((C.aggregation_weights("token_mean", mf) * loss).sum(), 2.5, F64)
-    close((C.aggregation_weights("seq_mean_token_mean", mf) * loss).sum(), 3.0, F64)
+    close((O.aggregation_weights("token_mean", mf) * loss).sum(), 2.5, F64)
+    close((O.aggregation_weights("seq_mean_token_mean", mf) * loss).sum(), 3.0, F64)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -372,7 +372,7 @@ def test_aggregate_loss_random(seed):
     mf = mask.to(torch.float64)
     loss = t64(rng.normal(size=(B, T)))
     for token_level, kind in ((True, "token_mean"), (False, "seq_mean_token_mean")):
-        ours = (C.aggregation_weights(kind, mf) * loss).sum()
+        ours = (O.aggregation_weights(kind, mf) * loss).sum()
         close(aggregate_loss(loss, mask, token_level), ours, F64)
         # the same through micro-batches with the step's totals, summed
         parts = np.array_split(rng.permutation(B), int(rng.integers(1, B + 1)))

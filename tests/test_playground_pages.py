@@ -101,7 +101,7 @@ process.stdout.write(JSON.stringify(out));
 
 def test_method_colours_are_distinct_where_methods_meet():
     on_objective = [charts.METHOD_COLOURS[m] for m in ("exact", "pg", "ppo", "grpo", "dpo", "dro")]
-    on_shapes = [charts.METHOD_COLOURS[m] for m in ("reinforce", "grpo", "dapo", "drgrpo", "gspo")]
+    on_shapes = [charts.METHOD_COLOURS[m] for m in ("reinforce", "grpo", "dapo", "dr_grpo", "gspo")]
     assert len(set(on_objective)) == 6 and len(set(on_shapes)) == 5
     assert charts.METHOD_COLOURS["grpo"] != charts.METHOD_COLOURS["gdpo"]
 

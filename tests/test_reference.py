@@ -14,10 +14,13 @@ import pytest
 import yaml
 
 from unipo_build import formula as F
-from unipo_build import reference as R
+from unipo_build.views import reference as R
 from unipo_build import specs as S
 from unipo_build.schema import METRICS, json_schema
-from unipo_build.specs import SLOTS, SPEC_DIR, load_spec, load_specs, resolve
+from unipo_build.specs import SLOTS, load_spec, load_specs, resolve
+from unipo_build.project import spec_dir
+
+SPEC_DIR = spec_dir()
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = load_specs()
@@ -240,9 +243,14 @@ def test_spec_reference_content(algorithm):
     esc = html.escape
     assert esc(spec.name) in md and esc(spec.full_name) in md and f"<td>{spec.year}</td>" in md
     assert esc(spec.summary) in md and esc(spec.changed) in md
-    if spec.paper.arxiv:
-        assert f'<a href="https://arxiv.org/abs/{spec.paper.arxiv}">arXiv:{spec.paper.arxiv}</a>' in md
-    assert esc(spec.paper.title) in md
+    if spec.paper is None:
+        assert "none of its own" in md and spec.references
+        for ref in spec.references:
+            assert esc(ref.title) in md
+    else:
+        if spec.paper.arxiv:
+            assert f'<a href="https://arxiv.org/abs/{spec.paper.arxiv}">arXiv:{spec.paper.arxiv}</a>' in md
+        assert esc(spec.paper.title) in md
     if spec.predecessor:
         assert f"<th>Predecessor</th><td>{esc(SPECS[spec.predecessor].name)}</td>" in md
         assert "## What it changed" in md
@@ -275,7 +283,7 @@ def test_spec_reference_content(algorithm):
 def test_spec_reference_parameters():
     md = R.spec_reference_markdown(SPECS["dapo"], SPECS)
     assert "<code>eps_high</code> = <code>0.28</code>" in md
-    assert "<code>max_rounds</code> = <code>4</code>" in md
+    assert "<code>max_rounds</code> = <code>10</code>" in md
     # run-resolved parameters left null in the spec
     assert "<code>max_length</code> = set by the run" in md
     md = R.spec_reference_markdown(SPECS["dr_grpo"], SPECS)
@@ -435,17 +443,13 @@ def test_mkdocs_build_keeps_jinja_delimiters_in_macro_output(tmp_path, probe_kin
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
 
-    specs_dir = tmp_path / "algorithms"
-    specs_dir.mkdir()
+    # the project is tmp_path: its specs are found from the MkDocs config's directory
+    specs_dir = tmp_path / "data" / "algorithms"
+    specs_dir.mkdir(parents=True)
     data = yaml.safe_load((SPEC_DIR / "grpo.yaml").read_text())
     data.update(id="probe", predecessor=None, changed="Changed {{ nothing }} and {% raw %} and {# kept #}.")
     data["components"]["advantage"] = {"kind": "jinja_probe", "explanation": "Explained {{ x }}."}
     _write_spec(specs_dir, data)
-    monkeypatch.setattr(R, "SPEC_DIR", specs_dir)
-    # only this module's macros: the test does not depend on the other views
-    from unipo_build import macros
-
-    monkeypatch.setattr(macros, "MACRO_MODULES", ["unipo_build.reference"])
 
     docs = tmp_path / "docs"
     (docs / "reference" / "algorithms").mkdir(parents=True)

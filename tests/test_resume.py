@@ -20,6 +20,7 @@ pytest.importorskip("torch")
 
 from training_fixtures import save_tiny_checkpoint  # noqa: E402
 from unipo_build import runlog  # noqa: E402
+from unipo_build.specs import load_algorithm  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -49,7 +50,8 @@ def test_killed_run_resumes_without_losing_or_repeating_a_step(tmp_path):
                    eval_every=100, detail_every=1, checkpoint_every=2,
                    rl_overrides={"prompts_per_step": 2, "group_size": 4, "max_new_tokens": 8})
     proc = _launch(options)
-    per_rollout = 4  # 2 epochs x 2 minibatches (GRPO's spec defaults)
+    spec = load_algorithm("grpo")
+    per_rollout = spec.defaults.epochs * spec.defaults.minibatches  # updates per rollout: GRPO's spec defaults
     deadline = time.time() + 600
     # Kill after the checkpoint at rollout 2 exists and at least one later step is logged.
     while time.time() < deadline:

@@ -19,9 +19,12 @@ from unipo_build import components as C
 from unipo_build import macros
 from unipo_build import objective as O
 from unipo_build.scaffold import MARK, ScaffoldError, TEMPLATES, scaffold, todo_markers
-from unipo_build.specs import SLOTS, SPEC_DIR, lineage, load_spec, load_specs, resolve
+from unipo_build.specs import SLOTS, lineage, load_spec, load_specs, resolve
+from unipo_build.project import spec_dir
 
 from cli_helpers import UNIPO, guide_commands, unipo
+
+SPEC_DIR = spec_dir()
 
 
 @pytest.fixture
@@ -126,6 +129,18 @@ def test_chapter_template_uses_registered_macros_only():
     moments = re.findall(r'moment="(\w+)"', text)
     from unipo_build.moments import MOMENT_NAMES
     assert moments and set(moments) <= set(MOMENT_NAMES)
+
+
+def test_every_list_of_moments_names_each_moment_the_code_finds():
+    """The template, the views reference and the contributing guide list the teaching moments by
+    name: each list holds exactly the moments of unipo_build/moments.py."""
+    from unipo_build.moments import MOMENT_NAMES
+    root = TEMPLATES.parents[1]
+    for path in (TEMPLATES / "chapter.md", root / "docs/reference/views.md", root / "docs/guides/contribute.md"):
+        text = path.read_text()
+        start = re.search(r"all_correct_group`?, `?all_wrong_group", text).start()
+        listed = set(re.findall(r"\b[a-z]+(?:_[a-z]+)+\b", text[start:text.index("shared_prefix_group", start) + len("shared_prefix_group")]))
+        assert listed == set(MOMENT_NAMES), f"{path}: {sorted(listed ^ set(MOMENT_NAMES))}"
 
 
 def test_shipped_specs_carry_no_scaffold_marks():
@@ -250,4 +265,4 @@ def test_hybrid_objective_hand_worked():
     assert np.allclose(w[mask == 1], 0.025, rtol=0, atol=1e-15) and np.all(w[mask == 0] == 0)
     assert float(J) == pytest.approx(0.025, abs=1e-15)
     # DAPO's token mean would weigh each token 1/10 instead, and Dr. GRPO's would keep every group:
-    assert C.aggregation_weights("token_mean", mask)[0, 0] == pytest.approx(0.1)
+    assert O.aggregation_weights("token_mean", mask)[0, 0] == pytest.approx(0.1)

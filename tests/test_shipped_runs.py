@@ -1,43 +1,61 @@
 """The shipped runs in data/runs keep the promises the course makes about them.
 
 - each validates against the schema and was produced by this pipeline (engine, seed,
-  preset and provenance in the header);
+  preset and provenance in the header); every run data/suite.yaml lists is there, finished;
 - every logged token objective and step objective is reproduced by the site's numpy
   math (the consistency check, 1e-5 relative);
 - the teaching moments the chapters rely on are there, found by code;
-- learning: for GRPO, DAPO and Dr. GRPO the mean reward over the last 10% of steps
-  exceeds the first 10%.
+- learning, on the fixed held-out set, paired per problem: GRPO, DAPO and Dr. GRPO gain at least
+  20 points of greedy accuracy with a 95% interval that excludes zero;
+- length is a choice in this task: the starting policy's answers to one prompt differ in length,
+  the budget leaves room, and the greedy answers' length moves during training;
+- DAPO's dynamic sampling fills every batch (read from the logged counts, not assumed).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from training.suite import load_suite
 from unipo_build import runlog
-from unipo_build.moments import find_moment
+from unipo_build.moments import find_moment, find_moments
 from unipo_build.recompute import check_step
-from unipo_build.specs import load_specs
+from unipo_build.specs import ablation_spec_paths, load_specs
 from unipo_build.summary import summarize
 
-RUNS = Path(__file__).resolve().parent.parent / "data" / "runs"
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = Path(os.environ.get("UNIPO_SHIPPED_RUNS", ROOT / "data" / "runs"))
 SHIPPED = sorted(p for p in RUNS.glob("*") if (p / "header.json").exists()) if RUNS.is_dir() else []
 EXPECTED = {"reinforce", "ppo", "grpo", "dapo", "dr_grpo"}
+LEARNERS = ("grpo", "dapo", "dr_grpo")
 
 pytestmark = pytest.mark.skipif(not SHIPPED, reason="no shipped runs in data/runs")
 
 
-def _run(algorithm: str) -> Path:
-    for path in SHIPPED:
-        if runlog.read_header(path).algorithm == algorithm:
-            return path
-    pytest.fail(f"no shipped run of {algorithm} in {RUNS}")
+def _known() -> set[str]:
+    directory = ROOT / "data" / "algorithms"
+    return set(load_specs(directory)) | {p.stem for p in ablation_spec_paths(directory)}
 
 
-def test_one_run_per_algorithm_with_provenance():
-    algorithms = {runlog.read_header(p).algorithm for p in SHIPPED}
-    assert EXPECTED <= algorithms
+def _run(name: str) -> Path:
+    """The course's run of an algorithm: the directory named after it (seed 0, token detail)."""
+    path = RUNS / name
+    if not (path / "header.json").exists():
+        pytest.fail(f"no shipped run {name} in {RUNS}")
+    return path
+
+
+def _greedy(name: str) -> dict:
+    change = summarize(_run(name), with_moments=False)["heldout_change"]["greedy"]
+    assert change is not None, f"{name}: no start and end evaluation"
+    return change
+
+
+def test_every_algorithm_has_a_finished_run_with_provenance():
+    assert EXPECTED <= {runlog.read_header(p).algorithm for p in SHIPPED}
     for path in SHIPPED:
         header = runlog.read_header(path)
         assert header.engine == "unipo"
@@ -45,11 +63,23 @@ def test_one_run_per_algorithm_with_provenance():
         assert header.hardware is not None and header.commit
         assert header.finished_at is not None, f"{path} did not finish"
         assert header.algorithm_config is not None
+        assert not (path / "checkpoint").exists(), f"{path} ships its checkpoint"
+        for value in (header.task.source, header.model.checkpoint):
+            assert value is None or not Path(value).is_absolute(), f"{path}: absolute path {value}"
+
+
+def test_the_suite_names_what_is_shipped():
+    """Every shipped run is one the suite lists, with the algorithm and seed it says."""
+    suite = {r.name: r for r in load_suite(ROOT / "data" / "suite.yaml").runs}
+    for path in SHIPPED:
+        header = runlog.read_header(path)
+        assert path.name in suite, f"{path.name} is not in data/suite.yaml"
+        assert (header.algorithm, header.seed) == (suite[path.name].algorithm, suite[path.name].seed)
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
 def test_validates(path):
-    assert runlog.validate_run(path, known_algorithms=set(load_specs())) == []
+    assert runlog.validate_run(path, known_algorithms=_known()) == []
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
@@ -87,17 +117,56 @@ def test_all_correct_group_has_zero_advantage_everywhere():
     assert all(a == 0.0 for r in group.responses for a in r.tokens.advantage)
 
 
-@pytest.mark.parametrize("algorithm", ["grpo", "dapo", "dr_grpo"])
+@pytest.mark.parametrize("algorithm", LEARNERS)
+def test_heldout_accuracy_rises_beyond_noise(algorithm):
+    change = _greedy(algorithm)
+    assert change["paired"] and change["n"] >= 1000
+    assert change["change"] >= 0.20, change
+    assert change["ci95"][0] > 0 and change["direction"] == "up"
+    assert change["gained"] > 2 * change["lost"]
+
+
+@pytest.mark.parametrize("algorithm", LEARNERS)
 def test_training_reward_rises(algorithm):
     s = summarize(_run(algorithm), with_moments=False)
     assert s["reward_mean_last_10pct"] > s["reward_mean_first_10pct"]
 
 
+def test_length_is_a_choice_at_the_start():
+    """The starting policy's answers to one prompt differ in length, with room under the budget."""
+    for path in SHIPPED:
+        probe = runlog.read_header(path).length_probe
+        assert probe is not None, f"{path.name}: no length probe"
+        assert probe.within_group_sd >= 3.0
+        assert probe.budget >= 2 * probe.median_length
+        assert probe.overlong_band is not None and probe.overlong_band < 0.10
+
+
+@pytest.mark.parametrize("algorithm", LEARNERS)
+def test_answer_length_moves_during_training(algorithm):
+    evals = [e for e in runlog.iter_evals(_run(algorithm)) if e.mean_length is not None]
+    start, end = evals[0].mean_length, evals[-1].mean_length
+    assert abs(end - start) >= 5.0, (start, end)
+
+
+def test_dynamic_sampling_fills_every_batch():
+    """Kept responses = generated tokens / mean generated length / generated per kept; a full
+    batch keeps prompts_per_step x group_size, unless the round cap stopped the refill."""
+    path = _run("dapo")
+    header = runlog.read_header(path)
+    full = header.hyperparameters["prompts_per_step"] * header.hyperparameters["group_size"]
+    cap = header.algorithm_config.components["filter"].params.get("max_rounds", 10)
+    rollouts = [r.metrics for r in runlog.iter_steps(path) if r.first_in_rollout]
+    kept = [round(m["sampled/tokens"] / m["sampled/length"] / m["sampling/generated_per_kept"]) for m in rollouts]
+    short = [k for k, m in zip(kept, rollouts) if k != full and m["sampling/rounds"] < cap]
+    assert short == []
+    assert sum(k == full for k in kept) >= 0.9 * len(kept)
+    assert max(m["sampling/generated_per_kept"] for m in rollouts) > 1.0
+
+
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
 def test_each_moment_has_its_defining_property(path):
     """Checked against every logged token: the moments are the extremes and firsts they claim."""
-    from unipo_build.moments import find_moments
-
     found = find_moments(path)
     details = [runlog.read_step_detail(path, s) for s in runlog.token_steps(path)]
     responses = [(d.step, g, r) for d in details for g in d.prompts for r in g.responses]

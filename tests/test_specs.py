@@ -10,7 +10,10 @@ import pytest
 import yaml
 
 from unipo_build import specs as S
-from unipo_build.specs import SLOTS, SPEC_DIR, SpecError, load_spec, load_specs, resolve
+from unipo_build.specs import SLOTS, SpecError, load_spec, load_specs, resolve
+from unipo_build.project import spec_dir
+
+SPEC_DIR = spec_dir()
 
 ALGORITHMS = ("reinforce", "ppo", "grpo", "dapo", "dr_grpo")
 
@@ -285,7 +288,9 @@ def test_resolve_keeps_an_explicit_normaliser(tmp_path):
 
 def test_resolve_fills_overlong_lengths():
     resolved = resolve(load_spec(SPEC_DIR / "dapo.yaml"), max_new_tokens=96)
-    assert resolved.components["shaping"].params == {"max_length": 96, "cache_fraction": 0.25, "cache_length": 24}
+    # DAPO's cache is a fifth of the budget (4,096 of 20,480): round(0.2 * 96) = 19
+    assert resolved.components["shaping"].params == {"max_length": 96, "cache_fraction": 0.2, "cache_length": 19,
+                                                     "penalty": 0.5}
     # rounding, and at least one token of ramp
     assert resolve(load_spec(SPEC_DIR / "dapo.yaml"), max_new_tokens=10).param("shaping", "cache_length") == 2
     assert resolve(load_spec(SPEC_DIR / "dapo.yaml"), max_new_tokens=1).param("shaping", "cache_length") == 1

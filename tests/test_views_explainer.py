@@ -1,6 +1,6 @@
 """The Algorithm Explainer: its HTML, and its browser math against the site's numpy math.
 
-overrides/assets/explainer.js recomputes a selected token's ratio, clipped surrogate, clip side,
+overrides/assets/unipo-math.js (the explainer's math) recomputes a selected token's ratio, clipped surrogate, clip side,
 KL and objective (and the group advantage, the aggregation weight, the overlong penalty) from
 the logged inputs. node runs it here on every token file of the shipped runs (data/runs, or
 UNIPO_RUNS) and on generated inputs that reach every component kind, and each number must
@@ -19,16 +19,21 @@ import numpy as np
 import pytest
 
 from unipo_build import components as C
+from unipo_build import objective as O
+from unipo_build.objective import browser_config
 from unipo_build import runlog
 from unipo_build.recompute import breakdown
-from unipo_build.runs import discover, runs_dir
+from unipo_build.runs import discover, runs_source
 from unipo_build.schema import TokenArrays
 from unipo_build.specs import REGISTRY, ResolvedAlgorithm, load_specs, resolve
-from unipo_build.views.explainer import components_of, objective_card, objective_tex
+from unipo_build.views.explainer import objective_card, objective_formula
 from unipo_build.views.inspector import fmt
 
 ROOT = Path(__file__).resolve().parents[1]
-EXPLAINER_JS = ROOT / "overrides" / "assets" / "explainer.js"
+#: The browser's one math port (explainer, inspector helpers and playgrounds use it).
+MATH_JS = ROOT / "overrides" / "assets" / "unipo-math.js"
+#: The views' shared helpers; in node, their number format.
+COMMON_JS = ROOT / "overrides" / "assets" / "views-common.js"
 NODE = shutil.which("node")
 TOL = 1e-9
 
@@ -47,8 +52,8 @@ process.stdin.on("end", () => {
 """
 
 
-def run_js(calls: list) -> list:
-    proc = subprocess.run([NODE, "-e", RUNNER, str(EXPLAINER_JS)], input=json.dumps(calls and {"calls": calls}),
+def run_js(calls: list, script: Path = MATH_JS) -> list:
+    proc = subprocess.run([NODE, "-e", RUNNER, str(script)], input=json.dumps(calls and {"calls": calls}),
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
@@ -78,7 +83,7 @@ def _assert_breakdown_equal(js: dict, py, where: str) -> None:
 def _real_cases(limit_per_run: int = 6):
     """(where, config, tokens) for the responses of up to ``limit_per_run`` token files per run."""
     cases = []
-    for run in discover(runs_dir()):
+    for run in discover():
         if not run.ok or run.config is None:
             continue
         steps = run.token_steps()
@@ -98,8 +103,8 @@ def _real_cases(limit_per_run: int = 6):
 def test_js_breakdown_equals_numpy_on_real_token_files():
     cases = _real_cases()
     if not cases:
-        pytest.skip(f"no run with token files in {runs_dir()} (train one or set UNIPO_RUNS)")
-    results = run_js([["breakdown", cfg.model_dump(mode="json"), _tokens_json(tokens)] for _, cfg, tokens in cases])
+        pytest.skip(f"no run with token files in {runs_source().describe()} (train one or set UNIPO_RUNS)")
+    results = run_js([["breakdown", browser_config(cfg), _tokens_json(tokens)] for _, cfg, tokens in cases])
     for (where, cfg, tokens), js in zip(cases, results):
         _assert_breakdown_equal(js, breakdown(cfg, tokens), where)
         # and both equal the log (to the log's float32 precision)
@@ -110,7 +115,7 @@ def test_js_breakdown_equals_numpy_on_real_token_files():
 def test_js_group_advantage_equals_numpy_on_real_groups():
     """The explainer derives a response's advantage from its group's logged rewards."""
     calls, expected = [], []
-    for run in discover(runs_dir()):
+    for run in discover():
         if not run.ok or run.config is None or run.config.kind("advantage") not in ("group_zscore", "group_mean"):
             continue
         for step in run.token_steps()[:4]:
@@ -128,7 +133,7 @@ def test_js_group_advantage_equals_numpy_on_real_groups():
                 # the logged advantages were computed in float32 by the trainer
                 np.testing.assert_allclose(expected[-1], [r.advantage for r in group.responses], rtol=1e-5, atol=1e-6)
     if not calls:
-        pytest.skip(f"no group-advantage run with token files in {runs_dir()}")
+        pytest.skip(f"no group-advantage run with token files in {runs_source().describe()}")
     for js, py in zip(run_js(calls), expected):
         np.testing.assert_allclose(js, py, rtol=0, atol=TOL)
 
@@ -183,7 +188,7 @@ def test_js_breakdown_equals_numpy_on_every_kind(name):
     with_ref = cfg.kind("kl") != "none"
     cases = [_random_tokens(rng, int(rng.integers(1, 40)), with_ref=with_ref, with_kl=cfg.kind("kl") == "in_reward",
                             padded=int(rng.integers(0, 3)) if i % 3 == 0 else 0) for i in range(40)]
-    results = run_js([["breakdown", cfg.model_dump(mode="json"), _tokens_json(t)] for t in cases])
+    results = run_js([["breakdown", browser_config(cfg), _tokens_json(t)] for t in cases])
     clip_sides = set()
     for i, (tokens, js) in enumerate(zip(cases, results)):
         py = breakdown(cfg, tokens)
@@ -215,20 +220,34 @@ def test_js_advantages_penalty_and_weights_equal_components():
     # aggregation weights for a minibatch of responses of these lengths
     lengths = [3, 7, 12, 32]
     mask = (np.arange(32)[None, :] < np.asarray(lengths)[:, None]).astype(float)
-    for kind in C.AGGREGATIONS:
-        w = C.aggregation_weights(kind, mask, normalizer=32)
+    for kind in tuple(REGISTRY["aggregation"]):
+        w = O.aggregation_weights(kind, mask, normalizer=32)
+        cfg = browser_config(_config("dr_grpo", aggregation=(kind, {"normalizer": 32} if kind == "constant_normalizer" else {})))
         for i, n in enumerate(lengths):
-            calls.append(["aggregationWeight", kind, len(lengths), n, 32, int(mask.sum())])
+            calls.append(["tokenWeight", cfg, {"responses": len(lengths), "length": n, "tokens": int(mask.sum())}])
             expected.append(w[i, 0])
     for js, py in zip(run_js(calls), expected):
         np.testing.assert_allclose(js, py, rtol=0, atol=TOL)
 
 
 @needs_node
+def test_every_registered_function_has_its_port():
+    """The browser dispatches on the components.py function a kind names: each has a port. (A
+    token-level advantage, GAE or a return, is shown from the log: it needs the critic and the
+    whole response, so the browser does not recompute it.)"""
+    names = {k.fn.__name__ for kinds in REGISTRY.values() for k in kinds.values()
+             if k.fn is not None and (k.slot != "advantage" or k.group_baseline)}
+    proc = subprocess.run([NODE, "-e", "process.stdout.write(JSON.stringify(Object.keys(require(process.argv[1]).FUNCTIONS)))",
+                           str(MATH_JS)], capture_output=True, text=True, timeout=60, check=True)
+    ported = set(json.loads(proc.stdout))
+    assert names <= ported, f"no JS port of: {sorted(names - ported)}"
+
+
+@needs_node
 def test_js_number_format_matches_python():
     values = [0.0, 1.0, -1.0, 0.5, 1e-6, -1.5e-4, 0.0012345, 0.7246, -0.7246, 12.5, 1234.0, 12345.6, 1.0e-9,
               3.14159, -2.5e7, 0.001, 1 / 3]
-    js = run_js([["fmt", v] for v in values])
+    js = run_js([["fmt", v] for v in values], COMMON_JS)
     assert js == [fmt(v) for v in values]
 
 
@@ -236,10 +255,10 @@ def test_js_number_format_matches_python():
 # The card's HTML
 # ---------------------------------------------------------------------------
 
-def test_objective_tex_wraps_every_present_slot():
+def test_objective_formula_wraps_every_present_slot():
     specs = load_specs()
     for sid, spec in specs.items():
-        tex = objective_tex(components_of(spec))
+        tex = objective_formula(spec)
         for slot, comp in spec.components.items():
             present = comp.kind != "none" or slot in ("ratio", "clip", "aggregation", "advantage")
             assert (f"unipo-slot-{slot}" in tex) == present, (sid, slot)

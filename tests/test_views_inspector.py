@@ -81,7 +81,7 @@ def _template(html: str) -> str:
 
 
 def test_container_carries_run_site_root_steps_and_moments(runs):
-    html = I.step_inspector("test-grpo", page_url="reference/views/", directory=runs, uid="insp-1")
+    html = I.step_inspector("test-grpo", page_url="reference/views/", catalog=runs, uid="insp-1")
     assert html.startswith('<div class="unipo-inspector" id="insp-1" data-run="test-grpo" data-algorithm="grpo" '
                            'data-site-root="../../" data-step="0"')
     data = _data(html)
@@ -95,12 +95,12 @@ def test_container_carries_run_site_root_steps_and_moments(runs):
 
 
 def test_run_by_algorithm_id_and_home_page_root(runs):
-    html = I.step_inspector("dapo", page_url="", directory=runs)
+    html = I.step_inspector("dapo", page_url="", catalog=runs)
     assert 'data-run="test-dapo"' in html and 'data-site-root=""' in html
 
 
 def test_every_logged_group_and_every_group_of_the_update(runs):
-    html = I.step_inspector("test-grpo", step=2, directory=runs, uid="u")
+    html = I.step_inspector("test-grpo", step=2, catalog=runs, uid="u")
     # every logged prompt group (the two trained ones and the dropped one)
     assert len(re.findall(r'<section class="unipo-group[ "]', html)) == 3
     assert 'class="unipo-group unipo-group--filtered"' in html and "dropped by the sampling filter" in html
@@ -114,7 +114,7 @@ def test_every_logged_group_and_every_group_of_the_update(runs):
 
 
 def test_all_correct_group_contributes_nothing_but_kl(runs):
-    grpo = I.step_inspector("test-grpo", step=0, directory=runs)
+    grpo = I.step_inspector("test-grpo", step=0, catalog=runs)
     assert "advantage 0: nothing from the policy gradient; only \u2212\u03b2\u00b7KL (\u03b2 = 0.04)" in grpo
     assert ("Every advantage in this group is 0 (all 2 answers right), so its tokens push nothing through the policy "
             "gradient; its contribution is only the KL term") in grpo
@@ -128,32 +128,32 @@ def test_all_correct_group_contributes_nothing_but_kl(runs):
 
 
 def test_step_and_moment_choice_with_notes(runs):
-    html = I.step_inspector("test-grpo", step=4, directory=runs)
+    html = I.step_inspector("test-grpo", step=4, catalog=runs)
     assert 'data-step="4"' in html and "unipo-view-note" not in html
-    near = I.step_inspector("test-grpo", step=3, directory=runs)
+    near = I.step_inspector("test-grpo", step=3, catalog=runs)
     assert 'data-step="2"' in near and "Step 3 of run &#x27;test-grpo&#x27; has no token detail" in near
-    moment = I.step_inspector("test-grpo", moment="clipped_high", directory=runs)
+    moment = I.step_inspector("test-grpo", moment="clipped_high", catalog=runs)
     assert 'data-step="4"' in moment and 'data-moment="clipped_high"' in moment
     assert _data(moment)["moment"]["token"] == 1
-    missing = I.step_inspector("test-grpo", moment="clipped_low", directory=runs)
+    missing = I.step_inspector("test-grpo", moment="clipped_low", catalog=runs)
     assert "This run has no teaching moment &#x27;clipped_low&#x27;" in missing and 'data-step="0"' in missing
     with pytest.raises(ValueError, match="unknown moment"):
-        I.step_inspector("test-grpo", moment="nope", directory=runs)
+        I.step_inspector("test-grpo", moment="nope", catalog=runs)
 
 
 def test_missing_run_is_a_note_not_an_error(runs, tmp_path):
-    html = I.step_inspector("no-such-run", directory=runs)
+    html = I.step_inspector("no-such-run", catalog=runs)
     assert "unipo-view-note" in html and "no run &#x27;no-such-run&#x27;" in html
     assert "test-grpo" in html  # the note lists what there is
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert "runs found: none" in I.step_inspector("grpo", directory=empty)
+    assert "runs found: none" in I.step_inspector("grpo", catalog=empty)
 
 
 def test_hostile_log_text_is_escaped(tmp_path):
     root = tmp_path / "runs"
     write_test_run(root / "evil", "grpo", hostile=True)
-    html = I.step_inspector("evil", directory=root)
+    html = I.step_inspector("evil", catalog=root)
     data = _template(html)
     assert "<" not in data and ">" not in data and "&" not in data
     outside = html.replace(data, "")

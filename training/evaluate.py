@@ -32,6 +32,7 @@ def score_mode(rows, texts, lengths) -> dict:
     scores = [score_response(t, r["answer"]) for t, r in zip(texts, rows)]
     n = len(rows)
     result = {
+        "correct": "".join("1" if s["correct"] else "0" for s in scores),
         "accuracy": sum(s["correct"] for s in scores) / n,
         "format": sum(s["format"] for s in scores) / n,
         "mean_length": sum(lengths) / n,
@@ -53,7 +54,7 @@ def evaluate(
     greedy: bool = True,
     sampled: bool = True,
     temperature: float = 1.0,
-    max_new_tokens: int = 32,
+    max_new_tokens: int = 128,
     batch_size: int = 500,
     seed: int = 0,
 ) -> dict:
@@ -61,8 +62,10 @@ def evaluate(
 
     Returns {"accuracy_greedy", "accuracy_sampled", "n", "mean_length"} (an accuracy is None when its
     mode is off; mean_length is the greedy responses' mean token count, else the sampled ones') plus
-    per-mode "format_*", "mean_length_*" and "by_level_*" (accuracy per task level). Greedy is
-    deterministic; sampled is deterministic given `seed`.
+    per-mode "correct_*" (one character per problem, "1" right / "0" wrong, in row order, so two
+    evaluations of the same rows can be compared problem by problem), "format_*", "mean_length_*"
+    and "by_level_*" (accuracy per task level). Greedy is deterministic; sampled is deterministic
+    given `seed`.
     """
     rows = eval_rows[:n] if n else list(eval_rows)
     if not rows:
@@ -77,6 +80,7 @@ def evaluate(
         texts, lengths = decode_texts(model, tokenizer, prompts, temp, max_new_tokens, batch_size, generator)
         scored = score_mode(rows, texts, lengths)
         out[f"accuracy_{mode}"] = scored["accuracy"]
+        out[f"correct_{mode}"] = scored["correct"]
         out[f"format_{mode}"] = scored["format"]
         out[f"mean_length_{mode}"] = scored["mean_length"]
         if "by_level" in scored:

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from training import llama_decode
+
 
 @dataclass
 class RolloutBatch:
@@ -140,6 +142,7 @@ def decode(
     pad_id: int,
     generator: torch.Generator | None = None,
     prune_finished: bool = True,
+    fast: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Batched autoregressive decoding with a KV cache.
 
@@ -154,6 +157,10 @@ def decode(
     ids, mask = left_pad(prompt_ids, pad_id)
     ids, mask = ids.to(device), mask.to(device)
     eos = torch.tensor(eos_ids, device=device)
+    if fast and llama_decode.supports(model):
+        r_ids, r_mask, logps = llama_decode.LlamaDecoder(model).decode(
+            ids, mask, max_new_tokens, lambda logits: pick_tokens(logits, temperature, generator), eos, pad_id)
+        return ids, mask, r_ids, r_mask, logps
     n = ids.shape[0]
     response = torch.full((n, max_new_tokens), pad_id, dtype=torch.long, device=device)
     response_mask = torch.zeros((n, max_new_tokens), device=device)

@@ -160,8 +160,14 @@ def update_metrics(view: MinibatchView) -> dict[str, float | None]:
 def rollout_metrics(*, rewards: torch.Tensor, components: dict[str, torch.Tensor], shaping: torch.Tensor,
                     correct: torch.Tensor, lengths: torch.Tensor, truncated: torch.Tensor, group_size: int,
                     n_sampled_groups: int, n_kept_groups: int, rounds: int, all_correct: int,
-                    all_wrong: int, zero_variance: int) -> dict[str, float | None]:
-    """Rollout-level metrics (repeated on each update of the rollout)."""
+                    all_wrong: int, zero_variance: int, sampled_reward: torch.Tensor,
+                    sampled_correct: torch.Tensor, sampled_lengths: torch.Tensor) -> dict[str, float | None]:
+    """Rollout-level metrics (repeated on each update of the rollout).
+
+    reward/, accuracy/train and length/ cover the responses trained on (the kept groups); sampled/
+    covers every response generated in the rollout, dropped groups included, so a filtered run can
+    be compared with an unfiltered one per generated response as well as per update.
+    """
     lengths = lengths.float()
     right = correct.bool()
 
@@ -181,6 +187,11 @@ def rollout_metrics(*, rewards: torch.Tensor, components: dict[str, torch.Tensor
         "groups/all_correct_frac": all_correct / n_sampled_groups,
         "groups/all_wrong_frac": all_wrong / n_sampled_groups,
         "sampling/pass_rate": n_kept_groups / n_sampled_groups,
+        "sampling/generated_per_kept": sampled_lengths.numel() / max(lengths.numel(), 1),
+        "sampled/reward": float(sampled_reward.float().mean()),
+        "sampled/accuracy": float(sampled_correct.float().mean()),
+        "sampled/length": float(sampled_lengths.float().mean()),
+        "sampled/tokens": float(sampled_lengths.sum()),
         "sampling/rounds": float(rounds),
     }
     for name, values in components.items():

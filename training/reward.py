@@ -22,7 +22,8 @@ loads this file with ``importlib.util.spec_from_file_location`` and calls
 kept), prompts the prompt strings, labels the answers as strings. It expects a dict of
 ``rewards`` (tensor [B], used for advantages), ``scores`` (tensor [B] in [0, 1], used for dynamic
 filtering) and ``extra_logs`` (dict of tensors [B], averaged into the logs). Because the file is
-loaded outside its package, it imports nothing from ``training``; torch is imported lazily inside
+loaded outside its package, it imports nothing from ``training`` (only the weights from the core,
+``unipo_build.presets``, installed with the tap); torch is imported lazily inside
 ``reward_func`` so that ``score_response`` works without torch (the site build has none).
 """
 
@@ -31,8 +32,10 @@ from __future__ import annotations
 import os
 import re
 
-CORRECTNESS_WEIGHT = 1.0
-FORMAT_WEIGHT = 0.0
+from unipo_build.presets import REWARD_WEIGHTS  # the site quotes them, so they live in the core
+
+CORRECTNESS_WEIGHT = REWARD_WEIGHTS["correct"]
+FORMAT_WEIGHT = REWARD_WEIGHTS["format"]
 
 # Any "Answer: <something>" up to the end of its line or the next "Answer:"; the last one counts.
 ANSWER_ANY = re.compile(r"Answer:[ \t]*((?:(?!Answer:)[^\n])*)")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import platform
 import random
@@ -35,16 +36,17 @@ from torch import nn
 
 from unipo_build import objective as O
 from unipo_build.components import clipped_value_loss, explained_variance
-from unipo_build.runlog import RunWriter
-from unipo_build.schema import (EvalRecord, Hardware, ModelInfo, PromptGroup, Response, RewardComponentInfo,
+from unipo_build.runlog import RunWriter, read_header
+from unipo_build.schema import (EvalRecord, Hardware, LengthProbe, ModelInfo, PromptGroup, Response, RewardComponentInfo,
                                 RewardInfo, RunHeader, StepRecord, TaskInfo)
 from unipo_build.specs import AlgorithmSpec, resolve
 from unipo_build.specs import load_algorithm as specs_load_algorithm
 
 from . import records
+from .batches import by_minibatch, concat_batches, length_chunks, select_rows
 from .evaluate import evaluate
 from .generation import RolloutBatch, positions_from_mask, response_logprobs, sample_groups
-from .model import autocast_for, count_parameters, load_policy, resolve_device, set_threads
+from .model import count_parameters, load_policy, resolve_device, set_threads
 from .presets import get_preset
 from .reward import score_response, total_reward
 from .task import load_task
@@ -96,8 +98,8 @@ class Critic(nn.Module):
         device = self.head.weight.device
         ids, mask = batch.input_ids.to(device), batch.attention_mask.to(device)
         width = ids.shape[1] - batch.prompt_width
-        with autocast_for(device):
-            hidden = self.trunk(input_ids=ids, attention_mask=mask, position_ids=positions_from_mask(mask)).last_hidden_state
+        # float32 like the policy (no autocast): a bf16 critic diverged to NaN within 20 rollouts on a GPU.
+        hidden = self.trunk(input_ids=ids, attention_mask=mask, position_ids=positions_from_mask(mask)).last_hidden_state
         # The state before response token t is the position that predicts it.
         values = self.head(hidden[:, -(width + 1):-1].float()).squeeze(-1)
         return values * batch.response_mask.to(device)
@@ -106,43 +108,6 @@ class Critic(nn.Module):
 # ---------------------------------------------------------------------------
 # Helpers
 # ---------------------------------------------------------------------------
-
-def select_rows(batch: RolloutBatch, rows: list[int]) -> RolloutBatch:
-    """A sub-batch of whole responses (rows keep their group-major order)."""
-    index = torch.tensor(rows, dtype=torch.long)
-    return replace(batch, prompt_index=batch.prompt_index[index], input_ids=batch.input_ids[index],
-                   attention_mask=batch.attention_mask[index], response_mask=batch.response_mask[index],
-                   logprobs=batch.logprobs[index], truncated=batch.truncated[index],
-                   response_ids=[batch.response_ids[i] for i in rows], texts=[batch.texts[i] for i in rows])
-
-
-def concat_batches(batches: list[RolloutBatch]) -> RolloutBatch:
-    """Join rollouts sampled in several rounds (a refilling filter) into one batch."""
-    if len(batches) == 1:
-        return batches[0]
-    tp = max(b.prompt_width for b in batches)
-    tr = max(b.response_mask.shape[1] for b in batches)
-    ids, att, rmask, logps = [], [], [], []
-    offset = 0
-    index = []
-    for b in batches:
-        pad_left = tp - b.prompt_width
-        pad_right = tr - b.response_mask.shape[1]
-        p_ids, r_ids = b.input_ids[:, :b.prompt_width], b.input_ids[:, b.prompt_width:]
-        p_att, r_att = b.attention_mask[:, :b.prompt_width], b.attention_mask[:, b.prompt_width:]
-        ids.append(torch.cat([nn.functional.pad(p_ids, (pad_left, 0)), nn.functional.pad(r_ids, (0, pad_right))], 1))
-        att.append(torch.cat([nn.functional.pad(p_att, (pad_left, 0)), nn.functional.pad(r_att, (0, pad_right))], 1))
-        rmask.append(nn.functional.pad(b.response_mask, (0, pad_right)))
-        logps.append(nn.functional.pad(b.logprobs, (0, pad_right)))
-        index.append(b.prompt_index + offset)
-        offset += len(b.prompts)
-    return RolloutBatch(
-        prompts=[p for b in batches for p in b.prompts], group_size=batches[0].group_size,
-        temperature=batches[0].temperature, prompt_index=torch.cat(index), input_ids=torch.cat(ids),
-        attention_mask=torch.cat(att), prompt_width=tp, response_mask=torch.cat(rmask), logprobs=torch.cat(logps),
-        truncated=torch.cat([b.truncated for b in batches]),
-        response_ids=[r for b in batches for r in b.response_ids], texts=[t for b in batches for t in b.texts])
-
 
 def git_commit() -> str | None:
     try:
@@ -193,7 +158,7 @@ class Trainer:
             seed=opts.seed,
             eval_every=opts.eval_every or rl.eval_every,
             eval_n=opts.eval_n or rl.eval_n,
-            detail_every=opts.detail_every or rl.detail_every,
+            detail_every=opts.detail_every if opts.detail_every is not None else rl.detail_every,
         )
         if opts.rl_overrides:
             self.rl = replace(self.rl, **opts.rl_overrides)
@@ -243,7 +208,7 @@ class Trainer:
             hardware=Hardware(device=self.device.type,
                               device_name=torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else None,
                               cpu=platform.processor() or platform.machine(), cores=os.cpu_count(),
-                              threads=torch.get_num_threads(), dtype="bfloat16 autocast" if self.device.type == "cuda" else "float32"),
+                              threads=torch.get_num_threads(), dtype="float32"),
             software={"python": platform.python_version(), "torch": torch.__version__,
                       "transformers": __import__("transformers").__version__, "unipo": "0.1.0"},
             commit=git_commit(), engine="unipo", created_at=datetime.now(timezone.utc),
@@ -277,7 +242,11 @@ class Trainer:
         if self.opts.resume:
             resume_after = self._load_checkpoint()
             if resume_after is not None:
-                header = header.model_copy(update={"created_at": self._created_at})
+                previous = read_header(self.out)
+                header = header.model_copy(update={"created_at": self._created_at,
+                                                   "length_probe": previous.length_probe})
+        if resume_after is None and self.rl.probe_prompts:
+            header = header.model_copy(update={"length_probe": self._length_probe()})
         self.writer = RunWriter(self.out, header, resume_after=resume_after)
 
     # -- checkpoints ---------------------------------------------------------
@@ -332,15 +301,43 @@ class Trainer:
     # -- evaluation ----------------------------------------------------------
 
     def _evaluate(self, phase: str) -> dict:
-        result = evaluate(self.policy, self.tokenizer, self.eval_rows, max_new_tokens=self.rl.max_new_tokens,
+        """Held-out accuracy, greedy and sampled, with each problem's result kept.
+
+        Start and end use the whole held-out set; periodic evaluations use its first
+        ``eval_periodic_n`` rows, the same problems every time, so any two evaluations can be
+        compared problem by problem on the rows they share.
+        """
+        n = len(self.eval_rows) if phase != "periodic" else min(self.rl.eval_periodic_n, len(self.eval_rows))
+        result = evaluate(self.policy, self.tokenizer, self.eval_rows, n=n, max_new_tokens=self.rl.max_new_tokens,
                           greedy=self.rl.eval_greedy, sampled=self.rl.eval_sampled,
                           temperature=self.rl.temperature, seed=self.opts.seed + 7)
         self.policy.train()
         self.writer.eval(EvalRecord(step=self.step, phase=phase, n=result["n"],
                                     accuracy_greedy=result.get("accuracy_greedy"),
                                     accuracy_sampled=result.get("accuracy_sampled"),
-                                    mean_length=result.get("mean_length"), temperature=self.rl.temperature))
+                                    mean_length=result.get("mean_length"),
+                                    mean_length_sampled=result.get("mean_length_sampled"),
+                                    temperature=self.rl.temperature, problems=f"eval rows 1-{result['n']}",
+                                    correct_greedy=result.get("correct_greedy"),
+                                    correct_sampled=result.get("correct_sampled")))
         return result
+
+    def _length_probe(self) -> LengthProbe:
+        """Response lengths of the starting policy: G samples for each of the first held-out prompts."""
+        prompts = [r["prompt"] for r in self.eval_rows[:self.rl.probe_prompts]]
+        batch = sample_groups(self.policy, self.tokenizer, prompts, self.rl.group_size, self.rl.max_new_tokens,
+                              self.rl.temperature, seed=self.opts.seed + 11)
+        self.policy.train()
+        answers = [r["answer"] for r in self.eval_rows[:self.rl.probe_prompts]]
+        _, comps = self._score(batch, answers)
+        lengths = batch.response_lengths.float()
+        budget = self.rl.max_new_tokens
+        return LengthProbe(
+            prompts=len(prompts), group_size=self.rl.group_size, budget=budget,
+            median_length=float(lengths.median()), mean_length=float(lengths.mean()),
+            within_group_sd=float(lengths.view(-1, self.rl.group_size).std(-1, correction=0).mean()),
+            overlong_band=float((lengths > 0.8 * budget).float().mean()),
+            truncated=float(batch.truncated.float().mean()), accuracy=float(comps["correct"].mean()))
 
     # -- one rollout ---------------------------------------------------------
 
@@ -352,44 +349,64 @@ class Trainer:
         return reward, {"correct": correct, "format": fmt}
 
     def _sample_rollout(self):
-        """Sample groups until the batch holds ``prompts_per_step`` groups the filter keeps."""
+        """Sample groups until the batch holds ``prompts_per_step`` groups the filter keeps.
+
+        Without a filter that is one round of P prompts. With a sampling filter (DAPO's dynamic
+        sampling) each further round samples enough new prompts to fill what is still missing at
+        the pass rate seen so far in this rollout (at least the missing number, at most P), for at
+        most ``max_rounds`` rounds (verl's max_num_gen_batches; DAPO's spec caps it at 10). Groups
+        kept beyond P are generated but not trained on, like groups the filter drops.
+        """
         G, want = self.rl.group_size, self.rl.prompts_per_step
+        filtering = self.cfg.kind("filter") != "none"
+        max_rounds = self.cfg.param("filter", "max_rounds", 1) if filtering else 1
         kept_batches, kept_answers, filtered_groups = [], [], []
-        n_sampled = all_correct = all_wrong = zero_var = 0
-        rounds = 0
-        kept_count = 0
-        max_rounds = self.cfg.param("filter", "max_rounds", 1) if self.cfg.kind("filter") != "none" else 1
+        sampled = {"reward": [], "correct": [], "length": []}
+        n_sampled = n_passed = all_correct = all_wrong = zero_var = 0
+        rounds = kept_count = 0
         while kept_count < want and rounds < max_rounds:
             rounds += 1
-            rows = [self.train_rows[self.prompt_rng.randrange(len(self.train_rows))] for _ in range(want - kept_count)]
+            missing = want - kept_count
+            n_prompts = missing
+            if rounds > 1:
+                pass_rate = max(kept_count / max(n_sampled, 1), 1 / want)
+                n_prompts = min(want, max(missing, math.ceil(missing / pass_rate)))
+            rows = [self.train_rows[self.prompt_rng.randrange(len(self.train_rows))] for _ in range(n_prompts)]
             answers = [r["answer"] for r in rows]
             batch = sample_groups(self.policy, self.tokenizer, [r["prompt"] for r in rows], G, self.rl.max_new_tokens,
                                   self.rl.temperature, generator=self.sample_gen)
             reward, comps = self._score(batch, answers)
+            shaped, _ = O.shape_rewards(self.cfg, reward, batch.response_lengths)
+            sampled["reward"].append(shaped)
+            sampled["correct"].append(comps["correct"])
+            sampled["length"].append(batch.response_lengths)
             correct = comps["correct"].view(-1, G)
             keep = O.keep_groups(self.cfg, correct)
             n_sampled += len(rows)
+            n_passed += int(keep.sum())
             all_correct += int((correct.sum(-1) == G).sum())
             all_wrong += int((correct.sum(-1) == 0).sum())
-            zero_var += int((reward.view(-1, G).std(-1, correction=0) == 0).sum())
-            keep_rows = [i for g in range(len(rows)) if keep[g] for i in batch.group(g)]
+            zero_var += int((shaped.view(-1, G).std(-1, correction=0) == 0).sum())
+            kept_groups = [g for g in range(len(rows)) if keep[g]][:want - kept_count]
             for g in range(len(rows)):
                 if not keep[g]:
-                    filtered_groups.append((batch, g, answers[g], reward, comps))
-            if keep_rows:
-                sub = select_rows(batch, keep_rows)
-                kept_groups = [g for g in range(len(rows)) if keep[g]]
+                    filtered_groups.append((batch, g, answers[g], shaped, comps))
+            if kept_groups:
+                sub = select_rows(batch, [i for g in kept_groups for i in batch.group(g)])
                 sub = replace(sub, prompts=[batch.prompts[g] for g in kept_groups],
                               prompt_index=torch.arange(len(kept_groups)).repeat_interleave(G))
                 kept_batches.append(sub)
                 kept_answers += [answers[g] for g in kept_groups]
                 kept_count += len(kept_groups)
-        stats = dict(n_sampled_groups=n_sampled, n_kept_groups=kept_count, rounds=rounds,
-                     all_correct=all_correct, all_wrong=all_wrong, zero_variance=zero_var)
+        lengths = torch.cat(sampled["length"]).float()
+        stats = dict(n_sampled_groups=n_sampled, n_kept_groups=n_passed, rounds=rounds,
+                     all_correct=all_correct, all_wrong=all_wrong, zero_variance=zero_var,
+                     sampled_reward=torch.cat(sampled["reward"]), sampled_correct=torch.cat(sampled["correct"]),
+                     sampled_lengths=lengths)
         return (concat_batches(kept_batches) if kept_batches else None), kept_answers, filtered_groups, stats
 
     def _filtered_records(self, filtered, limit: int = 2) -> list[PromptGroup]:
-        """Dropped groups for the step detail: texts and rewards only (they were never trained on)."""
+        """Dropped groups for the step detail: texts and (shaped) rewards only; never trained on."""
         out = []
         for batch, g, answer, reward, comps in filtered[:limit]:
             responses = []
@@ -416,11 +433,23 @@ class Trainer:
         if self.cfg.kind("shaping") != "none":
             comps["shaping"] = shaping
         mask = batch.response_mask
+        # The minibatches of every epoch are drawn now, so that the old log-probs (and the reference
+        # log-probs and values) are computed on exactly the rows and shapes the first epoch's updates
+        # will use: the first update then recomputes them bit for bit, and its ratios are exactly 1.
+        n_groups = len(batch.prompts)
+        plans = []
+        for _ in range(self.rl.epochs):
+            order = list(range(n_groups))
+            self.update_rng.shuffle(order)
+            plans.append([sorted(order[i::self.rl.minibatches]) for i in range(self.rl.minibatches)
+                          if order[i::self.rl.minibatches]])
+        row_sets = [part for chunk in plans[0]
+                    for part in length_chunks(batch, [r for g in chunk for r in batch.group(g)], self.rl.micro_rows)]
         with torch.no_grad():
-            old_logp, _ = response_logprobs(self.policy, batch)
-            old_logp = old_logp.cpu()
-            ref_logp = response_logprobs(self.reference, batch)[0].cpu() if self.reference is not None else None
-            values = self.critic(batch).cpu() if self.critic is not None else None
+            old_logp = by_minibatch(lambda mb: response_logprobs(self.policy, mb)[0], batch, row_sets)
+            ref_logp = (by_minibatch(lambda mb: response_logprobs(self.reference, mb)[0], batch, row_sets)
+                        if self.reference is not None else None)
+            values = by_minibatch(self.critic, batch, row_sets) if self.critic is not None else None
         rollout_kl = O.rollout_kl(self.cfg, old_logp, ref_logp, mask) if O.kl_in_reward(self.cfg) else None
         advantages, returns = O.compute_advantages(self.cfg, rewards=shaped.float(), group_size=G, mask=mask,
                                                    rollout_kl=rollout_kl, values=values)
@@ -430,16 +459,9 @@ class Trainer:
             correct=correct, lengths=lengths, truncated=batch.truncated, group_size=G, **stats)
         rollout_seconds = time.time() - t0
         rollout_metrics["time/rollout_s"] = rollout_seconds
-        n_groups = len(batch.prompts)
         first = True
-        for epoch in range(self.rl.epochs):
-            order = list(range(n_groups))
-            self.update_rng.shuffle(order)
-            chunks = [order[i::self.rl.minibatches] for i in range(self.rl.minibatches)]
+        for chunks in plans:
             for chunk in chunks:
-                if not chunk:
-                    continue
-                chunk = sorted(chunk)
                 rows = [r for g in chunk for r in batch.group(g)]
                 self._update(batch, rows, answers, shaped, comps, correct, mask, old_logp, ref_logp,
                              values, advantages, returns, rollout_kl, rollout_metrics, first,
@@ -449,33 +471,68 @@ class Trainer:
 
     def _update(self, batch, rows, answers, shaped, comps, correct, mask, old_logp, ref_logp, values,
                 advantages, returns, rollout_kl, rollout_metrics, first, filtered) -> None:
+        """One optimizer step on the minibatch `rows`: J = sum w * objective over its tokens.
+
+        The forward and backward passes run on chunks of similar length (length_chunks) and their
+        gradients add up: J is linear in the rows and the aggregation weights are computed on the
+        whole minibatch first, so the step is the same as one pass over the minibatch.
+        """
         t0 = time.time()
         idx = torch.tensor(rows)
-        mb = select_rows(batch, rows)
-        logp, entropy = response_logprobs(self.policy, mb)
-        dev = logp.device
-        mb_mask = mask[idx].to(dev)
-        terms = O.token_terms(self.cfg, logp=logp, old_logp=old_logp[idx].to(dev), advantages=advantages[idx].to(dev),
-                              mask=mb_mask, ref_logp=ref_logp[idx].to(dev) if ref_logp is not None else None,
-                              rollout_kl=rollout_kl[idx].to(dev) if rollout_kl is not None else None)
-        J, weights = O.step_objective(self.cfg, terms.objective, mb_mask)
-        loss = -J
+        width = max(int(batch.response_mask[idx].sum(-1).max()), 1)  # wider columns are padding here
+        mask, old_logp, ref_logp, values, advantages, returns, rollout_kl = (
+            None if t is None else t[:, :width]
+            for t in (mask, old_logp, ref_logp, values, advantages, returns, rollout_kl))
+        weights = O.weights(self.cfg, mask[idx], dtype=torch.float32)
+        where = {r: i for i, r in enumerate(rows)}
+        out = {name: torch.zeros(len(rows), width) for name in ("logp", "entropy", "ratio", "objective", "kl")}
+        clip_side = torch.zeros(len(rows), width, dtype=torch.int8)
+        has_kl = False
+        J = torch.zeros((), dtype=torch.float64)
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        chunks = length_chunks(batch, rows, self.rl.micro_rows)
+        for chunk in chunks:
+            sub = select_rows(batch, chunk)
+            logp, entropy = response_logprobs(self.policy, sub)
+            dev, w = logp.device, logp.shape[1]
+            c, at = torch.tensor(chunk), torch.tensor([where[r] for r in chunk])
+            terms = O.token_terms(self.cfg, logp=logp, old_logp=old_logp[c, :w].to(dev),
+                                  advantages=advantages[c, :w].to(dev), mask=mask[c, :w].to(dev),
+                                  ref_logp=ref_logp[c, :w].to(dev) if ref_logp is not None else None,
+                                  rollout_kl=rollout_kl[c, :w].to(dev) if rollout_kl is not None else None)
+            part = (weights[at, :w].to(dev) * terms.objective).sum()
+            (-part).backward()
+            J += part.detach().double().cpu()
+            for name, value in (("logp", logp), ("entropy", entropy), ("ratio", terms.ratio),
+                                ("objective", terms.objective), ("kl", terms.kl)):
+                if value is not None:
+                    out[name][at, :w] = value.detach().float().cpu()
+            clip_side[at, :w] = terms.clip_side.detach().cpu().to(torch.int8)
+            has_kl = terms.kl is not None
+        J = float(J)
         grad_norm = float(torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.rl.grad_clip))
         self.optimizer.step()
         metrics = dict(rollout_metrics)
-        metrics.update({"objective": float(J.detach()), "loss/policy": float(loss.detach()), "grad_norm": grad_norm,
+        metrics.update({"objective": J, "loss/policy": -J, "grad_norm": grad_norm,
                         "lr": self.optimizer.param_groups[0]["lr"]})
         if self.critic is not None:
-            new_values = self.critic(mb)
-            value_loss = clipped_value_loss(new_values, values[idx].to(dev), returns[idx].to(dev), mb_mask,
-                                            self.cfg.param("advantage", "value_clip"))
             self.critic_optimizer.zero_grad(set_to_none=True)
-            value_loss.backward()
+            tokens = float(mask[idx].sum())
+            value_loss = 0.0
+            for chunk in chunks:
+                sub = select_rows(batch, chunk)
+                new_values = self.critic(sub)
+                dev, w = new_values.device, new_values.shape[1]
+                c = torch.tensor(chunk)
+                chunk_mask = mask[c, :w].to(dev)
+                # the chunk's token mean, weighted by its share of the minibatch's tokens
+                part = clipped_value_loss(new_values, values[c, :w].to(dev), returns[c, :w].to(dev), chunk_mask,
+                                          self.cfg.param("advantage", "value_clip")) * (float(chunk_mask.sum()) / tokens)
+                part.backward()
+                value_loss += float(part.detach())
             torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.rl.grad_clip)
             self.critic_optimizer.step()
-            metrics["loss/value"] = float(value_loss.detach())
+            metrics["loss/value"] = value_loss
             ev = float(explained_variance(values[idx], returns[idx], mask[idx]))
             metrics["value/explained_variance"] = ev if ev == ev else None
         has_tokens = self._wants_detail()
@@ -488,19 +545,19 @@ class Trainer:
             response_text=[batch.texts[r] for r in rows], token_ids=[batch.response_ids[r] for r in rows],
             token_text=[token_text[r] for r in rows], rewards=shaped[idx],
             reward_components={k: v[idx] for k, v in comps.items()}, correct=correct[idx],
-            truncated=batch.truncated[idx], mask=mask[idx], logp=logp.detach().cpu(), old_logp=old_logp[idx],
+            truncated=batch.truncated[idx], mask=mask[idx], logp=out["logp"], old_logp=old_logp[idx],
             ref_logp=ref_logp[idx] if ref_logp is not None else None,
             values=values[idx] if values is not None else None, advantages=advantages[idx],
             returns=returns[idx] if returns is not None else None,
-            kl=terms.kl.detach().cpu() if terms.kl is not None else None, ratio=terms.ratio.detach().cpu(),
-            clip_side=terms.clip_side.detach().cpu(), entropy=entropy.detach().cpu(),
-            weights=weights.detach().cpu(), objective=terms.objective.detach().cpu(),
-            group_advantage=self.cfg.kind("advantage") in ("group_zscore", "group_mean", "leave_one_out"))
+            kl=out["kl"] if has_kl else None, ratio=out["ratio"],
+            clip_side=clip_side, entropy=out["entropy"],
+            weights=weights.detach().cpu(), objective=out["objective"],
+            group_advantage=O.group_baseline(self.cfg))
         metrics.update(records.update_metrics(view))
         metrics["time/update_s"] = time.time() - t0
         metrics["time/wall_s"] = self.elapsed_before + time.time() - self.started
         if has_tokens:
-            self.writer.step_detail(records.step_detail(view, step=self.step, rollout=self.rollout, objective=float(J.detach()),
+            self.writer.step_detail(records.step_detail(view, step=self.step, rollout=self.rollout, objective=J,
                                                         detail_groups=self.rl.detail_groups,
                                                         filtered=self._filtered_records(filtered)))
         self.last_metrics = metrics
@@ -514,6 +571,8 @@ class Trainer:
         All updates of a rollout, not only the first: ratios leave 1 (and clipping shows)
         only on the later updates of a rollout.
         """
+        if not self.rl.detail_every:  # 0: no token detail at all (extra seeds keep only metrics)
+            return False
         return self.rollout % self.rl.detail_every == 0 or self.rollout == self.rl.steps - 1
 
     # -- driver --------------------------------------------------------------

@@ -1,7 +1,9 @@
 """The ``unipo`` command line.
 
 Subcommands register themselves in ``build_parser``; training subcommands import
-torch lazily so that ``unipo validate`` and the site build never need it.
+torch lazily so that ``unipo validate`` and the site build never need it. The project's
+specs are found from ``$UNIPO_ROOT`` or the nearest directory at or above the current one
+that holds data/algorithms (``unipo_build.project``).
 """
 
 from __future__ import annotations
@@ -10,22 +12,30 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import runlog
-from .specs import SPEC_DIR, SpecError, load_spec, load_specs
+from . import project, runlog
+from .reader import check_run
+from .specs import SpecError, ablation_spec_paths, load_spec, load_specs
 
 
-def _known_algorithms() -> set[str]:
+def _known_algorithms() -> set[str] | None:
+    """The project's spec ids, ablation rungs included; None outside a project (then no run is
+    checked against them)."""
     try:
-        return set(load_specs(SPEC_DIR))
+        directory = project.spec_dir()
+    except project.ProjectError:
+        return None
+    ablations = {p.stem for p in ablation_spec_paths(directory)}
+    try:
+        return set(load_specs(directory)) | ablations
     except SpecError:
-        return {p.stem for p in SPEC_DIR.glob("*.yaml")}
+        return {p.stem for p in directory.glob("*.yaml")} | ablations
 
 
-def validate_path(path: Path, known: set[str], warnings: list[str] | None = None) -> list[str]:
+def validate_path(path: Path, known: set[str] | None, warnings: list[str] | None = None) -> list[str]:
     """Validate a spec file, a run directory, a directory of runs, or one file of a run.
 
     Returns one line per problem; warnings (an empty run, an ignored file) go to ``warnings``.
-    A run directory goes through runlog.check_run, the loader the site build uses too.
+    A run directory goes through reader.check_run, the loader the site build uses too.
     """
     warnings = warnings if warnings is not None else []
     try:
@@ -34,7 +44,7 @@ def validate_path(path: Path, known: set[str], warnings: list[str] | None = None
         return [f"{path}: cannot be read: {err.strerror or err}"]
 
 
-def _validate_path(path: Path, known: set[str], warnings: list[str]) -> list[str]:
+def _validate_path(path: Path, known: set[str] | None, warnings: list[str]) -> list[str]:
     if path.suffix in (".yaml", ".yml") and not path.is_dir():
         try:
             load_spec(path)
@@ -43,7 +53,7 @@ def _validate_path(path: Path, known: set[str], warnings: list[str]) -> list[str
             return str(err).splitlines()
     if path.is_dir():
         if (path / runlog.HEADER).exists() or (path / runlog.STEPS).exists():
-            check = runlog.check_run(path, known_algorithms=known)
+            check = check_run(path, known_algorithms=known)
             warnings += [f"warning: {w}" for w in check.warnings]
             return [str(e) for e in check.errors]
         runs = [p for p in sorted(path.iterdir()) if p.is_dir()]
@@ -67,10 +77,10 @@ def _validate_path(path: Path, known: set[str], warnings: list[str]) -> list[str
             list(runlog.iter_evals(run_dir))
         elif path.parent.name == runlog.TOKENS_DIR and path.suffix == ".json":
             step = runlog.token_step_of(path.name)
-            detail = runlog.read_json_model(path, runlog.StepDetail, step=step)
-            if step is not None and detail.step != step:
-                return [str(runlog.LogError(str(path), f"file is for step {step} but says step {detail.step}",
-                                            step=step, field="step"))]
+            if step is None:
+                runlog.read_json_model(path, runlog.StepDetail)
+            else:
+                runlog.read_step_detail(run_dir, step)  # its step must be the one its name says
         else:
             return [f"{path}: not a spec (.yaml) or a file of a run log (header.json, steps.jsonl, evals.jsonl, tokens/step_*.json)"]
     except runlog.LogErrors as err:

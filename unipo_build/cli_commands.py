@@ -13,7 +13,7 @@ from pathlib import Path
 
 def _train(args: argparse.Namespace) -> int:
     if args.engine == "openrlhf":
-        from unipo_build.openrlhf.command import run_openrlhf
+        from unipo_build.cli_openrlhf import run_openrlhf
 
         if args.algorithm == "all":
             print("unipo train --engine openrlhf trains one algorithm at a time", file=sys.stderr)
@@ -28,9 +28,9 @@ def _train(args: argparse.Namespace) -> int:
         print(f"unipo train needs the training extra (pip install torch==2.13.0 && pip install -e '.[train]'): {err}",
               file=sys.stderr)
         return 2
-    from unipo_build.specs import SPEC_DIR, load_specs
+    from unipo_build.specs import load_specs
 
-    names = sorted(load_specs(SPEC_DIR)) if args.algorithm == "all" else [args.algorithm]
+    names = sorted(load_specs()) if args.algorithm == "all" else [args.algorithm]
     if args.algorithm == "all" and args.out:
         print("with 'all', --out is a parent directory: one run per algorithm inside it", file=sys.stderr)
     for name in names:
@@ -106,7 +106,7 @@ def register_train(sub) -> None:
                    help="unipo: the in-house trainer (default); openrlhf: OpenRLHF 0.11.2 on a GPU node or Ray "
                         "cluster, with the same spec (see `unipo openrlhf command`)")
     p.add_argument("--dry-run", action="store_true", help="with --engine openrlhf: print the command, run nothing")
-    from unipo_build.openrlhf.command import add_run_options
+    from unipo_build.cli_openrlhf import add_run_options
 
     add_run_options(p, in_train=True)
     p.set_defaults(func=_train)
@@ -127,22 +127,111 @@ def register_train(sub) -> None:
     p.set_defaults(func=_summary)
 
 
-def register_import(sub) -> None:
-    from unipo_build.importers import register
+def _suite(args: argparse.Namespace) -> int:
+    try:
+        from training.suite import DEFAULT_SUITE, SuiteError, run_suite
+    except ImportError as err:
+        print(f"unipo suite needs the training extra (pip install torch==2.13.0 && pip install -e '.[train]'): {err}",
+              file=sys.stderr)
+        return 2
+    try:
+        return run_suite(args.suite or DEFAULT_SUITE, args.out, jobs=args.jobs, only=args.only,
+                         device=args.device, dry_run=args.dry_run)
+    except SuiteError as err:
+        print(str(err), file=sys.stderr)
+        return 2
 
-    register(sub)
+
+def register_suite(sub) -> None:
+    p = sub.add_parser("suite", help="train every shipped run (data/suite.yaml), several at a time; resumable",
+                       description="Train the runs listed in a suite file that OUT does not hold yet, in parallel "
+                                   "processes with one torch thread each. Finished runs are skipped and interrupted "
+                                   "ones resumed, so the command can be run again until everything is there.")
+    p.add_argument("--suite", help="suite file (default data/suite.yaml)")
+    p.add_argument("--out", default="data/runs", help="directory of runs (default data/runs)")
+    p.add_argument("--jobs", type=int, help="runs at a time (default: the number of CPU cores)")
+    p.add_argument("--only", nargs="+", metavar="NAME", help="train only these runs of the suite")
+    p.add_argument("--device", default="auto", help="auto (a GPU if there is one), cpu or cuda")
+    p.add_argument("--dry-run", action="store_true", help="list what would run, run nothing")
+    p.set_defaults(func=_suite)
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from unipo_build.importers import import_log
+    from unipo_build.importers.common import OutputError
+    from unipo_build.runlog import LogError, LogErrors
+
+    try:
+        header = import_log(args.format, args.src, args.out, algorithm=args.algorithm, run_id=args.run_id,
+                            max_new_tokens=args.max_new_tokens, tap=args.tap)
+    except LogErrors as err:
+        for e in err.errors:
+            print(str(e), file=sys.stderr)
+        return 1
+    except (LogError, OutputError, FileNotFoundError) as err:
+        print(str(err), file=sys.stderr)
+        return 1
+    config = "with its spec's components" if header.algorithm_config is not None else "algorithm_config null"
+    print(f"{args.out}: run {header.run_id!r}, algorithm {header.algorithm!r} ({config})")
+    if header.notes:
+        print(header.notes)
+    return 0
+
+
+def register_import(sub) -> None:
+    p = sub.add_parser(
+        "import", help="convert another tool's training log into a run directory",
+        description="Convert a training log into a canonical run directory that `unipo validate` accepts and "
+                    "`mkdocs build` shows (point UNIPO_RUNS at its parent). FORMAT 'unipo': UNIPO's published "
+                    "log format, one .json or .jsonl file. FORMAT 'openrlhf': OpenRLHF's TensorBoard scalars, an "
+                    "events.out.tfevents.* file or a directory holding them. The input is never modified; --out "
+                    "must be new or empty. Every value the importer derives is listed in the run header's notes.")
+    from unipo_build.importers import FORMATS
+
+    p.add_argument("format", choices=sorted(FORMATS))
+    p.add_argument("src", help="the log: a .json/.jsonl file (unipo) or an event file or directory (openrlhf)")
+    p.add_argument("--out", required=True, help="the run directory to create (new or empty)")
+    p.add_argument("--algorithm", help="the algorithm (a spec id such as grpo); overrides the log's header")
+    p.add_argument("--run-id", help="the run's id (default: from the file or directory name)")
+    p.add_argument("--max-new-tokens", type=int,
+                   help="the generation budget, when the algorithm divides by it (Dr. GRPO) and the log lacks it")
+    p.add_argument("--tap", help="openrlhf only: the UNIPO token tap's directory (manifest.json and shards), for "
+                                 "the algorithm actually run and token-level detail")
+    p.set_defaults(func=_cmd_import)
+
+
+def _cmd_new_algorithm(args: argparse.Namespace) -> int:
+    from unipo_build.scaffold import MARK, ScaffoldError, scaffold
+    from unipo_build.specs import SpecError
+
+    try:
+        spec_path, chapter_path = scaffold(args.name, base=args.base, root=args.root)
+    except (ScaffoldError, SpecError) as err:
+        print(str(err), file=sys.stderr)
+        return 1
+    print(f"wrote {spec_path} (a copy of {args.base}; validates)")
+    print(f"wrote {chapter_path}")
+    print(f"next: rewrite every {MARK} in both files (grep -n '{MARK}' {spec_path} {chapter_path}), "
+          f"change the components, run `unipo validate {spec_path}`, add the chapter to nav in mkdocs.yml")
+    return 0
 
 
 def register_new_algorithm(sub) -> None:
-    from unipo_build.scaffold import register
-
-    register(sub)
+    p = sub.add_parser(
+        "new-algorithm", help="scaffold the spec and chapter of a new algorithm",
+        description="Write data/algorithms/NAME.yaml (a copy of the base spec that validates, its texts marked "
+                    "TODO(author)) and docs/course/algorithms/NAME.md (a chapter using the course's macros). "
+                    "Existing files are never overwritten.")
+    p.add_argument("name", help="the new algorithm's id: lower-case letters, digits and '_' (e.g. my_po)")
+    p.add_argument("--base", default="grpo", help="the spec to start from, also the predecessor (default grpo)")
+    p.add_argument("--root", default=".", help="the repository root (default: the current directory)")
+    p.set_defaults(func=_cmd_new_algorithm)
 
 
 def register_openrlhf(sub) -> None:
-    from unipo_build.openrlhf.command import register
+    from unipo_build.cli_openrlhf import register
 
     register(sub)
 
 
-REGISTRARS: list = [register_train, register_import, register_new_algorithm, register_openrlhf]
+REGISTRARS: list = [register_train, register_suite, register_import, register_new_algorithm, register_openrlhf]

@@ -178,7 +178,7 @@ def clipped_surrogate(ratio, advantage, eps_low: float | None, eps_high: float |
     xp = array_namespace(ratio, advantage)
     unclipped = ratio * advantage
     if eps_low is None and eps_high is None:
-        return unclipped, xp.zeros(unclipped.shape, dtype=xp.int8)
+        return unclipped, xp.zeros_like(unclipped, dtype=xp.int8)  # on the input's device
     low = 1.0 - eps_low
     high = 1.0 + eps_high
     clipped = xp.clip(ratio, low, high) * advantage
@@ -202,7 +202,9 @@ def kl_estimate(logp, ref_logp, estimator: str):
     With log r = log pi_ref - log pi_theta:
       k1 = -log r            unbiased, high variance, negative about half the time;
       k2 = (log r)^2 / 2     biased, low variance;
-      k3 = (r - 1) - log r   unbiased, low variance, never negative (GRPO's term).
+      k3 = (r - 1) - log r   unbiased, never negative; low variance only near pi_theta = pi_ref
+                             (exponential tail in log r); GRPO's term. As a loss its gradient is
+                             not the reverse-KL gradient (Tang & Munos 2025, arXiv 2506.09477).
     k3 uses expm1 so it stays exact for tiny differences.
     """
     xp = array_namespace(logp, ref_logp)
@@ -218,50 +220,57 @@ def kl_estimate(logp, ref_logp, estimator: str):
 
 # ---------------------------------------------------------------------------
 # Aggregation: the weight each token's objective gets in the step objective
+# (the registry, unipo_build.registry, names which function each aggregation kind uses)
 # ---------------------------------------------------------------------------
 
-AGGREGATIONS = ("seq_mean_token_mean", "token_mean", "constant_normalizer", "seq_mean_token_sum")
-
-
-def aggregation_weights(kind: str, mask, normalizer: float | None = None):
-    """Weights w_{i,t} such that the step objective is sum_{i,t} w_{i,t} * objective_{i,t}.
-
-    - seq_mean_token_mean (GRPO eq. 3): 1 / (N |o_i|): every response weighs the same,
-      so a token of a short response weighs more than one of a long response.
-    - token_mean (DAPO eq. 8): 1 / sum_i |o_i|: every token weighs the same, so long
-      responses carry more of the total.
-    - constant_normalizer (Dr. GRPO, arXiv 2503.20783): 1 / (N L) with a constant L
-      (the generation budget): no dependence on any length.
-    - seq_mean_token_sum: 1 / N: token objectives summed per response, then averaged.
-    N is the number of responses with at least one real token. ``mask``: (B, T).
-    """
+def _lengths_and_count(mask):
     xp = array_namespace(mask)
     lengths = xp.sum(mask, axis=-1, keepdims=True)
-    n_responses = xp.sum(xp.astype(lengths > 0, mask.dtype))
-    if kind == "seq_mean_token_mean":
-        return mask / (xp.clip(lengths, 1, None) * n_responses)
-    if kind == "token_mean":
-        return mask / xp.sum(mask)
-    if kind == "constant_normalizer":
-        if normalizer is None or normalizer <= 0:
-            raise ValueError("constant_normalizer needs a positive normalizer L")
-        return mask / (n_responses * normalizer)
-    if kind == "seq_mean_token_sum":
-        return mask / n_responses
-    raise ValueError(f"unknown aggregation {kind!r} (known: {', '.join(AGGREGATIONS)})")
+    return lengths, xp.sum(xp.astype(lengths > 0, mask.dtype))
 
 
-def response_weight_shares(kind: str, lengths, normalizer: float | None = None):
-    """Share of the total weight each response carries, for responses of given lengths.
+def seq_mean_token_mean_weights(mask):
+    """GRPO's aggregation (arXiv 2402.03300, eq. 3): w = 1 / (N |o_i|).
 
-    Used by the site to show the 10-token vs 1000-token example with the real math.
+    Every response weighs the same, so a token of a short response weighs more than one of a
+    long response. N is the number of responses with at least one real token; ``mask``: (B, T).
+    The weights w_{i,t} make the step objective sum_{i,t} w_{i,t} * objective_{i,t}.
     """
+    xp = array_namespace(mask)
+    lengths, n_responses = _lengths_and_count(mask)
+    return mask / (xp.clip(lengths, 1, None) * n_responses)
+
+
+def token_mean_weights(mask):
+    """DAPO's token-level aggregation (arXiv 2503.14476, eq. 8): w = 1 / sum_i |o_i|.
+
+    Every token weighs the same, so long responses carry more of the total.
+    """
+    xp = array_namespace(mask)
+    return mask / xp.sum(mask)
+
+
+def constant_normalizer_weights(mask, normalizer):
+    """Dr. GRPO's aggregation (arXiv 2503.20783): w = 1 / (N L) with a constant L (the
+    generation budget): no dependence on any length."""
+    if normalizer is None or normalizer <= 0:
+        raise ValueError("constant_normalizer needs a positive normalizer L")
+    _, n_responses = _lengths_and_count(mask)
+    return mask / (n_responses * normalizer)
+
+
+def seq_mean_token_sum_weights(mask):
+    """Token objectives summed per response, then averaged over responses: w = 1 / N."""
+    _, n_responses = _lengths_and_count(mask)
+    return mask / n_responses
+
+
+def length_mask(lengths):
+    """A (B, max length) 0/1 mask of responses of the given lengths (numpy)."""
     import numpy as np
 
     lengths = np.asarray(lengths, dtype=np.int64)
-    mask = (np.arange(lengths.max())[None, :] < lengths[:, None]).astype(np.float64)
-    weights = aggregation_weights(kind, mask, normalizer).sum(axis=-1)
-    return weights / weights.sum()
+    return (np.arange(lengths.max())[None, :] < lengths[:, None]).astype(np.float64)
 
 
 # ---------------------------------------------------------------------------
@@ -280,18 +289,19 @@ def dynamic_sampling_keep(correct):
     return (n_correct > 0) & (n_correct < g)
 
 
-def overlong_penalty(lengths, max_length: int, cache_length: int):
-    """DAPO's soft overlong punishment (arXiv 2503.14476, eq. 13).
+def overlong_penalty(lengths, max_length: int, cache_length: int, penalty: float = 1.0):
+    """DAPO's soft overlong punishment (arXiv 2503.14476, eq. 13), scaled by ``penalty``.
 
-    0 if |y| <= L_max - L_cache; ((L_max - L_cache) - |y|) / L_cache if |y| <= L_max;
-    -1 beyond L_max.
+    0 if |y| <= L_max - L_cache; penalty * ((L_max - L_cache) - |y|) / L_cache if |y| <= L_max;
+    -penalty beyond L_max. The paper's penalty is 1 against a correctness reward of +1/-1; with a
+    1/0 reward the same relative weight is 0.5 (the spec records which one a run used).
     """
     xp = array_namespace(lengths)
     lengths = xp.astype(lengths, xp.float64)
     start = max_length - cache_length
     ramp = (start - lengths) / cache_length
     zero = xp.zeros_like(lengths)
-    return xp.where(lengths <= start, zero, xp.where(lengths <= max_length, ramp, zero - 1.0))
+    return penalty * xp.where(lengths <= start, zero, xp.where(lengths <= max_length, ramp, zero - 1.0))
 
 
 # ---------------------------------------------------------------------------

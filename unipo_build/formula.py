@@ -14,8 +14,9 @@ knows an algorithm by name. Every slot's part is wrapped in
 A registry formula is read as clauses separated by ``,\\quad``: the first clause is the part
 the objective uses (``-\\beta\\,\\mathbb{D}_{i,t}``, the aggregation operator), the others
 define its symbols (``\\mathbb{D}_{i,t}=...``, ``\\beta=0.04``) and go to the "where" rows.
-Whether the KL sits in the loss or in the reward is asked of ``unipo_build.objective``, the
-one place that dispatches on kinds.
+Whether the KL sits in the loss or in the reward is the KL kind's registered property
+(``Kind.kl_place``). This is the project's one composer: the reference pages, the Algorithm
+Explainer's cards and the comparison view all call :func:`objective_latex`.
 """
 
 from __future__ import annotations
@@ -23,10 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import objective
-from .specs import REGISTRY, SLOTS, AlgorithmSpec, Kind, ResolvedAlgorithm, ResolvedComponent
+from .registry import RATIO_TEX
+from .specs import REGISTRY, SLOTS, AlgorithmSpec, Kind, ResolvedAlgorithm
 
-RATIO_TEX = r"\rho_{i,t}"
 ADVANTAGE_TEX = r"\hat{A}_{i,t}"
 CLAUSE_SEPARATOR = r",\quad"
 #: Per-token objectives longer than this (characters of TeX) continue on a second row.
@@ -53,6 +53,21 @@ class SlotPart:
         return default
 
 
+def ratio_symbol(ratio_kind: Kind) -> str:
+    """The symbol of a ratio kind (its term ``ratio``): rho_{i,t} for a token's, s_i for GSPO's."""
+    for term in ratio_kind.terms:
+        if term.key == "ratio":
+            return term.symbol
+    return RATIO_TEX
+
+
+def with_ratio(tex: str, ratio_kind: Kind) -> str:
+    """A slot's registry formula written with the algorithm's own ratio. The clip kinds are
+    written on the token ratio; GSPO clips its sequence ratio s_i (arXiv 2507.18071), and a
+    card that wrote clip(rho_{i,t}, ...) with GSPO's bounds would describe another algorithm."""
+    return tex.replace(RATIO_TEX, ratio_symbol(ratio_kind))
+
+
 def slot_parts(algorithm: AlgorithmSpec | ResolvedAlgorithm) -> dict[str, SlotPart]:
     """Each slot's kind and parameters: a spec's (registry defaults filled in, run-resolved
     parameters still null) or a run's resolved configuration."""
@@ -66,11 +81,6 @@ def slot_parts(algorithm: AlgorithmSpec | ResolvedAlgorithm) -> dict[str, SlotPa
             params = {**kind.params.model_validate(known).model_dump(), **algorithm.components[slot].params}
             parts[slot] = SlotPart(slot, kind, params)
     return parts
-
-
-def _config(parts: dict[str, SlotPart], name: str) -> ResolvedAlgorithm:
-    return ResolvedAlgorithm(id="formula", name=name, components={
-        slot: ResolvedComponent(kind=part.kind.name, params=part.params) for slot, part in parts.items()})
 
 
 def clauses(tex: str) -> list[str]:
@@ -129,19 +139,18 @@ def objective_latex(algorithm: AlgorithmSpec | ResolvedAlgorithm, *, definitions
         return wrap(slot, tex, extra(slot))
 
     parts = slot_parts(algorithm)
-    config = _config(parts, algorithm.name)
-    ratio_symbol = parts["ratio"].symbol("ratio", RATIO_TEX)
+    kl_place = parts["kl"].kind.kl_place
+    ratio_tex = ratio_symbol(parts["ratio"].kind)
     advantage_symbol = parts["advantage"].symbol("advantage", ADVANTAGE_TEX)
 
     # Line 1: J = E[ aggregation ( surrogate - KL in the loss ) ]
     surrogate = split_definition(clauses(parts["clip"].latex())[0])[1]
     surrogate_plain = surrogate
-    surrogate = surrogate.replace(RATIO_TEX, w("ratio", ratio_symbol))
+    surrogate = surrogate.replace(RATIO_TEX, w("ratio", ratio_tex))
     surrogate = surrogate.replace(ADVANTAGE_TEX, w("advantage", advantage_symbol))
     inner = w("clip", surrogate)
     kl_clauses = clauses(parts["kl"].latex())
-    kl_in_loss = objective.uses_reference(config) and not objective.kl_in_reward(config)
-    if kl_in_loss and kl_clauses:
+    if kl_place == "loss" and kl_clauses:
         inner += w("kl", kl_clauses[0])
     aggregation = clauses(parts["aggregation"].latex())
     if split is None:
@@ -155,7 +164,7 @@ def objective_latex(algorithm: AlgorithmSpec | ResolvedAlgorithm, *, definitions
     filter_clauses = clauses(parts["filter"].latex())
     if filter_clauses:
         line2.append(w("filter", filter_clauses[0]))
-    if objective.kl_in_reward(config) and kl_clauses:
+    if kl_place == "reward" and kl_clauses:
         line2.append(w("kl", kl_clauses[0]))
     shaping_clauses = clauses(parts["shaping"].latex())
     shaping_function = ""
@@ -170,7 +179,8 @@ def objective_latex(algorithm: AlgorithmSpec | ResolvedAlgorithm, *, definitions
     if definitions:
         where = [w("ratio", parts["ratio"].latex()), w("advantage", r",\quad ".join(clauses(parts["advantage"].latex())))]
         for slot, rest in (("kl", kl_clauses[1:]), ("aggregation", aggregation[1:]),
-                           ("clip", clauses(parts["clip"].latex())[1:]), ("filter", filter_clauses[1:])):
+                           ("clip", clauses(with_ratio(parts["clip"].latex(), parts["ratio"].kind))[1:]),
+                           ("filter", filter_clauses[1:])):
             if rest:
                 where.append(w(slot, r",\quad ".join(rest)))
         if shaping_clauses:

@@ -1,15 +1,19 @@
 """MkDocs hooks (``hooks: [unipo_build/hooks.py]`` in mkdocs.yml).
 
 - ``on_config``: checks that ``node_modules`` holds the browser libraries at the versions
-  pinned in ``package.json`` and that Vega-Lite matches Altair's schema; applies ``UNIPO_RUNS``;
-  under ``UNIPO_STRICT_RUNS=1`` fails the build, with the validator's messages, if a run cannot be read.
+  pinned in ``package.json`` and that Vega-Lite matches Altair's schema, and that the runs the
+  build is pointed at exist (``UNIPO_RUNS`` or ``extra.unipo_runs``: ``unipo_build.runs``);
+  under ``UNIPO_STRICT_RUNS=1`` fails the build, with the validator's messages, if a run cannot
+  be read.
 - ``on_page_content``: puts back the HTML that macros protected from Markdown
-  (see ``unipo_build.macros.protect_html``).
+  (see ``unipo_build.macros.protect_html``), and adds the view scripts the page's macros asked
+  for (``macros.use_scripts``): a page without a Step Inspector loads no inspector code.
 - ``on_post_page`` / ``on_post_template``: put the hashes of the theme's inline scripts into the
   page's Content-Security-Policy (``unipo_build.csp``).
 - ``on_post_build``: copies the libraries' dist files into ``site/assets/vendor/``, so that
-  every page loads them from the site's own origin; vega-interpreter's ES module is converted
-  to a classic script there.
+  every page loads them from the site's own origin (vega-interpreter's ES module converted to a
+  classic script), and writes the palette (``views/palette.py``) as ``assets/palette.css`` and
+  ``assets/palette.json``.
 
 MkDocs loads this file by path, so it imports the package absolutely.
 """
@@ -25,7 +29,9 @@ from mkdocs.exceptions import PluginError
 
 from unipo_build import csp
 from unipo_build import macros as unipo_macros
-from unipo_build import runs as unipo_runs
+from unipo_build import project, runs
+from unipo_build.views import palette
+from unipo_build.views.common import site_root
 
 #: (npm package, path inside the package, path under site/assets/vendor/).
 VENDOR_FILES: list[tuple[str, str, str]] = [
@@ -104,19 +110,36 @@ def on_config(config):
     check_vendor(config)
     # The policy without script hashes, for overrides/main.html (the hashes come per page).
     config.extra["unipo_csp"] = csp.policy()
-    runs = os.environ.get("UNIPO_RUNS")
-    if runs:
-        config.extra["unipo_runs"] = runs
+    try:
+        source = runs.runs_source(_project_dir(config), config.extra)
+    except (runs.RunsError, project.ProjectError) as err:
+        raise PluginError(str(err)) from None
     # UNIPO_STRICT_RUNS=1: a run that cannot be read fails the build here, with the validator's
     # messages, before any page is rendered.
-    failure = unipo_runs.strict_failure(unipo_runs.runs_dir(config.extra.get("unipo_runs")))
+    failure = runs.strict_failure(source)
     if failure:
         raise PluginError(failure)
     return config
 
 
 def on_page_content(html, page, config, files):
-    return unipo_macros.restore_protected(page.file.src_uri, html)
+    html = unipo_macros.restore_protected(page.file.src_uri, html)
+    scripts = unipo_macros.page_scripts(page.file.src_uri)
+    if scripts:
+        # Inside the page's content, so Material's instant navigation loads them when it swaps
+        # pages in (each script runs its set-up once: see overrides/assets/unipo.js).
+        root = site_root(page.url)
+        html += "".join(f'<script defer src="{root}assets/views/{name}.js"></script>' for name in scripts)
+    return html
+
+
+def write_view_scripts(assets: Path) -> None:
+    """``assets/views/<view>.js``: each view's script files (``macros.VIEW_SCRIPTS``) in one file."""
+    out = assets / "views"
+    out.mkdir(parents=True, exist_ok=True)
+    for name, files in unipo_macros.VIEW_SCRIPTS.items():
+        parts = [f"/* ---- assets/{file} ---- */\n" + (assets / file).read_text(encoding="utf-8") for file in files]
+        (out / f"{name}.js").write_text("\n".join(parts), encoding="utf-8")
 
 
 def on_post_page(output, page, config):
@@ -137,6 +160,11 @@ def on_post_template(output_content, template_name, config):
 
 def on_post_build(config):
     check_vendor(config)
+    assets = Path(config.site_dir) / "assets"
+    assets.mkdir(parents=True, exist_ok=True)
+    (assets / "palette.css").write_text(palette.css(), encoding="utf-8")
+    (assets / "palette.json").write_text(palette.as_json(), encoding="utf-8")
+    write_view_scripts(assets)
     node_modules = _node_modules(config)
     vendor = Path(config.site_dir) / "assets" / "vendor"
     for package, src, dest in VENDOR_FILES:

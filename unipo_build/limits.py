@@ -128,8 +128,11 @@ def problems(value: Any, loc: tuple = (), *, max_nodes: int | None = None) -> It
 
 def describe(name: str) -> str:
     """A bound of this module as prose writes it: ``MAX_MAGNITUDE`` -> 10<sup>15</sup>, ``MAX_INT``
-    -> 2<sup>53</sup> − 1, ``LINE_MAX`` -> 4,096, ``LOGPROB_MIN`` -> −300."""
-    value = globals()[name]
+    -> 2<sup>53</sup> − 1, ``LINE_MAX`` -> 4,096, ``LOGPROB_MIN`` -> −300. KeyError for a name that
+    is not a numeric bound of this module."""
+    value = globals().get(name)
+    if not name.isupper() or isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise KeyError(f"unipo_build.limits has no numeric bound {name!r}")
     if name == "MAX_INT":
         return f"2<sup>{MAX_INT.bit_length()}</sup> \u2212 1"
     if isinstance(value, float) and value >= 10 and math.log10(value).is_integer():
@@ -137,13 +140,3 @@ def describe(name: str) -> str:
     if isinstance(value, float):
         return f"{value:g}".replace("-", "\u2212")
     return f"{value:,}".replace("-", "\u2212")
-
-
-def register(env: Any) -> None:
-    """``{{ bound("NAME") }}``: a bound of this module in the docs' prose (docs/reference/schema.md)."""
-
-    @env.macro
-    def bound(name: str) -> str:
-        if name not in globals() or not name.isupper() or not isinstance(globals()[name], (int, float)):
-            raise KeyError(f"bound: unipo_build.limits has no numeric bound {name!r}")
-        return describe(name)

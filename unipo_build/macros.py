@@ -1,8 +1,10 @@
 """The mkdocs-macros entry point (``plugins: macros: modules: [unipo_build.macros]``).
 
-:func:`define_env` registers the macros every page can call, then the macros of each module
-named in :data:`MACRO_MODULES`; such a module exposes ``register(env)`` and defines its macros
-there with ``@env.macro``.
+:func:`define_env` imports the site's view modules (``views.site.SITE_MODULES``), whose macros
+are registered beside their code with ``@views.site.macro``, and binds each to the build's
+:class:`views.site.Site` (project root, runs, specs, page). A macro that needs a view script
+asks for it (``scripts=``); :func:`use_scripts` records it for the page, and the hook adds the
+script to that page only.
 
 Macros that return HTML pass it through :func:`protect_html`. Python-Markdown leaves a raw
 HTML line alone only at the top level of a page; inside an admonition, a content tab or a
@@ -10,35 +12,22 @@ list item it would run the line through its inline processors, which rewrites JS
 attribute text (``_x_`` becomes emphasis, ``$..$`` becomes math, ``&`` becomes ``&amp;``).
 So a protected macro puts an inert placeholder (letters and digits only) into the Markdown,
 and the MkDocs hook (``unipo_build/hooks.py``, ``on_page_content``) swaps the HTML in after
-Markdown has run. The placeholders carry a per-build random nonce, so no input can collide with them. Call such a macro as a paragraph of its own (blank lines around it), at
-any indentation: the paragraph ``<p>PLACEHOLDER</p>`` is replaced whole.
+Markdown has run. Call such a macro as a paragraph of its own (blank lines around it), at
+any indentation: the paragraph ``<p>PLACEHOLDER</p>`` is replaced whole. The placeholders carry
+a random nonce drawn once per build, so no input string can collide with them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
-import secrets
 import json
+import secrets
 from typing import Any
 
 from mkdocs.exceptions import PluginError
 
 from unipo_build import render
-
-#: Modules whose ``register(env)`` adds macros. Append yours.
-MACRO_MODULES: list[str] = [
-    "unipo_build.limits",
-    "unipo_build.runs",
-    "unipo_build.reference_rendering",
-    "unipo_build.reference",
-    "unipo_build.playgrounds.macros",
-    "unipo_build.views.macros_explorer",
-    "unipo_build.views.macros_inspector",
-    "unipo_build.course",
-    "unipo_build.chapters",
-    "unipo_build.openrlhf.docs",
-]
 
 #: Placeholders are ``UNIPOHTML`` + a random nonce drawn once per build + digits + ``X`` + hex:
 #: nothing Markdown, Jinja or KaTeX would touch, and nothing an input file can forge (a prompt
@@ -49,6 +38,19 @@ TOKEN_PREFIX = "UNIPOHTML" + secrets.token_hex(8)
 _PROTECTED: dict[str, dict[str, str]] = {}
 # page src_uri -> number of chart ids handed out on that page.
 _CHART_COUNTS: dict[str, int] = {}
+# page src_uri -> view scripts the page's macros need, in order of first use.
+_SCRIPTS: dict[str, list[str]] = {}
+
+#: The view scripts by name, each the files (under assets/) it runs, in order. The hook writes
+#: each as one file, ``assets/views/<name>.js``, so its parts run in order however the page was
+#: reached (Material's instant navigation loads a new page's scripts in parallel); a part that a
+#: page gets twice (the math, in two views) sets itself up once.
+VIEW_SCRIPTS: dict[str, tuple[str, ...]] = {
+    "explainer": ("unipo-math.js", "views-common.js", "explainer.js"),
+    "inspector": ("unipo-math.js", "views-common.js", "inspector.js"),
+    "explorer": ("explorer.js",),
+    "playgrounds": ("unipo-math.js", "playgrounds-sim.js", "playgrounds.js"),
+}
 
 
 def _page_key(env: Any) -> str | None:
@@ -97,6 +99,25 @@ def reset_page(env: Any) -> None:
     if key is not None:
         _PROTECTED.pop(key, None)
         _CHART_COUNTS.pop(key, None)
+        _SCRIPTS.pop(key, None)
+
+
+def use_scripts(env: Any, names: tuple[str, ...] | list[str]) -> None:
+    """Record that the current page needs these view scripts (``VIEW_SCRIPTS`` names)."""
+    key = _page_key(env)
+    if key is None:
+        return
+    wanted = _SCRIPTS.setdefault(key, [])
+    for name in names:
+        if name not in VIEW_SCRIPTS:
+            raise ValueError(f"unknown view script {name!r} (known: {', '.join(VIEW_SCRIPTS)})")
+        if name not in wanted:
+            wanted.append(name)
+
+
+def page_scripts(page_key: str) -> list[str]:
+    """The view scripts (names) the page's macros asked for (emptied: the hook calls it once per page)."""
+    return _SCRIPTS.pop(page_key, [])
 
 
 def chart_id(env: Any, spec: dict, prefix: str = "unipo-vega") -> str:
@@ -121,6 +142,8 @@ def as_spec(spec: Any) -> dict:
 
 
 def define_env(env: Any) -> None:
+    from unipo_build.views import site as site_layer
+
     @env.macro
     def vega(spec_dict: Any, caption: str | None = None, css_class: str = "") -> str:
         """Embed a Vega-Lite chart (a dict or an Altair chart) on a line of its own."""
@@ -130,12 +153,11 @@ def define_env(env: Any) -> None:
         )
         return protect_html(env, html)
 
-    for name in MACRO_MODULES:
-        module = importlib.import_module(name)
-        register = getattr(module, "register", None)
-        if not callable(register):
-            raise TypeError(f"macro module {name} has no register(env) function")
-        register(env)
+    for name in site_layer.SITE_MODULES:
+        importlib.import_module(name)
+    site = site_layer.Site(env)
+    for definition in site_layer.MACROS.values():
+        env.macro(site_layer.bind(site, definition))
 
 
 def on_pre_page_macros(env: Any) -> None:

@@ -1,10 +1,10 @@
 """An algorithm's objective, composed from its resolved components.
 
-This is the one place that dispatches on component kinds. The trainer calls it on
-torch tensors to build its loss; the site calls it on numpy arrays to recompute a
-logged token and to fill the Algorithm Explainer; the consistency test holds the two
-equal. Nothing outside this module and the registry in ``specs`` branches on an
-algorithm's name or its components.
+The trainer calls it on torch tensors to build its loss; the site calls it on numpy arrays
+to recompute a logged token and to fill the Algorithm Explainer; the consistency test holds
+the two equal. It dispatches through the component registry (``unipo_build.registry``):
+each slot's kind brings its own function and properties, so nothing here (or anywhere
+else) branches on a kind's name.
 
 The step objective of one gradient update is J = sum_{i,t} w_{i,t} * objective_{i,t}
 over the responses of that update's minibatch, with the aggregation weights w.
@@ -18,6 +18,7 @@ from typing import Any
 from array_api_compat import array_namespace
 
 from . import components as C
+from . import registry
 from .specs import ResolvedAlgorithm
 
 
@@ -35,31 +36,42 @@ class TokenTerms:
 def shape_rewards(cfg: ResolvedAlgorithm, rewards, lengths):
     """Apply the shaping slot to per-response rewards (B,). Returns (shaped, shaping term)."""
     xp = array_namespace(rewards)
-    if cfg.kind("shaping") == "overlong":
-        term = C.overlong_penalty(lengths, cfg.param("shaping", "max_length"), cfg.param("shaping", "cache_length"))
-        term = xp.astype(term, rewards.dtype)
-        return rewards + term, term
-    return rewards, xp.zeros_like(rewards)
+    kind = cfg.component("shaping")
+    if kind.apply is None:
+        return rewards, xp.zeros_like(rewards)
+    term = xp.astype(kind.apply(lengths, cfg.components["shaping"].params), rewards.dtype)
+    return rewards + term, term
 
 
 def keep_groups(cfg: ResolvedAlgorithm, correct):
     """The filter slot on a (n_groups, G) 0/1 array: which groups are trained on."""
     xp = array_namespace(correct)
-    if cfg.kind("filter") == "dynamic_sampling":
-        return C.dynamic_sampling_keep(correct)
-    return xp.ones(correct.shape[:1], dtype=xp.bool)
+    kind = cfg.component("filter")
+    if kind.apply is None:
+        return xp.ones(correct.shape[:1], dtype=xp.bool)
+    return kind.apply(correct, cfg.components["filter"].params)
 
 
 def uses_critic(cfg: ResolvedAlgorithm) -> bool:
-    return cfg.kind("advantage") == "gae"
+    return cfg.component("advantage").needs_critic
 
 
 def uses_reference(cfg: ResolvedAlgorithm) -> bool:
-    return cfg.kind("kl") != "none"
+    return cfg.component("kl").needs_reference
 
 
 def kl_in_reward(cfg: ResolvedAlgorithm) -> bool:
-    return cfg.kind("kl") == "in_reward"
+    return cfg.component("kl").kl_place == "reward"
+
+
+def kl_in_loss(cfg: ResolvedAlgorithm) -> bool:
+    return cfg.component("kl").kl_place == "loss"
+
+
+def group_baseline(cfg: ResolvedAlgorithm) -> bool:
+    """Whether the advantage compares a response with the other responses to its prompt only
+    (so a group whose rewards are all equal gets advantage 0 everywhere)."""
+    return cfg.component("advantage").group_baseline
 
 
 def compute_advantages(cfg: ResolvedAlgorithm, *, rewards, group_size: int, mask,
@@ -71,61 +83,30 @@ def compute_advantages(cfg: ResolvedAlgorithm, *, rewards, group_size: int, mask
     ``values``: the critic's per-token values, needed by GAE.
     """
     xp = array_namespace(rewards)
-    kind = cfg.kind("advantage")
+    kind = cfg.component("advantage")
     params = cfg.components["advantage"].params
     mask = xp.astype(mask, rewards.dtype)
-    if kind in ("group_zscore", "group_mean", "leave_one_out"):
+    if kind.group_baseline:
         grouped = xp.reshape(rewards, (-1, group_size))
-        if kind == "group_zscore":
-            adv = C.group_zscore_advantage(grouped, std_ddof=params.get("std_ddof", 1), eps=params.get("eps", 1e-6))
-        elif kind == "group_mean":
-            adv = C.group_mean_advantage(grouped)
-        else:
-            adv = C.leave_one_out_advantage(grouped)
+        adv = kind.apply(grouped, params)
         return xp.reshape(adv, (-1,))[:, None] * mask, None
-
     token_rewards = C.terminal_token_rewards(rewards, mask)
     if kl_in_reward(cfg):
         if rollout_kl is None:
             raise ValueError("the KL sits in the reward: rollout_kl is required")
         token_rewards = token_rewards - cfg.param("kl", "beta") * rollout_kl * mask
-    gamma = params.get("gamma", 1.0)
-    if kind == "gae":
-        if values is None:
-            raise ValueError("GAE needs the critic's values")
-        return C.gae_advantage(token_rewards, values, mask, gamma=gamma, lam=params.get("lam", 0.95))
-    returns = C.reward_to_go(token_rewards, mask, gamma=gamma)
-    if kind == "reinforce_return":
-        if params.get("baseline", "batch_mean") == "batch_mean":
-            return (returns - xp.mean(rewards)) * mask, returns
-        return returns, returns
-    if kind == "whitened_return":
-        return C.batch_whiten(returns, mask, eps=params.get("eps", 1e-6)), returns
-    raise ValueError(f"unknown advantage component {kind!r}")
+    return kind.apply(token_rewards, mask, rewards, values, params)
 
 
 def ratio(cfg: ResolvedAlgorithm, logp, old_logp, mask):
     """The ratio slot, (B, T)."""
-    kind = cfg.kind("ratio")
-    if kind == "token":
-        return C.token_ratio(logp, old_logp)
-    if kind == "sequence":
-        xp = array_namespace(logp)
-        return C.sequence_ratio(logp, old_logp, xp.astype(mask, logp.dtype))
-    if kind == "none":
-        return C.self_ratio(logp)
-    raise ValueError(f"unknown ratio component {kind!r}")
+    xp = array_namespace(logp)
+    return cfg.component("ratio").apply(logp, old_logp, xp.astype(mask, logp.dtype), cfg.components["ratio"].params)
 
 
 def clip_bounds(cfg: ResolvedAlgorithm) -> tuple[float | None, float | None]:
     """(eps_low, eps_high) of the clip slot; (None, None) without clipping."""
-    kind = cfg.kind("clip")
-    if kind == "symmetric":
-        eps = cfg.param("clip", "eps")
-        return eps, eps
-    if kind == "asymmetric":
-        return cfg.param("clip", "eps_low"), cfg.param("clip", "eps_high")
-    return None, None
+    return cfg.component("clip").bounds(cfg.components["clip"].params)
 
 
 def token_terms(cfg: ResolvedAlgorithm, *, logp, old_logp, advantages, mask, ref_logp=None,
@@ -145,12 +126,12 @@ def token_terms(cfg: ResolvedAlgorithm, *, logp, old_logp, advantages, mask, ref
     side = side * xp.astype(mask, side.dtype)
     kl = None
     objective = surrogate
-    if cfg.kind("kl") == "in_loss":
+    if kl_in_loss(cfg):
         if ref_logp is None:
             raise ValueError("the KL sits in the loss: ref_logp is required")
         kl = C.kl_estimate(logp, ref_logp, cfg.param("kl", "estimator")) * mask_f
         objective = surrogate - cfg.param("kl", "beta") * kl
-    elif cfg.kind("kl") == "in_reward":
+    elif kl_in_reward(cfg):
         kl = rollout_kl
     return TokenTerms(ratio=rho * mask_f, surrogate=surrogate, clip_side=side, kl=kl, objective=objective)
 
@@ -159,7 +140,7 @@ def weights(cfg: ResolvedAlgorithm, mask, dtype=None):
     """The aggregation slot: per-token weights (B, T) of one minibatch."""
     xp = array_namespace(mask)
     mask_f = xp.astype(mask, dtype if dtype is not None else xp.float64)
-    return C.aggregation_weights(cfg.kind("aggregation"), mask_f, cfg.param("aggregation", "normalizer"))
+    return cfg.component("aggregation").apply(mask_f, cfg.components["aggregation"].params)
 
 
 def step_objective(cfg: ResolvedAlgorithm, objective, mask):
@@ -173,3 +154,31 @@ def rollout_kl(cfg: ResolvedAlgorithm, old_logp, ref_logp, mask):
     """Per-token KL of the sampling policy from the reference, for a KL in the reward."""
     xp = array_namespace(old_logp)
     return C.kl_estimate(old_logp, ref_logp, cfg.param("kl", "estimator")) * xp.astype(mask, old_logp.dtype)
+
+
+def aggregation_weights(kind: str, mask, normalizer: float | None = None):
+    """The weights of one aggregation kind (by name) on a (B, T) mask, through the registry."""
+    return registry.kind("aggregation", kind).apply(mask, {"normalizer": normalizer})
+
+
+def response_weight_shares(kind: str, lengths, normalizer: float | None = None):
+    """Share of the total weight each response carries, for responses of given lengths (numpy):
+    the 10-token vs 1000-token example with the real math."""
+    weights = aggregation_weights(kind, C.length_mask(lengths), normalizer).sum(axis=-1)
+    return weights / weights.sum()
+
+
+def browser_config(cfg: ResolvedAlgorithm) -> dict:
+    """The resolved configuration as the browser's math port (overrides/assets/unipo-math.js)
+    reads it: each slot's kind and parameters, the name of the components.py function that
+    computes it, and its registered properties, so the browser dispatches as objective does."""
+    out = cfg.model_dump(mode="json")
+    for slot, comp in out["components"].items():
+        kind = cfg.component(slot)
+        comp["fn"] = kind.fn.__name__ if kind.fn is not None else None
+        comp["group_baseline"] = kind.group_baseline
+        comp["kl_place"] = kind.kl_place
+        comp["bounds"] = list(kind.bounds(comp["params"])) if kind.bounds is not None else None
+        if kind.symbol_text:
+            comp["symbol"] = kind.symbol_text
+    return out

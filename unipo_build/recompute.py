@@ -69,13 +69,16 @@ def check_step(cfg: ResolvedAlgorithm, detail: StepDetail, *, rtol: float = 1e-5
 
     Checks, for each response with token detail: ratio, clip side and objective per token;
     the response's contribution = sum w * objective; the group's contribution = sum of its
-    responses'; and the step objective = sum of every group's contribution. For aggregations
-    whose weight is fixed by counts (seq_mean_token_mean, constant_normalizer,
-    seq_mean_token_sum) the weights themselves are recomputed from the step's group sizes.
+    responses'; and the step objective = sum of every group's contribution. For an aggregation
+    whose weight is fixed by counts (the registry's ``weights_from_counts``: the number of
+    responses, the response's own length, a constant) the weights themselves are recomputed from
+    the step's group sizes; one whose tokens all weigh the same (``uniform_weights``) is checked
+    for that.
     """
     problems = []
     n_responses = sum(g.size for g in detail.groups)
-    kind = cfg.kind("aggregation")
+    aggregation = cfg.component("aggregation")
+    agg_params = cfg.components["aggregation"].params
     where_step = f"step {detail.step}"
     for p, group in enumerate(detail.prompts):
         if group.filtered:
@@ -94,17 +97,16 @@ def check_step(cfg: ResolvedAlgorithm, detail: StepDetail, *, rtol: float = 1e-5
                     problems.append(f"{where}: tokens.{name}[{worst}] logged {logged[worst]!r}, recomputed {recomputed[worst]!r}")
             if list(tokens.clip) != [int(x) for x in b.clip_side]:
                 problems.append(f"{where}: tokens.clip differs from the recomputed clip sides")
-            length = sum(tokens.mask)
-            expected_w = None
-            if kind == "seq_mean_token_mean":
-                expected_w = 1.0 / (n_responses * length) if length else 0.0
-            elif kind == "constant_normalizer":
-                expected_w = 1.0 / (n_responses * cfg.param("aggregation", "normalizer"))
-            elif kind == "seq_mean_token_sum":
-                expected_w = 1.0 / n_responses
-            if expected_w is not None and not _close([w for w, m in zip(tokens.weight, tokens.mask) if m],
-                                                     expected_w, rtol, 0.0):
-                problems.append(f"{where}: tokens.weight is not 1/{'(N |o_i|)' if kind == 'seq_mean_token_mean' else 'N L' if kind == 'constant_normalizer' else 'N'}")
+            length = int(sum(tokens.mask))
+            if aggregation.weights_from_counts and length:
+                # N responses: this one and N - 1 others whose lengths do not enter its weight
+                mask = np.zeros((n_responses, length))
+                mask[0, :] = 1.0
+                mask[1:, 0] = 1.0
+                expected_w = float(aggregation.apply(mask, agg_params)[0, 0])
+                if not _close([w for w, m in zip(tokens.weight, tokens.mask) if m], expected_w, rtol, 0.0):
+                    problems.append(f"{where}: tokens.weight is not the {aggregation.name} weight {expected_w!r} "
+                                    f"(N = {n_responses}, |o_i| = {length})")
             products = np.asarray(tokens.weight, dtype=np.float64) * np.asarray(tokens.objective, dtype=np.float64)
             group_terms.extend(products.tolist())
             if response.contribution is not None:
@@ -115,11 +117,11 @@ def check_step(cfg: ResolvedAlgorithm, detail: StepDetail, *, rtol: float = 1e-5
             ok, total = _sum_close(group.contribution, group_terms, rtol, 1e-12)
             if not ok:
                 problems.append(f"{where_step}, prompt {p}: group contribution logged {group.contribution!r}, recomputed {total!r}")
-    if kind == "token_mean":
+    if aggregation.uniform_weights:
         weights = {w for g in detail.prompts if not g.filtered for r in g.responses if r.tokens
                    for w, m in zip(r.tokens.weight, r.tokens.mask) if m}
         if weights and not _close(min(weights), max(weights), rtol, 0.0):
-            problems.append(f"{where_step}: token_mean weights differ between tokens")
+            problems.append(f"{where_step}: {aggregation.name} weights differ between tokens")
     ok, summed = _sum_close(detail.objective, [g.contribution for g in detail.groups], rtol, atol)
     if not ok:
         problems.append(f"{where_step}: objective logged {detail.objective!r}, sum of group contributions {summed!r}")

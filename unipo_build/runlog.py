@@ -15,7 +15,6 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass
-from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -28,7 +27,10 @@ HEADER = "header.json"
 STEPS = "steps.jsonl"
 EVALS = "evals.jsonl"
 TOKENS_DIR = "tokens"
-SIGNIFICANT_DIGITS = 7
+SIGNIFICANT_DIGITS = 7  # metrics, evaluations, headers: float32 precision keeps the logs small
+# Token files keep 9: a log-prob near -20 with 7 digits is off by up to 1e-5, and the site recomputes
+# every token's ratio and objective from the logged log-probs to 1e-6.
+TOKEN_SIGNIFICANT_DIGITS = 9
 
 
 def token_file_name(step: int) -> str:
@@ -65,22 +67,27 @@ class LogError(Exception):
 # Serialisation
 # ---------------------------------------------------------------------------
 
-def _compact(value: Any) -> Any:
-    """Round floats to 7 significant digits (float32 precision) to keep logs small."""
+def _compact(value: Any, digits: int = SIGNIFICANT_DIGITS) -> Any:
+    """Round floats to `digits` significant digits to keep logs small."""
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ValueError(f"non-finite number {value!r} cannot be logged")
-        return float(f"{value:.{SIGNIFICANT_DIGITS}g}")
+        return float(f"{value:.{digits}g}")
     if isinstance(value, dict):
-        return {k: _compact(v) for k, v in value.items()}
+        return {k: _compact(v, digits) for k, v in value.items()}
     if isinstance(value, list):
-        return [_compact(v) for v in value]
+        return [_compact(v, digits) for v in value]
     return value
 
 
 def dumps(model: BaseModel) -> str:
     data = model.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return json.dumps(_compact(data), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    if isinstance(model, StepDetail):
+        # the step objective is the step record's "objective" metric: written alike, it reads back equal
+        data = {**_compact(data, TOKEN_SIGNIFICANT_DIGITS), "objective": _compact(data["objective"])}
+    else:
+        data = _compact(data)
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -354,98 +361,19 @@ def tokens_mtime(run_dir: str | Path) -> float:
 
 
 def read_step_detail(run_dir: str | Path, step: int) -> StepDetail:
-    return read_json_model(Path(run_dir) / TOKENS_DIR / token_file_name(step), StepDetail, step=step)
-
-
-@dataclass
-class RunCheck:
-    """What :func:`check_run` found in a run directory: the header and evaluations it read, the
-    problems that make the run unusable, and warnings that do not."""
-
-    header: RunHeader | None = None
-    evals: list[EvalRecord] = dc_field(default_factory=list)
-    steps: int = 0
-    errors: list[LogError] = dc_field(default_factory=list)
-    warnings: list[LogError] = dc_field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
-
-
-def check_run(run_dir: str | Path, *, known_algorithms: set[str] | None = None, limit: int = 50) -> RunCheck:
-    """Read a whole run directory once and report every problem (up to ``limit``).
-
-    The one loader behind both ``unipo validate`` and the site build (unipo_build.runs), so the
-    build never checks less than the validator: header, every step, every evaluation, every
-    token file (its step must be the one its name says), the steps that claim token files.
-    """
-    run_dir = Path(run_dir)
-    result = RunCheck()
-    errors = result.errors
-
-    def collect(fn):
-        try:
-            return fn()
-        except LogErrors as err:
-            errors.extend(err.errors)
-        except LogError as err:
-            errors.append(err)
-        return None
-
-    result.header = collect(lambda: read_header(run_dir))
-    header = result.header
-    # A run of our own trainer always names a spec it trained; an imported run may carry an
-    # algorithm no spec describes (algorithm_config null): the views then show it with a note.
-    if header is not None and known_algorithms is not None and header.algorithm not in known_algorithms \
-            and header.algorithm_config is None and header.engine == "unipo":
-        errors.append(LogError(str(run_dir / HEADER), f"unknown algorithm {header.algorithm!r} (known: "
-                               f"{', '.join(sorted(known_algorithms))}); add data/algorithms/{header.algorithm}.yaml "
-                               "or copy the resolved components into algorithm_config", field="algorithm"))
-    logged: set[int] = set()
-
-    span: dict[str, int] = {}  # the first and last step: iter_steps makes them consecutive
-
-    def read_steps() -> None:
-        for record in iter_steps(run_dir):
-            result.steps += 1
-            span.setdefault("first", record.step)
-            span["last"] = record.step
-            if record.has_tokens:
-                logged.add(record.step)
-
-    collect(read_steps)
-    if result.steps == 0 and (run_dir / STEPS).exists() and not errors:
-        result.warnings.append(LogError(str(run_dir / STEPS), "no steps logged yet: an empty run, which the site "
-                                        "lists as skipped until its first step is written"))
-    result.evals = collect(lambda: list(iter_evals(run_dir))) or []
-    steps = token_steps(run_dir)
-    for step in steps:
-        if len(errors) >= limit:
-            break
-        detail = collect(lambda: read_step_detail(run_dir, step))
-        if detail is not None and detail.step != step:
-            errors.append(LogError(str(run_dir / TOKENS_DIR / token_file_name(step)),
-                                   f"file is for step {step} but says step {detail.step}", step=step, field="step"))
-    if span and not errors:
-        result.warnings += [LogError(str(run_dir / TOKENS_DIR / token_file_name(step)),
-                                     f"{STEPS} has no step {step} (a step being written, or one lost)", step=step,
-                                     field="step") for step in steps if not span["first"] <= step <= span["last"]]
-    for step in sorted(logged - set(steps)):
-        errors.append(LogError(str(run_dir / TOKENS_DIR / token_file_name(step)),
-                               f"file is missing, but {STEPS} marks step {step} with has_tokens", step=step,
-                               field="has_tokens"))
-    folder = run_dir / TOKENS_DIR
-    if folder.is_dir():
-        named = {token_file_name(step) for step in steps}
-        for path in sorted(folder.glob("step_*.json")):
-            if path.name not in named:
-                result.warnings.append(LogError(str(path), f"ignored: token files are named {token_file_name(0)}, "
-                                                "six digits or more"))
-    del errors[limit:]
-    return result
+    """One step's token file; a file that says another step than its name is an error."""
+    path = Path(run_dir) / TOKENS_DIR / token_file_name(step)
+    detail = read_json_model(path, StepDetail, step=step)
+    if detail.step != step:
+        raise LogError(str(path), f"file is for step {step} but says step {detail.step}", step=step, field="step")
+    return detail
 
 
 def validate_run(run_dir: str | Path, *, known_algorithms: set[str] | None = None, limit: int = 50) -> list[LogError]:
-    """Every problem found in a run directory (up to ``limit``); empty when valid (see check_run)."""
+    """Every problem found in a run directory (up to ``limit``); empty when valid.
+
+    The checks are ``reader.check_run``'s: the loader the site build reads runs with.
+    """
+    from .reader import check_run  # the reader is built on this module
+
     return check_run(run_dir, known_algorithms=known_algorithms, limit=limit).errors

@@ -1,31 +1,49 @@
-"""Finding and loading the runs a site is built from.
+"""Finding the runs a site is built from: the one runs resolver, and the catalogue it yields.
 
-The runs directory is, in order: the environment variable UNIPO_RUNS, mkdocs.yml
-``extra.unipo_runs``, or data/runs. A run that fails to load does not stop the build:
-it is recorded with its error so pages can say which run was skipped and why (unless
-the build is strict about runs: UNIPO_STRICT_RUNS=1).
+Where the runs are (:func:`runs_source`), in order:
+
+1. the environment variable ``UNIPO_RUNS``: one path, or several separated by ``os.pathsep``
+   (``:`` on Linux and macOS), relative to the current directory;
+2. ``extra.unipo_runs`` in mkdocs.yml: one path or a list, relative to the config's directory;
+3. ``data/runs`` of the project.
+
+Each path is a directory of runs, or a single run directory (it holds ``header.json`` or
+``steps.jsonl``), which is taken as that run. A path that does not exist is an error
+(:class:`RunsError`), never silently an empty build.
+
+Which run a page shows when it names an algorithm (``grpo``) and several runs trained it
+(``grpo``, ``grpo-s1``, ``grpo-s2``): the one ``extra.unipo_run_choice`` in mkdocs.yml names for
+that algorithm (``{grpo: grpo-s1}``), else the run with token-level detail, then the lowest seed,
+then the first id in sort order (:meth:`RunCatalog.chosen`). A page can always name a run by its
+id or directory name instead. Which algorithm a run is comes from its header, never from its
+directory: a GRPO run in a directory called ``ppo`` is not what a page asking for ``ppo`` gets.
+
+Each run is read once per build through its cached reader, by the validator's own loader
+(``reader.check_run``): a run that ``unipo validate`` rejects, or an empty one, is kept with the
+validator's messages so pages can say which run was skipped and why. Under UNIPO_STRICT_RUNS=1
+the build fails instead, when it starts (:func:`strict_failure`, called from the MkDocs hook).
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from functools import lru_cache
+from html import escape
 from pathlib import Path
+from typing import Any, Mapping, Sequence
 
-import numpy as np
-
-from . import runlog
+from . import moments  # noqa: F401  (its token digest joins the one pass over each run's token files)
+from . import project, runlog
+from .reader import RunReader, check_run, reader_for
 from .schema import EvalRecord, RunHeader
-from .specs import SPEC_DIR, AlgorithmSpec, ResolvedAlgorithm, SpecError, load_specs
+from .specs import AlgorithmSpec, ResolvedAlgorithm, SpecError, load_specs
 
-REPO = Path(__file__).resolve().parent.parent
+ENV_RUNS = "UNIPO_RUNS"
+ENV_STRICT = "UNIPO_STRICT_RUNS"
 
 
-def runs_dir(config_value: str | None = None) -> Path:
-    raw = os.environ.get("UNIPO_RUNS") or config_value or "data/runs"
-    path = Path(raw)
-    return path if path.is_absolute() else (REPO / path)
+class RunsError(ValueError):
+    """The runs the build was pointed at do not exist, or a run choice names no such run."""
 
 
 @dataclass
@@ -36,6 +54,7 @@ class Run:
     error: str | None = None
     spec: AlgorithmSpec | None = None
     evals: list[EvalRecord] = field(default_factory=list)
+    _reader: RunReader | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -45,136 +64,238 @@ class Run:
     def config(self) -> ResolvedAlgorithm | None:
         return self.header.algorithm_config if self.header else None
 
+    @property
+    def reader(self) -> RunReader:
+        """The run's reader (the one it was loaded with): every view reads the run through it."""
+        if self._reader is None:
+            self._reader = reader_for(self.path)
+        return self._reader
+
     def token_steps(self) -> list[int]:
-        return runlog.token_steps(self.path)
+        return self.reader.token_steps
+
+
+def is_run_dir(path: Path) -> bool:
+    return (path / runlog.HEADER).is_file() or (path / runlog.STEPS).is_file()
 
 
 #: At most this many of a skipped run's problems are quoted on the page (unipo validate lists all).
 ERRORS_SHOWN = 10
 
 
-def _load(path: Path, specs: dict[str, AlgorithmSpec]) -> Run:
-    """A run through the validator's own loader (runlog.check_run): a run that ``unipo validate``
-    rejects is skipped with the validator's messages, and an empty run is skipped as well."""
+def load_run(path: Path, specs: Mapping[str, AlgorithmSpec]) -> Run:
+    """A run directory read and validated once, by the validator's loader (reader.check_run),
+    or the validator's messages: an empty run is skipped as well."""
     run = Run(id=path.name, path=path)
-    check = runlog.check_run(path, known_algorithms=set(specs))
-    problems = check.errors or ([w for w in check.warnings if w.file.endswith(runlog.STEPS)] if check.steps == 0 else [])
+    check = check_run(path, known_algorithms=set(specs))
+    problems = check.errors or ([w for w in check.warnings if w.file.endswith(runlog.STEPS)] if check.empty else [])
     if problems:
         lines = [str(e) for e in problems[:ERRORS_SHOWN]]
         if len(problems) > ERRORS_SHOWN:
             lines.append(f"... and {len(problems) - ERRORS_SHOWN} more (run `unipo validate {path}` to list them)")
         run.error = "\n".join(lines)
         return run
-    run.header = check.header
-    run.evals = check.evals
+    run._reader = check.reader
+    run.header, run.evals = check.header, check.evals
     run.id = run.header.run_id
     run.spec = specs.get(run.header.algorithm)
     return run
 
 
-@lru_cache(maxsize=8)
-def _discover_cached(directory: str, mtime_key: float) -> tuple[tuple[Run, ...], frozenset[str]]:
-    """The runs of a directory and the spec ids they were checked against."""
-    try:
-        specs = load_specs(SPEC_DIR)
-    except SpecError:
-        specs = {}
-    root = Path(directory)
-    if not root.is_dir():
-        return (), frozenset(specs)
-    runs = [_load(p, specs) for p in sorted(root.iterdir()) if p.is_dir() and not p.name.startswith(".")]
-    return tuple(runs), frozenset(specs)
+# ---------------------------------------------------------------------------
+# The resolver
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RunsSource:
+    """The paths runs are read from, where that list came from, and the run choices."""
+
+    paths: tuple[Path, ...]
+    origin: str
+    choice: tuple[tuple[str, str], ...] = ()  # (algorithm id, run id or directory name)
+
+    def describe(self) -> str:
+        return ", ".join(str(p) for p in self.paths)
 
 
-def _key(directory: Path) -> float:
-    return max((p.stat().st_mtime for p in directory.glob("*/steps.jsonl")), default=0.0) if directory.is_dir() else 0.0
+def _as_list(value: Any) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    return [str(value)]
 
 
-def discover(directory: Path | None = None) -> list[Run]:
-    """Every run directory under the runs directory, loaded or with its error.
+def runs_source(root: str | Path | None = None, extra: Mapping[str, Any] | None = None,
+                environ: Mapping[str, str] | None = None) -> RunsSource:
+    """Where the runs are (see the module docstring); RunsError for a path that does not exist."""
+    environ = os.environ if environ is None else environ
+    extra = extra or {}
+    root_path = Path(root).resolve() if root is not None else project.find_root()
+    raw_choice = extra.get("unipo_run_choice") or {}
+    if not isinstance(raw_choice, Mapping):
+        raise RunsError(f"mkdocs.yml extra.unipo_run_choice: a mapping of algorithm id to run id, not {raw_choice!r}")
+    choice = tuple(sorted((str(k), str(v)) for k, v in raw_choice.items()))
+    if environ.get(ENV_RUNS):
+        origin = ENV_RUNS
+        paths = [Path(p).expanduser() for p in environ[ENV_RUNS].split(os.pathsep) if p]
+        paths = [p if p.is_absolute() else Path.cwd() / p for p in paths]
+    elif _as_list(extra.get("unipo_runs")):
+        origin = "mkdocs.yml extra.unipo_runs"
+        paths = [Path(p).expanduser() for p in _as_list(extra.get("unipo_runs"))]
+        paths = [p if p.is_absolute() else root_path / p for p in paths]
+    else:
+        origin = "the project's data/runs"
+        paths = [root_path / project.RUNS]
+    missing = [p for p in paths if not p.is_dir()]
+    if missing:
+        raise RunsError(f"{origin}: no such directory: {', '.join(str(p) for p in missing)} (a runs directory, "
+                        "or a run directory holding header.json and steps.jsonl)")
+    return RunsSource(tuple(p.resolve() for p in paths), origin, choice)
 
-    UNIPO_STRICT_RUNS=1 is applied once, when the build starts (unipo_build.hooks, with
-    :func:`strict_failure`), so a strict build fails with the validator's messages, not inside a page.
-    """
-    directory = directory or runs_dir()
-    return list(_discover_cached(str(directory), _key(directory))[0])
+
+def _run_dirs(source: RunsSource) -> list[Path]:
+    out: list[Path] = []
+    for path in source.paths:
+        if is_run_dir(path):
+            out.append(path)
+        else:
+            out.extend(p for p in sorted(path.iterdir()) if p.is_dir() and not p.name.startswith("."))
+    return out
 
 
-def strict_failure(directory: Path) -> str | None:
-    """Under UNIPO_STRICT_RUNS=1, the message that fails the build when a run cannot be read."""
-    if os.environ.get("UNIPO_STRICT_RUNS") != "1":
+def _has_tokens(run: Run) -> bool:
+    return bool(run.token_steps())
+
+
+class RunCatalog:
+    """Every run of a :class:`RunsSource`, loaded or with its error, in the order found."""
+
+    def __init__(self, source: RunsSource, runs: Sequence[Run], algorithms: Sequence[str] = ()):
+        self.source = source
+        self.runs = list(runs)
+        #: Every algorithm id a page may name: the specs' and the loaded runs'.
+        self.algorithms = set(algorithms) | {r.header.algorithm for r in self.runs if r.ok}
+        self.choice = dict(source.choice)
+        ids = [r.id for r in self.runs if r.ok]
+        #: Run ids found more than once: the first one found wins, the others are not shown.
+        self.duplicates = sorted({i for i in ids if ids.count(i) > 1})
+
+    def loaded(self) -> list[Run]:
+        seen, out = set(), []
+        for run in self.runs:
+            if run.ok and run.id not in seen:
+                seen.add(run.id)
+                out.append(run)
+        return out
+
+    def of_algorithm(self, algorithm: str) -> list[Run]:
+        return [r for r in self.loaded() if r.header.algorithm == algorithm]
+
+    def chosen(self, algorithm: str) -> Run | None:
+        """The run a page shows for ``algorithm`` (see the module docstring)."""
+        candidates = self.of_algorithm(algorithm)
+        wanted = self.choice.get(algorithm)
+        if wanted is not None:
+            for run in candidates:
+                if wanted in (run.id, run.path.name):
+                    return run
+            known = ", ".join(r.id for r in candidates) or "none"
+            raise RunsError(f"mkdocs.yml extra.unipo_run_choice: {algorithm}: {wanted!r} is not a loaded run of "
+                            f"{algorithm} in {self.source.describe()} (its runs: {known})")
+        if not candidates:
+            return None
+        return min(candidates, key=lambda r: (not _has_tokens(r), r.header.seed is None, r.header.seed or 0, r.id))
+
+    def get(self, name: str) -> Run | None:
+        """A run by its id or directory name (loaded or not), else the chosen run of an algorithm.
+
+        When ``name`` is an algorithm's id, a loaded run of another algorithm is never the answer,
+        whatever its id or directory is called: its header decides.
+        """
+        for run in self.runs:
+            if name in (run.id, run.path.name):
+                if run.ok and name in self.algorithms and run.header.algorithm != name:
+                    continue
+                return run
+        return self.chosen(name)
+
+
+_CATALOGS: dict[tuple, RunCatalog] = {}
+
+
+def _dir_state(source: RunsSource) -> tuple:
+    state = []
+    for path in _run_dirs(source):
+        steps = path / runlog.STEPS
+        try:
+            stat = steps.stat()
+            state.append((str(path), stat.st_size, stat.st_mtime_ns))
+        except OSError:
+            state.append((str(path), None, None))
+    return tuple(state)
+
+
+def catalog(source: RunsSource) -> RunCatalog:
+    """The runs of ``source``, each loaded once (cached while the run directories are unchanged)."""
+    key = (source, _dir_state(source))
+    found = _CATALOGS.get(key)
+    if found is None:
+        try:
+            specs = load_specs()
+        except (SpecError, project.ProjectError):
+            specs = {}
+        found = RunCatalog(source, [load_run(p, specs) for p in _run_dirs(source)], list(specs))
+        if len(_CATALOGS) > 8:
+            _CATALOGS.clear()
+        _CATALOGS[key] = found
+    return found
+
+
+def strict_failure(source: RunsSource) -> str | None:
+    """Under UNIPO_STRICT_RUNS=1, the message that fails the build when a run cannot be read:
+    every such run with the validator's messages (the MkDocs hook raises it before any page)."""
+    if os.environ.get(ENV_STRICT) != "1":
         return None
-    bad = [r for r in discover(directory) if not r.ok]
+    bad = [r for r in catalog(source).runs if not r.ok]
     if not bad:
         return None
-    return ("runs that failed to load (UNIPO_STRICT_RUNS=1):\n"
+    return (f"runs that failed to load ({ENV_STRICT}=1):\n"
             + "\n".join(f"{r.path}:\n  " + (r.error or "").replace("\n", "\n  ") for r in bad))
 
 
-def get_run(name: str, directory: Path | None = None) -> Run | None:
-    """A run by its id, or the run of an algorithm (its spec id), resolved by the run's header.
-
-    In order: the run whose header has ``run_id`` and ``algorithm`` both ``name``; a run that
-    could not be read from a directory called ``name`` (so the page says why); the first run
-    whose header's algorithm is ``name``; the run whose header's ``run_id`` is ``name``; the run
-    in a directory called ``name``. When ``name`` is an algorithm's id, a run of another
-    algorithm is never the answer, whatever its id or directory: the header decides.
-    """
-    directory = directory or runs_dir()
-    runs, spec_ids = _discover_cached(str(directory), _key(directory))
-    loaded = [r for r in runs if r.ok and (name not in spec_ids or r.header.algorithm == name)]
-    for candidates in ([r for r in loaded if r.id == name and r.header.algorithm == name],
-                       [r for r in runs if not r.ok and r.path.name == name],
-                       [r for r in loaded if r.header.algorithm == name],
-                       [r for r in loaded if r.id == name],
-                       [r for r in loaded if r.path.name == name]):
-        if candidates:
-            return candidates[0]
-    return None
+def catalog_of(where: "RunCatalog | RunsSource | str | Path | Sequence[str | Path] | None") -> RunCatalog:
+    """A catalogue from a catalogue, a source, one path or several (directories of runs or runs),
+    or None (the default source)."""
+    if isinstance(where, RunCatalog):
+        return where
+    if isinstance(where, RunsSource):
+        return catalog(where)
+    if where is None:
+        return catalog(runs_source())
+    paths = [where] if isinstance(where, (str, Path)) else list(where)
+    return catalog(runs_source(extra={"unipo_runs": [str(Path(p).resolve()) for p in paths]}, environ={}))
 
 
-def metric_series(run: Run, names: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """(steps, values) per metric, streamed; steps where a metric is null are skipped."""
-    steps: dict[str, list[int]] = {n: [] for n in names}
-    values: dict[str, list[float]] = {n: [] for n in names}
-    for record in runlog.iter_steps(run.path):
-        for n in names:
-            v = record.metrics.get(n)
-            if v is not None:
-                steps[n].append(record.step)
-                values[n].append(v)
-    return {n: (np.asarray(steps[n], dtype=np.int64), np.asarray(values[n], dtype=np.float64)) for n in names}
+def discover(where=None) -> list[Run]:
+    """Every run found (loaded or with its error)."""
+    return list(catalog_of(where).runs)
 
 
-def rollout_starts(run: Run) -> np.ndarray:
-    """Steps that begin a rollout (the boundaries the Training Explorer draws)."""
-    return np.asarray([r.step for r in runlog.iter_steps(run.path) if r.first_in_rollout], dtype=np.int64)
-
-
-def available_metrics(run: Run) -> list[str]:
-    """Metric names present in the run, in catalogue order, then unknown ones by name."""
-    from .schema import METRICS
-
-    seen: dict[str, None] = {}
-    for record in runlog.iter_steps(run.path):
-        for name, value in record.metrics.items():
-            if value is not None:
-                seen.setdefault(name, None)
-    known = [m for m in METRICS if m in seen]
-    return known + sorted(m for m in seen if m not in METRICS)
+def get_run(name: str, where=None) -> Run | None:
+    """A run by its id or directory name, or the chosen run of an algorithm (its spec id)."""
+    return catalog_of(where).get(name)
 
 
 # ---------------------------------------------------------------------------
-# Which runs the build skipped, and why (a page can say so: see register below)
+# Which runs the build read, and which it skipped and why
 # ---------------------------------------------------------------------------
 
-def skipped_runs_html(runs: list[Run], directory: Path | None = None) -> str:
+def skipped_runs_html(runs: list[Run], directory: Path | str | None = None) -> str:
     """An admonition naming every run that failed to load and its error; "" when none did.
 
     Everything from the log (directory names, error text) is escaped.
     """
-    from html import escape
-
     bad = [r for r in runs if not r.ok]
     if not bad:
         return ""
@@ -189,36 +310,23 @@ def skipped_runs_html(runs: list[Run], directory: Path | None = None) -> str:
             f"run fail the build instead.</p><ul>{items}</ul></div>")
 
 
-def runs_status_html(directory: Path) -> str:
-    """Which runs this build read from ``directory``, and which it skipped and why."""
-    from html import escape
-
-    runs = discover(directory)
-    ok = [r for r in runs if r.ok]
+def runs_status_html(where) -> str:
+    """Which runs this build read and from where, which run each algorithm's pages show, and
+    which runs it skipped and why."""
+    cat = catalog_of(where)
+    ok = cat.loaded()
     names = ", ".join(f"<code>{escape(r.id)}</code> ({escape(r.header.algorithm)})" for r in ok) or "none"
+    shown = []
+    for algorithm in sorted({r.header.algorithm for r in ok}):
+        runs = cat.of_algorithm(algorithm)
+        if len(runs) > 1:
+            shown.append(f"<code>{escape(algorithm)}</code>: <code>{escape(cat.chosen(algorithm).id)}</code> "
+                         f"of {len(runs)}")
+    choice = (f"<p>Pages that name an algorithm with several runs show: {'; '.join(shown)}.</p>" if shown else "")
+    dupes = (f"<p>Run ids found more than once (the first one is used): "
+             f"{', '.join(f'<code>{escape(d)}</code>' for d in cat.duplicates)}.</p>" if cat.duplicates else "")
+    where_text = ", ".join(f"<code>{escape(str(p))}</code>" for p in cat.source.paths)
     loaded = (f'<div class="admonition info unipo-runs-status"><p class="admonition-title">Runs in this build</p>'
-              f"<p>From <code>{escape(str(directory))}</code>: {len(ok)} run{'s' if len(ok) != 1 else ''} "
-              f"loaded: {names}.</p></div>")
-    return loaded + skipped_runs_html(runs, directory)
-
-
-def register(env) -> None:
-    """Macros (when ``unipo_build.runs`` is in ``macros.MACRO_MODULES``): ``{{ runs_status() }}``
-    and ``{{ skipped_runs() }}``, each on a paragraph of its own."""
-    from .macros import protect_html
-
-    def directory() -> Path:
-        conf = getattr(env, "conf", None) or {}
-        extra = conf.get("extra", {}) if hasattr(conf, "get") else {}
-        return runs_dir((extra or {}).get("unipo_runs"))
-
-    @env.macro
-    def runs_status() -> str:
-        """The runs this build read, and those it skipped with their errors."""
-        return protect_html(env, runs_status_html(directory()))
-
-    @env.macro
-    def skipped_runs() -> str:
-        """An admonition naming the runs that could not be read (nothing when every run loaded)."""
-        path = directory()
-        return protect_html(env, skipped_runs_html(discover(path), path))
+              f"<p>From {where_text} ({escape(cat.source.origin)}): {len(ok)} run{'s' if len(ok) != 1 else ''} "
+              f"loaded: {names}.</p>{choice}{dupes}</div>")
+    return loaded + skipped_runs_html(cat.runs, cat.source.describe())

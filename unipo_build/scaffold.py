@@ -15,8 +15,6 @@ It refuses to overwrite either file, and writes nothing unless both can be writt
 
 from __future__ import annotations
 
-import argparse
-import sys
 from datetime import date
 from pathlib import Path
 
@@ -125,28 +123,3 @@ def todo_markers(path: str | Path) -> list[int]:
     """Line numbers (from 1) that still carry the TODO(author) mark."""
     lines = Path(path).read_text(encoding="utf-8").splitlines()
     return [i for i, line in enumerate(lines, start=1) if MARK in line]
-
-
-def _cmd(args: argparse.Namespace) -> int:
-    try:
-        spec_path, chapter_path = scaffold(args.name, base=args.base, root=args.root)
-    except (ScaffoldError, SpecError) as err:
-        print(str(err), file=sys.stderr)
-        return 1
-    print(f"wrote {spec_path} (a copy of {args.base}; validates)")
-    print(f"wrote {chapter_path}")
-    print(f"next: rewrite every {MARK} in both files (grep -n '{MARK}' {spec_path} {chapter_path}), "
-          f"change the components, run `unipo validate {spec_path}`, add the chapter to nav in mkdocs.yml")
-    return 0
-
-
-def register(sub) -> None:
-    p = sub.add_parser(
-        "new-algorithm", help="scaffold the spec and chapter of a new algorithm",
-        description="Write data/algorithms/NAME.yaml (a copy of the base spec that validates, its texts marked "
-                    "TODO(author)) and docs/course/algorithms/NAME.md (a chapter using the course's macros). "
-                    "Existing files are never overwritten.")
-    p.add_argument("name", help="the new algorithm's id: lower-case letters, digits and '_' (e.g. my_po)")
-    p.add_argument("--base", default="grpo", help="the spec to start from, also the predecessor (default grpo)")
-    p.add_argument("--root", default=".", help="the repository root (default: the current directory)")
-    p.set_defaults(func=_cmd)

@@ -131,6 +131,25 @@ class Hyperparameters(_Model):
         return [(k, v) for k, v in self.model_dump(by_alias=True).items() if v is not None]
 
 
+class LengthProbe(_Model):
+    """How much room the task leaves for length to matter, measured on the starting policy.
+
+    G responses are sampled at the training temperature for each of the first ``prompts`` held-out
+    problems. A task where every answer to a prompt has the same length gives per-response
+    normalisation, length bias and overlong shaping nothing to act on.
+    """
+
+    prompts: Positive = Field(description="Held-out prompts probed.")
+    group_size: Positive = Field(description="Responses sampled per prompt.")
+    budget: Positive = Field(description="The generation budget (max new tokens).")
+    median_length: Finite = Field(ge=0, description="Median response length in tokens.")
+    mean_length: Finite = Field(ge=0)
+    within_group_sd: Finite = Field(ge=0, description="Mean over prompts of the standard deviation (n) of the lengths within a group.")
+    overlong_band: Finite | None = Field(None, ge=0, le=1, description="Fraction of responses longer than 80% of the budget (DAPO's overlong band: the last 20%).")
+    truncated: Finite = Field(ge=0, le=1, description="Fraction of responses that hit the budget.")
+    accuracy: Finite = Field(ge=0, le=1, description="Fraction of the probed responses that are correct.")
+
+
 class RunHeader(_Model):
     schema_version: Literal["unipo-run/1"] = SCHEMA_VERSION
     run_id: Identifier
@@ -153,6 +172,8 @@ class RunHeader(_Model):
     created_at: datetime
     finished_at: datetime | None = None
     steps_per_rollout: Positive | None = None
+    length_probe: LengthProbe | None = Field(
+        None, description="Response lengths of the starting policy, measured before the first update.")
     notes: Text | None = None
 
     @model_validator(mode="after")
@@ -208,6 +229,11 @@ METRICS: dict[str, MetricInfo] = {
     "groups/zero_variance_frac": _m("Zero-variance groups", "Fraction of sampled groups whose rewards are all equal (zero advantage).", "groups", "worse", "rollout"),
     "groups/all_correct_frac": _m("All-correct groups", "Fraction of sampled groups where every response is correct.", "groups", scope="rollout"),
     "groups/all_wrong_frac": _m("All-wrong groups", "Fraction of sampled groups where every response is wrong.", "groups", scope="rollout"),
+    "sampling/generated_per_kept": _m("Generated per kept", "Responses generated in this rollout per response trained on: 1 without a sampling filter; above 1 when the filter discards groups and refills the batch.", "groups", "worse", "rollout"),
+    "sampled/reward": _m("Reward (all sampled)", "Mean reward over every response generated in the rollout, including groups the sampling filter dropped.", "reward", "better", "rollout"),
+    "sampled/accuracy": _m("Accuracy (all sampled)", "Fraction of every generated response with the right answer, dropped groups included: the policy's own accuracy on fresh training prompts.", "reward", "better", "rollout"),
+    "sampled/length": _m("Length (all sampled)", "Mean length in tokens of every generated response, dropped groups included.", "length", scope="rollout"),
+    "sampled/tokens": _m("Generated tokens", "Response tokens generated in this rollout, dropped groups included.", "time", scope="rollout"),
     "sampling/pass_rate": _m("Filter pass rate", "Fraction of sampled groups kept by the sampling filter.", "groups", scope="rollout"),
     "sampling/rounds": _m("Sampling rounds", "How many sampling rounds the rollout needed to fill its batch.", "groups", scope="rollout"),
     "time/wall_s": _m("Wall time", "Seconds since the run started.", "time"),
@@ -235,8 +261,20 @@ class EvalRecord(_Model):
     n: Positive = Field(description="Number of held-out problems.")
     accuracy_greedy: Finite | None = Field(None, ge=0, le=1)
     accuracy_sampled: Finite | None = Field(None, ge=0, le=1)
-    mean_length: Finite | None = Field(None, ge=0)
+    mean_length: Finite | None = Field(None, ge=0, description="Mean length of the greedy answers (the sampled ones if there is no greedy pass).")
+    mean_length_sampled: Finite | None = Field(None, ge=0)
     temperature: Finite | None = None
+    problems: Line | None = Field(None, description="Which held-out problems, e.g. 'eval rows 1-500': the same problems in the same order at every evaluation that names the same range, so evaluations can be compared problem by problem.")
+    correct_greedy: Doc | None = Field(None, pattern=r"^[01]*$", description="One character per problem, in order: 1 if the greedy answer is right, 0 if not.")
+    correct_sampled: Doc | None = Field(None, pattern=r"^[01]*$", description="Likewise for the sampled answer (one sample per problem at the training temperature).")
+
+    @model_validator(mode="after")
+    def _per_problem_lengths(self) -> "EvalRecord":
+        for name in ("correct_greedy", "correct_sampled"):
+            bits = getattr(self, name)
+            if bits is not None and len(bits) != self.n:
+                raise ValueError(f"{name}: has {len(bits)} characters, expected n = {self.n}")
+        return self
 
 
 # ---------------------------------------------------------------------------

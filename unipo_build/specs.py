@@ -1,284 +1,37 @@
 """Algorithm specs: one YAML file per algorithm, validated against the component registry.
 
 An algorithm is a choice of one component per slot (advantage, ratio, clip, kl,
-aggregation, filter, shaping) plus its prose. The registry below is the only place
-that knows which kinds exist, which parameters each takes, and how each is written
-in LaTeX; the trainer's loss (unipo_build.objective) and the site's cards read it.
+aggregation, filter, shaping) plus its prose. The registry (``unipo_build.registry``) is the
+only place that knows which kinds exist, which parameters each takes, how each is computed
+and written in LaTeX; the trainer's loss (unipo_build.objective) and the site's cards read it.
 
 Conventions the literature splits on are explicit parameters: the std's ddof, the KL
 estimator and where the KL sits, the constant normaliser.
+
+Specs live in ``<project root>/data/algorithms`` (``unipo_build.project``), never beside the
+installed package.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from . import limits
+from . import limits, project
 from .limits import Line, Name, Text
+from .registry import REGISTRY, SLOTS, Kind, NoParams, Term, register  # noqa: F401  (re-exported)
 
-SLOTS = ("advantage", "ratio", "clip", "kl", "aggregation", "filter", "shaping")
-SPEC_DIR = Path(__file__).resolve().parent.parent / "data" / "algorithms"
 #: A spec id, and the algorithm id of a run's resolved configuration.
 SPEC_ID = r"^[a-z][a-z0-9_]{0,63}$"
-
-
 #: At most this many values in one spec file (YAML aliases can make a small file expand).
 SPEC_MAX_VALUES = 100_000
 
 
 class SpecError(ValueError):
     """A spec that does not validate. The message names the file and the field."""
-
-
-class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    @field_validator("*")
-    @classmethod
-    def _in_range(cls, value: Any) -> Any:
-        """Every parameter within the bounds the math carries (unipo_build.limits)."""
-        if (problem := limits.number_problem(value)) is not None:
-            raise ValueError(problem)
-        return value
-
-
-@dataclass(frozen=True)
-class Term:
-    """One symbol of a component's formula with the tooltip a reader sees on hover."""
-
-    key: str
-    symbol: str
-    tooltip: str
-
-
-@dataclass(frozen=True)
-class Kind:
-    """One registered component kind of one slot."""
-
-    slot: str
-    name: str
-    params: type[_Params]
-    summary: str
-    latex: Callable[[dict], str]
-    terms: tuple[Term, ...] = ()
-    # Which parameters the run fills in when the spec leaves them null (e.g. the
-    # constant normaliser defaults to the run's generation budget).
-    run_resolved: tuple[str, ...] = field(default=())
-
-
-REGISTRY: dict[str, dict[str, Kind]] = {slot: {} for slot in SLOTS}
-
-
-def register(slot: str, name: str, params: type[_Params], summary: str, latex: Callable[[dict], str],
-             terms: tuple[Term, ...] = (), run_resolved: tuple[str, ...] = ()) -> Kind:
-    """Add a component kind. New algorithms that need a new component call this."""
-    if slot not in REGISTRY:
-        raise ValueError(f"unknown slot {slot!r} (slots: {', '.join(SLOTS)})")
-    kind = Kind(slot, name, params, summary, latex, terms, run_resolved)
-    REGISTRY[slot][name] = kind
-    return kind
-
-
-def _fmt(value: Any) -> str:
-    """A parameter value as it appears in a formula: shortest exact decimal."""
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
-
-
-# --- advantage -------------------------------------------------------------
-
-class GaeParams(_Params):
-    gamma: float = Field(1.0, ge=0, le=1, description="Discount per token.")
-    lam: float = Field(0.95, ge=0, le=1, description="GAE lambda: bias-variance trade-off.")
-    value_clip: float | None = Field(0.2, gt=0, description="Clip range of the value loss; null for none.")
-
-
-class ZScoreParams(_Params):
-    std_ddof: Literal[0, 1] = Field(1, description="1: sample std (n-1, torch/OpenRLHF/TRL); 0: population std (n).")
-    eps: float = Field(1e-6, ge=0, description="Added to the std so equal rewards do not divide by zero.")
-
-
-class NoParams(_Params):
-    pass
-
-
-class ReturnParams(_Params):
-    baseline: Literal["none", "batch_mean"] = Field(
-        "batch_mean", description="Subtracted from the return: nothing, or the mean reward of the whole batch.")
-    gamma: float = Field(1.0, ge=0, le=1, description="Discount per token.")
-
-
-class WhitenParams(_Params):
-    gamma: float = Field(1.0, ge=0, le=1, description="Discount per token.")
-    eps: float = Field(1e-6, ge=0, description="Added to the batch std.")
-
-
-_R = Term("reward", r"r_i", "The reward of response i: 1 if its final answer is right, 0 if not.")
-_A = Term("advantage", r"\hat{A}_{i,t}", "The advantage: how much better than expected this response (or token) did. Its sign decides whether the token is pushed up or down.")
-
-register("advantage", "group_zscore", ZScoreParams,
-         "Each reward minus its group's mean, divided by the group's standard deviation.",
-         lambda p: r"\hat{A}_{i,t}=\frac{r_i-\operatorname{mean}(\{r_j\}_{j=1}^{G})}{\operatorname{std}_{%s}(\{r_j\}_{j=1}^{G})+\epsilon}"
-         % ("n-1" if p["std_ddof"] == 1 else "n"),
-         (_A, _R, Term("mean", r"\operatorname{mean}", "The average reward of the G responses to the same prompt: the baseline."),
-          Term("std", r"\operatorname{std}", "The spread of rewards in the group. Dividing by it makes near-solved and near-hopeless prompts count as much as 50/50 ones.")))
-register("advantage", "group_mean", NoParams,
-         "Each reward minus its group's mean; no division by the spread.",
-         lambda p: r"\hat{A}_{i,t}=r_i-\operatorname{mean}(\{r_j\}_{j=1}^{G})",
-         (_A, _R, Term("mean", r"\operatorname{mean}", "The average reward of the G responses to the same prompt: the baseline.")))
-register("advantage", "leave_one_out", NoParams,
-         "Each reward minus the mean reward of the other responses to the same prompt.",
-         lambda p: r"\hat{A}_{i,t}=r_i-\frac{1}{G-1}\sum_{j\neq i}r_j",
-         (_A, _R))
-register("advantage", "gae", GaeParams,
-         "Generalised advantage estimation from per-token rewards and a learned critic V.",
-         lambda p: r"\hat{A}_{i,t}=\sum_{l\ge 0}(\gamma\lambda)^{l}\,\delta_{i,t+l},\quad \delta_{i,t}=r_{i,t}+\gamma V(s_{t+1})-V(s_t),\quad \gamma=%s,\ \lambda=%s"
-         % (_fmt(p["gamma"]), _fmt(p["lam"])),
-         (_A, Term("delta", r"\delta_{i,t}", "The temporal-difference error: what the critic did not predict at this token."),
-          Term("value", r"V(s_t)", "The critic's estimate of the reward still to come from this token on."),
-          Term("gamma", r"\gamma", "Discount per token (1: a reward at the end counts fully for every token)."),
-          Term("lambda", r"\lambda", "Trades bias (small) against variance (large) in the advantage.")))
-register("advantage", "reinforce_return", ReturnParams,
-         "The reward to go, minus a batch-wide baseline (or none).",
-         lambda p: r"\hat{A}_{i,t}=\sum_{t'\ge t}\gamma^{t'-t}r_{i,t'}%s" % (
-             r"-\operatorname{mean}_{\text{batch}}(r)" if p["baseline"] == "batch_mean" else ""),
-         (_A, Term("return", r"r_{i,t'}", "Per-token reward: the answer's reward sits on the last token; a KL penalty, if any, on every token."),
-          Term("baseline", r"\operatorname{mean}_{\text{batch}}", "One baseline for the whole batch, shared by every prompt: easy and hard prompts are judged against the same bar.")))
-register("advantage", "whitened_return", WhitenParams,
-         "The reward to go, whitened over the whole batch (REINFORCE++).",
-         lambda p: r"\hat{A}_{i,t}=\frac{G_{i,t}-\operatorname{mean}_{\text{batch}}(G)}{\operatorname{std}_{\text{batch}}(G)}",
-         (_A, Term("return", r"G_{i,t}", "The reward to go from token t."),))
-
-# --- ratio -----------------------------------------------------------------
-
-register("ratio", "token", NoParams,
-         "The token's probability under the current policy over its probability when it was sampled.",
-         lambda p: r"\rho_{i,t}=\frac{\pi_\theta(o_{i,t}\mid q,o_{i,<t})}{\pi_{\theta_{\text{old}}}(o_{i,t}\mid q,o_{i,<t})}",
-         (Term("ratio", r"\rho_{i,t}", "Importance ratio: above 1 the update has already made this token more likely than when it was sampled, below 1 less likely."),
-          Term("policy", r"\pi_\theta", "The policy being trained."),
-          Term("old_policy", r"\pi_{\theta_{\text{old}}}", "The policy that sampled the responses (frozen during this rollout's updates).")))
-register("ratio", "sequence", NoParams,
-         "One ratio per response: the geometric mean of its token ratios (GSPO).",
-         lambda p: r"s_{i}=\left(\frac{\pi_\theta(o_i\mid q)}{\pi_{\theta_{\text{old}}}(o_i\mid q)}\right)^{1/|o_i|}",
-         (Term("ratio", r"s_i", "Sequence ratio: the length-normalised likelihood ratio of the whole response, shared by all its tokens."),))
-register("ratio", "none", NoParams,
-         "No importance ratio: the plain score-function (REINFORCE) objective, one update per sample.",
-         lambda p: r"\rho_{i,t}=\frac{\pi_\theta(o_{i,t}\mid q,o_{i,<t})}{\operatorname{sg}[\pi_\theta(o_{i,t}\mid q,o_{i,<t})]}=1",
-         (Term("ratio", r"\rho_{i,t}", "Always 1 in value; its gradient is that of log pi, so rho A has the REINFORCE gradient A grad log pi."),
-          Term("sg", r"\operatorname{sg}", "Stop-gradient: treated as a constant when differentiating.")))
-
-# --- clip ------------------------------------------------------------------
-
-class SymmetricClip(_Params):
-    eps: float = Field(0.2, gt=0, lt=1, description="The ratio is clipped to [1 - eps, 1 + eps].")
-
-
-class AsymmetricClip(_Params):
-    eps_low: float = Field(0.2, gt=0, lt=1, description="Lower clip: the ratio may fall to 1 - eps_low.")
-    eps_high: float = Field(0.28, gt=0, description="Upper clip: the ratio may rise to 1 + eps_high.")
-
-
-register("clip", "none", NoParams, "No clipping: the surrogate is the ratio times the advantage.",
-         lambda p: r"\ell_{i,t}=\rho_{i,t}\,\hat{A}_{i,t}")
-register("clip", "symmetric", SymmetricClip,
-         "PPO's pessimistic clip: once the ratio leaves [1 - eps, 1 + eps] in the advantage's direction, the token stops pushing.",
-         lambda p: r"\ell_{i,t}=\min\!\big(\rho_{i,t}\hat{A}_{i,t},\ \operatorname{clip}(\rho_{i,t},1-%s,1+%s)\,\hat{A}_{i,t}\big)"
-         % (_fmt(p["eps"]), _fmt(p["eps"])),
-         (Term("clip", r"\operatorname{clip}", "Keeps the ratio inside the trust region; outside it, in the direction the advantage pushes, the gradient is zero."),
-          Term("min", r"\min", "The pessimistic choice: the smaller of the clipped and unclipped objectives.")))
-register("clip", "asymmetric", AsymmetricClip,
-         "Clip-higher: a wider upper bound lets unlikely tokens with positive advantage grow before clipping stops them.",
-         lambda p: r"\ell_{i,t}=\min\!\big(\rho_{i,t}\hat{A}_{i,t},\ \operatorname{clip}(\rho_{i,t},1-%s,1+%s)\,\hat{A}_{i,t}\big)"
-         % (_fmt(p["eps_low"]), _fmt(p["eps_high"])),
-         (Term("clip", r"\operatorname{clip}", "Asymmetric trust region: the upper bound 1 + eps_high is wider than the lower 1 - eps_low."),
-          Term("min", r"\min", "The pessimistic choice: the smaller of the clipped and unclipped objectives.")))
-
-# --- kl --------------------------------------------------------------------
-
-class KlParams(_Params):
-    estimator: Literal["k1", "k2", "k3"] = Field(description="Schulman's estimator of KL(pi_theta || pi_ref).")
-    beta: float = Field(gt=0, description="KL coefficient.")
-
-
-_KL_LATEX = {
-    "k1": r"\log\frac{\pi_\theta(o_{i,t}\mid\cdot)}{\pi_{\text{ref}}(o_{i,t}\mid\cdot)}",
-    "k2": r"\tfrac12\Big(\log\frac{\pi_{\text{ref}}(o_{i,t}\mid\cdot)}{\pi_\theta(o_{i,t}\mid\cdot)}\Big)^{2}",
-    "k3": r"\frac{\pi_{\text{ref}}(o_{i,t}\mid\cdot)}{\pi_\theta(o_{i,t}\mid\cdot)}-\log\frac{\pi_{\text{ref}}(o_{i,t}\mid\cdot)}{\pi_\theta(o_{i,t}\mid\cdot)}-1",
-}
-_KL_TERMS = (Term("beta", r"\beta", "How strongly drifting away from the reference model is penalised."),
-             Term("kl", r"\mathbb{D}_{i,t}", "Per-token estimate of the KL divergence from the frozen reference model."),
-             Term("ref", r"\pi_{\text{ref}}", "The reference model: the warm-started policy before RL, kept frozen."))
-
-register("kl", "none", NoParams, "No KL term: nothing ties the policy to the reference model.", lambda p: "")
-register("kl", "in_loss", KlParams,
-         "A KL penalty subtracted from every token's objective (GRPO style).",
-         lambda p: r"-\beta\,\mathbb{D}_{i,t},\quad \mathbb{D}_{i,t}=%s,\quad \beta=%s" % (_KL_LATEX[p["estimator"]], _fmt(p["beta"])),
-         _KL_TERMS)
-register("kl", "in_reward", KlParams,
-         "A KL penalty folded into the per-token reward before advantages are computed (RLHF / PPO style).",
-         lambda p: r"r_{i,t}=-\beta\,\mathbb{D}_{i,t}+[t=|o_i|]\,r_i,\quad \mathbb{D}_{i,t}=%s,\quad \beta=%s" % (_KL_LATEX[p["estimator"]], _fmt(p["beta"])),
-         _KL_TERMS)
-
-# --- aggregation -----------------------------------------------------------
-
-class ConstantNormalizer(_Params):
-    normalizer: int | None = Field(None, gt=0, description="The constant L; null means the run's generation budget (max new tokens).")
-
-
-register("aggregation", "seq_mean_token_mean", NoParams,
-         "Average over each response's tokens, then over responses: every response weighs the same.",
-         lambda p: r"\frac{1}{G}\sum_{i=1}^{G}\frac{1}{|o_i|}\sum_{t=1}^{|o_i|}",
-         (Term("length", r"|o_i|", "The response's length in tokens. Dividing by it gives each token of a short response more weight than one of a long response."),
-          Term("G", r"G", "The number of responses sampled per prompt.")))
-register("aggregation", "token_mean", NoParams,
-         "One average over every token of the batch: every token weighs the same.",
-         lambda p: r"\frac{1}{\sum_{i=1}^{G}|o_i|}\sum_{i=1}^{G}\sum_{t=1}^{|o_i|}",
-         (Term("total_length", r"\sum_i|o_i|", "All response tokens together: each token weighs one over this, so long responses carry more of the total."),))
-register("aggregation", "constant_normalizer", ConstantNormalizer,
-         "Token objectives summed and divided by a constant: no length enters the weights.",
-         lambda p: r"\frac{1}{G\,L}\sum_{i=1}^{G}\sum_{t=1}^{|o_i|},\quad L=%s" % (
-             _fmt(p["normalizer"]) if p.get("normalizer") else r"\text{max new tokens}"),
-         (Term("L", r"L", "A constant (the generation budget), the same for every response and every step."),
-          Term("G", r"G", "The number of responses sampled per prompt.")),
-         run_resolved=("normalizer",))
-register("aggregation", "seq_mean_token_sum", NoParams,
-         "Token objectives summed per response, then averaged over responses.",
-         lambda p: r"\frac{1}{G}\sum_{i=1}^{G}\sum_{t=1}^{|o_i|}",
-         (Term("G", r"G", "The number of responses sampled per prompt."),))
-
-# --- filter ----------------------------------------------------------------
-
-class DynamicSampling(_Params):
-    max_rounds: int = Field(4, ge=1, description="At most this many sampling rounds to refill the batch with informative groups.")
-
-
-register("filter", "none", NoParams, "Every sampled group is trained on.", lambda p: "")
-register("filter", "dynamic_sampling", DynamicSampling,
-         "Groups where every response is right, or every one wrong, are dropped and the batch is refilled.",
-         lambda p: r"\text{s.t.}\ \ 0<\big|\{o_i : o_i\ \text{correct}\}\big|<G",
-         (Term("filter", r"0<|\{\cdot\}|<G", "Keep a group only if some but not all of its responses are correct: otherwise every advantage is zero."),))
-
-# --- shaping ---------------------------------------------------------------
-
-class OverlongShaping(_Params):
-    max_length: int | None = Field(None, gt=0, description="L_max; null means the run's generation budget.")
-    cache_fraction: float = Field(0.25, gt=0, le=1, description="L_cache as a fraction of L_max (DAPO: 4096 of 16384).")
-    cache_length: int | None = Field(None, gt=0, description="L_cache in tokens; filled from cache_fraction when null.")
-
-
-register("shaping", "none", NoParams, "The reward is used as it is.", lambda p: "")
-register("shaping", "overlong", OverlongShaping,
-         "A soft length penalty added to the reward as a response nears the generation budget.",
-         lambda p: r"R_{\text{length}}(y)=\begin{cases}0,&|y|\le L_{\max}-L_{\text{cache}}\\ \frac{(L_{\max}-L_{\text{cache}})-|y|}{L_{\text{cache}}},&L_{\max}-L_{\text{cache}}<|y|\le L_{\max}\\ -1,&|y|>L_{\max}\end{cases}",
-         (Term("L_max", r"L_{\max}", "The generation budget."),
-          Term("L_cache", r"L_{\text{cache}}", "The stretch before the budget over which the penalty ramps from 0 to -1.")),
-         run_resolved=("max_length", "cache_length"))
 
 
 # ---------------------------------------------------------------------------
@@ -320,7 +73,9 @@ class AlgorithmSpec(BaseModel):
     name: Name
     full_name: Line
     year: int = Field(ge=1990, le=2100)
-    paper: Reference
+    paper: Reference | None = Field(
+        None, description="The paper that introduced the algorithm; null for one with no paper of its own (a hybrid), "
+                          "whose sources are its references.")
     predecessor: str | None = Field(None, pattern=SPEC_ID)
     summary: Text = Field(min_length=1, description="One sentence: what the algorithm is.")
     changed: Text = Field(min_length=1, description="A paragraph: what it changed relative to its predecessor, and why.")
@@ -384,17 +139,16 @@ def _param_problems(slot: str, kind: Kind, err: ValidationError) -> list[str]:
     return problems
 
 
-TOKEN_LEVEL_ADVANTAGES = {"gae", "reinforce_return", "whitened_return"}
-
-
 def _cross_slot_problems(components: dict[str, ComponentSpec]) -> list[str]:
     """Combinations that validate slot by slot but cannot be trained as written."""
     problems = []
-    if components["kl"].kind == "in_reward" and components["advantage"].kind not in TOKEN_LEVEL_ADVANTAGES:
-        problems.append("components.kl.kind: in_reward puts the KL into per-token rewards, which only a "
-                        f"token-level advantage uses ({', '.join(sorted(TOKEN_LEVEL_ADVANTAGES))}); "
-                        f"{components['advantage'].kind} would ignore it (use in_loss)")
-    if components["ratio"].kind == "none" and components["clip"].kind != "none":
+    kinds = {slot: REGISTRY[slot][components[slot].kind] for slot in SLOTS}
+    if kinds["kl"].kl_place == "reward" and kinds["advantage"].group_baseline:
+        token_level = sorted(k.name for k in REGISTRY["advantage"].values() if not k.group_baseline)
+        problems.append(f"components.kl.kind: {kinds['kl'].name} puts the KL into per-token rewards, which only a "
+                        f"token-level advantage uses ({', '.join(token_level)}); "
+                        f"{components['advantage'].kind} would ignore it (use a KL in the loss)")
+    if kinds["ratio"].is_none and not kinds["clip"].is_none:
         problems.append("components.clip.kind: with ratio 'none' the ratio is always 1, so clipping never acts "
                         "(use clip 'none')")
     return problems
@@ -446,9 +200,10 @@ def load_spec(path: str | Path) -> AlgorithmSpec:
     return spec
 
 
-def load_specs(directory: str | Path = SPEC_DIR) -> dict[str, AlgorithmSpec]:
-    """Every spec in a directory, by id; predecessors must name a spec that exists."""
-    directory = Path(directory)
+def load_specs(directory: str | Path | None = None) -> dict[str, AlgorithmSpec]:
+    """Every spec in a directory (default: the project's data/algorithms), by id; predecessors
+    must name a spec that exists."""
+    directory = Path(directory) if directory is not None else project.spec_dir()
     specs = {}
     errors = []
     for path in sorted(directory.glob("*.yaml")):
@@ -481,18 +236,32 @@ def lineage(specs: dict[str, AlgorithmSpec]) -> list[AlgorithmSpec]:
     return ordered
 
 
-def load_algorithm(name: str) -> AlgorithmSpec:
-    """A spec by id (data/algorithms/<id>.yaml) or by the path of a spec file.
+def load_algorithm(name: str, root: str | Path | None = None) -> AlgorithmSpec:
+    """A spec by id (``<root>/data/algorithms/<id>.yaml``) or by the path of a spec file.
 
-    Raises SpecError for a bad spec file and ValueError naming the known ids for an unknown one.
+    Raises SpecError for a bad spec file and ValueError naming the known ids for an unknown one
+    (project.ProjectError, a ValueError, when no project root is found).
     """
     path = Path(name)
     if path.suffix in (".yaml", ".yml") or path.exists():
         return load_spec(path)
-    specs = load_specs(SPEC_DIR)
-    if name not in specs:
-        raise ValueError(f"unknown algorithm {name!r} (known: {', '.join(sorted(specs))}; or give a spec file path)")
-    return specs[name]
+    directory = project.spec_dir(root)
+    specs = load_specs(directory)
+    if name in specs:
+        return specs[name]
+    for ablation in ablation_spec_paths(directory):
+        if ablation.stem == name:
+            return load_spec(ablation)
+    raise ValueError(f"unknown algorithm {name!r} (known: {', '.join(sorted(specs))}; or give a spec file path)")
+
+
+def ablation_spec_paths(directory: str | Path) -> list[Path]:
+    """Specs in subdirectories of the spec directory (ladder/: the ablation ladder's rungs).
+
+    They train and validate like any spec but are not chapters of the course: load_specs, which
+    lists the course's algorithms, reads the top-level directory only.
+    """
+    return sorted(Path(directory).glob("*/*.yaml"))
 
 
 # ---------------------------------------------------------------------------
@@ -550,6 +319,10 @@ class ResolvedAlgorithm(BaseModel):
         return [f"components.{slot}.params.{name}" for slot, comp in self.components.items() if slot in REGISTRY
                 for name in REGISTRY[slot][comp.kind].run_resolved if comp.params.get(name) is None]
 
+    def component(self, slot: str) -> Kind:
+        """The registry's entry of this slot's kind."""
+        return REGISTRY[slot][self.components[slot].kind]
+
     def param(self, slot: str, name: str, default: Any = None) -> Any:
         return self.components[slot].params.get(name, default)
 
@@ -559,11 +332,8 @@ def resolve(spec: AlgorithmSpec, *, max_new_tokens: int) -> ResolvedAlgorithm:
     components = {}
     for slot in SLOTS:
         params = spec.params(slot)
-        if slot == "aggregation" and spec.components[slot].kind == "constant_normalizer":
-            params["normalizer"] = params["normalizer"] or max_new_tokens
-        if slot == "shaping" and spec.components[slot].kind == "overlong":
-            params["max_length"] = params["max_length"] or max_new_tokens
-            if params["cache_length"] is None:
-                params["cache_length"] = max(1, round(params["cache_fraction"] * params["max_length"]))
-        components[slot] = ResolvedComponent(kind=spec.components[slot].kind, params=params)
+        kind = spec.component(slot)
+        if kind.resolve is not None:
+            params = kind.resolve(params, max_new_tokens)
+        components[slot] = ResolvedComponent(kind=kind.name, params=params)
     return ResolvedAlgorithm(id=spec.id, name=spec.name, components=components)

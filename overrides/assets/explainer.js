@@ -1,141 +1,29 @@
 /*
- * UNIPO views, part 1: shared helpers, the component math, the Algorithm Explainer and the
- * comparison selector. Loaded before inspector.js (mkdocs.yml extra_javascript). Each view reads
- * its data from the <template class="unipo-data" id="<view id>-data"> the build wrote next to it.
- *
- * The math (UNIPOViews.math) is a port of exactly the formulas of unipo_build/components.py
- * and unipo_build/objective.token_terms for the kinds of the registry: the explainer computes a
- * selected token's numbers from the logged inputs with it, and tests/test_views_explainer.py
- * runs it in node on real token files and holds it equal to unipo_build.recompute.breakdown
- * (1e-9). It touches no DOM, so node can load this file.
- *
+ * UNIPO views: the Algorithm Explainer and the comparison selector (view code only).
+ * Each view reads its data from the <template class="unipo-data" id="<view id>-data"> the build
+ * wrote next to it. A selected token's numbers are recomputed with the one math port,
+ * unipo-math.js (window.UNIPO_MATH), from the token's logged inputs; shared helpers come from
+ * views-common.js (window.UNIPOViews). The build loads all three on the pages that use them.
  * Security: text from a log or a spec only ever reaches the page through textContent (or as the
  * TeX source of a formula, which KaTeX renders with trust limited to \htmlClass / \htmlData).
  */
 (function (global) {
   "use strict";
 
-  /* =================================================================== the math */
-
-  function sum(xs) {
-    var s = 0;
-    for (var i = 0; i < xs.length; i++) s += xs[i];
-    return s;
+  var V = global.UNIPOViews;
+  var M = global.UNIPO_MATH;
+  if (!V || !V.el || !M) {
+    console.error("UNIPO: unipo-math.js and views-common.js must load before explainer.js");
+    return;
   }
-
-  function mean(xs) {
-    return sum(xs) / xs.length;
-  }
-
-  /** std with ``ddof`` (0: population, n; 1: sample, n - 1), as numpy/torch with correction=ddof. */
-  function std(xs, ddof) {
-    var m = mean(xs);
-    var s = 0;
-    for (var i = 0; i < xs.length; i++) s += (xs[i] - m) * (xs[i] - m);
-    return Math.sqrt(s / (xs.length - ddof));
-  }
-
-  /** components.group_zscore_advantage for one group: (r - mean) / (std + eps); exactly 0 if all equal. */
-  function groupZscoreAdvantage(rewards, stdDdof, eps) {
-    stdDdof = stdDdof === undefined ? 1 : stdDdof;
-    eps = eps === undefined ? 1e-6 : eps;
-    var hi = Math.max.apply(null, rewards);
-    var lo = Math.min.apply(null, rewards);
-    if (hi === lo) return rewards.map(function () { return 0; });
-    var m = mean(rewards);
-    var s = std(rewards, stdDdof);
-    return rewards.map(function (r) { return (r - m) / (s + eps); });
-  }
-
-  /** components.group_mean_advantage: r - mean(r). */
-  function groupMeanAdvantage(rewards) {
-    var m = mean(rewards);
-    return rewards.map(function (r) { return r - m; });
-  }
-
-  /** components.leave_one_out_advantage: r_i - mean of the other G - 1 rewards. */
-  function leaveOneOutAdvantage(rewards) {
-    var g = rewards.length;
-    if (g < 2) throw new Error("leave-one-out needs at least 2 responses per group");
-    var total = sum(rewards);
-    return rewards.map(function (r) { return r - (total - r) / (g - 1); });
-  }
-
-  /** components.token_ratio: exp(logp - old_logp), in log space. */
-  function tokenRatio(logp, oldLogp) {
-    return logp.map(function (l, t) { return Math.exp(l - oldLogp[t]); });
-  }
-
-  /** components.sequence_ratio: exp(mean_t (logp - old_logp)) on every real token, 0 on padding. */
-  function sequenceRatio(logp, oldLogp, mask) {
-    var length = sum(mask);
-    var s = 0;
-    for (var t = 0; t < logp.length; t++) s += (logp[t] - oldLogp[t]) * mask[t];
-    var value = Math.exp(s / Math.max(length, 1));
-    return mask.map(function (m) { return value * m; });
-  }
-
-  /** components.self_ratio: pi / sg[pi], whose value is exp(0) = 1. */
-  function selfRatio(logp) {
-    return logp.map(function (l) { return Math.exp(l - l); });
-  }
-
-  /**
-   * components.clipped_surrogate: min(rho A, clip(rho, 1 - eps_low, 1 + eps_high) A) and the side
-   * that clipped (1 high, -1 low, 0 none). Both eps null: rho A, nothing clipped.
-   */
-  function clippedSurrogate(ratio, advantage, epsLow, epsHigh) {
-    var n = ratio.length;
-    var surrogate = new Array(n);
-    var side = new Array(n);
-    if ((epsLow === null || epsLow === undefined) && (epsHigh === null || epsHigh === undefined)) {
-      for (var i = 0; i < n; i++) {
-        surrogate[i] = ratio[i] * advantage[i];
-        side[i] = 0;
-      }
-      return { surrogate: surrogate, side: side };
-    }
-    var low = 1.0 - epsLow;
-    var high = 1.0 + epsHigh;
-    for (var t = 0; t < n; t++) {
-      var unclipped = ratio[t] * advantage[t];
-      var clipped = Math.min(Math.max(ratio[t], low), high) * advantage[t];
-      surrogate[t] = Math.min(unclipped, clipped);
-      side[t] = advantage[t] > 0 && ratio[t] > high ? 1 : advantage[t] < 0 && ratio[t] < low ? -1 : 0;
-    }
-    return { surrogate: surrogate, side: side };
-  }
-
-  /** components.kl_estimate with log r = ref_logp - logp: k1 = -log r, k2 = (log r)^2 / 2, k3 = expm1(log r) - log r. */
-  function klEstimate(logp, refLogp, estimator) {
-    return logp.map(function (l, t) {
-      var logR = refLogp[t] - l;
-      if (estimator === "k1") return -logR;
-      if (estimator === "k2") return 0.5 * logR * logR;
-      if (estimator === "k3") return Math.expm1(logR) - logR;
-      throw new Error("unknown KL estimator " + estimator);
-    });
-  }
-
-  /** components.overlong_penalty for one length. */
-  function overlongPenalty(length, maxLength, cacheLength) {
-    var start = maxLength - cacheLength;
-    if (length <= start) return 0;
-    if (length <= maxLength) return (start - length) / cacheLength;
-    return -1;
-  }
-
-  /**
-   * components.aggregation_weights for one real token: N responses in the update, the response's
-   * length, the constant normaliser L, the update's total token count (token_mean).
-   */
-  function aggregationWeight(kind, nResponses, length, normalizer, totalTokens) {
-    if (kind === "seq_mean_token_mean") return 1 / (Math.max(length, 1) * nResponses);
-    if (kind === "token_mean") return 1 / totalTokens;
-    if (kind === "constant_normalizer") return 1 / (nResponses * normalizer);
-    if (kind === "seq_mean_token_sum") return 1 / nResponses;
-    throw new Error("unknown aggregation " + kind);
-  }
+  if (V.__explainer) return; // loaded again by an instant navigation: already set up
+  V.__explainer = true;
+  var el = V.el;
+  var fmt = V.fmt;
+  var fmtSigned = V.fmtSigned;
+  var readData = V.readData;
+  var findToken = V.findToken;
+  var sum = M.sum, mean = M.mean, std = M.std;
 
   function kindOf(cfg, slot) {
     return cfg.components[slot].kind;
@@ -143,175 +31,8 @@
 
   function paramOf(cfg, slot, name, fallback) {
     var p = cfg.components[slot].params || {};
-    return p[name] === undefined ? fallback : p[name];
+    return p[name] === undefined || p[name] === null ? fallback : p[name];
   }
-
-  /** objective.clip_bounds: [eps_low, eps_high], or [null, null] without clipping. */
-  function clipBounds(cfg) {
-    var kind = kindOf(cfg, "clip");
-    if (kind === "symmetric") return [paramOf(cfg, "clip", "eps"), paramOf(cfg, "clip", "eps")];
-    if (kind === "asymmetric") return [paramOf(cfg, "clip", "eps_low"), paramOf(cfg, "clip", "eps_high")];
-    return [null, null];
-  }
-
-  /**
-   * recompute.breakdown / objective.token_terms for one logged response: ratio, surrogate, clip
-   * side, KL and per-token objective from the logged inputs (logp, old_logp, ref_logp, advantage,
-   * and the rollout KL when the KL sits in the reward).
-   */
-  function breakdown(cfg, tokens) {
-    var mask = tokens.mask;
-    var ratioKind = kindOf(cfg, "ratio");
-    var rho;
-    if (ratioKind === "token") rho = tokenRatio(tokens.logp, tokens.old_logp);
-    else if (ratioKind === "sequence") rho = sequenceRatio(tokens.logp, tokens.old_logp, mask);
-    else if (ratioKind === "none") rho = selfRatio(tokens.logp);
-    else throw new Error("unknown ratio component " + ratioKind);
-    var bounds = clipBounds(cfg);
-    var clipped = clippedSurrogate(rho, tokens.advantage, bounds[0], bounds[1]);
-    var surrogate = clipped.surrogate.map(function (s, t) { return s * mask[t]; });
-    var side = clipped.side.map(function (s, t) { return s * mask[t]; });
-    var kl = null;
-    var objective = surrogate.slice();
-    var klKind = kindOf(cfg, "kl");
-    if (klKind === "in_loss") {
-      if (!tokens.ref_logp) throw new Error("the KL sits in the loss: ref_logp is required");
-      var beta = paramOf(cfg, "kl", "beta");
-      kl = klEstimate(tokens.logp, tokens.ref_logp, paramOf(cfg, "kl", "estimator")).map(function (k, t) { return k * mask[t]; });
-      objective = surrogate.map(function (s, t) { return s - beta * kl[t]; });
-    } else if (klKind === "in_reward") {
-      kl = tokens.kl ? tokens.kl.slice() : null;
-    }
-    return {
-      ratio: rho.map(function (r, t) { return r * mask[t]; }),
-      surrogate: surrogate,
-      clip_side: side,
-      kl: kl,
-      objective: objective,
-      eps_low: bounds[0],
-      eps_high: bounds[1],
-    };
-  }
-
-  var math = {
-    sum: sum,
-    mean: mean,
-    std: std,
-    groupZscoreAdvantage: groupZscoreAdvantage,
-    groupMeanAdvantage: groupMeanAdvantage,
-    leaveOneOutAdvantage: leaveOneOutAdvantage,
-    tokenRatio: tokenRatio,
-    sequenceRatio: sequenceRatio,
-    selfRatio: selfRatio,
-    clippedSurrogate: clippedSurrogate,
-    klEstimate: klEstimate,
-    overlongPenalty: overlongPenalty,
-    aggregationWeight: aggregationWeight,
-    clipBounds: clipBounds,
-    breakdown: breakdown,
-  };
-
-  /* ============================================================ number format */
-
-  var MINUS = "\u2212";
-
-  /** As unipo_build.views.inspector.fmt: 4 significant digits, scientific outside [1e-3, 1e4). */
-  function fmt(value, digits) {
-    digits = digits || 4;
-    if (value === null || value === undefined || Number.isNaN(value)) return "n/a";
-    if (value === 0) return "0";
-    var a = Math.abs(value);
-    var text;
-    if (a >= 1e-3 && a < 1e4) {
-      // Like Python's "g" in this range: fixed form, no trailing zeros (Number() drops them).
-      text = String(Number(value.toPrecision(digits)));
-    } else {
-      var parts = value.toExponential(digits - 1).split("e");
-      var mantissa = parts[0].indexOf(".") >= 0 ? parts[0].replace(/0+$/, "").replace(/\.$/, "") : parts[0];
-      text = mantissa + "e" + Number(parts[1]);
-    }
-    return text.replace(/-/g, MINUS);
-  }
-
-  function fmtSigned(value, digits) {
-    var text = fmt(value, digits);
-    return value > 0 ? "+" + text : text;
-  }
-
-  math.fmt = fmt;
-  math.fmtSigned = fmtSigned;
-
-  if (typeof module !== "undefined" && module.exports) {
-    module.exports = math;
-  }
-  if (typeof document === "undefined") return; // node: the math only
-
-  /* ================================================================ shared state */
-
-  var V = (global.UNIPOViews = global.UNIPOViews || {});
-  V.math = math;
-  V.fmt = fmt;
-  V.fmtSigned = fmtSigned;
-  V.runs = V.runs || {}; // run id -> {config, siteRoot, stepPath, algorithm}
-  V.stepCache = V.stepCache || new Map(); // absolute URL -> Promise of the step JSON
-
-  /** The step JSON at ``url`` (relative to the page), fetched once per page load. */
-  V.loadStep = function (url) {
-    var absolute = new URL(url, document.baseURI).href;
-    if (!V.stepCache.has(absolute)) {
-      var promise = fetch(absolute, { credentials: "same-origin" }).then(function (response) {
-        if (!response.ok) throw new Error("HTTP " + response.status + " for " + url);
-        return response.json();
-      });
-      promise.catch(function () { V.stepCache.delete(absolute); });
-      V.stepCache.set(absolute, promise);
-    }
-    return V.stepCache.get(absolute);
-  };
-
-  V.stepUrl = function (info, step) {
-    return info.siteRoot + info.stepPath + "step_" + String(step).padStart(6, "0") + ".json";
-  };
-
-  /** createElement with attributes, classes and children (strings become text nodes). */
-  function el(tag, attrs, children) {
-    var node = document.createElement(tag);
-    if (attrs) {
-      Object.keys(attrs).forEach(function (name) {
-        var value = attrs[name];
-        if (value === null || value === undefined || value === false) return;
-        if (name === "class") node.className = value;
-        else if (name === "text") node.textContent = value;
-        else node.setAttribute(name, value === true ? "" : String(value));
-      });
-    }
-    (children || []).forEach(function (child) {
-      if (child === null || child === undefined || child === false) return;
-      node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
-    });
-    return node;
-  }
-  V.el = el;
-
-  /** The JSON a view wrote with render.json_data: <template class="unipo-data" id="<container id>-data">. */
-  function readData(container) {
-    var id = container.id ? container.id + "-data" : null;
-    if (!id || !document.getElementById(id)) return null;
-    return global.UNIPO.data(id);
-  }
-  V.readData = readData;
-
-  function findToken(detail, group, response) {
-    for (var p = 0; p < detail.prompts.length; p++) {
-      var g = detail.prompts[p];
-      if (g.index !== group || g.filtered) continue;
-      for (var r = 0; r < g.responses.length; r++) {
-        if (g.responses[r].index === response) return { group: g, response: g.responses[r] };
-      }
-    }
-    return null;
-  }
-  V.findToken = findToken;
 
   /* ============================================================ the explainer */
 
@@ -385,7 +106,7 @@
     var rows = [];
     var out = [];
     var logged = tk.advantage[t];
-    if (kind === "group_zscore" || kind === "group_mean" || kind === "leave_one_out") {
+    if (cfg.components.advantage.group_baseline) {
       var rewards = groupRewards(ctx.group);
       var pos = ctx.group.responses.indexOf(ctx.response);
       out.push(para("Rewards of the group's " + rewards.length + " responses: " +
@@ -399,16 +120,16 @@
         var s = std(rewards, ddof);
         rows.push(row("std of the group", ddof === 1 ? "sample std (divides by n \u2212 1 = " + (rewards.length - 1) + ")" : "population std (divides by n = " + rewards.length + ")", s, "reward_std"));
         rows.push(row("\u03b5", "added to the std", eps, "eps"));
-        computed = groupZscoreAdvantage(rewards, ddof, eps)[pos];
+        computed = M.groupAdvantages(cfg, rewards)[pos];
         var how = Math.max.apply(null, rewards) === Math.min.apply(null, rewards)
           ? "every reward is equal: 0 for the whole group"
           : "(r\u1d62 \u2212 mean) / (std + \u03b5) = (" + fmt(r) + " \u2212 " + fmt(m) + ") / (" + fmt(s) + " + " + fmt(eps) + ")";
         rows.push(row("advantage \u00c2", how, computed, "advantage", checkText(computed, logged)));
       } else if (kind === "group_mean") {
-        computed = groupMeanAdvantage(rewards)[pos];
+        computed = M.groupAdvantages(cfg, rewards)[pos];
         rows.push(row("advantage \u00c2", "r\u1d62 \u2212 mean = " + fmt(r) + " \u2212 " + fmt(m), computed, "advantage", checkText(computed, logged)));
       } else {
-        computed = leaveOneOutAdvantage(rewards)[pos];
+        computed = M.groupAdvantages(cfg, rewards)[pos];
         rows.push(row("advantage \u00c2", "r\u1d62 \u2212 mean of the other " + (rewards.length - 1) + " rewards", computed, "advantage", checkText(computed, logged)));
       }
     } else if (kind === "gae") {
@@ -438,25 +159,27 @@
 
   function liveClip(ctx) {
     var tk = ctx.tokens, t = ctx.t, b = ctx.b;
+    // The clip acts on the algorithm's own ratio: a token's ρ, or GSPO's sequence ratio sᵢ.
+    var r = ctx.cfg.components.ratio.symbol || "\u03c1";
     var rho = b.ratio[t], a = tk.advantage[t];
     var rows = [];
     if (b.eps_low === null && b.eps_high === null) {
-      rows.push(row("\u2113 = \u03c1\u00b7\u00c2", fmt(rho) + " \u00d7 " + fmt(a) + " (nothing is clipped)", b.surrogate[t], "surrogate"));
+      rows.push(row("\u2113 = " + r + "\u00b7\u00c2", fmt(rho) + " \u00d7 " + fmt(a) + " (nothing is clipped)", b.surrogate[t], "surrogate"));
       return [table(rows)];
     }
     var low = 1 - b.eps_low, high = 1 + b.eps_high;
     var unclipped = rho * a;
     var clippedValue = Math.min(Math.max(rho, low), high) * a;
     rows.push(row("bounds", "[1 \u2212 " + fmt(b.eps_low) + ", 1 + " + fmt(b.eps_high) + "]", "[" + fmt(low) + ", " + fmt(high) + "]"));
-    rows.push(row("unclipped \u03c1\u00b7\u00c2", fmt(rho) + " \u00d7 " + fmt(a), unclipped, "unclipped"));
-    rows.push(row("clipped clip(\u03c1)\u00b7\u00c2", fmt(Math.min(Math.max(rho, low), high)) + " \u00d7 " + fmt(a), clippedValue, "clipped"));
+    rows.push(row("unclipped " + r + "\u00b7\u00c2", fmt(rho) + " \u00d7 " + fmt(a), unclipped, "unclipped"));
+    rows.push(row("clipped clip(" + r + ")\u00b7\u00c2", fmt(Math.min(Math.max(rho, low), high)) + " \u00d7 " + fmt(a), clippedValue, "clipped"));
     rows.push(row("\u2113 = min(\u2026)", "the smaller of the two", b.surrogate[t], "surrogate"));
     var side = b.clip_side[t];
     var branch;
-    if (side === 1) branch = "The clipped branch won on the high side: \u03c1 > " + fmt(high) + " with \u00c2 > 0, so this token no longer pushes its probability up (its gradient is 0).";
-    else if (side === -1) branch = "The clipped branch won on the low side: \u03c1 < " + fmt(low) + " with \u00c2 < 0, so this token no longer pushes its probability down (its gradient is 0).";
-    else if (unclipped === clippedValue) branch = "Both branches are equal: \u03c1 is inside the bounds (or \u00c2 = 0), so the gradient flows unclipped.";
-    else branch = "The unclipped branch is the smaller: \u03c1 is outside the bounds on the side the advantage pushes away from, so the gradient still flows.";
+    if (side === 1) branch = "The clipped branch won on the high side: " + r + " > " + fmt(high) + " with \u00c2 > 0, so this token no longer pushes its probability up (its gradient is 0).";
+    else if (side === -1) branch = "The clipped branch won on the low side: " + r + " < " + fmt(low) + " with \u00c2 < 0, so this token no longer pushes its probability down (its gradient is 0).";
+    else if (unclipped === clippedValue) branch = "Both branches are equal: " + r + " is inside the bounds (or \u00c2 = 0), so the gradient flows unclipped.";
+    else branch = "The unclipped branch is the smaller: " + r + " is outside the bounds on the side the advantage pushes away from, so the gradient still flows.";
     var logged = tk.clip ? tk.clip[t] : null;
     var out = [table(rows), para(branch, "unipo-live-branch")];
     if (logged !== null && logged !== side) out.push(para("The log says clip side " + logged + ", the recomputation " + side + ".", "unipo-live-warn"));
@@ -491,7 +214,7 @@
 
   function liveObjective(ctx) {
     var cfg = ctx.cfg, tk = ctx.tokens, t = ctx.t, b = ctx.b;
-    var inLoss = kindOf(cfg, "kl") === "in_loss";
+    var inLoss = cfg.components.kl.kl_place === "loss";
     var how = inLoss
       ? "\u2113 \u2212 \u03b2\u00b7D = " + fmt(b.surrogate[t]) + " \u2212 " + fmt(paramOf(cfg, "kl", "beta")) + " \u00d7 " + fmt(b.kl[t])
       : "\u2113 = " + fmt(b.surrogate[t]);
@@ -509,18 +232,18 @@
     var rows = [];
     var w, how;
     if (kind === "seq_mean_token_mean") {
-      w = aggregationWeight(kind, n, length);
+      w = M.tokenWeight(cfg, { responses: n, length: length });
       how = "1 / (N \u00b7 |o\u1d62|) = 1 / (" + n + " \u00d7 " + length + ")";
     } else if (kind === "token_mean") {
       var total = Math.round(1 / logged);
-      w = aggregationWeight(kind, n, length, null, total);
+      w = M.tokenWeight(cfg, { responses: n, length: length, tokens: total });
       how = "1 / \u03a3|o\u2c7c| = 1 / " + total + " (the update's tokens, from the log)";
     } else if (kind === "constant_normalizer") {
       var L = paramOf(cfg, "aggregation", "normalizer");
-      w = aggregationWeight(kind, n, length, L);
+      w = M.tokenWeight(cfg, { responses: n, length: length });
       how = "1 / (N \u00b7 L) = 1 / (" + n + " \u00d7 " + L + ")";
     } else {
-      w = aggregationWeight(kind, n, length);
+      w = M.tokenWeight(cfg, { responses: n, length: length });
       how = "1 / N = 1 / " + n;
     }
     rows.push(row("N", "responses in this update (" + step.groups.length + " groups)", n, "n_responses"));
@@ -573,10 +296,10 @@
     var cache = paramOf(cfg, "shaping", "cache_length");
     rows.push(row("|o\u1d62|", "this response's length", resp.length, "length"));
     if (maxLength && cache) {
-      var pen = overlongPenalty(resp.length, maxLength, cache);
+      var pen = M.overlongPenalty(resp.length, maxLength, cache, paramOf(cfg, "shaping", "penalty"));
       var comp = resp.reward_components ? resp.reward_components.shaping : undefined;
       rows.push(row("L_max, L_cache", "the budget and the ramp before it", maxLength + ", " + cache));
-      rows.push(row("R_length", resp.length <= maxLength - cache ? "0: shorter than L_max \u2212 L_cache" : "(L_max \u2212 L_cache \u2212 |o\u1d62|) / L_cache", pen, "shaping", comp === undefined ? "" : checkText(pen, comp)));
+      rows.push(row("R_length", resp.length <= maxLength - cache ? "0: shorter than L_max \u2212 L_cache" : "penalty \u00d7 (L_max \u2212 L_cache \u2212 |o\u1d62|) / L_cache", pen, "shaping", comp === undefined ? "" : checkText(pen, comp)));
     }
     rows.push(row("reward r\u1d62", "after shaping", resp.reward, "reward"));
     out.push(table(rows));
@@ -616,7 +339,7 @@
       if (!found || !found.response.tokens) throw new Error("token not found in step " + detail.step);
       var tokens = found.response.tokens;
       var ctx = { cfg: cfg, step: step, group: found.group, response: found.response, tokens: tokens, t: detail.token,
-                  b: breakdown(cfg, tokens) };
+                  b: M.breakdown(cfg, tokens) };
       setLive(container, function (name) {
         if (name === "where") return [para(tokenLabel(ctx), "unipo-live-where")];
         return LIVE[name] ? LIVE[name](ctx) : [];

@@ -18,6 +18,11 @@
 (function () {
   "use strict";
 
+  // Loaded on the pages that use it, again after each instant navigation to one: set up once.
+  var loaded = (window.UNIPO_LOADED = window.UNIPO_LOADED || {});
+  if (loaded.explorer) return;
+  loaded.explorer = true;
+
   var EVENT_OPEN_STEP = "unipo:open-step";
   var TAU = 2 * Math.PI;
 

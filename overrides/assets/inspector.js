@@ -23,21 +23,29 @@
 
   var V = window.UNIPOViews;
   if (!V || !V.el) {
-    console.error("UNIPO: explainer.js must load before inspector.js");
+    console.error("UNIPO: views-common.js must load before inspector.js");
     return;
   }
+  if (V.__inspector) return; // loaded again by an instant navigation: already set up
+  V.__inspector = true;
   var el = V.el;
   var fmt = V.fmt;
   var fmtSigned = V.fmtSigned;
 
   /* ------------------------------------------------------------ colour scale */
 
-  // ColorBrewer PiYG, 11 classes: the same anchors as unipo_build/views/inspector.py PIYG.
-  var PIYG = ["#8e0152", "#c51b7d", "#de77ae", "#f1b6da", "#fde0ef", "#f7f7f7",
-              "#e6f5d0", "#b8e186", "#7fbc41", "#4d9221", "#276419"];
-  var PIYG_RGB = PIYG.map(function (c) {
-    return [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)];
-  });
+  // The diverging scale's anchors (the palette's PiYG, views/palette.py DIVERGING): each
+  // inspector's data carries them ("scale"); set from the first inspector on the page.
+  var PIYG = [];
+  var PIYG_RGB = [];
+
+  function setScale(anchors) {
+    if (!anchors || !anchors.length || PIYG.length) return;
+    PIYG = anchors.slice();
+    PIYG_RGB = PIYG.map(function (c) {
+      return [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)];
+    });
+  }
 
   function hex2(n) {
     return (n < 16 ? "0" : "") + n.toString(16);
@@ -116,6 +124,7 @@
 
   function Inspector(container) {
     var data = V.readData(container);
+    if (data) setScale(data.scale);
     this.container = container;
     this.data = data;
     this.uid = container.id || "unipo-insp";

@@ -1,7 +1,8 @@
 /*
  * UNIPO playgrounds: the simulations that run in the reader's browser.
  *
- * A line-for-line port of unipo_build/playgrounds/{rng,objective_1d,multi_reward}.py.
+ * A line-for-line port of unipo_build/playgrounds/{rng,objective_1d,multi_reward}.py; the
+ * component math (group z-score, ...) is the site's one port, unipo-math.js (loaded first).
  * The numpy modules are the reference; tests/test_playground_js_parity.py runs this file
  * in node on fixed inputs and requires the same trajectories to 1e-9. Constants (presets,
  * step sizes, grids) are not repeated here: the page passes them in as `cfg`, written at
@@ -13,10 +14,11 @@
  */
 (function (root, factory) {
   "use strict";
-  var api = factory();
-  if (typeof module === "object" && module.exports) module.exports = api;
+  var node = typeof module === "object" && module.exports;
+  var api = factory(node ? require("./unipo-math.js") : root.UNIPO_MATH);
+  if (node) module.exports = api;
   else root.UNIPO_PLAYGROUNDS_SIM = api;
-})(typeof self !== "undefined" ? self : this, function () {
+})(typeof self !== "undefined" ? self : this, function (M) {
   "use strict";
 
   /* ------------------------------------------------------------------ rng.py */
@@ -58,11 +60,7 @@
 
   /* ---------------------------------------------------------- small helpers */
 
-  function mean(xs) {
-    var s = 0;
-    for (var i = 0; i < xs.length; i++) s += xs[i];
-    return s / xs.length;
-  }
+  var mean = M.mean;
 
   function stdSample(xs, m) {
     if (xs.length < 2) return 0;
@@ -71,13 +69,10 @@
     return Math.sqrt(s / (xs.length - 1));
   }
 
-  // components.group_zscore_advantage for one group: (x - mean) / (std_{n-1} + 1e-6).
+  // components.group_zscore_advantage for one group (std n-1, eps 1e-6; exactly 0 when every
+  // reward is equal): the one math port's.
   function groupZscore(xs) {
-    var m = mean(xs);
-    var sd = stdSample(xs, m);
-    var out = new Float64Array(xs.length);
-    for (var i = 0; i < xs.length; i++) out[i] = (xs[i] - m) / (sd + 1e-6);
-    return out;
+    return Float64Array.from(M.groupZscoreAdvantage(xs, 1, 1e-6));
   }
 
   function sigmoid(x) {

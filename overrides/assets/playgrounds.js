@@ -15,8 +15,15 @@
 (function () {
   "use strict";
 
-  var INK_LIGHT = "#1f1f1f";
-  var INK_DARK = "#e8e8e8";
+  // Loaded on the pages that use it, again after each instant navigation to one: set up once.
+  var loaded = (window.UNIPO_LOADED = window.UNIPO_LOADED || {});
+  if (loaded.playgrounds) return;
+  loaded.playgrounds = true;
+
+  // The page's text colour in the light and the dark scheme: the palette's "ink" (every page's
+  // data carries it), set before any chart is drawn.
+  var INK_LIGHT = null;
+  var INK_DARK = null;
 
   function sim() {
     return window.UNIPO_PLAYGROUNDS_SIM;
@@ -523,6 +530,9 @@
       return;
     }
     var anchor = scripts[0]; // belongs to this page only, even if Material reuses the root
+    var ink = window.UNIPO.data(anchor.id).ink;
+    INK_LIGHT = ink.light;
+    INK_DARK = ink.dark;
     scripts.forEach(function (script) { script.setAttribute("data-pg-ready", "pending"); });
     var charts = chartsOf(root);
     Object.keys(charts).forEach(function (name) { charts[name].fit(); });

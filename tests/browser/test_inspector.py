@@ -326,16 +326,16 @@ def test_instant_navigation_renders_the_views_once(open_page, driver, served_as_
 def every_run_site(tmp_path_factory):
     from test_security import build_test_site, serve
 
-    from unipo_build.runs import discover, runs_dir
+    from unipo_build.runs import discover, runs_source
 
-    runs = [r for r in discover(runs_dir()) if r.ok and r.config is not None and r.token_steps()]
+    runs = [r for r in discover() if r.ok and r.config is not None and r.token_steps()]
     if not runs:
-        pytest.skip(f"no run with token files in {runs_dir()}")
+        pytest.skip(f"no run with token files in {runs_source().describe()}")
     pages = {f"{r.id}.md": f'# {r.id}\n\n{{{{ step_inspector("{r.id}") }}}}\n\n'
                            f'{{{{ objective_card("{r.header.algorithm}", run="{r.id}") }}}}\n' for r in runs}
     pages["index.md"] = "# Runs\n"
     root = tmp_path_factory.mktemp("every-run")
-    site = build_test_site(root, pages, runs_dir())
+    site = build_test_site(root, pages, runs_source().paths[0])
     with serve(site) as url:
         yield url, [r.id for r in runs]
 

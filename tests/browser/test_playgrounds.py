@@ -11,6 +11,8 @@ import time
 
 import pytest
 
+from unipo_build.views.palette import role
+
 pytestmark = pytest.mark.browser
 
 PAGES = {
@@ -179,7 +181,7 @@ def test_scheme_toggle_keeps_the_readers_state(open_page, driver, set_scheme, co
     wait_for(driver, _READY_JS)
     time.sleep(0.5)
     assert driver.execute_script(_DATA_JS, "surface", "pg_marks") == marks
-    assert driver.execute_script(_SIGNAL_JS, "surface", "ink") == "#e8e8e8"
+    assert driver.execute_script(_SIGNAL_JS, "surface", "ink") == role("ink", dark=True)
     assert console_errors(driver) == []
 
 

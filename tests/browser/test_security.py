@@ -91,9 +91,6 @@ extra:
   unipo_runs: {runs}
 extra_css:
   - assets/views.css
-extra_javascript:
-  - assets/explainer.js
-  - assets/inspector.js
 """
 
 PAGE = """# A hostile log
@@ -118,6 +115,10 @@ def build_test_site(root: Path, pages: dict[str, str], runs: Path) -> Path:
         (docs / name).write_text(text, encoding="utf-8")
     # The vendor check reads package.json next to the config; the libraries stay in the repo.
     shutil.copy(REPO / "package.json", root / "package.json")
+    # The project's specs are found from the config's directory.
+    (root / "data").mkdir(exist_ok=True)
+    if not (root / "data" / "algorithms").exists():
+        (root / "data" / "algorithms").symlink_to(REPO / "data" / "algorithms")
     (root / "mkdocs.yml").write_text(CONFIG.format(docs=docs, repo=REPO, runs=runs), encoding="utf-8")
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1", UNIPO_RUNS=str(runs), UNIPO_NODE_MODULES=str(REPO / "node_modules"))
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(root / "mkdocs.yml"),

@@ -11,13 +11,11 @@ mapping and every derivation are documented in the modules and in docs/guides/ow
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..runlog import LogError, LogErrors, validation_errors
+from ..runlog import LogErrors, validation_errors
 from ..schema import RunHeader
 from .common import OutputError, discard, publish, staging_dir
 from .openrlhf_tb import import_openrlhf
@@ -58,41 +56,3 @@ def import_log(fmt: str, src: str | Path, out: str | Path, *, algorithm: str | N
         discard(stage)
         raise
     return header
-
-
-def _cmd_import(args: argparse.Namespace) -> int:
-    try:
-        header = import_log(args.format, args.src, args.out, algorithm=args.algorithm, run_id=args.run_id,
-                            max_new_tokens=args.max_new_tokens, tap=args.tap)
-    except LogErrors as err:
-        for e in err.errors:
-            print(str(e), file=sys.stderr)
-        return 1
-    except (LogError, OutputError, FileNotFoundError) as err:
-        print(str(err), file=sys.stderr)
-        return 1
-    config = "with its spec's components" if header.algorithm_config is not None else "algorithm_config null"
-    print(f"{args.out}: run {header.run_id!r}, algorithm {header.algorithm!r} ({config})")
-    if header.notes:
-        print(header.notes)
-    return 0
-
-
-def register(sub) -> None:
-    p = sub.add_parser(
-        "import", help="convert another tool's training log into a run directory",
-        description="Convert a training log into a canonical run directory that `unipo validate` accepts and "
-                    "`mkdocs build` shows (point UNIPO_RUNS at its parent). FORMAT 'unipo': UNIPO's published "
-                    "log format, one .json or .jsonl file. FORMAT 'openrlhf': OpenRLHF's TensorBoard scalars, an "
-                    "events.out.tfevents.* file or a directory holding them. The input is never modified; --out "
-                    "must be new or empty. Every value the importer derives is listed in the run header's notes.")
-    p.add_argument("format", choices=sorted(FORMATS))
-    p.add_argument("src", help="the log: a .json/.jsonl file (unipo) or an event file or directory (openrlhf)")
-    p.add_argument("--out", required=True, help="the run directory to create (new or empty)")
-    p.add_argument("--algorithm", help="the algorithm (a spec id such as grpo); overrides the log's header")
-    p.add_argument("--run-id", help="the run's id (default: from the file or directory name)")
-    p.add_argument("--max-new-tokens", type=int,
-                   help="the generation budget, when the algorithm divides by it (Dr. GRPO) and the log lacks it")
-    p.add_argument("--tap", help="openrlhf only: the UNIPO token tap's directory (manifest.json and shards), for "
-                                 "the algorithm actually run and token-level detail")
-    p.set_defaults(func=_cmd_import)

@@ -31,7 +31,8 @@ import numpy as np
 from .. import components as C
 from .. import objective as O
 from ..runlog import LogError, validate_run
-from ..specs import REGISTRY, SPEC_DIR, AlgorithmSpec, ResolvedAlgorithm, SpecError, load_specs, resolve
+from ..project import ProjectError
+from ..specs import REGISTRY, AlgorithmSpec, ResolvedAlgorithm, SpecError, load_specs, resolve
 
 EXTRA_PREFIX = "source_"
 
@@ -220,9 +221,11 @@ def _normalise(name: str) -> str:
 
 
 def known_specs() -> dict[str, AlgorithmSpec]:
+    """The project's specs; none outside a project or when a spec is broken (the import then keeps
+    the log's own algorithm name)."""
     try:
-        return load_specs(SPEC_DIR)
-    except SpecError:
+        return load_specs()
+    except (SpecError, ProjectError):
         return {}
 
 

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from unipo_build.components import aggregation_weights, clipped_surrogate
+from unipo_build.components import clipped_surrogate
+from unipo_build.objective import aggregation_weights
 
 RATIO_STEP = 0.02
 RATIO_GRID = np.round(np.arange(1, 101) * RATIO_STEP, 6)  # 0.02 .. 2.0; see curve_grid
@@ -45,7 +46,7 @@ SHAPE_METHODS = (
     ShapeMethod("reinforce", "REINFORCE", "none", "no clip: the slope is A at every ratio"),
     ShapeMethod("grpo", "PPO / GRPO", "symmetric", "clip(ρ, 1 − ε, 1 + ε)"),
     ShapeMethod("dapo", "DAPO", "asymmetric", "clip(ρ, 1 − ε_low, 1 + ε_high)"),
-    ShapeMethod("drgrpo", "Dr. GRPO", "symmetric", "GRPO's clip; differs in A and in the weights"),
+    ShapeMethod("dr_grpo", "Dr. GRPO", "symmetric", "GRPO's clip; differs in A and in the weights"),
     ShapeMethod("gspo", "GSPO", "sequence",
                 f"one clipped ratio per response, range 1 − {GSPO_EPS[0]:g} to 1 + {GSPO_EPS[1]:g}"),
 )
@@ -157,7 +158,7 @@ def aggregation_row(kind: str, length: int, others: int) -> tuple[float, float]:
     """
     lengths = np.array([length] + [others] * (GROUP_SIZE - 1))
     mask = (np.arange(lengths.max())[None, :] < lengths[:, None]).astype(np.float64)
-    weights = aggregation_weights(kind, mask, MAX_LENGTH if kind == "constant_normalizer" else None)
+    weights = aggregation_weights(kind, mask, MAX_LENGTH)  # L: a kind without a constant ignores it
     per_response = weights.sum(axis=-1)
     return float(weights[0, 0]), float(per_response[0] / per_response.sum())
 

@@ -1,4 +1,4 @@
-"""Macros of the playground pages (registered through ``unipo_build.macros.MACRO_MODULES``).
+"""Macros of the playground pages (registered beside their code with ``unipo_build.views.site.macro``).
 
 The pages are prose; these macros supply everything else:
 
@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 
 from unipo_build import render
-from unipo_build.components import response_weight_shares
-from unipo_build.playgrounds import charts
+from unipo_build.objective import response_weight_shares
+from unipo_build.views.site import Site, macro
+from unipo_build.playgrounds import charts, shape_charts
 from unipo_build.playgrounds import loss_shapes as ls
 from unipo_build.playgrounds import multi_reward as mr
 from unipo_build.playgrounds import objective_1d as o1
@@ -145,16 +146,18 @@ def controls_html(page: str, names: list[str] | tuple[str, ...]) -> str:
 # ---------------------------------------------------------------------------
 
 def page_data(page: str) -> dict:
+    """What the page's script needs: the simulation's settings, and the ink colours of the palette."""
+    ink = {"ink": {"light": charts.INK_LIGHT, "dark": charts.INK_DARK}}
     if page == "objective":
-        return {"sim": o1.js_config(), "defaults": o1.settings_as_js(o1.Settings())}
+        return {"sim": o1.js_config(), "defaults": o1.settings_as_js(o1.Settings()), **ink}
     if page == "gdpo":
         return {"sim": mr.js_config(), "defaults": mr.toy_settings_as_js(mr.ToySettings()),
                 "toySeeds": charts.TOY_SEEDS,
                 "weights": {k: list(v[1]) for k, v in WEIGHT_PRESETS.items()},
                 "grid": [list(r) for r in mr.DEFAULT_GRID],
-                "collideGrid": [list(r) for r in mr.COLLIDE_GRID]}
+                "collideGrid": [list(r) for r in mr.COLLIDE_GRID], **ink}
     if page == "shapes":
-        return {}
+        return dict(ink)
     raise KeyError(page)
 
 
@@ -167,8 +170,8 @@ def figure_spec(name: str) -> dict:
         "band": lambda: charts.band_spec(o1.Settings()),
         "advantages": charts.advantage_spec,
         "toy": lambda: charts.toy_spec(mr.ToySettings()),
-        "shapes": charts.shapes_spec,
-        "aggregation": charts.aggregation_spec,
+        "shapes": shape_charts.shapes_spec,
+        "aggregation": shape_charts.aggregation_spec,
     }
     return builders[name]()
 
@@ -312,7 +315,7 @@ def palette_html() -> str:
     """A swatch list of the method colours shared by the playground pages."""
     e = render.escape_text
     names = {"pg": "REINFORCE / policy gradient", "ppo": "PPO", "grpo": "GRPO", "dpo": "DPO",
-             "dro": "DRO", "gdpo": "GDPO", "dapo": "DAPO", "drgrpo": "Dr. GRPO", "gspo": "GSPO"}
+             "dro": "DRO", "gdpo": "GDPO", "dapo": "DAPO", "dr_grpo": "Dr. GRPO", "gspo": "GSPO"}
     items = "".join(
         f'<li><span class="pg-swatch" style="background:{e(charts.METHOD_COLOURS[k])}"></span>{e(v)}</li>'
         for k, v in names.items())
@@ -322,10 +325,10 @@ def palette_html() -> str:
 
 
 def trainer_reward_weights() -> dict:
-    """The training task's reward weights, read from training/reward.py (which imports no torch)."""
-    from training import reward
+    """The trainer's reward weights (``unipo_build.presets.REWARD_WEIGHTS``, which training/reward.py adds up)."""
+    from unipo_build.presets import REWARD_WEIGHTS
 
-    return {"correct": reward.CORRECTNESS_WEIGHT, "format": reward.FORMAT_WEIGHT}
+    return dict(REWARD_WEIGHTS)
 
 
 @functools.lru_cache(maxsize=None)
@@ -361,39 +364,35 @@ def shape_facts() -> dict:
 # Registration
 # ---------------------------------------------------------------------------
 
-def register(env: Any) -> None:
-    from unipo_build.macros import chart_id, protect_html
+@macro(html=True, scripts=("playgrounds",))
+def pg_data(site: Site, page: str) -> str:
+    if page not in PAGES:
+        raise KeyError(f"unknown playground page {page!r}")
+    # read in the browser with UNIPO.data("pg-data-<page>")
+    return render.json_data(page_data(page), data_id=f"pg-data-{page}")
 
-    @env.macro
-    def pg_data(page: str) -> str:
-        if page not in PAGES:
-            raise KeyError(f"unknown playground page {page!r}")
-        # read in the browser with UNIPO.data("pg-data-<page>")
-        return protect_html(env, render.json_data(page_data(page), data_id=f"pg-data-{page}"))
 
-    @env.macro
-    def pg_controls(page: str, *names: str) -> str:
-        return protect_html(env, controls_html(page, names))
+@macro(html=True)
+def pg_controls(site: Site, page: str, *names: str) -> str:
+    return controls_html(page, names)
 
-    @env.macro
-    def pg_figure(name: str, caption: str | None = None) -> str:
-        spec = figure_spec(name)
-        inner = render.vega_embed(spec, chart_id=chart_id(env, spec, prefix=f"pg-{name}"), caption=caption)
-        html = f'<div class="pg-figure" data-pg-chart="{render.escape_text(name)}">{inner}</div>'
-        return protect_html(env, html)
 
-    @env.macro
-    def pg_grid() -> str:
-        return protect_html(env, grid_html())
+@macro(html=True)
+def pg_figure(site: Site, name: str, caption: str | None = None) -> str:
+    spec = figure_spec(name)
+    inner = render.vega_embed(spec, chart_id=site.chart_id(spec, prefix=f"pg-{name}"), caption=caption)
+    return f'<div class="pg-figure" data-pg-chart="{render.escape_text(name)}">{inner}</div>'
 
-    @env.macro
-    def playground_palette() -> str:
-        return protect_html(env, palette_html())
 
-    env.macro(objective_facts)
-    env.macro(gdpo_facts)
-    env.macro(shape_facts)
-    env.macro(num)
-    env.macro(pct)
-    env.macro(two_rollout_table)
-    env.macro(trainer_reward_weights)
+@macro(html=True)
+def pg_grid(site: Site) -> str:
+    return grid_html()
+
+
+@macro(html=True)
+def playground_palette(site: Site) -> str:
+    return palette_html()
+
+
+for _fn in (objective_facts, gdpo_facts, shape_facts, num, pct, two_rollout_table, trainer_reward_weights):
+    macro(_fn, with_site=False)

@@ -21,7 +21,8 @@ from typing import Any
 from ..render import escape_text, json_data
 from ..specs import SLOTS, AlgorithmSpec, lineage
 from .diff import DIFF_STYLES, SLOT_LABELS, STATUSES, diff_algorithms, diff_sentence, summary_counts
-from .explainer import DIFF_PLACEHOLDER, Component, components_of, kind_label, math_display, objective_tex
+from .explainer import DIFF_PLACEHOLDER, Component, components_of, kind_label, objective_formula
+from .fmt import math_display
 
 
 def legend_html() -> str:
@@ -46,7 +47,7 @@ def sentence_html(name_a: str, name_b: str, diffs) -> str:
 
 def placeholder_formula(spec: AlgorithmSpec) -> str:
     """The spec's objective with a ``UNIPODIFF-<slot>`` class placeholder on each slot's part."""
-    return objective_tex(components_of(spec), diff_class=lambda slot: DIFF_PLACEHOLDER.format(slot=slot))
+    return objective_formula(spec, diff_class=lambda slot: DIFF_PLACEHOLDER.format(slot=slot))
 
 
 def fill_statuses(tex: str, statuses: dict[str, str]) -> str:

@@ -18,20 +18,23 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..specs import SLOTS, AlgorithmSpec, ResolvedAlgorithm
+from .palette import role
 
 STATUSES = ("unchanged", "modified", "added", "removed")
 
-#: Okabe-Ito colours (distinguishable with the common colour-vision deficiencies), a symbol and
-#: a word for each status. ``colour`` is for light pages, ``colour_dark`` for the slate scheme;
-#: the CSS variables ``--unipo-diff-<status>`` in overrides/assets/views.css hold the same values.
+#: A symbol and a word for each status, and its colour from the palette (``views/palette.py``:
+#: ``colour`` for light pages, ``colour_dark`` for the slate scheme; the CSS variables
+#: ``--unipo-diff-<status>`` of assets/palette.css hold the same values).
 DIFF_STYLES: dict[str, dict[str, str | None]] = {
     "unchanged": {"symbol": "=", "label": "unchanged", "colour": None, "colour_dark": None,
                   "meaning": "the same component with the same parameters in both"},
-    "modified": {"symbol": "~", "label": "modified", "colour": "#E69F00", "colour_dark": "#E69F00",
+    "modified": {"symbol": "~", "label": "modified", "colour": role("diff-modified"),
+                 "colour_dark": role("diff-modified", dark=True),
                  "meaning": "the same slot with another component or other parameters"},
-    "added": {"symbol": "+", "label": "added", "colour": "#0072B2", "colour_dark": "#56B4E9",
+    "added": {"symbol": "+", "label": "added", "colour": role("diff-added"), "colour_dark": role("diff-added", dark=True),
               "meaning": "absent in the first algorithm, present in the second"},
-    "removed": {"symbol": "\u2212", "label": "removed", "colour": "#D55E00", "colour_dark": "#FF8C42",
+    "removed": {"symbol": "\u2212", "label": "removed", "colour": role("diff-removed"),
+                "colour_dark": role("diff-removed", dark=True),
                 "meaning": "present in the first algorithm, absent in the second"},
 }
 

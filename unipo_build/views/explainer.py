@@ -17,19 +17,25 @@ When the reader selects a token in a Step Inspector of a run of the same algorit
 numbers, recomputed in the browser from the logged inputs with a port of unipo_build.components
 (tests/test_views_explainer.py holds it equal to unipo_build.recompute.breakdown).
 
-The formula composition here is also what the comparison view (compare.py) colours slot by slot.
+The formula is composed by the project's one composer, ``formula.objective_latex``; the
+comparison view (compare.py) colours the same formula slot by slot. Each slot names the function
+that computes it (``registry.Kind.fn``), linked into the repository (``source_links``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
+from ..formula import objective_latex, with_ratio
+from ..objective import browser_config
 from ..render import escape_text, json_data
-from ..specs import REGISTRY, SLOTS, AlgorithmSpec, Kind, ResolvedAlgorithm, Term
+from ..specs import REGISTRY, SLOTS, AlgorithmSpec, Kind, ResolvedAlgorithm, ResolvedComponent, Term
 from .diff import SLOT_LABELS
+from .fmt import math_display, math_inline
+from .source_links import Repo, source_html
 
 # ---------------------------------------------------------------------------
 # Components of an algorithm, from a spec or from a run's resolved configuration
@@ -43,13 +49,15 @@ class Component:
     params: dict[str, Any]
     explanation: str | None  # the spec's own words (None for a run config without its spec)
     tooltips: dict[str, str]  # the spec's overrides of the registry's term tooltips
+    ratio_kind: Kind | None = None  # the algorithm's ratio: the clip acts on it (formula.with_ratio)
 
     @property
     def name(self) -> str:
         return self.kind.name
 
     def latex(self) -> str:
-        return self.kind.latex(self.params)
+        tex = self.kind.latex(self.params)
+        return with_ratio(tex, self.ratio_kind) if self.ratio_kind is not None and self.slot != "ratio" else tex
 
     def terms(self) -> list[tuple[Term, str]]:
         """(term, tooltip) with the spec's overrides applied."""
@@ -74,101 +82,23 @@ def components_of(spec: AlgorithmSpec | None, config: ResolvedAlgorithm | None =
         explanation = spec.components[slot].explanation if same_kind else None
         tooltips = dict(spec.components[slot].tooltips) if same_kind else {}
         out[slot] = Component(slot, kind, params, explanation, tooltips)
-    return out
+    return {slot: replace(c, ratio_kind=out["ratio"].kind) for slot, c in out.items()}
 
 
-# ---------------------------------------------------------------------------
-# The composed objective in LaTeX
-# ---------------------------------------------------------------------------
-
-RATIO_TEX = r"\rho_{i,t}"
-ADVANTAGE_TEX = r"\hat{A}_{i,t}"
 #: Placeholder for a slot's diff class in compare data: ``UNIPODIFF-<slot>`` becomes
 #: ``unipo-diff-<status>`` (compare.py in Python, explainer.js in the browser).
 DIFF_PLACEHOLDER = "UNIPODIFF-{slot}"
 
 
-def _rhs(tex: str) -> str:
-    """The right-hand side of a definition ``lhs = rhs`` (the whole string if it has no '=')."""
-    depth = 0
-    for i, ch in enumerate(tex):
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-        elif ch == "=" and depth == 0:
-            return tex[i + 1:]
-    return tex
-
-
-def _lhs(tex: str) -> str:
-    rhs = _rhs(tex)
-    return tex[: len(tex) - len(rhs) - 1] if rhs != tex else tex
-
-
-def _first_clause(tex: str) -> str:
-    """A registry formula up to its first ``,\\quad`` (the use, without the definitions after it)."""
-    return tex.split(r",\quad")[0]
-
-
-def slot_class(slot: str, extra: str = "") -> str:
-    return f"unipo-slot unipo-slot-{slot}" + (f" {extra}" if extra else "")
-
-
-def wrap(slot: str, tex: str, extra: str = "") -> str:
-    return r"\htmlClass{%s}{%s}" % (slot_class(slot, extra), tex)
-
-
-def objective_tex(components: dict[str, Component], diff_class: Callable[[str], str] | None = None) -> str:
-    """The whole objective, one slot per ``\\htmlClass`` part.
-
-    Line 1: J = E[ aggregation ( per-token objective  - beta KL ) ]. The per-token objective is
-    the clip component's formula with the ratio and the advantage wrapped as their own slots.
-    Line 2 (when any): the sampling filter, a KL in the reward, reward shaping.
-    ``diff_class(slot)`` adds a class to each slot's part (the comparison's status).
-    """
-    extra = diff_class or (lambda slot: "")
-
-    def w(slot: str, tex: str) -> str:
-        return wrap(slot, tex, extra(slot))
-
-    ratio_terms = [t for t in components["ratio"].kind.terms if t.key == "ratio"]
-    ratio_symbol = ratio_terms[0].symbol if ratio_terms else RATIO_TEX
-    per_token = _rhs(components["clip"].latex())
-    per_token = per_token.replace(RATIO_TEX, w("ratio", ratio_symbol))
-    per_token = per_token.replace(ADVANTAGE_TEX, w("advantage", ADVANTAGE_TEX))
-    kl = components["kl"]
-    kl_in_loss = kl.name == "in_loss"
-    inner = w("clip", per_token)
-    if kl_in_loss:
-        inner += w("kl", _first_clause(kl.latex()))
-    line1 = (r"\mathcal{J}(\theta)=\mathbb{E}_{q,\,\{o_i\}_{i=1}^{G}\sim\pi_{\theta_{\text{old}}}}\Big["
-             + w("aggregation", _first_clause(components["aggregation"].latex())) + r"\Big(" + inner + r"\Big)\Big]")
-    line2 = []
-    if components["filter"].name != "none":
-        line2.append(w("filter", components["filter"].latex()))
-    if kl.name not in ("none", "in_loss"):
-        line2.append(w("kl", _first_clause(kl.latex())))
-    if components["shaping"].name != "none":
-        line2.append(w("shaping", r"r_i\leftarrow r_i+" + _lhs(components["shaping"].latex()).replace("(y)", "(o_i)")))
-    if not line2:
-        return line1
-    return r"\begin{gathered}" + line1 + r"\\" + r",\qquad ".join(line2) + r"\end{gathered}"
+def objective_formula(algorithm: AlgorithmSpec | ResolvedAlgorithm, diff_class: Callable[[str], str] | None = None) -> str:
+    """The whole objective as the cards and the comparison show it: the one composer,
+    ``formula.objective_latex``, without the "where" rows (each card defines its own slot)."""
+    return objective_latex(algorithm, definitions=False, slot_class=diff_class)
 
 
 # ---------------------------------------------------------------------------
 # Small HTML helpers
 # ---------------------------------------------------------------------------
-
-def math_inline(tex: str) -> str:
-    """An inline formula for unipo.js (KaTeX); the TeX is HTML-escaped as text."""
-    return f'<span class="arithmatex">{escape_text(chr(92) + "(" + tex + chr(92) + ")")}</span>'
-
-
-def math_display(tex: str, css_class: str = "") -> str:
-    cls = "arithmatex" + (f" {css_class}" if css_class else "")
-    return f'<div class="{escape_text(cls)}">{escape_text(chr(92) + "[" + tex + chr(92) + "]")}</div>'
-
 
 def _param_value(value: Any) -> str:
     if isinstance(value, float):
@@ -209,11 +139,13 @@ def terms_html(uid: str, component: Component) -> str:
     return f'<ul class="unipo-terms" aria-label="Terms of the formula">{"".join(items)}</ul>'
 
 
-def _slot_section(uid: str, component: Component, live: bool = True) -> str:
+def _slot_section(uid: str, component: Component, live: bool = True, repo: Repo | None = None) -> str:
     slot = component.slot
+    source = source_html(component.kind.fn, repo)
     parts = [f'<div class="unipo-slot-section" data-slot="{slot}" id="{escape_text(uid)}-s-{slot}">',
              f'<p class="unipo-slot-head"><span class="unipo-slot-name">{escape_text(SLOT_LABELS[slot])}</span> '
-             f'<span class="unipo-kind">{escape_text(kind_label(component))}</span></p>']
+             f'<span class="unipo-kind">{escape_text(kind_label(component))}</span>'
+             + (f' <span class="unipo-slot-source">code: {source}</span>' if source else "") + "</p>"]
     tex = component.latex()
     if tex:
         parts.append(math_display(tex))
@@ -227,20 +159,6 @@ def _slot_section(uid: str, component: Component, live: bool = True) -> str:
     return "".join(parts)
 
 
-#: The implicit per-token weight of each aggregation (the aggregation card's comparison).
-AGGREGATION_WEIGHTS = {
-    "seq_mean_token_mean": (r"w_{i,t}=\frac{1}{G\,|o_i|}",
-                            "A token of a short response weighs more than a token of a long one; every response "
-                            "carries the same total weight."),
-    "token_mean": (r"w_{i,t}=\frac{1}{\sum_{j}|o_j|}",
-                   "Every token weighs the same; a long response carries more of the total than a short one."),
-    "constant_normalizer": (r"w_{i,t}=\frac{1}{G\,L}",
-                            "A constant: no length enters the weight, for the token or for the batch."),
-    "seq_mean_token_sum": (r"w_{i,t}=\frac{1}{G}",
-                           "Token objectives are summed per response: a long response carries more in proportion "
-                           "to its length."),
-}
-
 DISPLAYSTYLE = "\\displaystyle "
 
 CARD_OF_SLOT = {"ratio": "token", "advantage": "token", "clip": "token", "kl": "token",
@@ -251,7 +169,8 @@ CARD_TITLES = {"token": "Token-level objective card", "aggregation": "Aggregatio
 
 def _aggregation_table(current: str) -> str:
     rows = []
-    for kind, (tex, meaning) in AGGREGATION_WEIGHTS.items():
+    for kind, entry in REGISTRY["aggregation"].items():
+        tex, meaning = entry.weight_tex, entry.weight_meaning
         mark = ' class="unipo-current"' if kind == current else ""
         here = ' <span class="unipo-mark unipo-mark--current">this algorithm</span>' if kind == current else ""
         name = escape_text(kind).replace("_", "_<wbr>")  # break long names only at underscores
@@ -283,7 +202,7 @@ SAFE_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
 
 def objective_card(spec: AlgorithmSpec, *, config: ResolvedAlgorithm | None = None, run_id: str | None = None,
-                   uid: str | None = None, note: str | None = None) -> str:
+                   uid: str | None = None, note: str | None = None, repo: Repo | None = None) -> str:
     """HTML of the Algorithm Explainer of ``spec`` (with a run's resolved parameters when given)."""
     uid = uid or _uid(spec.id, run_id)
     if not SAFE_ID.match(uid):
@@ -298,18 +217,18 @@ def objective_card(spec: AlgorithmSpec, *, config: ResolvedAlgorithm | None = No
         where + '<p class="unipo-card-intro">The per-token objective: the <strong>optimisation target</strong>, the '
         'importance ratio, times the <strong>strength</strong>, the advantage; the clip and the KL term are the '
         'constraints that act on every token.</p>'
-        + "".join(_slot_section(uid, comps[s]) for s in ("ratio", "advantage", "clip", "kl"))
+        + "".join(_slot_section(uid, comps[s], repo=repo) for s in ("ratio", "advantage", "clip", "kl"))
         + '<div class="unipo-live unipo-live--total" data-live="objective"></div>')
     agg = comps["aggregation"]
-    agg_body = (where + _slot_section(uid, agg)
+    agg_body = (where + _slot_section(uid, agg, repo=repo)
                 + '<p class="unipo-card-intro">Written as a weight on each token, the step objective is '
                 + math_inline(r"\mathcal{J}=\sum_{i,t} w_{i,t}\,\ell_{i,t}")
-                + '. The aggregations differ only in that weight (G is the number of responses averaged over; in this '
+                + '. The aggregations differ only in that weight (N is the number of responses averaged over; in this '
                 'course\'s trainer, every response of the update\'s minibatch):</p>'
                 + _aggregation_table(agg.name))
     cards = [_card(uid, "token", token_body), _card(uid, "aggregation", agg_body),
-             _card(uid, "filter", where + _slot_section(uid, comps["filter"])),
-             _card(uid, "shaping", where + _slot_section(uid, comps["shaping"]))]
+             _card(uid, "filter", where + _slot_section(uid, comps["filter"], repo=repo)),
+             _card(uid, "shaping", where + _slot_section(uid, comps["shaping"], repo=repo))]
     parts = (
         '<div class="unipo-parts">'
         f'<div class="unipo-parts-group"><span class="unipo-parts-title">Aggregation</span>'
@@ -321,15 +240,17 @@ def objective_card(spec: AlgorithmSpec, *, config: ResolvedAlgorithm | None = No
         f'<div class="unipo-parts-group"><span class="unipo-parts-title">Constraints</span>'
         + "".join(_part_button(uid, comps[s], SLOT_LABELS[s]) for s in ("clip", "kl", "filter", "shaping"))
         + "</div></div>")
-    data = {"algorithm": spec.id, "name": spec.name, "run": run_id,
-            "config": config.model_dump(mode="json") if config is not None else {
-                "id": spec.id, "name": spec.name,
-                "components": {s: {"kind": c.name, "params": c.params} for s, c in comps.items()}},
+    shown = config if config is not None else ResolvedAlgorithm(id=spec.id, name=spec.name, components={
+        s: ResolvedComponent(kind=c.name, params=c.params) for s, c in comps.items()})
+    data = {"algorithm": spec.id, "name": spec.name, "run": run_id, "config": browser_config(shown),
             "card_of_slot": CARD_OF_SLOT}
     paper = spec.paper
-    ref = escape_text(f"{paper.authors} ({paper.year})")
-    if paper.arxiv:
-        ref = f'<a href="https://arxiv.org/abs/{escape_text(paper.arxiv)}">{ref}, arXiv:{escape_text(paper.arxiv)}</a>'
+    if paper is None:
+        ref = "no paper of its own"
+    else:
+        ref = escape_text(f"{paper.authors} ({paper.year})")
+        if paper.arxiv:
+            ref = f'<a href="https://arxiv.org/abs/{escape_text(paper.arxiv)}">{ref}, arXiv:{escape_text(paper.arxiv)}</a>'
     header = (f'<p class="unipo-explainer-title"><span class="unipo-label">Algorithm Explainer</span> '
               f'<strong>{name}</strong> <span class="unipo-fact">{escape_text(spec.full_name)}</span> '
               f'<span class="unipo-explainer-ref">{ref}</span></p>'
@@ -340,5 +261,5 @@ def objective_card(spec: AlgorithmSpec, *, config: ResolvedAlgorithm | None = No
             f'{json_data(data, data_id=uid + "-data")}'
             f'{header}{note_html}'
             f'<div class="unipo-explainer-formula" title="Click a part of the formula to open its card">'
-            f'{math_display(objective_tex(comps))}</div>'
+            f'{math_display(objective_formula(config if config is not None else spec))}</div>'
             f'{parts}<div class="unipo-cards">{"".join(cards)}</div></div>')

@@ -6,10 +6,10 @@ The reader picks 1 to 4 metrics, switches a robust scale, magnifies a stretch of
 with an angular fisheye, hovers to read every ring at one step, and clicks to open the nearest
 logged step in the Step Inspector.
 
-Build time (this module)
-    :func:`collect_series` streams ``steps.jsonl`` once and downsamples every metric to at most
-    ``n_out`` points (:mod:`unipo_build.downsample`: bounded M4 envelope, then LTTB), with the
-    rollout boundaries, min/max and 1st-99th percentiles. :func:`explorer_html` writes the
+Build time (this module, with ``explorer_series``)
+    :func:`collect_series` takes the steps from the run's one reader and downsamples every metric
+    to at most ``n_out`` points, with the rollout boundaries, min/max and 1st-99th percentiles
+    (``explorer_series``). :func:`explorer_html` writes the
     chips, controls, held-out evaluation table and one ``<template>`` of JSON data
     holding a Vega-Lite spec (built with Altair) and the compact series of *all* the run's
     metrics. Nothing else is embedded; token files are fetched by the Step Inspector.
@@ -29,345 +29,27 @@ JavaScript to keep in step with this one; the browser script holds the state, th
 the hover read-out and the inverse of the fisheye (pointer angle to step). Ring positions are computed as ``x = r sin(theta)``, ``y = r cos(theta)`` on
 square linear scales (theta clockwise from the top) instead of Vega-Lite's arc/theta
 encodings, because a ring is a *line* whose radius carries the value: arcs would draw bars.
-
-The fisheye is Sarkar and Brown's graphical fisheye (Sarkar & Brown 1992, "Graphical fisheye
-views of graphs", CHI, eq. for the distortion function ``G(x) = (d+1)x / (dx+1)``), applied
-to the angle on each side of the focus; the first and last step stay at the top.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
-import os
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
-from pydantic import ValidationError
 
 from unipo_build import runlog
-from unipo_build.downsample import StreamingEnvelope, StrideSample, drop_repeats, quantile_bounds
 from unipo_build.render import escape_text, json_data
 from unipo_build.runs import Run
-from unipo_build.schema import METRICS, EvalRecord, StepRecord, metric_info
-
-#: At most this many points per ring (LTTB output).
-POINTS_PER_RING = 1000
-#: Buckets of the streaming envelope (memory per metric: 8 x this many floats).
-ENVELOPE_BUCKETS = 2048
-#: Step records parsed before their metrics are handed to the envelopes as arrays.
-CHUNK = 4096
-#: Rollout boundaries and logged steps embedded at most (evenly thinned beyond).
-MAX_BOUNDARIES = 1024
-MAX_TOKEN_STEPS = 4096
-MAX_RINGS = 4
-#: Robust scale: the ring spans these quantiles, widened on each side by ROBUST_MARGIN times
-#: their distance (so a steady trend's last 1% is not clipped), never beyond min and max.
-#: Values beyond are drawn at the ring's edge and circled.
-ROBUST_QUANTILES = (0.01, 0.99)
-ROBUST_MARGIN = 0.1
-#: Default rings, outermost first; the third is KL when the run has it, else clipping.
-DEFAULT_METRICS = ("reward/mean", "length/mean", ("kl/mean", "clip/frac_high"), "entropy/mean")
-#: Magnification steps offered by the slider (1 = no distortion).
-MAGNIFICATIONS = (1, 2, 4, 8, 16)
-
-# Geometry, in the units of the square x/y scales: rings fill radii R_IN..R_OUT, step labels
-# sit just outside, the domain leaves room for them.
-R_IN, R_OUT, R_LABEL, DOMAIN = 0.36, 1.0, 1.14, 1.27
-RING_GAP = 0.22  # fraction of a ring's band left empty between neighbouring rings
-
-#: Ring colours (Okabe-Ito, colour-blind safe), outermost first. The page's CSS overrides them
-#: per colour scheme (explorer.css, --unipo-ring-N); these are the light-scheme values.
-RING_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7")
-
-
-# ---------------------------------------------------------------------------
-# Reading a run: one streaming pass
-# ---------------------------------------------------------------------------
-
-@dataclass
-class MetricSeries:
-    """One metric of a run, downsampled for a ring (runs of equal values kept as their ends)."""
-
-    name: str
-    steps: np.ndarray  # int64, increasing
-    values: np.ndarray  # float64, same length
-    logged: int  # steps where the metric is not null
-    exact: bool  # no LTTB: every step's value is a kept point or inside a run of equal ones
-    last: float  # the last logged value
-    low: float  # min over every logged step
-    high: float  # max over every logged step
-    q_low: float  # robust range (ROBUST_QUANTILES), estimated from a systematic sample
-    q_high: float
-
-
-@dataclass
-class RunSeries:
-    """What the explorer draws of a run, independent of which metrics are shown."""
-
-    first_step: int
-    last_step: int
-    n_steps: int
-    metrics: dict[str, MetricSeries]  # catalogue order, then unknown metrics by name
-    boundaries: list[int]  # rollout starts (evenly thinned to MAX_BOUNDARIES)
-    boundaries_total: int
-    boundary_stride: int
-
-    @property
-    def span(self) -> int:
-        """Steps around the circle: last - first + 1."""
-        return self.last_step - self.first_step + 1
-
-
-def _ordered_names(names: Iterable[str]) -> list[str]:
-    names = set(names)
-    return [m for m in METRICS if m in names] + sorted(n for n in names if n not in METRICS)
-
-
-def _raise_canonical(path: Path, number: int, problem: str) -> None:
-    """Report a bad steps.jsonl exactly as runlog does (re-reading with its checks)."""
-    for _ in runlog.iter_steps(path.parent):
-        pass
-    raise runlog.LogError(str(path), problem, line=number)
-
-
-def _stream_series(run_dir: Path, n_out: int, buckets: int, chunk: int) -> RunSeries:
-    path = Path(run_dir) / runlog.STEPS
-    if not path.exists():
-        raise runlog.LogError(str(path), "file is missing")
-    envelopes: dict[str, StreamingEnvelope] = {}
-    boundaries = StrideSample(MAX_BOUNDARIES)
-    rows: list[dict[str, float | None]] = []
-    steps: list[int] = []
-    first = expected = None
-
-    def flush() -> None:
-        if not steps:
-            return
-        x = np.asarray(steps, dtype=np.int64)
-        names = set().union(*(r.keys() for r in rows))
-        for name in names:
-            # None (a null metric) becomes NaN, which the envelope skips.
-            y = np.array([r.get(name) for r in rows], dtype=np.float64)
-            env = envelopes.get(name)
-            if env is None:
-                env = envelopes[name] = StreamingEnvelope(buckets)
-            env.extend(x, y)
-        rows.clear()
-        steps.clear()
-
-    with path.open("rb") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                # pydantic parses and validates in Rust: about four times faster than
-                # json.loads + model_validate, which matters for 100,000-line logs.
-                record = StepRecord.model_validate_json(line)
-            except ValidationError:
-                _raise_canonical(path, number, "invalid step record")
-            if expected is not None and record.step != expected:
-                _raise_canonical(path, number, f"expected step {expected} next, found {record.step}")
-            if first is None:
-                first = record.step
-            expected = record.step + 1
-            if record.first_in_rollout:
-                boundaries.add(record.step)
-            steps.append(record.step)
-            rows.append(record.metrics)
-            if len(steps) >= chunk:
-                flush()
-    flush()
-    if first is None:
-        raise runlog.LogError(str(path), "no steps logged yet")
-
-    metrics: dict[str, MetricSeries] = {}
-    for name in _ordered_names(envelopes):
-        env = envelopes[name]
-        if env.count == 0:
-            continue  # null at every step
-        xs, ys = drop_repeats(*env.downsample(n_out))
-        _, all_y = env.points()
-        q_low, q_high = robust_range(env.sample(), float(all_y.min()), float(all_y.max()))
-        metrics[name] = MetricSeries(
-            name=name, steps=xs, values=ys, logged=env.count, exact=env.width == 1 and env.count <= n_out,
-            last=float(env.last_value),
-            low=float(all_y.min()), high=float(all_y.max()), q_low=q_low, q_high=q_high,
-        )
-    return RunSeries(
-        first_step=first, last_step=expected - 1, n_steps=expected - first, metrics=metrics,
-        boundaries=boundaries.items(), boundaries_total=boundaries.total, boundary_stride=boundaries.stride,
-    )
-
-
-@lru_cache(maxsize=16)
-def _cached_series(path: str, size: int, mtime_ns: int, n_out: int, buckets: int, chunk: int) -> RunSeries:
-    return _stream_series(Path(path), n_out, buckets, chunk)
-
-
-def collect_series(run_dir: str | Path, *, n_out: int = POINTS_PER_RING, buckets: int = ENVELOPE_BUCKETS,
-                   chunk: int = CHUNK) -> RunSeries:
-    """Stream ``steps.jsonl`` once; every metric downsampled to at most ``n_out`` points.
-
-    Memory is bounded by ``buckets`` per metric and ``chunk`` records, whatever the length of
-    the log. Cached per file (path, size and modification time), so several pages showing one
-    run read it once. Raises LogError / LogErrors as :func:`unipo_build.runlog.iter_steps`.
-    """
-    steps = Path(run_dir) / runlog.STEPS
-    try:
-        stat = os.stat(steps)
-    except FileNotFoundError:
-        raise runlog.LogError(str(steps), "file is missing") from None
-    return _cached_series(str(steps.parent), stat.st_size, stat.st_mtime_ns, n_out, buckets, chunk)
-
-
-# ---------------------------------------------------------------------------
-# Pure helpers: metric choice, ticks, fisheye, number formatting
-# ---------------------------------------------------------------------------
-
-def default_metrics(available: Sequence[str]) -> list[str]:
-    """DEFAULT_METRICS that the run has; filled up from its other metrics to 4 rings at most."""
-    chosen: list[str] = []
-    for entry in DEFAULT_METRICS:
-        options = entry if isinstance(entry, tuple) else (entry,)
-        for name in options:
-            if name in available and name not in chosen:
-                chosen.append(name)
-                break
-    for name in available:
-        if len(chosen) >= min(MAX_RINGS, len(available)) or len(chosen) >= MAX_RINGS:
-            break
-        if name not in chosen:
-            chosen.append(name)
-    return chosen[:MAX_RINGS]
-
-
-def robust_range(values: np.ndarray, low: float, high: float) -> tuple[float, float]:
-    """ROBUST_QUANTILES of ``values`` widened by ROBUST_MARGIN, within [low, high]."""
-    q_low, q_high = quantile_bounds(values, *ROBUST_QUANTILES)
-    margin = ROBUST_MARGIN * (q_high - q_low)
-    return max(low, q_low - margin), min(high, q_high + margin)
-
-
-def nice_step(span: float, target: int) -> int:
-    """A step of 1, 2 or 5 x 10^k that cuts ``span`` into about ``target`` parts (at least 1)."""
-    if span <= 0 or target <= 0:
-        return 1
-    raw = span / target
-    power = 10 ** math.floor(math.log10(raw)) if raw >= 1 else 1
-    for m in (1, 2, 5, 10):
-        if m * power >= raw:
-            return max(1, int(m * power))
-    return max(1, int(10 * power))
-
-
-def step_ticks(first: int, last: int, targets: Sequence[int] = (8, 40, 200)) -> list[tuple[int, int, int]]:
-    """Step labels for the rim: (step, level, spacing of that level), coarsest level first.
-
-    Level 0 is always shown; finer levels appear where the fisheye spreads the steps enough
-    for their labels to fit (the browser checks their spacing in pixels).
-    """
-    span = last - first + 1
-    ticks: dict[int, tuple[int, int]] = {first: (0, nice_step(span, targets[0]))}
-    for level, target in enumerate(targets):
-        spacing = nice_step(span, target)
-        start = math.ceil(first / spacing) * spacing
-        for s in range(start, last + 1, spacing):
-            ticks.setdefault(s, (level, spacing))
-        if spacing == 1:
-            break
-    return sorted((s, lv, sp) for s, (lv, sp) in ticks.items())
-
-
-def _sarkar_brown(t: np.ndarray, d: float) -> np.ndarray:
-    return (d + 1.0) * t / (d * t + 1.0)
-
-
-def fisheye(u: np.ndarray | float, focus: float, mag: float) -> np.ndarray:
-    """Distorted angle fraction of position ``u`` in [0, 1]; ``mag`` = d >= 0 (magnification d+1).
-
-    Both sides of ``focus`` are stretched with G(x) = (d+1)x/(dx+1), so positions near the focus
-    spread ``mag + 1`` times and 0 and 1 stay where they are. Reference for the Vega
-    expression :func:`fisheye_expr` and for the inverse in explorer.js.
-    """
-    u = np.asarray(u, dtype=np.float64)
-    f = min(max(float(focus), 0.0), 1.0)
-    right = f + (1.0 - f) * _sarkar_brown((u - f) / max(1e-9, 1.0 - f), mag)
-    left = f - f * _sarkar_brown((f - u) / max(1e-9, f), mag)
-    return np.where(u >= f, right, left)
-
-
-def fisheye_inverse(phi: np.ndarray | float, focus: float, mag: float) -> np.ndarray:
-    """The position ``u`` whose distorted angle fraction is ``phi`` (inverse of :func:`fisheye`)."""
-    phi = np.asarray(phi, dtype=np.float64)
-    f = min(max(float(focus), 0.0), 1.0)
-    d = float(mag)
-
-    def g_inv(y: np.ndarray) -> np.ndarray:
-        return y / (d + 1.0 - d * y)
-
-    right = f + (1.0 - f) * g_inv((phi - f) / max(1e-9, 1.0 - f))
-    left = f - f * g_inv((f - phi) / max(1e-9, f))
-    return np.where(phi >= f, right, left)
-
-
-def fisheye_expr(u: str, focus: str = "focus", mag: str = "mag") -> str:
-    """:func:`fisheye` as a Vega expression of the expression ``u`` and two signals."""
-
-    def g(t: str) -> str:
-        return f"(({mag} + 1) * ({t}) / ({mag} * ({t}) + 1))"
-
-    right = f"{focus} + (1 - {focus}) * {g(f'(({u}) - {focus}) / max(1e-9, 1 - {focus})')}"
-    left = f"{focus} - {focus} * {g(f'({focus} - ({u})) / max(1e-9, {focus})')}"
-    return f"(({u}) >= {focus} ? {right} : {left})"
-
-
-def format_value(value: float | None) -> str:
-    """A metric value for a chip or a table: 3 significant digits, no exponent for ordinary sizes."""
-    if value is None or not math.isfinite(value):
-        return "–"
-    a = abs(value)
-    if a == 0:
-        return "0"
-    if a >= 1e5 or a < 1e-3:
-        return f"{value:.2e}"
-    if a >= 100:
-        return f"{value:,.0f}"
-    return f"{value:.3g}"
-
-
-def _num(value: float, digits: int = 4) -> float | int:
-    """A value rounded to ``digits`` significant digits, as an int when whole (shorter JSON)."""
-    rounded = float(f"{value:.{digits}g}")
-    return int(rounded) if rounded.is_integer() and abs(rounded) < 1e15 else rounded
-
-
-def encode_values(values: np.ndarray, q_low: float, q_high: float, digits: int = 4) -> dict:
-    """Values as integers times a power of ten: ``{"e": e, "v": [k, ...]}``, value = k * 10**e.
-
-    ``e`` gives ``digits`` significant digits to the largest magnitude of the robust range, so
-    typical values cost 4 or 5 characters of JSON instead of 8 or 9 as decimals; an outlier far
-    beyond the range keeps its size with more digits. The error is at most half a unit of the
-    4th digit of that magnitude: invisible on a ring, and below the 3 digits a read-out shows.
-    """
-    magnitude = max(abs(q_low), abs(q_high))
-    if magnitude == 0 or not math.isfinite(magnitude):
-        magnitude = float(np.max(np.abs(values))) if len(values) else 0.0
-    e = math.floor(math.log10(magnitude)) - (digits - 1) if magnitude > 0 else 0
-    return {"e": e, "v": [int(k) for k in np.rint(np.asarray(values, dtype=np.float64) / 10.0 ** e)]}
-
-
-def _deltas(steps: Iterable[int]) -> list[int]:
-    """Steps as the first value and then differences (small numbers, short JSON)."""
-    out, previous = [], 0
-    for s in steps:
-        out.append(int(s) - previous)
-        previous = int(s)
-    return out
+from unipo_build.schema import EvalRecord, metric_info
+from unipo_build.views.explorer_series import (  # noqa: F401  (re-exported: the explorer's data)
+    DEFAULT_METRICS, DOMAIN, MAGNIFICATIONS, MAX_BOUNDARIES, MAX_RINGS, MAX_TOKEN_STEPS, POINTS_PER_RING, R_IN,
+    R_LABEL, R_OUT, RING_COLOURS, RING_GAP, ROBUST_MARGIN, ROBUST_QUANTILES, MetricSeries, RunSeries, _deltas, _num,
+    collect_series, default_metrics, encode_values, fisheye, fisheye_expr, fisheye_inverse, format_value,
+    nice_step, series_from_table, step_ticks)
 
 
 # ---------------------------------------------------------------------------
@@ -691,7 +373,7 @@ def failed_run_html(name: str, error: str) -> str:
     )
 
 
-def missing_run_html(name: str, directory: Path, available: Sequence[str]) -> str:
+def missing_run_html(name: str, directory: str | Path, available: Sequence[str]) -> str:
     known = ", ".join(f"“{escape_text(a)}”" for a in available) or "none"
     return (
         '<div class="admonition warning unipo-explorer-error">'
@@ -703,14 +385,9 @@ def missing_run_html(name: str, directory: Path, available: Sequence[str]) -> st
 
 def _inspector_html(run: Run, page_url: str | None, uid: str) -> str:
     """The explorer's own Step Inspector (id ``uid``): a click opens steps there and nowhere else."""
-    try:
-        from unipo_build.views.inspector import step_inspector
-    except ModuleNotFoundError as err:
-        if err.name != "unipo_build.views.inspector":
-            raise
-        return ('<p class="unipo-explorer__hint">The Step Inspector is not part of this build; '
-                "clicking a step only marks it.</p>")
-    # The inspector needs the page's URL to fetch step files relative to it (when it takes one).
+    from unipo_build.views.inspector import step_inspector
+
+    # The inspector needs the page's URL to fetch step files relative to it.
     return step_inspector(run, page_url=page_url, uid=uid)
 
 

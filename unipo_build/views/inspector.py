@@ -26,25 +26,26 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from .. import runlog
 from ..moments import MOMENT_NAMES, Moment, find_moments
+from ..objective import browser_config
 from ..render import escape_text, json_data
-from ..runs import Run, discover, get_run, runs_dir
+from ..runs import Run, RunCatalog, catalog_of
 from ..schema import PromptGroup, Response, StepDetail
+from . import fmt as F
 from .common import EVENT_OPEN_STEP, EVENT_TOKEN, site_root, step_path
+from .palette import DIVERGING
 
 # ---------------------------------------------------------------------------
 # The token colour scale (inspector.js holds the same anchors and interpolation)
 # ---------------------------------------------------------------------------
 
-#: ColorBrewer PiYG, 11 classes (as d3-scale-chromatic's schemePiYG[11]): pink for negative,
-#: near-white #f7f7f7 for zero, green for positive. Colour-blind safe (diverging pink/green).
-PIYG = ("#8e0152", "#c51b7d", "#de77ae", "#f1b6da", "#fde0ef", "#f7f7f7",
-        "#e6f5d0", "#b8e186", "#7fbc41", "#4d9221", "#276419")
+#: The diverging token scale (the palette's PiYG: pink negative, near-white zero, green positive);
+#: inspector.js reads the same anchors from the inspector's data.
+PIYG = DIVERGING
 
 
 @dataclass(frozen=True)
@@ -176,17 +177,16 @@ MOMENT_LABELS = {
     "longest_wrong": "The longest wrong answer",
     "max_kl_step": "The step with the largest KL to the reference",
     "filtered_group": "A group dropped by the sampling filter",
+    "ratio_max": "The token whose ratio rose furthest (clipped or not)",
+    "ratio_min": "The token whose ratio fell furthest (clipped or not)",
+    "mixed_group": "A group with both right and wrong answers",
+    "shared_prefix_group": "The group whose shared opening tokens got the largest net push",
 }
 
 
-@lru_cache(maxsize=32)
-def _moments_cached(run_dir: str, mtime: float) -> tuple[tuple[str, Moment | None], ...]:
-    return tuple(find_moments(run_dir).items())
-
-
 def run_moments(run: Run) -> dict[str, Moment | None]:
-    """Every teaching moment of a run (None where the run lacks it); cached across pages."""
-    return dict(_moments_cached(str(run.path), runlog.tokens_mtime(run.path)))
+    """Every teaching moment of a run (None where the run lacks it), from its one reader."""
+    return find_moments(run.path)
 
 
 def nearest_step(steps: list[int], step: int) -> int | None:
@@ -228,9 +228,8 @@ def _attrs(**attrs: Any) -> str:
 
 
 def note_html(text: str, kind: str = "note") -> str:
-    """A short admonition-like note (Material's styles), with escaped text."""
-    return (f'<div class="admonition {escape_text(kind)} unipo-view-note"><p class="admonition-title">'
-            f'{"Note" if kind == "note" else "Warning"}</p><p>{escape_text(text)}</p></div>')
+    """A short note in the views' style (the site's one admonition, ``fmt.note_html``)."""
+    return F.note_html(text, kind, title="Note" if kind == "note" else "Warning", css_class="unipo-view-note")
 
 
 def reward_text(response: Response) -> str:
@@ -337,7 +336,7 @@ ZERO_OBJECTIVE_NOTE = ("J is 0 up to rounding. That is the value of the objectiv
 
 
 def kl_in_loss_beta(config) -> float | None:
-    if config is not None and config.kind("kl") == "in_loss":
+    if config is not None and config.component("kl").kl_place == "loss":
         return float(config.param("kl", "beta"))
     return None
 
@@ -349,7 +348,7 @@ def group_bars_html(uid: str, detail: StepDetail, config) -> str:
     # contribution is rounding noise (ratios all 1, advantages summing to 0) the bars stay empty.
     largest = max(max((abs(g.contribution) for g in groups), default=0.0), BAR_FLOOR)
     beta = kl_in_loss_beta(config)
-    group_based = config is None or config.kind("advantage") in ("group_zscore", "group_mean", "leave_one_out")
+    group_based = config is None or config.component("advantage").group_baseline
     rows = []
     for g in groups:
         width = 50.0 * abs(g.contribution) / largest
@@ -421,14 +420,9 @@ def _uid(*parts: Any) -> str:
     return f"unipo-insp-{digest}"
 
 
-def _resolve_run(run: str | Run, directory: Path | None) -> Run | None:
-    if isinstance(run, Run):
-        return run
-    return get_run(run, directory)
-
-
 def step_inspector(run: str | Run, step: int | None = None, moment: str | None = None, *,
-                   page_url: str | None = None, directory: str | Path | None = None, uid: str | None = None) -> str:
+                   page_url: str | None = None, catalog: RunCatalog | str | Path | None = None,
+                   uid: str | None = None) -> str:
     """HTML of a Step Inspector for ``run`` (a run id or an algorithm id) on the page at ``page_url``.
 
     Opens at ``step``, or at the teaching moment ``moment`` (highlighting its group, response and
@@ -438,14 +432,14 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
     """
     if moment is not None and moment not in MOMENT_NAMES:
         raise ValueError(f"step_inspector: unknown moment {moment!r} (known: {', '.join(MOMENT_NAMES)})")
-    directory = Path(directory) if directory is not None else runs_dir()
-    found = _resolve_run(run, directory)
+    runs = catalog_of(catalog) if not isinstance(run, Run) else None
+    found = run if isinstance(run, Run) else runs.get(run)
     label = run.id if isinstance(run, Run) else str(run)
     if found is None:
-        known = ", ".join(r.id for r in discover(directory) if r.ok) or "none"
+        known = ", ".join(r.id for r in runs.loaded()) or "none"
         return note_html(f"The Step Inspector has no run '{label}' to show: there is no such run or algorithm in "
-                         f"{directory} (runs found: {known}). Train one (see the README) or point UNIPO_RUNS at "
-                         "your logs, then rebuild.")
+                         f"{runs.source.describe()} (runs found: {known}). Train one (see the README) or point "
+                         "UNIPO_RUNS at your logs, then rebuild.")
     if not found.ok:
         return note_html(f"The run '{label}' could not be read, so the Step Inspector is not shown: {found.error}",
                          "warning")
@@ -479,7 +473,7 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
                          f"{near}.")
             open_step = near
     try:
-        detail = runlog.read_step_detail(found.path, open_step)
+        detail = found.reader.detail(open_step)
     except (runlog.LogError, runlog.LogErrors) as err:
         return note_html(f"Step {open_step} of run '{found.id}' could not be read: {err}", "warning")
     config = found.config
@@ -493,7 +487,8 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
         "step": open_step,
         "moments": entries,
         "moment": next((e for e in entries if e["name"] == chosen_moment.name), None) if chosen_moment else None,
-        "config": config.model_dump(mode="json") if config is not None else None,
+        "config": browser_config(config) if config is not None else None,
+        "scale": list(PIYG),
         "quantities": [{"key": q.key, "label": q.label, "centre": q.centre, "description": q.description}
                        for q in QUANTITIES],
         "step_path": step_path(found.id, 0).rsplit("/", 1)[0] + "/",

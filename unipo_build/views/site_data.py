@@ -22,8 +22,9 @@ from unipo_build.views.common import RUN_ASSETS, step_path
 log = logging.getLogger("mkdocs.plugins.unipo.site_data")
 
 
-def _runs_directory(config) -> Path:
-    return runs.runs_dir((config.get("extra") or {}).get("unipo_runs"))
+def _catalog(config) -> runs.RunCatalog:
+    root = Path(config.config_file_path).resolve().parent
+    return runs.catalog(runs.runs_source(root, config.get("extra") or {}))
 
 
 def _copy_if_changed(source: Path, target: Path) -> bool:
@@ -41,7 +42,7 @@ def _copy_if_changed(source: Path, target: Path) -> bool:
 def copy_run_steps(run: runs.Run, site_dir: Path) -> tuple[int, int]:
     """Copy one run's token files into the site; returns (files, bytes) now in place."""
     files = total = 0
-    for step in runlog.token_steps(run.path):
+    for step in run.token_steps():
         source = run.path / runlog.TOKENS_DIR / runlog.token_file_name(step)
         target = site_dir / step_path(run.id, step)
         _copy_if_changed(source, target)
@@ -66,14 +67,13 @@ def publish_runs(run_list: list[runs.Run], site_dir: Path) -> dict[str, tuple[in
 
 def on_post_build(config, **kwargs):
     site_dir = Path(config.site_dir)
-    published = publish_runs(runs.discover(_runs_directory(config)), site_dir)
+    published = publish_runs(_catalog(config).runs, site_dir)
     for run_id, (files, size) in published.items():
         log.info("unipo: %s: %d step files (%.1f MB) in %s/%s/", run_id, files, size / 1e6, RUN_ASSETS, run_id)
 
 
 def on_serve(server, config, builder, **kwargs):
     """Rebuild when a run changes under ``mkdocs serve``."""
-    directory = _runs_directory(config)
-    if directory.is_dir():
+    for directory in _catalog(config).source.paths:
         server.watch(str(directory))
     return server

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from unipo_build import components as C
 from unipo_build.render import escape_text
+from unipo_build.views.palette import role
+from unipo_build.views.site import Site, macro
 
-#: Okabe-Ito colours: distinguishable with the common colour-vision deficiencies and
-#: readable on both the light and the dark background.
-ESTIMATOR_COLOURS = {"k1": "#E69F00", "k2": "#56B4E9", "k3": "#009E73"}
+#: The three estimators, each in its palette colour.
+ESTIMATOR_COLOURS = {k: role(f"estimator-{k}") for k in C.KL_ESTIMATORS}
 
 BROWSER_LIBRARIES = {
     "katex": "formulas (Markdown math from pymdownx.arithmatex)",
@@ -30,13 +31,10 @@ BROWSER_LIBRARIES = {
 
 
 def kl_estimators(log_r: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-token estimators of KL(pi_theta || pi_ref) for r = pi_ref(y) / pi_theta(y)."""
-    r = np.exp(log_r)
-    return {
-        "k1": -log_r,
-        "k2": 0.5 * log_r**2,
-        "k3": (r - 1.0) - log_r,
-    }
+    """Per-token estimators of KL(pi_theta || pi_ref) for r = pi_ref(y) / pi_theta(y): the
+    trainer's own ``components.kl_estimate`` with log pi_theta = 0 and log pi_ref = log r."""
+    log_r = np.asarray(log_r, dtype=np.float64)
+    return {k: C.kl_estimate(np.zeros_like(log_r), log_r, k) for k in C.KL_ESTIMATORS}
 
 
 def kl_estimators_chart(lo: float = -2.0, hi: float = 2.0, points: int = 81):
@@ -83,18 +81,20 @@ def browser_libraries_table(project_dir: Path) -> str:
     return "\n".join(lines)
 
 
-def register(env: Any) -> None:
-    @env.macro
-    def kl_estimators_spec() -> dict:
-        """The KL-estimator chart as a Vega-Lite spec (dict)."""
-        return kl_estimators_chart().to_dict()
+@macro
+def kl_estimators_spec(site: Site) -> dict:
+    """The KL-estimator chart as a Vega-Lite spec (dict)."""
+    return kl_estimators_chart().to_dict()
 
-    @env.macro
-    def browser_libraries() -> str:
-        return browser_libraries_table(Path(env.project_dir))
 
-    @env.macro
-    def vega_lite_schema_version() -> str:
-        import altair as alt
+@macro
+def browser_libraries(site: Site) -> str:
+    """The pinned browser libraries (package.json of the project), as a Markdown table."""
+    return browser_libraries_table(site.root)
 
-        return alt.SCHEMA_VERSION
+
+@macro
+def vega_lite_schema_version(site: Site) -> str:
+    import altair as alt
+
+    return alt.SCHEMA_VERSION

@@ -1,6 +1,6 @@
 """Reference pages generated from the contracts: algorithm specs, run-log schema, metrics, components.
 
-Macros (registered by :func:`register`, listed in ``unipo_build.macros.MACRO_MODULES``):
+Macros (registered with ``site.macro``):
 
 - ``spec_reference(algorithm_id)``: one algorithm: name, year, paper, predecessor, what it
   changed, the whole objective composed from its components (``formula.objective_latex``) and
@@ -9,8 +9,11 @@ Macros (registered by :func:`register`, listed in ``unipo_build.macros.MACRO_MOD
 - ``schema_reference()``: every file of a run directory, a table of fields per model (type,
   required, description) and the raw JSON Schema, from ``schema.json_schema()`` at build time;
 - ``metric_catalogue()``: ``schema.METRICS`` as a table;
+- ``bound(name)``: a bound of ``unipo_build.limits`` (the text length caps, the number range) as
+  the schema page's prose writes it;
 - ``component_catalogue()``: the registry: every slot, every kind, its parameters with defaults
-  and descriptions, its formula and terms, and the shipped algorithms that use it.
+  and descriptions, its formula and terms, the function that computes it (a link into the
+  repository, ``source_links``), and the shipped algorithms that use it.
 
 The builders are pure functions returning Markdown in which every piece of HTML stands alone as
 a paragraph; the macros hand each piece to ``macros.protect_html`` so Markdown never rewrites
@@ -27,10 +30,13 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-from . import formula
-from .render import escape_text
-from .schema import METRICS, json_schema
-from .specs import REGISTRY, SLOTS, SPEC_DIR, AlgorithmSpec, Kind, Reference, lineage, load_specs
+from .. import formula, limits
+from ..render import escape_text
+from ..schema import METRICS, json_schema
+from ..specs import REGISTRY, SLOTS, AlgorithmSpec, Kind, Reference, lineage
+from .fmt import code, math_display, math_inline
+from .site import Site, macro
+from .source_links import Repo, source_html
 
 #: Where the generated pages live (relative to docs/): one page per spec, and the catalogues.
 ALGORITHM_PAGES = "reference/algorithms"
@@ -39,7 +45,7 @@ COMPONENTS_PAGE = "reference/components.md"
 SLOT_DESCRIPTIONS = {
     "advantage": "How much better than expected each response (or token) did.",
     "ratio": "How far the policy has moved on a token since it was sampled.",
-    "clip": "The trust region: where a token stops contributing gradient.",
+    "clip": "Where a token stops contributing gradient (it does not bound the ratio itself).",
     "kl": "What ties the policy to the frozen reference model.",
     "aggregation": "How token objectives are averaged into one number: the weight of every token.",
     "filter": "Which sampled groups are trained on.",
@@ -61,18 +67,6 @@ def _no_link(target: str) -> None:
 # ---------------------------------------------------------------------------
 # Small HTML helpers
 # ---------------------------------------------------------------------------
-
-def math_inline(tex: str) -> str:
-    return f'<span class="arithmatex">{escape_text(chr(92) + "(" + tex + chr(92) + ")")}</span>'
-
-
-def math_display(tex: str) -> str:
-    return f'<div class="arithmatex">{escape_text(chr(92) + "[" + tex + chr(92) + "]")}</div>'
-
-
-def code(text: Any) -> str:
-    return f"<code>{escape_text(text)}</code>"
-
 
 def table(head: list[str], rows: list[list[str]], *, row_attrs: list[str] | None = None) -> str:
     """An HTML table (cells are trusted HTML), wrapped as Material wraps Markdown tables."""
@@ -150,7 +144,7 @@ def terms_html(kind: Kind, tooltip: Callable[[Any], str]) -> str:
     return f'<ul class="unipo-terms">{"".join(items)}</ul>'
 
 
-def slots_table(spec: AlgorithmSpec, link: Link = _no_link) -> str:
+def slots_table(spec: AlgorithmSpec, link: Link = _no_link, repo: Repo | None = None) -> str:
     """One row per slot: component (kind and summary), parameters, definition with the tooltips
     of its terms, and the spec's explanation of the choice."""
     rows, attrs = [], []
@@ -162,14 +156,18 @@ def slots_table(spec: AlgorithmSpec, link: Link = _no_link) -> str:
         if components_href:
             name = f'<a href="{escape_text(components_href + "#" + kind_anchor(slot, kind.name))}">{name}</a>'
         tex = kind.latex(spec.params(slot))
+        if slot != "ratio":
+            tex = formula.with_ratio(tex, spec.component("ratio"))
         definition = math_display(tex) if tex else '<p class="unipo-no-term">No term in the objective.</p>'
         if kind.terms:
             definition += terms_html(kind, lambda term, slot=slot: spec.tooltip(slot, term))
         params = _params_html(spec, slot)
+        source = source_html(kind.fn, repo)
         rows.append([
             f'<strong>{escape_text(slot)}</strong>: {name}<br>'
             f'<span class="unipo-kind-summary">{escape_text(kind.summary)}</span>'
-            + (params if params != "\u2014" else ""),
+            + (params if params != "\u2014" else "")
+            + (f'<br><span class="unipo-kind-source">code: {source}</span>' if source else ""),
             definition,
             escape_text(comp.explanation),
         ])
@@ -182,7 +180,7 @@ def facts_html(spec: AlgorithmSpec, specs: dict[str, AlgorithmSpec], link: Link 
     rows = [
         ["Name", f"{escape_text(spec.name)} \u2013 {escape_text(spec.full_name)}"],
         ["Year", escape_text(spec.year)],
-        ["Paper", reference_html(spec.paper)],
+        ["Paper", reference_html(spec.paper) if spec.paper else "none of its own: its sources are under further reading"],
     ]
     if spec.predecessor:
         pred = specs.get(spec.predecessor)
@@ -212,7 +210,7 @@ def facts_html(spec: AlgorithmSpec, specs: dict[str, AlgorithmSpec], link: Link 
 
 
 def spec_reference_markdown(spec: AlgorithmSpec, specs: dict[str, AlgorithmSpec], *, protect: Protect = _same,
-                            link: Link = _no_link) -> str:
+                            link: Link = _no_link, repo: Repo | None = None) -> str:
     """The reference of one algorithm as Markdown (headings) around protected HTML."""
     objective = (f'<div class="unipo-objective" data-algorithm="{escape_text(spec.id)}">'
                  + math_display(formula.objective_latex(spec))
@@ -225,7 +223,7 @@ def spec_reference_markdown(spec: AlgorithmSpec, specs: dict[str, AlgorithmSpec]
         "## Objective",
         protect(objective),
         "## Components",
-        protect(slots_table(spec, link)),
+        protect(slots_table(spec, link, repo)),
     ]) + "\n"
 
 
@@ -395,9 +393,12 @@ def params_table(kind: Kind) -> str:
     return table(["Parameter", "Type", "Default", "Description"], rows)
 
 
-def kind_html(kind: Kind, specs: dict[str, AlgorithmSpec], link: Link = _no_link) -> str:
+def kind_html(kind: Kind, specs: dict[str, AlgorithmSpec], link: Link = _no_link, repo: Repo | None = None) -> str:
+    source = source_html(kind.fn, repo)
     parts = [f'<div class="unipo-component-kind" data-slot="{escape_text(kind.slot)}" '
-             f'data-kind="{escape_text(kind.name)}"><p>{escape_text(kind.summary)}</p>']
+             f'data-kind="{escape_text(kind.name)}"><p>{escape_text(kind.summary)}</p>'
+             + (f'<p class="unipo-kind-source">Computed by <code>{escape_text(kind.fn.__name__)}</code>: {source}</p>'
+                if source else "")]
     params, source = example_params(kind, specs)
     tex = kind.latex(params) if params is not None else ""
     if tex:
@@ -423,14 +424,14 @@ def kind_html(kind: Kind, specs: dict[str, AlgorithmSpec], link: Link = _no_link
 
 
 def component_catalogue_markdown(specs: dict[str, AlgorithmSpec], *, protect: Protect = _same,
-                                 link: Link = _no_link) -> str:
+                                 link: Link = _no_link, repo: Repo | None = None) -> str:
     out = []
     for slot in SLOTS:
         out.append(f"## `{slot}` {{ #{_anchor('component', slot)} }}")
         out.append(protect(f'<p class="unipo-slot-description">{escape_text(SLOT_DESCRIPTIONS.get(slot, ""))}</p>'))
         for name, kind in REGISTRY[slot].items():
             out.append(f"### `{name}` {{ #{kind_anchor(slot, name)} }}")
-            out.append(protect(kind_html(kind, specs, link)))
+            out.append(protect(kind_html(kind, specs, link, repo)))
     return "\n\n".join(out) + "\n"
 
 
@@ -465,32 +466,34 @@ def relative_url(source: str, target: str, docs_dir: str, site_dir: str, use_dir
     return target_file.url_relative_to(source_file)
 
 
-def register(env: Any) -> None:
-    from .macros import protect_html
+@macro
+def spec_reference(site: Site, algorithm_id: str) -> str:
+    """The reference of one algorithm spec (data/algorithms/<id>.yaml)."""
+    spec = site.spec(algorithm_id, "spec_reference")
+    return spec_reference_markdown(spec, site.specs(), protect=site.protect, link=page_linker(site.env),
+                                   repo=site.repo)
 
-    def protect(html: str) -> str:
-        return protect_html(env, html)
 
-    @env.macro
-    def spec_reference(algorithm_id: str) -> str:
-        """The reference of one algorithm spec (data/algorithms/<id>.yaml)."""
-        specs = load_specs(SPEC_DIR)
-        if algorithm_id not in specs:
-            raise KeyError(f"spec_reference: no algorithm {algorithm_id!r} in {SPEC_DIR} "
-                           f"(known: {', '.join(sorted(specs))})")
-        return spec_reference_markdown(specs[algorithm_id], specs, protect=protect, link=page_linker(env))
+@macro
+def schema_reference(site: Site) -> str:
+    """Fields and JSON Schema of every file of a run directory."""
+    return schema_reference_markdown(protect=site.protect)
 
-    @env.macro
-    def schema_reference() -> str:
-        """Fields and JSON Schema of every file of a run directory."""
-        return schema_reference_markdown(protect=protect)
 
-    @env.macro
-    def metric_catalogue() -> str:
-        """The documented metrics (schema.METRICS)."""
-        return protect(metric_catalogue_html())
+@macro(with_site=False)
+def bound(name: str) -> str:
+    """A bound of ``unipo_build.limits`` in the docs' prose: ``{{ bound("LINE_MAX") }}`` -> 4,096."""
+    return limits.describe(name)
 
-    @env.macro
-    def component_catalogue() -> str:
-        """Every slot and registered component kind."""
-        return component_catalogue_markdown(load_specs(SPEC_DIR), protect=protect, link=page_linker(env))
+
+@macro(html=True)
+def metric_catalogue(site: Site) -> str:
+    """The documented metrics (schema.METRICS)."""
+    return metric_catalogue_html()
+
+
+@macro
+def component_catalogue(site: Site) -> str:
+    """Every slot and registered component kind, each linked to the function that computes it."""
+    return component_catalogue_markdown(site.specs(), protect=site.protect, link=page_linker(site.env),
+                                        repo=site.repo)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..specs import SPEC_DIR, lineage, load_specs
-from . import OPENRLHF_VERSION
-from .command import RunOptions, build_command, translation_for
+from ..openrlhf import OPENRLHF_VERSION
+from ..openrlhf.command import RunOptions, build_command, translation_for
+from ..specs import lineage, load_specs
+from .site import macro
 
 
 def _cell(text: str) -> str:
@@ -19,7 +20,7 @@ def _cell(text: str) -> str:
 
 def translations_table(max_new_tokens: int = RunOptions().max_new_tokens) -> str:
     """One row per spec: exact on OpenRLHF, or each gap with its nearest approximation."""
-    specs = load_specs(SPEC_DIR)
+    specs = load_specs()
     rows = ["| Algorithm | On OpenRLHF " + OPENRLHF_VERSION + " | The spec asks for | OpenRLHF runs instead |",
             "|---|---|---|---|"]
     for spec in lineage(specs):
@@ -44,7 +45,7 @@ def command_block(algorithm: str, *, tap: bool = True, **options: Any) -> str:
 
 def train_commands(preset: str = "gpu", gpus_per_node: int = RunOptions().gpus_per_node) -> list[str]:
     """`unipo train ALGO --engine openrlhf ...` for every shipped spec, with the flag its gaps need."""
-    specs = load_specs(SPEC_DIR)
+    specs = load_specs()
     lines = []
     for spec in lineage(specs):
         t = translation_for(spec, RunOptions.from_preset(preset).max_new_tokens)
@@ -55,22 +56,24 @@ def train_commands(preset: str = "gpu", gpus_per_node: int = RunOptions().gpus_p
     return lines
 
 
-def register(env: Any) -> None:
-    @env.macro
-    def openrlhf_translations() -> str:
-        """Markdown table: every shipped spec, exact on OpenRLHF or its gaps and approximations."""
-        return translations_table()
+@macro(with_site=False)
+def openrlhf_translations() -> str:
+    """Markdown table: every shipped spec, exact on OpenRLHF or its gaps and approximations."""
+    return translations_table()
 
-    @env.macro
-    def openrlhf_command(algorithm: str, tap: bool = True, **options: Any) -> str:
-        """The OpenRLHF command the builder prints for ``algorithm`` (a fenced bash block)."""
-        return command_block(algorithm, tap=tap, **options)
 
-    @env.macro
-    def openrlhf_train_commands(preset: str = "gpu", gpus_per_node: int = RunOptions().gpus_per_node) -> str:
-        """One `unipo train --engine openrlhf` line per shipped spec, as a fenced bash block."""
-        return "```bash\n" + "\n".join(train_commands(preset, gpus_per_node)) + "\n```"
+@macro(with_site=False)
+def openrlhf_command(algorithm: str, tap: bool = True, **options: Any) -> str:
+    """The OpenRLHF command the builder prints for ``algorithm`` (a fenced bash block)."""
+    return command_block(algorithm, tap=tap, **options)
 
-    @env.macro
-    def openrlhf_version() -> str:
-        return OPENRLHF_VERSION
+
+@macro(with_site=False)
+def openrlhf_train_commands(preset: str = "gpu", gpus_per_node: int = RunOptions().gpus_per_node) -> str:
+    """One `unipo train --engine openrlhf` line per shipped spec, as a fenced bash block."""
+    return "```bash\n" + "\n".join(train_commands(preset, gpus_per_node)) + "\n```"
+
+
+@macro(with_site=False)
+def openrlhf_version() -> str:
+    return OPENRLHF_VERSION

@@ -1,0 +1,112 @@
+/*
+ * UNIPO views: what the Step Inspector and the Algorithm Explainer share, loaded before either
+ * (the build puts it on the pages that use them). window.UNIPOViews holds the number format
+ * (unipo_build.views.inspector.fmt's port), the step files' loader, element helpers and the
+ * state the views share (the runs on the page, the inspectors). The math is unipo-math.js.
+ * In node, module.exports is the number format (tests/test_views_explainer.py checks it).
+ */
+(function (global) {
+  "use strict";
+
+  /* ============================================================ number format */
+
+  var MINUS = "\u2212";
+
+  /** As unipo_build.views.inspector.fmt: 4 significant digits, scientific outside [1e-3, 1e4). */
+  function fmt(value, digits) {
+    digits = digits || 4;
+    if (value === null || value === undefined || Number.isNaN(value)) return "n/a";
+    if (value === 0) return "0";
+    var a = Math.abs(value);
+    var text;
+    if (a >= 1e-3 && a < 1e4) {
+      // Like Python's "g" in this range: fixed form, no trailing zeros (Number() drops them).
+      text = String(Number(value.toPrecision(digits)));
+    } else {
+      var parts = value.toExponential(digits - 1).split("e");
+      var mantissa = parts[0].indexOf(".") >= 0 ? parts[0].replace(/0+$/, "").replace(/\.$/, "") : parts[0];
+      text = mantissa + "e" + Number(parts[1]);
+    }
+    return text.replace(/-/g, MINUS);
+  }
+
+  function fmtSigned(value, digits) {
+    var text = fmt(value, digits);
+    return value > 0 ? "+" + text : text;
+  }
+
+
+  if (typeof module !== "undefined" && module.exports) {
+    module.exports = { fmt: fmt, fmtSigned: fmtSigned };
+  }
+  if (typeof document === "undefined") return; // node: the number format only
+
+  /* ================================================================ shared state */
+
+  var V = (global.UNIPOViews = global.UNIPOViews || {});
+  if (V.__common) return; // loaded again by an instant navigation: keep the state
+  V.__common = true;
+  V.math = global.UNIPO_MATH;
+  V.fmt = fmt;
+  V.fmtSigned = fmtSigned;
+  V.runs = V.runs || {}; // run id -> {config, siteRoot, stepPath, algorithm}
+  V.stepCache = V.stepCache || new Map(); // absolute URL -> Promise of the step JSON
+
+  /** The step JSON at ``url`` (relative to the page), fetched once per page load. */
+  V.loadStep = function (url) {
+    var absolute = new URL(url, document.baseURI).href;
+    if (!V.stepCache.has(absolute)) {
+      var promise = fetch(absolute, { credentials: "same-origin" }).then(function (response) {
+        if (!response.ok) throw new Error("HTTP " + response.status + " for " + url);
+        return response.json();
+      });
+      promise.catch(function () { V.stepCache.delete(absolute); });
+      V.stepCache.set(absolute, promise);
+    }
+    return V.stepCache.get(absolute);
+  };
+
+  V.stepUrl = function (info, step) {
+    return info.siteRoot + info.stepPath + "step_" + String(step).padStart(6, "0") + ".json";
+  };
+
+  /** createElement with attributes, classes and children (strings become text nodes). */
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    if (attrs) {
+      Object.keys(attrs).forEach(function (name) {
+        var value = attrs[name];
+        if (value === null || value === undefined || value === false) return;
+        if (name === "class") node.className = value;
+        else if (name === "text") node.textContent = value;
+        else node.setAttribute(name, value === true ? "" : String(value));
+      });
+    }
+    (children || []).forEach(function (child) {
+      if (child === null || child === undefined || child === false) return;
+      node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
+    });
+    return node;
+  }
+  V.el = el;
+
+  /** The JSON a view wrote with render.json_data: <template class="unipo-data" id="<container id>-data">. */
+  function readData(container) {
+    var id = container.id ? container.id + "-data" : null;
+    if (!id || !document.getElementById(id)) return null;
+    return global.UNIPO.data(id);
+  }
+  V.readData = readData;
+
+  function findToken(detail, group, response) {
+    for (var p = 0; p < detail.prompts.length; p++) {
+      var g = detail.prompts[p];
+      if (g.index !== group || g.filtered) continue;
+      for (var r = 0; r < g.responses.length; r++) {
+        if (g.responses[r].index === response) return { group: g, response: g.responses[r] };
+      }
+    }
+    return null;
+  }
+  V.findToken = findToken;
+})(typeof self !== "undefined" ? self : this);

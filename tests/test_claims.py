@@ -1,0 +1,251 @@
+"""Sentences about the runs are chosen by the runs: the verdict rules on hand-made numbers, the
+words on two runs directories where the effects point opposite ways, and a whole site built on
+one of them.
+"""
+
+from __future__ import annotations
+
+import json
+
+import re
+from html import unescape
+from pathlib import Path
+
+import pytest
+
+from helpers_runlog import write_metric_run
+from site_build import bound_macros, build_site, free_port
+from unipo_build.views import effects as E
+
+# ---------------------------------------------------------------------------
+# The verdict rules, on hand-made numbers
+# ---------------------------------------------------------------------------
+
+
+class _Header:
+    def __init__(self, seed):
+        self.seed = seed
+
+
+class _Run:
+    def __init__(self, seed=0):
+        self.header = _Header(seed)
+        self.id = f"run-{seed}"
+
+
+def side(name, *values, se=None):
+    return E.Side(name, tuple(E.RunValue(_Run(i), v, se) for i, v in enumerate(values)))
+
+
+def test_seeds_that_do_not_overlap_decide_when_there_are_enough():
+    a, b = side("A", 0.5, 0.6, 0.7), side("B", 0.1, 0.2, 0.3)
+    # 3 vs 3: C(6, 3) = 20 orderings, so complete separation has chance 1/20
+    assert E.compare(a, b, +1).status == "shown"
+    assert E.compare(a, b, -1).status == "contradicted"
+    assert E.compare(b, a, -1).status == "shown"
+    assert "three seeds each" in E.compare(a, b, +1).basis
+    # 2 vs 2: only 6 orderings; a clean split is not enough
+    v = E.compare(side("A", 0.5, 0.6), side("B", 0.1, 0.2), +1)
+    assert v.status == "unclear" and "too few" in v.reason
+    # overlapping seeds: unclear
+    v = E.compare(side("A", 0.5, 0.15, 0.7), side("B", 0.1, 0.2, 0.3), +1)
+    assert v.status == "unclear" and "overlap" in v.reason
+
+
+def test_one_seed_is_judged_against_two_standard_errors_and_says_so():
+    # difference 0.3, SE of the difference hypot(0.1, 0.1) = 0.1414: 0.3 > 0.283, shown
+    v = E.compare(side("A", 0.5, se=0.1), side("B", 0.2, se=0.1), +1)
+    assert v.status == "shown" and v.basis.startswith("one seed each")
+    # difference 0.25 < 0.283: within the noise
+    assert E.compare(side("A", 0.45, se=0.1), side("B", 0.2, se=0.1), +1).status == "unclear"
+    assert E.compare(side("A", 0.5, se=0.1), side("B", 0.2, se=0.1), -1).status == "contradicted"
+    # a side with several seeds uses the SE of their mean: std (ddof 1) of 0.4, 0.5, 0.6 is 0.1 -> 0.0577
+    v = E.compare(side("A", 0.4, 0.5, 0.6), side("B", 0.2, se=0.05), +1)
+    assert v.status == "shown" and "A three seeds, B one seed" in v.basis  # 0.3 > 2 * hypot(0.0577, 0.05)
+
+
+def test_a_change_within_runs_needs_every_seed_beyond_its_noise():
+    assert E.direction(side("A", 0.5, 0.6, se=0.1), +1).status == "shown"
+    assert E.direction(side("A", -0.5, -0.6, se=0.1), +1).status == "contradicted"
+    assert E.direction(side("A", 0.5, 0.1, se=0.1), +1).reason.startswith("the change is within")
+    assert E.direction(side("A", 0.5, -0.6, se=0.1), +1).reason == "the seeds disagree"
+    assert E.direction(E.Side("A", (), "no log"), +1).status == "unmeasurable"
+
+
+def test_changes_read_as_signed_words():
+    assert E.relative_change_words(-0.3) == "fell 30%" and E.relative_change_words(0.05) == "rose 5%"
+    assert E.relative_change_words(0.001) == "stayed level"
+    assert E.signed(-0.76, 2, "tokens") == "\u22120.76 tokens" and E.signed(3.2, 2) == "+3.2"
+
+
+# ---------------------------------------------------------------------------
+# Two runs directories, the effects pointing opposite ways
+# ---------------------------------------------------------------------------
+
+def _lerp(a, b, f):
+    return a + (b - a) * f
+
+
+def world(root: Path, clip_higher_works: bool) -> Path:
+    """GRPO and DAPO (three seeds each) and Dr. GRPO (one): with ``clip_higher_works`` DAPO's entropy
+    falls a little and GRPO's a lot, DAPO clips fewer high-side tokens, GRPO's wrong answers drift
+    longer and DAPO's overlong term shrinks; otherwise every one of these the other way round."""
+    w = clip_higher_works
+
+    def grpo(f, g):
+        return {"entropy/mean": _lerp(1.0, 0.6 if w else 0.95, f) + g.normal(0, 0.01),
+                "clip/frac_high": (0.004 if w else 0.001) + g.normal(0, 1e-4),
+                "clip/frac_low": 0.002,
+                "length/correct": 20 + g.normal(0, 0.3),
+                "length/incorrect": _lerp(25, 35 if w else 20, f) + g.normal(0, 0.3),
+                "groups/all_correct_frac": _lerp(0.2, 0.5 if w else 0.1, f) + g.normal(0, 0.01)}
+
+    def dapo(f, g):
+        return {"entropy/mean": _lerp(1.0, 0.95 if w else 0.6, f) + g.normal(0, 0.01),
+                "clip/frac_high": (0.001 if w else 0.004) + g.normal(0, 1e-4),
+                "clip/frac_low": 0.002,
+                "reward/shaping": _lerp(-0.2, -0.02, f if w else 1 - f) + g.normal(0, 0.005),
+                "sampling/rounds": 2.0 if w else 10.0, "sampling/generated_per_kept": 1.5}
+
+    def dr_grpo(f, g):
+        return {"length/correct": 20 + g.normal(0, 0.3),
+                "length/incorrect": _lerp(25, 26 if w else 34, f) + g.normal(0, 0.3)}
+
+    for seed in range(3):
+        suffix = "" if seed == 0 else f"-s{seed}"
+        write_metric_run(root / f"grpo{suffix}", "grpo", seed=seed, metrics=grpo)
+        write_metric_run(root / f"dapo{suffix}", "dapo", seed=seed, metrics=dapo)
+    write_metric_run(root / "dr_grpo", "dr_grpo", metrics=dr_grpo)
+    return root
+
+
+@pytest.fixture(scope="module")
+def worlds(tmp_path_factory):
+    return {flag: world(tmp_path_factory.mktemp(f"world-{flag}"), flag) for flag in (True, False)}
+
+
+def sentences(macros) -> dict[str, str]:
+    return {"entropy": macros["effect"]("entropy_kept", "dapo", "grpo"),
+            "high": macros["effect"]("fewer_high_clips", "dapo", "grpo"),
+            "length": macros["effect"]("length_bias", "grpo", "dr_grpo"),
+            "overlong": macros["effect"]("overlong_finish", "dapo"),
+            "all_correct": macros["effect"]("all_correct_grows", "grpo"),
+            "batch": macros["batch_fill"]("dapo"),
+            "lengths": macros["length_verdict"]("grpo")}
+
+
+def test_the_words_follow_the_runs(worlds):
+    works, fails = sentences(bound_macros(worlds[True])), sentences(bound_macros(worlds[False]))
+    assert works["entropy"].startswith("Entropy fell less under DAPO than under GRPO")
+    assert "three seeds each" in works["entropy"] and "fell 5%" in works["entropy"] and "fell 38%" in works["entropy"]
+    assert fails["entropy"].startswith("Entropy fell more under DAPO than under GRPO, not less")
+    assert "clip-higher did not keep entropy up" in fails["entropy"]
+    assert works["high"].startswith("DAPO clipped fewer tokens on the high side than GRPO")
+    assert fails["high"].startswith("DAPO clipped more tokens on the high side than GRPO, not fewer")
+    # GRPO has three seeds, Dr. GRPO one: the words say so
+    assert works["length"].startswith("Wrong answers drifted longer, relative to right ones, under GRPO than under Dr. GRPO")
+    assert "GRPO three seeds, Dr. GRPO one seed" in works["length"]
+    assert fails["length"].startswith("Wrong answers drifted longer under Dr. GRPO than under GRPO")
+    assert works["overlong"].startswith("DAPO's answers learned to finish before the cut-off")
+    assert fails["overlong"].startswith("DAPO's answers ran further into the cache zone")
+    assert works["all_correct"].startswith("In GRPO's runs the share of groups with every answer right grew")
+    assert "shrank" in fails["all_correct"]
+    assert "Every batch was full" in works["batch"] and "Not every batch was full" in fails["batch"]
+    assert "drifted longer, beyond the noise" in works["lengths"] and "drifted shorter" in fails["lengths"]
+    # the cause note names the slots the two algorithms differ in
+    assert "so the clip is one candidate cause among several" in works["entropy"]
+
+
+def test_what_cannot_be_measured_is_said(worlds, tmp_path):
+    only_grpo = tmp_path / "runs"
+    only_grpo.mkdir()
+    write_metric_run(only_grpo / "grpo", "grpo", metrics=lambda f, g: {"entropy/mean": 1.0 - 0.1 * f})
+    m = bound_macros(only_grpo)
+    text = m["effect"]("entropy_kept", "dapo", "grpo")
+    assert text.startswith("Whether entropy fell less under DAPO than under GRPO cannot be measured in this build")
+    assert "cannot be measured" in m["effect"]("overlong_finish", "dapo")
+    assert "does not log" in m["effect"]("length_bias", "grpo", "grpo")
+
+
+def _text(html: str) -> str:
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", html)))
+
+
+@pytest.mark.slow
+def test_a_site_built_on_other_runs_says_what_those_runs_show(worlds, tmp_path_factory):
+    """The whole site, built on the directory where clip-higher works: every page that words these
+    effects says what these runs show, and the opposite nowhere."""
+    url = f"http://127.0.0.1:{free_port()}/unipo/"
+    build = build_site(tmp_path_factory.mktemp("claims-site"), site_url=url,
+                       extra_env={"UNIPO_RUNS": str(worlds[True])})
+    assert build.returncode == 0, (build.log or "")[-4000:]
+    site = build.site_dir
+    dapo = _text((site / "course/algorithms/dapo/index.html").read_text(encoding="utf-8"))
+    assert "Entropy fell less under DAPO than under GRPO" in dapo
+    assert "DAPO clipped fewer tokens on the high side than GRPO" in dapo
+    assert "DAPO's answers learned to finish before the cut-off" in dapo
+    dynamics = _text((site / "course/compare/dynamics/index.html").read_text(encoding="utf-8"))
+    assert "Entropy fell less under DAPO than under GRPO" in dynamics
+    aggregation = _text((site / "course/compare/aggregation/index.html").read_text(encoding="utf-8"))
+    assert "Wrong answers drifted longer, relative to right ones, under GRPO than under Dr. GRPO" in aggregation
+    for page in site.rglob("*.html"):
+        text = _text(page.read_text(encoding="utf-8"))
+        assert "clip-higher did not keep entropy up" not in text, page
+        assert "not fewer" not in text, page
+
+
+def test_a_one_slot_pair_is_named_so_and_labels_name_the_rungs(tmp_path):
+    """Ablation rungs that differ in the clip alone: the cause note says so, and the page's labels
+    name them."""
+    for seed in range(3):
+        write_metric_run(tmp_path / f"ch-{seed}", "ladder/ladder_clip_higher", seed=seed,
+                         metrics=lambda f, g: {"entropy/mean": 1.0 - 0.05 * f + g.normal(0, 0.005)})
+        write_metric_run(tmp_path / f"nokl-{seed}", "ladder/ladder_no_kl", seed=seed,
+                         metrics=lambda f, g: {"entropy/mean": 1.0 - 0.4 * f + g.normal(0, 0.005)})
+    text = bound_macros(tmp_path)["effect"]("entropy_kept", "ladder_clip_higher", "ladder_no_kl",
+                                            labels=["the clip-higher rung", "the rung before it"])
+    assert text.startswith("Entropy fell less under the clip-higher rung than under the rung before it")
+    assert text.endswith("The clip is the only slot in which the clip-higher rung and the rung before it differ.")
+    # without labels the logs' own names for the algorithms are used
+    plain = bound_macros(tmp_path)["effect"]("entropy_kept", "ladder_clip_higher", "ladder_no_kl")
+    assert "under + clip-higher than under GRPO \u2212 KL" in plain
+
+
+def test_the_seeds_note_counts_each_algorithms_runs(worlds, tmp_path):
+    """The warning under the charts says how many seeds each algorithm has, and only one seed
+    when that is what the build holds."""
+    several = bound_macros(worlds[True])["seeds_note"]()
+    assert several.startswith("Some algorithms of this build were trained with several seeds: "
+                              "GRPO (three seeds) and DAPO (three seeds); every other algorithm once.")
+    assert "the spread between seeds" in several
+    only = tmp_path / "runs"
+    only.mkdir()
+    write_metric_run(only / "grpo", "grpo", metrics=lambda f, g: {"entropy/mean": 1.0})
+    assert bound_macros(only)["seeds_note"]().startswith("Each algorithm of this build was trained once, with one seed.")
+
+
+def test_a_run_still_training_is_left_out_and_said_to_be(tmp_path):
+    """A log without a finish time is a run in progress: its last tenth is not the end of training,
+    so a claim leaves it out and says why; its finished seeds still count."""
+    def metrics(f, g):
+        return {"groups/all_correct_frac": 0.1 + 0.3 * f + g.normal(0, 0.01)}
+    for run_id, seed in (("grpo", 0), ("grpo-s1", 1)):
+        write_metric_run(tmp_path / run_id, "grpo", seed=seed, metrics=metrics)
+    header = tmp_path / "grpo-s1" / "header.json"
+    data = json.loads(header.read_text())
+    assert data.pop("finished_at")
+    header.write_text(json.dumps(data))
+    text = bound_macros(tmp_path)["effect"]("all_correct_grows", "grpo")
+    assert text.startswith("In the GRPO run the share of groups with every answer right grew")
+    (tmp_path / "grpo").rename(tmp_path.parent / f"{tmp_path.name}-grpo-away")
+    alone = bound_macros(tmp_path)["effect"]("all_correct_grows", "grpo")
+    assert alone.endswith("cannot be measured in this build: the grpo-s1 run is still training (its log has no finish time).")
+
+
+def test_an_unmeasurable_comparison_names_the_second_algorithm_grammatically(tmp_path):
+    write_metric_run(tmp_path / "grpo", "grpo", metrics=lambda f, g: {"clip/frac_high": 0.01})
+    m = bound_macros(tmp_path)
+    assert m["effect"]("more_clips", "gspo", "grpo").startswith(
+        "Whether GSPO clipped a larger share of tokens than GRPO cannot be measured in this build")
+    assert m["effect"]("entropy_kept", "dapo", "grpo").startswith(
+        "Whether entropy fell less under DAPO than under GRPO cannot be measured")

@@ -1,0 +1,88 @@
+"""The suite file (data/suite.yaml) and the runner: every run and rung names a spec, each ladder
+changes one slot per rung, and the runner's bookkeeping (what is finished, resumable, stale)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from training.suite import DEFAULT_SUITE, SuiteError, load_suite, run_state, train_command
+from unipo_build.specs import load_algorithm, resolve
+
+SLOTS = ("advantage", "ratio", "clip", "kl", "aggregation", "filter", "shaping")
+
+
+def changed_slots(a: str, b: str) -> list[str]:
+    ca = resolve(load_algorithm(a), max_new_tokens=96)
+    cb = resolve(load_algorithm(b), max_new_tokens=96)
+    return [s for s in SLOTS if ca.components[s].model_dump() != cb.components[s].model_dump()]
+
+
+def test_every_run_names_a_spec_and_the_core_algorithms_have_three_seeds():
+    suite = load_suite()
+    for run in suite.runs:
+        load_algorithm(run.algorithm)
+    seeds = {}
+    for run in suite.runs:
+        seeds.setdefault(run.algorithm, set()).add(run.seed)
+    for algorithm in ("reinforce", "ppo", "grpo", "dapo", "dr_grpo"):
+        assert len(seeds[algorithm]) >= 3, algorithm
+    assert seeds["gspo"] and seeds["dapo_dr"]
+    detailed = {r.algorithm for r in suite.runs if r.detail}
+    assert {"reinforce", "ppo", "grpo", "dapo", "dr_grpo", "gspo", "dapo_dr"} <= detailed
+
+
+def test_each_ladder_changes_one_slot_per_rung_and_every_rung_has_a_run():
+    suite = load_suite()
+    trained = {r.algorithm for r in suite.runs}
+    assert max(len(rungs) for rungs in suite.ladders.values()) >= 6
+    for name, rungs in suite.ladders.items():
+        for below, above in zip(rungs, rungs[1:]):
+            assert len(changed_slots(below, above)) == 1, (name, below, above, changed_slots(below, above))
+        assert set(rungs) <= trained, name
+
+
+def test_hand_checked_rungs():
+    assert changed_slots("grpo", "ladder_no_kl") == ["kl"]
+    assert changed_slots("ladder_no_kl", "ladder_clip_higher") == ["clip"]
+    assert changed_slots("ladder_dynamic_sampling", "dapo") == ["shaping"]
+    assert changed_slots("ladder_mean_advantage", "dr_grpo") == ["aggregation"]
+
+
+def test_bad_suite_files_are_named(tmp_path):
+    bad = tmp_path / "suite.yaml"
+    bad.write_text("rollouts: 0\nruns: []\n")
+    with pytest.raises(SuiteError, match=r"suite\.yaml: rollouts"):
+        load_suite(bad)
+    bad.write_text("rollouts: 5\nruns:\n  - {name: a, algorithm: grpo}\n  - {name: a, algorithm: dapo}\n")
+    with pytest.raises(SuiteError, match="names used twice: a"):
+        load_suite(bad)
+    with pytest.raises(SuiteError, match="no such suite file"):
+        load_suite(tmp_path / "missing.yaml")
+
+
+def test_run_state(tmp_path):
+    run = tmp_path / "r"
+    assert run_state(run) == "new"
+    run.mkdir()
+    (run / "steps.jsonl").write_text("{}\n")
+    assert run_state(run) == "stale"
+    (run / "checkpoint").mkdir()
+    (run / "checkpoint" / "meta.json").write_text("{}")
+    assert run_state(run) == "resumable"
+    (run / "header.json").write_text(json.dumps({"finished_at": "2026-11-23T00:00:00Z"}))
+    assert run_state(run) == "finished"
+
+
+def test_train_command_is_the_ordinary_cli(tmp_path):
+    suite = load_suite(DEFAULT_SUITE)
+    detailed = next(r for r in suite.runs if r.detail)
+    plain = next(r for r in suite.runs if not r.detail)
+    cmd = train_command(suite, detailed, tmp_path / detailed.name, "cpu", resume=False)
+    assert cmd[1:5] == ["-m", "unipo_build.cli", "train", detailed.algorithm]
+    assert cmd[cmd.index("--steps") + 1] == str(suite.rollouts) and "--resume" not in cmd
+    assert cmd[cmd.index("--detail-every") + 1] == str(suite.detail_every)
+    cmd = train_command(suite, plain, tmp_path / plain.name, "cpu", resume=True)
+    assert cmd[cmd.index("--detail-every") + 1] == "0" and cmd[-1] == "--resume"
+    assert cmd[cmd.index("--threads") + 1] == "1"

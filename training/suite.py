@@ -1,0 +1,204 @@
+"""The shipped runs as one resumable command: `unipo suite`.
+
+data/suite.yaml lists every run the course ships (the course's run of each algorithm, more seeds
+of the five core ones, the ablation ladder). `unipo suite` makes the task data and the SFT warm
+start if they are missing, then trains the runs that the output directory does not hold yet,
+several at once in separate processes with one torch thread each (runs are independent, and one
+thread per process is the fastest way to use a small machine's cores: FEASIBILITY.md), so a machine
+with more cores finishes sooner. Each run is the ordinary `unipo train` command, so what the suite
+makes is exactly what a reader gets from training one algorithm by hand.
+
+Resumable: a finished run (its header has `finished_at`) is skipped; an interrupted one continues
+from its last checkpoint (`unipo train --resume`); one interrupted before its first checkpoint is
+moved aside to work/suite/interrupted/ and started again. Finished runs can be committed as they
+complete, so the set may be made over more than one sitting.
+
+Progress goes to the terminal and to work/suite/suite.log; each run's own output to
+work/suite/logs/<name>.log; a summary (wall time of every run and of the whole suite, held-out
+accuracy at the start and the end) to work/suite/summary.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_SUITE = REPO / "data" / "suite.yaml"
+WORK = REPO / "work" / "suite"
+
+
+class SuiteRun(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    algorithm: str
+    seed: int = 0
+    detail: bool = Field(False, description="Token detail (every detail_every-th rollout); metrics only if false.")
+
+
+class Suite(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    preset: str = "tiny"
+    rollouts: int = Field(ge=1)
+    warm_start_steps: int | None = Field(None, ge=1)
+    detail_every: int = Field(50, ge=1)
+    runs: list[SuiteRun]
+    ladders: dict[str, list[str]] = Field(default_factory=dict)
+
+
+class SuiteError(ValueError):
+    """A suite file that cannot be used; the message names the file and the field."""
+
+
+def load_suite(path: str | Path = DEFAULT_SUITE) -> Suite:
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SuiteError(f"{path}: no such suite file") from None
+    except yaml.YAMLError as err:
+        raise SuiteError(f"{path}: not valid YAML: {err}") from None
+    try:
+        suite = Suite.model_validate(raw)
+    except ValidationError as err:
+        lines = [f"{path}: {'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in err.errors()]
+        raise SuiteError("\n".join(lines)) from None
+    names = [r.name for r in suite.runs]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise SuiteError(f"{path}: runs: names used twice: {', '.join(dupes)}")
+    return suite
+
+
+def run_state(run_dir: Path) -> str:
+    """'finished', 'resumable' (a checkpoint to continue from), 'stale' (started, no checkpoint) or 'new'."""
+    header = run_dir / "header.json"
+    if header.is_file():
+        try:
+            if json.loads(header.read_text(encoding="utf-8")).get("finished_at"):
+                return "finished"
+        except (OSError, json.JSONDecodeError):
+            pass
+    if (run_dir / "checkpoint" / "meta.json").is_file():
+        return "resumable"
+    return "stale" if run_dir.exists() and any(run_dir.iterdir()) else "new"
+
+
+def train_command(suite: Suite, run: SuiteRun, out: Path, device: str, resume: bool) -> list[str]:
+    cmd = [sys.executable, "-m", "unipo_build.cli", "train", run.algorithm, "--preset", suite.preset,
+           "--steps", str(suite.rollouts), "--seed", str(run.seed), "--out", str(out), "--threads", "1",
+           "--device", device, "--no-progress", "--detail-every", str(suite.detail_every if run.detail else 0)]
+    return cmd + (["--resume"] if resume else [])
+
+
+def ensure_inputs(suite: Suite, threads: int, device: str, say) -> None:
+    """The task data and the warm start, made here when missing (they are shared by every run)."""
+    tasks = REPO / "data" / "tasks"
+    if not (tasks / "train.jsonl").is_file():
+        from training.task import generate_task
+
+        say(f"generating the task data in {tasks}")
+        generate_task(tasks)
+    sft_dir = REPO / "work" / f"sft-{suite.preset}"
+    if not (sft_dir / "config.json").is_file():
+        from training.model import set_threads
+        from training.sft import run_sft
+
+        set_threads(threads)
+        say(f"training the warm start ({suite.warm_start_steps or 'preset'} SFT steps) into {sft_dir}")
+        t0 = time.time()
+        run_sft(sft_dir, preset=suite.preset, steps=suite.warm_start_steps, device=device, progress=False)
+        say(f"warm start done in {time.time() - t0:.0f} s")
+
+
+def run_suite(suite_path: str | Path = DEFAULT_SUITE, out_dir: str | Path = REPO / "data" / "runs",
+              jobs: int | None = None, only: list[str] | None = None, device: str = "auto",
+              dry_run: bool = False) -> int:
+    suite = load_suite(suite_path)
+    out_dir = Path(out_dir)
+    jobs = jobs or os.cpu_count() or 1
+    runs = [r for r in suite.runs if not only or r.name in only]
+    unknown = sorted(set(only or []) - {r.name for r in suite.runs})
+    if unknown:
+        print(f"{suite_path}: no run named {', '.join(unknown)} (runs: {', '.join(r.name for r in suite.runs)})",
+              file=sys.stderr)
+        return 2
+    WORK.mkdir(parents=True, exist_ok=True)
+    log = open(WORK / "suite.log", "a", encoding="utf-8")
+
+    def say(message: str) -> None:
+        line = f"[{datetime.now().strftime('%H:%M:%S')}] {message}"
+        print(line, flush=True)
+        log.write(line + "\n")
+        log.flush()
+
+    states = {r.name: run_state(out_dir / r.name) for r in runs}
+    todo = [r for r in runs if states[r.name] != "finished"]
+    say(f"suite {suite_path}: {len(runs)} runs, {len(runs) - len(todo)} finished, {len(todo)} to train, "
+        f"{min(jobs, max(len(todo), 1))} at a time, into {out_dir}")
+    if dry_run:
+        for r in todo:
+            say(f"would run ({states[r.name]}): {' '.join(train_command(suite, r, out_dir / r.name, device, states[r.name] == 'resumable'))}")
+        return 0
+    started_all = time.time()
+    ensure_inputs(suite, threads=jobs, device=device, say=say)
+    (WORK / "logs").mkdir(exist_ok=True)
+    pending = list(todo)
+    running: dict[str, tuple[subprocess.Popen, float]] = {}
+    results: dict[str, dict] = {}
+    env = {**os.environ, "UNIPO_THREADS": "1", "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                r = pending.pop(0)
+                run_dir = out_dir / r.name
+                state = run_state(run_dir)
+                if state == "stale":
+                    aside = WORK / "interrupted" / f"{r.name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+                    aside.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.move(str(run_dir), str(aside))
+                    say(f"{r.name}: interrupted before its first checkpoint; moved to {aside}, starting again")
+                cmd = train_command(suite, r, run_dir, device, state == "resumable")
+                with open(WORK / "logs" / f"{r.name}.log", "a", encoding="utf-8") as fh:
+                    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
+                running[r.name] = (proc, time.time())
+                say(f"start {r.name} ({'resumed' if state == 'resumable' else 'new'})")
+            time.sleep(2)
+            for name, (proc, t0) in list(running.items()):
+                if proc.poll() is None:
+                    continue
+                del running[name]
+                seconds = time.time() - t0
+                ok = proc.returncode == 0 and run_state(out_dir / name) == "finished"
+                results[name] = {"ok": ok, "seconds": round(seconds), "returncode": proc.returncode}
+                done = sum(1 for v in results.values() if v["ok"])
+                where = "" if ok else f"; see {WORK / 'logs' / (name + '.log')}"
+                say(f"{'done' if ok else 'FAILED'} {name} in {seconds / 60:.1f} min ({done}/{len(todo)} done{where})")
+    except KeyboardInterrupt:
+        for name, (proc, _) in running.items():
+            os.killpg(proc.pid, signal.SIGINT)
+        for proc, _ in running.values():
+            proc.wait()
+        say(f"interrupted: {len(running)} runs stopped at their last checkpoint; run `unipo suite` again to continue")
+        return 130
+    wall = time.time() - started_all
+    failed = [n for n, v in results.items() if not v["ok"]]
+    summary = {"suite": str(suite_path), "out": str(out_dir), "jobs": jobs, "device": device,
+               "cores": os.cpu_count(), "wall_seconds": round(wall),
+               "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+               "runs": {**results, **{r.name: {"ok": True, "skipped": True} for r in runs if r.name not in results}},
+               "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None}
+    (WORK / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    say(f"suite finished in {wall / 60:.1f} min; {len(failed)} failed{': ' + ', '.join(failed) if failed else ''}")
+    return 1 if failed else 0

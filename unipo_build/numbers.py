@@ -1,0 +1,113 @@
+"""Numbers as a reader sees them: in prose and inside formulas. Pure functions, no HTML.
+
+The site's views quote numbers with :func:`fmt_num` (true minus sign, thousands separators,
+tiny values as 2.49 × 10⁻⁵) and write them into TeX with :func:`tex_num`; the registry's worked
+examples (``unipo_build.registry``) use :func:`tex_num` too, so a formula on a page and the
+same formula in a card print a number the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
+MINUS = "\u2212"
+#: Below this, a logged objective or contribution is float32 rounding noise around zero.
+NOISE = 1e-7
+
+
+def fmt_num(value: float | int | None, digits: int = 3, minus: str = MINUS) -> str:
+    """A number for prose: integers with thousands separators, floats to ``digits`` significant
+    digits (0.0123, 1.5, 12.4), tiny ones as 2.49 × 10⁻⁵; negative numbers with a true minus sign
+    (``minus="-"`` for ASCII)."""
+    if value is None:
+        return "–"
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value)).lower()
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}".replace("-", minus)
+    x = float(value)
+    if not math.isfinite(x):
+        return str(x)
+    if x == 0:
+        return "0"
+    if x.is_integer() and abs(x) < 1e15:
+        return f"{int(x):,}".replace("-", minus)
+    if abs(x) < 1e-3:
+        mantissa, exponent = f"{x:.{max(1, digits) - 1}e}".split("e")
+        mantissa = mantissa.rstrip("0").rstrip(".") if "." in mantissa else mantissa
+        return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}".replace("-", minus)
+    text = np.format_float_positional(x, precision=max(1, digits), unique=False, fractional=False, trim="-")
+    if text in ("-0", "0"):
+        return "0"
+    whole, _, frac = text.partition(".")
+    if len(whole.lstrip("-")) > 3:
+        sign = "-" if whole.startswith("-") else ""
+        whole = sign + f"{int(whole.lstrip('-')):,}"
+    return (whole + ("." + frac if frac else "")).replace("-", minus)
+
+
+def fmt_objective(value: float | None, digits: int = 4) -> str:
+    """An objective or a contribution: '≈ 0' when it is rounding noise (sums of float32 values
+    that cancel exactly in exact arithmetic), else :func:`fmt_num`."""
+    if value is None:
+        return "–"
+    return "\u2248 0" if abs(value) < NOISE else fmt_num(value, digits)
+
+
+def fmt_signed(value: float, digits: int = 3) -> str:
+    text = fmt_num(value, digits)
+    return text if text.startswith(MINUS) or text == "0" else "+" + text
+
+
+def fmt_pct(value: float | None, decimals: int = 1) -> str:
+    """A fraction as a percentage: 0.4313 -> '43.1%'."""
+    if value is None:
+        return "–"
+    return f"{100 * float(value):.{decimals}f}%"
+
+
+def fmt_points(value: float, decimals: int = 1) -> str:
+    """A difference of two fractions in percentage points."""
+    return f"{100 * abs(float(value)):.{decimals}f}"
+
+
+def fraction_text(value: float, max_denominator: int = 100_000, rel_tol: float = 1e-6) -> str:
+    """A weight as a fraction ('1/2000') when it is one (to ``rel_tol``: logged weights are
+    float32), else a number."""
+    frac = Fraction(float(value)).limit_denominator(max_denominator)
+    if frac.numerator != 0 and abs(float(frac) - value) <= rel_tol * abs(value):
+        return f"{frac.numerator}/{frac.denominator}" if frac.denominator != 1 else str(frac.numerator)
+    return fmt_num(value, 4)
+
+
+def tex_num(value: float, digits: int = 4) -> str:
+    """A number inside a formula: ASCII minus, no thousands separators, tiny ones as a x 10^{-k}."""
+    x = float(value)
+    if x != 0 and abs(x) < 1e-3:
+        mantissa, exponent = f"{x:.{max(1, digits) - 1}e}".split("e")
+        mantissa = mantissa.rstrip("0").rstrip(".") if "." in mantissa else mantissa
+        head = "" if mantissa in ("1", "-1") else mantissa + r"\times "
+        if mantissa == "-1":
+            head = "-"
+        return head + "10^{" + str(int(exponent)) + "}"
+    return fmt_num(x, digits, minus="-").replace(",", "")
+
+
+def tex_fraction(w: float) -> str:
+    """A weight inside a formula: \\frac{1}{2000} when it is a fraction, else :func:`tex_num`."""
+    text = fraction_text(w)
+    if "/" in text:
+        a, b = text.split("/")
+        return r"\frac{" + a + "}{" + b + "}"
+    return tex_num(w)
+
+
+def param_text(value) -> str:
+    """A parameter value as it appears in a formula or a label: shortest exact decimal."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)

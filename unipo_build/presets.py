@@ -1,0 +1,143 @@
+"""Size presets: the model, the SFT warm start and the RL loop's hyperparameters, in one place.
+
+``tiny`` is calibrated on 2 CPU cores (shared/FEASIBILITY.md): a ~1M-parameter Llama, SFT at batch 64
+and lr 1.5e-3 for about 1000 steps (~4.5 min) lands at ~43% greedy / ~38% sampled held-out accuracy,
+which leaves RL room to learn; GRPO at lr 1e-4 with 16 prompts x G=8 and 2 minibatches per rollout
+improved held-out accuracy by ~9 points in 800 steps, while lr 3e-4 collapsed. We use 2 epochs per
+rollout so that ratio clipping actually happens (with 1 epoch only the second minibatch is off-policy).
+
+``gpu`` (one large GPU) is sized from FLOP estimates, not measured: treat its numbers as a start.
+
+Presets are frozen dataclasses: derive variants with ``dataclasses.replace``. They live in the
+core because the site shows them (the OpenRLHF commands of the guide) and never imports ``training``;
+``training.presets`` re-exports them for the trainer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+
+@dataclass(frozen=True)
+class ModelPreset:
+    """A LlamaForCausalLM shape (transformers LlamaConfig names in the comments)."""
+
+    hidden_size: int = 128  # hidden_size
+    num_layers: int = 4  # num_hidden_layers
+    num_heads: int = 4  # num_attention_heads (= num_key_value_heads: plain multi-head attention)
+    intermediate_size: int = 512  # SwiGLU MLP width
+    max_position_embeddings: int = 256  # prompt (<= 27 tokens) + response (<= 96) fits
+    tie_word_embeddings: bool = True  # the embedding is ~1% of the model; tying keeps it honest
+    rope_theta: float = 10_000.0
+
+
+@dataclass(frozen=True)
+class SFTPreset:
+    """Supervised warm start on worked solutions (loss on the completion only)."""
+
+    batch_size: int = 64
+    lr: float = 1.5e-3
+    warmup_steps: int = 100
+    max_steps: int = 2400  # the schedule's length: warmup, then cosine to min_lr_ratio
+    min_lr_ratio: float = 0.1  # cosine decays to 10% of lr at max_steps
+    weight_decay: float = 0.01  # torch AdamW default, as in the calibration run
+    betas: tuple[float, float] = (0.9, 0.999)
+    grad_clip: float = 1.0
+    eval_every: int = 200
+    eval_n: int = 500  # problems per periodic eval (+-2.2 points); the final eval uses the full set
+    # Stop at the first periodic eval whose greedy accuracy reaches this; None trains for max_steps.
+    # The tiny preset trains its whole schedule: measured on the GPU (bf16), 2,400 steps leave
+    # the warm start at about a third greedy accuracy, preferring the short, unreliable style for
+    # two answers in three, with column answers right about half the time: room for RL to learn.
+    stop_greedy_accuracy: float | None = None
+    max_new_tokens: int = 96
+    eval_batch_size: int = 500
+
+
+@dataclass(frozen=True)
+class RLPreset:
+    """What the RL loop reads. The objective itself (clip eps, KL beta, ...) comes from the spec."""
+
+    prompts_per_step: int = 16  # prompts per rollout
+    group_size: int = 8  # G samples per prompt
+    # The longest worked solution (a two-digit coins problem in column style) is 90 tokens with
+    # <eos>; the warm start's median answer is about a fifth of the budget, and only its longest
+    # answers reach DAPO's overlong band (the last fifth).
+    max_new_tokens: int = 96
+    temperature: float = 1.0  # logp is always of the temperature-scaled distribution
+    lr: float = 1e-4
+    weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    grad_clip: float = 1.0
+    # Passes over each rollout and optimizer steps per pass (a spec's defaults take precedence).
+    # The second pass is off-policy: each token has already been pushed by its own gradient, so
+    # ratios leave 1 and clipping shows. One minibatch per pass keeps a run at two logged steps per
+    # rollout (measured on the GPU: held-out accuracy per rollout as with 2 x 2 or 1 x 4).
+    epochs: int = 2
+    minibatches: int = 1
+    # Rows per forward/backward pass: a minibatch is cut into chunks of similar answer length, so a
+    # pass pays for its own longest answer; the gradients add up to the minibatch's (exact).
+    micro_rows: int = 32
+    steps: int = 300  # rollouts
+    eval_every: int = 50  # held-out eval at the start, every eval_every rollouts and at the end
+    eval_n: int = 1500  # start and end: the whole held-out set
+    eval_periodic_n: int = 500  # periodic: its first 500 rows, the same every time
+    eval_greedy: bool = True
+    eval_sampled: bool = True
+    probe_prompts: int = 64  # length probe of the starting policy (run header); 0 skips it
+    # Token-level detail in the run log: this many prompt groups (all G responses each) on every
+    # update of rollout 0, of every detail_every-th rollout, of the listed extra rollouts and of
+    # the last one.
+    detail_groups: int = 4
+    detail_every: int = 25
+    detail_steps: tuple[int, ...] = ()
+    seed: int = 0
+
+    def logs_detail(self, step: int, last_step: int) -> bool:
+        """Whether `step` (0-based) gets token-level detail."""
+        return step == 0 or step == last_step or step % self.detail_every == 0 or step in self.detail_steps
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    model: ModelPreset = field(default_factory=ModelPreset)
+    sft: SFTPreset = field(default_factory=SFTPreset)
+    rl: RLPreset = field(default_factory=RLPreset)
+    threads: int = 2  # torch.set_num_threads: the calibration machine has 2 cores
+    task_dir: str = "data/tasks"
+
+
+TINY = Preset(name="tiny")
+
+GPU = Preset(
+    name="gpu",
+    model=ModelPreset(hidden_size=512, num_layers=8, num_heads=8, intermediate_size=2048),
+    sft=SFTPreset(batch_size=256, lr=6e-4, warmup_steps=200, max_steps=4000, eval_every=100, eval_n=1000,
+                  eval_batch_size=1000),
+    rl=RLPreset(prompts_per_step=64, group_size=16, lr=2e-5, steps=500, eval_every=50, detail_every=10),
+)
+
+PRESETS: dict[str, Preset] = {p.name: p for p in (TINY, GPU)}
+
+
+def get_preset(preset: str | Preset) -> Preset:
+    """A preset by name (or the preset itself, so callers may pass a `replace`d variant)."""
+    if isinstance(preset, Preset):
+        return preset
+    try:
+        return PRESETS[preset]
+    except KeyError:
+        raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}") from None
+
+
+def with_overrides(preset: Preset, **sections: dict) -> Preset:
+    """E.g. ``with_overrides(TINY, sft={"max_steps": 5}, rl={"lr": 5e-5})``."""
+    changes = {name: replace(getattr(preset, name), **values) for name, values in sections.items()}
+    return replace(preset, **changes)
+
+
+#: The trainer's reward: weight of each scored component (training/reward.py adds them up; the
+#: format component is logged but not rewarded by default). Here, not in training/, because the
+#: playgrounds quote them.
+REWARD_WEIGHTS: dict[str, float] = {"correct": 1.0, "format": 0.0}

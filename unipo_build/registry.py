@@ -1,0 +1,509 @@
+"""The component registry: the single source of every kind of every slot of an objective.
+
+An algorithm is a choice of one component per slot (advantage, ratio, clip, kl, aggregation,
+filter, shaping). Each kind is registered here once, with everything the project needs of it:
+
+- its **parameters** (a pydantic model: names, defaults, constraints, descriptions);
+- its **implementation**: ``fn``, the function of ``unipo_build.components`` that computes it
+  (the site links a formula to this function's file and line), and ``apply``, the call in the
+  slot's convention (below) that ``unipo_build.objective`` dispatches through;
+- its **properties**: a group-based baseline, needs a critic, where a KL term sits (and so
+  whether a reference model is needed);
+- its **formula pieces**: the TeX of its definition (``latex``), its terms with tooltips,
+  an aggregation's per-token weight (``weight_tex``) and what that weight means;
+- its **worked example** (``worked``): the arithmetic of one group, one token or one weight with
+  logged numbers, as TeX lines (the anatomy page shows them).
+
+Nothing else in the project branches on a kind's name: code asks the registry. Adding a kind is
+one ``register(...)`` call here and its function in ``components.py``.
+
+Slot conventions of ``apply`` (arrays are numpy or torch; shapes as in ``components``):
+
+========== ================================================================================
+advantage  group kinds (``group_baseline``): ``apply(rewards (n_groups, G), params)``;
+           token kinds: ``apply(token_rewards, mask, rewards, values, params) -> (adv, returns)``
+ratio      ``apply(logp, old_logp, mask, params)`` -> ratio (B, T)
+clip       ``bounds(params)`` -> (eps_low, eps_high), (None, None) without clipping
+kl         ``kl_place``: None, "loss" or "reward"; the estimator is a parameter
+aggregation ``apply(mask, params)`` -> weights (B, T)
+filter     ``apply(correct (n_groups, G), params)`` -> keep (n_groups,), None: keep every group
+shaping    ``apply(lengths (B,), params)`` -> reward term (B,), None: no term
+========== ================================================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from . import components as C
+from . import limits
+from .numbers import param_text, tex_fraction, tex_num
+
+SLOTS = ("advantage", "ratio", "clip", "kl", "aggregation", "filter", "shaping")
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*")
+    @classmethod
+    def _in_range(cls, value: Any) -> Any:
+        """Every parameter within the bounds the math carries (unipo_build.limits)."""
+        if (problem := limits.number_problem(value)) is not None:
+            raise ValueError(problem)
+        return value
+
+
+@dataclass(frozen=True)
+class Term:
+    """One symbol of a component's formula with the tooltip a reader sees on hover."""
+
+    key: str
+    symbol: str
+    tooltip: str
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One registered component kind of one slot (see the module docstring)."""
+
+    slot: str
+    name: str
+    params: type[_Params]
+    summary: str
+    latex: Callable[[dict], str]
+    terms: tuple[Term, ...] = ()
+    # Which parameters the run fills in when the spec leaves them null (e.g. the
+    # constant normaliser defaults to the run's generation budget).
+    run_resolved: tuple[str, ...] = field(default=())
+    fn: Callable | None = None
+    apply: Callable | None = None
+    bounds: Callable[[dict], tuple[float | None, float | None]] | None = None
+    group_baseline: bool = False
+    needs_critic: bool = False
+    kl_place: Literal["loss", "reward"] | None = None
+    label: str = ""
+    # A ratio kind's symbol as plain text (the browser's live card writes it without TeX).
+    symbol_text: str = ""
+    weight_tex: str = ""
+    weight_meaning: str = ""
+    # An aggregation whose token weight follows from counts alone (N responses, the response's
+    # own length, a constant), and one whose tokens all weigh the same (recompute checks them).
+    weights_from_counts: bool = False
+    uniform_weights: bool = False
+    worked: Callable[..., Any] | None = None
+    # Fills the run_resolved parameters: resolve(params, max_new_tokens) -> params.
+    resolve: Callable[[dict, int], dict] | None = None
+
+    @property
+    def is_none(self) -> bool:
+        """The empty choice of its slot: it adds nothing to the objective."""
+        return self.name == "none"
+
+    @property
+    def needs_reference(self) -> bool:
+        return self.kl_place is not None
+
+
+REGISTRY: dict[str, dict[str, Kind]] = {slot: {} for slot in SLOTS}
+
+
+def register(slot: str, name: str, params: type[_Params], summary: str, latex: Callable[[dict], str],
+             terms: tuple[Term, ...] = (), run_resolved: tuple[str, ...] = (), **properties: Any) -> Kind:
+    """Add a component kind (``properties``: the other fields of :class:`Kind`)."""
+    if slot not in REGISTRY:
+        raise ValueError(f"unknown slot {slot!r} (slots: {', '.join(SLOTS)})")
+    kind = Kind(slot, name, params, summary, latex, terms, run_resolved, **properties)
+    REGISTRY[slot][name] = kind
+    return kind
+
+
+def kind(slot: str, name: str) -> Kind:
+    """The registered kind, or a ValueError naming the known ones."""
+    try:
+        return REGISTRY[slot][name]
+    except KeyError:
+        known = ", ".join(sorted(REGISTRY.get(slot, {}))) or "none"
+        raise ValueError(f"unknown {slot} component {name!r} (known: {known})") from None
+
+
+@contextlib.contextmanager
+def scoped() -> Iterator[dict[str, dict[str, Kind]]]:
+    """Kinds registered inside the block are gone after it (tests, scaffolding previews)."""
+    saved = copy.copy({slot: dict(kinds) for slot, kinds in REGISTRY.items()})
+    try:
+        yield REGISTRY
+    finally:
+        for slot in SLOTS:
+            REGISTRY[slot].clear()
+            REGISTRY[slot].update(saved[slot])
+
+
+_fmt = param_text
+
+
+# --- advantage -------------------------------------------------------------
+
+class GaeParams(_Params):
+    gamma: float = Field(1.0, ge=0, le=1, description="Discount per token.")
+    lam: float = Field(0.95, ge=0, le=1, description="GAE lambda: bias-variance trade-off.")
+    value_clip: float | None = Field(0.2, gt=0, description="Clip range of the value loss; null for none.")
+
+
+class ZScoreParams(_Params):
+    std_ddof: Literal[0, 1] = Field(1, description="1: sample std (n-1, torch/OpenRLHF/TRL); 0: population std (n).")
+    eps: float = Field(1e-6, ge=0, description="Added to the std so equal rewards do not divide by zero.")
+
+
+class NoParams(_Params):
+    pass
+
+
+class ReturnParams(_Params):
+    baseline: Literal["none", "batch_mean"] = Field(
+        "batch_mean", description="Subtracted from the return: nothing, or the mean reward of the whole batch.")
+    gamma: float = Field(1.0, ge=0, le=1, description="Discount per token.")
+
+
+class WhitenParams(_Params):
+    gamma: float = Field(1.0, ge=0, le=1, description="Discount per token.")
+    eps: float = Field(1e-6, ge=0, description="Added to the batch std.")
+
+
+_R = Term("reward", r"r_i", "The reward of response i: 1 if its final answer is right, 0 if not.")
+_A = Term("advantage", r"\hat{A}_{i,t}", "The advantage: how much better than expected this response (or token) did. Its sign decides whether the token is pushed up or down.")
+_MEAN = Term("mean", r"\operatorname{mean}", "The average reward of the G responses to the same prompt: the baseline.")
+
+
+def _distinct(rewards: list[float], advantages: list[float]) -> list[tuple[float, float, int]]:
+    """(reward, advantage, count) per distinct reward, in order of first appearance."""
+    out: list[tuple[float, float, int]] = []
+    for r, a in zip(rewards, advantages):
+        if r not in [d[0] for d in out]:
+            out.append((r, a, rewards.count(r)))
+    return out
+
+
+def _mean_line(rewards: list[float]) -> str:
+    mean = sum(rewards) / len(rewards)
+    return (r"\operatorname{mean}(r)=\frac{" + "+".join(tex_num(r) for r in rewards) + "}{" + str(len(rewards))
+            + "}=" + tex_num(mean))
+
+
+def _zscore_worked(rewards: list[float], advantages: list[float], params: dict) -> list[str]:
+    G, ddof, eps = len(rewards), int(params.get("std_ddof", 1)), float(params.get("eps", 1e-6))
+    mean = sum(rewards) / G
+    spread = (sum((r - mean) ** 2 for r in rewards) / (G - ddof)) ** 0.5 if G > ddof else 0.0
+    terms = "+".join(f"{c}\\,({tex_num(r)}-{tex_num(mean)})^2" for r, _, c in _distinct(rewards, advantages))
+    lines = [_mean_line(rewards), r"\operatorname{std}_{" + ("n-1" if ddof == 1 else "n") + r"}(r)=\sqrt{\frac{"
+             + terms + "}{" + str(G - ddof) + "}}=" + tex_num(spread)]
+    if spread == 0:
+        return lines + [r"\hat{A}=0\quad\text{for every response: all rewards are equal, so there is nothing to compare}"]
+    for r, a, _ in _distinct(rewards, advantages):
+        lines.append(r"\hat{A}_{r=" + tex_num(r) + r"}=\frac{" + tex_num(r) + "-" + tex_num(mean) + "}{"
+                     + tex_num(spread) + "+" + tex_num(eps) + "}=" + tex_num(a))
+    return lines
+
+
+def _mean_worked(rewards: list[float], advantages: list[float], params: dict) -> list[str]:
+    mean = sum(rewards) / len(rewards)
+    return [_mean_line(rewards)] + [r"\hat{A}_{r=" + tex_num(r) + "}=" + tex_num(r) + "-" + tex_num(mean) + "="
+                                    + tex_num(a) for r, a, _ in _distinct(rewards, advantages)]
+
+
+def _loo_worked(rewards: list[float], advantages: list[float], params: dict) -> list[str]:
+    G, total = len(rewards), sum(rewards)
+    return [r"\textstyle\sum_j r_j=" + tex_num(total)] + [
+        r"\hat{A}_{r=" + tex_num(r) + "}=" + tex_num(r) + r"-\frac{" + tex_num(total) + "-" + tex_num(r) + "}{"
+        + str(G - 1) + "}=" + tex_num(a) for r, a, _ in _distinct(rewards, advantages)]
+
+
+register("advantage", "group_zscore", ZScoreParams,
+         "Each reward minus its group's mean, divided by the group's standard deviation.",
+         lambda p: r"\hat{A}_{i,t}=\frac{r_i-\operatorname{mean}(\{r_j\}_{j=1}^{G})}{\operatorname{std}_{%s}(\{r_j\}_{j=1}^{G})+\epsilon}"
+         % ("n-1" if p["std_ddof"] == 1 else "n"),
+         (_A, _R, _MEAN,
+          Term("std", r"\operatorname{std}", "The spread of rewards in the group. Dividing by it makes near-solved and near-hopeless prompts count as much as 50/50 ones.")),
+         fn=C.group_zscore_advantage, group_baseline=True, label="group z-score", worked=_zscore_worked,
+         apply=lambda rewards, p: C.group_zscore_advantage(rewards, std_ddof=p.get("std_ddof", 1), eps=p.get("eps", 1e-6)))
+register("advantage", "group_mean", NoParams,
+         "Each reward minus its group's mean; no division by the spread.",
+         lambda p: r"\hat{A}_{i,t}=r_i-\operatorname{mean}(\{r_j\}_{j=1}^{G})",
+         (_A, _R, _MEAN),
+         fn=C.group_mean_advantage, group_baseline=True, label="group mean", worked=_mean_worked,
+         apply=lambda rewards, p: C.group_mean_advantage(rewards))
+register("advantage", "leave_one_out", NoParams,
+         "Each reward minus the mean reward of the other responses to the same prompt.",
+         lambda p: r"\hat{A}_{i,t}=r_i-\frac{1}{G-1}\sum_{j\neq i}r_j",
+         (_A, _R),
+         fn=C.leave_one_out_advantage, group_baseline=True, label="leave-one-out baseline", worked=_loo_worked,
+         apply=lambda rewards, p: C.leave_one_out_advantage(rewards))
+
+
+def _gae(token_rewards, mask, rewards, values, p):
+    if values is None:
+        raise ValueError("GAE needs the critic's values")
+    return C.gae_advantage(token_rewards, values, mask, gamma=p.get("gamma", 1.0), lam=p.get("lam", 0.95))
+
+
+def _reinforce_return(token_rewards, mask, rewards, values, p):
+    from array_api_compat import array_namespace
+
+    returns = C.reward_to_go(token_rewards, mask, gamma=p.get("gamma", 1.0))
+    if p.get("baseline", "batch_mean") == "batch_mean":
+        return (returns - array_namespace(rewards).mean(rewards)) * mask, returns
+    return returns, returns
+
+
+def _whitened_return(token_rewards, mask, rewards, values, p):
+    returns = C.reward_to_go(token_rewards, mask, gamma=p.get("gamma", 1.0))
+    return C.batch_whiten(returns, mask, eps=p.get("eps", 1e-6)), returns
+
+
+register("advantage", "gae", GaeParams,
+         "Generalised advantage estimation from per-token rewards and a learned critic V.",
+         lambda p: r"\hat{A}_{i,t}=\sum_{l\ge 0}(\gamma\lambda)^{l}\,\delta_{i,t+l},\quad \delta_{i,t}=r_{i,t}+\gamma V(s_{t+1})-V(s_t),\quad \gamma=%s,\ \lambda=%s"
+         % (_fmt(p["gamma"]), _fmt(p["lam"])),
+         (_A, Term("delta", r"\delta_{i,t}", "The temporal-difference error: what the critic did not predict at this token."),
+          Term("value", r"V(s_t)", "The critic's estimate of the reward still to come from this token on."),
+          Term("gamma", r"\gamma", "Discount per token (1: a reward at the end counts fully for every token)."),
+          Term("lambda", r"\lambda", "Trades bias (small) against variance (large) in the advantage.")),
+         fn=C.gae_advantage, needs_critic=True, label="critic (GAE)", apply=_gae)
+register("advantage", "reinforce_return", ReturnParams,
+         "The reward to go, minus a batch-wide baseline (or none).",
+         lambda p: r"\hat{A}_{i,t}=\sum_{t'\ge t}\gamma^{t'-t}r_{i,t'}%s" % (
+             r"-\operatorname{mean}_{\text{batch}}(r)" if p["baseline"] == "batch_mean" else ""),
+         (_A, Term("return", r"r_{i,t'}", "Per-token reward: the answer's reward sits on the last token; a KL penalty, if any, on every token."),
+          Term("baseline", r"\operatorname{mean}_{\text{batch}}", "One baseline for the whole batch, shared by every prompt: easy and hard prompts are judged against the same bar.")),
+         fn=C.reward_to_go, label="batch baseline", apply=_reinforce_return)
+register("advantage", "whitened_return", WhitenParams,
+         "The reward to go, whitened over the whole batch (REINFORCE++).",
+         lambda p: r"\hat{A}_{i,t}=\frac{G_{i,t}-\operatorname{mean}_{\text{batch}}(G)}{\operatorname{std}_{\text{batch}}(G)}",
+         (_A, Term("return", r"G_{i,t}", "The reward to go from token t."),),
+         fn=C.batch_whiten, label="batch-whitened return", apply=_whitened_return)
+
+# --- ratio -----------------------------------------------------------------
+
+register("ratio", "token", NoParams,
+         "The token's probability under the current policy over its probability when it was sampled.",
+         lambda p: r"\rho_{i,t}=\frac{\pi_\theta(o_{i,t}\mid q,o_{i,<t})}{\pi_{\theta_{\text{old}}}(o_{i,t}\mid q,o_{i,<t})}",
+         (Term("ratio", r"\rho_{i,t}", "Importance ratio: above 1 the update has already made this token more likely than when it was sampled, below 1 less likely."),
+          Term("policy", r"\pi_\theta", "The policy being trained."),
+          Term("old_policy", r"\pi_{\theta_{\text{old}}}", "The policy that sampled the responses (frozen during this rollout's updates).")),
+         fn=C.token_ratio, apply=lambda logp, old_logp, mask, p: C.token_ratio(logp, old_logp), symbol_text="\u03c1",
+         worked=lambda logp, old_logp, rho: (r"\rho=\exp\big(" + tex_num(logp) + "-(" + tex_num(old_logp)
+                                              + r")\big)=" + tex_num(rho, 5)))
+register("ratio", "sequence", NoParams,
+         "One ratio per response: the geometric mean of its token ratios (GSPO).",
+         lambda p: r"s_{i}=\left(\frac{\pi_\theta(o_i\mid q)}{\pi_{\theta_{\text{old}}}(o_i\mid q)}\right)^{1/|o_i|}",
+         (Term("ratio", r"s_i", "Sequence ratio: the length-normalised likelihood ratio of the whole response, shared by all its tokens."),),
+         fn=C.sequence_ratio, apply=lambda logp, old_logp, mask, p: C.sequence_ratio(logp, old_logp, mask),
+         symbol_text="s\u1d62",
+         worked=lambda logp, old_logp, rho: r"s_i=" + tex_num(rho, 5) + r"\ \text{(the whole response's ratio)}")
+register("ratio", "none", NoParams,
+         "No importance ratio: the plain score-function (REINFORCE) objective, one update per sample.",
+         lambda p: r"\rho_{i,t}=\frac{\pi_\theta(o_{i,t}\mid q,o_{i,<t})}{\operatorname{sg}[\pi_\theta(o_{i,t}\mid q,o_{i,<t})]}=1",
+         (Term("ratio", r"\rho_{i,t}", "Always 1 in value; its gradient is that of log pi, so rho A has the REINFORCE gradient A grad log pi."),
+          Term("sg", r"\operatorname{sg}", "Stop-gradient: treated as a constant when differentiating.")),
+         fn=C.self_ratio, apply=lambda logp, old_logp, mask, p: C.self_ratio(logp), symbol_text="\u03c1",
+         worked=lambda logp, old_logp, rho: r"\rho=1\ \text{(no importance ratio)}")
+
+# --- clip ------------------------------------------------------------------
+
+class SymmetricClip(_Params):
+    eps: float = Field(0.2, gt=0, lt=1, description="The ratio is clipped to [1 - eps, 1 + eps].")
+
+
+class AsymmetricClip(_Params):
+    eps_low: float = Field(0.2, gt=0, lt=1, description="Lower clip: the ratio may fall to 1 - eps_low.")
+    eps_high: float = Field(0.28, gt=0, description="Upper clip: the ratio may rise to 1 + eps_high.")
+
+
+def _clip_worked(rho: float, adv: float, bounds: tuple[float | None, float | None]) -> tuple[str, float]:
+    """The clipped surrogate of one token as a TeX line, and its value."""
+    low, high = bounds
+    if low is None:
+        return (r"\rho\hat{A}=" + tex_num(rho, 5) + r"\times" + tex_num(adv, 5) + "=" + tex_num(rho * adv, 5),
+                rho * adv)
+    surrogate = min(rho * adv, min(max(rho, 1 - low), 1 + high) * adv)
+    return (r"\min\big(\rho\hat{A},\,\operatorname{clip}(\rho," + tex_num(1 - low) + "," + tex_num(1 + high)
+            + r")\hat{A}\big)=" + tex_num(surrogate, 5), surrogate)
+
+
+# The clip kinds are written on the token ratio (RATIO_TEX); formula.with_ratio rewrites them with
+# the algorithm's own ratio (GSPO clips its sequence ratio s_i, not a token's).
+#: The symbol the clip kinds' formulas are written with.
+RATIO_TEX = r"\rho_{i,t}"
+_CLIP_AFTER = ("It does not bound the ratio: the ratio itself can move on, pushed by the updates of other "
+               "tokens, far outside the range.")
+_CLIP_TERM = ("Once the ratio has left [1 - eps, 1 + eps] in the direction the advantage pushes, the term is "
+              "constant and the token's gradient is zero. " + _CLIP_AFTER)
+
+register("clip", "none", NoParams, "No clipping: the surrogate is the ratio times the advantage.",
+         lambda p: r"\ell_{i,t}=\rho_{i,t}\,\hat{A}_{i,t}",
+         fn=C.clipped_surrogate, bounds=lambda p: (None, None), worked=_clip_worked)
+register("clip", "symmetric", SymmetricClip,
+         "PPO's pessimistic clip: once the ratio leaves [1 - eps, 1 + eps] in the advantage's direction, the token stops pushing.",
+         lambda p: r"\ell_{i,t}=\min\!\big(\rho_{i,t}\hat{A}_{i,t},\ \operatorname{clip}(\rho_{i,t},1-%s,1+%s)\,\hat{A}_{i,t}\big)"
+         % (_fmt(p["eps"]), _fmt(p["eps"])),
+         (Term("clip", r"\operatorname{clip}", _CLIP_TERM),
+          Term("min", r"\min", "The pessimistic choice: the smaller of the clipped and unclipped objectives.")),
+         fn=C.clipped_surrogate, bounds=lambda p: (p["eps"], p["eps"]), worked=_clip_worked)
+register("clip", "asymmetric", AsymmetricClip,
+         "Separate lower and upper bounds, 1 - eps_low and 1 + eps_high: once the ratio has left them in the advantage's direction, the term stops pushing.",
+         lambda p: r"\ell_{i,t}=\min\!\big(\rho_{i,t}\hat{A}_{i,t},\ \operatorname{clip}(\rho_{i,t},1-%s,1+%s)\,\hat{A}_{i,t}\big)"
+         % (_fmt(p["eps_low"]), _fmt(p["eps_high"])),
+         (Term("clip", r"\operatorname{clip}", "Asymmetric bounds: the term stops pushing up once the ratio exceeds "
+               "1 + eps_high and stops pushing down once it falls below 1 - eps_low. " + _CLIP_AFTER),
+          Term("min", r"\min", "The pessimistic choice: the smaller of the clipped and unclipped objectives.")),
+         fn=C.clipped_surrogate, bounds=lambda p: (p["eps_low"], p["eps_high"]), worked=_clip_worked)
+
+# --- kl --------------------------------------------------------------------
+
+class KlParams(_Params):
+    estimator: Literal["k1", "k2", "k3"] = Field(description="Schulman's estimator of KL(pi_theta || pi_ref).")
+    beta: float = Field(gt=0, description="KL coefficient.")
+
+
+def kl_latex(estimator: str, policy: str = r"\pi_\theta") -> str:
+    """Schulman's estimator of KL(policy || pi_ref) at one sampled token (computed by
+    components.kl_estimate), in TeX. ``policy``: the policy whose log-probability enters it, pi_theta
+    for a KL in the loss (it carries a gradient), the sampling policy for a KL in the reward."""
+    num, ref = policy + r"(o_{i,t}\mid\cdot)", r"\pi_{\text{ref}}(o_{i,t}\mid\cdot)"
+    return {
+        "k1": r"\log\frac{%s}{%s}" % (num, ref),
+        "k2": r"\tfrac12\Big(\log\frac{%s}{%s}\Big)^{2}" % (ref, num),
+        "k3": r"\frac{%s}{%s}-\log\frac{%s}{%s}-1" % (ref, num, ref, num),
+    }[estimator]
+
+
+#: The sampling policy, as the KL in the reward is computed: at sampling time, a constant with no
+#: gradient (the policy gradient reaches it only through the advantage).
+OLD_POLICY_TEX = r"\pi_{\theta_{\text{old}}}"
+_KL_TERMS = (Term("beta", r"\beta", "How strongly drifting away from the reference model is penalised."),
+             Term("kl", r"\mathbb{D}_{i,t}", "Per-token estimate of the KL divergence from the frozen reference model."),
+             Term("ref", r"\pi_{\text{ref}}", "The reference model: the warm-started policy before RL, kept frozen."))
+
+
+def _kl_loss_worked(surrogate: float, beta: float, kl: float, objective: float) -> str:
+    return (r"\ell=" + tex_num(surrogate, 5) + "-" + tex_num(beta) + r"\times(" + tex_num(kl, 3) + ")="
+            + tex_num(objective, 5))
+
+
+register("kl", "none", NoParams, "No KL term: nothing ties the policy to the reference model.", lambda p: "")
+register("kl", "in_loss", KlParams,
+         "A KL penalty subtracted from every token's objective (GRPO style).",
+         lambda p: r"-\beta\,\mathbb{D}_{i,t},\quad \mathbb{D}_{i,t}=%s,\quad \beta=%s" % (kl_latex(p["estimator"]), _fmt(p["beta"])),
+         _KL_TERMS, fn=C.kl_estimate, kl_place="loss", worked=_kl_loss_worked)
+register("kl", "in_reward", KlParams,
+         "A KL penalty folded into the per-token reward before advantages are computed (RLHF / PPO style).",
+         lambda p: (r"r_{i,t}=-\beta\,\mathbb{D}_{i,t}+[t=|o_i|]\,r_i,\quad \mathbb{D}_{i,t}=%s,\quad \beta=%s"
+                    % (kl_latex(p["estimator"], OLD_POLICY_TEX), _fmt(p["beta"]))),
+         (_KL_TERMS[0],
+          Term("kl", r"\mathbb{D}_{i,t}", "Per-token estimate of the KL divergence from the frozen reference model, "
+               "computed once at sampling time with the sampling policy: a constant in the reward, with no gradient "
+               "of its own."),
+          _KL_TERMS[2]),
+         fn=C.kl_estimate, kl_place="reward")
+
+# --- aggregation -----------------------------------------------------------
+
+class ConstantNormalizer(_Params):
+    normalizer: int | None = Field(None, gt=0, description="The constant L; null means the run's generation budget (max new tokens).")
+
+
+register("aggregation", "seq_mean_token_mean", NoParams,
+         "Average over each response's tokens, then over responses: every response weighs the same.",
+         lambda p: r"\frac{1}{G}\sum_{i=1}^{G}\frac{1}{|o_i|}\sum_{t=1}^{|o_i|}",
+         (Term("length", r"|o_i|", "The response's length in tokens. Dividing by it gives each token of a short response more weight than one of a long response."),
+          Term("G", r"G", "The number of responses sampled per prompt.")),
+         fn=C.seq_mean_token_mean_weights, apply=lambda mask, p: C.seq_mean_token_mean_weights(mask),
+         label="mean per response, then over responses", weight_tex=r"w_{i,t}=\frac{1}{N\,|o_i|}",
+         weights_from_counts=True,
+         weight_meaning="A token of a short response weighs more than a token of a long one; every response "
+                        "carries the same total weight.",
+         worked=lambda w, n, length, p: (r"w=\frac{1}{N\,|o_i|}=\frac{1}{" + str(n) + r"\times" + str(length) + "}="
+                                         + tex_fraction(w)))
+register("aggregation", "token_mean", NoParams,
+         "One average over every token of the batch: every token weighs the same.",
+         lambda p: r"\frac{1}{\sum_{i=1}^{G}|o_i|}\sum_{i=1}^{G}\sum_{t=1}^{|o_i|}",
+         (Term("total_length", r"\sum_i|o_i|", "All response tokens together: each token weighs one over this, so long responses carry more of the total."),),
+         fn=C.token_mean_weights, apply=lambda mask, p: C.token_mean_weights(mask),
+         label="mean over every token of the batch", weight_tex=r"w_{i,t}=\frac{1}{\sum_{j}|o_j|}",
+         uniform_weights=True,
+         weight_meaning="Every token weighs the same; a long response carries more of the total than a short one.",
+         worked=lambda w, n, length, p: r"w=\frac{1}{\sum_j|o_j|}=\frac{1}{" + str(round(1.0 / w) if w > 0 else 0) + "}")
+register("aggregation", "constant_normalizer", ConstantNormalizer,
+         "Token objectives summed and divided by a constant: no length enters the weights.",
+         lambda p: r"\frac{1}{G\,L}\sum_{i=1}^{G}\sum_{t=1}^{|o_i|},\quad L=%s" % (
+             _fmt(p["normalizer"]) if p.get("normalizer") else r"\text{max new tokens}"),
+         (Term("L", r"L", "A constant (the generation budget), the same for every response and every step."),
+          Term("G", r"G", "The number of responses sampled per prompt.")),
+         run_resolved=("normalizer",),
+         resolve=lambda p, max_new_tokens: {**p, "normalizer": p["normalizer"] or max_new_tokens},
+         fn=C.constant_normalizer_weights, apply=lambda mask, p: C.constant_normalizer_weights(mask, p.get("normalizer")),
+         label="sum divided by a constant", weight_tex=r"w_{i,t}=\frac{1}{N\,L}", weights_from_counts=True,
+         weight_meaning="A constant: no length enters the weight, for the token or for the batch.",
+         worked=lambda w, n, length, p: (r"w=\frac{1}{N\,L}=\frac{1}{" + str(n) + r"\times" + str(p.get("normalizer"))
+                                         + "}=" + tex_fraction(w)))
+register("aggregation", "seq_mean_token_sum", NoParams,
+         "Token objectives summed per response, then averaged over responses.",
+         lambda p: r"\frac{1}{G}\sum_{i=1}^{G}\sum_{t=1}^{|o_i|}",
+         (Term("G", r"G", "The number of responses sampled per prompt."),),
+         fn=C.seq_mean_token_sum_weights, apply=lambda mask, p: C.seq_mean_token_sum_weights(mask),
+         label="sum per response, then mean over responses", weight_tex=r"w_{i,t}=\frac{1}{N}",
+         weights_from_counts=True,
+         weight_meaning="Token objectives are summed per response: a long response carries more in proportion to "
+                        "its length.",
+         worked=lambda w, n, length, p: r"w=\frac{1}{N}=\frac{1}{" + str(n) + "}=" + tex_fraction(w))
+
+# --- filter ----------------------------------------------------------------
+
+class DynamicSampling(_Params):
+    max_rounds: int = Field(10, ge=1, description="At most this many sampling rounds to fill the batch with informative groups (verl: max_num_gen_batches, 10).")
+
+
+register("filter", "none", NoParams, "Every sampled group is trained on.", lambda p: "")
+register("filter", "dynamic_sampling", DynamicSampling,
+         "Groups where every response is right, or every one wrong, are dropped and the batch is refilled.",
+         lambda p: r"\text{s.t.}\ \ 0<\big|\{o_i : o_i\ \text{correct}\}\big|<G",
+         (Term("filter", r"0<|\{\cdot\}|<G", "Keep a group only if some but not all of its responses are correct: otherwise every advantage is zero."),),
+         fn=C.dynamic_sampling_keep, apply=lambda correct, p: C.dynamic_sampling_keep(correct))
+
+# --- shaping ---------------------------------------------------------------
+
+class OverlongShaping(_Params):
+    max_length: int | None = Field(None, gt=0, description="L_max; null means the run's generation budget.")
+    cache_fraction: float = Field(0.2, gt=0, le=1, description="L_cache as a fraction of L_max (DAPO: 4,096 of 20,480, the expected 16,384 plus the cache).")
+    cache_length: int | None = Field(None, gt=0, description="L_cache in tokens; filled from cache_fraction when null.")
+    penalty: float = Field(1.0, gt=0, description="The penalty at L_max and beyond (DAPO: 1, against a correctness reward of +1/-1; 0.5 keeps that weight against a 1/0 reward).")
+
+
+def _penalty_factor(p: dict) -> str:
+    """The ramp's factor in the formula: nothing for the paper's penalty of 1."""
+    penalty = p.get("penalty", 1.0)
+    return "" if penalty == 1 else _fmt(penalty) + r"\,"
+
+
+def _resolve_overlong(p: dict, max_new_tokens: int) -> dict:
+    p = {**p, "max_length": p["max_length"] or max_new_tokens}
+    if p["cache_length"] is None:
+        p["cache_length"] = max(1, round(p["cache_fraction"] * p["max_length"]))
+    return p
+
+
+register("shaping", "none", NoParams, "The reward is used as it is.", lambda p: "")
+register("shaping", "overlong", OverlongShaping,
+         "A soft length penalty added to the reward as a response nears the generation budget.",
+         lambda p: (r"R_{\text{length}}(y)=\begin{cases}0,&|y|\le L_{\max}-L_{\text{cache}}\\ %s\frac{(L_{\max}-L_{\text{cache}})-|y|}{L_{\text{cache}}},&L_{\max}-L_{\text{cache}}<|y|\le L_{\max}\\ -%s,&|y|>L_{\max}\end{cases}"
+                    % (_penalty_factor(p), _fmt(p.get("penalty", 1.0)))),
+         (Term("L_max", r"L_{\max}", "The generation budget."),
+          Term("L_cache", r"L_{\text{cache}}", "The stretch before the budget over which the penalty ramps from 0 to its floor.")),
+         run_resolved=("max_length", "cache_length"), resolve=_resolve_overlong,
+         fn=C.overlong_penalty,
+         apply=lambda lengths, p: C.overlong_penalty(lengths, p["max_length"], p["cache_length"], p.get("penalty", 1.0)))

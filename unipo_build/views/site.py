@@ -1,0 +1,184 @@
+"""What a page macro gets from the build, and the decorator that registers macros beside their code.
+
+A view module defines its macros where their code is::
+
+    @macro(html=True, scripts=("explainer",))
+    def objective_card(site: Site, algorithm: str, run: str | None = None) -> str:
+        ...
+
+:func:`unipo_build.macros.define_env` imports the view modules (:data:`SITE_MODULES`) and
+binds each registered function to a :class:`Site` of the build: the project root (the MkDocs
+config's directory), the runs catalogue (the one runs resolver, ``unipo_build.runs``), the
+specs (read once per build, again when a spec file changes), chart ids and the page being
+rendered. ``html=True`` hands the result to ``macros.protect_html`` (call such a macro on a
+paragraph of its own); ``scripts`` names the view scripts the page then loads (the hook puts
+them on that page only: see ``unipo_build.hooks``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import project, runs
+from ..specs import AlgorithmSpec, load_specs
+from .source_links import Repo, repo_from
+
+#: The modules whose ``@macro`` functions define_env binds (each imported once).
+SITE_MODULES = (
+    "unipo_build.views.run_facts",
+    "unipo_build.views.verdicts",
+    "unipo_build.views.dynamics",
+    "unipo_build.views.family_tree",
+    "unipo_build.views.aggregation",
+    "unipo_build.views.anatomy",
+    "unipo_build.views.critic_trace",
+    "unipo_build.views.advantage_noise",
+    "unipo_build.views.macros_views",
+    "unipo_build.views.reference",
+    "unipo_build.views.reference_rendering",
+    "unipo_build.views.openrlhf_guide",
+    "unipo_build.views.spec_facts",
+    "unipo_build.views.claims",
+    "unipo_build.views.lessons_clip",
+    "unipo_build.views.lessons_groups",
+    "unipo_build.playgrounds.macros",
+)
+
+
+@dataclass(frozen=True)
+class MacroDef:
+    fn: Callable[..., Any]
+    name: str
+    html: bool
+    scripts: tuple[str, ...]
+    with_site: bool = True
+
+
+#: Every registered macro, in registration order.
+MACROS: dict[str, MacroDef] = {}
+
+
+def macro(fn: Callable | None = None, *, name: str | None = None, html: bool = False,
+          scripts: tuple[str, ...] = (), with_site: bool = True):
+    """Register ``fn(site, ...)`` (``fn(...)`` with ``with_site=False``) as the page macro ``name``
+    (default: the function's name)."""
+    def decorate(f: Callable) -> Callable:
+        key = name or f.__name__
+        if key in MACROS and MACROS[key].fn is not f:
+            raise ValueError(f"two macros named {key!r}: {MACROS[key].fn.__module__} and {f.__module__}")
+        MACROS[key] = MacroDef(f, key, html, tuple(scripts), with_site)
+        return f
+    return decorate(fn) if fn is not None else decorate
+
+
+class AuthorError(ValueError):
+    """An author's error in a page (unknown key, moment, metric, beat): stops the build."""
+
+
+_SPECS: dict[tuple, dict[str, AlgorithmSpec]] = {}
+
+
+def specs_in(directory: Path) -> dict[str, AlgorithmSpec]:
+    """The specs of a directory, read once while its files are unchanged (`mkdocs serve` sees edits)."""
+    state = (str(directory), tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size)
+                                   for p in sorted(directory.glob("*.yaml"))))
+    if state not in _SPECS:
+        if len(_SPECS) > 4:
+            _SPECS.clear()
+        _SPECS[state] = load_specs(directory)
+    return _SPECS[state]
+
+
+class Site:
+    """The build as a macro sees it (an mkdocs-macros env, or a test's stand-in with ``conf``)."""
+
+    def __init__(self, env: Any = None, *, root: str | Path | None = None, runs_where: Any = None):
+        self.env = env
+        conf = getattr(env, "conf", None) or {}
+        self.extra = dict((conf.get("extra") if hasattr(conf, "get") else None) or {})
+        config_file = conf.get("config_file_path") if hasattr(conf, "get") else None
+        if root is None and config_file:
+            root = Path(config_file).resolve().parent
+        # The MkDocs config's directory is the project; it needs data/algorithms only when a page
+        # asks for a spec (project.spec_dir says so then, naming the directory).
+        self.root = Path(root).resolve() if root is not None else project.find_root()
+        self._runs_where = runs_where
+
+    # -- data -------------------------------------------------------------
+
+    @property
+    def catalog(self) -> runs.RunCatalog:
+        """Every run of the build (the one runs resolver; each run read once per build)."""
+        if self._runs_where is not None:
+            return runs.catalog_of(self._runs_where)
+        return runs.catalog(runs.runs_source(self.root, self.extra))
+
+    def run(self, name: str | runs.Run) -> runs.Run | None:
+        """A loaded run by id, directory name or algorithm id (the chosen run), or None."""
+        if isinstance(name, runs.Run):
+            return name if name.ok else None
+        found = self.catalog.get(str(name))
+        return found if found is not None and found.ok else None
+
+    def specs(self) -> dict[str, AlgorithmSpec]:
+        return specs_in(project.spec_dir(self.root))
+
+    def spec(self, algorithm: str, macro_name: str) -> AlgorithmSpec:
+        specs = self.specs()
+        if algorithm not in specs:
+            raise AuthorError(f"{macro_name}: no algorithm {algorithm!r} (known: {', '.join(sorted(specs))})")
+        return specs[algorithm]
+
+    def algorithm_name(self, algorithm_id: str) -> str:
+        spec = self.specs().get(algorithm_id)
+        return spec.name if spec else algorithm_id
+
+    def run_label(self, run: runs.Run) -> str:
+        """How a run is named in legends: its algorithm's name (and its id when that differs)."""
+        name = self.algorithm_name(run.header.algorithm)
+        return name if run.id in (run.header.algorithm, name) else f"{name} ({run.id})"
+
+    # -- the page ---------------------------------------------------------
+
+    @property
+    def page_url(self) -> str | None:
+        return getattr(getattr(self.env, "page", None), "url", None)
+
+    def chart_id(self, spec: Any, prefix: str = "unipo-vega") -> str:
+        from .. import macros as unipo_macros
+
+        return unipo_macros.chart_id(self.env, spec, prefix=prefix)
+
+    def protect(self, html: str) -> str:
+        from .. import macros as unipo_macros
+
+        return unipo_macros.protect_html(self.env, html)
+
+    @property
+    def repo(self) -> Repo | None:
+        """The repository the site links its formulas' code into (mkdocs.yml repo_url)."""
+        return repo_from(getattr(self.env, "conf", None) or {})
+
+    def use_scripts(self, names: tuple[str, ...]) -> None:
+        from .. import macros as unipo_macros
+
+        unipo_macros.use_scripts(self.env, names)
+
+
+def bind(site: Site, definition: MacroDef) -> Callable:
+    """``definition.fn`` with ``site`` as its first argument, named as the macro."""
+    fn = definition.fn
+
+    def bound(*args: Any, **kwargs: Any) -> Any:
+        if definition.scripts:
+            site.use_scripts(definition.scripts)
+        out = fn(site, *args, **kwargs) if definition.with_site else fn(*args, **kwargs)
+        return site.protect(out) if definition.html else out
+
+    bound.__name__ = definition.name
+    bound.__qualname__ = definition.name
+    bound.__doc__ = fn.__doc__
+    bound.__wrapped__ = fn  # type: ignore[attr-defined]
+    return bound
