@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from unipo_build import limits as L
 
 
@@ -48,3 +50,14 @@ def test_bounds_as_the_docs_write_them():
     assert L.describe("MAX_INT") == "2<sup>53</sup> \u2212 1"
     assert L.describe("LOGPROB_MIN") == "\u2212300" and L.describe("LOGPROB_MAX") == "0.001"
     assert L.describe("LINE_MAX") == "4,096"
+    with pytest.raises(KeyError):
+        L.describe("IDENTIFIER")  # a pattern, not a numeric bound
+
+
+def test_schema_bounds_as_the_reference_tables_write_them():
+    assert L.format_bound(1e15) == "10<sup>15</sup>" and L.format_bound(-1e15) == "\u221210<sup>15</sup>"
+    assert L.format_bound(2**53 - 1) == "2<sup>53</sup> \u2212 1"
+    assert L.format_bound(-(2**53 - 1)) == "\u2212(2<sup>53</sup> \u2212 1)"
+    assert L.format_bound(-300.0) == "\u2212300" and L.format_bound(1e-3) == "0.001"
+    assert L.format_bound(4096) == "4,096" and L.format_bound(1_000_000.0) == "1,000,000"
+    assert L.format_bound(0.2) == "0.2" and L.format_bound(-0.5) == "\u22120.5" and L.format_bound(0) == "0"

@@ -140,3 +140,20 @@ def describe(name: str) -> str:
     if isinstance(value, float):
         return f"{value:g}".replace("-", "\u2212")
     return f"{value:,}".replace("-", "\u2212")
+
+
+def format_bound(value: float) -> str:
+    """A bound of a schema as the reference tables write it (HTML): this module's named bounds
+    by their form (10<sup>15</sup>, 2<sup>53</sup> − 1, −300), other numbers in the shortest form
+    with thousands separators and a real minus."""
+    for name in ("MAX_MAGNITUDE", "MAX_INT", "LOGPROB_MIN", "LOGPROB_MAX"):
+        bound = globals()[name]
+        if value == bound:
+            return describe(name)
+        if value == -bound and bound > 0:
+            text = describe(name)
+            return "\u2212" + (f"({text})" if " " in text else text)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        value = int(value)
+    text = f"{value:,}" if isinstance(value, int) else f"{value:g}"
+    return text.replace("-", "\u2212")

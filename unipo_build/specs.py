@@ -279,8 +279,8 @@ class ResolvedAlgorithm(BaseModel):
 
     Each slot's parameters are validated by its kind's parameter model (types and ranges) and
     stored with the registry's defaults filled in. In a run's header, the parameters a run
-    resolves (the constant normaliser, the overlong lengths) must be set: see
-    :meth:`unresolved`.
+    resolves (the constant normaliser, the overlong lengths) must be set; validation of the
+    header names each one left null.
     """
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)

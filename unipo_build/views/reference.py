@@ -231,14 +231,24 @@ def spec_reference_markdown(spec: AlgorithmSpec, specs: dict[str, AlgorithmSpec]
 # schema_reference
 # ---------------------------------------------------------------------------
 
-def _constraint_text(prop: dict) -> str:
+def _constraint_html(prop: dict) -> str:
+    """A field's bounds as HTML: ' within ±10<sup>15</sup>', ' ≥ 0, ≤ 1', ' of at most 4,096 characters'."""
     bits = []
-    for key, sym in (("minimum", "\u2265"), ("exclusiveMinimum", ">"), ("maximum", "\u2264"),
-                     ("exclusiveMaximum", "<")):
+    low, high = prop.get("minimum"), prop.get("maximum")
+    if low is not None and high is not None and low == -high and low < 0:
+        text = limits.format_bound(high)
+        bits.append(f"within \u00b1{f'({text})' if ' ' in text else text}")
+    else:
+        for key, sym in (("minimum", "\u2265"), ("maximum", "\u2264")):
+            if key in prop:
+                bits.append(f"{sym} {limits.format_bound(prop[key])}")
+    for key, sym in (("exclusiveMinimum", "&gt;"), ("exclusiveMaximum", "&lt;")):
         if key in prop:
-            bits.append(f"{sym} {prop[key]}")
-    if "minLength" in prop:
-        bits.append(f"at least {prop['minLength']} characters")
+            bits.append(f"{sym} {limits.format_bound(prop[key])}")
+    lengths = [f"at {word} {limits.format_bound(prop[key])}" for key, word in (("minLength", "least"), ("maxLength", "most"))
+               if key in prop]
+    if lengths:
+        bits.append("of " + " and ".join(lengths) + " characters")
     return " " + ", ".join(bits) if bits else ""
 
 
@@ -270,9 +280,9 @@ def type_html(prop: dict, ref_href: Callable[[str], str]) -> str:
             text += f" ({escape_text(prop['format'])})"
         if "pattern" in prop:
             text += f" matching {code(prop['pattern'])}"
-        return text + escape_text(_constraint_text(prop))
+        return text + _constraint_html(prop)
     if kind:
-        return escape_text(kind + _constraint_text(prop))
+        return escape_text(kind) + _constraint_html(prop)
     return "any"
 
 
