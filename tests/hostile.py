@@ -12,6 +12,8 @@ values here; :func:`identifier_cases` gives them payloads, which the validator m
 
 Each payload starts with its tag ``⟦h<n>⟧`` and names the tag inside its script, so a page can
 be searched for where a payload landed and whether it came out as the literal text it was.
+Besides, the first response with tokens of every token file gets :data:`BLANK_TOKENS` (an empty
+token, a zero-width one, a lone line break), which the Step Inspector must keep clickable.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ BODIES: dict[str, str] = {
     "nul": "nul\x00{tag}\x00",
     "placeholder": "UNIPOHTML0001Xdeadbeef {tag} UNIPOHTML",
 }
+#: Tokens with no visible character, put first in one response per token file.
+BLANK_TOKENS = ("", "\u200b", "\n")
 #: A payload as long as its field allows (the first one in each field).
 HUGE = "huge"
 KINDS = list(BODIES) + [HUGE]
@@ -286,6 +290,10 @@ def hostile_run(src: Path, dest: Path, payloads: Payloads) -> None:
     for token_file in sorted((src / "tokens").glob("step_*.json")):
         detail = json.loads(token_file.read_text(encoding="utf-8"))
         doc = hostile(StepDetail, detail, payloads, f"{name}/tokens")
+        blank = [r for g in doc["prompts"] for r in g["responses"]
+                 if r.get("tokens") and len(r["tokens"]["text"]) > len(BLANK_TOKENS)][:1]
+        for response in blank:
+            response["tokens"]["text"][:len(BLANK_TOKENS)] = list(BLANK_TOKENS)
         for group in doc["prompts"]:
             for response in group["responses"]:
                 if response.get("tokens"):

@@ -74,7 +74,7 @@
 
   function tokenLabel(ctx) {
     return "Step " + ctx.step.step + ", group " + ctx.group.index + ", response #" + ctx.response.index +
-      ", token " + ctx.t + " \u201c" + ctx.tokens.text[ctx.t] + "\u201d";
+      ", token " + ctx.t + " \u201c" + V.isolate(ctx.tokens.text[ctx.t]) + "\u201d";
   }
 
   function liveRatio(ctx) {

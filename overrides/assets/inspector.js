@@ -110,6 +110,16 @@
     return text.replace(/ /g, "\u00b7").replace(/\n/g, "\u21b5\n").replace(/\t/g, "\u2192") || "\u2205";
   }
 
+  // Text with no visible character (empty, zero-width, controls, line breaks): such a token gets
+  // a box of its own width (views.css), so it can still be clicked.
+  var BLANK = /^[\s\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*$/u;
+
+  function showToken(node, text, mode) {
+    var shown = visible(text, mode);
+    node.textContent = shown;
+    node.classList.toggle("unipo-tok--blank", BLANK.test(shown) && !/ /.test(shown));
+  }
+
   // The same thresholds and words as unipo_build/views/inspector.py.
   var BAR_FLOOR = 1e-6;
   var ZERO_OBJECTIVE = 1e-7;
@@ -409,7 +419,8 @@
         "aria-label": "Group " + g.index + ", response #" + r.index + ": " + tk.text.length + " tokens" });
       tk.text.forEach(function (piece, t) {
         var node = el("span", { class: "unipo-tok", role: "button", tabindex: t === 0 ? "0" : "-1", "aria-pressed": "false",
-          "data-g": g.index, "data-r": r.index, "data-t": t, text: visible(piece, self.mode) });
+          "data-g": g.index, "data-r": r.index, "data-t": t });
+        showToken(node, piece, self.mode);
         if (!tk.mask[t]) node.classList.add("unipo-tok--masked");
         text.appendChild(node);
         self.tokens.push({ node: node, group: g.index, response: r.index, t: t, tokens: tk, text: piece });
@@ -461,7 +472,7 @@
     var self = this;
     this.mode = mode;
     this.modeButtons.forEach(function (b) { b.setAttribute("aria-pressed", b.getAttribute("data-mode") === mode ? "true" : "false"); });
-    this.tokens.forEach(function (item) { item.node.textContent = visible(item.text, self.mode); });
+    this.tokens.forEach(function (item) { showToken(item.node, item.text, self.mode); });
     var body = this.container.querySelector(".unipo-inspector-body");
     body.classList.toggle("unipo-mode-tokens", mode === "tokens");
   };
@@ -492,7 +503,7 @@
   Inspector.prototype.showReadout = function (item) {
     var self = this;
     var tk = item.tokens;
-    var parts = [el("strong", { class: "unipo-readout-token", text: "\u201c" + item.text + "\u201d" }),
+    var parts = [el("strong", { class: "unipo-readout-token", text: "\u201c" + V.isolate(item.text) + "\u201d" }),
       el("span", { class: "unipo-fact", text: "group " + item.group + ", response #" + item.response + ", token " + item.t })];
     this.data.quantities.forEach(function (q) {
       var vs = values(tk, q.key);
