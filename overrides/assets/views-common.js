@@ -71,7 +71,7 @@
   };
 
   /** A token's text inside a sentence: between FIRST STRONG ISOLATE and POP DIRECTIONAL ISOLATE,
-   * so a direction override in the token (U+202E) ends with it (as views/fmt.py token_text). */
+   * so a direction override in the token (U+202E) ends with it (as unipo_build/render.py isolate). */
   V.isolate = function (text) {
     return "\u2068" + text + "\u2069";
   };
