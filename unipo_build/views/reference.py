@@ -476,7 +476,7 @@ def relative_url(source: str, target: str, docs_dir: str, site_dir: str, use_dir
     return target_file.url_relative_to(source_file)
 
 
-@macro
+@macro(markdown=True)
 def spec_reference(site: Site, algorithm_id: str) -> str:
     """The reference of one algorithm spec (data/algorithms/<id>.yaml)."""
     spec = site.spec(algorithm_id, "spec_reference")
@@ -484,13 +484,13 @@ def spec_reference(site: Site, algorithm_id: str) -> str:
                                    repo=site.repo)
 
 
-@macro
+@macro(markdown=True)
 def schema_reference(site: Site) -> str:
     """Fields and JSON Schema of every file of a run directory."""
     return schema_reference_markdown(protect=site.protect)
 
 
-@macro(with_site=False)
+@macro(html=True, with_site=False)
 def bound(name: str) -> str:
     """A bound of ``unipo_build.limits`` in the docs' prose: ``{{ bound("LINE_MAX") }}`` -> 4,096."""
     return limits.describe(name)
@@ -502,7 +502,7 @@ def metric_catalogue(site: Site) -> str:
     return metric_catalogue_html()
 
 
-@macro
+@macro(markdown=True)
 def component_catalogue(site: Site) -> str:
     """Every slot and registered component kind, each linked to the function that computes it."""
     return component_catalogue_markdown(site.specs(), protect=site.protect, link=page_linker(site.env),
