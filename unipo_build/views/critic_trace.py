@@ -159,7 +159,9 @@ def critic_trace_charts(trace: CriticTrace) -> tuple[dict, dict]:
     """Two Vega-Lite specs sharing the token axis: the three curves, and the KL penalty bars."""
     import altair as alt
 
-    order = [r["label"] for r in trace.rows]
+    # Tokens in response order, sorted by their position t in the data: a sort given as a list of
+    # labels would put the token texts into a Vega expression; input strings stay data.
+    order = alt.EncodingSortField(field="t", op="min")
     axis = dict(labelAngle=-60, labelOverlap="greedy", labelLimit=90)
     # The lower chart carries the axis title for both.
     x_top = alt.X("label:O", sort=order, title=None, axis=alt.Axis(**axis))
