@@ -339,8 +339,11 @@ def hostile_project(repo: Path, root: Path, payloads: Payloads) -> tuple[Path, P
             shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copyfile(source, target)
-    for spec in sorted((repo / "data" / "algorithms").glob("*.yaml")):
-        hostile_spec(spec, project / "data" / "algorithms" / spec.name, payloads)
+    from unipo_build.specs import ablation_spec_paths
+
+    specs = repo / "data" / "algorithms"
+    for spec in sorted(specs.glob("*.yaml")) + ablation_spec_paths(specs):
+        hostile_spec(spec, project / "data" / "algorithms" / spec.relative_to(specs), payloads)
     runs = root / "runs"
     for run in sorted(p for p in (repo / "data" / "runs").iterdir() if p.is_dir()):
         hostile_run(run, runs / run.name, payloads)
