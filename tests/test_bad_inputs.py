@@ -8,7 +8,9 @@ file is changed by either.
 
 from __future__ import annotations
 
+import html
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -89,12 +91,15 @@ def lenient_build(cases_dir, tmp_path_factory):
 
 
 def test_build_skips_each_bad_run_with_the_validators_message(lenient_build, cases_dir):
-    result, before, _ = lenient_build
+    result, before, site = lenient_build
     log = result.stdout + result.stderr
     assert result.returncode == 0, log[-5000:]
     assert "Traceback" not in log and "Error" not in log.replace("ValidationError", "")
     assert checksums(cases_dir) == before
     found = {r.path.name: r for r in unipo_runs.discover(cases_dir)}
+    # The page of the guide that lists the runs of the build (runs_status) names each skipped run
+    # with the validator's message.
+    listed = _skipped_on_page(site / "guides" / "own-logs" / "index.html")
     for case in ALL_CASES:
         run = found[case.name]
         if case.level == "error":
@@ -102,10 +107,20 @@ def test_build_skips_each_bad_run_with_the_validators_message(lenient_build, cas
             assert _line_for(run.error.splitlines(), cases_dir / case.name, case), (case.name, run.error)
             skipped = [line for line in log.splitlines() if f"run {case.name} failed to load" in line]
             assert skipped, case.name
+            assert listed.get(case.name) == run.error, (case.name, listed.get(case.name))
         elif case.name == "steps-empty":
             assert not run.ok and "an empty run" in run.error
         else:
             assert run.ok, (case.name, run.error)
+
+
+def _skipped_on_page(page: Path) -> dict[str, str]:
+    """Run name -> error text, as the skipped-runs admonition of a built page shows them."""
+    text = page.read_text(encoding="utf-8")
+    box = re.search(r'<div class="admonition failure unipo-skipped-runs">(.*?)</ul></div>', text, re.S)
+    assert box, f"{page}: no list of skipped runs"
+    return {html.unescape(name): html.unescape(error) for name, error in
+            re.findall(r"<li><p><strong>(.*?)</strong></p><pre><code>(.*?)</code></pre></li>", box.group(1), re.S)}
 
 
 def test_strict_build_fails_with_the_validators_messages(cases_dir, tmp_path):
