@@ -134,3 +134,34 @@ def run_change(evals: Iterable[EvalRecord], mode: Mode = "greedy") -> HeldOutCha
     if start is None or end is None:
         return None
     return compare(start, end, mode)
+
+
+@dataclass(frozen=True)
+class EvalPoint:
+    """One evaluation's accuracy, measured on ``n`` problems."""
+
+    step: int
+    phase: str
+    accuracy: float
+    n: int
+    #: True when every point of the curve is measured on the same problems (rows 1..n).
+    common: bool
+
+
+def accuracy_curve(evals: Iterable[EvalRecord], mode: Mode = "greedy") -> list[EvalPoint]:
+    """``mode`` accuracy at every evaluation, on the problems all of them share.
+
+    Periodic evaluations may use a subset of the held-out set ("eval rows 1-500") while the start
+    and end ones use all of it ("eval rows 1-1500"). When every evaluation logged its per-problem
+    results, each point is the accuracy on rows 1..n with n the smallest N of them, so the points
+    are comparable with one another (``common``). Otherwise each point is the evaluation's own
+    accuracy, comparable only where the evaluations name the same problems.
+    """
+    evals = [e for e in evals if getattr(e, f"accuracy_{mode}") is not None]
+    counts = [problem_count(e) for e in evals]
+    bits = [getattr(e, f"correct_{mode}") for e in evals]
+    if evals and all(c is not None for c in counts) and all(bits):
+        n = min(counts)
+        return [EvalPoint(e.step, e.phase, b[:n].count("1") / n, n, True) for e, b in zip(evals, bits)]
+    same = len({(e.problems, e.n) for e in evals}) == 1 and evals[0].problems is not None if evals else False
+    return [EvalPoint(e.step, e.phase, getattr(e, f"accuracy_{mode}"), e.n, same) for e in evals]

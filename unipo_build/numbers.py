@@ -75,6 +75,15 @@ def fmt_points(value: float, decimals: int = 1) -> str:
     return f"{100 * abs(float(value)):.{decimals}f}"
 
 
+def fmt_signed_points(value: float, decimals: int = 1) -> str:
+    """A change of a fraction in percentage points with its sign: +23.2, −4.1, 0.0 (a drop reads as
+    a drop)."""
+    text = f"{100 * float(value):.{decimals}f}"
+    if float(text) == 0:
+        return f"{0:.{decimals}f}"
+    return ("+" + text) if not text.startswith("-") else MINUS + text[1:]
+
+
 def fraction_text(value: float, max_denominator: int = 100_000, rel_tol: float = 1e-6) -> str:
     """A weight as a fraction ('1/2000') when it is one (to ``rel_tol``: logged weights are
     float32), else a number."""

@@ -207,6 +207,24 @@ class RunCatalog:
             return None
         return min(candidates, key=lambda r: (not _has_tokens(r), r.header.seed is None, r.header.seed or 0, r.id))
 
+    def why_chosen(self, algorithm: str) -> str:
+        """Why :meth:`chosen` picks its run, in words ("" when the algorithm has one run or none)."""
+        candidates = self.of_algorithm(algorithm)
+        if len(candidates) < 2:
+            return ""
+        if algorithm in self.choice:
+            return "mkdocs.yml names it in extra.unipo_run_choice"
+        run = self.chosen(algorithm)
+        others = [r for r in candidates if r is not run]
+        if _has_tokens(run) and not any(_has_tokens(r) for r in others):
+            return "it is the one with token-level detail"
+        rivals = [r for r in others if _has_tokens(r) == _has_tokens(run)]
+        if run.header.seed is not None and all(r.header.seed is None or r.header.seed > run.header.seed
+                                               for r in rivals):
+            return ("it has the lowest seed" if not _has_tokens(run) or len(rivals) == len(others)
+                    else "it has token-level detail and the lowest seed of those that do")
+        return "it comes first by run id"
+
     def get(self, name: str) -> Run | None:
         """A run by its id or directory name (loaded or not), else the chosen run of an algorithm.
 

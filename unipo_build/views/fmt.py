@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from ..numbers import (MINUS, NOISE, fmt_num, fmt_objective, fmt_pct, fmt_points, fmt_signed,  # noqa: F401
-                       fraction_text, param_text, tex_fraction, tex_num)
+                       fmt_signed_points, fraction_text, param_text, tex_fraction, tex_num)
 from ..render import escape_text
 
-__all__ = ["MINUS", "NOISE", "fmt_num", "fmt_objective", "fmt_pct", "fmt_points", "fmt_signed", "fraction_text",
-           "param_text", "tex_fraction", "tex_num", "escape_text", "table", "note_html", "math_inline",
+__all__ = ["MINUS", "NOISE", "fmt_num", "fmt_objective", "fmt_pct", "fmt_points", "fmt_signed", "fmt_signed_points",
+           "fraction_text", "param_text", "tex_fraction", "tex_num", "escape_text", "table", "note_html", "math_inline",
            "math_display", "legend_html", "code", "join_words", "percent_text"]
 
 NOTE_TITLES = {"note": "Note", "warning": "Not in this build", "info": "About this figure"}

@@ -61,7 +61,8 @@ def course_runs(site: Site, runs: Sequence[str] | None = None) -> tuple[list[Run
     """The runs a comparison shows, and the names asked for that are not in the build.
 
     ``runs=None``: the chosen run of each of :data:`COURSE_ALGORITHMS`, then every other loaded
-    run's algorithm (a hybrid, a reader's own algorithm) with its chosen run, in the order found.
+    run's algorithm (a hybrid, a reader's own algorithm) with its chosen run, in the order found;
+    not the ablation ladder's rungs (``Site.ablation_ids``), which the ladder figure shows.
     """
     names = list(COURSE_ALGORITHMS) if runs is None else [str(r) for r in runs]
     found: list[Run] = []
@@ -73,7 +74,10 @@ def course_runs(site: Site, runs: Sequence[str] | None = None) -> tuple[list[Run
         elif all(run.path != r.path for r in found):
             found.append(run)
     if runs is None:
+        rungs = site.ablation_ids()  # the ablation ladder's runs have a page of their own
         for run in site.catalog.loaded():
+            if run.header.algorithm in rungs:
+                continue
             chosen = site.catalog.chosen(run.header.algorithm)
             if chosen is not None and all(chosen.path != r.path for r in found):
                 found.append(chosen)

@@ -60,30 +60,35 @@ def raw_series(run: Run, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return steps, values, positions / span
 
 
+def smoothed_series(run: Run, name: str, smooth: float = SMOOTH_FRACTION) -> Series | None:
+    """One metric at every logged point, smoothed (centred moving average over ``smooth`` of its
+    points, of values clipped to their 0.5th-99.5th percentiles); None when the run does not log it."""
+    x, y, frac = raw_series(run, name)
+    if len(x) == 0:
+        return None
+    window = max(1, int(round(len(y) * smooth)))
+    # Average values clipped to their 0.5th-99.5th percentiles, so one extreme update shows as
+    # itself (reported as an outlier) rather than as a plateau as wide as the window.
+    lo, hi = np.quantile(y, [0.005, 0.995]) if len(y) >= 50 else (y.min(), y.max())
+    outlier = None
+    far = np.abs(y - np.clip(y, lo, hi)) > max(hi - lo, 1e-12)
+    if far.any():
+        i = int(np.argmax(np.abs(y - np.clip(y, lo, hi))))
+        outlier = (int(x[i]), float(y[i]))
+    return Series(np.asarray(x), moving_average(np.clip(y, lo, hi), window), np.asarray(frac), window, outlier)
+
+
 def run_series(run: Run, names: Sequence[str], points: int = POINTS_PER_LINE,
                smooth: float = SMOOTH_FRACTION) -> dict[str, Series | None]:
-    """Each metric smoothed (centred moving average over ``smooth`` of its points) and reduced to
-    at most ``points`` points with LTTB; None for a metric the run does not log."""
+    """Each metric smoothed (:func:`smoothed_series`) and reduced to at most ``points`` points
+    with LTTB; None for a metric the run does not log."""
     out: dict[str, Series | None] = {}
     for n in names:
-        x, y, frac = raw_series(run, n)
-        if len(x) == 0:
-            out[n] = None
-            continue
-        window = max(1, int(round(len(y) * smooth)))
-        # Average values clipped to their 0.5th-99.5th percentiles, so one extreme update shows as
-        # itself (reported as an outlier) rather than as a plateau as wide as the window.
-        lo, hi = np.quantile(y, [0.005, 0.995]) if len(y) >= 50 else (y.min(), y.max())
-        outlier = None
-        far = np.abs(y - np.clip(y, lo, hi)) > max(hi - lo, 1e-12)
-        if far.any():
-            i = int(np.argmax(np.abs(y - np.clip(y, lo, hi))))
-            outlier = (int(x[i]), float(y[i]))
-        ys = moving_average(np.clip(y, lo, hi), window)
-        if len(x) > points:
-            keep = lttb_indices(x, ys, points)
-            x, ys, frac = x[keep], ys[keep], frac[keep]
-        out[n] = Series(np.asarray(x), np.asarray(ys), np.asarray(frac), window, outlier)
+        s = smoothed_series(run, n, smooth)
+        if s is not None and len(s.steps) > points:
+            keep = lttb_indices(s.steps, s.values, points)
+            s = Series(s.steps[keep], s.values[keep], s.fraction[keep], s.window, s.outlier)
+        out[n] = s
     return out
 
 

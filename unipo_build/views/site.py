@@ -35,13 +35,15 @@ from typing import Any, Callable
 
 from .. import project, runs
 from ..render import escape_text
-from ..specs import AlgorithmSpec, load_specs
+from ..specs import AlgorithmSpec, ablation_spec_paths, load_spec, load_specs
 from .source_links import Repo, repo_from
 
 #: The modules whose ``@macro`` functions define_env binds (each imported once).
 SITE_MODULES = (
     "unipo_build.views.run_facts",
     "unipo_build.views.verdicts",
+    "unipo_build.views.seeds",
+    "unipo_build.views.bands",
     "unipo_build.views.dynamics",
     "unipo_build.views.family_tree",
     "unipo_build.views.aggregation",
@@ -108,6 +110,18 @@ def specs_in(directory: Path) -> dict[str, AlgorithmSpec]:
     return _SPECS[state]
 
 
+_ABLATION: dict[tuple, AlgorithmSpec] = {}
+
+
+def _ablation_spec(path: Path) -> AlgorithmSpec:
+    """One ablation spec, read once while its file is unchanged."""
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    if key not in _ABLATION:
+        _ABLATION[key] = load_spec(path)
+    return _ABLATION[key]
+
+
 class Site:
     """The build as a macro sees it (an mkdocs-macros env, or a test's stand-in with ``conf``)."""
 
@@ -142,6 +156,24 @@ class Site:
     def specs(self) -> dict[str, AlgorithmSpec]:
         return specs_in(project.spec_dir(self.root))
 
+    def ablation_specs(self) -> dict[str, AlgorithmSpec]:
+        """The ablation ladder's rungs (specs in subdirectories of data/algorithms): they train like
+        any spec but are not chapters of the course."""
+        directory = project.spec_dir(self.root)
+        return {p.stem: _ablation_spec(p) for p in ablation_spec_paths(directory)}
+
+    def ablation_ids(self) -> set[str]:
+        """Ids of the ablation rungs (their files' names), without reading the files."""
+        try:
+            directory = project.spec_dir(self.root)
+        except project.ProjectError:
+            return set()
+        return {p.stem for p in ablation_spec_paths(directory)}
+
+    def any_spec(self, spec_id: str) -> AlgorithmSpec | None:
+        """A course spec or an ablation rung by id, or None."""
+        return self.specs().get(spec_id) or self.ablation_specs().get(spec_id)
+
     def spec(self, algorithm: str, macro_name: str) -> AlgorithmSpec:
         specs = self.specs()
         if algorithm not in specs:
@@ -150,6 +182,11 @@ class Site:
 
     def algorithm_name(self, algorithm_id: str) -> str:
         spec = self.specs().get(algorithm_id)
+        if spec is None and algorithm_id not in self.specs():
+            try:
+                spec = self.ablation_specs().get(algorithm_id)
+            except ValueError:  # a bad ablation spec (SpecError) is the ladder's to report
+                spec = None
         return spec.name if spec else algorithm_id
 
     def run_label(self, run: runs.Run) -> str:

@@ -1,100 +1,129 @@
 """Held-out verdicts and the run card: did a run learn, measured on problems it never trained on.
 
-    {{ learning_verdict("grpo") }}     a sentence: held-out accuracy from start to end, against 2 SE
-    {{ run_card("grpo") }}             hyperparameters, provenance and the held-out evaluation (HTML)
-    {{ eval_compare() }}               held-out accuracy of every run, start and end (HTML)
+    {{ learning_verdict("grpo") }}     sentences: the paired start -> end change with its 95% interval,
+                                       greedy and sampled, and every seed's change
+    {{ run_card("grpo") }}             hyperparameters, provenance and the held-out evaluations (HTML)
+    {{ eval_compare() }}               the paired held-out change of every algorithm and seed (HTML)
 
-A change counts as learning only when it exceeds two standard errors of the difference of two
-binomial accuracies; training reward alone can rise without the model getting better.
+The change is paired: the start and end evaluations score the same held-out problems, and
+``unipo_build.heldout`` compares them problem by problem (gained, lost, a 95% interval, McNemar's
+exact test). A change counts as learning only when its interval excludes zero; it is written with
+its sign, so a drop reads as a drop. When an algorithm has several runs (seeds), each seed's change
+is given and their spread; a claim that rests on one run says so.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any, Sequence
 
+from ..heldout import HeldOutChange, accuracy_curve, problem_count, run_change
 from ..runs import Run
-from .fmt import MINUS, escape_text, fmt_num, fmt_pct, fmt_points, note_html, table
+from .fmt import escape_text, fmt_num, fmt_pct, fmt_signed_points, note_html, table
 from .run_facts import course_runs, run_summary
+from .seeds import and_list, runs_of, seed_text, spread
 from .site import Site, macro
 
+MODES = ("greedy", "sampled")
+MODE_WORDS = {"greedy": "greedy", "sampled": "sampled (one answer per problem at the training temperature)"}
+DIRECTION_WORDS = {"up": "gain", "down": "drop", "flat": "no clear change"}
+
 
 # ---------------------------------------------------------------------------
-# Held-out evaluation: the verdict
+# The paired change, in words
 # ---------------------------------------------------------------------------
 
-def binomial_se(p: float, n: int) -> float:
-    """Standard error of an accuracy measured on n independent problems."""
-    return math.sqrt(max(p * (1.0 - p), 0.0) / n) if n > 0 else float("inf")
+def changes_of(run: Run) -> dict[str, HeldOutChange | None]:
+    """The run's held-out change from its start to its end evaluation, per decoding mode."""
+    return {mode: run_change(run.evals, mode) for mode in MODES}
 
 
-@dataclass(frozen=True)
-class EvalChange:
-    start: float
-    end: float
-    n_start: int
-    n_end: int
-    steps: int
-
-    @property
-    def change(self) -> float:
-        return self.end - self.start
-
-    @property
-    def se(self) -> float:
-        """SE of the difference of two independent binomial estimates."""
-        return math.sqrt(binomial_se(self.start, self.n_start) ** 2 + binomial_se(self.end, self.n_end) ** 2)
-
-    @property
-    def direction(self) -> str:
-        """'up', 'down' or 'flat': the change against two standard errors."""
-        if self.se == 0:
-            return "flat" if self.change == 0 else ("up" if self.change > 0 else "down")
-        if self.change > 2 * self.se:
-            return "up"
-        if self.change < -2 * self.se:
-            return "down"
-        return "flat"
+def p_text(p: float | None) -> str:
+    if p is None:
+        return "–"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}" if p < 0.1 else f"p = {p:.2f}"
 
 
-def eval_change(run: Run, mode: str = "greedy") -> EvalChange | None:
-    summary = run_summary(run)
-    start, end = summary["eval_start"], summary["eval_end"]
-    if not start or not end:
-        return None
-    a, b = start.get(f"accuracy_{mode}"), end.get(f"accuracy_{mode}")
-    if a is None or b is None:
-        return None
-    return EvalChange(a, b, start["n"], end["n"], summary["steps"])
+def interval_text(c: HeldOutChange) -> str:
+    """'+20.8 to +25.6' (percentage points, signed)."""
+    return f"{fmt_signed_points(c.low)} to {fmt_signed_points(c.high)}"
 
 
-def learning_verdict_text(run: Run | None, name: str) -> str:
+def change_cell(c: HeldOutChange | None) -> str:
+    """'+23.2 [+20.8, +25.6]' for a table (points)."""
+    if c is None:
+        return "–"
+    return f"{fmt_signed_points(c.change)} [{fmt_signed_points(c.low)}, {fmt_signed_points(c.high)}]"
+
+
+def change_details(c: HeldOutChange) -> str:
+    """'95% interval +20.8 to +25.6; 402 problems gained, 54 lost; McNemar p < 0.001' (or unpaired)."""
+    text = f"95% interval {interval_text(c)}"
+    if c.paired:
+        return text + (f"; {fmt_num(c.gained)} problems gained, {fmt_num(c.lost)} lost; McNemar's exact test "
+                       f"{p_text(c.p_value)}")
+    return text + ("; unpaired: the log has no per-problem results, so the two accuracies are compared as "
+                   "independent samples and the interval is wider")
+
+
+def verdict_sentence(c: HeldOutChange) -> str:
+    if c.direction == "up":
+        return "The interval lies above zero: the gain carries over to problems the run never trained on."
+    if c.direction == "down":
+        return "The interval lies below zero: the run got worse on problems it never trained on."
+    return "The interval includes zero, so this run shows no clear held-out change."
+
+
+def seeds_sentence(site: Site, run: Run, runs: Sequence[Run]) -> str:
+    """Each seed's greedy change and their spread, or that the claim rests on one seed."""
+    label = site.algorithm_name(run.header.algorithm)
+    measured = [(r, changes_of(r)["greedy"]) for r in runs]
+    measured = [(r, c) for r, c in measured if c is not None]
+    if len(measured) <= 1:
+        return (f"This rests on one seed: the build has no other {label} run with a held-out evaluation at start "
+                "and end, so how much of the change the seed decides cannot be told from it.")
+    each = and_list([f"{fmt_signed_points(c.change)} ({seed_text(r)})" for r, c in measured])
+    s = spread([c.change for _, c in measured])
+    counts = {d: sum(1 for _, c in measured if c.direction == d) for d in ("up", "down", "flat")}
+    k = len(measured)
+    if counts["up"] == k:
+        agree = "every seed's interval lies above zero"
+    elif counts["down"] == k:
+        agree = "every seed's interval lies below zero"
+    elif counts["flat"] == k:
+        agree = "no seed's interval excludes zero"
+    else:
+        parts = [f"{counts['up']} of {k} seeds gained clearly" if counts["up"] else "",
+                 f"{counts['down']} dropped clearly" if counts["down"] else "",
+                 f"{counts['flat']} showed no clear change" if counts["flat"] else ""]
+        agree = and_list([p for p in parts if p]) + ", so the direction depends on the seed"
+    return (f"Across the {k} {label} runs of this build, the greedy change was {each} points: from "
+            f"{fmt_signed_points(s.low)} to {fmt_signed_points(s.high)} points, and {agree}.")
+
+
+def learning_verdict_text(site: Site, run: Run | None, name: str, runs: Sequence[Run] = ()) -> str:
     if run is None:
-        return (f"There is no {name} run in this build, so nothing can be said about what it learned.")
-    greedy = eval_change(run, "greedy")
+        return f"There is no {name} run in this build, so nothing can be said about what it learned."
+    changes = changes_of(run)
+    greedy = changes["greedy"]
     if greedy is None:
         return (f"The {run.id} log has no held-out evaluation at both start and end, so whether the run learned "
                 "cannot be judged from it (training reward alone can rise without the model getting better).")
-    se_pts = fmt_points(2 * greedy.se)
-    span = f"over {fmt_num(greedy.steps)} updates, measured on {fmt_num(greedy.n_end)} held-out problems"
-    head = f"Held-out greedy accuracy went from {fmt_pct(greedy.start)} to {fmt_pct(greedy.end)} {span}"
-    if greedy.direction == "up":
-        text = (f"{head}: a gain of {fmt_points(greedy.change)} points, more than twice its standard error "
-                f"(two standard errors: {se_pts} points), so the improvement carries over to problems the run "
-                "never trained on.")
-    elif greedy.direction == "down":
-        text = (f"{head}: a drop of {fmt_points(greedy.change)} points, more than twice its standard error "
-                f"({se_pts} points), so the run got worse on unseen problems.")
-    else:
-        text = (f"{head}; the change of {fmt_points(greedy.change)} points is within two standard errors "
-                f"({se_pts} points) of zero, so this run shows no clear held-out learning.")
-    sampled = eval_change(run, "sampled")
+    steps = run.reader.table.n
+    on = (f"the same {fmt_num(greedy.n)} held-out problems at the start and the end" if greedy.paired else
+          f"{fmt_num(greedy.n)} held-out problems")
+    text = (f"Held-out greedy accuracy of the {run.id} run ({seed_text(run)}) went from {fmt_pct(greedy.start)} to "
+            f"{fmt_pct(greedy.end)} over {fmt_num(steps)} updates, on {on}: a change of "
+            f"{fmt_signed_points(greedy.change)} points ({change_details(greedy)}). {verdict_sentence(greedy)}")
+    sampled = changes["sampled"]
     if sampled is not None:
-        verb = {"up": "rose clearly", "down": "fell clearly", "flat": "did not change clearly"}[sampled.direction]
-        text += (f" Sampled accuracy (temperature as in training) {verb}: {fmt_pct(sampled.start)} to "
-                 f"{fmt_pct(sampled.end)}.")
-    return text
+        text += (f" Sampled accuracy (one answer per problem at the training temperature) went from "
+                 f"{fmt_pct(sampled.start)} to {fmt_pct(sampled.end)}: {fmt_signed_points(sampled.change)} points "
+                 f"(95% interval {interval_text(sampled)}), {_clear(sampled)}.")
+    return text + " " + seeds_sentence(site, run, runs or [run])
+
+
+def _clear(c: HeldOutChange) -> str:
+    return {"up": "a clear gain", "down": "a clear drop", "flat": "no clear change"}[c.direction]
 
 
 # ---------------------------------------------------------------------------
@@ -168,64 +197,124 @@ def run_card_html(site: Site, run: Run | None, name: str) -> str:
         ("Wall time", escape_text("–" if wall is None else f"{fmt_num(wall / 60.0, 3)} min")),
     ]
     card = table(["Setting", "Value"], rows, caption=f"Run card: {h.run_id}")
+    return f'<div class="unipo-run-card">{card}{evals_html(run)}</div>'
+
+
+def problems_text(record, total: int | None) -> str:
+    """Which held-out problems an evaluation scored: 'all 1,500' or 'the first 500'."""
+    n = problem_count(record)
+    if n is None:
+        return fmt_num(record.n)
+    if total is not None and n >= total:
+        return f"all {fmt_num(n)}"
+    return f"the first {fmt_num(n)}"
+
+
+def evals_html(run: Run) -> str:
+    """The run's evaluations, each labelled with the problems it scored, then the paired change."""
     evals = list(run.evals)
-    if evals:
-        eval_rows = [(escape_text(fmt_num(e.step)), escape_text(PHASE_WORDS.get(e.phase, e.phase)),
-                      escape_text(fmt_num(e.n)), escape_text(fmt_pct(e.accuracy_greedy)),
-                      escape_text(fmt_pct(e.accuracy_sampled)),
-                      escape_text("–" if e.mean_length is None else fmt_num(e.mean_length, 3)))
-                     for e in evals]
-        n = evals[-1].n
-        se = binomial_se(evals[-1].accuracy_greedy or 0.0, n)
-        evals_table = table(["After update", "When", "Problems", "Greedy", "Sampled", "Mean length"], eval_rows,
-                       caption="Held-out evaluation", numeric=(0, 2, 3, 4, 5))
-        eval_html = evals_table + (f"<p>Each accuracy is measured on problems the run never trained on; with "
-                             f"{escape_text(fmt_num(n))} problems, one standard error of the final greedy "
-                             f"accuracy is about {escape_text(fmt_points(se))} percentage points.</p>")
-    else:
-        eval_html = note_html("This log has no held-out evaluation: its training metrics alone cannot show whether "
-                              "the model got better on unseen problems.")
-    return f'<div class="unipo-run-card">{card}{eval_html}</div>'
+    if not evals:
+        return note_html("This log has no held-out evaluation: its training metrics alone cannot show whether "
+                         "the model got better on unseen problems.")
+    total = run.header.task.n_eval
+    counts = {problem_count(e) for e in evals}
+    curve = {mode: accuracy_curve(evals, mode) for mode in MODES}
+    shared = len(counts) > 1 and all(p.common for p in curve["greedy"]) and len(curve["greedy"]) == len(evals)
+    head = ["After update", "When", "Problems", "Greedy", "Sampled", "Mean length"]
+    if shared:
+        head.append(f"Greedy on the {fmt_num(curve['greedy'][0].n)} shared")
+    rows = []
+    for i, e in enumerate(evals):
+        row = [escape_text(fmt_num(e.step)), escape_text(PHASE_WORDS.get(e.phase, e.phase)),
+               escape_text(problems_text(e, total)), escape_text(fmt_pct(e.accuracy_greedy)),
+               escape_text(fmt_pct(e.accuracy_sampled)),
+               escape_text("–" if e.mean_length is None else fmt_num(e.mean_length, 3))]
+        if shared:
+            row.append(escape_text(fmt_pct(curve["greedy"][i].accuracy)))
+        rows.append(row)
+    caption = "Held-out evaluations"
+    note = ""
+    if shared:
+        n_shared = fmt_num(curve["greedy"][0].n)
+        caption += (f": start and end score every held-out problem, the evaluations during training the first "
+                    f"{n_shared}; the last column scores each evaluation on those {n_shared} problems only, so it "
+                    "can be read from top to bottom")
+    elif len(counts) > 1:
+        note = ("<p>The evaluations scored different numbers of problems and the log has no per-problem results "
+                "for all of them, so only evaluations of the same problems compare with each other.</p>")
+    evals_table = table(head, rows, caption=caption, numeric=(0, 3, 4, 5, 6))
+    changes = changes_of(run)
+    lines = []
+    for mode in MODES:
+        c = changes[mode]
+        if c is not None:
+            lines.append(f"{MODE_WORDS[mode]}: {fmt_pct(c.start)} → {fmt_pct(c.end)}, "
+                         f"{fmt_signed_points(c.change)} points ({change_details(c)}), {_clear(c)}")
+    summary = ""
+    if lines:
+        paired = changes["greedy"] is not None and changes["greedy"].paired
+        summary = (f"<p>Start to end{', on the same problems' if paired else ''}: "
+                   + escape_text("; ".join(lines)) + ".</p>")
+    return evals_table + note + summary
 
 
 def eval_compare_html(site: Site, runs: Sequence[str] | None = None) -> str:
+    """One row per algorithm: the shown run's paired change, and every seed's greedy change."""
     found, missing = course_runs(site, runs)
     rows = []
     for run in found:
-        g, s = eval_change(run, "greedy"), eval_change(run, "sampled")
-        summary = run_summary(run)
-        change = "–"
-        if g:
-            change = ("+" if g.change >= 0 else MINUS) + fmt_points(g.change) + " ± " + fmt_points(2 * g.se)
+        _, seeds = runs_of(site, run.id)
+        seeds = seeds or [run]
+        changes = changes_of(run)
+        g, sm = changes["greedy"], changes["sampled"]
+        gained = "–" if g is None or not g.paired else f"{fmt_num(g.gained)} / {fmt_num(g.lost)}"
+        others = [(r, changes_of(r)["greedy"]) for r in seeds]
+        measured = [(r, c) for r, c in others if c is not None]
+        if len(measured) > 1:
+            sp = spread([c.change for _, c in measured])
+            ups = sum(1 for _, c in measured if c.direction == "up")
+            downs = sum(1 for _, c in measured if c.direction == "down")
+            seeds_cell = (", ".join(fmt_signed_points(c.change) for _, c in measured)
+                          + f" (range {fmt_signed_points(sp.low)} to {fmt_signed_points(sp.high)}; "
+                          + f"{ups} up, {downs} down, {len(measured) - ups - downs} unclear)")
+        else:
+            seeds_cell = "one seed only"
         rows.append([
-            escape_text(site.run_label(run)),
-            escape_text(fmt_num(summary["steps"])),
+            escape_text(site.algorithm_name(run.header.algorithm)),
+            escape_text(f"{run.id} ({seed_text(run)})"),
             escape_text(f"{fmt_pct(g.start)} → {fmt_pct(g.end)}" if g else "–"),
-            escape_text(change),
-            escape_text({"up": "rose", "down": "fell", "flat": "no clear change"}[g.direction] if g else "not evaluated"),
-            escape_text(f"{fmt_pct(s.start)} → {fmt_pct(s.end)}" if s else "–"),
+            escape_text(change_cell(g)),
+            escape_text(gained),
+            escape_text(DIRECTION_WORDS[g.direction] if g else "not evaluated"),
+            escape_text(seeds_cell),
+            escape_text(change_cell(sm)),
         ])
     for name in missing:
-        rows.append([escape_text(site.algorithm_name(name)), "–", "–", "–", "not in this build", "–"])
+        rows.append([escape_text(site.algorithm_name(name)), "not in this build"] + ["–"] * 6)
     if not rows:
         return note_html("No runs are in this build.", "warning")
-    return table(["Run", "Updates", "Greedy accuracy", "Change ± 2 SE (points)", "Verdict", "Sampled accuracy"],
-                 rows, caption="Held-out accuracy of every run, before → after training", numeric=(1, 2, 3, 5))
+    caption = ("Held-out accuracy from the start to the end of training, on the same problems (paired): change in "
+               "percentage points with its 95% interval, problems gained / lost (greedy), the greedy change of "
+               "every seed of the algorithm, and the sampled change")
+    return table(["Algorithm", "Run shown", "Greedy accuracy", "Greedy change [95% interval]", "Gained / lost",
+                  "Verdict", "Greedy change, each seed", "Sampled change [95% interval]"],
+                 rows, caption=caption, numeric=(2, 3, 4, 7))
 
 
 @macro
 def learning_verdict(site: Site, run: str) -> str:
-    """A sentence: held-out greedy (and sampled) accuracy from start to end, against 2 SE."""
-    return learning_verdict_text(site.run(run), str(run))
+    """Sentences: the paired held-out change (greedy and sampled) with its interval, and each seed's."""
+    found, seeds = runs_of(site, str(run))
+    return learning_verdict_text(site, found, str(run), seeds)
 
 
 @macro(html=True)
 def run_card(site: Site, run: str) -> str:
-    """Hyperparameters and provenance of a run, and its held-out evaluation table."""
+    """Hyperparameters and provenance of a run, and its held-out evaluations."""
     return run_card_html(site, site.run(run), str(run))
 
 
 @macro(html=True)
 def eval_compare(site: Site, runs: Sequence[str] | None = None) -> str:
-    """Held-out accuracy of every run at start and end, with the 2-SE verdict."""
+    """The paired held-out change of every algorithm's shown run and of each of its seeds."""
     return eval_compare_html(site, runs)

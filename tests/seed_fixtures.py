@@ -1,0 +1,98 @@
+"""Small runs with several seeds, ladder rungs and per-problem evaluations, for the tests of the
+seed bands, the held-out verdicts, the ablation ladder and the batch-filling figures.
+
+Every number is chosen so a test can work out the expected figures by hand: rollout-level metrics
+are repeated on each of a rollout's updates as the trainer logs them, evaluations score
+``N_EVAL`` problems at the start and the end and the first ``N_PERIODIC`` in between, and floats
+have few significant digits, so they read back exactly. Fixtures live here, never in data/.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from unipo_build.runlog import RunWriter
+from unipo_build.schema import (EvalRecord, LengthProbe, ModelInfo, RewardComponentInfo, RewardInfo, RunHeader,
+                                StepRecord, TaskInfo)
+from unipo_build.specs import load_algorithm, resolve
+
+CREATED = datetime(2026, 1, 5, 9, 0, 0, tzinfo=timezone.utc)
+N_EVAL = 20
+N_PERIODIC = 10
+PROMPTS, GROUP = 4, 2  # a batch of 4 groups of 2 answers
+
+
+@dataclass
+class FixtureRun:
+    """What to write for one run. ``metrics(rollout)`` gives the rollout-level metrics (repeated on
+    each of its updates); ``update_metrics(step)`` the update-level ones."""
+
+    run_id: str
+    algorithm: str
+    seed: int
+    rollouts: int = 10
+    steps_per_rollout: int = 2
+    metrics: Callable[[int], dict] = field(default=lambda r: {})
+    update_metrics: Callable[[int], dict] = field(default=lambda s: {})
+    start_bits: str = "0" * N_EVAL
+    end_bits: str = "0" * N_EVAL
+    periodic_bits: str | None = None  # the first N_PERIODIC problems, evaluated halfway
+    sampled_start: str | None = None
+    sampled_end: str | None = None
+    skip_rollouts: tuple[int, ...] = ()  # rollouts that made no update (a filter kept nothing)
+    length_probe: LengthProbe | None = None
+    max_new_tokens: int = 64
+
+
+def header_for(spec: FixtureRun) -> RunHeader:
+    config = resolve(load_algorithm(spec.algorithm), max_new_tokens=spec.max_new_tokens)
+    return RunHeader(
+        run_id=spec.run_id, algorithm=spec.algorithm, algorithm_config=config,
+        task=TaskInfo(name="toy arithmetic", source="fixture", n_train=100, n_eval=N_EVAL, seed=3),
+        reward=RewardInfo(description="1 if the final answer is right",
+                          components=[RewardComponentInfo(name="correct", description="right answer", weight=1.0)]),
+        model=ModelInfo(name="tiny", architecture="llama", parameters=1000, vocab_size=32),
+        hyperparameters={"lr": 0.0001, "group_size": GROUP, "prompts_per_step": PROMPTS,
+                         "max_new_tokens": spec.max_new_tokens, "epochs": spec.steps_per_rollout, "minibatches": 1},
+        seed=spec.seed, created_at=CREATED, steps_per_rollout=spec.steps_per_rollout, length_probe=spec.length_probe)
+
+
+def bits_accuracy(bits: str) -> float:
+    return bits.count("1") / len(bits)
+
+
+def evaluation(step: int, phase: str, greedy: str, sampled: str | None) -> EvalRecord:
+    n = len(greedy)
+    return EvalRecord(step=step, phase=phase, n=n, accuracy_greedy=bits_accuracy(greedy),
+                      accuracy_sampled=None if sampled is None else bits_accuracy(sampled), mean_length=10.0,
+                      problems=f"eval rows 1-{n}", correct_greedy=greedy, correct_sampled=sampled)
+
+
+def write_fixture_run(root: Path, spec: FixtureRun) -> Path:
+    run_dir = root / spec.run_id
+    writer = RunWriter(run_dir, header_for(spec))
+    writer.eval(evaluation(0, "start", spec.start_bits, spec.sampled_start))
+    step = 0
+    for rollout in range(spec.rollouts):
+        if rollout in spec.skip_rollouts:
+            continue
+        if spec.periodic_bits is not None and rollout == spec.rollouts // 2:
+            writer.eval(evaluation(step, "periodic", spec.periodic_bits, None))
+        for k in range(spec.steps_per_rollout):
+            values = dict(spec.metrics(rollout))
+            values.update(spec.update_metrics(step))
+            writer.step(StepRecord(step=step, rollout=rollout, first_in_rollout=k == 0, metrics=values))
+            step += 1
+    writer.eval(evaluation(step, "end", spec.end_bits, spec.sampled_end))
+    writer.finish(finished_at=CREATED)
+    return run_dir
+
+
+def write_fixture_runs(root: Path, specs: list[FixtureRun]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for spec in specs:
+        write_fixture_run(root, spec)
+    return root

@@ -1,0 +1,186 @@
+"""Seeds, held-out verdicts and seed bands on small fixture runs with hand-worked numbers.
+
+The fixture (``seed_fixtures``): GRPO with three seeds, DAPO with one. Each evaluation scores 20
+problems at the start and the end and the first 10 halfway. GRPO starts at 4 of 20 right
+("1111" then zeros); at the end seed 0 lost problem 4 and gained problems 5-11 (7 gained, 1 lost),
+seed 1 lost problems 1-2 and gained 5-6 (2 and 2), seed 2 gained problems 5-14 (10 and 0).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+
+from seed_fixtures import FixtureRun, write_fixture_runs
+from unipo_build import heldout
+from unipo_build.views import bands as B
+from unipo_build.views import seeds as S
+from unipo_build.views import verdicts as V
+from unipo_build.views.site import AuthorError, Site
+
+START = "1111" + "0" * 16
+ENDS = {0: "1110" + "1" * 7 + "0" * 9, 1: "0011" + "11" + "0" * 14, 2: "1" * 14 + "0" * 6}
+PERIODIC = {0: "1110111000", 1: "0011110000", 2: "1111111100"}
+
+
+def grpo(seed: int, run_id: str, tokens: float = 100.0) -> FixtureRun:
+    return FixtureRun(
+        run_id=run_id, algorithm="grpo", seed=seed,
+        metrics=lambda r, k=seed: {"reward/mean": 0.05 * r + 0.1 * k, "length/mean": 20.0 + r,
+                                   "sampled/tokens": tokens, "sampled/accuracy": 0.25 + 0.05 * r},
+        update_metrics=lambda s: {"entropy/mean": 1.0 - 0.01 * s},
+        start_bits=START, end_bits=ENDS[seed], periodic_bits=PERIODIC[seed],
+        sampled_start=START, sampled_end=ENDS[seed])
+
+
+@pytest.fixture(scope="module")
+def runs_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("seed-runs")
+    dapo = FixtureRun(run_id="dapo", algorithm="dapo", seed=0,
+                      metrics=lambda r: {"reward/mean": 0.5, "length/mean": 30.0, "sampled/tokens": 175.0},
+                      start_bits=START, end_bits=START)
+    return write_fixture_runs(root, [grpo(1, "grpo-s1"), grpo(0, "grpo"), grpo(2, "grpo-s2"), dapo])
+
+
+@pytest.fixture(scope="module")
+def site(runs_dir):
+    return Site(runs_where=runs_dir)
+
+
+# ---------------------------------------------------------------------------
+# heldout.accuracy_curve and the paired changes
+# ---------------------------------------------------------------------------
+
+def test_accuracy_curve_scores_every_evaluation_on_the_shared_problems(site):
+    curve = heldout.accuracy_curve(site.run("grpo").evals)
+    # the shared problems are rows 1-10: start "1111000000", halfway "1110111000", end "1110111111"
+    assert [(p.step, p.n, p.common) for p in curve] == [(0, 10, True), (10, 10, True), (20, 10, True)]
+    assert [p.accuracy for p in curve] == [0.4, 0.6, 0.9]
+
+
+def test_accuracy_curve_without_per_problem_results_keeps_each_evaluations_own_accuracy():
+    a = heldout.EvalRecord(step=0, phase="start", n=20, accuracy_greedy=0.25, problems="eval rows 1-20")
+    b = heldout.EvalRecord(step=5, phase="periodic", n=10, accuracy_greedy=0.5, problems="eval rows 1-10")
+    curve = heldout.accuracy_curve([a, b])
+    assert [(p.accuracy, p.n, p.common) for p in curve] == [(0.25, 20, False), (0.5, 10, False)]
+
+
+def test_each_seeds_paired_change_is_worked_by_hand(site):
+    c0 = V.changes_of(site.run("grpo"))["greedy"]
+    assert (c0.gained, c0.lost, c0.start, c0.end) == (7, 1, 0.2, 0.5)
+    # d has mean 6/20 = 0.3 and sample variance (8 - 20 * 0.09) / 19; half-width 1.96 * sqrt(var / 20)
+    half = heldout.Z95 * math.sqrt((8 - 20 * 0.09) / 19 / 20)
+    assert (c0.low, c0.high) == pytest.approx((0.3 - half, 0.3 + half))
+    assert c0.p_value == pytest.approx(2 * 9 / 256)  # McNemar: P(Binomial(8, 1/2) <= 1), two-sided
+    c2 = V.changes_of(site.run("grpo-s2"))["greedy"]
+    assert (c2.gained, c2.lost, c2.direction) == (10, 0, "up") and c2.p_value == pytest.approx(2 / 1024)
+    c1 = V.changes_of(site.run("grpo-s1"))["greedy"]
+    assert (c1.change, c1.direction) == (0.0, "flat")
+
+
+# ---------------------------------------------------------------------------
+# learning_verdict, eval_compare, run_card
+# ---------------------------------------------------------------------------
+
+def test_verdict_states_the_signed_paired_change_and_every_seed(site):
+    run, runs = S.runs_of(site, "grpo")
+    assert [r.id for r in runs] == ["grpo", "grpo-s1", "grpo-s2"]  # seed order, not the order found
+    text = V.learning_verdict_text(site, run, "grpo", runs)
+    assert "went from 20.0% to 50.0% over 20 updates, on the same 20 held-out problems" in text
+    assert "a change of +30.0 points (95% interval +5.0 to +55.0; 7 problems gained, 1 lost" in text
+    assert "McNemar's exact test p = 0.070" in text
+    assert "The interval lies above zero" in text
+    assert "Sampled accuracy" in text and "+30.0 points" in text
+    assert ("the greedy change was +30.0 (seed 0), 0.0 (seed 1) and +50.0 (seed 2) points: from 0.0 to +50.0 "
+            "points, and 2 of 3 seeds gained clearly and 1 showed no clear change, so the direction depends on "
+            "the seed") in text
+
+
+def test_a_drop_reads_as_a_drop_and_one_seed_says_so(tmp_path):
+    spec = FixtureRun(run_id="ppo", algorithm="ppo", seed=0, start_bits="1" * 10 + "0" * 10,
+                      end_bits="1" * 2 + "0" * 18)
+    site = Site(runs_where=write_fixture_runs(tmp_path, [spec]))
+    run, runs = S.runs_of(site, "ppo")
+    text = V.learning_verdict_text(site, run, "ppo", runs)
+    assert "a change of \u221240.0 points" in text and "The interval lies below zero" in text
+    assert "This rests on one seed" in text
+
+
+def test_eval_compare_lists_the_shown_run_and_each_seed(site):
+    html = V.eval_compare_html(site, ["grpo", "dapo", "reinforce"])
+    rows = re.findall(r"<tr>(.*?)</tr>", html)[1:]
+    grpo_row = re.findall(r"<td[^>]*>(.*?)</td>", rows[0])
+    assert grpo_row[1] == "grpo (seed 0)"
+    assert grpo_row[3] == "+30.0 [+5.0, +55.0]" and grpo_row[4] == "7 / 1" and grpo_row[5] == "gain"
+    assert grpo_row[6] == "+30.0, 0.0, +50.0 (range 0.0 to +50.0; 2 up, 0 down, 1 unclear)"
+    dapo_row = re.findall(r"<td[^>]*>(.*?)</td>", rows[1])
+    assert dapo_row[3] == "0.0 [0.0, 0.0]" and dapo_row[6] == "one seed only"
+    assert "not in this build" in rows[2]
+
+
+def test_run_card_labels_the_periodic_subset_and_the_full_set(site):
+    html = V.run_card_html(site, site.run("grpo"), "grpo")
+    assert "all 20" in html and "the first 10" in html
+    assert "Greedy on the 10 shared" in html
+    # the shared column reads 40.0%, 60.0%, 90.0% from top to bottom
+    assert re.findall(r">(\d+\.\d%)</td></tr>", html) == ["40.0%", "60.0%", "90.0%"]
+
+
+def test_run_choice_names_the_shown_run_and_where_the_others_are(site):
+    text = S.run_choice_text(site, "grpo")
+    assert text.startswith("This chapter shows the run grpo (seed 0) of the 3 GRPO runs in this build: it has the "
+                           "lowest seed.")
+    assert "grpo-s1 (seed 1) and grpo-s2 (seed 2)" in text and "seed bands" in text
+    assert "the only DAPO run in this build, so what it shows rests on one seed" in S.run_choice_text(site, "dapo")
+    assert S.run_choice_text(site, "ppo") == "There is no ppo run in this build."
+
+
+# ---------------------------------------------------------------------------
+# Seed bands
+# ---------------------------------------------------------------------------
+
+def test_band_is_median_min_and_max_of_the_seeds_on_a_common_grid(site):
+    curves = [B.run_curve(r, "reward/mean", "fraction") for r in S.algorithm_runs(site, "grpo")]
+    band = B.band_of(curves, grid=5)  # x = 0, 0.25, 0.5, 0.75, 1 of 9 rollouts
+    assert band.runs == 3 and list(band.x) == [0, 0.25, 0.5, 0.75, 1]
+    # at x = 0.5 (rollout 4.5) the seeds read 0.225 + 0.1 k
+    assert (band.low[2], band.median[2], band.high[2]) == pytest.approx((0.225, 0.325, 0.425))
+
+
+def test_token_axis_counts_every_generated_token_before_an_update(site):
+    run = site.run("grpo")
+    # 100 tokens per rollout, two updates per rollout: step 3 trains on rollout 1, after 200 tokens
+    assert list(B.tokens_at_steps(run, np.array([0, 1, 2, 3, 19]))) == [100, 100, 200, 200, 1000]
+    curve = B.run_curve(run, "heldout/greedy", "tokens")
+    # evaluations after 0, 10 and 20 updates: 0 tokens, then those of rollouts 0-4 and 0-9
+    assert list(curve.x) == [0, 500, 1000] and list(curve.y) == [0.4, 0.6, 0.9]
+    band = B.band_of([B.run_curve(site.run("dapo"), "reward/mean", "tokens")], grid=3)
+    assert list(band.x) == [175, 962.5, 1750]  # DAPO's 175 tokens per rollout
+
+
+def test_seed_bands_draw_a_band_only_where_there_are_seeds(site):
+    html = B.seed_bands_html(site, ["heldout/greedy", "reward/mean"], ["grpo", "dapo"], "fraction")
+    specs = [json.loads(t) for t in re.findall(r'<template class="unipo-data"[^>]*>(.*?)</template>', html)]
+    assert len(specs) == 2
+    reward = specs[1]
+    areas = [layer for layer in reward["layer"] if layer["mark"]["type"] == "area"]
+    band_rows = areas[0]["data"]["values"]
+    assert {r["algorithm"] for r in band_rows} == {"GRPO (3 runs)"}  # DAPO has one run: a line, no band
+    line_rows = reward["layer"][-1]["data"]["values"]
+    assert {r["algorithm"] for r in line_rows} == {"GRPO (3 runs)", "DAPO (1 run)"}
+    assert "One run only, so no band: DAPO." in html
+    heldout_line = specs[0]["layer"][-1]["data"]["values"]
+    grpo_points = [(r["x"], r["median"]) for r in heldout_line if r["algorithm"].startswith("GRPO")]
+    # shared rows 1-10: 0.4 for every seed at the start, then median(0.6, 0.4, 0.8) and median(0.9, 0.4, 1.0)
+    assert grpo_points == [(0, 0.4), (0.5, 0.6), (1, 0.9)]
+
+
+def test_seed_bands_reject_an_unknown_metric_or_axis(site):
+    with pytest.raises(AuthorError):
+        B.seed_bands_html(site, ["reward/nonsense"], None)
+    with pytest.raises(AuthorError):
+        B.seed_bands_html(site, None, None, "wall")

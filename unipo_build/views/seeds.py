@@ -1,0 +1,123 @@
+"""An algorithm's runs over seeds: which run a page shows, the others, and how far they spread.
+
+    {{ run_choice("grpo") }}     which run of an algorithm a chapter shows, and where the others appear
+
+A build may hold several runs of one algorithm (``grpo``, ``grpo-s1``, ``grpo-s2``: one per seed).
+A page that names the algorithm shows one of them (the runs resolver's choice,
+``runs.RunCatalog.chosen``); comparisons and verdicts use all of them, so no claim rests on one run
+without saying so. The functions here are the one place that groups runs by algorithm and orders
+them by seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ..runs import Run
+from .fmt import fmt_num
+from .site import Site, macro
+
+
+def seed_key(run: Run) -> tuple:
+    """Runs in seed order (runs without a seed last), then by id."""
+    return (run.header.seed is None, run.header.seed or 0, run.id)
+
+
+def algorithm_runs(site: Site, algorithm: str) -> list[Run]:
+    """Every loaded run of ``algorithm`` (a spec id), in seed order."""
+    return sorted(site.catalog.of_algorithm(algorithm), key=seed_key)
+
+
+def runs_of(site: Site, name: str) -> tuple[Run | None, list[Run]]:
+    """(the run a page shows for ``name``: a run id, directory name or algorithm id; every run of
+    that run's algorithm in seed order). (None, []) when the build has no such run."""
+    run = site.run(name)
+    if run is None:
+        return None, []
+    return run, algorithm_runs(site, run.header.algorithm)
+
+
+def seed_text(run: Run) -> str:
+    """'seed 0', or the run's id when its log records no seed."""
+    return f"seed {run.header.seed}" if run.header.seed is not None else f"run {run.id}"
+
+
+def seeds_list(runs: Sequence[Run]) -> str:
+    """'seeds 0, 1 and 2' (or the run ids of runs without a seed)."""
+    seeds = [r.header.seed for r in runs]
+    if all(s is not None for s in seeds):
+        words = [str(s) for s in seeds]
+        return ("seed " if len(words) == 1 else "seeds ") + and_list(words)
+    return and_list([seed_text(r) for r in runs])
+
+
+def and_list(items: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    items = list(items)
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Values over seeds: each one, and their median, minimum and maximum."""
+
+    values: tuple[float, ...]
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.values))
+
+    @property
+    def low(self) -> float:
+        return float(min(self.values))
+
+    @property
+    def high(self) -> float:
+        return float(max(self.values))
+
+
+def spread(values: Sequence[float | None]) -> Spread | None:
+    """The spread of the values that are not None (None when there are none)."""
+    kept = tuple(float(v) for v in values if v is not None)
+    return Spread(kept) if kept else None
+
+
+def run_choice_text(site: Site, name: str) -> str:
+    """Which run a chapter shows for ``name`` and where the algorithm's other runs appear."""
+    run, runs = runs_of(site, name)
+    if run is None:
+        return f"There is no {name} run in this build."
+    label = site.algorithm_name(run.header.algorithm)
+    if len(runs) == 1:
+        return (f"This chapter shows the run {run.id} ({seed_text(run)}), the only {label} run in this build, so "
+                "what it shows rests on one seed.")
+    others = [r for r in runs if r is not run]
+    detail = [r for r in others if r.token_steps()]
+    why = site.catalog.why_chosen(run.header.algorithm) if site.run(run.header.algorithm) is run else (
+        "the page names it")
+    other_words = and_list([f"{r.id} ({seed_text(r)})" for r in others])
+    if not detail:
+        logs = "log metrics and held-out evaluations only"
+    elif len(detail) == len(others):
+        logs = "log token detail too"
+    else:
+        logs = f"log metrics and held-out evaluations ({and_list([r.id for r in detail])} token detail too)"
+    return (f"This chapter shows the run {run.id} ({seed_text(run)}) of the {fmt_num(len(runs))} {label} runs in "
+            f"this build: {why}. The other{'s' if len(others) > 1 else ''}, {other_words}, {logs}; "
+            f"{'they appear' if len(others) > 1 else 'it appears'} in this chapter's held-out verdict (each "
+            "seed's change) and in the training-dynamics chapter's seed bands and held-out table.")
+
+
+@macro
+def run_choice(site: Site, name: str) -> str:
+    """A sentence: which run of an algorithm the chapter shows, why, and where the others appear."""
+    return run_choice_text(site, str(name))
