@@ -56,7 +56,7 @@ def header_for(spec: FixtureRun) -> RunHeader:
                           components=[RewardComponentInfo(name="correct", description="right answer", weight=1.0)]),
         model=ModelInfo(name="tiny", architecture="llama", parameters=1000, vocab_size=32),
         hyperparameters={"lr": 0.0001, "group_size": GROUP, "prompts_per_step": PROMPTS,
-                         "max_new_tokens": spec.max_new_tokens, "epochs": spec.steps_per_rollout, "minibatches": 1},
+                         "max_new_tokens": spec.max_new_tokens, "steps": spec.rollouts, "epochs": spec.steps_per_rollout, "minibatches": 1},
         seed=spec.seed, created_at=CREATED, steps_per_rollout=spec.steps_per_rollout, length_probe=spec.length_probe)
 
 

@@ -24,7 +24,7 @@ DEFAULT_DYNAMICS = ("reward/mean", "length/mean", "entropy/mean", "kl/mean", "cl
 DASHES = {"correct": [1, 0], "wrong": [6, 3]}
 
 
-def _x_encoding(x: str, title: str | None = None):
+def x_encoding(x: str, title: str | None = None):
     import altair as alt
 
     if x == "fraction":
@@ -41,7 +41,7 @@ def metric_panel_spec(metric: str, rows: list[dict], domain: list[str], colours:
     y_title = info.label
     scale = alt.Scale(zero=False) if y_domain is None else alt.Scale(zero=False, domain=list(y_domain), nice=False)
     chart = alt.Chart(alt.Data(values=rows)).mark_line(strokeWidth=2, interpolate="linear", clip=True).encode(
-        x=_x_encoding(x),
+        x=x_encoding(x),
         y=alt.Y("y:Q", title=y_title, scale=scale, axis=alt.Axis(tickCount=4)),
         color=alt.Color("algorithm:N", scale=alt.Scale(domain=domain, range=colours), legend=None),
         detail="run:N",
@@ -176,7 +176,7 @@ def length_by_correctness_html(site: Site, runs: Sequence[str] | None) -> str:
         return note_html("The runs in this build do not log the lengths of correct and wrong answers "
                          "(length/correct, length/incorrect).", "warning")
     chart = alt.Chart(alt.Data(values=rows)).mark_line(strokeWidth=2.2).encode(
-        x=_x_encoding("fraction"),
+        x=x_encoding("fraction"),
         y=alt.Y("y:Q", title="mean length (tokens)", scale=alt.Scale(zero=False)),
         color=alt.Color("algorithm:N", scale=alt.Scale(domain=labels, range=colours), legend=None),
         strokeDash=alt.StrokeDash("answers:N", scale=alt.Scale(domain=["correct answers", "wrong answers"],

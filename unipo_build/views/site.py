@@ -44,6 +44,8 @@ SITE_MODULES = (
     "unipo_build.views.verdicts",
     "unipo_build.views.seeds",
     "unipo_build.views.bands",
+    "unipo_build.views.ladder",
+    "unipo_build.views.sampling",
     "unipo_build.views.dynamics",
     "unipo_build.views.family_tree",
     "unipo_build.views.aggregation",

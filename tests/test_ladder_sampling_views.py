@@ -1,0 +1,135 @@
+"""The ablation ladder and the batch-filling figure on small fixture runs, worked by hand.
+
+Ladder fixture: GRPO with three seeds (greedy changes +30, 0 and +50 points on 20 problems, as in
+test_seed_views), GRPO − KL, + clip-higher and DAPO with one run each; + token mean and + dynamic
+sampling have no run. DAPO's fixture fills its batch of 4 groups x 2 answers in every rollout but
+rollout 4 (6 of 8 responses kept) and rollout 7 (nothing kept: no update, no line in steps.jsonl).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from seed_fixtures import FixtureRun, write_fixture_runs
+from test_seed_views import grpo, START
+from unipo_build.views import ladder as L
+from unipo_build.views import sampling as SM
+from unipo_build.views.site import AuthorError, Site
+
+
+def dapo_metrics(r: int) -> dict:
+    return {"sampling/rounds": float(r % 3 + 1), "sampling/generated_per_kept": 2.0 if r < 5 else 1.5,
+            "sampled/length": 10.0, "sampled/tokens": 120.0 if r == 4 else 160.0 if r < 5 else 120.0,
+            "accuracy/train": 0.5, "sampled/accuracy": 0.25 if r < 5 else 0.375,
+            "reward/mean": 0.5, "sampled/reward": 0.25, "length/mean": 30.0}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ladder-runs")
+    one = lambda run_id, **kw: FixtureRun(run_id=run_id, algorithm=run_id, seed=0, start_bits=START, **kw)  # noqa: E731
+    specs = [grpo(0, "grpo"), grpo(1, "grpo-s1"), grpo(2, "grpo-s2"),
+             one("ladder_no_kl", end_bits="1" * 6 + "0" * 14,
+                 update_metrics=lambda s: {"clip/frac_high": 0.001 * s, "entropy/mean": 0.5}),
+             one("ladder_clip_higher", end_bits=START),
+             one("dapo", end_bits=START, metrics=dapo_metrics, skip_rollouts=(7,))]
+    return Site(runs_where=write_fixture_runs(root, specs))
+
+
+def cells(html: str) -> list[list[str]]:
+    return [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", html)[1:]]
+
+
+# ---------------------------------------------------------------------------
+# The ladder
+# ---------------------------------------------------------------------------
+
+def test_each_rung_names_the_one_slot_it_changes_from_the_specs(site):
+    rungs = L.ladder_rungs(site, "dapo")
+    assert [r.spec_id for r in rungs] == ["grpo", "ladder_no_kl", "ladder_clip_higher", "ladder_token_mean",
+                                          "ladder_dynamic_sampling", "dapo"]
+    assert [[d.slot for d in r.changed] for r in rungs] == [[], ["kl"], ["clip"], ["aggregation"], ["filter"],
+                                                            ["shaping"]]
+    table = cells(L.ladder_table_html(site, "dapo", rungs))
+    assert table[0][1] == "the starting rung"
+    assert table[2][1] == "Clip: symmetric (\u03b5 0.2) \u2192 asymmetric (\u03b5_low 0.2, \u03b5_high 0.28)"
+    assert table[3][2] == "no run in this build" and table[4][2] == "no run in this build"
+
+
+def test_two_changes_tried_alone_are_each_compared_with_their_shared_base(site):
+    rungs = L.ladder_rungs(site, "dr_grpo")
+    # − length norm is one slot from GRPO − KL, two from the row above it
+    assert [r.base for r in rungs] == [None, "ladder_no_kl", "ladder_no_kl", "ladder_constant_normalizer"]
+    assert [[d.slot for d in r.changed] for r in rungs] == [[], ["advantage"], ["aggregation"], ["advantage"]]
+    table = cells(L.ladder_table_html(site, "dr_grpo", rungs))
+    assert table[2][1].startswith("from GRPO \u2212 KL: Aggregation:")
+
+
+def test_rung_rows_carry_the_paired_change_and_final_metrics_of_every_seed(site):
+    table = cells(L.ladder_table_html(site, "dapo", L.ladder_rungs(site, "dapo")))
+    grpo_row, no_kl = table[0], table[1]
+    assert grpo_row[2] == "3 (seed 0, seed 1, seed 2)"
+    assert grpo_row[3] == "50.0% (50.0%, 20.0%, 70.0%)"  # median end accuracy, then each seed's
+    assert grpo_row[4] == "+30.0 (each: +30.0, 0.0, +50.0; 2 of 3 intervals exclude zero)"
+    assert grpo_row[5] == "29 (29, 29, 29)"  # length/mean = 20 + rollout: 29 in the last tenth (rollout 9)
+    # GRPO − KL: 2 of 20 gained; clip/frac_high = 0.001 x step: steps 18 and 19 are its last tenth
+    assert no_kl[4].startswith("+10.0 [")
+    assert no_kl[7] == "1.85%"
+
+
+def test_ladder_figure_has_one_mark_per_run_and_every_rung_on_its_axis(site):
+    html = L.ablation_ladder_html(site, "dapo")
+    specs = [json.loads(t) for t in re.findall(r'<template class="unipo-data"[^>]*>(.*?)</template>', html)]
+    change = specs[0]["data"]["values"]  # the layers share one data set
+    assert sorted((r["rung"], r["seed"]) for r in change) == sorted(
+        [("GRPO", "seed 0"), ("GRPO", "seed 1"), ("GRPO", "seed 2"), ("GRPO \u2212 KL", "seed 0"),
+         ("+ clip-higher", "seed 0"), ("DAPO", "seed 0")])
+    assert specs[0]["layer"][0]["encoding"]["y"]["scale"]["domain"][3] == "+ token mean"
+    assert "No run in this build for: + token mean, + dynamic sampling" in html
+    assert "One run (one seed) only: GRPO \u2212 KL, + clip-higher, DAPO" in html
+
+
+def test_an_unknown_ladder_is_an_authors_error(site):
+    with pytest.raises(AuthorError, match="no ladder 'gspo'"):
+        L.ablation_ladder_html(site, "gspo")
+
+
+# ---------------------------------------------------------------------------
+# Batch filling
+# ---------------------------------------------------------------------------
+
+def test_a_batch_is_full_when_the_kept_responses_fill_it(site):
+    fill = SM.batch_fill(site.run("dapo"))
+    # 10 rollouts; rollout 7 made no update; rollout 4 generated 120 / 10 = 12 responses, kept 12 / 2 = 6 of 8
+    assert (fill.rollouts, fill.logged, fill.full, fill.full_frac) == (10, 9, 8, 0.8)
+    assert fill.cap == 10 and fill.at_cap == 0
+    # rounds r % 3 + 1 over rollouts 0-6, 8, 9: 1 2 3 1 2 3 1 3 1
+    assert fill.rounds_mean == pytest.approx(17 / 9) and fill.rounds_max == 3
+    assert fill.generated_per_kept == (2.0, 1.5)  # first and last logged rollout (a tenth of 9 is 1)
+    assert SM.sampling_fact_text(site.run("dapo"), "dapo", "full_frac") == "80.0%"
+    assert SM.sampling_fact_text(site.run("grpo"), "grpo", "full_frac") == "(the grpo run has no sampling filter)"
+
+
+def test_without_sampled_metrics_fewer_rounds_than_the_cap_means_full(tmp_path):
+    spec = FixtureRun(run_id="dapo", algorithm="dapo", seed=0, rollouts=4,
+                      metrics=lambda r: {"sampling/rounds": 10.0 if r == 2 else 2.0})
+    site = Site(runs_where=write_fixture_runs(tmp_path, [spec]))
+    fill = SM.batch_fill(site.run("dapo"))
+    assert (fill.full, fill.at_cap) == (3, 1)
+
+
+def test_batch_filling_shows_filtering_runs_only_with_kept_and_all_sampled(site):
+    html = SM.batch_filling_html(site, ["grpo", "dapo"])
+    specs = [json.loads(t) for t in re.findall(r'<template class="unipo-data"[^>]*>(.*?)</template>', html)]
+    assert len(specs) == 3
+    assert specs[1]["layer"][1]["data"]["values"] == [{"cap": 10}]  # the cap drawn on the rounds panel
+    accuracy = specs[2]["layer"][0].get("data") or specs[2]["data"]  # a lone layer's data may sit on top
+    kinds = {r["kind"] for r in accuracy["values"]}
+    assert kinds == {"kept", "all sampled"}
+    row = cells(html)[0]
+    assert row[1] == "8 of 10 (80.0%)"
+    assert row[4] == "50.0% / 37.5%"
+    assert "GRPO" not in row[0]
