@@ -40,7 +40,10 @@ def site(tmp_path_factory):
 
 
 def cells(html: str) -> list[list[str]]:
-    return [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", html)[1:]]
+    """Each body row's cells as text; a line break within a cell reads ' | '."""
+    def text(cell: str) -> str:
+        return re.sub(r"<[^>]+>", "", cell.replace("<br>", " | "))
+    return [[text(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)] for row in re.findall(r"<tr>(.*?)</tr>", html)[1:]]
 
 
 # ---------------------------------------------------------------------------
@@ -54,9 +57,11 @@ def test_each_rung_names_the_one_slot_it_changes_from_the_specs(site):
     assert [[d.slot for d in r.changed] for r in rungs] == [[], ["kl"], ["clip"], ["aggregation"], ["filter"],
                                                             ["shaping"]]
     table = cells(L.ladder_table_html(site, "dapo", rungs))
-    assert table[0][1] == "the starting rung"
+    assert table[0][1] == "the starting rung" and table[1][0] == "GRPO \u2212 KL | ladder_no_kl"
     assert table[2][1] == "Clip: symmetric (\u03b5 0.2) \u2192 asymmetric (\u03b5_low 0.2, \u03b5_high 0.28)"
     assert table[3][2] == "no run in this build" and table[4][2] == "no run in this build"
+    # DAPO's run resolved the overlong lengths from its budget (64 tokens in the fixture)
+    assert table[5][1].startswith("Reward shaping: none \u2192 overlong (L_max 64, ")
 
 
 def test_two_changes_tried_alone_are_each_compared_with_their_shared_base(site):
@@ -71,13 +76,13 @@ def test_two_changes_tried_alone_are_each_compared_with_their_shared_base(site):
 def test_rung_rows_carry_the_paired_change_and_final_metrics_of_every_seed(site):
     table = cells(L.ladder_table_html(site, "dapo", L.ladder_rungs(site, "dapo")))
     grpo_row, no_kl = table[0], table[1]
-    assert grpo_row[2] == "3 (seed 0, seed 1, seed 2)"
-    assert grpo_row[3] == "50.0% (50.0%, 20.0%, 70.0%)"  # median end accuracy, then each seed's
-    assert grpo_row[4] == "+30.0 (each: +30.0, 0.0, +50.0; 2 of 3 intervals exclude zero)"
-    assert grpo_row[5] == "29 (29, 29, 29)"  # length/mean = 20 + rollout: 29 in the last tenth (rollout 9)
+    assert grpo_row[2] == "3 | seed 0, seed 1, seed 2"
+    assert grpo_row[3] == "50.0% (median) | 50.0% · 20.0% · 70.0%"  # median end accuracy, then each seed's
+    assert grpo_row[4] == "+30.0 (median) | +30.0 · 0.0 · +50.0; 2 of 3 intervals exclude zero"
+    assert grpo_row[5] == "29 (median) | 29 · 29 · 29"  # length/mean = 20 + rollout: 29 in the last tenth
     # GRPO − KL: 2 of 20 gained; clip/frac_high = 0.001 x step: steps 18 and 19 are its last tenth
     assert no_kl[4].startswith("+10.0 [")
-    assert no_kl[7] == "1.85%"
+    assert no_kl[7] == "1.85% / –"
 
 
 def test_ladder_figure_has_one_mark_per_run_and_every_rung_on_its_axis(site):
@@ -88,6 +93,9 @@ def test_ladder_figure_has_one_mark_per_run_and_every_rung_on_its_axis(site):
         [("GRPO", "seed 0"), ("GRPO", "seed 1"), ("GRPO", "seed 2"), ("GRPO \u2212 KL", "seed 0"),
          ("+ clip-higher", "seed 0"), ("DAPO", "seed 0")])
     assert specs[0]["layer"][0]["encoding"]["y"]["scale"]["domain"][3] == "+ token mean"
+    # lanes centre each rung's runs in its row: GRPO's three seeds in lanes 0, 2, 4, one run in lane 2
+    assert sorted(r["lane"] for r in change if r["rung"] == "GRPO") == ["0", "2", "4"]
+    assert {r["lane"] for r in change if r["rung"] != "GRPO"} == {"2"}
     assert "No run in this build for: + token mean, + dynamic sampling" in html
     assert "One run (one seed) only: GRPO \u2212 KL, + clip-higher, DAPO" in html
 

@@ -151,7 +151,7 @@ def metric_words(metric: str) -> tuple[str, str]:
 
 
 def band_panel_spec(label: str, bands: list[dict], lines: list[dict], domain: list[str], colours: list[str],
-                    axis: str, percent: bool, points: bool) -> dict:
+                    axis: str, percent: bool, points: bool, y_domain: tuple[float, float] | None = None) -> dict:
     import altair as alt
 
     x_title = "fraction of training" if axis == "fraction" else "response tokens generated"
@@ -159,10 +159,11 @@ def band_panel_spec(label: str, bands: list[dict], lines: list[dict], domain: li
               scale=alt.Scale(nice=False, domain=[0, 1]) if axis == "fraction" else alt.Scale(nice=False))
     colour = alt.Color("algorithm:N", scale=alt.Scale(domain=domain, range=colours), legend=None)
     y_fmt = ".0%" if percent else "~g"
+    y_scale = alt.Scale(zero=False) if y_domain is None else alt.Scale(zero=False, domain=list(y_domain), nice=False)
     layers = []
     if bands:
         layers.append(alt.Chart(alt.Data(values=bands)).mark_area(opacity=0.22, clip=True).encode(
-            x=x, y=alt.Y("low:Q", title=label, scale=alt.Scale(zero=False), axis=alt.Axis(tickCount=4, format=y_fmt)),
+            x=x, y=alt.Y("low:Q", title=label, scale=y_scale, axis=alt.Axis(tickCount=4, format=y_fmt)),
             y2="high:Q", color=colour, detail="algorithm:N"))
     tooltip = [alt.Tooltip("algorithm:N", title="Algorithm"),
                alt.Tooltip("x:Q", title=x_title, format=".0%" if axis == "fraction" else ",.0f"),
@@ -170,7 +171,7 @@ def band_panel_spec(label: str, bands: list[dict], lines: list[dict], domain: li
                alt.Tooltip("range:N", title="Lowest to highest run"),
                alt.Tooltip("runs:Q", title="Runs")]
     line = alt.Chart(alt.Data(values=lines)).mark_line(strokeWidth=2, clip=True, point=points).encode(
-        x=x, y=alt.Y("median:Q", title=label, scale=alt.Scale(zero=False), axis=alt.Axis(tickCount=4, format=y_fmt)),
+        x=x, y=alt.Y("median:Q", title=label, scale=y_scale, axis=alt.Axis(tickCount=4, format=y_fmt)),
         color=colour, detail="algorithm:N", tooltip=tooltip)
     layers.append(line)
     chart = alt.layer(*layers).properties(width="container", height=170,
@@ -181,7 +182,7 @@ def band_panel_spec(label: str, bands: list[dict], lines: list[dict], domain: li
 
 
 def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms: Sequence[str] | None,
-                    axis: str = "fraction") -> str:
+                    axis: str = "fraction", same_scale: bool = False) -> str:
     metrics = list(DEFAULT_BANDS if metrics is None else [metrics] if isinstance(metrics, str) else metrics)
     for m in metrics:
         if m not in METRICS and m not in HELDOUT:
@@ -196,18 +197,17 @@ def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms:
     extra: dict[str, str] = {}
     labels = [f"{site.algorithm_name(a)} ({len(rs)} run{'s' if len(rs) != 1 else ''})" for a, rs in groups]
     colours = [algorithm_colour(a, extra) for a, _ in groups]
-    panels = []
+    computed = []
     for metric in metrics:
         label, description = metric_words(metric)
         percent = metric in HELDOUT or metric in ("sampled/accuracy", "accuracy/train")
         band_rows, line_rows, absent = [], [], []
         for (algorithm, runs), name in zip(groups, labels):
             curves = [c for c in (run_curve(r, metric, axis) for r in runs) if c is not None]
-            if not curves:
-                absent.append(site.algorithm_name(algorithm))
-                continue
-            at = np.unique(np.concatenate([c.x for c in curves])) if metric in HELDOUT else None
-            band = band_of(curves, at=at)
+            band = None
+            if curves:
+                at = np.unique(np.concatenate([c.x for c in curves])) if metric in HELDOUT else None
+                band = band_of(curves, at=at)
             if band is None:
                 absent.append(site.algorithm_name(algorithm))
                 continue
@@ -219,10 +219,21 @@ def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms:
                 if band.runs > 1:
                     band_rows.append({"algorithm": name, "x": round_to(band.x[i], 5),
                                       "low": round_to(band.low[i]), "high": round_to(band.high[i])})
+        computed.append((metric, label, description, percent, band_rows, line_rows, absent))
+    y_domain = None
+    if same_scale:
+        values = [v for *_, bands, lines, _ in computed for v in
+                  [r["median"] for r in lines] + [r["low"] for r in bands] + [r["high"] for r in bands]]
+        if values:
+            pad = 0.05 * (max(values) - min(values) or 1.0)
+            y_domain = (min(values) - pad, max(values) + pad)
+    panels = []
+    for metric, label, description, percent, band_rows, line_rows, absent in computed:
         title = (f'<p class="unipo-band-title" style="margin:0 0 .2em;font-weight:600">{escape_text(label)} '
                  f'<code style="font-weight:400">{escape_text(metric)}</code></p>')
         if line_rows:
-            spec = band_panel_spec(label, band_rows, line_rows, labels, colours, axis, percent, metric in HELDOUT)
+            spec = band_panel_spec(label, band_rows, line_rows, labels, colours, axis, percent, metric in HELDOUT,
+                                   y_domain)
             chart = vega_embed(spec, chart_id=site.chart_id(spec))
         else:
             chart = '<p style="margin:.5em 0;opacity:.8">No run in this build logs this.</p>'
@@ -244,6 +255,8 @@ def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms:
                 "filter dropped; a band ends where the algorithm's shortest run ends.")
     if single:
         caption += f" One run only, so no band: {', '.join(single)}."
+    if same_scale:
+        caption += " The panels share one vertical scale."
     missing_note = ""
     if missing:
         missing_note = note_html("Not in this build: " + ", ".join(site.algorithm_name(m) for m in missing)
@@ -256,6 +269,6 @@ def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms:
 
 @macro(html=True)
 def seed_bands(site: Site, metrics: Sequence[str] | str | None = None, algorithms: Sequence[str] | None = None,
-               x: str = "fraction") -> str:
+               x: str = "fraction", same_scale: bool = False) -> str:
     """Small multiples with one band per algorithm over its runs (seeds): median, lowest, highest."""
-    return seed_bands_html(site, metrics, algorithms, x)
+    return seed_bands_html(site, metrics, algorithms, x, same_scale)

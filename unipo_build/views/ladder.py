@@ -37,9 +37,9 @@ from .site import AuthorError, Site, macro
 from .verdicts import change_cell, changes_of
 
 SUITE_FILE = ("data", "suite.yaml")
-#: The run metrics of a rung's row: (column, metric, as a percentage).
-FINAL_METRICS = (("Length (tokens)", "length/mean", False), ("Entropy", "entropy/mean", False),
-                 ("Clipped high", "clip/frac_high", True), ("Clipped low", "clip/frac_low", True))
+#: The run metrics of a rung's row: (name, metric, as a percentage).
+FINAL_METRICS = (("length", "length/mean", False), ("entropy", "entropy/mean", False),
+                 ("clipped high", "clip/frac_high", True), ("clipped low", "clip/frac_low", True))
 
 
 def suite_ladders(site: Site) -> dict[str, list[str]]:
@@ -82,15 +82,6 @@ def final_value(run: Run, metric: str) -> float | None:
     return None if means is None else means[1]
 
 
-def change_text(diffs: list[SlotDiff], above: AlgorithmSpec | None, spec: AlgorithmSpec | None) -> str:
-    """'Clip: symmetric (ε 0.2) → asymmetric (ε_low 0.2, ε_high 0.28)' for each slot that differs."""
-    if above is None or spec is None:
-        return ""
-    before, after = components_of(above), components_of(spec)
-    return "; ".join(f"{SLOT_LABELS[d.slot]}: {kind_label(before[d.slot])} \u2192 {kind_label(after[d.slot])}"
-                     for d in diffs)
-
-
 def ladder_rungs(site: Site, ladder: str) -> list[Rung]:
     """The rungs of a ladder, each compared with its base: the earlier rung it differs from in the
     fewest slots, the nearest one on a tie (the rung above, unless two changes are each tried
@@ -117,18 +108,21 @@ def ladder_rungs(site: Site, ladder: str) -> list[Rung]:
     return rungs
 
 
+def _two_lines(main: str, detail: str = "") -> str:
+    """A cell: the figure, and under it in small type what it summarises (both escaped)."""
+    if not detail:
+        return escape_text(main)
+    return f'{escape_text(main)}<br><span style="font-size:.85em;opacity:.8">{escape_text(detail)}</span>'
+
+
 def _values_cell(values: Sequence[float | None], fmt) -> str:
-    """One run: its value; several: the median and each run's value."""
+    """One run: its value; several: the median, and each run's value under it."""
     s = spread(values)
     if s is None:
         return "–"
     if s.n == 1:
-        return fmt(s.values[0])
-    return f"{fmt(s.median)} ({', '.join(fmt(v) for v in s.values)})"
-
-
-def _metric_fmt(percent: bool):
-    return (lambda v: fmt_pct(v, 2)) if percent else (lambda v: fmt_num(v, 3))
+        return _two_lines(fmt(s.values[0]))
+    return _two_lines(f"{fmt(s.median)} (median)", " · ".join(fmt(v) for v in s.values))
 
 
 def _change_cell(rung: Rung) -> str:
@@ -136,11 +130,27 @@ def _change_cell(rung: Rung) -> str:
     if not measured:
         return "–"
     if len(measured) == 1:
-        return change_cell(measured[0])
+        return _two_lines(change_cell(measured[0]))
     s = spread([c.change for c in measured])
     clear = sum(1 for c in measured if c.direction != "flat")
-    return (f"{fmt_signed_points(s.median)} (each: {', '.join(fmt_signed_points(c.change) for c in measured)}; "
-            f"{clear} of {len(measured)} intervals exclude zero)")
+    return _two_lines(f"{fmt_signed_points(s.median)} (median)",
+                      f"{' · '.join(fmt_signed_points(c.change) for c in measured)}; {clear} of {len(measured)} "
+                      "intervals exclude zero")
+
+
+def _clip_cell(rung: Rung) -> str:
+    high, low = spread(rung.finals["clip/frac_high"]), spread(rung.finals["clip/frac_low"])
+    if high is None and low is None:
+        return "–"
+    text = lambda s: "–" if s is None else fmt_pct(s.median, 2)  # noqa: E731
+    return _two_lines(f"{text(high)} / {text(low)}", "median of the runs" if max(
+        (x.n for x in (high, low) if x is not None), default=1) > 1 else "")
+
+
+def rung_components(rung: Rung):
+    """The rung's components, with the parameters its first run resolved (budget-dependent lengths)."""
+    config = rung.runs[0].config if rung.runs and rung.runs[0].config is not None else None
+    return components_of(rung.spec, config)
 
 
 def ladder_table_html(site: Site, ladder: str, rungs: list[Rung]) -> str:
@@ -150,38 +160,37 @@ def ladder_table_html(site: Site, ladder: str, rungs: list[Rung]) -> str:
         base = by_id.get(rung.base) if rung.base else None
         if rung.spec is None:
             changed = "no spec with this id"
-        elif base is None:
+        elif base is None or base.spec is None:
             changed = "the starting rung"
         else:
-            changed = change_text(rung.changed, base.spec, rung.spec) or "nothing (same components)"
-            if i > 0 and base is not rungs[i - 1]:
+            before, after = rung_components(base), rung_components(rung)
+            changed = "; ".join(f"{SLOT_LABELS[d.slot]}: {kind_label(before[d.slot])} \u2192 "
+                                f"{kind_label(after[d.slot])}" for d in rung.changed) or "nothing (same components)"
+            if base is not rungs[i - 1]:
                 changed = f"from {base.name}: {changed}"
-        name = escape_text(rung.name) + f' <code>{escape_text(rung.spec_id)}</code>'
+        name = f'{escape_text(rung.name)}<br><code>{escape_text(rung.spec_id)}</code>'
         if not rung.runs:
-            rows.append([name, escape_text(changed), "no run in this build"] + ["–"] * (2 + len(FINAL_METRICS)))
+            rows.append([name, escape_text(changed), "no run in this build", "–", "–", "–", "–", "–"])
             continue
         ends = [c.end for c in rung.changes if c is not None]
-        runs_text = (f"{len(rung.runs)} ({', '.join(seed_text(r) for r in rung.runs)})" if len(rung.runs) > 1 else
-                     f"1 ({seed_text(rung.runs[0])})")
-        rows.append([name, escape_text(changed), escape_text(runs_text),
-                     escape_text(_values_cell(ends, fmt_pct)),
-                     escape_text(_change_cell(rung))]
-                    + [escape_text(_values_cell(rung.finals[m], _metric_fmt(pct))) for _, m, pct in FINAL_METRICS])
-    head = ["Rung", "Changed from the rung above (or the rung named)", "Runs", "Held-out greedy, end", "Greedy change [95% interval]",
-            *[c for c, _, _ in FINAL_METRICS]]
-    caption = (f"The {ladder} ladder of data/suite.yaml, one rung per row. Held-out greedy accuracy at the end and its "
-               "paired change from the start (percentage points, 95% interval); length, entropy and clip fractions "
-               "as the mean over the last tenth of each run. With several runs: the median, then each run.")
-    return table(head, rows, caption=caption, numeric=(3, 4, 5, 6, 7, 8))
+        rows.append([name, escape_text(changed), _two_lines(str(len(rung.runs)),
+                                                             ", ".join(seed_text(r) for r in rung.runs)),
+                     _values_cell(ends, fmt_pct), _change_cell(rung),
+                     _values_cell(rung.finals["length/mean"], lambda v: fmt_num(v, 3)),
+                     _values_cell(rung.finals["entropy/mean"], lambda v: fmt_num(v, 3)), _clip_cell(rung)])
+    head = ["Rung", "Changed from the rung above", "Runs", "Held-out greedy, end", "Greedy change [95% interval]",
+            "Length (tokens)", "Entropy", "Clipped high / low"]
+    return table(head, rows, caption=f"The {ladder} ladder: one rung per row", numeric=(2, 3, 4, 5, 6, 7))
 
 
-def ladder_figure_spec(rows: list[dict], rung_names: list[str], value: str, title: str, percent: bool,
-                       with_interval: bool) -> dict:
+def ladder_figure_spec(rows: list[dict], rung_names: list[str], lane_domain: list[str], value: str, title: str,
+                       percent: bool, with_interval: bool) -> dict:
     import altair as alt
 
     colour = role("series-value")
     y = alt.Y("rung:N", sort=rung_names, title=None, scale=alt.Scale(domain=rung_names),
               axis=alt.Axis(labelLimit=150))
+    offset = alt.YOffset("lane:N", scale=alt.Scale(domain=lane_domain, paddingOuter=0.6))
     x_axis = alt.Axis(format=".0%" if percent else "~g", tickCount=4)
     tooltip = [alt.Tooltip("rung:N", title="Rung"), alt.Tooltip("seed:N", title="Run"),
                alt.Tooltip("text:N", title=title)]
@@ -189,11 +198,10 @@ def ladder_figure_spec(rows: list[dict], rung_names: list[str], value: str, titl
     layers = []
     if with_interval:
         layers.append(base.mark_rule(color=colour, strokeWidth=2, opacity=0.55).encode(
-            x=alt.X("low:Q", title=title, axis=x_axis), x2="high:Q", y=y, yOffset=alt.YOffset("seed:N"),
-            tooltip=tooltip))
+            x=alt.X("low:Q", title=title, axis=x_axis), x2="high:Q", y=y, yOffset=offset, tooltip=tooltip))
     layers.append(base.mark_point(color=colour, filled=True, size=55).encode(
         x=alt.X(f"{value}:Q", title=title, axis=x_axis, scale=alt.Scale(zero=with_interval)), y=y,
-        yOffset=alt.YOffset("seed:N"), tooltip=tooltip))
+        yOffset=offset, tooltip=tooltip))
     chart = alt.layer(*layers).properties(width="container", height=max(120, 30 * len(rung_names)),
                                           autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
     spec = chart.to_dict()
@@ -201,27 +209,38 @@ def ladder_figure_spec(rows: list[dict], rung_names: list[str], value: str, titl
     return spec
 
 
+def lanes(rungs: list[Rung]) -> tuple[dict[tuple[str, str], str], list[str]]:
+    """(rung id, run id) -> the lane its mark sits in within its rung's row, and every lane: a
+    rung's runs are centred, so a rung with one run sits on its row's line."""
+    most = max((len(r.runs) for r in rungs), default=1) or 1
+    out = {(r.spec_id, run.id): str(2 * j + most - len(r.runs)) for r in rungs for j, run in enumerate(r.runs)}
+    return out, [str(i) for i in range(2 * most - 1)]
+
+
 def ladder_figure_html(site: Site, rungs: list[Rung]) -> str:
     names = [r.name for r in rungs]
+    lane, lane_domain = lanes(rungs)
     panels = []
-    change_rows = [{"rung": r.name, "seed": seed_text(run), "change": round(c.change, 5), "low": round(c.low, 5),
-                    "high": round(c.high, 5), "text": change_cell(c)}
+    change_rows = [{"rung": r.name, "lane": lane[(r.spec_id, run.id)], "seed": seed_text(run),
+                    "change": round(c.change, 5), "low": round(c.low, 5), "high": round(c.high, 5),
+                    "text": change_cell(c)}
                    for r in rungs for run, c in zip(r.runs, r.changes) if c is not None]
     charts = [("Held-out greedy change", change_rows, "change", True, True)]
     for column, metric, pct in FINAL_METRICS[:2]:
-        rows = [{"rung": r.name, "seed": seed_text(run), "value": round(v, 6), "text": fmt_num(v, 3)}
+        rows = [{"rung": r.name, "lane": lane[(r.spec_id, run.id)], "seed": seed_text(run), "value": round(v, 6),
+                 "text": fmt_num(v, 3)}
                 for r in rungs for run, v in zip(r.runs, r.finals[metric]) if v is not None]
-        charts.append((f"Final {column.split(' (')[0].lower()}", rows, "value", pct, False))
+        charts.append((f"Final {column}", rows, "value", pct, False))
     for title, rows, value, pct, interval in charts:
         if not rows:
             continue
-        spec = ladder_figure_spec(rows, names, value, title, pct, interval)
+        spec = ladder_figure_spec(rows, names, lane_domain, value, title, pct, interval)
         panels.append(f'<div class="unipo-course-panel" style="min-width:0">'
                       f'<p style="margin:0 0 .2em;font-weight:600">{escape_text(title)}</p>'
                       f"{vega_embed(spec, chart_id=site.chart_id(spec))}</div>")
     if not panels:
         return ""
-    caption = ("One mark per run (each seed on its own line within its rung); the held-out change with its 95% "
+    caption = ("One mark per run, the seeds of a rung side by side in its row; the held-out change with its 95% "
                "interval as a bar. Rungs without a run have no marks.")
     return ('<figure class="unipo-figure unipo-ladder"><div class="unipo-course-grid" style="display:grid;'
             'grid-template-columns:repeat(auto-fit,minmax(15rem,1fr));gap:1.2rem 1.6rem">' + "".join(panels)

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..runs import Run
 from .fmt import fmt_num
+from .run_facts import COURSE_ALGORITHMS
 from .site import Site, macro
 
 
@@ -115,6 +116,41 @@ def run_choice_text(site: Site, name: str) -> str:
             f"this build: {why}. The other{'s' if len(others) > 1 else ''}, {other_words}, {logs}; "
             f"{'they appear' if len(others) > 1 else 'it appears'} in this chapter's held-out verdict (each "
             "seed's change) and in the training-dynamics chapter's seed bands and held-out table.")
+
+
+def seed_counts_text(site: Site) -> str:
+    """A sentence: how many runs (seeds) each algorithm of the build has, ablation rungs aside."""
+    rungs = site.ablation_ids()
+    by_algorithm: dict[str, list[Run]] = {}
+    order = {a: i for i, a in enumerate(COURSE_ALGORITHMS)}
+    for run in sorted(site.catalog.loaded(), key=lambda r: (order.get(r.header.algorithm, len(order)),
+                                                             r.header.algorithm)):
+        if run.header.algorithm not in rungs:
+            by_algorithm.setdefault(run.header.algorithm, []).append(run)
+    if not by_algorithm:
+        return "This build has no runs."
+    groups: dict[str, list[str]] = {}
+    for algorithm, runs in by_algorithm.items():
+        runs = sorted(runs, key=seed_key)
+        words = f"{_count_word(len(runs))} run{'s' if len(runs) != 1 else ''} ({seeds_list(runs)})"
+        groups.setdefault(words, []).append(site.algorithm_name(algorithm))
+    parts = [f"{words} each of {and_list(names)}" if len(names) > 1 else f"{words} of {names[0]}"
+             for words, names in groups.items()]
+    text = "This build has " + and_list(parts) + "."
+    single = [n for words, names in groups.items() if words.startswith("one ") for n in names]
+    if single:
+        text += f" What it shows of {and_list(single)} rests on one seed."
+    return text
+
+
+def _count_word(n: int) -> str:
+    return {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}.get(n, fmt_num(n))
+
+
+@macro
+def seed_counts(site: Site) -> str:
+    """A sentence: how many runs (seeds) each algorithm of the build has."""
+    return seed_counts_text(site)
 
 
 @macro

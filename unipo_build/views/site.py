@@ -46,6 +46,7 @@ SITE_MODULES = (
     "unipo_build.views.bands",
     "unipo_build.views.ladder",
     "unipo_build.views.sampling",
+    "unipo_build.views.task_length",
     "unipo_build.views.dynamics",
     "unipo_build.views.family_tree",
     "unipo_build.views.aggregation",
