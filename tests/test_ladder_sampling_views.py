@@ -39,6 +39,12 @@ def site(tmp_path_factory):
     return Site(runs_where=write_fixture_runs(root, specs))
 
 
+def layer_values(spec: dict, mark: str) -> list[dict]:
+    """The data of the first layer drawing ``mark`` (Altair may hoist data shared by layers)."""
+    layer = next(layer for layer in spec["layer"] if layer["mark"]["type"] == mark)
+    return (layer.get("data") or spec["data"])["values"]
+
+
 def cells(html: str) -> list[list[str]]:
     """Each body row's cells as text; a line break within a cell reads ' | '."""
     def text(cell: str) -> str:
@@ -88,7 +94,7 @@ def test_rung_rows_carry_the_paired_change_and_final_metrics_of_every_seed(site)
 def test_ladder_figure_has_one_mark_per_run_and_every_rung_on_its_axis(site):
     html = L.ablation_ladder_html(site, "dapo")
     specs = [json.loads(t) for t in re.findall(r'<template class="unipo-data"[^>]*>(.*?)</template>', html)]
-    change = specs[0]["data"]["values"]  # the layers share one data set
+    change = layer_values(specs[0], "point")
     assert sorted((r["rung"], r["seed"]) for r in change) == sorted(
         [("GRPO", "seed 0"), ("GRPO", "seed 1"), ("GRPO", "seed 2"), ("GRPO \u2212 KL", "seed 0"),
          ("+ clip-higher", "seed 0"), ("DAPO", "seed 0")])
@@ -97,6 +103,8 @@ def test_ladder_figure_has_one_mark_per_run_and_every_rung_on_its_axis(site):
     assert sorted(r["lane"] for r in change if r["rung"] == "GRPO") == ["0", "2", "4"]
     assert {r["lane"] for r in change if r["rung"] != "GRPO"} == {"2"}
     assert "No run in this build for: + token mean, + dynamic sampling" in html
+    # rows without a run say so inside the figure too
+    assert [r["rung"] for r in layer_values(specs[0], "text")] == ["+ token mean", "+ dynamic sampling"]
     assert "One run (one seed) only: GRPO \u2212 KL, + clip-higher, DAPO" in html
 
 
@@ -134,8 +142,7 @@ def test_batch_filling_shows_filtering_runs_only_with_kept_and_all_sampled(site)
     specs = [json.loads(t) for t in re.findall(r'<template class="unipo-data"[^>]*>(.*?)</template>', html)]
     assert len(specs) == 3
     assert specs[1]["layer"][1]["data"]["values"] == [{"cap": 10}]  # the cap drawn on the rounds panel
-    accuracy = specs[2]["layer"][0].get("data") or specs[2]["data"]  # a lone layer's data may sit on top
-    kinds = {r["kind"] for r in accuracy["values"]}
+    kinds = {r["kind"] for r in layer_values(specs[2], "line")}
     assert kinds == {"kept", "all sampled"}
     row = cells(html)[0]
     assert row[1] == "8 of 10 (80.0%)"

@@ -113,10 +113,10 @@ def test_a_drop_reads_as_a_drop_and_one_seed_says_so(tmp_path):
 def test_eval_compare_lists_the_shown_run_and_each_seed(site):
     html = V.eval_compare_html(site, ["grpo", "dapo", "reinforce"])
     rows = re.findall(r"<tr>(.*?)</tr>", html)[1:]
-    grpo_row = re.findall(r"<td[^>]*>(.*?)</td>", rows[0])
-    assert grpo_row[1] == "grpo (seed 0)"
+    grpo_row = [re.sub(r"<[^>]+>", "", c.replace("<br>", " | ")) for c in re.findall(r"<td[^>]*>(.*?)</td>", rows[0])]
+    assert grpo_row[1] == "grpo | seed 0"
     assert grpo_row[3] == "+30.0 [+5.0, +55.0]" and grpo_row[4] == "7 / 1" and grpo_row[5] == "gain"
-    assert grpo_row[6] == "+30.0, 0.0, +50.0 (range 0.0 to +50.0; 2 up, 0 down, 1 unclear)"
+    assert grpo_row[6] == "+30.0 · 0.0 · +50.0 | range 0.0 to +50.0; 2 up and 1 unclear"
     dapo_row = re.findall(r"<td[^>]*>(.*?)</td>", rows[1])
     assert dapo_row[3] == "0.0 [0.0, 0.0]" and dapo_row[6] == "one seed only"
     assert "not in this build" in rows[2]

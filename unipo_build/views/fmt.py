@@ -15,7 +15,7 @@ from ..numbers import (MINUS, NOISE, fmt_num, fmt_objective, fmt_pct, fmt_points
 from ..render import escape_text
 
 __all__ = ["MINUS", "NOISE", "fmt_num", "fmt_objective", "fmt_pct", "fmt_points", "fmt_signed", "fmt_signed_points",
-           "fraction_text", "param_text", "tex_fraction", "tex_num", "escape_text", "table", "note_html", "math_inline",
+           "fraction_text", "param_text", "tex_fraction", "tex_num", "escape_text", "table", "two_lines", "note_html", "math_inline",
            "math_display", "legend_html", "code", "join_words", "percent_text"]
 
 NOTE_TITLES = {"note": "Note", "warning": "Not in this build", "info": "About this figure"}
@@ -38,6 +38,13 @@ def table(head: Sequence[str], rows: Iterable[Sequence[str]], caption: str | Non
                    + "</tr>" for n, r in enumerate(rows))
     # A bare <table>: Material's script wraps it in its own horizontally scrolling container.
     return f"<table>{cap}<thead>{thead}</thead><tbody>{body}</tbody></table>"
+
+
+def two_lines(main: str, detail: str = "") -> str:
+    """A table cell: a figure, and under it in small type what it summarises (both escaped)."""
+    if not detail:
+        return escape_text(main)
+    return f'{escape_text(main)}<br><span style="font-size:.85em;opacity:.8">{escape_text(detail)}</span>'
 
 
 def note_html(text: str, kind: str = "note", title: str | None = None, css_class: str = "unipo-course-note") -> str:

@@ -29,8 +29,8 @@ from ..runs import Run
 from ..specs import AlgorithmSpec
 from .diff import SLOT_LABELS, SlotDiff, diff_algorithms
 from .explainer import components_of, kind_label
-from .fmt import escape_text, fmt_num, fmt_pct, fmt_signed_points, note_html, table
-from .palette import role
+from .fmt import escape_text, fmt_num, fmt_pct, fmt_signed_points, note_html, table, two_lines
+from .palette import ALGORITHMS, role
 from .seeds import algorithm_runs, seed_text, spread
 from .series import edge_means, raw_series
 from .site import AuthorError, Site, macro
@@ -108,21 +108,14 @@ def ladder_rungs(site: Site, ladder: str) -> list[Rung]:
     return rungs
 
 
-def _two_lines(main: str, detail: str = "") -> str:
-    """A cell: the figure, and under it in small type what it summarises (both escaped)."""
-    if not detail:
-        return escape_text(main)
-    return f'{escape_text(main)}<br><span style="font-size:.85em;opacity:.8">{escape_text(detail)}</span>'
-
-
 def _values_cell(values: Sequence[float | None], fmt) -> str:
     """One run: its value; several: the median, and each run's value under it."""
     s = spread(values)
     if s is None:
         return "–"
     if s.n == 1:
-        return _two_lines(fmt(s.values[0]))
-    return _two_lines(f"{fmt(s.median)} (median)", " · ".join(fmt(v) for v in s.values))
+        return two_lines(fmt(s.values[0]))
+    return two_lines(f"{fmt(s.median)} (median)", " · ".join(fmt(v) for v in s.values))
 
 
 def _change_cell(rung: Rung) -> str:
@@ -130,10 +123,10 @@ def _change_cell(rung: Rung) -> str:
     if not measured:
         return "–"
     if len(measured) == 1:
-        return _two_lines(change_cell(measured[0]))
+        return two_lines(change_cell(measured[0]))
     s = spread([c.change for c in measured])
     clear = sum(1 for c in measured if c.direction != "flat")
-    return _two_lines(f"{fmt_signed_points(s.median)} (median)",
+    return two_lines(f"{fmt_signed_points(s.median)} (median)",
                       f"{' · '.join(fmt_signed_points(c.change) for c in measured)}; {clear} of {len(measured)} "
                       "intervals exclude zero")
 
@@ -143,7 +136,7 @@ def _clip_cell(rung: Rung) -> str:
     if high is None and low is None:
         return "–"
     text = lambda s: "–" if s is None else fmt_pct(s.median, 2)  # noqa: E731
-    return _two_lines(f"{text(high)} / {text(low)}", "median of the runs" if max(
+    return two_lines(f"{text(high)} / {text(low)}", "median of the runs" if max(
         (x.n for x in (high, low) if x is not None), default=1) > 1 else "")
 
 
@@ -168,12 +161,13 @@ def ladder_table_html(site: Site, ladder: str, rungs: list[Rung]) -> str:
                                 f"{kind_label(after[d.slot])}" for d in rung.changed) or "nothing (same components)"
             if base is not rungs[i - 1]:
                 changed = f"from {base.name}: {changed}"
+        changed_html = f'<span style="display:inline-block;min-width:12em">{escape_text(changed)}</span>'
         name = f'{escape_text(rung.name)}<br><code>{escape_text(rung.spec_id)}</code>'
         if not rung.runs:
-            rows.append([name, escape_text(changed), "no run in this build", "–", "–", "–", "–", "–"])
+            rows.append([name, changed_html, "no run in this build", "–", "–", "–", "–", "–"])
             continue
         ends = [c.end for c in rung.changes if c is not None]
-        rows.append([name, escape_text(changed), _two_lines(str(len(rung.runs)),
+        rows.append([name, changed_html, two_lines(str(len(rung.runs)),
                                                              ", ".join(seed_text(r) for r in rung.runs)),
                      _values_cell(ends, fmt_pct), _change_cell(rung),
                      _values_cell(rung.finals["length/mean"], lambda v: fmt_num(v, 3)),
@@ -183,11 +177,11 @@ def ladder_table_html(site: Site, ladder: str, rungs: list[Rung]) -> str:
     return table(head, rows, caption=f"The {ladder} ladder: one rung per row", numeric=(2, 3, 4, 5, 6, 7))
 
 
-def ladder_figure_spec(rows: list[dict], rung_names: list[str], lane_domain: list[str], value: str, title: str,
-                       percent: bool, with_interval: bool) -> dict:
+def ladder_figure_spec(rows: list[dict], rung_names: list[str], rung_colours: list[str], lane_domain: list[str],
+                       value: str, title: str, percent: bool, with_interval: bool) -> dict:
     import altair as alt
 
-    colour = role("series-value")
+    colour = alt.Color("rung:N", scale=alt.Scale(domain=rung_names, range=rung_colours), legend=None)
     y = alt.Y("rung:N", sort=rung_names, title=None, scale=alt.Scale(domain=rung_names),
               axis=alt.Axis(labelLimit=150))
     offset = alt.YOffset("lane:N", scale=alt.Scale(domain=lane_domain, paddingOuter=0.6))
@@ -197,11 +191,20 @@ def ladder_figure_spec(rows: list[dict], rung_names: list[str], lane_domain: lis
     base = alt.Chart(alt.Data(values=rows))
     layers = []
     if with_interval:
-        layers.append(base.mark_rule(color=colour, strokeWidth=2, opacity=0.55).encode(
-            x=alt.X("low:Q", title=title, axis=x_axis), x2="high:Q", y=y, yOffset=offset, tooltip=tooltip))
-    layers.append(base.mark_point(color=colour, filled=True, size=55).encode(
-        x=alt.X(f"{value}:Q", title=title, axis=x_axis, scale=alt.Scale(zero=with_interval)), y=y,
+        layers.append(base.mark_rule(strokeWidth=2, opacity=0.6).encode(
+            x=alt.X("low:Q", title=title, axis=x_axis), x2="high:Q", y=y, yOffset=offset, color=colour,
+            tooltip=tooltip))
+    layers.append(base.mark_point(filled=True, size=55, opacity=1).encode(color=colour,
+        x=alt.X(f"{value}:Q", title=title, axis=x_axis, scale=alt.Scale(zero=with_interval, padding=10)), y=y,
         yOffset=offset, tooltip=tooltip))
+    missing = [name for name in rung_names if name not in {r["rung"] for r in rows}]
+    if missing:  # say so in the row, at the left of the data
+        left = min(min(r.get("low", r[value]), r[value]) for r in rows)
+        if with_interval:
+            left = min(left, 0.0)
+        layers.append(alt.Chart(alt.Data(values=[{"rung": m, "at": left, "note": "no run"} for m in missing]))
+                      .mark_text(align="left", dx=4, fontStyle="italic", opacity=0.7)
+                      .encode(x="at:Q", y=y, text="note:N"))
     chart = alt.layer(*layers).properties(width="container", height=max(120, 30 * len(rung_names)),
                                           autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
     spec = chart.to_dict()
@@ -219,6 +222,8 @@ def lanes(rungs: list[Rung]) -> tuple[dict[tuple[str, str], str], list[str]]:
 
 def ladder_figure_html(site: Site, rungs: list[Rung]) -> str:
     names = [r.name for r in rungs]
+    # A course algorithm in its own colour, the rungs between them in the neutral one.
+    colours = [ALGORITHMS.get(r.spec_id, role("neutral")) for r in rungs]
     lane, lane_domain = lanes(rungs)
     panels = []
     change_rows = [{"rung": r.name, "lane": lane[(r.spec_id, run.id)], "seed": seed_text(run),
@@ -234,14 +239,14 @@ def ladder_figure_html(site: Site, rungs: list[Rung]) -> str:
     for title, rows, value, pct, interval in charts:
         if not rows:
             continue
-        spec = ladder_figure_spec(rows, names, lane_domain, value, title, pct, interval)
+        spec = ladder_figure_spec(rows, names, colours, lane_domain, value, title, pct, interval)
         panels.append(f'<div class="unipo-course-panel" style="min-width:0">'
                       f'<p style="margin:0 0 .2em;font-weight:600">{escape_text(title)}</p>'
                       f"{vega_embed(spec, chart_id=site.chart_id(spec))}</div>")
     if not panels:
         return ""
     caption = ("One mark per run, the seeds of a rung side by side in its row; the held-out change with its 95% "
-               "interval as a bar. Rungs without a run have no marks.")
+               "interval as a bar. The course's algorithms in their colours, the rungs between them in grey.")
     return ('<figure class="unipo-figure unipo-ladder"><div class="unipo-course-grid" style="display:grid;'
             'grid-template-columns:repeat(auto-fit,minmax(15rem,1fr));gap:1.2rem 1.6rem">' + "".join(panels)
             + f"</div><figcaption>{escape_text(caption)}</figcaption></figure>")

@@ -137,14 +137,15 @@ def sampling_fact_text(run: Run | None, name: str, key: str) -> str:
 
 
 def _panel(site: Site, rows: list[dict], labels: list[str], colours: list[str], title: str, y_title: str,
-           dashed: bool = False, rule: float | None = None) -> str:
+           dashed: bool = False, rule: float | None = None, percent: bool = False) -> str:
     import altair as alt
 
     colour = alt.Color("algorithm:N", scale=alt.Scale(domain=labels, range=colours), legend=None)
-    enc = dict(x=x_encoding("fraction"), y=alt.Y("y:Q", title=y_title, scale=alt.Scale(zero=False)),
+    enc = dict(x=x_encoding("fraction"), y=alt.Y("y:Q", title=y_title, scale=alt.Scale(zero=False),
+                                                   axis=alt.Axis(format=".0%" if percent else "~g", tickCount=5)),
                color=colour, detail="line:N",
                tooltip=[alt.Tooltip("line:N", title="Line"), alt.Tooltip("step:Q", title="Update"),
-                        alt.Tooltip("y:Q", title=y_title, format=".3~g")])
+                        alt.Tooltip("y:Q", title=y_title, format=".1%" if percent else ".3~g")])
     if dashed:
         enc["strokeDash"] = alt.StrokeDash("kind:N", scale=alt.Scale(domain=["kept", "all sampled"],
                                                                      range=[DASHES["correct"], DASHES["wrong"]]),
@@ -191,7 +192,7 @@ def batch_filling_html(site: Site, runs: Sequence[str] | None) -> str:
                      rule=next(iter(caps)) if len(caps) == 1 and None not in caps else None)]
     if rewards:
         panels.append(_panel(site, rewards, labels, colours, "Accuracy: kept groups (solid) and all sampled (dashed)",
-                             "accuracy", dashed=True))
+                             "accuracy", dashed=True, percent=True))
     grid = ('<div class="unipo-course-grid" style="display:grid;grid-template-columns:repeat(auto-fit,minmax(15rem,1fr));'
             'gap:1.2rem 1.6rem">' + "".join(panels) + "</div>")
     legend = legend_html([(label, colour, None) for label, colour in zip(labels, colours)]

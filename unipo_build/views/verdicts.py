@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from ..heldout import HeldOutChange, accuracy_curve, problem_count, run_change
 from ..runs import Run
-from .fmt import escape_text, fmt_num, fmt_pct, fmt_signed_points, note_html, table
+from .fmt import escape_text, fmt_num, fmt_pct, fmt_signed_points, note_html, table, two_lines
 from .run_facts import course_runs, run_summary
 from .seeds import and_list, runs_of, seed_text, spread
 from .site import Site, macro
@@ -232,17 +232,16 @@ def evals_html(run: Run) -> str:
         if shared:
             row.append(escape_text(fmt_pct(curve["greedy"][i].accuracy)))
         rows.append(row)
-    caption = "Held-out evaluations"
     note = ""
     if shared:
         n_shared = fmt_num(curve["greedy"][0].n)
-        caption += (f": start and end score every held-out problem, the evaluations during training the first "
-                    f"{n_shared}; the last column scores each evaluation on those {n_shared} problems only, so it "
-                    "can be read from top to bottom")
+        note = (f"<p>Start and end score every held-out problem, the evaluations during training the first "
+                f"{escape_text(n_shared)}. The last column scores each evaluation on those {escape_text(n_shared)} "
+                "problems only, so it can be read from top to bottom.</p>")
     elif len(counts) > 1:
         note = ("<p>The evaluations scored different numbers of problems and the log has no per-problem results "
                 "for all of them, so only evaluations of the same problems compare with each other.</p>")
-    evals_table = table(head, rows, caption=caption, numeric=(0, 3, 4, 5, 6))
+    evals_table = table(head, rows, caption="Held-out evaluations", numeric=(0, 3, 4, 5, 6))
     changes = changes_of(run)
     lines = []
     for mode in MODES:
@@ -274,28 +273,28 @@ def eval_compare_html(site: Site, runs: Sequence[str] | None = None) -> str:
             sp = spread([c.change for _, c in measured])
             ups = sum(1 for _, c in measured if c.direction == "up")
             downs = sum(1 for _, c in measured if c.direction == "down")
-            seeds_cell = (", ".join(fmt_signed_points(c.change) for _, c in measured)
-                          + f" (range {fmt_signed_points(sp.low)} to {fmt_signed_points(sp.high)}; "
-                          + f"{ups} up, {downs} down, {len(measured) - ups - downs} unclear)")
+            tally = and_list([t for t in (f"{ups} up" if ups else "", f"{downs} down" if downs else "",
+                                          f"{len(measured) - ups - downs} unclear" if len(measured) > ups + downs
+                                          else "") if t])
+            seeds_cell = two_lines(" · ".join(fmt_signed_points(c.change) for _, c in measured),
+                                   f"range {fmt_signed_points(sp.low)} to {fmt_signed_points(sp.high)}; {tally}")
         else:
-            seeds_cell = "one seed only"
+            seeds_cell = escape_text("one seed only")
         rows.append([
             escape_text(site.algorithm_name(run.header.algorithm)),
-            escape_text(f"{run.id} ({seed_text(run)})"),
+            two_lines(run.id, seed_text(run)),
             escape_text(f"{fmt_pct(g.start)} → {fmt_pct(g.end)}" if g else "–"),
             escape_text(change_cell(g)),
             escape_text(gained),
             escape_text(DIRECTION_WORDS[g.direction] if g else "not evaluated"),
-            escape_text(seeds_cell),
+            seeds_cell,
             escape_text(change_cell(sm)),
         ])
     for name in missing:
         rows.append([escape_text(site.algorithm_name(name)), "not in this build"] + ["–"] * 6)
     if not rows:
         return note_html("No runs are in this build.", "warning")
-    caption = ("Held-out accuracy from the start to the end of training, on the same problems (paired): change in "
-               "percentage points with its 95% interval, problems gained / lost (greedy), the greedy change of "
-               "every seed of the algorithm, and the sampled change")
+    caption = "Held-out accuracy from the start to the end of training, on the same problems (percentage points)"
     return table(["Algorithm", "Run shown", "Greedy accuracy", "Greedy change [95% interval]", "Gained / lost",
                   "Verdict", "Greedy change, each seed", "Sampled change [95% interval]"],
                  rows, caption=caption, numeric=(2, 3, 4, 7))
