@@ -7,8 +7,8 @@ Writes, under the project root (the current directory, or ``--root``):
   component's explanation, the paper) marked ``TODO(author)`` for the author to rewrite; a
   comment block lists the component kinds registered for each slot;
 - ``docs/course/algorithms/NAME.md``: a chapter using the course's macros (objective_card,
-  compare with the predecessor, training_explorer, step_inspector at teaching moments,
-  run_card).
+  compare with the predecessor, run_choice, training_explorer, step_inspector at teaching
+  moments, learning_verdict, run_card).
 
 It refuses to overwrite either file, and writes nothing unless both can be written.
 """
