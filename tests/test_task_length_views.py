@@ -81,3 +81,13 @@ def test_length_probe_table_lists_the_runs_that_have_one(site):
     assert len(rows) == 1
     assert re.findall(r"<td[^>]*>(.*?)</td>", rows[0]) == [
         "GRPO (seed 0)", "4 × 2", "24", "30", "6.5", "96 (4× the median)", "12.5%", "0.0%", "25.0%"]
+
+
+def test_length_probe_summary_in_sentences_or_says_there_is_none(site):
+    text = T.length_probe_summary_text(site, site.run("grpo"), "grpo")
+    assert text == ("In the GRPO run (4 held-out prompts, 2 answers each) the median answer was 24 tokens long and the "
+                    "generation budget 96 tokens (4 times the median); answers to the same prompt differed in length "
+                    "by 6.5 tokens on average (the standard deviation within a group). 12.5% of the answers fell in "
+                    "the last fifth of the budget, where DAPO's overlong shaping starts to penalise, and 0.0% hit the "
+                    "budget.")
+    assert T.length_probe_summary_text(site, site.run("ppo"), "ppo").startswith("The ppo log has no length probe")

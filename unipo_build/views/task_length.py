@@ -3,6 +3,7 @@ starting policy's answers are.
 
     {{ task_styles() }}                          a real prompt of data/tasks with its solution in each style
     {{ length_probe() }}                         each run's length probe (run header), as a table
+    {{ length_probe_summary("grpo") }}           a run's probe in sentences
     {{ length_probe_fact("grpo", "within_group_sd") }}   one figure of a run's probe as text
 
 The task (``training/task.py``, data/tasks/meta.json) writes each problem's worked solution in one
@@ -158,6 +159,25 @@ def length_probe_fact_text(run: Run | None, name: str, key: str) -> str:
     return fmt_pct(value) if key in _PROBE_PERCENT else fmt_num(value, 3)
 
 
+def length_probe_summary_text(site: Site, run: Run | None, name: str) -> str:
+    """Sentences: the median length, the budget, the spread within groups and the overlong share."""
+    if run is None:
+        return f"There is no {name} run in this build, so the length of its starting policy's answers is unknown."
+    p = run.header.length_probe
+    if p is None:
+        return (f"The {run.id} log has no length probe, so how long the starting policy's answers were, and how much "
+                "they varied for one prompt, is not known from it.")
+    label = site.algorithm_name(run.header.algorithm)
+    ratio = f" ({fmt_num(p.budget / p.median_length, 3)} times the median)" if p.median_length else ""
+    band = ("" if p.overlong_band is None else
+            f" {fmt_pct(p.overlong_band)} of the answers fell in the last fifth of the budget, where DAPO's overlong "
+            f"shaping starts to penalise, and {fmt_pct(p.truncated)} hit the budget.")
+    return (f"In the {label} run ({fmt_num(p.prompts)} held-out prompts, {fmt_num(p.group_size)} answers each) the "
+            f"median answer was {fmt_num(p.median_length, 3)} tokens long and the generation budget "
+            f"{fmt_num(p.budget)} tokens{ratio}; answers to the same prompt differed in length by "
+            f"{fmt_num(p.within_group_sd, 3)} tokens on average (the standard deviation within a group).{band}")
+
+
 def length_probe_html(site: Site, runs: Sequence[str] | None) -> str:
     found, _ = course_runs(site, runs)
     rows = []
@@ -194,6 +214,12 @@ def task_styles(site: Site) -> str:
 def length_probe(site: Site, runs: Sequence[str] | None = None) -> str:
     """The length probe of each run (median, spread within groups, budget, overlong share) as a table."""
     return length_probe_html(site, runs)
+
+
+@macro
+def length_probe_summary(site: Site, run: str) -> str:
+    """Sentences on a run's length probe (or that its log has none)."""
+    return length_probe_summary_text(site, site.run(run), str(run))
 
 
 @macro
