@@ -184,3 +184,11 @@ def test_seed_bands_reject_an_unknown_metric_or_axis(site):
         B.seed_bands_html(site, ["reward/nonsense"], None)
     with pytest.raises(AuthorError):
         B.seed_bands_html(site, None, None, "wall")
+
+
+def test_seed_counts_say_how_many_runs_and_which_rest_on_one_seed(site):
+    assert S.seed_counts_text(site) == ("This build has three runs (seeds 0, 1 and 2) of GRPO and one run (seed 0) of "
+                                        "DAPO. What it shows of DAPO rests on one seed.")
+    assert S.seed_counts_text(site, ["dapo", "ppo"]) == ("This build has one run (seed 0) of DAPO. What it shows of "
+                                                         "DAPO rests on one seed. It has no run of PPO.")
+    assert S.seed_counts_text(site, ["ppo"]) == "This build has no run of PPO."

@@ -118,29 +118,34 @@ def run_choice_text(site: Site, name: str) -> str:
             "seed's change) and in the training-dynamics chapter's seed bands and held-out table.")
 
 
-def seed_counts_text(site: Site) -> str:
-    """A sentence: how many runs (seeds) each algorithm of the build has, ablation rungs aside."""
-    rungs = site.ablation_ids()
-    by_algorithm: dict[str, list[Run]] = {}
-    order = {a: i for i, a in enumerate(COURSE_ALGORITHMS)}
-    for run in sorted(site.catalog.loaded(), key=lambda r: (order.get(r.header.algorithm, len(order)),
-                                                             r.header.algorithm)):
-        if run.header.algorithm not in rungs:
-            by_algorithm.setdefault(run.header.algorithm, []).append(run)
-    if not by_algorithm:
-        return "This build has no runs."
-    groups: dict[str, list[str]] = {}
-    for algorithm, runs in by_algorithm.items():
-        runs = sorted(runs, key=seed_key)
+def seed_counts_text(site: Site, algorithms: Sequence[str] | None = None) -> str:
+    """A sentence: how many runs (seeds) each algorithm of the build has, ablation rungs aside
+    (``algorithms``: those only, naming any without a run), and which rest on one seed."""
+    if algorithms is None:
+        rungs = site.ablation_ids()
+        order = {a: i for i, a in enumerate(COURSE_ALGORITHMS)}
+        wanted = sorted({r.header.algorithm for r in site.catalog.loaded()} - rungs,
+                        key=lambda a: (order.get(a, len(order)), a))
+    else:
+        wanted = [str(a) for a in algorithms]
+    groups: dict[str, list[str]] = {}  # "three runs (seeds 0, 1 and 2)" -> algorithm names
+    absent = []
+    for algorithm in wanted:
+        runs = algorithm_runs(site, algorithm)
+        if not runs:
+            absent.append(site.algorithm_name(algorithm))
+            continue
         words = f"{_count_word(len(runs))} run{'s' if len(runs) != 1 else ''} ({seeds_list(runs)})"
         groups.setdefault(words, []).append(site.algorithm_name(algorithm))
     parts = [f"{words} each of {and_list(names)}" if len(names) > 1 else f"{words} of {names[0]}"
              for words, names in groups.items()]
-    text = "This build has " + and_list(parts) + "."
+    text = f"This build has {and_list(parts)}." if parts else ""
     single = [n for words, names in groups.items() if words.startswith("one ") for n in names]
     if single:
         text += f" What it shows of {and_list(single)} rests on one seed."
-    return text
+    if absent:
+        text += f" It has no run of {and_list(absent)}." if parts else f"This build has no run of {and_list(absent)}."
+    return text or "This build has no runs."
 
 
 def _count_word(n: int) -> str:
@@ -148,9 +153,9 @@ def _count_word(n: int) -> str:
 
 
 @macro
-def seed_counts(site: Site) -> str:
-    """A sentence: how many runs (seeds) each algorithm of the build has."""
-    return seed_counts_text(site)
+def seed_counts(site: Site, algorithms: Sequence[str] | None = None) -> str:
+    """A sentence: how many runs (seeds) each algorithm of the build has (or each of ``algorithms``)."""
+    return seed_counts_text(site, algorithms)
 
 
 @macro
