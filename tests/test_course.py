@@ -222,7 +222,7 @@ def test_run_facts_and_verdicts_on_real_logs(course_macros, course_runs_dir):
     run = get_run("grpo", course_runs_dir)
     assert m["run_fact"]("grpo", "steps") == f"{sum(1 for _ in open(run.path / 'steps.jsonl'))}"
     verdict = m["learning_verdict"]("grpo")
-    assert verdict.startswith("Held-out greedy accuracy of the") and "95% interval" in verdict
+    assert verdict.startswith("Held-out greedy accuracy of the run") and "95% interval" in verdict
     card = m["run_card"]("grpo")
     for field in ("Learning rate", "Responses per prompt (G)", "Commit", "Held-out evaluation"):
         assert field in card

@@ -90,6 +90,7 @@ def test_verdict_states_the_signed_paired_change_and_every_seed(site):
     run, runs = S.runs_of(site, "grpo")
     assert [r.id for r in runs] == ["grpo", "grpo-s1", "grpo-s2"]  # seed order, not the order found
     text = V.learning_verdict_text(site, run, "grpo", runs)
+    assert text.startswith("Held-out greedy accuracy of the run grpo (seed 0) went from")
     assert "went from 20.0% to 50.0% over 20 updates, on the same 20 held-out problems" in text
     assert "a change of +30.0 points (95% interval +5.0 to +55.0; 7 problems gained, 1 lost" in text
     assert "McNemar's exact test p = 0.070" in text

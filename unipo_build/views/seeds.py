@@ -46,6 +46,11 @@ def seed_text(run: Run) -> str:
     return f"seed {run.header.seed}" if run.header.seed is not None else f"run {run.id}"
 
 
+def with_seed(run: Run) -> str:
+    """'grpo-s1 (seed 1)', or the run's id alone when its log records no seed."""
+    return f"{run.id} (seed {run.header.seed})" if run.header.seed is not None else run.id
+
+
 def seeds_list(runs: Sequence[Run]) -> str:
     """'seeds 0, 1 and 2' (or the run ids of runs without a seed)."""
     seeds = [r.header.seed for r in runs]
@@ -99,20 +104,20 @@ def run_choice_text(site: Site, name: str) -> str:
         return f"There is no {name} run in this build."
     label = site.algorithm_name(run.header.algorithm)
     if len(runs) == 1:
-        return (f"This chapter shows the run {run.id} ({seed_text(run)}), the only {label} run in this build, so "
+        return (f"This chapter shows the run {with_seed(run)}, the only {label} run in this build, so "
                 "what it shows rests on one seed.")
     others = [r for r in runs if r is not run]
     detail = [r for r in others if r.token_steps()]
     why = site.catalog.why_chosen(run.header.algorithm) if site.run(run.header.algorithm) is run else (
         "the page names it")
-    other_words = and_list([f"{r.id} ({seed_text(r)})" for r in others])
+    other_words = and_list([with_seed(r) for r in others])
     if not detail:
         logs = "log metrics and held-out evaluations only"
     elif len(detail) == len(others):
         logs = "log token detail too"
     else:
         logs = f"log metrics and held-out evaluations ({and_list([r.id for r in detail])} token detail too)"
-    return (f"This chapter shows the run {run.id} ({seed_text(run)}) of the {fmt_num(len(runs))} {label} runs in "
+    return (f"This chapter shows the run {with_seed(run)} of the {fmt_num(len(runs))} {label} runs in "
             f"this build: {why}. The other{'s' if len(others) > 1 else ''}, {other_words}, {logs}; "
             f"{'they appear' if len(others) > 1 else 'it appears'} in this chapter's held-out verdict (each "
             "seed's change) and in the training-dynamics chapter's seed bands and held-out table.")

@@ -20,7 +20,7 @@ from ..heldout import HeldOutChange, accuracy_curve, problem_count, run_change
 from ..runs import Run
 from .fmt import escape_text, fmt_num, fmt_pct, fmt_signed_points, note_html, table, two_lines
 from .run_facts import course_runs, run_summary
-from .seeds import and_list, runs_of, seed_text, spread
+from .seeds import and_list, runs_of, seed_text, spread, with_seed
 from .site import Site, macro
 
 MODES = ("greedy", "sampled")
@@ -111,7 +111,7 @@ def learning_verdict_text(site: Site, run: Run | None, name: str, runs: Sequence
     steps = run.reader.table.n
     on = (f"the same {fmt_num(greedy.n)} held-out problems at the start and the end" if greedy.paired else
           f"{fmt_num(greedy.n)} held-out problems")
-    text = (f"Held-out greedy accuracy of the {run.id} run ({seed_text(run)}) went from {fmt_pct(greedy.start)} to "
+    text = (f"Held-out greedy accuracy of the run {with_seed(run)} went from {fmt_pct(greedy.start)} to "
             f"{fmt_pct(greedy.end)} over {fmt_num(steps)} updates, on {on}: a change of "
             f"{fmt_signed_points(greedy.change)} points ({change_details(greedy)}). {verdict_sentence(greedy)}")
     sampled = changes["sampled"]
