@@ -158,7 +158,7 @@ def band_panel_spec(label: str, bands: list[dict], lines: list[dict], domain: li
     x = alt.X("x:Q", title=x_title, axis=alt.Axis(tickCount=4, format="%" if axis == "fraction" else "~s"),
               scale=alt.Scale(nice=False, domain=[0, 1]) if axis == "fraction" else alt.Scale(nice=False))
     colour = alt.Color("algorithm:N", scale=alt.Scale(domain=domain, range=colours), legend=None)
-    y_fmt = ".0%" if percent else "~g"
+    y_fmt = ".0%" if percent else "~r"
     y_scale = alt.Scale(zero=False) if y_domain is None else alt.Scale(zero=False, domain=list(y_domain), nice=False)
     layers = []
     if bands:

@@ -185,7 +185,7 @@ def ladder_figure_spec(rows: list[dict], rung_names: list[str], rung_colours: li
     y = alt.Y("rung:N", sort=rung_names, title=None, scale=alt.Scale(domain=rung_names),
               axis=alt.Axis(labelLimit=150))
     offset = alt.YOffset("lane:N", scale=alt.Scale(domain=lane_domain, paddingOuter=0.6))
-    x_axis = alt.Axis(format=".0%" if percent else "~g", tickCount=4)
+    x_axis = alt.Axis(format=".0%" if percent else "~r", tickCount=4)
     tooltip = [alt.Tooltip("rung:N", title="Rung"), alt.Tooltip("seed:N", title="Run"),
                alt.Tooltip("text:N", title=title)]
     base = alt.Chart(alt.Data(values=rows))

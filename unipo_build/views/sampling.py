@@ -142,7 +142,7 @@ def _panel(site: Site, rows: list[dict], labels: list[str], colours: list[str], 
 
     colour = alt.Color("algorithm:N", scale=alt.Scale(domain=labels, range=colours), legend=None)
     enc = dict(x=x_encoding("fraction"), y=alt.Y("y:Q", title=y_title, scale=alt.Scale(zero=False),
-                                                   axis=alt.Axis(format=".0%" if percent else "~g", tickCount=5)),
+                                                   axis=alt.Axis(format=".0%" if percent else "~r", tickCount=5)),
                color=colour, detail="line:N",
                tooltip=[alt.Tooltip("line:N", title="Line"), alt.Tooltip("step:Q", title="Update"),
                         alt.Tooltip("y:Q", title=y_title, format=".1%" if percent else ".3~g")])

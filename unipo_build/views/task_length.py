@@ -198,10 +198,9 @@ def length_probe_html(site: Site, runs: Sequence[str] | None) -> str:
                          "starting policy's answers cannot be shown.")
     return table(["Run", "Prompts × answers", "Median length", "Mean length", "Within-group sd", "Budget",
                   "In the overlong band", "At the budget", "Right"], rows,
-                 caption=("The starting policy's answers, sampled before the first update (the run header's length "
-                          "probe): lengths in tokens; the within-group standard deviation is the mean over prompts of "
-                          "the spread of one prompt's answers; the overlong band is the last fifth of the budget"),
-                 numeric=(1, 2, 3, 4, 5, 6, 7, 8))
+                 caption="The starting policy's answers (length probe)", numeric=(1, 2, 3, 4, 5, 6, 7, 8)) + (
+        "<p>Sampled before the first update. Lengths are in tokens; the within-group standard deviation is the mean "
+        "over prompts of the spread of one prompt's answers; the overlong band is the last fifth of the budget.</p>")
 
 
 @macro(html=True)
