@@ -168,14 +168,14 @@ def test_seed_bands_draw_a_band_only_where_there_are_seeds(site):
     specs = [json.loads(t) for t in re.findall(r'<template class="unipo-data"[^>]*>(.*?)</template>', html)]
     assert len(specs) == 2
     reward = specs[1]
-    areas = [layer for layer in reward["layer"] if layer["mark"]["type"] == "area"]
-    band_rows = areas[0]["data"]["values"]
-    assert {r["algorithm"] for r in band_rows} == {"GRPO (3 runs)"}  # DAPO has one run: a line, no band
-    line_rows = reward["layer"][-1]["data"]["values"]
-    assert {r["algorithm"] for r in line_rows} == {"GRPO (3 runs)", "DAPO (1 run)"}
+    rows = reward["data"]["values"]  # one data set: the median line, and the band's low and high
+    area = next(layer for layer in reward["layer"] if layer["mark"]["type"] == "area")
+    assert area["transform"] == [{"filter": "(datum.n > 1)"}]  # the band only where there are several runs
+    assert {(r["a"], r["n"]) for r in rows} == {("GRPO (3 runs)", 3), ("DAPO (1 run)", 1)}
+    half = [r for r in rows if r["a"] == "GRPO (3 runs)" and r["x"] == 0.5][0]
+    assert (half["lo"], half["m"], half["hi"]) == (0.225, 0.325, 0.425)
     assert "One run only, so no band: DAPO." in html
-    heldout_line = specs[0]["layer"][-1]["data"]["values"]
-    grpo_points = [(r["x"], r["median"]) for r in heldout_line if r["algorithm"].startswith("GRPO")]
+    grpo_points = [(r["x"], r["m"]) for r in specs[0]["data"]["values"] if r["a"].startswith("GRPO")]
     # shared rows 1-10: 0.4 for every seed at the start, then median(0.6, 0.4, 0.8) and median(0.9, 0.4, 1.0)
     assert grpo_points == [(0, 0.4), (0.5, 0.6), (1, 0.9)]
 

@@ -34,7 +34,8 @@ from ..heldout import accuracy_curve
 from ..render import vega_embed
 from ..runs import Run
 from ..schema import METRICS, metric_info
-from .fmt import escape_text, fmt_num, fmt_pct, legend_html, note_html
+from .dynamics import absent_reason
+from .fmt import escape_text, fmt_pct, legend_html, note_html
 from .palette import algorithm_colour
 from .run_facts import course_runs
 from .seeds import algorithm_runs
@@ -51,9 +52,12 @@ HELDOUT = {
                         "at each evaluation, on the problems every evaluation of the run scored."),
 }
 DEFAULT_BANDS = ("heldout/greedy", "reward/mean", "length/mean", "entropy/mean")
+#: Metrics that are shares, drawn as percentages.
+SHARES = {"sampled/accuracy", "accuracy/train", "clip/frac_high", "clip/frac_low", "length/truncated_frac",
+          "groups/zero_variance_frac", "groups/all_correct_frac", "groups/all_wrong_frac", "sampling/pass_rate"}
 AXES = ("fraction", "tokens")
 #: Points of the common grid a band is drawn on.
-GRID = 61
+GRID = 41
 
 
 @dataclass
@@ -150,32 +154,32 @@ def metric_words(metric: str) -> tuple[str, str]:
     return info.label, info.description
 
 
-def band_panel_spec(label: str, bands: list[dict], lines: list[dict], domain: list[str], colours: list[str],
-                    axis: str, percent: bool, points: bool, y_domain: tuple[float, float] | None = None) -> dict:
+def band_panel_spec(label: str, rows: list[dict], domain: list[str], colours: list[str], axis: str, percent: bool,
+                    points: bool, y_domain: tuple[float, float] | None = None) -> dict:
+    """One panel: a line per algorithm (the median, ``m``) and, where it has several runs (``n``), a
+    band from the lowest (``lo``) to the highest (``hi``); one data set, short keys (page weight)."""
     import altair as alt
 
     x_title = "fraction of training" if axis == "fraction" else "response tokens generated"
     x = alt.X("x:Q", title=x_title, axis=alt.Axis(tickCount=4, format="%" if axis == "fraction" else "~s"),
               scale=alt.Scale(nice=False, domain=[0, 1]) if axis == "fraction" else alt.Scale(nice=False))
-    colour = alt.Color("algorithm:N", scale=alt.Scale(domain=domain, range=colours), legend=None)
-    y_fmt = ".0%" if percent else "~r"
+    colour = alt.Color("a:N", scale=alt.Scale(domain=domain, range=colours), legend=None)
+    y_fmt = ".2~%" if percent else "~r"
     y_scale = alt.Scale(zero=False) if y_domain is None else alt.Scale(zero=False, domain=list(y_domain), nice=False)
-    layers = []
-    if bands:
-        layers.append(alt.Chart(alt.Data(values=bands)).mark_area(opacity=0.22, clip=True).encode(
-            x=x, y=alt.Y("low:Q", title=label, scale=y_scale, axis=alt.Axis(tickCount=4, format=y_fmt)),
-            y2="high:Q", color=colour, detail="algorithm:N"))
-    tooltip = [alt.Tooltip("algorithm:N", title="Algorithm"),
+    y_axis = alt.Axis(tickCount=4, format=y_fmt)
+    value_fmt = ".3~%" if percent else ".4~g"
+    base = alt.Chart(alt.Data(values=rows))
+    band = base.transform_filter(alt.datum.n > 1).mark_area(opacity=0.22, clip=True).encode(
+        x=x, y=alt.Y("lo:Q", title=label, scale=y_scale, axis=y_axis), y2="hi:Q", color=colour, detail="a:N")
+    tooltip = [alt.Tooltip("a:N", title="Algorithm"),
                alt.Tooltip("x:Q", title=x_title, format=".0%" if axis == "fraction" else ",.0f"),
-               alt.Tooltip("median:Q", title="Median" if bands else label, format=".1%" if percent else ".4~g"),
-               alt.Tooltip("range:N", title="Lowest to highest run"),
-               alt.Tooltip("runs:Q", title="Runs")]
-    line = alt.Chart(alt.Data(values=lines)).mark_line(strokeWidth=2, clip=True, point=points).encode(
-        x=x, y=alt.Y("median:Q", title=label, scale=y_scale, axis=alt.Axis(tickCount=4, format=y_fmt)),
-        color=colour, detail="algorithm:N", tooltip=tooltip)
-    layers.append(line)
-    chart = alt.layer(*layers).properties(width="container", height=170,
-                                          autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
+               alt.Tooltip("m:Q", title="Median of the runs", format=value_fmt),
+               alt.Tooltip("lo:Q", title="Lowest run", format=value_fmt),
+               alt.Tooltip("hi:Q", title="Highest run", format=value_fmt)]
+    line = base.mark_line(strokeWidth=2, clip=True, point=points).encode(
+        x=x, y=alt.Y("m:Q", title=label, scale=y_scale, axis=y_axis), color=colour, detail="a:N", tooltip=tooltip)
+    chart = alt.layer(band, line).properties(width="container", height=170,
+                                             autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
     spec = chart.to_dict()
     spec["description"] = f"{label}: the median of each algorithm's runs, with a band from the lowest to the highest."
     return spec
@@ -200,8 +204,8 @@ def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms:
     computed = []
     for metric in metrics:
         label, description = metric_words(metric)
-        percent = metric in HELDOUT or metric in ("sampled/accuracy", "accuracy/train")
-        band_rows, line_rows, absent = [], [], []
+        percent = metric in HELDOUT or metric in SHARES
+        rows, absent = [], []
         for (algorithm, runs), name in zip(groups, labels):
             curves = [c for c in (run_curve(r, metric, axis) for r in runs) if c is not None]
             band = None
@@ -209,36 +213,29 @@ def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms:
                 at = np.unique(np.concatenate([c.x for c in curves])) if metric in HELDOUT else None
                 band = band_of(curves, at=at)
             if band is None:
-                absent.append(site.algorithm_name(algorithm))
+                absent.append(site.algorithm_name(algorithm) + absent_reason(runs[0], metric))
                 continue
-            for i in range(len(band.x)):
-                rng = (f"{fmt_pct(band.low[i])} to {fmt_pct(band.high[i])}" if percent else
-                       f"{fmt_num(band.low[i], 3)} to {fmt_num(band.high[i], 3)}")
-                line_rows.append({"algorithm": name, "x": round_to(band.x[i], 5), "median": round_to(band.median[i]),
-                                  "range": rng if band.runs > 1 else "one run", "runs": band.runs})
-                if band.runs > 1:
-                    band_rows.append({"algorithm": name, "x": round_to(band.x[i], 5),
-                                      "low": round_to(band.low[i]), "high": round_to(band.high[i])})
-        computed.append((metric, label, description, percent, band_rows, line_rows, absent))
+            rows += [{"a": name, "x": round_to(band.x[i], 4), "m": round_to(band.median[i], 3),
+                      "lo": round_to(band.low[i], 3), "hi": round_to(band.high[i], 3), "n": band.runs}
+                     for i in range(len(band.x))]
+        computed.append((metric, label, description, percent, rows, absent))
     y_domain = None
     if same_scale:
-        values = [v for *_, bands, lines, _ in computed for v in
-                  [r["median"] for r in lines] + [r["low"] for r in bands] + [r["high"] for r in bands]]
+        values = [v for *_, rows, _ in computed for r in rows for v in (r["lo"], r["hi"])]
         if values:
             pad = 0.05 * (max(values) - min(values) or 1.0)
             y_domain = (min(values) - pad, max(values) + pad)
     panels = []
-    for metric, label, description, percent, band_rows, line_rows, absent in computed:
+    for metric, label, description, percent, rows, absent in computed:
         title = (f'<p class="unipo-band-title" style="margin:0 0 .2em;font-weight:600">{escape_text(label)} '
                  f'<code style="font-weight:400">{escape_text(metric)}</code></p>')
-        if line_rows:
-            spec = band_panel_spec(label, band_rows, line_rows, labels, colours, axis, percent, metric in HELDOUT,
-                                   y_domain)
+        if rows:
+            spec = band_panel_spec(label, rows, labels, colours, axis, percent, metric in HELDOUT, y_domain)
             chart = vega_embed(spec, chart_id=site.chart_id(spec))
         else:
             chart = '<p style="margin:.5em 0;opacity:.8">No run in this build logs this.</p>'
         note = ""
-        if absent and line_rows:
+        if absent and rows:
             why = " (no sampled/tokens in the log)" if axis == "tokens" else ""
             note = (f'<p style="margin:.2em 0 0;font-size:.85em;opacity:.85">Not logged by: '
                     f"{escape_text(', '.join(absent) + why)}.</p>")

@@ -33,6 +33,18 @@ def x_encoding(x: str, title: str | None = None):
     return alt.X("x:Q", title=title or "update (step)", axis=alt.Axis(tickCount=5, format="~s"))
 
 
+def absent_reason(run, metric: str) -> str:
+    """Why a run logs no ``metric``, when its objective says why (" (no clipping)"), else ""."""
+    cfg = run.config
+    if cfg is None:
+        return ""
+    if metric == "kl/mean" and cfg.component("kl").is_none:
+        return " (no KL term, no reference model)"
+    if metric in ("clip/frac_high", "clip/frac_low") and cfg.component("clip").is_none:
+        return " (no clipping)"
+    return ""
+
+
 def metric_panel_spec(metric: str, rows: list[dict], domain: list[str], colours: list[str], x: str,
                       y_domain: tuple[float, float] | None = None) -> dict:
     import altair as alt
@@ -78,14 +90,7 @@ def dynamics_compare_html(site: Site, metrics: Sequence[str] | str | None, runs:
         for run, label in zip(found, labels):
             s = series[run.id][m]
             if s is None:
-                reason = ""
-                cfg = run.config
-                if m == "kl/mean" and cfg is not None and cfg.component("kl").is_none:
-                    reason = " (no KL term, no reference model)"
-                elif m == "clip/frac_high" or m == "clip/frac_low":
-                    if cfg is not None and cfg.component("clip").is_none:
-                        reason = " (no clipping)"
-                absent.append(label + reason)
+                absent.append(label + absent_reason(run, m))
                 continue
             if s.outlier is not None:
                 outliers.append((label, *s.outlier))
