@@ -17,8 +17,9 @@ and samples new prompts until the batch holds ``prompts_per_step`` groups again,
 
 A rollout's batch is full when it trained on ``prompts_per_step x group_size`` responses. A rollout
 in which the filter kept nothing made no update and has no line in steps.jsonl: it counts as not
-full (the run's rollouts are ``hyperparameters.steps``, or the last logged rollout + 1). Logs
-without the ``sampled/`` metrics fall back on the rounds: fewer than the cap means the batch filled.
+full (a finished run's rollouts are ``hyperparameters.steps``; an unfinished one's, the last logged
+rollout + 1). Logs without the ``sampled/`` metrics fall back on the rounds: fewer than the cap
+means the batch filled.
 """
 
 from __future__ import annotations
@@ -85,8 +86,9 @@ def batch_fill(run: Run) -> BatchFill:
     hp = run.header.hyperparameters
     logged = int(table.first_in_rollout.sum())
     last = int(table.rollouts[-1]) + 1 if table.n else 0
-    planned = hp.get("steps")
-    rollouts = planned if isinstance(planned, int) and planned >= last else last
+    planned = hp.get("steps")  # the rollouts asked for: all of them were made once the run finished
+    finished = run.header.finished_at is not None
+    rollouts = planned if finished and isinstance(planned, int) and planned >= last else last
     cap = run.config.param("filter", "max_rounds") if run.config is not None else None
     rounds = rollout_column(run, "sampling/rounds")
     rounds = rounds[~np.isnan(rounds)]
