@@ -101,6 +101,7 @@ def test_ladder_figure_has_one_mark_per_run_and_every_rung_on_its_axis(site):
     assert specs[0]["layer"][0]["encoding"]["y"]["scale"]["domain"][3] == "+ token mean"
     # lanes centre each rung's runs in its row: GRPO's three seeds in lanes 0, 2, 4, one run in lane 2
     assert sorted(r["lane"] for r in change if r["rung"] == "GRPO") == ["0", "2", "4"]
+    assert sorted(r["change"] for r in change if r["rung"] == "GRPO") == [0.0, 30.0, 50.0]  # percentage points
     assert {r["lane"] for r in change if r["rung"] != "GRPO"} == {"2"}
     assert "No run in this build for: + token mean, + dynamic sampling" in html
     # rows without a run say so inside the figure too

@@ -185,7 +185,7 @@ def ladder_figure_spec(rows: list[dict], rung_names: list[str], rung_colours: li
     y = alt.Y("rung:N", sort=rung_names, title=None, scale=alt.Scale(domain=rung_names),
               axis=alt.Axis(labelLimit=150))
     offset = alt.YOffset("lane:N", scale=alt.Scale(domain=lane_domain, paddingOuter=0.6))
-    x_axis = alt.Axis(format=".0%" if percent else "~r", tickCount=4)
+    x_axis = alt.Axis(format=".0%" if percent else ("+~r" if with_interval else "~r"), tickCount=4)
     tooltip = [alt.Tooltip("rung:N", title="Rung"), alt.Tooltip("seed:N", title="Run"),
                alt.Tooltip("text:N", title=title)]
     base = alt.Chart(alt.Data(values=rows))
@@ -227,10 +227,11 @@ def ladder_figure_html(site: Site, rungs: list[Rung]) -> str:
     lane, lane_domain = lanes(rungs)
     panels = []
     change_rows = [{"rung": r.name, "lane": lane[(r.spec_id, run.id)], "seed": seed_text(run),
-                    "change": round(c.change, 5), "low": round(c.low, 5), "high": round(c.high, 5),
+                    "change": round(100 * c.change, 3), "low": round(100 * c.low, 3), "high": round(100 * c.high, 3),
                     "text": change_cell(c)}
                    for r in rungs for run, c in zip(r.runs, r.changes) if c is not None]
-    charts = [("Held-out greedy change", change_rows, "change", True, True)]
+    # in percentage points (a difference of two accuracies), not a percentage of anything
+    charts = [("Held-out greedy change (points)", change_rows, "change", False, True)]
     for column, metric, pct in FINAL_METRICS[:2]:
         rows = [{"rung": r.name, "lane": lane[(r.spec_id, run.id)], "seed": seed_text(run), "value": round(v, 6),
                  "text": fmt_num(v, 3)}
