@@ -206,7 +206,7 @@ def batch_filling_html(site: Site, runs: Sequence[str] | None) -> str:
     figure = f'<figure class="unipo-figure unipo-batch-filling">{legend}{grid}<figcaption>{escape_text(caption)}</figcaption></figure>'
     return figure + batch_table_html(site, shown) + (
         note_html("Not in this build: " + ", ".join(site.algorithm_name(m) for m in missing) + ".", "warning")
-        if missing else "")
+        if missing and runs is not None else "")  # by default, only the filtering runs there are
 
 
 def batch_table_html(site: Site, shown: list[Run]) -> str:

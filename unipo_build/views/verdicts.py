@@ -142,6 +142,16 @@ def _when(value: Any) -> str:
         return str(value)
 
 
+def updates_text(per_rollout, epochs, minibatches) -> str:
+    """'2 (2 epochs × 1 minibatch)'."""
+    if per_rollout is None:
+        return "–"
+    if not (epochs and minibatches):
+        return str(per_rollout)
+    return (f"{per_rollout} ({epochs} epoch{'s' if epochs != 1 else ''} × {minibatches} "
+            f"minibatch{'es' if minibatches != 1 else ''})")
+
+
 def run_card_html(site: Site, run: Run | None, name: str) -> str:
     if run is None:
         return note_html(f"There is no {name} run in this build, so its settings and evaluation cannot be shown. "
@@ -178,9 +188,7 @@ def run_card_html(site: Site, run: Run | None, name: str) -> str:
         ("Seed", escape_text("–" if h.seed is None else h.seed)),
         ("Updates (steps)", escape_text(fmt_num(summary["steps"]))),
         ("Rollouts", escape_text(fmt_num(summary["rollouts"]))),
-        ("Updates per rollout", escape_text(
-            "–" if per_rollout is None else
-            f"{per_rollout} ({epochs} epochs × {minibatches} minibatches)" if epochs and minibatches else str(per_rollout))),
+        ("Updates per rollout", escape_text(updates_text(per_rollout, epochs, minibatches))),
         ("Learning rate", hv("lr", lambda v: f"{float(v):g}")),
         ("Responses per prompt (G)", hv("group_size")),
         ("Prompts per rollout", hv("prompts_per_step")),
