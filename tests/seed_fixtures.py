@@ -91,6 +91,24 @@ def write_fixture_run(root: Path, spec: FixtureRun) -> Path:
     return run_dir
 
 
+#: The ladders of the fixture project (data/suite.yaml): DAPO's, and two changes tried alone on one
+#: rung, then together (the closest earlier rung is then not the one above).
+SUITE = """ladders:
+  dapo: [grpo, ladder_no_kl, ladder_clip_higher, ladder_token_mean, ladder_dynamic_sampling, dapo]
+  two_alone: [ladder_no_kl, ladder_mean_advantage, ladder_constant_normalizer, dr_grpo]
+"""
+
+
+def fixture_project(root: Path, suite: str = SUITE) -> Path:
+    """A project root whose specs are the repository's and whose data/suite.yaml is ``suite``."""
+    from unipo_build.project import spec_dir
+
+    (root / "data").mkdir(parents=True, exist_ok=True)
+    (root / "data" / "algorithms").symlink_to(spec_dir())
+    (root / "data" / "suite.yaml").write_text(suite, encoding="utf-8")
+    return root
+
+
 def write_fixture_runs(root: Path, specs: list[FixtureRun]) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     for spec in specs:

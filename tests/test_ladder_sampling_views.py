@@ -1,6 +1,6 @@
 """The ablation ladder and the batch-filling figure on small fixture runs, worked by hand.
 
-Ladder fixture: GRPO with three seeds (greedy changes +30, 0 and +50 points on 20 problems, as in
+Ladder fixture (``seed_fixtures.SUITE``): GRPO with three seeds (greedy changes +30, 0 and +50 points on 20 problems, as in
 test_seed_views), GRPO − KL, + clip-higher and DAPO with one run each; + token mean and + dynamic
 sampling have no run. DAPO's fixture fills its batch of 4 groups x 2 answers in every rollout but
 rollout 4 (6 of 8 responses kept) and rollout 7 (nothing kept: no update, no line in steps.jsonl).
@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from seed_fixtures import FixtureRun, write_fixture_runs
+from seed_fixtures import FixtureRun, fixture_project, write_fixture_runs
 from test_seed_views import grpo, START
 from unipo_build.views import ladder as L
 from unipo_build.views import sampling as SM
@@ -36,7 +36,7 @@ def site(tmp_path_factory):
                  update_metrics=lambda s: {"clip/frac_high": 0.001 * s, "entropy/mean": 0.5}),
              one("ladder_clip_higher", end_bits=START),
              one("dapo", end_bits=START, metrics=dapo_metrics, skip_rollouts=(7,))]
-    return Site(runs_where=write_fixture_runs(root, specs))
+    return Site(root=fixture_project(root / "project"), runs_where=write_fixture_runs(root / "runs", specs))
 
 
 def layer_values(spec: dict, mark: str) -> list[dict]:
@@ -71,11 +71,11 @@ def test_each_rung_names_the_one_slot_it_changes_from_the_specs(site):
 
 
 def test_two_changes_tried_alone_are_each_compared_with_their_shared_base(site):
-    rungs = L.ladder_rungs(site, "dr_grpo")
+    rungs = L.ladder_rungs(site, "two_alone")
     # − length norm is one slot from GRPO − KL, two from the row above it
     assert [r.base for r in rungs] == [None, "ladder_no_kl", "ladder_no_kl", "ladder_constant_normalizer"]
     assert [[d.slot for d in r.changed] for r in rungs] == [[], ["advantage"], ["aggregation"], ["advantage"]]
-    table = cells(L.ladder_table_html(site, "dr_grpo", rungs))
+    table = cells(L.ladder_table_html(site, "two_alone", rungs))
     assert table[2][1].startswith("from GRPO \u2212 KL: Aggregation:")
 
 

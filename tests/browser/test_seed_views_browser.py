@@ -13,13 +13,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from seed_fixtures import FixtureRun, write_fixture_runs  # noqa: E402
+from seed_fixtures import SUITE, FixtureRun, write_fixture_runs  # noqa: E402
 from test_security import REPO, build_test_site, serve  # noqa: E402
 
 PAGES = {
     "bands.md": '# Bands\n\n{{ seed_bands() }}\n\n{{ seed_bands(["heldout/greedy", "sampled/accuracy"], x="tokens") }}\n\n'
                 "{{ eval_compare() }}\n",
-    "ladder.md": '# Ladder\n\n{{ ablation_ladder("dapo") }}\n\n{{ ablation_ladder("dr_grpo") }}\n',
+    "ladder.md": '# Ladder\n\n{{ ablation_ladder("dapo") }}\n\n{{ ablation_ladder("two_alone") }}\n',
     "filling.md": "# Filling\n\n{{ batch_filling() }}\n\n{{ task_styles() }}\n\n{{ run_card(\"dapo\") }}\n",
     "index.md": "# Runs\n",
 }
@@ -49,8 +49,8 @@ def fixture_runs(root: Path) -> Path:
 def seeds_site(tmp_path_factory):
     root = tmp_path_factory.mktemp("seeds-site")
     (root / "data").mkdir()
-    for name in ("suite.yaml", "tasks"):  # the ladders and the task example are read from the project
-        (root / "data" / name).symlink_to(REPO / "data" / name)
+    (root / "data" / "suite.yaml").write_text(SUITE, encoding="utf-8")  # the ladders are read from the project
+    (root / "data" / "tasks").symlink_to(REPO / "data" / "tasks")  # and so is the task example
     site = build_test_site(root, PAGES, fixture_runs(root / "runs"))
     with serve(site) as url:
         yield url
