@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from helpers_runlog import make_detail
 from unipo_build.runlog import RunWriter
 from unipo_build.schema import (EvalRecord, LengthProbe, ModelInfo, RewardComponentInfo, RewardInfo, RunHeader,
                                 StepRecord, TaskInfo)
@@ -45,6 +46,7 @@ class FixtureRun:
     skip_rollouts: tuple[int, ...] = ()  # rollouts that made no update (a filter kept nothing)
     length_probe: LengthProbe | None = None
     max_new_tokens: int = 64
+    detail_steps: tuple[int, ...] = ()  # updates with a token file (helpers_runlog.make_detail)
 
 
 def header_for(spec: FixtureRun) -> RunHeader:
@@ -84,7 +86,10 @@ def write_fixture_run(root: Path, spec: FixtureRun) -> Path:
         for k in range(spec.steps_per_rollout):
             values = dict(spec.metrics(rollout))
             values.update(spec.update_metrics(step))
-            writer.step(StepRecord(step=step, rollout=rollout, first_in_rollout=k == 0, metrics=values))
+            if step in spec.detail_steps:
+                writer.step_detail(make_detail(step, rollout=rollout))
+            writer.step(StepRecord(step=step, rollout=rollout, first_in_rollout=k == 0, metrics=values,
+                                   has_tokens=step in spec.detail_steps))
             step += 1
     writer.eval(evaluation(step, "end", spec.end_bits, spec.sampled_end))
     writer.finish(finished_at=CREATED)

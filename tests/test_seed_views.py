@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from seed_fixtures import FixtureRun, write_fixture_runs
-from unipo_build import heldout
+from unipo_build import heldout, runs
 from unipo_build.views import bands as B
 from unipo_build.views import seeds as S
 from unipo_build.views import verdicts as V
@@ -129,6 +129,26 @@ def test_run_card_labels_the_periodic_subset_and_the_full_set(site):
     assert "Greedy on the 10 shared" in html
     # the shared column reads 40.0%, 60.0%, 90.0% from top to bottom
     assert re.findall(r">(\d+\.\d%)</td></tr>", html) == ["40.0%", "60.0%", "90.0%"]
+
+
+def test_which_run_a_page_shows_for_an_algorithm(tmp_path):
+    specs = [FixtureRun(run_id="grpo", algorithm="grpo", seed=0),
+             FixtureRun(run_id="grpo-s1", algorithm="grpo", seed=1, detail_steps=(0, 1)),
+             FixtureRun(run_id="grpo-s2", algorithm="grpo", seed=2)]
+    root = write_fixture_runs(tmp_path, specs)
+    site = Site(runs_where=root)
+    # the algorithm's id names its chosen run, although a run has that id: token detail first
+    assert site.run("grpo").id == "grpo-s1" and site.run("grpo-s2").id == "grpo-s2"
+    text = S.run_choice_text(site, "grpo")
+    assert text.startswith("This chapter shows the run grpo-s1 (seed 1) of the 3 GRPO runs in this build: it is the "
+                           "one with token-level detail.")
+    assert "The others, grpo (seed 0) and grpo-s2 (seed 2), log metrics and held-out evaluations only" in text
+    assert "the page names it by its id" in S.run_choice_text(site, "grpo-s2")
+    # mkdocs.yml's extra.unipo_run_choice overrides the rule, and the sentence says so
+    source = runs.runs_source(extra={"unipo_runs": str(root), "unipo_run_choice": {"grpo": "grpo-s2"}}, environ={})
+    chosen = Site(runs_where=source)
+    assert chosen.run("grpo").id == "grpo-s2"
+    assert "mkdocs.yml names it in extra.unipo_run_choice" in S.run_choice_text(chosen, "grpo")
 
 
 def test_run_choice_names_the_shown_run_and_where_the_others_are(site):

@@ -14,9 +14,10 @@ Each path is a directory of runs, or a single run directory (it holds ``header.j
 Which run a page shows when it names an algorithm (``grpo``) and several runs trained it
 (``grpo``, ``grpo-s1``, ``grpo-s2``): the one ``extra.unipo_run_choice`` in mkdocs.yml names for
 that algorithm (``{grpo: grpo-s1}``), else the run with token-level detail, then the lowest seed,
-then the first id in sort order (:meth:`RunCatalog.chosen`). A page can always name a run by its
-id or directory name instead. Which algorithm a run is comes from its header, never from its
-directory: a GRPO run in a directory called ``ppo`` is not what a page asking for ``ppo`` gets.
+then the first id in sort order (:meth:`RunCatalog.chosen`), also when one of the runs has the
+algorithm's id as its own. A page can always name any other run by its id or directory name.
+Which algorithm a run is comes from its header, never from its directory: a GRPO run in a
+directory called ``ppo`` is not what a page asking for ``ppo`` gets.
 
 Each run is read once per build through its cached reader, by the validator's own loader
 (``reader.check_run``): a run that ``unipo validate`` rejects, or an empty one, is kept with the
@@ -226,17 +227,21 @@ class RunCatalog:
         return "it comes first by run id"
 
     def get(self, name: str) -> Run | None:
-        """A run by its id or directory name (loaded or not), else the chosen run of an algorithm.
+        """The chosen run of an algorithm when ``name`` is the algorithm id of a loaded run (even if a
+        run also has that id: the shipped ``grpo`` is one of GRPO's runs, and extra.unipo_run_choice
+        must be able to pick another), else a run by its id or directory name (loaded or not).
 
         When ``name`` is an algorithm's id, a loaded run of another algorithm is never the answer,
         whatever its id or directory is called: its header decides.
         """
+        if self.of_algorithm(name):
+            return self.chosen(name)
         for run in self.runs:
             if name in (run.id, run.path.name):
                 if run.ok and name in self.algorithms and run.header.algorithm != name:
                     continue
                 return run
-        return self.chosen(name)
+        return self.chosen(name)  # no run: None, or the error of a run choice that names none
 
 
 _CATALOGS: dict[tuple, RunCatalog] = {}

@@ -108,8 +108,8 @@ def run_choice_text(site: Site, name: str) -> str:
                 "what it shows rests on one seed.")
     others = [r for r in runs if r is not run]
     detail = [r for r in others if r.token_steps()]
-    why = site.catalog.why_chosen(run.header.algorithm) if site.run(run.header.algorithm) is run else (
-        "the page names it")
+    chosen = site.catalog.chosen(run.header.algorithm)
+    why = site.catalog.why_chosen(run.header.algorithm) if chosen is run else "the page names it by its id"
     other_words = and_list([with_seed(r) for r in others])
     if not detail:
         logs = "log metrics and held-out evaluations only"
