@@ -47,6 +47,7 @@ class FixtureRun:
     length_probe: LengthProbe | None = None
     max_new_tokens: int = 64
     detail_steps: tuple[int, ...] = ()  # updates with a token file (helpers_runlog.make_detail)
+    planned_rollouts: int | None = None  # more than ``rollouts``: a run still training (no end evaluation, unfinished)
 
 
 def header_for(spec: FixtureRun) -> RunHeader:
@@ -58,7 +59,7 @@ def header_for(spec: FixtureRun) -> RunHeader:
                           components=[RewardComponentInfo(name="correct", description="right answer", weight=1.0)]),
         model=ModelInfo(name="tiny", architecture="llama", parameters=1000, vocab_size=32),
         hyperparameters={"lr": 0.0001, "group_size": GROUP, "prompts_per_step": PROMPTS,
-                         "max_new_tokens": spec.max_new_tokens, "steps": spec.rollouts, "epochs": spec.steps_per_rollout, "minibatches": 1},
+                         "max_new_tokens": spec.max_new_tokens, "steps": spec.planned_rollouts or spec.rollouts, "epochs": spec.steps_per_rollout, "minibatches": 1},
         seed=spec.seed, created_at=CREATED, steps_per_rollout=spec.steps_per_rollout, length_probe=spec.length_probe)
 
 
@@ -91,6 +92,8 @@ def write_fixture_run(root: Path, spec: FixtureRun) -> Path:
             writer.step(StepRecord(step=step, rollout=rollout, first_in_rollout=k == 0, metrics=values,
                                    has_tokens=step in spec.detail_steps))
             step += 1
+    if spec.planned_rollouts is not None and spec.planned_rollouts > spec.rollouts:
+        return run_dir  # still training: no end evaluation, no finished_at
     writer.eval(evaluation(step, "end", spec.end_bits, spec.sampled_end))
     writer.finish(finished_at=CREATED)
     return run_dir

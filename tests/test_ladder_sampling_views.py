@@ -2,7 +2,7 @@
 
 Ladder fixture (``seed_fixtures.SUITE``): GRPO with three seeds (greedy changes +30, 0 and +50 points on 20 problems, as in
 test_seed_views), GRPO − KL, + clip-higher and DAPO with one run each; + token mean and + dynamic
-sampling have no run. DAPO's fixture fills its batch of 4 groups x 2 answers in every rollout but
+sampling have no finished run (+ token mean's is at 3 of its 10 rollouts). DAPO's fixture fills its batch of 4 groups x 2 answers in every rollout but
 rollout 4 (6 of 8 responses kept) and rollout 7 (nothing kept: no update, no line in steps.jsonl).
 """
 
@@ -35,6 +35,7 @@ def site(tmp_path_factory):
              one("ladder_no_kl", end_bits="1" * 6 + "0" * 14,
                  update_metrics=lambda s: {"clip/frac_high": 0.001 * s, "entropy/mean": 0.5}),
              one("ladder_clip_higher", end_bits=START),
+             one("ladder_token_mean", rollouts=3, planned_rollouts=10),
              one("dapo", end_bits=START, metrics=dapo_metrics, skip_rollouts=(7,))]
     return Site(root=fixture_project(root / "project"), runs_where=write_fixture_runs(root / "runs", specs))
 
@@ -65,7 +66,11 @@ def test_each_rung_names_the_one_slot_it_changes_from_the_specs(site):
     table = cells(L.ladder_table_html(site, "dapo", rungs))
     assert table[0][1] == "the starting rung" and table[1][0] == "GRPO \u2212 KL | ladder_no_kl"
     assert table[2][1] == "Clip: symmetric (\u03b5 0.2) \u2192 asymmetric (\u03b5_low 0.2, \u03b5_high 0.28)"
-    assert table[3][2] == "no run in this build" and table[4][2] == "no run in this build"
+    # a slot's change in the registry's words, not its kind ids (seq_mean_token_mean -> token_mean)
+    assert table[3][1] == ("Aggregation: mean per response, then over responses \u2192 mean over every token of the "
+                           "batch")
+    assert table[3][2] == "still training: 3 of 10 rollouts logged" and table[4][2] == "no run in this build"
+    assert table[3][3:] == ["–"] * 5  # a run still training has no end evaluation nor final values yet
     # DAPO's run resolved the overlong lengths from its budget (64 tokens in the fixture)
     assert table[5][1].startswith("Reward shaping: none \u2192 overlong (L_max 64, ")
 
@@ -103,9 +108,11 @@ def test_ladder_figure_has_one_mark_per_run_and_every_rung_on_its_axis(site):
     assert sorted(r["lane"] for r in change if r["rung"] == "GRPO") == ["0", "2", "4"]
     assert sorted(r["change"] for r in change if r["rung"] == "GRPO") == [0.0, 30.0, 50.0]  # percentage points
     assert {r["lane"] for r in change if r["rung"] != "GRPO"} == {"2"}
-    assert "No run in this build for: + token mean, + dynamic sampling" in html
-    # rows without a run say so inside the figure too
-    assert [r["rung"] for r in layer_values(specs[0], "text")] == ["+ token mean", "+ dynamic sampling"]
+    assert "No run in this build for: + dynamic sampling." in html
+    assert "Still training, so not shown yet" in html and "ladder_token_mean (still training: 3 of 10" in html
+    # rows without a finished run say why inside the figure too
+    assert [(r["rung"], r["note"]) for r in layer_values(specs[0], "text")] == [
+        ("+ token mean", "still training"), ("+ dynamic sampling", "no run")]
     assert "One run (one seed) only: GRPO \u2212 KL, + clip-higher, DAPO" in html
 
 

@@ -8,6 +8,7 @@ seed 1 lost problems 1-2 and gained 5-6 (2 and 2), seed 2 gained problems 5-14 (
 
 from __future__ import annotations
 
+import html as html_lib
 import json
 import math
 import re
@@ -213,3 +214,58 @@ def test_seed_counts_say_how_many_runs_and_which_rest_on_one_seed(site):
     assert S.seed_counts_text(site, ["dapo", "ppo"]) == ("This build has one run (seed 0) of DAPO. What it shows of "
                                                          "DAPO rests on one seed. It has no run of PPO.")
     assert S.seed_counts_text(site, ["ppo"]) == "This build has no run of PPO."
+
+
+# ---------------------------------------------------------------------------
+# Runs still training: named, not drawn, not counted
+# ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def training_site(tmp_path_factory):
+    """GRPO seeds 0 and 1 finished, seed 2 at 4 of its 10 rollouts; GSPO's only run at 3 of 10."""
+    root = tmp_path_factory.mktemp("training-runs")
+    partial = FixtureRun(run_id="grpo-s2", algorithm="grpo", seed=2, rollouts=4, planned_rollouts=10,
+                         metrics=lambda r: {"reward/mean": 0.9}, start_bits=START)
+    gspo = FixtureRun(run_id="gspo", algorithm="gspo", seed=0, rollouts=3, planned_rollouts=10,
+                      metrics=lambda r: {"reward/mean": 0.3}, start_bits=START)
+    return Site(runs_where=write_fixture_runs(root, [grpo(0, "grpo"), grpo(1, "grpo-s1"), partial, gspo]))
+
+
+def test_a_run_is_still_training_until_its_planned_rollouts_are_logged(training_site):
+    assert S.still_training(training_site.run("grpo-s2")) == (4, 10)
+    assert S.still_training(training_site.run("grpo")) is None
+    assert S.training_text(training_site.run("gspo")) == "still training: 3 of 10 rollouts logged"
+
+
+def test_verdicts_wait_for_a_run_still_training(training_site):
+    run, seeds = S.runs_of(training_site, "gspo")
+    assert V.learning_verdict_text(training_site, run, "gspo", seeds) == (
+        "The run gspo (seed 0) is still training (3 of its 10 rollouts logged), so it has no end-of-training "
+        "evaluation yet: whether it learned can be judged once it finishes and the site is rebuilt.")
+    run, seeds = S.runs_of(training_site, "grpo")
+    text = V.learning_verdict_text(training_site, run, "grpo", seeds)
+    assert ("Across the 2 finished GRPO runs of this build, the greedy change was +30.0 (seed 0) and 0.0 (seed 1) "
+            "points") in text
+    assert text.endswith("Still training, so not counted yet: grpo-s2 (seed 2), 4 of 10 rollouts logged.")
+    rows = re.findall(r"<tr>(.*?)</tr>", V.eval_compare_html(training_site, ["grpo", "gspo"]))[1:]
+    assert re.findall(r"<td[^>]*>(.*?)</td>", rows[1])[5] == "still training: 3 of 10 rollouts logged"
+
+
+def test_seed_bands_leave_out_runs_still_training_and_name_them(training_site):
+    html = B.seed_bands_html(training_site, ["reward/mean"], ["grpo", "gspo"], "fraction")
+    spec = json.loads(re.search(r'<template class="unipo-data"[^>]*>(.*?)</template>', html).group(1))
+    rows = spec["data"]["values"]
+    assert {r["a"] for r in rows} == {"GRPO (2 runs)"}  # grpo-s2's 0.9 would lift the band's top
+    assert max(r["hi"] for r in rows) < 0.9
+    assert ("Still training, so not drawn (a run's fraction of training and its last values mean something only once "
+            "it has finished): GRPO (grpo-s2, 4 of 10 rollouts), GSPO (gspo, 3 of 10 rollouts).") in html_lib.unescape(html)
+    only = B.seed_bands_html(training_site, ["reward/mean"], ["gspo"], "fraction")
+    assert "Every run of this build is still training: GSPO (gspo, 3 of 10 rollouts)" in only
+
+
+def test_a_run_still_training_ends_where_it_has_got_to_on_the_fraction_axis(training_site):
+    from unipo_build.views.series import raw_series
+    _, _, fraction = raw_series(training_site.run("grpo-s2"), "reward/mean")
+    assert fraction.tolist() == pytest.approx([0, 1 / 9, 2 / 9, 3 / 9])  # rollouts 0-3 of 0-9
+    _, _, finished = raw_series(training_site.run("grpo"), "reward/mean")
+    assert finished[-1] == 1.0

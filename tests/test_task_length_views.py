@@ -58,11 +58,16 @@ PROBE = LengthProbe(prompts=4, group_size=2, budget=96, median_length=24.0, mean
                     overlong_band=0.125, truncated=0.0, accuracy=0.25)
 
 
+PROBE_S1 = PROBE.model_copy(update={"median_length": 32.0, "within_group_sd": 7.0})
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("probe-runs")
     runs = [FixtureRun(run_id="grpo", algorithm="grpo", seed=0, length_probe=PROBE),
-            FixtureRun(run_id="ppo", algorithm="ppo", seed=0)]
+            FixtureRun(run_id="ppo", algorithm="ppo", seed=0),
+            FixtureRun(run_id="dapo", algorithm="dapo", seed=0, length_probe=PROBE),
+            FixtureRun(run_id="grpo-s1", algorithm="grpo", seed=1, length_probe=PROBE_S1)]
     return Site(runs_where=write_fixture_runs(root, runs))
 
 
@@ -78,9 +83,18 @@ def test_length_probe_facts(site):
 def test_length_probe_table_lists_the_runs_that_have_one(site):
     html = T.length_probe_html(site, ["grpo", "ppo"])
     rows = re.findall(r"<tr>(.*?)</tr>", html)[1:]
-    assert len(rows) == 1
+    assert len(rows) == 2  # every seed of GRPO; PPO has no probe
     assert re.findall(r"<td[^>]*>(.*?)</td>", rows[0]) == [
         "GRPO (seed 0)", "4 × 2", "24", "30", "6.5", "96 (4× the median)", "12.5%", "0.0%", "25.0%"]
+    assert re.findall(r"<td[^>]*>(.*?)</td>", rows[1])[:5] == ["GRPO (seed 1)", "4 × 2", "32", "30", "7"]
+    assert "share a row" not in html
+
+
+def test_length_probe_table_gives_identical_probes_one_row(site):
+    html = T.length_probe_html(site, ["grpo", "dapo"])
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row)[0] for row in re.findall(r"<tr>(.*?)</tr>", html)[1:]]
+    assert cells == ["GRPO and DAPO (seed 0)", "GRPO (seed 1)"]
+    assert "share a row" in html
 
 
 def test_length_probe_summary_in_sentences_or_says_there_is_none(site):

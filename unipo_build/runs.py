@@ -75,6 +75,19 @@ class Run:
     def token_steps(self) -> list[int]:
         return self.reader.token_steps
 
+    def progress(self) -> tuple[int, int] | None:
+        """(rollouts logged, rollouts planned) while the run is still training: its header has no
+        ``finished_at`` and its log holds fewer rollouts than ``hyperparameters.steps`` asks for.
+        None for a finished run, and for a log that does not say how many rollouts it planned."""
+        if self.header is None or self.header.finished_at is not None:
+            return None
+        planned = self.header.hyperparameters.get("steps")
+        table = self.reader.table
+        logged = int(table.rollouts[-1]) + 1 if table.n else 0
+        if not isinstance(planned, int) or isinstance(planned, bool) or logged >= planned:
+            return None
+        return logged, planned
+
 
 def is_run_dir(path: Path) -> bool:
     return (path / runlog.HEADER).is_file() or (path / runlog.STEPS).is_file()

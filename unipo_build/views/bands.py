@@ -35,10 +35,10 @@ from ..render import vega_embed
 from ..runs import Run
 from ..schema import METRICS, metric_info
 from .dynamics import absent_reason
-from .fmt import escape_text, fmt_pct, legend_html, note_html
+from .fmt import escape_text, fmt_num, fmt_pct, legend_html, note_html
 from .palette import algorithm_colour
 from .run_facts import course_runs
-from .seeds import algorithm_runs
+from .seeds import algorithm_runs, finished_runs, still_training
 from .series import SMOOTH_FRACTION, round_to, smoothed_series
 from .site import AuthorError, Site, macro
 
@@ -197,7 +197,15 @@ def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms:
     if not shown:
         return note_html("No runs are in this build, so there is nothing to compare. Train the runs (see the README) "
                          "or point UNIPO_RUNS at a directory of runs, then rebuild.", "warning")
-    groups = [(run.header.algorithm, algorithm_runs(site, run.header.algorithm)) for run in shown]
+    groups, training = [], []
+    for run in shown:
+        done, still = finished_runs(algorithm_runs(site, run.header.algorithm))
+        training += still
+        if done:
+            groups.append((run.header.algorithm, done))
+    if not groups:
+        return note_html("Every run of this build is still training: " + _training_list(site, training) + ". The "
+                         "bands are drawn once runs finish; rebuild then.", "warning")
     extra: dict[str, str] = {}
     labels = [f"{site.algorithm_name(a)} ({len(rs)} run{'s' if len(rs) != 1 else ''})" for a, rs in groups]
     colours = [algorithm_colour(a, extra) for a, _ in groups]
@@ -213,7 +221,7 @@ def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms:
                 at = np.unique(np.concatenate([c.x for c in curves])) if metric in HELDOUT else None
                 band = band_of(curves, at=at)
             if band is None:
-                absent.append(site.algorithm_name(algorithm) + absent_reason(runs[0], metric))
+                absent.append(site.algorithm_name(algorithm) + _absent_why(runs[0], metric, axis))
                 continue
             rows += [{"a": name, "x": round_to(band.x[i], 4), "m": round_to(band.median[i], 3),
                       "lo": round_to(band.low[i], 3), "hi": round_to(band.high[i], 3), "n": band.runs}
@@ -236,9 +244,8 @@ def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms:
             chart = '<p style="margin:.5em 0;opacity:.8">No run in this build logs this.</p>'
         note = ""
         if absent and rows:
-            why = " (no sampled/tokens in the log)" if axis == "tokens" else ""
             note = (f'<p style="margin:.2em 0 0;font-size:.85em;opacity:.85">Not logged by: '
-                    f"{escape_text(', '.join(absent) + why)}.</p>")
+                    f"{escape_text(', '.join(absent))}.</p>")
         panels.append(f'<div class="unipo-course-panel" style="min-width:0">{title}{chart}{note}'
                       f'<p style="margin:.2em 0 0;font-size:.8em;opacity:.75">{escape_text(description)}</p></div>')
     legend = legend_html([(label, colour, None) for label, colour in zip(labels, colours)])
@@ -258,10 +265,34 @@ def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms:
     if missing:
         missing_note = note_html("Not in this build: " + ", ".join(site.algorithm_name(m) for m in missing)
                                  + ". Their lines are missing from every panel.", "warning")
+    if training:
+        missing_note += note_html("Still training, so not drawn (a run's fraction of training and its last values "
+                                  "mean something only once it has finished): " + _training_list(site, training)
+                                  + ".", "info")
     grid = ('<div class="unipo-course-grid" style="display:grid;grid-template-columns:repeat(auto-fit,minmax(15rem,1fr));'
             'gap:1.2rem 1.6rem">' + "".join(panels) + "</div>")
     return (f'<figure class="unipo-figure unipo-seed-bands">{legend}{grid}'
             f"<figcaption>{escape_text(caption)}</figcaption></figure>{missing_note}")
+
+
+def _absent_why(run: Run, metric: str, axis: str) -> str:
+    """Why an algorithm has no line in a panel: no tokens to place it on, too few evaluations, or
+    what its objective leaves out."""
+    if axis == "tokens" and cumulative_tokens(run) is None:
+        return " (no sampled/tokens in the log)"
+    if metric in HELDOUT:
+        return " (fewer than two held-out evaluations)"
+    return absent_reason(run, metric)
+
+
+def _training_list(site: Site, runs: Sequence[Run]) -> str:
+    """'GSPO (gspo, 23 of 100 rollouts)' for each run still training."""
+    items = []
+    for run in runs:
+        logged, planned = still_training(run) or (0, 0)
+        items.append(f"{site.algorithm_name(run.header.algorithm)} ({run.id}, {fmt_num(logged)} of "
+                     f"{fmt_num(planned)} rollouts)")
+    return ", ".join(items)
 
 
 @macro(html=True)

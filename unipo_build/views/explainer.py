@@ -117,9 +117,10 @@ def params_text(params: dict[str, Any]) -> str:
     return ", ".join(f"{PARAM_SYMBOLS.get(k, k)} {_param_value(v)}" for k, v in params.items())
 
 
-def kind_label(component: Component) -> str:
-    """e.g. 'symmetric (ε 0.2)', 'none'."""
-    name = component.name.replace("_", " ")
+def kind_label(component: Component, words: bool = False) -> str:
+    """e.g. 'symmetric (ε 0.2)', 'none'; ``words``: the registry's plain label where the kind has one
+    ('mean per response, then over responses' rather than 'seq mean token mean'), for prose."""
+    name = component.kind.label if words and component.kind.label else component.name.replace("_", " ")
     shown = {k: v for k, v in component.params.items() if k not in ("max_rounds", "value_clip", "cache_fraction")}
     return f"{name} ({params_text(shown)})" if shown else name
 

@@ -31,7 +31,7 @@ from .diff import SLOT_LABELS, SlotDiff, diff_algorithms
 from .explainer import components_of, kind_label
 from .fmt import escape_text, fmt_num, fmt_pct, fmt_signed_points, note_html, table, two_lines
 from .palette import ALGORITHMS, role
-from .seeds import algorithm_runs, seed_text, spread
+from .seeds import algorithm_runs, finished_runs, seed_text, spread, training_text
 from .series import edge_means, raw_series
 from .site import AuthorError, Site, macro
 from .verdicts import change_cell, changes_of
@@ -70,6 +70,7 @@ class Rung:
     runs: list[Run] = field(default_factory=list)
     changes: list[HeldOutChange | None] = field(default_factory=list)
     finals: dict[str, list[float | None]] = field(default_factory=dict)  # metric -> one value per run
+    training: list[Run] = field(default_factory=list)  # runs of the spec still training (not in ``runs``)
 
     @property
     def name(self) -> str:
@@ -101,10 +102,10 @@ def ladder_rungs(site: Site, ladder: str) -> list[Rung]:
                 base, diffs = min(options, key=lambda o: len(o[1]))  # min keeps the first (nearest) on a tie
         elif rungs:
             base = rungs[-1]
-        runs = algorithm_runs(site, spec_id)
+        runs, training = finished_runs(algorithm_runs(site, spec_id))
         rungs.append(Rung(spec_id, spec, base.spec_id if base else None, diffs, runs,
                           [changes_of(r)["greedy"] for r in runs],
-                          {m: [final_value(r, m) for r in runs] for _, m, _ in FINAL_METRICS}))
+                          {m: [final_value(r, m) for r in runs] for _, m, _ in FINAL_METRICS}, training))
     return rungs
 
 
@@ -157,14 +158,15 @@ def ladder_table_html(site: Site, ladder: str, rungs: list[Rung]) -> str:
             changed = "the starting rung"
         else:
             before, after = rung_components(base), rung_components(rung)
-            changed = "; ".join(f"{SLOT_LABELS[d.slot]}: {kind_label(before[d.slot])} \u2192 "
-                                f"{kind_label(after[d.slot])}" for d in rung.changed) or "nothing (same components)"
+            changed = "; ".join(f"{SLOT_LABELS[d.slot]}: {kind_label(before[d.slot], words=True)} \u2192 "
+                                f"{kind_label(after[d.slot], words=True)}" for d in rung.changed
+                                ) or "nothing (same components)"
             if base is not rungs[i - 1]:
                 changed = f"from {base.name}: {changed}"
         changed_html = f'<span style="display:inline-block;min-width:12em">{escape_text(changed)}</span>'
         name = f'{escape_text(rung.name)}<br><code>{escape_text(rung.spec_id)}</code>'
         if not rung.runs:
-            rows.append([name, changed_html, "no run in this build", "–", "–", "–", "–", "–"])
+            rows.append([name, changed_html, escape_text(_absent_words(rung)), "–", "–", "–", "–", "–"])
             continue
         ends = [c.end for c in rung.changes if c is not None]
         rows.append([name, changed_html, two_lines(str(len(rung.runs)),
@@ -178,7 +180,10 @@ def ladder_table_html(site: Site, ladder: str, rungs: list[Rung]) -> str:
 
 
 def ladder_figure_spec(rows: list[dict], rung_names: list[str], rung_colours: list[str], lane_domain: list[str],
-                       value: str, title: str, percent: bool, with_interval: bool) -> dict:
+                       value: str, title: str, percent: bool, with_interval: bool,
+                       absent: dict[str, str] | None = None) -> dict:
+    """One panel; a rung without a mark says why in its row (``absent``: rung name -> words,
+    "no run" when not given)."""
     import altair as alt
 
     colour = alt.Color("rung:N", scale=alt.Scale(domain=rung_names, range=rung_colours), legend=None)
@@ -202,7 +207,8 @@ def ladder_figure_spec(rows: list[dict], rung_names: list[str], rung_colours: li
         left = min(min(r.get("low", r[value]), r[value]) for r in rows)
         if with_interval:
             left = min(left, 0.0)
-        layers.append(alt.Chart(alt.Data(values=[{"rung": m, "at": left, "note": "no run"} for m in missing]))
+        layers.append(alt.Chart(alt.Data(values=[{"rung": m, "at": left, "note": (absent or {}).get(m, "no run")}
+                                                 for m in missing]))
                       .mark_text(align="left", dx=4, fontStyle="italic", opacity=0.7)
                       .encode(x="at:Q", y=y, text="note:N"))
     chart = alt.layer(*layers).properties(width="container", height=max(120, 30 * len(rung_names)),
@@ -240,7 +246,8 @@ def ladder_figure_html(site: Site, rungs: list[Rung]) -> str:
     for title, rows, value, pct, interval in charts:
         if not rows:
             continue
-        spec = ladder_figure_spec(rows, names, colours, lane_domain, value, title, pct, interval)
+        spec = ladder_figure_spec(rows, names, colours, lane_domain, value, title, pct, interval,
+                                  {r.name: "still training" for r in rungs if r.training and not r.runs})
         panels.append(f'<div class="unipo-course-panel" style="min-width:0">'
                       f'<p style="margin:0 0 .2em;font-weight:600">{escape_text(title)}</p>'
                       f"{vega_embed(spec, chart_id=site.chart_id(spec))}</div>")
@@ -257,16 +264,29 @@ def ablation_ladder_html(site: Site, ladder: str) -> str:
     rungs = ladder_rungs(site, ladder)
     if not rungs:
         return note_html(f"The {ladder} ladder of data/suite.yaml has no rungs.", "warning")
-    missing = [r.name for r in rungs if not r.runs]
+    missing = [r.name for r in rungs if not r.runs and not r.training]
+    training = [run for r in rungs for run in r.training]
     note = ""
+    if training:
+        note += note_html("Still training, so not shown yet (the end evaluation and the last tenth of a run exist "
+                          "only once it has finished): " + ", ".join(f"{run.id} ({training_text(run)})"
+                                                                    for run in training)
+                          + ". Rebuild when they finish.", "info")
     if missing:
-        note = note_html(f"No run in this build for: {', '.join(missing)}. Train them with `unipo suite` (or point "
+        note += note_html(f"No run in this build for: {', '.join(missing)}. Train them with `unipo suite` (or point "
                          "UNIPO_RUNS at a directory that holds them) and rebuild.", "warning")
     single = [r.name for r in rungs if len(r.runs) == 1]
     if single:
         note += note_html(f"One run (one seed) only: {', '.join(single)}. What these rungs show, and how they differ "
                           "from the rungs around them, rests on one seed.")
     return ladder_figure_html(site, rungs) + ladder_table_html(site, ladder, rungs) + note
+
+
+def _absent_words(rung: Rung) -> str:
+    """The Runs cell of a rung without a finished run."""
+    if rung.training:
+        return "; ".join(training_text(r) for r in rung.training)
+    return "no run in this build"
 
 
 @macro(html=True)

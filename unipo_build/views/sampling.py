@@ -35,7 +35,7 @@ from .dynamics import DASHES, x_encoding
 from .fmt import escape_text, fmt_num, fmt_pct, legend_html, note_html, table
 from .palette import algorithm_colour
 from .run_facts import course_runs
-from .seeds import algorithm_runs, seed_text
+from .seeds import algorithm_runs, seed_text, training_text
 from .series import edge_means, round_to, run_series
 from .site import AuthorError, Site, macro
 
@@ -203,6 +203,8 @@ def batch_filling_html(site: Site, runs: Sequence[str] | None) -> str:
     caption = ("Moving averages over the rollouts of each run (the run a chapter shows for each algorithm). The dotted "
                "rule marks the cap on sampling rounds per rollout. The third panel compares the accuracy of the "
                "groups the filter kept, which the update trains on, with that of every response generated.")
+    if any(r.progress() is not None for r in shown):
+        caption += " A run still training ends where it has got to."
     figure = f'<figure class="unipo-figure unipo-batch-filling">{legend}{grid}<figcaption>{escape_text(caption)}</figcaption></figure>'
     return figure + batch_table_html(site, shown) + (
         note_html("Not in this build: " + ", ".join(site.algorithm_name(m) for m in missing) + ".", "warning")
@@ -224,9 +226,10 @@ def batch_table_html(site: Site, shown: list[Run]) -> str:
             full = ("–" if fill.full is None else
                     f"{fmt_num(fill.full)} of {fmt_num(fill.rollouts)} ({fmt_pct(fill.full_frac)})")
             gpk = fill.generated_per_kept
+            training = training_text(run)
             rows.append([
-                escape_text(f"{site.run_label(run)}, {seed_text(run)}" if run.id != run.header.algorithm else
-                            f"{site.run_label(run)} ({seed_text(run)})"),
+                escape_text((f"{site.run_label(run)}, {seed_text(run)}" if run.id != run.header.algorithm else
+                             f"{site.run_label(run)} ({seed_text(run)})") + (f"; {training}" if training else "")),
                 escape_text(full),
                 escape_text("–" if fill.rounds_mean is None else
                             f"{fmt_num(fill.rounds_mean, 3)} (most {fmt_num(fill.rounds_max)}; cap "

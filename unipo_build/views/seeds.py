@@ -41,6 +41,23 @@ def runs_of(site: Site, name: str) -> tuple[Run | None, list[Run]]:
     return run, algorithm_runs(site, run.header.algorithm)
 
 
+def still_training(run: Run) -> tuple[int, int] | None:
+    """(rollouts logged, rollouts planned) for a run still training, else None (``Run.progress``)."""
+    return run.progress()
+
+
+def training_text(run: Run) -> str:
+    """'still training: 23 of 100 rollouts logged' (empty for a finished run)."""
+    progress = still_training(run)
+    return "" if progress is None else f"still training: {fmt_num(progress[0])} of {fmt_num(progress[1])} rollouts logged"
+
+
+def finished_runs(runs: Sequence[Run]) -> tuple[list[Run], list[Run]]:
+    """(the finished runs, the runs still training), each in the given order."""
+    training = [r for r in runs if still_training(r) is not None]
+    return [r for r in runs if still_training(r) is None], training
+
+
 def seed_text(run: Run) -> str:
     """'seed 0', or the run's id when its log records no seed."""
     return f"seed {run.header.seed}" if run.header.seed is not None else f"run {run.id}"

@@ -50,13 +50,19 @@ def raw_series(run: Run, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     table = run.reader.table
     rollout_level = metric_info(name).scope == "rollout"
     steps, values = table.series(name, first_in_rollout=rollout_level)
+    progress = run.progress()  # a run still training ends where it has got to, not at 1
     if rollout_level:
         index = np.searchsorted(table.steps, steps)
         positions = table.rollouts[index].astype(np.float64)
         span = max(1, int(table.rollouts[-1])) if table.n else 1
+        if progress is not None:
+            span = max(1, progress[1] - 1)
     else:
         positions = steps.astype(np.float64)
         span = max(1, int(table.steps[-1])) if table.n else 1
+        per_rollout = run.header.steps_per_rollout if run.header is not None else None
+        if progress is not None and per_rollout:
+            span = max(1, progress[1] * per_rollout - 1)
     return steps, values, positions / span
 
 

@@ -29,9 +29,10 @@ from typing import Sequence
 
 from .. import project
 from ..runs import Run
+from ..schema import LengthProbe
 from .fmt import escape_text, fmt_num, fmt_pct, note_html, table
 from .run_facts import course_runs
-from .seeds import seed_text
+from .seeds import algorithm_runs, and_list, seed_text
 from .site import AuthorError, Site, macro
 
 _SENTENCE = re.compile(r"(?<=\.)\s+")
@@ -178,14 +179,41 @@ def length_probe_summary_text(site: Site, run: Run | None, name: str) -> str:
             f"{fmt_num(p.within_group_sd, 3)} tokens on average (the standard deviation within a group).{band}")
 
 
-def length_probe_html(site: Site, runs: Sequence[str] | None) -> str:
+def probe_groups(site: Site, runs: Sequence[str] | None) -> list[tuple[list[Run], LengthProbe]]:
+    """Every run of the shown algorithms (all seeds) that has a probe, grouped by identical probes:
+    runs that start from the same warm start and sample the probe with the same seed measure the
+    same answers, and one row says so instead of repeating them."""
     found, _ = course_runs(site, runs)
+    groups: dict[str, tuple[list[Run], LengthProbe]] = {}
+    for shown in found:
+        for run in algorithm_runs(site, shown.header.algorithm):
+            p = run.header.length_probe
+            if p is not None:
+                groups.setdefault(p.model_dump_json(), ([], p))[0].append(run)
+    return list(groups.values())
+
+
+def _runs_cell(site: Site, runs: Sequence[Run], named: set[tuple[str, str]]) -> str:
+    """'GRPO (seed 0)'; 'REINFORCE, PPO and GRPO (seed 0)' when they share a seed. A run is named by
+    its algorithm, and by its id too when another run of the table has the same algorithm and seed
+    (``named``)."""
+    def label(r: Run) -> str:
+        return site.run_label(r) if (r.header.algorithm, seed_text(r)) in named else site.algorithm_name(
+            r.header.algorithm)
+
+    seeds = {seed_text(r) for r in runs}
+    if len(seeds) == 1:
+        return f"{and_list([label(r) for r in runs])} ({seeds.pop()})"
+    return and_list([f"{label(r)} ({seed_text(r)})" for r in runs])
+
+
+def length_probe_html(site: Site, runs: Sequence[str] | None) -> str:
+    groups = probe_groups(site, runs)
+    keys = [(r.header.algorithm, seed_text(r)) for members, _ in groups for r in members]
+    twice = {k for k in keys if keys.count(k) > 1}
     rows = []
-    for run in found:
-        p = run.header.length_probe
-        if p is None:
-            continue
-        rows.append([escape_text(f"{site.run_label(run)} ({seed_text(run)})"),
+    for members, p in groups:
+        rows.append([escape_text(_runs_cell(site, members, twice)),
                      escape_text(f"{fmt_num(p.prompts)} × {fmt_num(p.group_size)}"),
                      escape_text(fmt_num(p.median_length, 3)), escape_text(fmt_num(p.mean_length, 3)),
                      escape_text(fmt_num(p.within_group_sd, 3)),
@@ -196,11 +224,14 @@ def length_probe_html(site: Site, runs: Sequence[str] | None) -> str:
     if not rows:
         return note_html("No run of this build records a length probe (RunHeader.length_probe), so the length of the "
                          "starting policy's answers cannot be shown.")
-    return table(["Run", "Prompts × answers", "Median length", "Mean length", "Within-group sd", "Budget",
+    shared = (" Runs whose probes measured exactly the same figures (the same warm start, sampled with the same "
+              "seed) share a row." if any(len(m) > 1 for m, _ in groups) else "")
+    return table(["Runs", "Prompts × answers", "Median length", "Mean length", "Within-group sd", "Budget",
                   "In the overlong band", "At the budget", "Right"], rows,
                  caption="The starting policy's answers (length probe)", numeric=(1, 2, 3, 4, 5, 6, 7, 8)) + (
         "<p>Sampled before the first update. Lengths are in tokens; the within-group standard deviation is the mean "
-        "over prompts of the spread of one prompt's answers; the overlong band is the last fifth of the budget.</p>")
+        "over prompts of the spread of one prompt's answers; the overlong band is the last fifth of the budget."
+        f"{shared}</p>")
 
 
 @macro(html=True)

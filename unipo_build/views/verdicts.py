@@ -20,7 +20,7 @@ from ..heldout import HeldOutChange, accuracy_curve, problem_count, run_change
 from ..runs import Run
 from .fmt import escape_text, fmt_num, fmt_pct, fmt_signed_points, note_html, table, two_lines
 from .run_facts import course_runs, run_summary
-from .seeds import and_list, runs_of, seed_text, spread, with_seed
+from .seeds import and_list, runs_of, seed_text, spread, still_training, training_text, with_seed
 from .site import Site, macro
 
 MODES = ("greedy", "sampled")
@@ -78,9 +78,13 @@ def seeds_sentence(site: Site, run: Run, runs: Sequence[Run]) -> str:
     label = site.algorithm_name(run.header.algorithm)
     measured = [(r, changes_of(r)["greedy"]) for r in runs]
     measured = [(r, c) for r, c in measured if c is not None]
+    training = [r for r in runs if r is not run and still_training(r) is not None]
+    pending = ("" if not training else " Still training, so not counted yet: "
+               + and_list([f"{with_seed(r)}, {training_text(r).removeprefix('still training: ')}" for r in training])
+               + ".")
     if len(measured) <= 1:
         return (f"This rests on one seed: the build has no other {label} run with a held-out evaluation at start "
-                "and end, so how much of the change the seed decides cannot be told from it.")
+                "and end, so how much of the change the seed decides cannot be told from it." + pending)
     each = and_list([f"{fmt_signed_points(c.change)} ({seed_text(r)})" for r, c in measured])
     s = spread([c.change for _, c in measured])
     counts = {d: sum(1 for _, c in measured if c.direction == d) for d in ("up", "down", "flat")}
@@ -96,8 +100,8 @@ def seeds_sentence(site: Site, run: Run, runs: Sequence[Run]) -> str:
                  f"{counts['down']} dropped clearly" if counts["down"] else "",
                  f"{counts['flat']} showed no clear change" if counts["flat"] else ""]
         agree = and_list([p for p in parts if p]) + ", so the direction depends on the seed"
-    return (f"Across the {k} {label} runs of this build, the greedy change was {each} points: from "
-            f"{fmt_signed_points(s.low)} to {fmt_signed_points(s.high)} points, and {agree}.")
+    return (f"Across the {k} {'finished ' if training else ''}{label} runs of this build, the greedy change was {each} points: from "
+            f"{fmt_signed_points(s.low)} to {fmt_signed_points(s.high)} points, and {agree}.{pending}")
 
 
 def learning_verdict_text(site: Site, run: Run | None, name: str, runs: Sequence[Run] = ()) -> str:
@@ -105,6 +109,11 @@ def learning_verdict_text(site: Site, run: Run | None, name: str, runs: Sequence
         return f"There is no {name} run in this build, so nothing can be said about what it learned."
     changes = changes_of(run)
     greedy = changes["greedy"]
+    if greedy is None and still_training(run) is not None:
+        logged, planned = still_training(run)
+        return (f"The run {with_seed(run)} is still training ({fmt_num(logged)} of its {fmt_num(planned)} rollouts "
+                "logged), so it has no end-of-training evaluation yet: whether it learned can be judged once it "
+                "finishes and the site is rebuilt.")
     if greedy is None:
         return (f"The {run.id} log has no held-out evaluation at both start and end, so whether the run learned "
                 "cannot be judged from it (training reward alone can rise without the model getting better).")
@@ -294,7 +303,7 @@ def eval_compare_html(site: Site, runs: Sequence[str] | None = None) -> str:
             escape_text(f"{fmt_pct(g.start)} → {fmt_pct(g.end)}" if g else "–"),
             escape_text(change_cell(g)),
             escape_text(gained),
-            escape_text(DIRECTION_WORDS[g.direction] if g else "not evaluated"),
+            escape_text(DIRECTION_WORDS[g.direction] if g else training_text(run) or "not evaluated"),
             seeds_cell,
             escape_text(change_cell(sm)),
         ])
