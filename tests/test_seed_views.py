@@ -269,3 +269,17 @@ def test_a_run_still_training_ends_where_it_has_got_to_on_the_fraction_axis(trai
     assert fraction.tolist() == pytest.approx([0, 1 / 9, 2 / 9, 3 / 9])  # rollouts 0-3 of 0-9
     _, _, finished = raw_series(training_site.run("grpo"), "reward/mean")
     assert finished[-1] == 1.0
+
+
+def test_explorer_headline_compares_a_subset_evaluation_on_the_shared_problems():
+    from unipo_build.views.explorer import evals_html
+    full = heldout.EvalRecord(step=0, phase="start", n=20, accuracy_greedy=0.2, problems="eval rows 1-20",
+                              correct_greedy=START)  # 4 of 20 right, all of them in rows 1-4
+    subset = heldout.EvalRecord(step=8, phase="periodic", n=10, accuracy_greedy=0.6, problems="eval rows 1-10",
+                                correct_greedy="1110111000")
+    # rows 1-10 at the start: "1111000000", 40%; not 20% (the whole set) against 60% (the subset)
+    assert "Greedy accuracy <strong>40.0% → 60.0%</strong> on the 10 held-out problems both scored" in evals_html(
+        [full, subset])
+    end = full.model_copy(update={"step": 20, "phase": "end", "accuracy_greedy": 0.5})
+    assert "Greedy accuracy <strong>20.0% → 50.0%</strong> on the 20 held-out problems (step 0 to 20)" in evals_html(
+        [full, subset, end])

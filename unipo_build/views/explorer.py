@@ -42,6 +42,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from unipo_build import runlog
+from unipo_build.heldout import accuracy_curve
 from unipo_build.render import escape_text, json_data
 from unipo_build.runs import Run
 from unipo_build.schema import EvalRecord, metric_info
@@ -340,9 +341,19 @@ def evals_html(evals: Sequence[EvalRecord], max_rows: int = 8) -> str:
     start, end = evals[0], evals[-1]
     headline = ""
     if start.accuracy_greedy is not None and end.accuracy_greedy is not None and end is not start:
-        headline = (f'<p class="unipo-explorer__evals-headline">Greedy accuracy <strong>{_pct(start.accuracy_greedy)}'
-                    f" → {_pct(end.accuracy_greedy)}</strong> on {end.n:,} held-out problems "
-                    f"(step {start.step:,} to {end.step:,}).</p>")
+        a, b, n, on = start.accuracy_greedy, end.accuracy_greedy, end.n, "held-out problems"
+        if (start.problems, start.n) != (end.problems, end.n):
+            # e.g. the whole set at the start, a periodic subset last (a run still training): compare
+            # the two on the problems both scored, or not at all
+            curve = accuracy_curve([start, end])
+            if len(curve) == 2 and curve[0].common:
+                a, b, n, on = curve[0].accuracy, curve[1].accuracy, curve[0].n, "held-out problems both scored"
+            else:
+                a = None
+        if a is not None:
+            headline = (f'<p class="unipo-explorer__evals-headline">Greedy accuracy <strong>{_pct(a)}'
+                        f" → {_pct(b)}</strong> on the {n:,} {on} "
+                        f"(step {start.step:,} to {end.step:,}).</p>")
     def step_cell(e: EvalRecord) -> str:
         phase = {"start": "start", "end": "end"}.get(e.phase)
         return f"{e.step:,}" + (f' <span class="unipo-explorer__hint">{phase}</span>' if phase else "")

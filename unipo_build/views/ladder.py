@@ -190,7 +190,9 @@ def ladder_figure_spec(rows: list[dict], rung_names: list[str], rung_colours: li
     y = alt.Y("rung:N", sort=rung_names, title=None, scale=alt.Scale(domain=rung_names),
               axis=alt.Axis(labelLimit=150))
     offset = alt.YOffset("lane:N", scale=alt.Scale(domain=lane_domain, paddingOuter=0.6))
-    x_axis = alt.Axis(format=".0%" if percent else ("+~r" if with_interval else "~r"), tickCount=4)
+    # a signed change: "+10", "0", "−10" (d3's "+" format would write "+0")
+    x_axis = (alt.Axis(format="~r", tickCount=4, labelExpr="datum.value > 0 ? '+' + datum.label : datum.label")
+              if with_interval and not percent else alt.Axis(format=".0%" if percent else "~r", tickCount=4))
     tooltip = [alt.Tooltip("rung:N", title="Rung"), alt.Tooltip("seed:N", title="Run"),
                alt.Tooltip("text:N", title=title)]
     base = alt.Chart(alt.Data(values=rows))
@@ -242,7 +244,8 @@ def ladder_figure_html(site: Site, rungs: list[Rung]) -> str:
         rows = [{"rung": r.name, "lane": lane[(r.spec_id, run.id)], "seed": seed_text(run), "value": round(v, 6),
                  "text": fmt_num(v, 3)}
                 for r in rungs for run, v in zip(r.runs, r.finals[metric]) if v is not None]
-        charts.append((f"Final {column}", rows, "value", pct, False))
+        charts.append((f"Final {column}" + (" (tokens)" if metric == "length/mean" else ""), rows, "value", pct,
+                       False))
     for title, rows, value, pct, interval in charts:
         if not rows:
             continue
