@@ -257,10 +257,10 @@ def test_seed_bands_leave_out_runs_still_training_and_name_them(training_site):
     rows = spec["data"]["values"]
     assert {r["a"] for r in rows} == {"GRPO (2 runs)"}  # grpo-s2's 0.9 would lift the band's top
     assert max(r["hi"] for r in rows) < 0.9
-    assert ("Still training, so not drawn (a run's fraction of training and its last values mean something only once "
-            "it has finished): GRPO (grpo-s2, 4 of 10 rollouts), GSPO (gspo, 3 of 10 rollouts).") in html_lib.unescape(html)
+    assert ("Still training, so not drawn until it finishes: GRPO (grpo-s2, 4 of 10 rollouts), GSPO (gspo, 3 of 10 "
+            "rollouts).") in html_lib.unescape(html)
     only = B.seed_bands_html(training_site, ["reward/mean"], ["gspo"], "fraction")
-    assert "Every run of this build is still training: GSPO (gspo, 3 of 10 rollouts)" in only
+    assert "Every run this figure would draw is still training: GSPO (gspo, 3 of 10 rollouts)" in only
 
 
 def test_a_run_still_training_ends_where_it_has_got_to_on_the_fraction_axis(training_site):
@@ -283,3 +283,12 @@ def test_explorer_headline_compares_a_subset_evaluation_on_the_shared_problems()
     end = full.model_copy(update={"step": 20, "phase": "end", "accuracy_greedy": 0.5})
     assert "Greedy accuracy <strong>20.0% → 50.0%</strong> on the 20 held-out problems (step 0 to 20)" in evals_html(
         [full, subset, end])
+
+
+def test_runs_setup_speaks_of_the_runs_shown_and_of_runs_still_training(training_site):
+    from unipo_build.views.run_facts import runs_setup_text
+    text = runs_setup_text(training_site)
+    # four runs in the build, one shown per algorithm: not "the 2 runs of this build"
+    assert text.startswith("The 2 runs these pages show, one per algorithm, share the preset")
+    assert "the number of rollouts (GRPO 10, GSPO 3 of 10 so far)" in text
+    assert runs_setup_text(training_site, ["grpo"]).startswith("The run of this build")

@@ -204,7 +204,7 @@ def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms:
         if done:
             groups.append((run.header.algorithm, done))
     if not groups:
-        return note_html("Every run of this build is still training: " + _training_list(site, training) + ". The "
+        return note_html("Every run this figure would draw is still training: " + _training_list(site, training) + ". The "
                          "bands are drawn once runs finish; rebuild then.", "warning")
     extra: dict[str, str] = {}
     labels = [f"{site.algorithm_name(a)} ({len(rs)} run{'s' if len(rs) != 1 else ''})" for a, rs in groups]
@@ -266,8 +266,7 @@ def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms:
         missing_note = note_html("Not in this build: " + ", ".join(site.algorithm_name(m) for m in missing)
                                  + ". Their lines are missing from every panel.", "warning")
     if training:
-        missing_note += note_html("Still training, so not drawn (a run's fraction of training and its last values "
-                                  "mean something only once it has finished): " + _training_list(site, training)
+        missing_note += note_html("Still training, so not drawn until it finishes: " + _training_list(site, training)
                                   + ".", "info")
     grid = ('<div class="unipo-course-grid" style="display:grid;grid-template-columns:repeat(auto-fit,minmax(15rem,1fr));'
             'gap:1.2rem 1.6rem">' + "".join(panels) + "</div>")

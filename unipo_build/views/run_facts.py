@@ -274,6 +274,14 @@ def uniform_group_chance_value(p: float, group_size: int) -> float:
     return p ** group_size + (1.0 - p) ** group_size
 
 
+def _rollouts_word(run: Run) -> int | str:
+    """The run's rollouts; '70 of 100 so far' for a run still training."""
+    progress = run.progress()
+    if progress is None:
+        return run_summary(run)["rollouts"]
+    return f"{fmt_num(progress[0])} of {fmt_num(progress[1])} so far"
+
+
 def runs_setup_text(site: Site, runs: Sequence[str] | None = None) -> str:
     """A sentence on what the runs of this build share and where they differ."""
     found, missing = course_runs(site, runs)
@@ -281,7 +289,7 @@ def runs_setup_text(site: Site, runs: Sequence[str] | None = None) -> str:
         return "No runs are part of this build, so the figures below show notes instead of data."
     fields = [("the preset", lambda r: r.header.preset),
               ("the seed", lambda r: r.header.seed),
-              ("the number of rollouts", lambda r: run_summary(r)["rollouts"]),
+              ("the number of rollouts", _rollouts_word),
               ("G, the answers per prompt", lambda r: r.header.hyperparameters.get("group_size")),
               ("the prompts per rollout", lambda r: r.header.hyperparameters.get("prompts_per_step")),
               ("the generation budget", lambda r: r.header.hyperparameters.get("max_new_tokens")),
@@ -298,7 +306,10 @@ def runs_setup_text(site: Site, runs: Sequence[str] | None = None) -> str:
                                for r, v in zip(found, values))
             differ.append(f"{words} ({detail})")
     n = len(found)
-    head = "The run of this build" if n == 1 else f"The {n} runs of this build"
+    rungs = site.ablation_ids()
+    more = sum(1 for r in site.catalog.loaded() if r.header.algorithm not in rungs) > n and runs is None
+    head = ("The run of this build" if n == 1 else
+            f"The {n} runs these pages show, one per algorithm," if more else f"The {n} runs of this build")
     text = f"{head} share {join_words(same)}." if same else f"{head} share none of their main settings."
     if differ:
         text += f" They differ in {join_words(differ)}."
