@@ -161,7 +161,9 @@ def band_panel_spec(label: str, rows: list[dict], domain: list[str], colours: li
     import altair as alt
 
     x_title = "fraction of training" if axis == "fraction" else "response tokens generated"
-    x = alt.X("x:Q", title=x_title, axis=alt.Axis(tickCount=4, format="%" if axis == "fraction" else "~s"),
+    x_axis = (alt.Axis(tickCount=4, format="%") if axis == "fraction" else  # "0", not "0M", at the origin
+              alt.Axis(tickCount=4, format="~s", labelExpr="datum.value == 0 ? '0' : datum.label"))
+    x = alt.X("x:Q", title=x_title, axis=x_axis,
               scale=alt.Scale(nice=False, domain=[0, 1]) if axis == "fraction" else alt.Scale(nice=False))
     colour = alt.Color("a:N", scale=alt.Scale(domain=domain, range=colours), legend=None)
     y_fmt = ".2~%" if percent else "~r"
