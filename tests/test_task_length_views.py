@@ -82,7 +82,7 @@ def test_length_probe_facts(site):
 
 def test_length_probe_table_lists_the_runs_that_have_one(site):
     html = T.length_probe_html(site, ["grpo", "ppo"])
-    rows = re.findall(r"<tr>(.*?)</tr>", html)[1:]
+    rows = [re.sub(r"</?span[^>]*>", "", row) for row in re.findall(r"<tr>(.*?)</tr>", html)[1:]]
     assert len(rows) == 2  # every seed of GRPO; PPO has no probe
     assert re.findall(r"<td[^>]*>(.*?)</td>", rows[0]) == [
         "GRPO (seed 0)", "4 × 2", "24", "30", "6.5", "96 (4× the median)", "12.5%", "0.0%", "25.0%"]
@@ -92,7 +92,8 @@ def test_length_probe_table_lists_the_runs_that_have_one(site):
 
 def test_length_probe_table_gives_identical_probes_one_row(site):
     html = T.length_probe_html(site, ["grpo", "dapo"])
-    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row)[0] for row in re.findall(r"<tr>(.*?)</tr>", html)[1:]]
+    cells = [re.sub(r"</?span[^>]*>", "", re.findall(r"<td[^>]*>(.*?)</td>", row)[0])
+             for row in re.findall(r"<tr>(.*?)</tr>", html)[1:]]
     assert cells == ["GRPO and DAPO (seed 0)", "GRPO (seed 1)"]
     assert "share a row" in html
 

@@ -213,7 +213,9 @@ def length_probe_html(site: Site, runs: Sequence[str] | None) -> str:
     twice = {k for k in keys if keys.count(k) > 1}
     rows = []
     for members, p in groups:
-        rows.append([escape_text(_runs_cell(site, members, twice)),
+        # a list of algorithms: wide enough not to break "Dr. GRPO" across lines
+        rows.append([f'<span style="display:inline-block;min-width:13em">'
+                     f"{escape_text(_runs_cell(site, members, twice))}</span>",
                      escape_text(f"{fmt_num(p.prompts)} × {fmt_num(p.group_size)}"),
                      escape_text(fmt_num(p.median_length, 3)), escape_text(fmt_num(p.mean_length, 3)),
                      escape_text(fmt_num(p.within_group_sd, 3)),
