@@ -95,6 +95,8 @@ def test_length_probe_table_gives_identical_probes_one_row(site):
     cells = [re.sub(r"</?span[^>]*>", "", re.findall(r"<td[^>]*>(.*?)</td>", row)[0])
              for row in re.findall(r"<tr>(.*?)</tr>", html)[1:]]
     assert cells == ["GRPO and DAPO (seed 0)", "GRPO (seed 1)"]
+    site_names = T._runs_cell(site, [site.run("grpo-s1")], {("grpo", "seed 1")})
+    assert site_names == "GRPO\u00a0(grpo-s1) (seed 1)"  # named by id too when its algorithm and seed recur
     assert "share a row" in html
 
 

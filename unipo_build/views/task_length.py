@@ -197,9 +197,9 @@ def _runs_cell(site: Site, runs: Sequence[Run], named: set[tuple[str, str]]) -> 
     """'GRPO (seed 0)'; 'REINFORCE, PPO and GRPO (seed 0)' when they share a seed. A run is named by
     its algorithm, and by its id too when another run of the table has the same algorithm and seed
     (``named``)."""
-    def label(r: Run) -> str:
-        return site.run_label(r) if (r.header.algorithm, seed_text(r)) in named else site.algorithm_name(
-            r.header.algorithm)
+    def label(r: Run) -> str:  # one name never breaks across lines (no-break spaces)
+        return (site.run_label(r) if (r.header.algorithm, seed_text(r)) in named else site.algorithm_name(
+            r.header.algorithm)).replace(" ", "\u00a0")
 
     seeds = {seed_text(r) for r in runs}
     if len(seeds) == 1:
@@ -213,8 +213,7 @@ def length_probe_html(site: Site, runs: Sequence[str] | None) -> str:
     twice = {k for k in keys if keys.count(k) > 1}
     rows = []
     for members, p in groups:
-        # a list of algorithms: wide enough not to break "Dr. GRPO" across lines
-        rows.append([f'<span style="display:inline-block;min-width:13em">'
+        rows.append([f'<span style="display:inline-block;min-width:12em">'
                      f"{escape_text(_runs_cell(site, members, twice))}</span>",
                      escape_text(f"{fmt_num(p.prompts)} × {fmt_num(p.group_size)}"),
                      escape_text(fmt_num(p.median_length, 3)), escape_text(fmt_num(p.mean_length, 3)),
