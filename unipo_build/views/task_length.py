@@ -225,8 +225,8 @@ def length_probe_html(site: Site, runs: Sequence[str] | None) -> str:
     if not rows:
         return note_html("No run of this build records a length probe (RunHeader.length_probe), so the length of the "
                          "starting policy's answers cannot be shown.")
-    shared = (" Runs whose probes measured exactly the same figures (the same warm start, sampled with the same "
-              "seed) share a row." if any(len(m) > 1 for m, _ in groups) else "")
+    shared = (" Runs whose probes measured exactly the same figures share a row (runs with one seed start from "
+              "the same policy and sample the same answers)." if any(len(m) > 1 for m, _ in groups) else "")
     return table(["Runs", "Prompts × answers", "Median length", "Mean length", "Within-group sd", "Budget",
                   "In the overlong band", "At the budget", "Right"], rows,
                  caption="The starting policy's answers (length probe)", numeric=(1, 2, 3, 4, 5, 6, 7, 8)) + (
