@@ -276,8 +276,8 @@ def ablation_ladder_html(site: Site, ladder: str) -> str:
                                                                     for run in training)
                           + ". Rebuild when they finish.", "info")
     if missing:
-        note += note_html(f"No run in this build for: {', '.join(missing)}. Train them with `unipo suite` (or point "
-                         "UNIPO_RUNS at a directory that holds them) and rebuild.", "warning")
+        note += note_html(f"No run in this build for: {', '.join(missing)}. Train them with the unipo suite command (or "
+                          "point UNIPO_RUNS at a directory that holds them) and rebuild.", "warning")
     single = [r.name for r in rungs if len(r.runs) == 1]
     if single:
         note += note_html(f"One run (one seed) only: {', '.join(single)}. What these rungs show, and how they differ "
