@@ -466,13 +466,16 @@
         displayMath(fillStatuses(x[2].formula, pair)),
       ]);
     }));
-    var rows = data.slots.map(function (slot) {
+    var words = data.param_words || {};
+    var rows = [], same = [], sameSlots = [];
+    data.slots.forEach(function (slot) {
       var d = pair[slot];
       var head = el("p", { class: "unipo-diff-row-head" }, [badge(styles, d.status), " ",
         el("span", { class: "unipo-slot-name", text: data.slot_labels[slot] })]);
       if (d.status === "modified") {
-        var what = d.changed.length === 1 && d.changed[0] === "kind" ? "component" : "parameters: " + d.changed.join(", ");
-        head.appendChild(el("span", { class: "unipo-diff-changed", text: "changed " + what }));
+        var what = d.changed.length === 1 && d.changed[0] === "kind" ? "component"
+          : d.changed.map(function (c) { return words[c] || c.replace(/_/g, " "); }).join(", ");
+        head.appendChild(el("span", { class: "unipo-diff-changed", text: "changed: " + what }));
       }
       var which = d.status === "unchanged"
         ? [["both", A, a === b ? A.name : A.name + " and " + B.name]]
@@ -490,11 +493,24 @@
       if (d.status !== "unchanged" && why) {
         children.push(el("p", { class: "unipo-diff-why" }, [el("span", { class: "unipo-diff-algo", text: B.name }), " " + why]));
       }
-      return el("li", { class: "unipo-diff-row unipo-diff-" + d.status, "data-slot": slot, "data-status": d.status }, children);
+      var row = el("li", { class: "unipo-diff-row unipo-diff-" + d.status, "data-slot": slot, "data-status": d.status }, children);
+      if (d.status === "unchanged") {
+        same.push(row);
+        sameSlots.push(slot);
+      } else {
+        rows.push(row);
+      }
     });
+    // As compare.py unchanged_html: the unchanged slots folded into one line.
+    var folded = same.length ? el("details", { class: "unipo-diff-same" }, [
+      el("summary", null, [el("span", { class: "unipo-diff-unchanged" }, [badge(styles, "unchanged")]), " ",
+        el("span", { class: "unipo-diff-same-names", text: sameSlots.map(function (s) { return data.slot_labels[s]; }).join(", ") }), " ",
+        el("span", { class: "unipo-diff-same-hint", text: "(open for their formulas)" })]),
+      el("ol", { class: "unipo-diff-rows" }, same),
+    ]) : null;
     return el("div", { class: "unipo-compare", "data-a": a, "data-b": b }, [
       legend, diffSentence(A.name, B.name, pair, data.slots, styles),
-      formulas, el("ol", { class: "unipo-diff-rows" }, rows),
+      formulas, el("ol", { class: "unipo-diff-rows" }, rows), folded,
     ]);
   }
 
