@@ -167,7 +167,11 @@ def run_card_html(site: Site, run: Run | None, name: str) -> str:
         ("Finished", escape_text(_when(h.finished_at) if h.finished_at else "not finished")),
         ("Wall time", escape_text("–" if wall is None else f"{fmt_num(wall / 60.0, 3)} min")),
     ]
-    card = table(["Setting", "Value"], rows, caption=f"Run card: {h.run_id}")
+    # A grid of setting / value pairs (three columns on a wide page): a two-column table of 21
+    # rows is taller than a screen and mostly empty.
+    items = "".join(f'<div class="unipo-run-fact"><dt>{label}</dt><dd>{value}</dd></div>' for label, value in rows)
+    card = (f'<p class="unipo-run-card-title"><span class="unipo-label">Run card</span> {escape_text(h.run_id)}</p>'
+            f'<dl class="unipo-run-facts">{items}</dl>')
     evals = list(run.evals)
     if evals:
         eval_rows = [(escape_text(fmt_num(e.step)), escape_text(PHASE_WORDS.get(e.phase, e.phase)),
@@ -178,10 +182,16 @@ def run_card_html(site: Site, run: Run | None, name: str) -> str:
         n = evals[-1].n
         se = binomial_se(evals[-1].accuracy_greedy or 0.0, n)
         evals_table = table(["After update", "When", "Problems", "Greedy", "Sampled", "Mean length"], eval_rows,
-                       caption="Held-out evaluation", numeric=(0, 2, 3, 4, 5))
-        eval_html = evals_table + (f"<p>Each accuracy is measured on problems the run never trained on; with "
-                             f"{escape_text(fmt_num(n))} problems, one standard error of the final greedy "
-                             f"accuracy is about {escape_text(fmt_points(se))} percentage points.</p>")
+                            numeric=(0, 2, 3, 4, 5))
+        first, last = evals[0], evals[-1]
+        headline = (f"greedy accuracy {fmt_pct(first.accuracy_greedy)} \u2192 {fmt_pct(last.accuracy_greedy)}"
+                    if last is not first else f"greedy accuracy {fmt_pct(last.accuracy_greedy)}")
+        # Folded: the table has a row per evaluation (the explorer above shows a few of them).
+        eval_html = (f'<details class="unipo-run-evals"><summary>Held-out evaluation: {escape_text(headline)}, '
+                     f'{len(evals)} evaluation{"s" if len(evals) != 1 else ""}</summary>{evals_table}</details>'
+                     f"<p>Each accuracy is measured on problems the run never trained on; with "
+                     f"{escape_text(fmt_num(n))} problems, one standard error of the final greedy "
+                     f"accuracy is about {escape_text(fmt_points(se))} percentage points.</p>")
     else:
         eval_html = note_html("This log has no held-out evaluation: its training metrics alone cannot show whether "
                               "the model got better on unseen problems.")
