@@ -52,14 +52,40 @@
     var nodes = (root || pageRoot()).querySelectorAll(".arithmatex:not([data-unipo-rendered])");
     Array.prototype.forEach.call(nodes, function (el) {
       // Inside a closed <details> a formula is typeset when the reader opens it (a chapter's
-      // cards and folded rows hold thousands of KaTeX nodes nobody sees until then).
+      // cards and folded rows hold thousands of KaTeX nodes nobody sees until then); one far
+      // below or above the viewport when it comes within a screen of it. A chapter's formulas
+      // are some 7,000 DOM nodes: typesetting them all at load slows every later layout.
       if (el.closest("details:not([open])")) {
         el.setAttribute("data-unipo-rendered", "deferred");
+        return;
+      }
+      if (nearby && !nearViewport(el)) {
+        el.setAttribute("data-unipo-rendered", "deferred");
+        nearby.observe(el);
         return;
       }
       typeset(el);
     });
   }
+
+  var MARGIN = 0.5; // screens above and below the viewport typeset at once (the observer's margin)
+  function nearViewport(el) {
+    if (!el.getClientRects().length) return false; // not laid out (a hidden tab): when it shows
+    var rect = el.getBoundingClientRect();
+    var h = window.innerHeight || 800;
+    return rect.bottom >= -MARGIN * h && rect.top <= (1 + MARGIN) * h;
+  }
+
+  var nearby = window.IntersectionObserver ? new IntersectionObserver(function (entries) {
+    entries.forEach(function (entry) {
+      if (!entry.isIntersecting) return;
+      var el = entry.target;
+      nearby.unobserve(el);
+      if (el.getAttribute("data-unipo-rendered") !== "deferred" || !window.katex) return;
+      if (el.closest("details:not([open])")) return; // typeset when opened
+      typeset(el);
+    });
+  }, { rootMargin: MARGIN * 100 + "% 0px" }) : null;
 
   function typeset(el) {
     var tex = el.textContent.trim();
@@ -73,6 +99,8 @@
     }
     window.katex.render(tex, el, Object.assign({ displayMode: display }, KATEX_OPTIONS));
     el.setAttribute("data-unipo-rendered", "katex");
+    // A view that decorates its formulas (the explainer's clickable parts) hears when one is ready.
+    el.dispatchEvent(new CustomEvent("unipo:typeset", { bubbles: true }));
   }
 
   /** Typeset the formulas deferred inside ``root`` (a <details> just opened; the page, to print). */
@@ -181,9 +209,21 @@
       return Promise.resolve();
     }
     el.setAttribute("data-unipo-rendered", "pending");
+    var meta = spec.usermeta || {};
     var options = {
       actions: false,
-      renderer: "svg",
+      // SVG, unless a chart of thousands of marks asks for a canvas (usermeta.renderer)
+      renderer: meta.renderer === "canvas" ? "canvas" : "svg",
+      // usermeta.rangeSignals {domain signal: range signal}: the scale whose domain is the first
+      // parameter takes its range from the second, which a view script updates (Vega-Lite
+      // cannot take a range from a parameter).
+      patch: meta.rangeSignals ? function (vg) {
+        (vg.scales || []).forEach(function (scale) {
+          var domain = scale.domain && scale.domain.signal;
+          if (domain && meta.rangeSignals[domain]) scale.range = { signal: meta.rangeSignals[domain] };
+        });
+        return vg;
+      } : undefined,
       defaultStyle: false,
       config: chartConfig(),
       loader: sameOriginLoader(),
@@ -408,6 +448,10 @@
       return renderCharts(root);
     },
     renderMath: renderMath,
+    /** Typeset every formula deferred on the page (printing, tests that read every formula). */
+    renderAll: function () {
+      renderDeferred(document);
+    },
     /** The parsed JSON of a data element written by unipo_build.render.json_data. */
     data: readData,
     /** Draw `spec` (a Vega-Lite spec object) into `el`; it follows scheme toggles like the others. */
