@@ -7,8 +7,9 @@
   (see ``unipo_build.macros.protect_html``), and adds the view scripts the page's macros asked
   for (``macros.use_scripts``): a page without a Step Inspector loads no inspector code.
 - ``on_post_build``: copies the libraries' dist files into ``site/assets/vendor/``, so that
-  every page loads them from the site's own origin, and writes the palette
-  (``views/palette.py``) as ``assets/palette.css`` and ``assets/palette.json``.
+  every page loads them from the site's own origin, writes the palette
+  (``views/palette.py``) as ``assets/palette.css`` and ``assets/palette.json``, and puts the
+  search index's formulas as text (``views/search_text.py``).
 
 MkDocs loads this file by path, so it imports the package absolutely.
 """
@@ -24,7 +25,7 @@ from mkdocs.exceptions import PluginError
 
 from unipo_build import macros as unipo_macros
 from unipo_build import project, runs
-from unipo_build.views import palette
+from unipo_build.views import palette, search_text
 from unipo_build.views.common import site_root
 
 #: (npm package, path inside the package, path under site/assets/vendor/).
@@ -129,6 +130,9 @@ def on_post_build(config):
     (assets / "palette.css").write_text(palette.css(), encoding="utf-8")
     (assets / "palette.json").write_text(palette.as_json(), encoding="utf-8")
     write_view_scripts(assets)
+    index = Path(config.site_dir) / "search" / "search_index.json"
+    if index.is_file():
+        search_text.rewrite_index(index)
     node_modules = _node_modules(config)
     vendor = Path(config.site_dir) / "assets" / "vendor"
     for package, src, dest in VENDOR_FILES:
