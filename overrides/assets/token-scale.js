@@ -100,7 +100,32 @@
     return out;
   }
 
+  /** As token_scale.chart_scale: a chart's diverging colour scale fitted to its data (no minimum tint). */
+  function chartScale(ramps, values, dark, n) {
+    n = n || 9;
+    var scale = scaleFor({ kind: "signed" }, values);
+    var noTint = { diverging: ramps.diverging, diverging_dark: ramps.diverging_dark, sequential: ramps.sequential,
+      sequential_dark: ramps.sequential_dark, min_tint: 0 };
+    var domain;
+    if (scale.lo === scale.hi) {
+      domain = scale.lo === 0 ? [scale.lo - 1, scale.lo + 1] : [Math.min(0, scale.lo), Math.max(0, scale.lo)];
+    } else {
+      domain = [];
+      for (var k = 0; k < n; k++) domain.push(scale.lo + (scale.hi - scale.lo) * k / (n - 1));
+      if (scale.lo < 0 && scale.hi > 0 && domain.indexOf(0) < 0) {
+        domain.push(0);
+        domain.sort(function (a, b) { return a - b; });
+      }
+    }
+    return {
+      domain: domain,
+      range: domain.map(function (v) { return colourOf(noTint, scale, v, dark); }),
+      ticks: scale.lo < 0 && scale.hi > 0 ? [scale.lo, 0, scale.hi] : [scale.lo, scale.hi],
+    };
+  }
+
   var api = {
+    chartScale: chartScale,
     rampColour: rampColour, colouredValue: colouredValue, shownValue: shownValue, scaleFor: scaleFor,
     position: position, colourOf: colourOf, textColour: textColour, legendStops: legendStops,
   };

@@ -99,17 +99,17 @@ def scale_for(q: Quantity, values: Iterable[float]) -> Scale:
     return Scale("sequential", lo, hi, hi - lo)
 
 
-def position(scale: Scale, value: float) -> float:
+def position(scale: Scale, value: float, min_tint: float = MIN_TINT) -> float:
     """Where ``value`` sits on the ramp: -1..1 (diverging, 0 neutral) or 0..1 (sequential)."""
     if scale.kind == "diverging":
         if value == 0 or scale.half == 0 or math.isnan(value):
             return 0.0
         t = max(-1.0, min(1.0, value / scale.half))
-        return math.copysign(max(abs(t), MIN_TINT), t)
+        return math.copysign(max(abs(t), min_tint), t)
     if scale.half == 0:
         return 1.0 if scale.hi != 0 else 0.0  # one value on the whole step: drawn full (0 stays neutral)
     u = max(0.0, min(1.0, (value - scale.lo) / scale.half))
-    return MIN_TINT + (1.0 - MIN_TINT) * u
+    return min_tint + (1.0 - min_tint) * u
 
 
 def _rgb(colour: str) -> tuple[int, int, int]:
@@ -131,9 +131,9 @@ def ramps(dark: bool) -> tuple[Sequence[str], Sequence[str]]:
     return (DIVERGING_DARK, SEQUENTIAL_DARK) if dark else (DIVERGING, SEQUENTIAL)
 
 
-def colour(scale: Scale, value: float, dark: bool = False) -> str:
+def colour(scale: Scale, value: float, dark: bool = False, min_tint: float = MIN_TINT) -> str:
     diverging, sequential = ramps(dark)
-    t = position(scale, value)
+    t = position(scale, value, min_tint)
     if scale.kind == "diverging":
         return ramp_colour(diverging, (t + 1.0) / 2.0)
     return ramp_colour(sequential, t)
@@ -164,3 +164,19 @@ def legend_stops(scale: Scale, dark: bool = False, n: int = 9) -> list[tuple[flo
     if scale.lo == scale.hi:
         return [(scale.lo, colour(scale, scale.lo, dark))]
     return [(v, colour(scale, v, dark)) for v in (scale.lo + (scale.hi - scale.lo) * k / (n - 1) for k in range(n))]
+
+
+def chart_scale(values: Iterable[float], dark: bool = False, n: int = 9) -> dict:
+    """A chart's continuous diverging colour scale fitted to its data (the objective playground's
+    heat map): ``domain`` from the smallest value to the largest with 0 among them, ``range`` the
+    symmetric ramp's colours there (neutral exactly at 0), ``ticks`` the legend's values. No
+    minimum tint: a surface is continuous. playgrounds.js ``chartScale`` computes the same."""
+    scale = scale_for(Quantity("chart", "", "signed", "", ""), values)
+    if scale.lo == scale.hi:
+        domain = [scale.lo - 1.0, scale.lo + 1.0] if scale.lo == 0 else sorted([0.0, scale.lo])
+    else:
+        domain = [scale.lo + (scale.hi - scale.lo) * k / (n - 1) for k in range(n)]
+        if scale.lo < 0 < scale.hi:
+            domain = sorted(set(domain) | {0.0})
+    ticks = [scale.lo, 0.0, scale.hi] if scale.lo < 0 < scale.hi else [scale.lo, scale.hi]
+    return {"domain": domain, "range": [colour(scale, v, dark, 0.0) for v in domain], "ticks": ticks}
