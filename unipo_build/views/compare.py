@@ -88,21 +88,38 @@ def compare_html(a: AlgorithmSpec, b: AlgorithmSpec) -> str:
         why = comps_b[d.slot].explanation if d.status != "unchanged" else None
         if d.status == "unchanged":
             sides = _side_html(a, comps_a[d.slot], "both", f"{a.name} and {b.name}" if a.id != b.id else a.name)
+            head = (f'<p class="unipo-diff-row-head">{_badge(d.status)} <span class="unipo-slot-name">'
+                    f'{escape_text(SLOT_LABELS[d.slot])}</span></p>')
+            body = f'<div class="unipo-diff-sides">{sides}</div>'
         else:
             sides = _side_html(a, comps_a[d.slot], "a") + _side_html(b, comps_b[d.slot], "b")
+            # A changed slot is one line, what it was and what it is, that opens to both formulas
+            # and the second algorithm's reason (the coloured objectives above show where).
+            head = (f'<summary class="unipo-diff-row-head">{_badge(d.status)} <span class="unipo-slot-name">'
+                    f'{escape_text(SLOT_LABELS[d.slot])}</span> '
+                    f'<span class="unipo-diff-change">{escape_text(change_text(d.status, comps_a[d.slot], comps_b[d.slot]))}</span>'
+                    f'{changed}</summary>')
+            body = (f'<div class="unipo-diff-sides">{sides}</div>'
+                    + (f'<p class="unipo-diff-why"><span class="unipo-diff-algo">{escape_text(b.name)}</span> '
+                       f'{escape_text(why)}</p>' if why else ""))
+            head, body = f'<details class="unipo-diff-detail">{head}', body + "</details>"
         (same if d.status == "unchanged" else rows).append(
             f'<li class="unipo-diff-row unipo-diff-{d.status}" data-slot="{d.slot}" data-status="{d.status}">'
-            f'<p class="unipo-diff-row-head">{_badge(d.status)} <span class="unipo-slot-name">'
-            f'{escape_text(SLOT_LABELS[d.slot])}</span>{changed}</p>'
-            f'<div class="unipo-diff-sides">{sides}</div>'
-            + (f'<p class="unipo-diff-why"><span class="unipo-diff-algo">{escape_text(b.name)}</span> '
-               f'{escape_text(why)}</p>' if why else "")
-            + "</li>")
+            f'{head}{body}</li>')
     return (f'<div class="unipo-compare" data-a="{escape_text(a.id)}" data-b="{escape_text(b.id)}">'
             f'{legend_html()}{sentence_html(a.name, b.name, diffs)}'
             f'<div class="unipo-compare-formulas">{formulas}</div>'
             f'<ol class="unipo-diff-rows">{"".join(rows)}</ol>'
             f'{unchanged_html([d.slot for d in diffs if d.status == "unchanged"], same)}</div>')
+
+
+def change_text(status: str, a: Component, b: Component) -> str:
+    """A changed slot in words: 'batch baseline → critic (GAE): γ 1, λ 0.95' (explainer.js changeText)."""
+    if status == "added":
+        return kind_label(b)
+    if status == "removed":
+        return kind_label(a) + " \u2192 nothing"
+    return f"{kind_label(a)} \u2192 {kind_label(b)}"
 
 
 def unchanged_html(slots: list[str], rows: list[str]) -> str:

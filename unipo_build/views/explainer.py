@@ -128,6 +128,8 @@ def param_phrase(name: str, value: Any) -> str:
         return f"{value} estimator"
     if name in ("max_length", "cache_length", "normalizer") and isinstance(value, int):
         return f"{param_words(name)} {value} tokens"
+    if isinstance(value, str):
+        return f"{param_words(name)} {value.replace('_', ' ')}"
     return f"{param_words(name)} {_param_value(value)}"
 
 
@@ -135,11 +137,15 @@ def params_text(params: dict[str, Any]) -> str:
     return ", ".join(param_phrase(k, v) for k, v in params.items())
 
 
-def kind_label(component: Component) -> str:
-    """The registry's name for the kind, with its parameters in words: 'symmetric clip (ε 0.2)'."""
+#: Parameters a kind's label leaves out (details of the kind, not what sets it apart).
+MINOR_PARAMS = ("max_rounds", "value_clip", "cache_fraction")
+
+
+def kind_label(component: Component, hide: tuple[str, ...] = MINOR_PARAMS) -> str:
+    """The registry's name for the kind, with its parameters in words: 'symmetric clip: ε 0.2'."""
     name = component.kind.label or component.name.replace("_", " ")
-    shown = {k: v for k, v in component.params.items() if k not in ("max_rounds", "value_clip", "cache_fraction")}
-    return f"{name} ({params_text(shown)})" if shown else name
+    shown = {k: v for k, v in component.params.items() if k not in hide and v is not None}
+    return f"{name}: {params_text(shown)}" if shown else name
 
 
 def terms_html(uid: str, component: Component) -> str:
