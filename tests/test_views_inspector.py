@@ -139,11 +139,12 @@ def test_all_correct_group_contributes_nothing_but_kl(runs):
     assert ("Every advantage in this group is 0 (all 2 answers right), so its tokens push nothing through the policy "
             "gradient; its contribution is only the KL term") in grpo
     assert grpo.count("unipo-group-note--zero") == 1
-    # a teaching moment's inspector shows only its group's bar until the reader unfolds the list
+    # only the open group's bar shows until the reader unfolds the list (the moment's group here)
     assert '<div class="unipo-step-objective" data-folded>' in grpo
     assert re.search(r'<li class="unipo-bar-row unipo-bar-row--\w+ unipo-bar-row--open" data-group="1"', grpo)
     plain = I.step_inspector("test-grpo", step=0, catalog=runs)
-    assert "data-folded" not in plain and "unipo-group-note--zero" not in plain  # opens on group 0
+    assert "unipo-group-note--zero" not in plain  # opens on group 0
+    assert re.search(r'<li class="unipo-bar-row unipo-bar-row--\w+ unipo-bar-row--open" data-group="0"', plain)
     dapo_dir = runs / "test-dapo"
     from unipo_build.runlog import read_step_detail
     from unipo_build.runs import get_run

@@ -46,7 +46,7 @@ VIEW_SCRIPTS: dict[str, tuple[str, ...]] = {
     "explainer": ("unipo-math.js", "views-common.js", "explainer.js"),
     "inspector": ("unipo-math.js", "views-common.js", "token-scale.js", "inspector.js"),
     "explorer": ("views-common.js", "explorer.js"),
-    "playgrounds": ("unipo-math.js", "playgrounds-sim.js", "playgrounds.js"),
+    "playgrounds": ("unipo-math.js", "token-scale.js", "playgrounds-sim.js", "playgrounds.js"),
 }
 
 

@@ -142,8 +142,8 @@
     this.tokens = []; // [{node, group, response, t, tokens, text}] of the open group
     this.selected = null;
     this.mark = data.moment; // the moment to highlight on its step
-    // A teaching moment's inspector shows only its group's bar until the reader asks for all.
-    this.folded = !!data.moment;
+    // Only the open group's bar shows until the reader asks for all (16 groups are 300 px).
+    this.folded = true;
     this.requests = 0;
     this.active = false;
     V.runs[this.run] = { config: data.config, siteRoot: this.siteRoot, stepPath: data.step_path, algorithm: this.algorithm };
@@ -392,8 +392,8 @@
     var nDetailed = detail.prompts.filter(function (g) { return !g.filtered; }).length;
     var out = [
       el("p", { class: "unipo-step-j" }, ["Step objective ", el("strong", { text: jText(detail.objective) }),
-        ": the sum of the " + detail.groups.length + " groups' contributions in this update. The " + nDetailed +
-        " marked \u201ctokens\u201d were logged token by token: choose one to see it below."]),
+        ", the sum of the " + detail.groups.length + " groups' contributions; " + nDetailed +
+        " were logged token by token (marked \u201ctokens\u201d)."]),
     ];
     if (Math.abs(detail.objective) < NOISE) {
       out.push(el("details", { class: "unipo-step-note" }, [el("summary", { text: "Why is J \u2248 0?" }), el("p", { text: ZERO_OBJECTIVE_NOTE })]));
@@ -427,7 +427,7 @@
     var folded = this.folded && !!this.barsBox.querySelector(".unipo-bar-row--open");
     if (folded) this.barsBox.setAttribute("data-folded", "1");
     else this.barsBox.removeAttribute("data-folded");
-    this.barsToggle.hidden = !this.folded && !this.data.moment;
+    this.barsToggle.hidden = !this.barsBox.querySelector(".unipo-bar-row--open") || n < 2;
     this.barsToggle.setAttribute("aria-expanded", folded ? "false" : "true");
     this.barsToggle.textContent = folded ? "Show all " + n + " groups' contributions" : "Show only the open group's";
   };
@@ -500,7 +500,26 @@
     var zero = zeroAdvantageNote(g, this.data.config);
     if (zero) children.push(el("p", { class: "unipo-group-note unipo-group-note--zero", text: zero }));
     var columns = el("li", { class: "unipo-response-head", "aria-hidden": "true" }, RESPONSE_HEAD.map(function (t) { return el("span", { text: t }); }));
-    children.push(el("ol", { class: "unipo-responses" }, [columns].concat(g.responses.map(function (r) { return self.renderResponse(g, r); }))));
+    var list = el("ol", { class: "unipo-responses" }, [columns].concat(g.responses.map(function (r) { return self.renderResponse(g, r); })));
+    children.push(list);
+    // A teaching moment about one response (a clipped token, the longest wrong answer) shows it
+    // alone until the reader asks for the rest of its group.
+    var m = this.mark;
+    var focus = !this.showAll && m && m.step === this.detail.step && m.group === g.index && !g.filtered &&
+      m.response !== null && m.response !== undefined && g.responses.some(function (r) { return r.index === m.response; });
+    if (focus) {
+      Array.prototype.forEach.call(list.querySelectorAll(".unipo-response"), function (li) {
+        if (Number(li.getAttribute("data-response")) !== m.response) li.classList.add("unipo-response--folded");
+      });
+      var more = el("button", { type: "button", class: "unipo-btn unipo-responses-more",
+        text: "Show the group's other " + (g.responses.length - 1) + " responses" });
+      more.addEventListener("click", function () {
+        self.showAll = true;
+        Array.prototype.forEach.call(list.querySelectorAll(".unipo-response--folded"), function (li) { li.classList.remove("unipo-response--folded"); });
+        more.remove();
+      });
+      children.push(more);
+    }
     return el("section", { class: "unipo-group" + (g.filtered ? " unipo-group--filtered" : ""), id: this.uid + "-g" + groupKey(g),
       "data-group": g.index, "data-key": groupKey(g), "data-filtered": g.filtered ? "1" : null }, children);
   };

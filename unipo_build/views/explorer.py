@@ -316,7 +316,7 @@ def _controls_html(uid: str, series: RunSeries) -> str:
         'that one outlier would flatten, the full range for the others.">Scale '
         f'<select id="{uid}-scale" class="unipo-explorer__scale">'
         '<option value="auto" selected>automatic</option><option value="full">full range</option>'
-        '<option value="robust">robust (1st\u201399th percentile)</option></select></label>'
+        '<option value="robust">robust</option></select></label>'
         f'<label class="unipo-explorer__control" for="{uid}-mag">Magnify '
         f'<input type="range" id="{uid}-mag" class="unipo-explorer__mag" min="0" max="{len(mags) - 1}" step="1" value="0">'
         f' <output class="unipo-explorer__mag-out" for="{uid}-mag">{mags[0]}×</output></label>'
@@ -467,14 +467,13 @@ def explorer_html(run: Run, metrics: Sequence[str] | None = None, *, inspector: 
     payload = {"spec": spec, "data": _payload(run, series, selected)}
     n_tokens = len(run.token_steps())
     caption = (
-        f"{series.n_steps:,} steps, the first at the top, running clockwise. Each ring is one metric, from its "
-        "smallest value (inner edge) to its largest (outer edge), as the list beside the chart gives them; the "
-        "outermost ring is the first chip chosen. ")
+        f"{series.n_steps:,} steps clockwise from the top; each ring one metric, from its smallest value (inner "
+        "edge) to its largest (outer edge), the first chip outermost. ")
     # Mouse and touch readers are told what their device does (explorer.css shows one of the two).
-    how_mouse = ("Hover, or focus the chart and use the arrow keys, to read every ring at one step; click to open "
-                 f"the nearest logged step ({n_tokens:,} of {series.n_steps:,} steps have token data).")
+    how_mouse = ("Hover (or focus the chart and use the arrow keys) to read every ring at a step; click to open "
+                 f"the nearest logged step ({n_tokens:,} of {series.n_steps:,} have token data).")
     how_touch = ("Tap a ring to read every ring at that step and open the nearest logged step "
-                 f"({n_tokens:,} of {series.n_steps:,} steps have token data).")
+                 f"({n_tokens:,} of {series.n_steps:,} have token data).")
     boundary_note = (
         f"Ticks just outside the outer ring mark the {series.boundaries_total:,} rollout boundaries"
         + (f" ({len(series.boundaries):,} of them are embedded, one in {series.boundary_stride})"

@@ -220,9 +220,10 @@ def zero_advantage_note(group: PromptGroup, beta: float | None) -> str | None:
     return text + ": its contribution is 0."
 
 
-def group_html(uid: str, group: PromptGroup, beta: float | None = None) -> str:
+def group_html(uid: str, group: PromptGroup, beta: float | None = None, focus: int | None = None) -> str:
     """One logged group: head, prompt, answer, notes, and its responses as text (inspector.js
-    renders the same group token by token)."""
+    renders the same group token by token). ``focus``: a teaching moment's response, shown alone
+    until the reader asks for the others."""
     n = len(group.responses)
     n_correct = sum(1 for r in group.responses if r.correct)
     cls = "unipo-group unipo-group--filtered" if group.filtered else "unipo-group"
@@ -243,11 +244,16 @@ def group_html(uid: str, group: PromptGroup, beta: float | None = None) -> str:
     if zero:
         body.append(f'<p class="unipo-group-note unipo-group-note--zero">{escape_text(zero)}</p>')
     key = group_key(group)
+    focus = focus if any(r.index == focus for r in group.responses) else None
     items = "".join(
-        f'<li class="unipo-response"{_attrs(id=f"{uid}-g{key}-r{r.index}", data_response=r.index)}>'
+        f'<li class="unipo-response{" unipo-response--folded" if focus is not None and r.index != focus else ""}"'
+        f'{_attrs(id=f"{uid}-g{key}-r{r.index}", data_response=r.index)}>'
         f'{_response_meta(r)}<div class="unipo-tokens unipo-tokens--plain">{escape_text(r.text)}</div></li>'
         for r in group.responses)
     body.append(f'<ol class="unipo-responses">{RESPONSE_HEAD}{items}</ol>')
+    if focus is not None:
+        body.append(f'<p class="unipo-responses-more">The group\'s other {len(group.responses) - 1} responses are '
+                    'folded (the Step Inspector shows them with JavaScript).</p>')
     return (f'<section class="{cls}"{_attrs(id=f"{uid}-g{key}", data_group=group.index, data_key=key, data_filtered="1" if group.filtered else None)}>'
             f'{"".join(body)}</section>')
 
@@ -286,7 +292,7 @@ def j_text(value: float) -> str:
 
 def group_bars_html(uid: str, detail: StepDetail, config, open_key: str | None = None, folded: bool = False) -> str:
     """The step objective and each group's contribution as a bar list (every group of the update);
-    ``folded``: only the open group's bar shows (a teaching moment's inspector)."""
+    ``folded``: only the open group's bar shows (the others one click away in the browser)."""
     groups = list(detail.groups)
     largest = max((abs(g.contribution) for g in groups), default=0.0)
     beta = kl_in_loss_beta(config)
@@ -318,17 +324,17 @@ def group_bars_html(uid: str, detail: StepDetail, config, open_key: str | None =
     n_detailed = sum(1 for g in groups if g.detailed)
     folded = folded and bool(open_key) and any(str(g.index) == open_key for g in groups)
     return (f'<div class="unipo-step-objective"{" data-folded" if folded else ""}><p class="unipo-step-j">Step objective '
-            f'<strong>{escape_text(j_text(detail.objective))}</strong>: the sum of the {len(groups)} groups\' '
-            f'contributions in this update. The {n_detailed} marked \u201ctokens\u201d were logged token by token: '
-            'choose one to see it below.</p>'
+            f'<strong>{escape_text(j_text(detail.objective))}</strong>, the sum of the {len(groups)} groups\' '
+            f'contributions; {n_detailed} were logged token by token (marked \u201ctokens\u201d).</p>'
             + (f'<details class="unipo-step-note"><summary>Why is J \u2248 0?</summary><p>{escape_text(ZERO_OBJECTIVE_NOTE)}</p>'
                '</details>' if abs(detail.objective) < ZERO_OBJECTIVE else "")
             + f'<ul class="unipo-bars">{"".join(rows)}</ul>{filtered}</div>')
 
 
-def step_html(uid: str, detail: StepDetail, config, open_group: PromptGroup | None, folded: bool = False) -> str:
+def step_html(uid: str, detail: StepDetail, config, open_group: PromptGroup | None, folded: bool = False,
+              focus: int | None = None) -> str:
     """The server-rendered view of one step (no JavaScript needed to read it)."""
-    group = group_html(uid, open_group, kl_in_loss_beta(config)) if open_group is not None else ""
+    group = group_html(uid, open_group, kl_in_loss_beta(config), focus) if open_group is not None else ""
     open_key = group_key(open_group) if open_group is not None else None
     return (f'<div class="unipo-inspector-step"{_attrs(data_step=detail.step)}>'
             f'<p class="unipo-step-title">Step {detail.step} <span class="unipo-fact">rollout {detail.rollout}</span></p>'
@@ -427,5 +433,6 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
     return (f'<div class="unipo-inspector"{_attrs(id=uid, data_run=found.id, data_algorithm=found.header.algorithm, data_site_root=root, data_step=open_step, data_group=data["group"], data_moment=moment_attr)}>'
             f'{json_data(data, data_id=uid + "-data")}'
             f'{caption}{notes_html}<div class="unipo-inspector-controls" hidden></div>'
-            f'<div class="unipo-inspector-body">{step_html(uid, detail, config, open_group, chosen_moment is not None)}'
+            f'<div class="unipo-inspector-body">'
+            f'{step_html(uid, detail, config, open_group, folded=True, focus=shown_moment.response if shown_moment else None)}'
             '</div></div>')

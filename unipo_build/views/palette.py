@@ -57,6 +57,9 @@ ROLES: dict[str, tuple[str, str]] = {
     "estimator-k3": ("#009E73", "#009E73"),
     "pos": ("#4D9221", "#7FBC41"),
     "neg": ("#C51B7D", "#DE77AE"),
+    # the same signs as text (4.5:1 and more on the page and on a panel)
+    "pos-text": ("#276419", "#B8E186"),
+    "neg-text": ("#8E0152", "#F1B6DA"),
     "moment": ("#7B3294", "#C2A5CF"),
     "neutral": ("#8C8C8C", "#8C8C8C"),
     "ink": ("#1F1F1F", "#E8E8E8"),

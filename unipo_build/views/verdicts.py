@@ -170,8 +170,13 @@ def run_card_html(site: Site, run: Run | None, name: str) -> str:
     # A grid of setting / value pairs (three columns on a wide page): a two-column table of 21
     # rows is taller than a screen and mostly empty.
     items = "".join(f'<div class="unipo-run-fact"><dt>{label}</dt><dd>{value}</dd></div>' for label, value in rows)
-    card = (f'<p class="unipo-run-card-title"><span class="unipo-label">Run card</span> {escape_text(h.run_id)}</p>'
-            f'<dl class="unipo-run-facts">{items}</dl>')
+    # Folded to one line that names the run and its size: the settings are reference material.
+    gist = ", ".join(x for x in (site.algorithm_name(h.algorithm), f"{fmt_num(summary['steps'])} updates",
+                                 f"{fmt_num(summary['rollouts'])} rollouts" if summary["rollouts"] else "",
+                                 f"seed {h.seed}" if h.seed is not None else "") if x)
+    card = (f'<details class="unipo-run-card-details"><summary><span class="unipo-label">Run card</span> '
+            f'{escape_text(h.run_id)}: {escape_text(gist)} <span class="unipo-run-card-hint">(open for every '
+            f'setting)</span></summary><dl class="unipo-run-facts">{items}</dl></details>')
     evals = list(run.evals)
     if evals:
         eval_rows = [(escape_text(fmt_num(e.step)), escape_text(PHASE_WORDS.get(e.phase, e.phase)),
