@@ -124,7 +124,7 @@ def aggregation_spec() -> dict:
             "scale": {"domain": labels, "range": [[1, 0], [6, 3], [2, 2], [8, 3, 2, 3]]}}
     x = {"field": "l", "type": "quantitative", "title": "length of response 1 (tokens)",
          "scale": {"type": "log", "domain": [8, ls.MAX_LENGTH], "nice": False},
-         "axis": {"values": [8, 16, 32, 64, 128, 256, 512, 1024], "labelOverlap": "greedy"}}
+         "axis": {"values": [16, 64, 256, 1024], "labelOverlap": "greedy"}}
     common = [{"filter": "datum.o === other_len"}, {"flatten": ["l", "w", "sh"]}]
     return {
         "$schema": SCHEMA,

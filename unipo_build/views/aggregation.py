@@ -94,11 +94,11 @@ def slot_matrix_html(site: Site) -> str:
         for s in specs:
             text = _kind_text(s, slot)
             cell = escape_text(text)
-            cells.append(f'<span style="opacity:.6">{cell}</span>' if s.component(slot).is_none else cell)
+            cells.append(f'<span class="unipo-empty-slot">{cell}</span>' if s.component(slot).is_none else cell)
         rows.append(cells)
     # Seven algorithm columns: on a narrow page the table scrolls, its first column staying in view.
     return ('<div class="unipo-matrix">'
-            + table(head, rows, caption="Each algorithm's component in each slot (dimmed: the slot is empty)")
+            + table(head, rows, caption="Each algorithm's component in each slot (in italics: the slot is empty)")
             + "</div>")
 
 
