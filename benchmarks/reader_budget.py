@@ -17,7 +17,7 @@ Per page, in headless Chromium at 1280x900 on 127.0.0.1 (cache disabled, every l
   counted as the server wrote them, with their open group as text);
 - height: ``document.documentElement.scrollHeight`` at that moment, in CSS pixels;
 - first chart: ``performance.now()`` (milliseconds from navigation start) when the first SVG
-  ``path`` of any chart on the page exists, recorded by a script installed before the page's own
+  ``path`` (or the canvas of a chart drawn on one) of any chart on the page exists, recorded by a script installed before the page's own
   (DevTools Protocol, ``Page.addScriptToEvaluateOnNewDocument``); the median of ``--repeat`` loads;
 - view scripts: the ``assets/views/*.js`` the page loads, and the views it shows (inspector,
   explainer, explorer, playgrounds); a script without its view, or a view without its script,
@@ -67,7 +67,7 @@ FIRST_CHART_PROBE = """
 (function () {
   window.__unipoFirstChart = null;
   function check() {
-    if (window.__unipoFirstChart === null && document.querySelector('.unipo-vega svg path, .unipo-explorer__chart svg path')) {
+    if (window.__unipoFirstChart === null && document.querySelector('.unipo-vega svg path, .unipo-vega canvas, .unipo-explorer__chart svg path')) {
       window.__unipoFirstChart = performance.now();
       observer.disconnect();
     }

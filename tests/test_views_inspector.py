@@ -167,6 +167,24 @@ def test_step_and_moment_choice_with_notes(runs):
         I.step_inspector("test-grpo", moment="nope", catalog=runs)
 
 
+def test_a_moment_on_a_step_without_tokens_is_told_in_words(runs, monkeypatch):
+    from unipo_build.moments import Moment
+    monkeypatch.setattr(I, "run_moments", lambda run: {"max_kl_step": Moment("max_kl_step", step=3)})
+    html = I.step_inspector("test-grpo", moment="max_kl_step", catalog=runs)
+    assert 'data-step="2"' in html and "unipo-view-note" not in html  # a status line, not an admonition
+    line = re.search(r'<p class="unipo-inspector-status unipo-moment-note">(.*?)</p>', html).group(1)
+    assert line == (f"{I.MOMENT_LABELS['max_kl_step']} is at step 3, which has no token detail; showing the "
+                    "nearest step with tokens, 2.")
+    assert "max_kl_step" not in re.sub(r"<[^>]+>", "", html.replace(_template(html), ""))
+
+
+def test_a_dropped_groups_moment_folds_every_bar(runs):
+    html = I.step_inspector("test-dapo", moment="filtered_group", catalog=runs)
+    assert _data(html)["group"] == "1000f"
+    assert '<div class="unipo-step-objective" data-folded>' in html  # no bar is open: none shows
+    assert "unipo-bar-row--open" not in html and "Group 1000: 0/4 correct, dropped" in html
+
+
 def test_missing_run_is_a_note_not_an_error(runs, tmp_path):
     html = I.step_inspector("no-such-run", catalog=runs)
     assert "unipo-view-note" in html and "no run &#x27;no-such-run&#x27;" in html

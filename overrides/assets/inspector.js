@@ -230,17 +230,20 @@
       return el("span", { class: "unipo-control-pair" }, [el("label", { class: "unipo-control", for: forId, text: label }), control]);
     }
     controls.replaceChildren(
-      el("div", { class: "unipo-control-row", role: "group", "aria-label": "Step" }, [
-        el("span", { class: "unipo-control-pair" }, [this.prev, pair("Step", id + "-step", this.stepSelect), this.next]),
-        pair("Teaching moment", id + "-moment", this.momentSelect),
+      // the short controls share a row; the teaching moments' long names get the next
+      el("div", { class: "unipo-control-row" }, [
+        el("span", { class: "unipo-control-pair", role: "group", "aria-label": "Step" }, [this.prev, pair("Step", id + "-step", this.stepSelect), this.next]),
+        el("span", { class: "unipo-control-pair", role: "group", "aria-label": "Display" }, [
+          pair("Colour by", id + "-quantity", this.quantitySelect),
+          el("span", { class: "unipo-mode", role: "group", "aria-label": "Show responses as" }, this.modeButtons),
+        ]),
       ]),
-      el("div", { class: "unipo-control-row", role: "group", "aria-label": "Display" }, [
-        pair("Colour by", id + "-quantity", this.quantitySelect),
-        el("span", { class: "unipo-mode", role: "group", "aria-label": "Show responses as" }, this.modeButtons),
-      ]),
+      el("div", { class: "unipo-control-row" }, [pair("Teaching moment", id + "-moment", this.momentSelect)]),
       this.status
     );
     controls.hidden = false;
+    // the server's line on where the moment is: the status line says it from now on
+    Array.prototype.forEach.call(this.container.querySelectorAll(".unipo-moment-note"), function (n) { n.remove(); });
     this.prev.addEventListener("click", function () { self.move(-1); });
     this.next.addEventListener("click", function () { self.move(1); });
     this.stepSelect.addEventListener("change", function () { self.mark = null; self.open(Number(self.stepSelect.value), { push: true }); });
@@ -424,10 +427,12 @@
   Inspector.prototype.foldBars = function () {
     if (!this.barsBox) return;
     var n = this.detail.groups.length;
-    var folded = this.folded && !!this.barsBox.querySelector(".unipo-bar-row--open");
+    // a group is open: one of the bars, or a dropped group (then no bar shows, its list stays)
+    var open = !!this.barsBox.querySelector(".unipo-bar-row--open, .unipo-filtered-list .unipo-group-btn[aria-pressed='true']");
+    var folded = this.folded && open;
     if (folded) this.barsBox.setAttribute("data-folded", "1");
     else this.barsBox.removeAttribute("data-folded");
-    this.barsToggle.hidden = !this.barsBox.querySelector(".unipo-bar-row--open") || n < 2;
+    this.barsToggle.hidden = !open || n < 2;
     this.barsToggle.setAttribute("aria-expanded", folded ? "false" : "true");
     this.barsToggle.textContent = folded ? "Show all " + n + " groups' contributions" : "Show only the open group's";
   };

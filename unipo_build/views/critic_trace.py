@@ -203,7 +203,11 @@ def critic_trace_charts(trace: CriticTrace) -> tuple[dict, dict]:
         )
     )
     bottom = alt.layer(zero, bars).properties(width="container", height=90)
-    return top.to_dict(), bottom.to_dict()
+    # a point, a tick and a label per token: on a canvas, not hundreds of SVG nodes (tooltips still work)
+    top, bottom = top.to_dict(), bottom.to_dict()
+    for spec in (top, bottom):
+        spec["usermeta"] = {"renderer": "canvas"}
+    return top, bottom
 
 
 def critic_trace_caption(trace: CriticTrace) -> str:

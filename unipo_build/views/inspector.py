@@ -322,7 +322,8 @@ def group_bars_html(uid: str, detail: StepDetail, config, open_key: str | None =
         filtered = (f'<div class="unipo-filtered-list"><span class="unipo-label">Dropped by the sampling filter '
                     f'before this update ({len(detail.filtered_groups)} logged)</span><ul>{items}</ul></div>')
     n_detailed = sum(1 for g in groups if g.detailed)
-    folded = folded and bool(open_key) and any(str(g.index) == open_key for g in groups)
+    # folded whenever a group is open, a dropped one included (then no bar shows, the list stays)
+    folded = folded and bool(open_key) and any(group_key(g) == open_key for g in (*groups, *detail.filtered_groups))
     return (f'<div class="unipo-step-objective"{" data-folded" if folded else ""}><p class="unipo-step-j">Step objective '
             f'<strong>{escape_text(j_text(detail.objective))}</strong>, the sum of the {len(groups)} groups\' '
             f'contributions; {n_detailed} were logged token by token (marked \u201ctokens\u201d).</p>'
@@ -375,6 +376,7 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
                          "nothing for the Step Inspector to show.")
     uid = uid or _uid(found.id, step, moment, page_url)
     notes = []
+    status = ""  # where the moment is when its step has no tokens (the browser's status line says it too)
     moments = run_moments(found)
     chosen_moment = None
     open_step = steps[0]
@@ -388,8 +390,9 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
                 open_step = chosen_moment.step
             else:
                 open_step = nearest_step(steps, chosen_moment.step)
-                notes.append(f"The moment '{moment}' is at step {chosen_moment.step}, which has no token detail; "
-                             f"showing the nearest step with tokens, {open_step}.")
+                status = (f'<p class="unipo-inspector-status unipo-moment-note">{escape_text(MOMENT_LABELS.get(moment, moment))} '
+                          f'is at step {chosen_moment.step}, which has no token detail; showing the nearest step with '
+                          f'tokens, {open_step}.</p>')
     if step is not None:
         if step in steps:
             open_step = step
@@ -432,7 +435,7 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
     moment_attr = chosen_moment.name if chosen_moment is not None else None
     return (f'<div class="unipo-inspector"{_attrs(id=uid, data_run=found.id, data_algorithm=found.header.algorithm, data_site_root=root, data_step=open_step, data_group=data["group"], data_moment=moment_attr)}>'
             f'{json_data(data, data_id=uid + "-data")}'
-            f'{caption}{notes_html}<div class="unipo-inspector-controls" hidden></div>'
+            f'{caption}{notes_html}<div class="unipo-inspector-controls" hidden></div>{status}'
             f'<div class="unipo-inspector-body">'
             f'{step_html(uid, detail, config, open_group, folded=True, focus=shown_moment.response if shown_moment else None)}'
             '</div></div>')
