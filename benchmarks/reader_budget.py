@@ -200,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"built in {seconds:.1f} s", flush=True)
     try:
         pages = [p.strip("/") + "/" for p in args.page] if args.page else course_pages(site, args.all_pages)
+        if not pages:
+            print(f"not measured: no {'' if args.all_pages else 'course '}pages in {site} (is it a built site?)")
+            return 0
         load_before = load_average()
         started = time.strftime("%Y-%m-%d %H:%M")
         figures = measure(site, pages, args.repeat)
