@@ -721,7 +721,7 @@
       if (!vs) return;
       var v = q.transform === "exp" ? Math.exp(vs[item.t]) : vs[item.t];
       values.appendChild(el("div", { class: "unipo-readout-value" + (q.key === self.quantity ? " unipo-readout-value--current" : ""),
-        "data-key": q.key, "data-value": String(v) }, [el("dt", { text: q.label }), el("dd", { class: "unipo-num", text: q.kind === "signed" ? fmtSigned(v) : fmt(v) })]));
+        "data-key": q.key, "data-value": String(v) }, [el("dt", { text: q.label }), el("dd", { class: "unipo-num", text: q.kind === "signed" && q.transform !== "log" ? fmtSigned(v) : fmt(v) })]));  // a ratio has no sign
     });
     if (tk.weight) {
       values.appendChild(el("div", { class: "unipo-readout-value", "data-key": "weight", "data-value": String(tk.weight[item.t]) },
