@@ -357,6 +357,13 @@ def test_nothing_is_cut_off(open_page, driver, console_errors):
             assert "gradient" in matrix["shadow"], "a scrolling table shows a shadow where it continues"
         if width == 390:
             assert matrix["scroller"], "seven algorithm columns cannot fit 390 px: they should scroll"
+        # the family tree: it fits, or it scrolls inside its box with a shadow where it continues
+        open_page("", width=width)
+        tree = driver.execute_script("""const v = document.querySelector('.unipo-family-tree .unipo-vega');
+            const s = getComputedStyle(v);
+            return {overflows: v.scrollWidth > v.clientWidth + 1, scrolls: ['auto', 'scroll'].includes(s.overflowX),
+                    cue: s.backgroundImage, page: document.documentElement.scrollWidth - innerWidth};""")
+        assert tree["page"] <= 0 and (not tree["overflows"] or (tree["scrolls"] and "gradient" in tree["cue"]))
     # every display formula fits its box or scrolls inside it (PPO's GAE, DAPO's overlong penalty)
     for page in ("course/algorithms/ppo/", "course/algorithms/dapo/"):
         open_page(page)
