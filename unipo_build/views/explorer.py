@@ -468,7 +468,7 @@ def explorer_html(run: Run, metrics: Sequence[str] | None = None, *, inspector: 
     n_tokens = len(run.token_steps())
     caption = (
         f"{series.n_steps:,} steps clockwise from the top; each ring one metric, from its smallest value (inner "
-        "edge) to its largest (outer edge), outermost first as listed under \u201cRings, outside in\u201d. ")
+        "edge) to its largest (outer edge), in the order of the list \u201cRings, outside in\u201d. ")
     # Mouse and touch readers are told what their device does (explorer.css shows one of the two).
     how_mouse = ("Hover (or focus the chart and use the arrow keys) to read every ring at a step; click to open "
                  f"the nearest logged step ({n_tokens:,} of {series.n_steps:,} have token data).")
