@@ -1,5 +1,6 @@
 /*
- * UNIPO views: the Step Inspector (after views-common.js, token-scale.js and unipo-math.js).
+ * UNIPO views: the Step Inspector (after views-common.js, token-scale.js, unipo-math.js and
+ * inspector-tokens.js, which holds the selected token: its numbers and the keyboard).
  *
  * Each <div class="unipo-inspector"> written by unipo_build/views/inspector.py carries its run,
  * algorithm and site root as data attributes and, in <template id="<its id>-data">, the steps

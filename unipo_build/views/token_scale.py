@@ -13,7 +13,7 @@ green half, never a pink half no token has. Any nonzero value is drawn at least 
 the group's background; exact zeros take the scale's neutral centre.
 
 Dark pages use the palette's dark ramps (neutral dark centre, bright ends), so near-zero tokens
-are not white strips on a dark page. The browser's port is ``overrides/assets/inspector.js``
+are not white strips on a dark page. The browser's port is ``overrides/assets/token-scale.js``
 (``scaleFor``, ``colourOf``); tests/browser/test_inspector.py holds the two equal.
 """
 
