@@ -98,7 +98,7 @@ npm_ci() {
   if [ -f "$stamp_file" ] && [ "$(cat "$stamp_file")" = "$stamp" ]; then
     return 0
   fi
-  say "npm ci (KaTeX, Vega, Vega-Lite, vega-embed)"
+  say "npm ci (KaTeX, Vega, Vega-Lite, vega-embed, vega-interpreter)"
   (cd "$REPO_ROOT" && quiet npm ci --no-audit --no-fund --loglevel=error)
   echo "$stamp" >"$stamp_file"
 }

@@ -15,6 +15,7 @@ from unipo_build.runlog import RunWriter
 from unipo_build.schema import (
     EvalRecord,
     GroupSummary,
+    Hyperparameters,
     ModelInfo,
     PromptGroup,
     Response,
@@ -158,8 +159,8 @@ def write_metric_run(run_dir: Path, algorithm: str, *, seed: int = 0, rollouts: 
     config = resolve(load_spec(SPEC_DIR / f"{algorithm}.yaml"), max_new_tokens=max_new_tokens)
     header = make_header("grpo").model_copy(update={
         "algorithm": config.id, "run_id": run_dir.name, "algorithm_config": config, "seed": seed,
-        "hyperparameters": {"lr": 0.0001, "group_size": 4, "max_new_tokens": max_new_tokens,
-                            "epochs": steps_per_rollout, "minibatches": 1}})
+        "hyperparameters": Hyperparameters(lr=0.0001, group_size=4, max_new_tokens=max_new_tokens,
+                                           epochs=steps_per_rollout, minibatches=1)})
     writer = RunWriter(run_dir, header)
     rng = np.random.default_rng(1000 + seed)
     for record in evals:

@@ -102,9 +102,25 @@ class MacroEnv:
 
 
 def bound_macros(runs_dir: Path | None = None) -> dict:
-    """name -> the site's macro bound to a build whose runs are ``runs_dir`` (the project's by default)."""
+    """name -> the site's macro bound to a build whose runs are ``runs_dir`` (the project's by default).
+
+    A text macro (``views.site``: neither ``html`` nor ``markdown``) gives its words as a reader
+    reads them: the binding HTML-escapes them for the page, which is undone here."""
+    import functools
+    import html
+
     from unipo_build import macros
+    from unipo_build.views.site import MACROS
 
     env = MacroEnv(runs_dir)
     macros.define_env(env)
-    return env.macros
+
+    def as_text(fn):
+        @functools.wraps(fn)
+        def text(*args, **kwargs):
+            out = fn(*args, **kwargs)
+            return html.unescape(out) if isinstance(out, str) else out
+        return text
+
+    return {name: as_text(fn) if name in MACROS and not (MACROS[name].html or MACROS[name].markdown) else fn
+            for name, fn in env.macros.items()}

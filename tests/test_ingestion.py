@@ -46,7 +46,7 @@ def _train(out: Path, checkpoint: Path) -> Path:
     original = rl.score_response
     rl.score_response = coin_flip_score
     try:
-        opts = rl.TrainOptions(algorithm="grpo", steps=1, model=str(checkpoint), out=str(out), progress=False,
+        opts = rl.TrainOptions(algorithm="grpo", steps=2, model=str(checkpoint), out=str(out), progress=False,
                                eval_n=8, detail_every=1,
                                rl_overrides={"prompts_per_step": 4, "group_size": 4, "max_new_tokens": 12})
         return Path(rl.train(opts))

@@ -348,11 +348,15 @@ def test_schema_reference_lists_every_model_and_field():
             for field in model.get("properties", {}):
                 assert f"<td><code>{field}</code></td>" in md, (name, field)
     assert "<td><code>return</code></td>" in md and "return_" not in md.split("<details")[0]
-    assert "<td><code>run_id</code></td><td>string matching <code>^[A-Za-z0-9][A-Za-z0-9_.-]*$</code></td><td>yes</td>" in md
+    assert "<td><code>run_id</code></td><td>string matching <code>^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$</code></td><td>yes</td>" in md
     assert '<td><code>task</code></td><td><a href="#schema-header-taskinfo">TaskInfo</a></td><td>yes</td>' in md
-    assert "<td><code>metrics</code></td><td>object of number or null</td><td>no</td>" in md
+    # bounds as the prose writes them (unipo_build.limits), not as raw floats
+    assert "<td><code>metrics</code></td><td>object of number within ±10<sup>15</sup> or null</td><td>no</td>" in md
+    assert "<td><code>name</code></td><td>string of at most 4,096 characters</td><td>yes</td>" in md
+    assert "<td><code>logp</code></td><td>array of number \u2265 \u2212300, \u2264 0.001</td>" in md
+    assert "<td><code>explanation</code></td>" not in md  # specs are not run files
     assert "<td><code>clip</code></td><td>array of one of <code>-1</code>, <code>0</code>, <code>1</code></td>" in md
-    assert "<td><code>step</code></td><td>integer \u2265 0</td><td>yes</td>" in md
+    assert "<td><code>step</code></td><td>integer \u2265 0, \u2264 2<sup>53</sup> \u2212 1</td><td>yes</td>" in md
     assert "Unknown fields are kept" in md
 
 
@@ -373,6 +377,11 @@ def test_schema_reference_raw_json_schema_is_complete():
     ({"type": "integer", "minimum": 0}, "integer \u2265 0"),
     ({"type": "number", "minimum": 0, "maximum": 1}, "number \u2265 0, \u2264 1"),
     ({"type": "number", "exclusiveMinimum": 0}, "number &gt; 0"),
+    ({"type": "number", "minimum": -1e15, "maximum": 1e15}, "number within \u00b110<sup>15</sup>"),
+    ({"type": "integer", "minimum": -(2**53 - 1), "maximum": 2**53 - 1},
+     "integer within \u00b1(2<sup>53</sup> \u2212 1)"),
+    ({"type": "string", "maxLength": 4096}, "string of at most 4,096 characters"),
+    ({"type": "string", "minLength": 1, "maxLength": 100000}, "string of at least 1 and at most 100,000 characters"),
     ({"enum": ["start", "end"]}, 'one of <code>&quot;start&quot;</code>, <code>&quot;end&quot;</code>'),
     ({"const": "unipo-run/1"}, 'exactly <code>&quot;unipo-run/1&quot;</code>'),
     ({"type": "string", "format": "date-time"}, "string (date-time)"),

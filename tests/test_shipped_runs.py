@@ -154,7 +154,7 @@ def test_dynamic_sampling_fills_every_batch():
     batch keeps prompts_per_step x group_size, unless the round cap stopped the refill."""
     path = _run("dapo")
     header = runlog.read_header(path)
-    full = header.hyperparameters["prompts_per_step"] * header.hyperparameters["group_size"]
+    full = header.hyperparameters.prompts_per_step * header.hyperparameters.group_size
     cap = header.algorithm_config.components["filter"].params.get("max_rounds", 10)
     rollouts = [r.metrics for r in runlog.iter_steps(path) if r.first_in_rollout]
     kept = [round(m["sampled/tokens"] / m["sampled/length"] / m["sampling/generated_per_kept"]) for m in rollouts]

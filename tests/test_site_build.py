@@ -93,7 +93,7 @@ def test_browser_libraries_are_pinned_exactly(repo_root):
     package = json.loads((repo_root / "package.json").read_text())
     lock = json.loads((repo_root / "package-lock.json").read_text())
     pins = package["dependencies"]
-    assert set(pins) == {"vega", "vega-lite", "vega-embed", "katex"}
+    assert set(pins) == {"vega", "vega-lite", "vega-embed", "vega-interpreter", "katex"}
     for name, version in pins.items():
         assert re.fullmatch(r"\d+\.\d+\.\d+", version), f"{name}: {version} is not an exact version"
         assert lock["packages"][f"node_modules/{name}"]["version"] == version

@@ -162,7 +162,7 @@ def _random_tokens(rng: np.random.Generator, n: int, *, with_ref: bool, with_kl:
         mask[-padded:] = 0
     return TokenArrays(
         ids=list(range(n)), text=[f"t{i}" for i in range(n)], logp=logp.tolist(), old_logp=old.tolist(),
-        ref_logp=(old + rng.normal(0, 0.3, n)).tolist() if with_ref else None,
+        ref_logp=np.minimum(old + rng.normal(0, 0.3, n), -1e-4).tolist() if with_ref else None,
         advantage=adv.tolist(), kl=rng.uniform(-0.2, 0.4, n).tolist() if with_kl else None,
         ratio=[1.0] * n, clip=[0] * n, weight=[0.01] * n, objective=[0.0] * n, mask=mask.tolist())
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from . import project, runlog
+from .reader import check_run
 from .specs import SpecError, ablation_spec_paths, load_spec, load_specs
 
 
@@ -30,9 +31,21 @@ def _known_algorithms() -> set[str] | None:
         return {p.stem for p in directory.glob("*.yaml")} | ablations
 
 
-def validate_path(path: Path, known: set[str] | None) -> list[str]:
-    """Validate a spec file, a run directory, a directory of runs, or one file of a run."""
-    if path.suffix in (".yaml", ".yml"):
+def validate_path(path: Path, known: set[str] | None, warnings: list[str] | None = None) -> list[str]:
+    """Validate a spec file, a run directory, a directory of runs, or one file of a run.
+
+    Returns one line per problem; warnings (an empty run, an ignored file) go to ``warnings``.
+    A run directory goes through reader.check_run, the loader the site build uses too.
+    """
+    warnings = warnings if warnings is not None else []
+    try:
+        return _validate_path(path, known, warnings)
+    except OSError as err:
+        return [f"{path}: cannot be read: {err.strerror or err}"]
+
+
+def _validate_path(path: Path, known: set[str] | None, warnings: list[str]) -> list[str]:
+    if path.suffix in (".yaml", ".yml") and not path.is_dir():
         try:
             load_spec(path)
             return []
@@ -40,14 +53,16 @@ def validate_path(path: Path, known: set[str] | None) -> list[str]:
             return str(err).splitlines()
     if path.is_dir():
         if (path / runlog.HEADER).exists() or (path / runlog.STEPS).exists():
-            return [str(e) for e in runlog.validate_run(path, known_algorithms=known)]
+            check = check_run(path, known_algorithms=known)
+            warnings += [f"warning: {w}" for w in check.warnings]
+            return [str(e) for e in check.errors]
         runs = [p for p in sorted(path.iterdir()) if p.is_dir()]
         specs = sorted(path.glob("*.yaml"))
         if not runs and not specs:
             return [f"{path}: neither a run directory (no header.json) nor a directory of runs or specs"]
         problems = []
         for sub in runs + specs:
-            problems += validate_path(sub, known)
+            problems += _validate_path(sub, known, warnings)
         return problems
     if not path.exists():
         return [f"{path}: no such file or directory"]
@@ -56,12 +71,16 @@ def validate_path(path: Path, known: set[str] | None) -> list[str]:
         if path.name == runlog.HEADER:
             runlog.read_header(run_dir)
         elif path.name == runlog.STEPS:
-            for _ in runlog.iter_steps(run_dir):
-                pass
+            if not any(True for _ in runlog.iter_steps(run_dir)):
+                warnings.append(f"warning: {path}: no steps logged yet: an empty run")
         elif path.name == runlog.EVALS:
             list(runlog.iter_evals(run_dir))
         elif path.parent.name == runlog.TOKENS_DIR and path.suffix == ".json":
-            runlog.read_json_model(path, runlog.StepDetail)
+            step = runlog.token_step_of(path.name)
+            if step is None:
+                runlog.read_json_model(path, runlog.StepDetail)
+            else:
+                runlog.read_step_detail(run_dir, step)  # its step must be the one its name says
         else:
             return [f"{path}: not a spec (.yaml) or a file of a run log (header.json, steps.jsonl, evals.jsonl, tokens/step_*.json)"]
     except runlog.LogErrors as err:
@@ -75,13 +94,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
     known = _known_algorithms()
     failed = False
     for raw in args.paths:
-        problems = validate_path(Path(raw), known)
+        warnings: list[str] = []
+        problems = validate_path(Path(raw), known, warnings)
+        for line in warnings:
+            print(line, file=sys.stderr)
         if problems:
             failed = True
             for line in problems:
                 print(line, file=sys.stderr)
         elif not args.quiet:
-            print(f"{raw}: valid")
+            print(f"{raw}: valid" + (" (with warnings)" if warnings else ""))
     return 1 if failed else 0
 
 
@@ -92,7 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="check run logs and algorithm specs against the schema",
                        description="Validate algorithm specs (.yaml), run directories, directories of runs, or single run files. "
                                    "Exit 0 when everything is valid, 1 otherwise, with one line per problem naming file, line/step, "
-                                   "prompt/response and field.")
+                                   "prompt/response and field. Warnings (an empty run, an ignored file) start with 'warning:' "
+                                   "and do not fail. The site build reads runs with the same checks and skips a run that fails "
+                                   "them (or fails under UNIPO_STRICT_RUNS=1).")
     p.add_argument("paths", nargs="+")
     p.add_argument("-q", "--quiet", action="store_true", help="print only problems")
     p.set_defaults(func=cmd_validate)

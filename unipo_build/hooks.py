@@ -2,14 +2,18 @@
 
 - ``on_config``: checks that ``node_modules`` holds the browser libraries at the versions
   pinned in ``package.json`` and that Vega-Lite matches Altair's schema, and that the runs the
-  build is pointed at exist (``UNIPO_RUNS`` or ``extra.unipo_runs``: ``unipo_build.runs``).
+  build is pointed at exist (``UNIPO_RUNS`` or ``extra.unipo_runs``: ``unipo_build.runs``);
+  under ``UNIPO_STRICT_RUNS=1`` fails the build, with the validator's messages, if a run cannot
+  be read.
 - ``on_page_content``: puts back the HTML that macros protected from Markdown
   (see ``unipo_build.macros.protect_html``), and adds the view scripts the page's macros asked
   for (``macros.use_scripts``): a page without a Step Inspector loads no inspector code.
+- ``on_post_page`` / ``on_post_template``: put the hashes of the theme's inline scripts into the
+  page's Content-Security-Policy (``unipo_build.csp``).
 - ``on_post_build``: copies the libraries' dist files into ``site/assets/vendor/``, so that
-  every page loads them from the site's own origin, writes the palette
-  (``views/palette.py``) as ``assets/palette.css`` and ``assets/palette.json``, and puts the
-  search index's formulas as text (``views/search_text.py``).
+  every page loads them from the site's own origin (vega-interpreter's ES module converted to a
+  classic script), writes the palette (``views/palette.py``) as ``assets/palette.css`` and
+  ``assets/palette.json``, and puts the search index's formulas as text (``views/search_text.py``).
 
 MkDocs loads this file by path, so it imports the package absolutely.
 """
@@ -23,6 +27,7 @@ from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 
+from unipo_build import csp
 from unipo_build import macros as unipo_macros
 from unipo_build import project, runs
 from unipo_build.views import palette, search_text
@@ -40,6 +45,13 @@ VENDOR_FILES: list[tuple[str, str, str]] = [
     ("katex", "dist/katex.min.css", "katex/katex.min.css"),
     ("katex", "dist/fonts", "katex/fonts"),
     ("katex", "LICENSE", "katex/LICENSE"),
+    ("vega-interpreter", "LICENSE", "vega-interpreter/LICENSE"),
+]
+
+#: (npm package, ES module inside the package, classic script under site/assets/vendor/): files
+#: converted rather than copied (see unipo_build.csp.classic_interpreter).
+CONVERTED_FILES: list[tuple[str, str, str]] = [
+    ("vega-interpreter", "build/vega-interpreter.js", "vega-interpreter/vega-interpreter.js"),
 ]
 
 FIX = "run `npm ci` in the repository root (or `bash .ci/setup-site.sh`)"
@@ -76,7 +88,7 @@ def check_vendor(config) -> None:
                 f"{node_modules / package} is version {found} but package.json pins "
                 f"{pins.get(package)}: {FIX}."
             )
-    for package, src, _ in VENDOR_FILES:
+    for package, src, _ in VENDOR_FILES + CONVERTED_FILES:
         path = node_modules / package / src
         if not path.exists():
             raise PluginError(f"Missing browser library file {path}: {FIX}.")
@@ -96,10 +108,17 @@ def check_vendor(config) -> None:
 
 def on_config(config):
     check_vendor(config)
+    # The policy without script hashes, for overrides/main.html (the hashes come per page).
+    config.extra["unipo_csp"] = csp.policy()
     try:
-        runs.runs_source(_project_dir(config), config.extra)
+        source = runs.runs_source(_project_dir(config), config.extra)
     except (runs.RunsError, project.ProjectError) as err:
         raise PluginError(str(err)) from None
+    # UNIPO_STRICT_RUNS=1: a run that cannot be read fails the build here, with the validator's
+    # messages, before any page is rendered.
+    failure = runs.strict_failure(source)
+    if failure:
+        raise PluginError(failure)
     return config
 
 
@@ -123,6 +142,22 @@ def write_view_scripts(assets: Path) -> None:
         (out / f"{name}.js").write_text("\n".join(parts), encoding="utf-8")
 
 
+def on_post_page(output, page, config):
+    """Add the hashes of the theme's inline scripts (not the page content's) to the page's policy."""
+    try:
+        return csp.apply(output, page.content)
+    except csp.MissingPolicy as err:
+        raise PluginError(f"{page.file.src_uri}: {err}: the site's theme override (overrides/main.html) writes "
+                          "it; keep `theme.custom_dir: overrides`") from None
+
+
+def on_post_template(output_content, template_name, config):
+    """Static pages of the theme (404.html): the same policy, every inline script is the theme's."""
+    if template_name.endswith(".html") and csp.META_START in output_content:
+        return csp.apply(output_content, None)
+    return output_content
+
+
 def on_post_build(config):
     check_vendor(config)
     assets = Path(config.site_dir) / "assets"
@@ -143,3 +178,11 @@ def on_post_build(config):
             shutil.copytree(source, target, dirs_exist_ok=True)
         else:
             shutil.copyfile(source, target)
+    for package, src, dest in CONVERTED_FILES:
+        version = json.loads((node_modules / package / "package.json").read_text(encoding="utf-8"))["version"]
+        try:
+            text = csp.classic_interpreter((node_modules / package / src).read_text(encoding="utf-8"), version)
+        except ValueError as err:
+            raise PluginError(f"{node_modules / package / src}: {err}; {FIX}.") from None
+        (vendor / dest).parent.mkdir(parents=True, exist_ok=True)
+        (vendor / dest).write_text(text, encoding="utf-8")

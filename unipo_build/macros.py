@@ -13,7 +13,8 @@ attribute text (``_x_`` becomes emphasis, ``$..$`` becomes math, ``&`` becomes `
 So a protected macro puts an inert placeholder (letters and digits only) into the Markdown,
 and the MkDocs hook (``unipo_build/hooks.py``, ``on_page_content``) swaps the HTML in after
 Markdown has run. Call such a macro as a paragraph of its own (blank lines around it), at
-any indentation: the paragraph ``<p>PLACEHOLDER</p>`` is replaced whole.
+any indentation: the paragraph ``<p>PLACEHOLDER</p>`` is replaced whole. The placeholders carry
+a random nonce drawn once per build, so no input string can collide with them.
 """
 
 from __future__ import annotations
@@ -21,15 +22,17 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import secrets
 from typing import Any
 
 from mkdocs.exceptions import PluginError
 
 from unipo_build import render
 
-#: Placeholders are ``UNIPOHTML`` + digits + ``X`` + hex: nothing Markdown, Jinja or KaTeX
-#: would touch.
-TOKEN_PREFIX = "UNIPOHTML"
+#: Placeholders are ``UNIPOHTML`` + a random nonce drawn once per build + digits + ``X`` + hex:
+#: nothing Markdown, Jinja or KaTeX would touch, and nothing an input file can forge (a prompt
+#: that holds a placeholder it has seen in another build's source is plain text in this one).
+TOKEN_PREFIX = "UNIPOHTML" + secrets.token_hex(8)
 
 # page src_uri -> {placeholder: html}; filled while macros run on a page, emptied by the hook.
 _PROTECTED: dict[str, dict[str, str]] = {}

@@ -16,6 +16,10 @@ opening the files itself:
 Readers are cached by the files' size and modification time, so ``mkdocs serve`` sees a run
 that changed, and a build that reads a run on thirty pages parses it once. Problems are raised
 as ``runlog.LogError`` / ``LogErrors``, with the same messages as ``runlog``'s own readers.
+
+:func:`check_run` reads a whole run through its reader and lists every problem: it is the one
+loader behind both ``unipo validate`` and the site build (``unipo_build.runs``), so the build
+never checks less than the validator, and a run it checked is already parsed for the views.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from typing import Any, Callable
 import numpy as np
 from pydantic import ValidationError
 
-from . import runlog
+from . import limits, runlog
 from .schema import METRICS, EvalRecord, RunHeader, StepDetail, StepRecord
 
 #: name -> function(StepDetail) -> anything small; run on every token file in one pass.
@@ -122,6 +126,10 @@ def read_step_table(run_dir: str | Path) -> StepTable:
                 record = StepRecord.model_validate_json(line)
             except ValidationError:
                 _canonical_error(run_dir, number, "invalid step record")
+            if record.model_extra and any(True for _ in limits.problems(record.model_extra)):
+                # A field the schema does not know holds a value no field may (1e308, too deep):
+                # the canonical reader names it.
+                _canonical_error(run_dir, number, "invalid step record")
             if expected is not None and record.step != expected:
                 _canonical_error(run_dir, number, f"expected step {expected} next, found {record.step}")
             expected = record.step + 1
@@ -190,17 +198,30 @@ class RunReader:
             self._details.popitem(last=False)
         return detail
 
-    def scan_tokens(self) -> None:
+    def scan_tokens(self, problems: list[runlog.LogError] | None = None, limit: int = 50) -> None:
         """Parse every token file once, running every registered digest not computed yet (and
-        so validating the files: a broken one raises here)."""
+        so validating the files: a broken one raises here; with ``problems``, each broken file's
+        errors are appended there, up to ``limit`` in all, and the scan goes on)."""
         todo = {name: fn for name, fn in TOKEN_DIGESTS.items() if name not in self._digests}
         if not todo and self._digests:
             return
         results: dict[str, dict[int, Any]] = {name: {} for name in todo}
+        failed = False
         for step in self.token_steps:
-            detail = runlog.read_step_detail(self.path, step)
+            try:
+                detail = runlog.read_step_detail(self.path, step)
+            except (runlog.LogError, runlog.LogErrors) as err:
+                if problems is None:
+                    raise
+                failed = True
+                problems.extend(err.errors if isinstance(err, runlog.LogErrors) else [err])
+                if len(problems) >= limit:
+                    break
+                continue
             for name, fn in todo.items():
                 results[name][step] = fn(detail)
+        if failed:
+            return
         self._digests.update(results)
         self._digests.setdefault("", {})  # marks the files as scanned, even with no digest registered
 
@@ -247,3 +268,92 @@ def reader_for(run_dir: str | Path) -> RunReader:
     while len(_READERS) > READERS_KEPT:
         _READERS.pop(next(iter(_READERS)))
     return reader
+
+
+# ---------------------------------------------------------------------------
+# The one loader of a run: unipo validate and the site build
+# ---------------------------------------------------------------------------
+
+@dataclass
+class RunCheck:
+    """What :func:`check_run` found in a run directory: the reader it read the run with, the
+    problems that make the run unusable, and warnings that do not."""
+
+    reader: RunReader
+    header: RunHeader | None = None
+    evals: list[EvalRecord] = field(default_factory=list)
+    steps: int = 0
+    errors: list[runlog.LogError] = field(default_factory=list)
+    warnings: list[runlog.LogError] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def empty(self) -> bool:
+        """No step logged yet (``steps.jsonl`` exists but is empty): valid, but nothing to show."""
+        return not self.errors and self.steps == 0
+
+
+def check_run(run_dir: str | Path, *, known_algorithms: set[str] | None = None, limit: int = 50) -> RunCheck:
+    """Read a whole run directory through its reader and report every problem (up to ``limit``).
+
+    Checked: the header (and, with ``known_algorithms``, that a run of this trainer names a
+    known spec), every step, every evaluation, every token file (its step must be the one its
+    name says), and that each step marked ``has_tokens`` has its file. Warnings: an empty run,
+    a token file for a step ``steps.jsonl`` does not have, a file in ``tokens/`` not named as
+    token files are.
+    """
+    run_dir = Path(run_dir)
+    reader = reader_for(run_dir)
+    result = RunCheck(reader)
+    errors = result.errors
+
+    def collect(fn):
+        try:
+            return fn()
+        except runlog.LogErrors as err:
+            errors.extend(err.errors)
+        except runlog.LogError as err:
+            errors.append(err)
+        return None
+
+    header = result.header = collect(lambda: reader.header)
+    # A run of our own trainer always names a spec it trained; an imported run may carry an
+    # algorithm no spec describes (algorithm_config null): the views then show it with a note.
+    if header is not None and known_algorithms is not None and header.algorithm not in known_algorithms \
+            and header.algorithm_config is None and header.engine == "unipo":
+        errors.append(runlog.LogError(
+            str(run_dir / runlog.HEADER), f"unknown algorithm {header.algorithm!r} (known: "
+            f"{', '.join(sorted(known_algorithms))}); add data/algorithms/{header.algorithm}.yaml or copy the "
+            "resolved components into algorithm_config", field="algorithm"))
+    table = collect(lambda: reader.table)
+    result.evals = collect(lambda: list(reader.evals)) or []
+    reader.scan_tokens(problems=errors, limit=limit)
+    steps = reader.token_steps
+    if table is not None:
+        result.steps = table.n
+        if table.n == 0 and not errors:
+            result.warnings.append(runlog.LogError(
+                str(run_dir / runlog.STEPS), "no steps logged yet: an empty run, which the site lists as skipped "
+                "until its first step is written"))
+        first, last = (int(table.steps[0]), int(table.steps[-1])) if table.n else (0, -1)
+        if table.n and not errors:
+            result.warnings += [runlog.LogError(
+                str(run_dir / runlog.TOKENS_DIR / runlog.token_file_name(step)),
+                f"{runlog.STEPS} has no step {step} (a step being written, or one lost)", step=step, field="step")
+                for step in steps if not first <= step <= last]
+        for step in sorted(set(table.steps[table.has_tokens].tolist()) - set(steps)):
+            errors.append(runlog.LogError(
+                str(run_dir / runlog.TOKENS_DIR / runlog.token_file_name(step)),
+                f"file is missing, but {runlog.STEPS} marks step {step} with has_tokens", step=step,
+                field="has_tokens"))
+    folder = run_dir / runlog.TOKENS_DIR
+    if folder.is_dir():
+        named = {runlog.token_file_name(step) for step in steps}
+        result.warnings += [runlog.LogError(str(path), f"ignored: token files are named {runlog.token_file_name(0)}, "
+                                            "six digits or more")
+                            for path in sorted(folder.glob("step_*.json")) if path.name not in named]
+    del errors[limit:]
+    return result

@@ -38,9 +38,10 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from . import components as C
+from . import limits
 from .numbers import param_text, tex_fraction, tex_num
 
 SLOTS = ("advantage", "ratio", "clip", "kl", "aggregation", "filter", "shaping")
@@ -48,6 +49,14 @@ SLOTS = ("advantage", "ratio", "clip", "kl", "aggregation", "filter", "shaping")
 
 class _Params(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*")
+    @classmethod
+    def _in_range(cls, value: Any) -> Any:
+        """Every parameter within the bounds the math carries (unipo_build.limits)."""
+        if (problem := limits.number_problem(value)) is not None:
+            raise ValueError(problem)
+        return value
 
 
 @dataclass(frozen=True)

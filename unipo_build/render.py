@@ -25,7 +25,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["escape_text", "json_for_script", "json_data", "vega_embed", "figure", "CHART_ID_RE"]
+__all__ = ["escape_text", "isolate", "json_for_script", "json_data", "vega_embed", "figure", "CHART_ID_RE"]
 
 #: Ids of chart containers and their data elements: safe in attributes, CSS selectors
 #: and ``document.getElementById`` without escaping.
@@ -47,6 +47,14 @@ _SCRIPT_UNSAFE_RE = re.compile("[<>&\u2028\u2029]")
 def escape_text(s: Any) -> str:
     """Escape a value for HTML text or a double- or single-quoted attribute value."""
     return html.escape(str(s), quote=True)
+
+
+def isolate(text: str) -> str:
+    """``text`` between FIRST STRONG ISOLATE and POP DIRECTIONAL ISOLATE (U+2068, U+2069), for a
+    token's text inside a sentence, a chart label or a tooltip: a direction override in it (an
+    unterminated U+202E) then ends with it instead of reversing what follows. Escape the result
+    as any text (overrides/assets/views-common.js ``isolate`` does the same in the browser)."""
+    return f"\u2068{text}\u2069"
 
 
 def json_for_script(obj: Any) -> str:

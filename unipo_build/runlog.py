@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any, Iterator
 
 from pydantic import BaseModel, ValidationError
 
+from . import limits
 from .schema import EvalRecord, RunHeader, StepDetail, StepRecord
 
 HEADER = "header.json"
@@ -189,46 +191,62 @@ def validation_errors(file: str, err: ValidationError, *, line: int | None = Non
     for e in err.errors():
         where, field = _where(e["loc"])
         msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "value_error" and ": " in msg and msg.split(": ", 1)[0].replace(".", "").replace("_", "").isalnum():
-            inner_field, msg = msg.split(": ", 1)
-            field = f"{field}.{inner_field}" if field and not inner_field.startswith(field) else inner_field
-        if e["type"] == "finite_number":
-            msg = "NaN or infinity is not allowed here"
-        elif e["type"] == "missing":
-            msg = "required field is missing"
-        out.append(LogError(file, msg, line=line, step=step, where=where, field=field or None))
+        # A model validator reports several problems as "field: message; field: message".
+        parts = msg.split("; ") if e["type"] == "value_error" else [msg]
+        for part in parts:
+            inner_field, text = None, part
+            head = part.split(": ", 1)[0]
+            if e["type"] == "value_error" and ": " in part and head.replace(".", "").replace("_", "").isalnum():
+                inner_field, text = part.split(": ", 1)
+            full = field
+            if inner_field:
+                full = f"{field}.{inner_field}" if field and not inner_field.startswith(field) else inner_field
+            if e["type"] == "finite_number":
+                text = "NaN or infinity is not allowed here"
+            elif e["type"] == "missing":
+                text = "required field is missing"
+            out.append(LogError(file, text, line=line, step=step, where=where, field=full or None))
     return out
 
 
 def _loads(text: str) -> Any:
     """Parse JSON; NaN and infinities are parsed so that _validate can say where they are."""
-    return json.loads(text, parse_constant=float)
+    try:
+        return json.loads(text, parse_constant=float)
+    except RecursionError:
+        raise ValueError(f"nested deeper than Python can parse (at most {limits.MAX_DEPTH} levels are allowed)") from None
 
 
-def _non_finite(value: Any, loc: tuple = ()) -> Iterator[tuple]:
-    """Locations of NaN and infinities in parsed JSON (also in unknown and free-form fields)."""
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            yield loc
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _non_finite(item, loc + (key,))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _non_finite(item, loc + (index,))
+def _decode(data: bytes) -> str:
+    """UTF-8 text; UnicodeDecodeError names the byte (callers turn it into a LogError)."""
+    return data.decode("utf-8")
+
+
+def _utf8_error(err: UnicodeDecodeError, data: bytes, *, line: int | None = None) -> str:
+    """Where a UTF-8 decoding error is: the line (when not given) and the byte within it."""
+    newline = b"\n"
+    line_start = data.rfind(newline, 0, err.start) + 1
+    where = "" if line is not None else f"line {data.count(newline, 0, err.start) + 1}, "
+    return f"not valid UTF-8 text ({where}byte {err.start - line_start + 1} of the line: 0x{data[err.start]:02x})"
 
 
 def _validate(file: str, raw: Any, model: type[BaseModel], *, line: int | None = None, step: int | None = None):
-    """Validate parsed JSON; every problem, non-finite numbers included, as a LogError."""
+    """Validate parsed JSON; every problem as a LogError.
+
+    Values no schema accepts (NaN, numbers out of range, lone surrogates, over-long strings) are
+    found everywhere, in unknown fields too (unipo_build.limits); the model's own errors follow,
+    except at a place already reported.
+    """
     errors = []
-    for loc in _non_finite(raw):
+    for loc, message in limits.problems(raw):
         where, field = _where(loc)
-        errors.append(LogError(file, "NaN or infinity is not allowed here", line=line, step=step, where=where,
-                               field=field or None))
+        errors.append(LogError(file, message, line=line, step=step, where=where, field=field or None))
+    reported = {(e.where, e.field) for e in errors}
     try:
         record = model.model_validate(raw)
     except ValidationError as err:
-        errors += [e for e in validation_errors(file, err, line=line, step=step) if e not in errors]
+        errors += [e for e in validation_errors(file, err, line=line, step=step)
+                   if e not in errors and (e.where, e.field) not in reported]
         record = None
     if errors:
         raise LogErrors(errors)
@@ -237,14 +255,24 @@ def _validate(file: str, raw: Any, model: type[BaseModel], *, line: int | None =
 
 def read_json_model(path: Path, model: type[BaseModel], *, step: int | None = None):
     try:
-        raw = _loads(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
     except FileNotFoundError:
         raise LogError(str(path), "file is missing", step=step) from None
+    except OSError as err:
+        raise LogError(str(path), f"cannot be read: {err.strerror or err}", step=step) from None
+    try:
+        raw = _loads(_decode(data))
+    except UnicodeDecodeError as err:
+        raise LogError(str(path), _utf8_error(err, data), step=step) from None
     except (json.JSONDecodeError, ValueError) as err:
         raise LogError(str(path), f"not valid JSON: {err}", step=step) from None
-    if step is None and isinstance(raw, dict) and isinstance(raw.get("step"), int):
+    if step is None and isinstance(raw, dict) and _is_step(raw.get("step")):
         step = raw["step"]
     return _validate(str(path), raw, model, step=step)
+
+
+def _is_step(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= limits.MAX_INT
 
 
 class LogErrors(Exception):
@@ -261,8 +289,16 @@ def read_header(run_dir: str | Path) -> RunHeader:
 
 def _iter_jsonl(path: Path, model: type[BaseModel]) -> Iterator[tuple[int, Any]]:
     """Yield (line number, record); raise LogError at the first bad line."""
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
+    try:
+        fh = path.open("rb")
+    except OSError as err:
+        raise LogError(str(path), f"cannot be read: {err.strerror or err}") from None
+    with fh:
+        for number, data in enumerate(fh, start=1):
+            try:
+                line = _decode(data)
+            except UnicodeDecodeError as err:
+                raise LogError(str(path), _utf8_error(err, data, line=number), line=number) from None
             if not line.strip():
                 continue
             try:
@@ -270,7 +306,7 @@ def _iter_jsonl(path: Path, model: type[BaseModel]) -> Iterator[tuple[int, Any]]
             except (json.JSONDecodeError, ValueError) as err:
                 hint = " (the line is cut off: was the run killed while writing?)" if not line.endswith("\n") else ""
                 raise LogError(str(path), f"not valid JSON: {err}{hint}", line=number) from None
-            step = raw.get("step") if isinstance(raw, dict) and isinstance(raw.get("step"), int) else None
+            step = raw.get("step") if isinstance(raw, dict) and _is_step(raw.get("step")) else None
             yield number, _validate(str(path), raw, model, line=number, step=step)
 
 
@@ -296,18 +332,23 @@ def iter_evals(run_dir: str | Path) -> Iterator[EvalRecord]:
         yield record
 
 
+_TOKEN_FILE = re.compile(r"^step_(\d{6,})\.json$")
+
+
+def token_step_of(name: str) -> int | None:
+    """The step a token file's name says (``step_000012.json`` -> 12), or None for another name."""
+    match = _TOKEN_FILE.match(name)
+    if match and token_file_name(int(match.group(1))) == name:
+        return int(match.group(1))
+    return None
+
+
 def token_steps(run_dir: str | Path) -> list[int]:
-    """Steps that have a token file, sorted."""
+    """Steps that have a token file (named as :func:`token_file_name` names it), sorted."""
     folder = Path(run_dir) / TOKENS_DIR
     if not folder.is_dir():
         return []
-    steps = []
-    for p in folder.glob("step_*.json"):
-        try:
-            steps.append(int(p.stem.split("_", 1)[1]))
-        except ValueError:
-            continue
-    return sorted(steps)
+    return sorted(step for p in folder.glob("step_*.json") if (step := token_step_of(p.name)) is not None)
 
 
 def tokens_mtime(run_dir: str | Path) -> float:
@@ -320,43 +361,19 @@ def tokens_mtime(run_dir: str | Path) -> float:
 
 
 def read_step_detail(run_dir: str | Path, step: int) -> StepDetail:
-    return read_json_model(Path(run_dir) / TOKENS_DIR / token_file_name(step), StepDetail, step=step)
+    """One step's token file; a file that says another step than its name is an error."""
+    path = Path(run_dir) / TOKENS_DIR / token_file_name(step)
+    detail = read_json_model(path, StepDetail, step=step)
+    if detail.step != step:
+        raise LogError(str(path), f"file is for step {step} but says step {detail.step}", step=step, field="step")
+    return detail
 
 
 def validate_run(run_dir: str | Path, *, known_algorithms: set[str] | None = None, limit: int = 50) -> list[LogError]:
-    """Every problem found in a run directory (up to ``limit``); empty when valid."""
-    run_dir = Path(run_dir)
-    errors: list[LogError] = []
+    """Every problem found in a run directory (up to ``limit``); empty when valid.
 
-    def collect(fn):
-        try:
-            return fn()
-        except LogErrors as err:
-            errors.extend(err.errors)
-        except LogError as err:
-            errors.append(err)
-        return None
+    The checks are ``reader.check_run``'s: the loader the site build reads runs with.
+    """
+    from .reader import check_run  # the reader is built on this module
 
-    header = collect(lambda: read_header(run_dir))
-    # A run of our own trainer always names a spec it trained; an imported run may carry an
-    # algorithm no spec describes (algorithm_config null): the views then show it with a note.
-    if header is not None and known_algorithms is not None and header.algorithm not in known_algorithms \
-            and header.algorithm_config is None and header.engine == "unipo":
-        errors.append(LogError(str(run_dir / HEADER), f"unknown algorithm {header.algorithm!r} (known: "
-                               f"{', '.join(sorted(known_algorithms))}); add data/algorithms/{header.algorithm}.yaml "
-                               "or copy the resolved components into algorithm_config", field="algorithm"))
-    logged = set()
-    collect(lambda: logged.update(r.step for r in iter_steps(run_dir) if r.has_tokens))
-    collect(lambda: list(iter_evals(run_dir)))
-    for step in token_steps(run_dir):
-        if len(errors) >= limit:
-            break
-        detail = collect(lambda: read_step_detail(run_dir, step))
-        if detail is not None and detail.step != step:
-            errors.append(LogError(str(run_dir / TOKENS_DIR / token_file_name(step)),
-                                   f"file is for step {step} but says step {detail.step}", step=step, field="step"))
-    for step in sorted(logged - set(token_steps(run_dir))):
-        errors.append(LogError(str(run_dir / TOKENS_DIR / token_file_name(step)),
-                               f"file is missing, but {STEPS} marks step {step} with has_tokens", step=step,
-                               field="has_tokens"))
-    return errors[:limit]
+    return check_run(run_dir, known_algorithms=known_algorithms, limit=limit).errors

@@ -15,11 +15,13 @@ Which run a page shows when it names an algorithm (``grpo``) and several runs tr
 (``grpo``, ``grpo-s1``, ``grpo-s2``): the one ``extra.unipo_run_choice`` in mkdocs.yml names for
 that algorithm (``{grpo: grpo-s1}``), else the run with token-level detail, then the lowest seed,
 then the first id in sort order (:meth:`RunCatalog.chosen`). A page can always name a run by its
-id or directory name instead.
+id or directory name instead. Which algorithm a run is comes from its header, never from its
+directory: a GRPO run in a directory called ``ppo`` is not what a page asking for ``ppo`` gets.
 
-A run that fails to load does not stop the build: it is kept with its error so pages can say
-which run was skipped and why (unless the build is strict about runs: UNIPO_STRICT_RUNS=1).
-Each loaded run is read once per build through its cached reader (``unipo_build.reader``).
+Each run is read once per build through its cached reader, by the validator's own loader
+(``reader.check_run``): a run that ``unipo validate`` rejects, or an empty one, is kept with the
+validator's messages so pages can say which run was skipped and why. Under UNIPO_STRICT_RUNS=1
+the build fails instead, when it starts (:func:`strict_failure`, called from the MkDocs hook).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any, Mapping, Sequence
 
 from . import moments  # noqa: F401  (its token digest joins the one pass over each run's token files)
 from . import project, runlog
-from .reader import RunReader, reader_for
+from .reader import RunReader, check_run, reader_for
 from .schema import EvalRecord, RunHeader
 from .specs import AlgorithmSpec, ResolvedAlgorithm, SpecError, load_specs
 
@@ -77,16 +79,24 @@ def is_run_dir(path: Path) -> bool:
     return (path / runlog.HEADER).is_file() or (path / runlog.STEPS).is_file()
 
 
+#: At most this many of a skipped run's problems are quoted on the page (unipo validate lists all).
+ERRORS_SHOWN = 10
+
+
 def load_run(path: Path, specs: Mapping[str, AlgorithmSpec]) -> Run:
-    """A run directory read and validated once (through its reader), or its error."""
+    """A run directory read and validated once, by the validator's loader (reader.check_run),
+    or the validator's messages: an empty run is skipped as well."""
     run = Run(id=path.name, path=path)
-    try:
-        reader = run.reader
-        reader.load()
-        run.header, run.evals = reader.header, list(reader.evals)
-    except (runlog.LogError, runlog.LogErrors) as err:
-        run.error = str(err)
+    check = check_run(path, known_algorithms=set(specs))
+    problems = check.errors or ([w for w in check.warnings if w.file.endswith(runlog.STEPS)] if check.empty else [])
+    if problems:
+        lines = [str(e) for e in problems[:ERRORS_SHOWN]]
+        if len(problems) > ERRORS_SHOWN:
+            lines.append(f"... and {len(problems) - ERRORS_SHOWN} more (run `unipo validate {path}` to list them)")
+        run.error = "\n".join(lines)
         return run
+    run._reader = check.reader
+    run.header, run.evals = check.header, check.evals
     run.id = run.header.run_id
     run.spec = specs.get(run.header.algorithm)
     return run
@@ -161,9 +171,11 @@ def _has_tokens(run: Run) -> bool:
 class RunCatalog:
     """Every run of a :class:`RunsSource`, loaded or with its error, in the order found."""
 
-    def __init__(self, source: RunsSource, runs: Sequence[Run]):
+    def __init__(self, source: RunsSource, runs: Sequence[Run], algorithms: Sequence[str] = ()):
         self.source = source
         self.runs = list(runs)
+        #: Every algorithm id a page may name: the specs' and the loaded runs'.
+        self.algorithms = set(algorithms) | {r.header.algorithm for r in self.runs if r.ok}
         self.choice = dict(source.choice)
         ids = [r.id for r in self.runs if r.ok]
         #: Run ids found more than once: the first one found wins, the others are not shown.
@@ -196,9 +208,15 @@ class RunCatalog:
         return min(candidates, key=lambda r: (not _has_tokens(r), r.header.seed is None, r.header.seed or 0, r.id))
 
     def get(self, name: str) -> Run | None:
-        """A run by its id or directory name (loaded or not), else the chosen run of an algorithm."""
+        """A run by its id or directory name (loaded or not), else the chosen run of an algorithm.
+
+        When ``name`` is an algorithm's id, a loaded run of another algorithm is never the answer,
+        whatever its id or directory is called: its header decides.
+        """
         for run in self.runs:
             if name in (run.id, run.path.name):
+                if run.ok and name in self.algorithms and run.header.algorithm != name:
+                    continue
                 return run
         return self.chosen(name)
 
@@ -227,15 +245,23 @@ def catalog(source: RunsSource) -> RunCatalog:
             specs = load_specs()
         except (SpecError, project.ProjectError):
             specs = {}
-        found = RunCatalog(source, [load_run(p, specs) for p in _run_dirs(source)])
+        found = RunCatalog(source, [load_run(p, specs) for p in _run_dirs(source)], list(specs))
         if len(_CATALOGS) > 8:
             _CATALOGS.clear()
         _CATALOGS[key] = found
-    if os.environ.get(ENV_STRICT) == "1":
-        bad = [r for r in found.runs if not r.ok]
-        if bad:
-            raise RuntimeError(f"runs that failed to load ({ENV_STRICT}=1):\n" + "\n".join(r.error for r in bad))
     return found
+
+
+def strict_failure(source: RunsSource) -> str | None:
+    """Under UNIPO_STRICT_RUNS=1, the message that fails the build when a run cannot be read:
+    every such run with the validator's messages (the MkDocs hook raises it before any page)."""
+    if os.environ.get(ENV_STRICT) != "1":
+        return None
+    bad = [r for r in catalog(source).runs if not r.ok]
+    if not bad:
+        return None
+    return (f"runs that failed to load ({ENV_STRICT}=1):\n"
+            + "\n".join(f"{r.path}:\n  " + (r.error or "").replace("\n", "\n  ") for r in bad))
 
 
 def catalog_of(where: "RunCatalog | RunsSource | str | Path | Sequence[str | Path] | None") -> RunCatalog:

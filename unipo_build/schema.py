@@ -17,6 +17,8 @@ It is a superset of UNIPO's published format (header / entries / prompts / respo
 tokens): see unipo_build.importers for the mapping. Unknown fields are kept
 (``extra="allow"``) so a log written by a newer version or another tool stays readable.
 NaN and infinities are rejected everywhere; a metric that is undefined at a step is null.
+Every number, string and identifier stays within the bounds of :mod:`unipo_build.limits`
+(finite and at most 1e15 in size, text capped by field, no lone surrogates).
 """
 
 from __future__ import annotations
@@ -26,11 +28,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .limits import MAX_INT, Doc, Finite, Identifier, Line, LogProb, Name, Text, TokenText
 from .specs import ResolvedAlgorithm
 
 SCHEMA_VERSION = "unipo-run/1"
 
-Finite = Annotated[float, Field(allow_inf_nan=False)]
+Count = Annotated[int, Field(ge=0, le=MAX_INT)]
+Positive = Annotated[int, Field(ge=1, le=MAX_INT)]
+Seed = Annotated[int, Field(ge=-MAX_INT, le=MAX_INT)]
 
 
 class _Model(BaseModel):
@@ -44,41 +49,86 @@ class _Model(BaseModel):
 # ---------------------------------------------------------------------------
 
 class TaskInfo(_Model):
-    name: str = Field(description="Human-readable task name.")
-    source: str = Field(description="Where the prompts came from: a generator and seed, or a file path.")
-    n_train: int | None = Field(None, ge=0)
-    n_eval: int | None = Field(None, ge=0)
-    seed: int | None = None
-    description: str | None = None
+    name: Line = Field(description="Human-readable task name.")
+    source: Line = Field(description="Where the prompts came from: a generator and seed, or a file path.")
+    n_train: Count | None = None
+    n_eval: Count | None = None
+    seed: Seed | None = None
+    description: Text | None = None
 
 
 class RewardComponentInfo(_Model):
-    name: str = Field(description="Key in Response.reward_components, e.g. 'correct' or 'format'.")
-    description: str
+    name: Name = Field(description="Key in Response.reward_components, e.g. 'correct' or 'format'.")
+    description: Text
     weight: Finite = Field(description="Weight of this component in the scalar reward.")
 
 
 class RewardInfo(_Model):
-    description: str
+    description: Text
     components: list[RewardComponentInfo] = Field(default_factory=list)
 
 
 class ModelInfo(_Model):
-    name: str = Field(description="Preset name or checkpoint path.")
-    architecture: str | None = None
-    parameters: int | None = Field(None, ge=0, description="Number of parameters.")
-    checkpoint: str | None = Field(None, description="Path of the checkpoint the weights came from.")
-    tokenizer: str | None = None
-    vocab_size: int | None = Field(None, ge=1)
+    name: Line = Field(description="Preset name or checkpoint path.")
+    architecture: Line | None = None
+    parameters: Count | None = Field(None, description="Number of parameters.")
+    checkpoint: Line | None = Field(None, description="Path of the checkpoint the weights came from.")
+    tokenizer: Line | None = None
+    vocab_size: Positive | None = None
 
 
 class Hardware(_Model):
-    device: str = Field(description="cpu, cuda, ...")
-    device_name: str | None = None
-    cpu: str | None = None
-    cores: int | None = Field(None, ge=1)
-    threads: int | None = Field(None, ge=1)
-    dtype: str | None = None
+    device: Line = Field(description="cpu, cuda, ...")
+    device_name: Line | None = None
+    cpu: Line | None = None
+    cores: Positive | None = None
+    threads: Positive | None = None
+    dtype: Line | None = None
+
+
+class Hyperparameters(_Model):
+    """The training settings of a run: the trainer's known keys typed, any other key kept as logged.
+
+    Read it like a dict (``hyperparameters.get("group_size")``); unknown keys are shown only as
+    text, never used in a computation.
+    """
+
+    prompts_per_step: Positive | None = Field(None, description="Prompts per rollout.")
+    group_size: Positive | None = Field(None, description="G: responses sampled per prompt.")
+    max_new_tokens: Positive | None = Field(None, description="The generation budget in tokens.")
+    temperature: Finite | None = Field(None, gt=0, description="Sampling temperature.")
+    lr: Finite | None = Field(None, ge=0, description="Policy learning rate.")
+    critic_lr: Finite | None = Field(None, ge=0, description="Critic learning rate (PPO).")
+    weight_decay: Finite | None = Field(None, ge=0)
+    grad_clip: Finite | None = Field(None, ge=0, description="Gradient-norm clip.")
+    epochs: Positive | None = Field(None, description="Passes over each rollout.")
+    minibatches: Positive | None = Field(None, description="Optimizer steps per epoch.")
+    steps: Count | None = Field(None, description="Rollouts trained.")
+    eval_every: Count | None = Field(None, description="Rollouts between held-out evaluations.")
+    eval_n: Count | None = Field(None, description="Held-out problems per evaluation.")
+    eval_greedy: bool | None = None
+    eval_sampled: bool | None = None
+    detail_groups: Count | None = Field(None, description="Prompt groups logged token by token.")
+    detail_every: Count | None = Field(None, description="Rollouts between token-level logs.")
+    seed: Seed | None = None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value of ``key`` (known or kept), or ``default`` when it is absent or null."""
+        value = getattr(self, key, None) if key in type(self).model_fields else (self.model_extra or {}).get(key)
+        return default if value is None else value
+
+    def __getitem__(self, key: str) -> Any:
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
+
+    def items(self) -> list[tuple[str, Any]]:
+        """(key, value) of every key that has a value: the known ones, then the kept ones."""
+        return [(k, v) for k, v in self.model_dump(by_alias=True).items() if v is not None]
 
 
 class LengthProbe(_Model):
@@ -89,9 +139,9 @@ class LengthProbe(_Model):
     normalisation, length bias and overlong shaping nothing to act on.
     """
 
-    prompts: int = Field(ge=1, description="Held-out prompts probed.")
-    group_size: int = Field(ge=1, description="Responses sampled per prompt.")
-    budget: int = Field(ge=1, description="The generation budget (max new tokens).")
+    prompts: Positive = Field(description="Held-out prompts probed.")
+    group_size: Positive = Field(description="Responses sampled per prompt.")
+    budget: Positive = Field(description="The generation budget (max new tokens).")
     median_length: Finite = Field(ge=0, description="Median response length in tokens.")
     mean_length: Finite = Field(ge=0)
     within_group_sd: Finite = Field(ge=0, description="Mean over prompts of the standard deviation (n) of the lengths within a group.")
@@ -102,28 +152,37 @@ class LengthProbe(_Model):
 
 class RunHeader(_Model):
     schema_version: Literal["unipo-run/1"] = SCHEMA_VERSION
-    run_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    algorithm: str = Field(description="The spec id (data/algorithms/<id>.yaml).")
+    run_id: Identifier
+    algorithm: Identifier = Field(description="The spec id (data/algorithms/<id>.yaml), or for an imported run "
+                                              "of another algorithm a name of the same form.")
     algorithm_config: ResolvedAlgorithm | None = Field(
         None, description="The resolved components the run trained with, copied in so the log stays readable when specs change. Null for imported runs whose objective is unknown.")
-    title: str | None = None
+    title: Line | None = None
     task: TaskInfo
     reward: RewardInfo
     model: ModelInfo
     reference_model: ModelInfo | None = None
-    preset: str | None = None
-    hyperparameters: dict[str, Any] = Field(default_factory=dict)
-    seed: int | None = None
+    preset: Identifier | None = None
+    hyperparameters: Hyperparameters = Field(default_factory=Hyperparameters)
+    seed: Seed | None = None
     hardware: Hardware | None = None
-    software: dict[str, str] = Field(default_factory=dict)
-    commit: str | None = None
-    engine: str = Field("unipo", description="What produced the log: unipo (this trainer), openrlhf, unipo-import, ...")
+    software: dict[Name, Line] = Field(default_factory=dict)
+    commit: Line | None = None
+    engine: Identifier = Field("unipo", description="What produced the log: unipo (this trainer), openrlhf, unipo-import, ...")
     created_at: datetime
     finished_at: datetime | None = None
-    steps_per_rollout: int | None = Field(None, ge=1)
+    steps_per_rollout: Positive | None = None
     length_probe: LengthProbe | None = Field(
         None, description="Response lengths of the starting policy, measured before the first update.")
-    notes: str | None = None
+    notes: Text | None = None
+
+    @model_validator(mode="after")
+    def _config_is_resolved(self) -> "RunHeader":
+        missing = self.algorithm_config.unresolved() if self.algorithm_config is not None else []
+        if missing:
+            raise ValueError("; ".join(f"algorithm_config.{where}: must be set in a run (null in a spec means the "
+                                       "run fills it in)" for where in missing))
+        return self
 
 
 # ---------------------------------------------------------------------------
@@ -131,7 +190,7 @@ class RunHeader(_Model):
 # ---------------------------------------------------------------------------
 
 class MetricInfo(BaseModel):
-    label: str
+    label: Name
     description: str
     group: str
     higher_is: Literal["better", "worse", "neutral"] = "neutral"
@@ -189,25 +248,25 @@ def metric_info(name: str) -> MetricInfo:
 
 
 class StepRecord(_Model):
-    step: int = Field(ge=0, description="Gradient update index, from 0.")
-    rollout: int = Field(ge=0, description="Which rollout this update trains on.")
+    step: Count = Field(description="Gradient update index, from 0.")
+    rollout: Count = Field(description="Which rollout this update trains on.")
     first_in_rollout: bool = Field(description="True on the first update after a rollout phase: a rollout boundary.")
-    metrics: dict[str, Finite | None] = Field(default_factory=dict)
+    metrics: dict[Name, Finite | None] = Field(default_factory=dict)
     has_tokens: bool = Field(False, description="True when tokens/step_NNNNNN.json exists for this step.")
 
 
 class EvalRecord(_Model):
-    step: int = Field(ge=0, description="Updates done before this evaluation (0 = before training).")
+    step: Count = Field(description="Updates done before this evaluation (0 = before training).")
     phase: Literal["start", "periodic", "end"]
-    n: int = Field(ge=1, description="Number of held-out problems.")
+    n: Positive = Field(description="Number of held-out problems.")
     accuracy_greedy: Finite | None = Field(None, ge=0, le=1)
     accuracy_sampled: Finite | None = Field(None, ge=0, le=1)
     mean_length: Finite | None = Field(None, ge=0, description="Mean length of the greedy answers (the sampled ones if there is no greedy pass).")
     mean_length_sampled: Finite | None = Field(None, ge=0)
     temperature: Finite | None = None
-    problems: str | None = Field(None, description="Which held-out problems, e.g. 'eval rows 1-500': the same problems in the same order at every evaluation that names the same range, so evaluations can be compared problem by problem.")
-    correct_greedy: str | None = Field(None, pattern=r"^[01]*$", description="One character per problem, in order: 1 if the greedy answer is right, 0 if not.")
-    correct_sampled: str | None = Field(None, pattern=r"^[01]*$", description="Likewise for the sampled answer (one sample per problem at the training temperature).")
+    problems: Line | None = Field(None, description="Which held-out problems, e.g. 'eval rows 1-500': the same problems in the same order at every evaluation that names the same range, so evaluations can be compared problem by problem.")
+    correct_greedy: Doc | None = Field(None, pattern=r"^[01]*$", description="One character per problem, in order: 1 if the greedy answer is right, 0 if not.")
+    correct_sampled: Doc | None = Field(None, pattern=r"^[01]*$", description="Likewise for the sampled answer (one sample per problem at the training temperature).")
 
     @model_validator(mode="after")
     def _per_problem_lengths(self) -> "EvalRecord":
@@ -233,11 +292,11 @@ class TokenArrays(_Model):
     without a critic, no ``ref_logp`` without a KL term).
     """
 
-    ids: list[int] = Field(description="Token ids of the response.")
-    text: list[str] = Field(description="Each token's text as the tokenizer decodes it.")
-    logp: list[Finite] = Field(description="log pi_theta of the token at this update.")
-    old_logp: list[Finite] = Field(description="log pi_old of the token (the sampling policy).")
-    ref_logp: list[Finite] | None = Field(None, description="log pi_ref (the frozen reference model).")
+    ids: list[Count] = Field(description="Token ids of the response.")
+    text: list[TokenText] = Field(description="Each token's text as the tokenizer decodes it.")
+    logp: list[LogProb] = Field(description="log pi_theta of the token at this update.")
+    old_logp: list[LogProb] = Field(description="log pi_old of the token (the sampling policy).")
+    ref_logp: list[LogProb] | None = Field(None, description="log pi_ref (the frozen reference model).")
     value: list[Finite] | None = Field(None, description="The critic's value at this token.")
     advantage: list[Finite] = Field(description="The token's advantage A_{i,t}.")
     return_: list[Finite] | None = Field(None, alias="return", description="The return (critic target) at this token.")
@@ -261,12 +320,12 @@ class TokenArrays(_Model):
 
 
 class Response(_Model):
-    index: int = Field(ge=0, description="Position in its group.")
-    text: str
+    index: Count = Field(description="Position in its group.")
+    text: Doc
     reward: Finite = Field(description="The scalar reward used for the advantage (after shaping).")
-    reward_components: dict[str, Finite] = Field(default_factory=dict)
+    reward_components: dict[Name, Finite] = Field(default_factory=dict)
     advantage: Finite | None = Field(None, description="Response-level advantage (group-based algorithms); null when it varies by token.")
-    length: int = Field(ge=0)
+    length: Count
     correct: bool | None = None
     filtered: bool = Field(False, description="Dropped by the sampling filter: not trained on.")
     truncated: bool = Field(False, description="Hit the generation budget without finishing.")
@@ -281,18 +340,18 @@ class Response(_Model):
 
 
 class PromptGroup(_Model):
-    index: int = Field(ge=0, description="Index of the group in its rollout.")
-    prompt: str
-    answer: str | None = Field(None, description="The reference answer (label).")
+    index: Count = Field(description="Index of the group in its rollout.")
+    prompt: Doc
+    answer: Doc | None = Field(None, description="The reference answer (label).")
     filtered: bool = False
     contribution: Finite | None = Field(None, description="Sum of its responses' contributions to the step objective.")
     responses: list[Response]
 
 
 class GroupSummary(_Model):
-    index: int = Field(ge=0)
-    size: int = Field(ge=1)
-    n_correct: int | None = Field(None, ge=0)
+    index: Count
+    size: Positive
+    n_correct: Count | None = None
     reward_mean: Finite | None = None
     filtered: bool = False
     contribution: Finite = Field(description="The group's share of the step objective (0 when every advantage is 0).")
@@ -301,8 +360,8 @@ class GroupSummary(_Model):
 
 class StepDetail(_Model):
     schema_version: Literal["unipo-run/1"] = SCHEMA_VERSION
-    step: int = Field(ge=0)
-    rollout: int = Field(ge=0)
+    step: Count
+    rollout: Count
     objective: Finite = Field(description="The step objective J (equals the step's 'objective' metric).")
     groups: list[GroupSummary] = Field(description="Every group of this update's minibatch.")
     filtered_groups: list[GroupSummary] = Field(default_factory=list, description="Groups the sampling filter dropped from this rollout.")

@@ -20,8 +20,14 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from . import project
+from . import limits, project
+from .limits import Line, Name, Text
 from .registry import REGISTRY, SLOTS, Kind, NoParams, Term, register  # noqa: F401  (re-exported)
+
+#: A spec id, and the algorithm id of a run's resolved configuration.
+SPEC_ID = r"^[a-z][a-z0-9_]{0,63}$"
+#: At most this many values in one spec file (YAML aliases can make a small file expand).
+SPEC_MAX_VALUES = 100_000
 
 
 class SpecError(ValueError):
@@ -35,20 +41,20 @@ class SpecError(ValueError):
 class Reference(BaseModel):
     model_config = ConfigDict(extra="forbid")
     arxiv: str | None = Field(None, pattern=r"^\d{4}\.\d{4,5}$")
-    title: str
-    authors: str
-    year: int
-    note: str | None = None
+    title: Line
+    authors: Line
+    year: int = Field(ge=1900, le=2100)
+    note: Text | None = None
 
 
 class ComponentSpec(BaseModel):
     """One slot of an algorithm: the kind, its parameters and the algorithm's own words on it."""
 
     model_config = ConfigDict(extra="forbid")
-    kind: str
-    params: dict[str, Any] = Field(default_factory=dict)
-    explanation: str = Field(min_length=1, description="Plain language: what this choice does in this algorithm and why.")
-    tooltips: dict[str, str] = Field(default_factory=dict, description="Overrides of the registry's term tooltips, by term key.")
+    kind: Name
+    params: dict[Name, Any] = Field(default_factory=dict)
+    explanation: Text = Field(min_length=1, description="Plain language: what this choice does in this algorithm and why.")
+    tooltips: dict[Name, Text] = Field(default_factory=dict, description="Overrides of the registry's term tooltips, by term key.")
 
 
 class RunDefaults(BaseModel):
@@ -63,17 +69,17 @@ class RunDefaults(BaseModel):
 
 class AlgorithmSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
-    name: str
-    full_name: str
+    id: str = Field(pattern=SPEC_ID)
+    name: Name
+    full_name: Line
     year: int = Field(ge=1990, le=2100)
     paper: Reference | None = Field(
         None, description="The paper that introduced the algorithm; null for one with no paper of its own (a hybrid), "
                           "whose sources are its references.")
-    predecessor: str | None = None
-    summary: str = Field(min_length=1, description="One sentence: what the algorithm is.")
-    changed: str = Field(min_length=1, description="A paragraph: what it changed relative to its predecessor, and why.")
-    components: dict[str, ComponentSpec]
+    predecessor: str | None = Field(None, pattern=SPEC_ID)
+    summary: Text = Field(min_length=1, description="One sentence: what the algorithm is.")
+    changed: Text = Field(min_length=1, description="A paragraph: what it changed relative to its predecessor, and why.")
+    components: dict[Name, ComponentSpec]
     defaults: RunDefaults = Field(default_factory=RunDefaults)
     references: list[Reference] = Field(default_factory=list)
 
@@ -97,14 +103,7 @@ class AlgorithmSpec(BaseModel):
             try:
                 kinds[comp.kind].params.model_validate(comp.params)
             except ValidationError as err:
-                for e in err.errors():
-                    where = ".".join(str(x) for x in e["loc"])
-                    if e["type"] == "extra_forbidden":
-                        known = ", ".join(kinds[comp.kind].params.model_fields) or "none"
-                        problems.append(f"components.{slot}.params.{where}: unknown parameter of "
-                                        f"{comp.kind} (known: {known})")
-                    else:
-                        problems.append(f"components.{slot}.params.{where}: {e['msg']}")
+                problems += _param_problems(slot, kinds[comp.kind], err)
             known_terms = {t.key for t in kinds[comp.kind].terms}
             for key in comp.tooltips:
                 if key not in known_terms:
@@ -125,6 +124,19 @@ class AlgorithmSpec(BaseModel):
 
     def tooltip(self, slot: str, term: Term) -> str:
         return self.components[slot].tooltips.get(term.key, term.tooltip)
+
+
+def _param_problems(slot: str, kind: Kind, err: ValidationError) -> list[str]:
+    """A kind's parameter errors, each naming components.<slot>.params.<name>."""
+    problems = []
+    for e in err.errors():
+        where = ".".join(str(x) for x in e["loc"])
+        if e["type"] == "extra_forbidden":
+            known = ", ".join(kind.params.model_fields) or "none"
+            problems.append(f"components.{slot}.params.{where}: unknown parameter of {kind.name} (known: {known})")
+        else:
+            problems.append(f"components.{slot}.params.{where}: {e['msg'].removeprefix('Value error, ')}")
+    return problems
 
 
 def _cross_slot_problems(components: dict[str, ComponentSpec]) -> list[str]:
@@ -164,13 +176,21 @@ def load_spec(path: str | Path) -> AlgorithmSpec:
     """Load and validate one spec file; SpecError names the file and every bad field."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.safe_load(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise SpecError(f"{path}: no such spec file") from None
-    except yaml.YAMLError as err:
-        raise SpecError(f"{path}: not valid YAML: {err}") from None
+    except OSError as err:
+        raise SpecError(f"{path}: cannot be read: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise SpecError(f"{path}: not valid UTF-8 (byte {err.start})") from None
+    except (yaml.YAMLError, RecursionError) as err:
+        raise SpecError(f"{path}: not valid YAML: {err if isinstance(err, yaml.YAMLError) else 'nested too deeply'}") from None
     if not isinstance(raw, dict):
         raise SpecError(f"{path}: a spec is a mapping with id, name, components, ...")
+    bad = [f"{path}: {'.'.join(str(k) for k in loc) or '(top)'}: {message}"
+           for loc, message in limits.problems(raw, max_nodes=SPEC_MAX_VALUES)]
+    if bad:
+        raise SpecError("\n".join(bad[:50]))
     try:
         spec = AlgorithmSpec.model_validate(raw)
     except ValidationError as err:
@@ -250,17 +270,23 @@ def ablation_spec_paths(directory: str | Path) -> list[Path]:
 
 class ResolvedComponent(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    kind: str
-    params: dict[str, Any] = Field(default_factory=dict)
+    kind: Name
+    params: dict[Name, Any] = Field(default_factory=dict)
 
 
 class ResolvedAlgorithm(BaseModel):
-    """What a run actually trained with: every slot's kind and concrete parameters."""
+    """What a run actually trained with: every slot's kind and concrete parameters.
+
+    Each slot's parameters are validated by its kind's parameter model (types and ranges) and
+    stored with the registry's defaults filled in. In a run's header, the parameters a run
+    resolves (the constant normaliser, the overlong lengths) must be set; validation of the
+    header names each one left null.
+    """
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    id: str
-    name: str
-    components: dict[str, ResolvedComponent]
+    id: str = Field(pattern=SPEC_ID)
+    name: Name
+    components: dict[Name, ResolvedComponent]
 
     @model_validator(mode="after")
     def _registered(self) -> "ResolvedAlgorithm":
@@ -273,12 +299,25 @@ class ResolvedAlgorithm(BaseModel):
             if comp.kind not in REGISTRY[slot]:
                 problems.append(f"components.{slot}.kind: unknown component {comp.kind!r} "
                                 f"(known for {slot}: {', '.join(sorted(REGISTRY[slot]))})")
+                continue
+            kind = REGISTRY[slot][comp.kind]
+            try:
+                comp.params = kind.params.model_validate(comp.params).model_dump()
+            except ValidationError as err:
+                problems += _param_problems(slot, kind, err)
+        problems += [f"components.{slot}: unknown slot (slots: {', '.join(SLOTS)})"
+                     for slot in self.components if slot not in SLOTS]
         if problems:
             raise ValueError("; ".join(problems))
         return self
 
     def kind(self, slot: str) -> str:
         return self.components[slot].kind
+
+    def unresolved(self) -> list[str]:
+        """``components.<slot>.params.<name>`` of each run-resolved parameter left null."""
+        return [f"components.{slot}.params.{name}" for slot, comp in self.components.items() if slot in REGISTRY
+                for name in REGISTRY[slot][comp.kind].run_resolved if comp.params.get(name) is None]
 
     def component(self, slot: str) -> Kind:
         """The registry's entry of this slot's kind."""

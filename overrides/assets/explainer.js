@@ -5,7 +5,7 @@
  * unipo-math.js (window.UNIPO_MATH), from the token's logged inputs; shared helpers come from
  * views-common.js (window.UNIPOViews). The build loads all three on the pages that use them.
  * Security: text from a log or a spec only ever reaches the page through textContent (or as the
- * TeX source of a formula, which KaTeX renders with trust limited to \htmlClass / \htmlData).
+ * TeX source of a formula, which KaTeX renders trusting only \htmlClass with the project's own classes: unipo.js).
  */
 (function (global) {
   "use strict";
@@ -74,7 +74,7 @@
 
   function tokenLabel(ctx) {
     return "Step " + ctx.step.step + ", group " + ctx.group.index + ", response #" + ctx.response.index +
-      ", token " + ctx.t + " \u201c" + ctx.tokens.text[ctx.t] + "\u201d";
+      ", token " + ctx.t + " \u201c" + V.isolate(ctx.tokens.text[ctx.t]) + "\u201d";
   }
 
   function liveRatio(ctx) {

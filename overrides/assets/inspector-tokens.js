@@ -83,7 +83,7 @@
       values.appendChild(el("div", { class: "unipo-readout-value", "data-key": "weight", "data-value": String(tk.weight[item.t]) },
         [el("dt", { text: "Aggregation weight" }), el("dd", { class: "unipo-num", text: fmt(tk.weight[item.t]) })]));
     }
-    var head = [el("strong", { class: "unipo-readout-token", text: "\u201c" + item.text + "\u201d" }),
+    var head = [el("strong", { class: "unipo-readout-token", text: "\u201c" + V.isolate(item.text) + "\u201d" }),
       el("span", { class: "unipo-fact", text: "group " + item.group + " \u00b7 response #" + item.response + " \u00b7 token " + item.t })];
     if (tk.clip && tk.clip[item.t]) head.push(el("span", { class: "unipo-mark unipo-mark--clipped", text: tk.clip[item.t] > 0 ? "clipped high" : "clipped low" }));
     if (!tk.mask[item.t]) head.push(el("span", { class: "unipo-mark", text: "not in the objective" }));

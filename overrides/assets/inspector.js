@@ -46,6 +46,15 @@
   var klBeta = T.klBeta;
   var inViewport = T.inViewport;
 
+  // Text with no visible character (empty, zero-width, controls, line breaks): such a token gets
+  // a box of its own width (views.css), so it can still be clicked.
+  var BLANK = /^[\s\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*$/u;
+
+  function showToken(node, text, mode) {
+    var shown = visible(text, mode);
+    node.textContent = shown;
+    node.classList.toggle("unipo-tok--blank", BLANK.test(shown) && !/ /.test(shown));
+  }
   var ZERO_OBJECTIVE_NOTE = "J is 0 up to rounding. That is the value of the objective, not what moves the policy: " +
     "its gradient is not 0, and the token colours show where it pushes (green tokens up, pink tokens down). On the " +
     "first update after sampling every ratio is 1, each token's objective is its advantage; when every response weighs the " +
@@ -564,7 +573,8 @@
         "aria-label": "Group " + g.index + ", response #" + r.index + ": " + tk.text.length + " tokens" });
       tk.text.forEach(function (piece, t) {
         var node = el("span", { class: "unipo-tok", role: "button", tabindex: t === 0 ? "0" : "-1", "aria-pressed": "false",
-          "data-g": g.index, "data-r": r.index, "data-t": t, text: visible(piece, self.mode) });
+          "data-g": g.index, "data-r": r.index, "data-t": t });
+        showToken(node, piece, self.mode);
         if (!tk.mask[t]) node.classList.add("unipo-tok--masked");
         text.appendChild(node);
         self.tokens.push({ node: node, group: g.index, groupKey: groupKey(g), response: r.index, t: t, tokens: tk, text: piece });
@@ -663,7 +673,7 @@
     var self = this;
     this.mode = mode;
     this.modeButtons.forEach(function (b) { b.setAttribute("aria-pressed", b.getAttribute("data-mode") === mode ? "true" : "false"); });
-    this.tokens.forEach(function (item) { item.node.textContent = visible(item.text, self.mode); });
+    this.tokens.forEach(function (item) { showToken(item.node, item.text, self.mode); });
     this.container.querySelector(".unipo-inspector-body").classList.toggle("unipo-mode-tokens", mode === "tokens");
     if (!quiet) this.save(false);
   };

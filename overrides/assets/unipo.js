@@ -22,16 +22,26 @@
   var directSpecs = new WeakMap(); // chart element -> spec given to UNIPO.embed
   var generations = new WeakMap(); // chart element -> number of the latest embed call
 
+  // The project's own classes, which the build wraps around parts of a formula (a slot, a diff
+  // status, a highlight): "unipo-" and lower-case letters, digits and dashes.
+  var OWN_CLASS = /^unipo-[a-z0-9-]+$/;
+
   var KATEX_OPTIONS = {
     throwOnError: false,
-    // Only the two commands that attach classes and data attributes (used to highlight parts
-    // of a formula); never \href, \url or \includegraphics.
+    // Trust one command only: \htmlClass, and only when every class it adds is one of the
+    // project's own. \href, \url, \includegraphics, \htmlId, \htmlData and \htmlStyle are refused
+    // (KaTeX then shows them as an error in the formula's colour, never as a link or an image).
     trust: function (ctx) {
-      return ctx.command === "\\htmlClass" || ctx.command === "\\htmlData";
+      if (ctx.command !== "\\htmlClass") return false;
+      var classes = String(ctx.class || "").split(/\s+/).filter(Boolean);
+      return classes.length > 0 && classes.every(function (c) { return OWN_CLASS.test(c); });
     },
     strict: function (errorCode) {
       return errorCode === "htmlExtension" ? "ignore" : "warn";
     },
+    // No rule or box larger than a page, no runaway macro expansion.
+    maxSize: 100,
+    maxExpand: 1000,
   };
 
   function pageRoot() {
@@ -209,6 +219,11 @@
       return Promise.resolve();
     }
     el.setAttribute("data-unipo-rendered", "pending");
+    if (!window.vegaInterpreter) {
+      el.setAttribute("data-unipo-rendered", "error");
+      console.error("UNIPO: vega-interpreter is not loaded; charts are not drawn.");
+      return Promise.resolve();
+    }
     var meta = spec.usermeta || {};
     var options = {
       actions: false,
@@ -227,7 +242,12 @@
       defaultStyle: false,
       config: chartConfig(),
       loader: sameOriginLoader(),
-      tooltip: { theme: wanted === "slate" ? "dark" : "light" },
+      // The site's Content-Security-Policy allows no eval: Vega interprets its expressions
+      // (ast: true) with vega-interpreter instead of compiling them to functions.
+      ast: true,
+      expr: window.vegaInterpreter.expressionInterpreter,
+      // vega-tooltip's own <style> element would be refused by the policy: unipo.css styles it.
+      tooltip: { theme: wanted === "slate" ? "dark" : "light", disableDefaultStyle: true },
     };
     return window.vegaEmbed(el, spec, options).then(
       function (result) {

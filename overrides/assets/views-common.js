@@ -92,6 +92,12 @@
     return info.siteRoot + info.stepPath + "step_" + String(step).padStart(6, "0") + ".json";
   };
 
+  /** A token's text inside a sentence: between FIRST STRONG ISOLATE and POP DIRECTIONAL ISOLATE,
+   * so a direction override in the token (U+202E) ends with it (as unipo_build/render.py isolate). */
+  V.isolate = function (text) {
+    return "\u2068" + text + "\u2069";
+  };
+
   /** createElement with attributes, classes and children (strings become text nodes). */
   function el(tag, attrs, children) {
     var node = document.createElement(tag);

@@ -237,9 +237,10 @@ def test_hostile_log_runs_no_script_and_shows_text_literally(hostile_site, chrom
                 "return document.querySelector('.unipo-explainer').getAttribute('data-live-ready')"):
             time.sleep(0.1)
         where = driver.execute_script("return document.querySelector('.unipo-explainer .unipo-live-where').textContent")
-        assert f"token {index} \u201c{HOSTILE[index]}\u201d" in where
+        # between the bidi isolates U+2068 and U+2069 (render.isolate / V.isolate)
+        assert f"token {index} \u201c\u2068{HOSTILE[index]}\u2069\u201d" in where
         readout = driver.execute_script("return document.querySelector('.unipo-readout-token').textContent")
-        assert readout == f"\u201c{HOSTILE[index]}\u201d"
+        assert readout == f"\u201c\u2068{HOSTILE[index]}\u2069\u201d"
     # Raw-token mode rewrites every token's text: still text.
     button = driver.find_element(By.CSS_SELECTOR, ".unipo-inspector .unipo-mode-btn[data-mode=tokens]")
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", button)

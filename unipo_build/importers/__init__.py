@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import ValidationError
 
+from ..runlog import LogErrors, validation_errors
 from ..schema import RunHeader
 from .common import OutputError, discard, publish, staging_dir
 from .openrlhf_tb import import_openrlhf
@@ -45,6 +47,11 @@ def import_log(fmt: str, src: str | Path, out: str | Path, *, algorithm: str | N
         header = FORMATS[fmt](src, stage, algorithm=algorithm, run_id=run_id, max_new_tokens=max_new_tokens,
                               **extra)
         publish(stage, out)
+    except ValidationError as err:
+        # A value the schema's bounds refuse (text too long, a number out of range): named by
+        # the field it would have filled, in the source file.
+        discard(stage)
+        raise LogErrors(validation_errors(str(src), err)) from None
     except BaseException:
         discard(stage)
         raise

@@ -229,6 +229,15 @@ def known_specs() -> dict[str, AlgorithmSpec]:
         return {}
 
 
+def algorithm_id(name: str, notes: Notes | None = None) -> str:
+    """An algorithm's name as the header's identifier: letters, digits, '_', '.', '-' (the name
+    itself stays in the title); noted when it had to change."""
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "_", name.strip()).strip("_.-")[:128] or "unknown"
+    if notes is not None and cleaned != name:
+        notes.once(f"algorithm {name!r} written as the identifier {cleaned!r}")
+    return cleaned
+
+
 def match_spec(name: str, specs: dict[str, AlgorithmSpec]) -> str | None:
     """Our spec id for an algorithm name, ignoring case and punctuation ('Dr. GRPO', 'drgrpo' -> dr_grpo)."""
     wanted = _normalise(name)

@@ -195,7 +195,7 @@ def import_openrlhf(src: Path, stage: Path, *, algorithm: str | None = None, run
     described = _tap_description(tap_data)
     header = RunHeader(
         run_id=K.check_run_id(run_id or described.pop("run_id", None) or K.run_id_from(Path(src).resolve())),
-        algorithm=name,
+        algorithm=K.algorithm_id(name, notes),
         algorithm_config=config,
         **{"title": f"{name} (imported from OpenRLHF TensorBoard logs)",
            "task": TaskInfo(name="unknown (TensorBoard does not record it)", source=str(src)),

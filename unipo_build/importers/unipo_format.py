@@ -240,7 +240,7 @@ def build_header(raw: dict, src: Path, *, algorithm: str | None, run_id: str | N
     extras = K.keep_extras(raw, HEADER_KNOWN, K_RESERVED_HEADER, notes, "header")
     return RunHeader(
         run_id=K.check_run_id(run_id or K.run_id_from(src)),
-        algorithm=spec_id or name.strip(),
+        algorithm=spec_id or K.algorithm_id(name, notes),
         algorithm_config=config,
         title=_text(raw.get("label"), loc, "label", f"{name} (imported from {src.name})"),
         task=TaskInfo(name=task, source=dataset),

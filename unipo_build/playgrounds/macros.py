@@ -397,5 +397,7 @@ def playground_palette(site: Site) -> str:
     return palette_html()
 
 
-for _fn in (objective_facts, gdpo_facts, shape_facts, num, pct, two_rollout_table, trainer_reward_weights):
+for _fn in (objective_facts, gdpo_facts, shape_facts, num, pct, trainer_reward_weights):
     macro(_fn, with_site=False)
+# A Markdown table of the project's own numbers (no input strings).
+macro(two_rollout_table, with_site=False, markdown=True)

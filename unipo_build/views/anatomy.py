@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from ..render import isolate
 from ..runs import Run
 from ..schema import PromptGroup, Response
 from . import inspector
@@ -212,7 +213,7 @@ def beat_token_objective(pick: AnatomyPick) -> str:
     lines = token_objective_tex(config, response, t)
     lines.append(weight_tex(config, pick.detail, response, t))
     intro = (f"<p>Token {t} of response {response.index} in group {g.index}, the text "
-             f"<code>{escape_text(tok.text[t])}</code>, is the one the policy was least sure of when it wrote "
+             f"<code>{escape_text(isolate(tok.text[t]))}</code>, is the one the policy was least sure of when it wrote "
              f"that answer (probability {escape_text(fmt_pct(math.exp(tok.old_logp[t])))}); the answer is "
              f"{'right' if response.correct else 'wrong'}, so its advantage is "
              f"{escape_text(fmt_num(tok.advantage[t], 4))}:</p>")
@@ -220,7 +221,7 @@ def beat_token_objective(pick: AnatomyPick) -> str:
     rows = []
     for i in range(lo, hi):
         mark = " ◀" if i == t else ""
-        rows.append([f"{escape_text(i)}: <code>{escape_text(tok.text[i])}</code>{mark}",
+        rows.append([f"{escape_text(i)}: <code>{escape_text(isolate(tok.text[i]))}</code>{mark}",
                      escape_text(fmt_num(tok.ratio[i], 5)), escape_text(fmt_num(tok.advantage[i], 4)),
                      escape_text(fmt_num(tok.kl[i], 3) if tok.kl is not None else "–"),
                      escape_text(fmt_num(tok.objective[i], 5)), escape_text(fraction_text(tok.weight[i]))])

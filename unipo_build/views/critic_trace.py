@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ..moments import MOMENT_NAMES, find_moment
-from ..render import escape_text, vega_embed
+from ..render import escape_text, isolate, vega_embed
 from ..runs import Run
 from ..schema import PromptGroup, Response, StepDetail
 from .fmt import fmt_num, legend_html, note_html
@@ -143,7 +143,7 @@ def critic_trace_data(run: Run, moment: str | None = None) -> CriticTrace | None
         rows.append({
             "t": i,
             "token": t.text[i],
-            "label": f"{i} \u201c{t.text[i]}\u201d",
+            "label": f"{i} \u201c{isolate(t.text[i])}\u201d",
             "value": t.value[i],
             "return": t.return_[i],
             "advantage": t.advantage[i],
@@ -159,7 +159,9 @@ def critic_trace_charts(trace: CriticTrace) -> tuple[dict, dict]:
     """Two Vega-Lite specs sharing the token axis: the three curves, and the KL penalty bars."""
     import altair as alt
 
-    order = [r["label"] for r in trace.rows]
+    # Tokens in response order, sorted by their position t in the data: a sort given as a list of
+    # labels would put the token texts into a Vega expression; input strings stay data.
+    order = alt.EncodingSortField(field="t", op="min")
     axis = dict(labelAngle=-60, labelOverlap="greedy", labelLimit=90)
     # The lower chart carries the axis title for both.
     # The two charts share the token axis: the upper one draws its ticks, the lower one its labels.

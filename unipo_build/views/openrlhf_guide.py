@@ -1,46 +1,56 @@
 """Macros for the guide "Train at scale with OpenRLHF": what the command builder does, computed at build time.
 
 The table of exact and approximated algorithms and the printed commands come from
-``unipo_build.openrlhf.command`` itself, so the guide cannot drift from the code.
+``unipo_build.openrlhf.command`` itself, so the guide cannot drift from the code. The table is
+HTML with every spec string escaped; a command is a fenced block whose fence is longer than any
+run of backticks inside it, so nothing in a spec is read as Markdown.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, Callable
 
 from ..openrlhf import OPENRLHF_VERSION
 from ..openrlhf.command import RunOptions, build_command, translation_for
 from ..specs import lineage, load_specs
-from .site import macro
+from .fmt import escape_text, table
+from .reference import ALGORITHM_PAGES, page_linker
+from .site import Site, macro
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def translations_table(max_new_tokens: int = RunOptions().max_new_tokens) -> str:
-    """One row per spec: exact on OpenRLHF, or each gap with its nearest approximation."""
+def translations_table(max_new_tokens: int = RunOptions().max_new_tokens,
+                       link: Callable[[str], str | None] = lambda target: None) -> str:
+    """One row per spec: exact on OpenRLHF, or each gap with its nearest approximation (HTML;
+    ``link`` gives the URL of a docs page, for the algorithm's reference page)."""
     specs = load_specs()
-    rows = ["| Algorithm | On OpenRLHF " + OPENRLHF_VERSION + " | The spec asks for | OpenRLHF runs instead |",
-            "|---|---|---|---|"]
+    rows = []
     for spec in lineage(specs):
         t = translation_for(spec, max_new_tokens)
-        name = f"[{spec.name}](../reference/algorithms/{spec.id}.md)"
+        href = link(f"{ALGORITHM_PAGES}/{spec.id}.md")
+        name = f'<a href="{escape_text(href)}">{escape_text(spec.name)}</a>' if href else escape_text(spec.name)
         if not t.gaps:
-            rows.append(f"| {name} | exact | | |")
+            rows.append([name, "exact", "", ""])
             continue
         for i, gap in enumerate(t.gaps):
             first = i == 0
-            rows.append(f"| {name if first else ''} | {'approximated' if first else ''} | "
-                        f"{gap.slot}: {_cell(gap.spec_says)} | {_cell(gap.nearest)} |")
-    return "\n".join(rows)
+            rows.append([name if first else "", "approximated" if first else "",
+                         escape_text(f"{gap.slot}: {gap.spec_says}"), escape_text(gap.nearest)])
+    head = ["Algorithm", f"On OpenRLHF {escape_text(OPENRLHF_VERSION)}", "The spec asks for", "OpenRLHF runs instead"]
+    return table(head, rows)
+
+
+def fenced(text: str, language: str = "bash") -> str:
+    """``text`` as a fenced code block that nothing inside it can close."""
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+    return f"{fence}{language}\n{text}\n{fence}"
 
 
 def command_block(algorithm: str, *, tap: bool = True, **options: Any) -> str:
     """The printed command for ``algorithm`` as a fenced shell block (its approximations accepted, if any)."""
     cmd = build_command(algorithm, RunOptions(**options), accept_approximation=True,
                         tap_dir="work/openrlhf/tap" if tap else None)
-    return "```bash\n" + cmd.shell() + "\n```"
+    return fenced(cmd.shell())
 
 
 def train_commands(preset: str = "gpu", gpus_per_node: int = RunOptions().gpus_per_node) -> list[str]:
@@ -56,22 +66,22 @@ def train_commands(preset: str = "gpu", gpus_per_node: int = RunOptions().gpus_p
     return lines
 
 
-@macro(with_site=False)
-def openrlhf_translations() -> str:
-    """Markdown table: every shipped spec, exact on OpenRLHF or its gaps and approximations."""
-    return translations_table()
+@macro(html=True)
+def openrlhf_translations(site: Site) -> str:
+    """A table: every shipped spec, exact on OpenRLHF or its gaps and approximations."""
+    return translations_table(link=page_linker(site.env))
 
 
-@macro(with_site=False)
+@macro(with_site=False, markdown=True)
 def openrlhf_command(algorithm: str, tap: bool = True, **options: Any) -> str:
     """The OpenRLHF command the builder prints for ``algorithm`` (a fenced bash block)."""
     return command_block(algorithm, tap=tap, **options)
 
 
-@macro(with_site=False)
+@macro(with_site=False, markdown=True)
 def openrlhf_train_commands(preset: str = "gpu", gpus_per_node: int = RunOptions().gpus_per_node) -> str:
     """One `unipo train --engine openrlhf` line per shipped spec, as a fenced bash block."""
-    return "```bash\n" + "\n".join(train_commands(preset, gpus_per_node)) + "\n```"
+    return fenced("\n".join(train_commands(preset, gpus_per_node)))
 
 
 @macro(with_site=False)

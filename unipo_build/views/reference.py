@@ -9,6 +9,8 @@ Macros (registered with ``site.macro``):
 - ``schema_reference()``: every file of a run directory, a table of fields per model (type,
   required, description) and the raw JSON Schema, from ``schema.json_schema()`` at build time;
 - ``metric_catalogue()``: ``schema.METRICS`` as a table;
+- ``bound(name)``: a bound of ``unipo_build.limits`` (the text length caps, the number range) as
+  the schema page's prose writes it;
 - ``component_catalogue()``: the registry: every slot, every kind, its parameters with defaults
   and descriptions, its formula and terms, the function that computes it (a link into the
   repository, ``source_links``), and the shipped algorithms that use it.
@@ -28,7 +30,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import formula
+from .. import formula, limits
 from ..render import escape_text
 from ..schema import METRICS, json_schema
 from ..specs import REGISTRY, SLOTS, AlgorithmSpec, Kind, Reference, lineage
@@ -229,14 +231,24 @@ def spec_reference_markdown(spec: AlgorithmSpec, specs: dict[str, AlgorithmSpec]
 # schema_reference
 # ---------------------------------------------------------------------------
 
-def _constraint_text(prop: dict) -> str:
+def _constraint_html(prop: dict) -> str:
+    """A field's bounds as HTML: ' within ±10<sup>15</sup>', ' ≥ 0, ≤ 1', ' of at most 4,096 characters'."""
     bits = []
-    for key, sym in (("minimum", "\u2265"), ("exclusiveMinimum", ">"), ("maximum", "\u2264"),
-                     ("exclusiveMaximum", "<")):
+    low, high = prop.get("minimum"), prop.get("maximum")
+    if low is not None and high is not None and low == -high and low < 0:
+        text = limits.format_bound(high)
+        bits.append(f"within \u00b1{f'({text})' if ' ' in text else text}")
+    else:
+        for key, sym in (("minimum", "\u2265"), ("maximum", "\u2264")):
+            if key in prop:
+                bits.append(f"{sym} {limits.format_bound(prop[key])}")
+    for key, sym in (("exclusiveMinimum", "&gt;"), ("exclusiveMaximum", "&lt;")):
         if key in prop:
-            bits.append(f"{sym} {prop[key]}")
-    if "minLength" in prop:
-        bits.append(f"at least {prop['minLength']} characters")
+            bits.append(f"{sym} {limits.format_bound(prop[key])}")
+    lengths = [f"at {word} {limits.format_bound(prop[key])}" for key, word in (("minLength", "least"), ("maxLength", "most"))
+               if key in prop]
+    if lengths:
+        bits.append("of " + " and ".join(lengths) + " characters")
     return " " + ", ".join(bits) if bits else ""
 
 
@@ -268,9 +280,9 @@ def type_html(prop: dict, ref_href: Callable[[str], str]) -> str:
             text += f" ({escape_text(prop['format'])})"
         if "pattern" in prop:
             text += f" matching {code(prop['pattern'])}"
-        return text + escape_text(_constraint_text(prop))
+        return text + _constraint_html(prop)
     if kind:
-        return escape_text(kind + _constraint_text(prop))
+        return escape_text(kind) + _constraint_html(prop)
     return "any"
 
 
@@ -464,7 +476,7 @@ def relative_url(source: str, target: str, docs_dir: str, site_dir: str, use_dir
     return target_file.url_relative_to(source_file)
 
 
-@macro
+@macro(markdown=True)
 def spec_reference(site: Site, algorithm_id: str) -> str:
     """The reference of one algorithm spec (data/algorithms/<id>.yaml)."""
     spec = site.spec(algorithm_id, "spec_reference")
@@ -472,10 +484,16 @@ def spec_reference(site: Site, algorithm_id: str) -> str:
                                    repo=site.repo)
 
 
-@macro
+@macro(markdown=True)
 def schema_reference(site: Site) -> str:
     """Fields and JSON Schema of every file of a run directory."""
     return schema_reference_markdown(protect=site.protect)
+
+
+@macro(html=True, with_site=False)
+def bound(name: str) -> str:
+    """A bound of ``unipo_build.limits`` in the docs' prose: ``{{ bound("LINE_MAX") }}`` -> 4,096."""
+    return limits.describe(name)
 
 
 @macro(html=True)
@@ -484,7 +502,7 @@ def metric_catalogue(site: Site) -> str:
     return metric_catalogue_html()
 
 
-@macro
+@macro(markdown=True)
 def component_catalogue(site: Site) -> str:
     """Every slot and registered component kind, each linked to the function that computes it."""
     return component_catalogue_markdown(site.specs(), protect=site.protect, link=page_linker(site.env),

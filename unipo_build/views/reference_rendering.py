@@ -26,6 +26,7 @@ BROWSER_LIBRARIES = {
     "vega": "chart runtime",
     "vega-lite": "compiles the Altair / Vega-Lite specs to Vega",
     "vega-embed": "puts a chart into its container",
+    "vega-interpreter": "evaluates Vega's expressions without eval (the site's Content-Security-Policy)",
 }
 
 
@@ -86,7 +87,7 @@ def kl_estimators_spec(site: Site) -> dict:
     return kl_estimators_chart().to_dict()
 
 
-@macro
+@macro(markdown=True)
 def browser_libraries(site: Site) -> str:
     """The pinned browser libraries (package.json of the project), as a Markdown table."""
     return browser_libraries_table(site.root)

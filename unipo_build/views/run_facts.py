@@ -1,9 +1,11 @@
 """Facts of runs and specs, quoted inline by the chapters; the runs of the build.
 
 Every number a chapter quotes comes from a macro, so a chapter stays true when the site is
-rebuilt from other logs. Inline macros return plain text; ``runs_status`` and ``skipped_runs``
-return HTML (a paragraph of their own). The held-out verdicts and the run card are in ``verdicts``;
-sentences that say what the runs show (length drift, entropy, clipping) are in ``claims``.
+rebuilt from other logs. Inline macros return plain text, which the macro binding escapes and
+keeps out of Markdown's reach (``views.site``: a spec name or a run id shows as the characters
+it is); ``runs_status`` and ``skipped_runs`` return HTML (a paragraph of their own). The held-out
+verdicts and the run card are in ``verdicts``; sentences that say what the runs show (length
+drift, entropy, clipping) are in ``claims``.
 
     {{ run_fact("grpo", "eval_end_greedy") }}          a number from the run's summary or header
                                                         (RUN_FACT_KEYS; ``digits`` significant digits,

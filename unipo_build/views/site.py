@@ -10,9 +10,21 @@ A view module defines its macros where their code is::
 binds each registered function to a :class:`Site` of the build: the project root (the MkDocs
 config's directory), the runs catalogue (the one runs resolver, ``unipo_build.runs``), the
 specs (read once per build, again when a spec file changes), chart ids and the page being
-rendered. ``html=True`` hands the result to ``macros.protect_html`` (call such a macro on a
-paragraph of its own); ``scripts`` names the view scripts the page then loads (the hook puts
-them on that page only: see ``unipo_build.hooks``).
+rendered. ``scripts`` names the view scripts the page then loads (the hook puts them on that
+page only: see ``unipo_build.hooks``).
+
+What a macro returns reaches the page by one of three paths, so that no string from a run, a
+spec, an import or a task file is ever read as Markdown, Jinja or TeX source:
+
+- ``html=True``: HTML in which every input string went through ``render.escape_text`` (or is
+  JSON data in a ``<template>``); handed to ``macros.protect_html``, so Markdown never sees it
+  (call such a macro on a paragraph of its own);
+- the default, for a macro that returns a string: plain text. It is HTML-escaped here and
+  protected the same way, so it may sit inside a sentence, a table cell or a formula and still
+  reads as the characters it is;
+- ``markdown=True``: Markdown written by the project (headings the table of contents lists),
+  whose input strings the macro has itself escaped and protected. Any other return value (a
+  dict or a number for ``{% set %}``) is passed through.
 """
 
 from __future__ import annotations
@@ -22,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import project, runs
+from ..render import escape_text
 from ..specs import AlgorithmSpec, load_specs
 from .source_links import Repo, repo_from
 
@@ -54,6 +67,7 @@ class MacroDef:
     html: bool
     scripts: tuple[str, ...]
     with_site: bool = True
+    markdown: bool = False
 
 
 #: Every registered macro, in registration order.
@@ -61,14 +75,17 @@ MACROS: dict[str, MacroDef] = {}
 
 
 def macro(fn: Callable | None = None, *, name: str | None = None, html: bool = False,
-          scripts: tuple[str, ...] = (), with_site: bool = True):
+          scripts: tuple[str, ...] = (), with_site: bool = True, markdown: bool = False):
     """Register ``fn(site, ...)`` (``fn(...)`` with ``with_site=False``) as the page macro ``name``
-    (default: the function's name)."""
+    (default: the function's name). ``html`` / ``markdown``: what it returns (see the module
+    docstring); by default a string it returns is text."""
     def decorate(f: Callable) -> Callable:
         key = name or f.__name__
         if key in MACROS and MACROS[key].fn is not f:
             raise ValueError(f"two macros named {key!r}: {MACROS[key].fn.__module__} and {f.__module__}")
-        MACROS[key] = MacroDef(f, key, html, tuple(scripts), with_site)
+        if html and markdown:
+            raise ValueError(f"macro {key!r}: html or markdown, not both")
+        MACROS[key] = MacroDef(f, key, html, tuple(scripts), with_site, markdown)
         return f
     return decorate(fn) if fn is not None else decorate
 
@@ -175,7 +192,11 @@ def bind(site: Site, definition: MacroDef) -> Callable:
         if definition.scripts:
             site.use_scripts(definition.scripts)
         out = fn(site, *args, **kwargs) if definition.with_site else fn(*args, **kwargs)
-        return site.protect(out) if definition.html else out
+        if definition.html:
+            return site.protect(out)
+        if isinstance(out, str) and not definition.markdown:
+            return site.protect(escape_text(out))
+        return out
 
     bound.__name__ = definition.name
     bound.__qualname__ = definition.name
