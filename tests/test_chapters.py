@@ -127,6 +127,7 @@ def test_critic_trace_shows_the_logged_values_of_the_chosen_response(runs_dir):
     assert by_series["advantage A_t (GAE)"] == [row["advantage"] for row in trace.rows]
     bars = [layer for layer in bottom["layer"] if layer["data"]["values"] and "penalty" in layer["data"]["values"][0]]
     assert [v["penalty"] for v in bars[0]["data"]["values"]] == [row["kl_penalty"] for row in trace.rows]
+    assert top["usermeta"]["renderer"] == bottom["usermeta"]["renderer"] == "canvas"  # a mark per token
 
 
 @pytest.mark.slow

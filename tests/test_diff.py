@@ -10,7 +10,7 @@ import pytest
 from unipo_build.render import escape_text
 from unipo_build.specs import SLOTS, load_specs, resolve
 from unipo_build.views.compare import compare_html, compare_selector_html, fill_statuses, placeholder_formula, selector_data
-from unipo_build.views.diff import (DIFF_STYLES, STATUSES, diff_algorithms, diff_sentence, slot_status, statuses,
+from unipo_build.views.diff import (SLOT_LABELS, DIFF_STYLES, STATUSES, diff_algorithms, diff_sentence, slot_status, statuses,
                                     summary_counts)
 
 
@@ -90,8 +90,15 @@ def test_one_scheme_with_badges():
 def test_compare_html_marks_formulas_rows_and_legend_alike(specs):
     html = compare_html(specs["grpo"], specs["dapo"])
     rows = re.findall(r'<li class="unipo-diff-row unipo-diff-(\w+)" data-slot="(\w+)" data-status="(\w+)">', html)
-    assert [(slot, status) for _, slot, status in rows] == list(statuses(specs["grpo"], specs["dapo"]).items())
+    expected = statuses(specs["grpo"], specs["dapo"])
+    # the slots that changed first, in slot order; the unchanged ones folded after them
+    changed = [(slot, s) for slot, s in expected.items() if s != "unchanged"]
+    same = [(slot, s) for slot, s in expected.items() if s == "unchanged"]
+    assert [(slot, status) for _, slot, status in rows] == changed + same
     assert all(cls == status for cls, _, status in rows)
+    folded = html[html.index('<details class="unipo-diff-same">'):]
+    assert folded.count('data-status="unchanged"') == len(same) and 'data-status="modified"' not in folded
+    assert "<summary>" in folded and ", ".join(SLOT_LABELS[slot] for slot, _ in same) in folded
     # the formulas carry the same status class on each slot's part
     assert r"\htmlClass{unipo-slot unipo-slot-kl unipo-diff-removed}" in html
     assert r"\htmlClass{unipo-slot unipo-slot-filter unipo-diff-added}" in html

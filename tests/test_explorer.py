@@ -210,8 +210,9 @@ def test_fisheye_expr_is_the_same_function():
 
 def test_format_value():
     assert explorer.format_value(0.53125) == "0.531"
-    assert explorer.format_value(1234.5) == "1,234"
-    assert explorer.format_value(0.0001234) == "1.23e-04"
+    assert explorer.format_value(1234.4) == "1,234" and explorer.format_value(-98.76) == "\u221298.8"
+    assert explorer.format_value(0.0001234) == "1.23 \u00d7 10\u207b\u2074"
+    assert explorer.format_value(0.5625, "% of groups") == "56.2%" and explorer.format_value(0.001, "% of tokens") == "0.1%"
     assert explorer.format_value(0) == "0"
     assert explorer.format_value(None) == "–"
 
@@ -244,12 +245,37 @@ def test_explorer_html_embeds_every_metric_downsampled(loaded):
     # Chips: one per metric, the defaults pressed with their ring; label, last value, definition.
     chips = re.findall(r'<button type="button" class="unipo-explorer__chip"[^>]*>', html)
     assert len(chips) == len(names)
-    pressed = re.findall(r'data-metric="([^"]+)" aria-pressed="true" data-ring="(\d)"', html)
+    pressed = re.findall(r'data-metric="([^"]+)" aria-pressed="true" data-ring="(\d)" data-colour="\2"', html)
     assert dict(pressed) == {"reward/mean": "0", "length/mean": "1", "kl/mean": "2", "entropy/mean": "3"}
     assert 'title="Reward (reward/mean): Mean scalar reward' in html
     # Held-out evaluation next to the chart.
     assert "Held-out evaluation" in html and "40.0% → 52.0%" in html
     assert html.count("<tr title=") == 5 and "0 <span class=\"unipo-explorer__hint\">start</span>" in html
+
+
+def test_rings_list_ranges_units_and_the_automatic_robust_scale(loaded):
+    run = loaded["grpo-run"]
+    html = explorer.explorer_html(run, ["reward/mean", "clip/frac_high", "length/mean"], inspector=False,
+                                  element_id="x1")
+    data = _payload(html)["data"]
+    flat = {m["name"]: m["flat"] for m in data["metrics"]}
+    # the one spike of clip/frac_high (0.25 over values near 0.005) would flatten its ring
+    assert flat["clip/frac_high"] is True and flat["reward/mean"] is False and flat["length/mean"] is False
+    units = {m["name"]: m["unit"] for m in data["metrics"]}
+    assert units["clip/frac_high"] == "% of tokens" and units["length/mean"] == "tokens" and units["custom/score"] == ""
+    clip = explorer.collect_series(run.path).metrics["clip/frac_high"]
+    rings = re.findall(r'<li class="unipo-explorer__ring" data-metric="([^"]+)" data-colour="(\d)">.*?'
+                       r'<span class="unipo-explorer__ring-range">([^<]*)</span>'
+                       r'<span class="unipo-explorer__ring-note">([^<]*)</span>', html)
+    assert [r[:2] for r in rings] == [("reward/mean", "0"), ("clip/frac_high", "1"), ("length/mean", "2")]
+    # the robust ring spans its 1st-99th percentile (with the margin) and names the whole range
+    assert rings[1][2] == (f"{explorer.format_value(clip.q_low, '%')} to "
+                           f"{explorer.format_value(clip.q_high, '%')} of tokens")
+    assert rings[1][3].startswith("robust scale: the whole run spans ")
+    assert "25%" in rings[1][3] and rings[0][3] == "" and rings[2][2].endswith(" tokens")
+    assert explorer.unit_suffix("% of groups") == "of groups" and explorer.unit_suffix("s") == "s"
+    # the caption tells a mouse and a touch reader what to do
+    assert "unipo-explorer__for-mouse" in html and "Tap a ring" in html
 
 
 def test_explorer_html_size_budget(loaded):

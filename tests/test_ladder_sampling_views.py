@@ -65,14 +65,14 @@ def test_each_rung_names_the_one_slot_it_changes_from_the_specs(site):
                                                             ["shaping"]]
     table = cells(L.ladder_table_html(site, "dapo", rungs))
     assert table[0][1] == "the starting rung" and table[1][0] == "GRPO \u2212 KL | ladder_no_kl"
-    assert table[2][1] == "Clip: symmetric (\u03b5 0.2) \u2192 asymmetric (\u03b5_low 0.2, \u03b5_high 0.28)"
+    assert table[2][1] == "Clip: symmetric clip (\u03b5 0.2) \u2192 asymmetric clip (clip-higher) (lower \u03b5 0.2, upper \u03b5 0.28)"
     # a slot's change in the registry's words, not its kind ids (seq_mean_token_mean -> token_mean)
     assert table[3][1] == ("Aggregation: mean per response, then over responses \u2192 mean over every token of the "
                            "batch")
     assert table[3][2] == "still training: 3 of 10 rollouts logged" and table[4][2] == "no run in this build"
     assert table[3][3:] == ["–"] * 5  # a run still training has no end evaluation nor final values yet
     # DAPO's run resolved the overlong lengths from its budget (64 tokens in the fixture)
-    assert table[5][1].startswith("Reward shaping: none \u2192 overlong (L_max 64, ")
+    assert table[5][1].startswith("Reward shaping: no shaping \u2192 overlong penalty (length budget 64 tokens, ")
 
 
 def test_two_changes_tried_alone_are_each_compared_with_their_shared_base(site):

@@ -91,7 +91,10 @@ def test_container_carries_run_site_root_steps_and_moments(runs):
     names = {m["name"] for m in data["moments"]}
     assert {"all_correct_group", "filtered_group", "clipped_high"} <= names
     assert all(m["open_step"] in data["steps"] for m in data["moments"])
-    assert [q["key"] for q in data["quantities"]] == ["objective", "advantage", "ratio", "kl", "entropy", "logp"]
+    assert [q["key"] for q in data["quantities"]] == ["objective", "advantage", "ratio", "kl", "entropy", "prob"]
+    assert {q["kind"] for q in data["quantities"]} == {"signed", "one-signed"}
+    assert data["ramps"]["min_tint"] == 0.15 and len(data["ramps"]["diverging_dark"]) == 11
+    assert data["group"] == "0" and 'data-group="0"' in html.split(">", 1)[0]
 
 
 def test_run_by_algorithm_id_and_home_page_root(runs):
@@ -99,32 +102,55 @@ def test_run_by_algorithm_id_and_home_page_root(runs):
     assert 'data-run="test-dapo"' in html and 'data-site-root=""' in html
 
 
-def test_every_logged_group_and_every_group_of_the_update(runs):
+def test_one_group_token_by_token_and_a_bar_for_every_group_of_the_update(runs):
     html = I.step_inspector("test-grpo", step=2, catalog=runs, uid="u")
-    # every logged prompt group (the two trained ones and the dropped one)
-    assert len(re.findall(r'<section class="unipo-group[ "]', html)) == 3
-    assert 'class="unipo-group unipo-group--filtered"' in html and "dropped by the sampling filter" in html
-    # every group of the update gets a bar, detailed or not
+    # One logged group is rendered (the first trained one with a nonzero advantage), as text
+    assert len(re.findall(r'<section class="unipo-group[ "]', html)) == 1
+    assert 'id="u-g0" data-group="0" data-key="0"' in html and 'data-group="u"' not in html
+    assert 'data-group="0"' in html.split("<div", 2)[1]  # the container says which group is open
+    # every group of the update gets a bar, detailed or not; the detailed ones are marked
     assert len(re.findall(r'<li class="unipo-bar-row', html)) == 3
-    assert 'href="#u-g0"' in html and 'href="#u-g7"' not in html
+    assert len(re.findall(r'data-detailed="1"', html)) == 2 and 'data-group="7" data-key="7">' in html
     assert "Dropped by the sampling filter before this update (1 logged)" in html
-    # response facts: reward with components, advantage, length, marks
+    # response facts: reward with components, advantage, length (for screen readers and the row's title)
     assert "reward 1 (correct 1)" in html and "advantage +0.5" in html and "3 tokens" in html
-    assert "\u2713 correct" in html and "\u2717 wrong" in html
+    assert "unipo-response-mark--correct" in html and "unipo-response-mark--wrong" in html
+    assert html.count('<li class="unipo-response-head"') == 1
+    # responses as text on the server; the browser renders the tokens
+    assert 'class="unipo-tok"' not in html and "unipo-tokens--plain" in html
+
+
+def test_default_group_prefers_signal_and_the_moment(runs):
+    from unipo_build.moments import Moment
+    from unipo_build.runlog import read_step_detail
+    detail = read_step_detail(runs / "test-grpo", 0)  # group 1 is all-correct (advantage 0)
+    assert I.default_group(detail).index == 0
+    moment = Moment("all_correct_group", step=0, group=1)
+    assert I.default_group(detail, moment).index == 1
+    assert I.default_group(detail, Moment("all_correct_group", step=2, group=1)).index == 0  # another step
+    dropped = read_step_detail(runs / "test-grpo", 2)
+    assert I.group_key(I.default_group(dropped, Moment("filtered_group", step=2, group=1000))) == "1000f"
 
 
 def test_all_correct_group_contributes_nothing_but_kl(runs):
-    grpo = I.step_inspector("test-grpo", step=0, catalog=runs)
-    assert "advantage 0: nothing from the policy gradient; only \u2212\u03b2\u00b7KL (\u03b2 = 0.04)" in grpo
+    grpo = I.step_inspector("test-grpo", step=0, moment="all_correct_group", catalog=runs)
+    assert 'class="unipo-bar-note" title="Every answer got the same reward, so the policy gradient gets nothing ' \
+           'from this group; only the KL term \u2212\u03b2\u00b7KL (\u03b2 = 0.04) acts on its tokens.">advantage 0</span>' in grpo
     assert ("Every advantage in this group is 0 (all 2 answers right), so its tokens push nothing through the policy "
             "gradient; its contribution is only the KL term") in grpo
     assert grpo.count("unipo-group-note--zero") == 1
+    # only the open group's bar shows until the reader unfolds the list (the moment's group here)
+    assert '<div class="unipo-step-objective" data-folded>' in grpo
+    assert re.search(r'<li class="unipo-bar-row unipo-bar-row--\w+ unipo-bar-row--open" data-group="1"', grpo)
+    plain = I.step_inspector("test-grpo", step=0, catalog=runs)
+    assert "unipo-group-note--zero" not in plain  # opens on group 0
+    assert re.search(r'<li class="unipo-bar-row unipo-bar-row--\w+ unipo-bar-row--open" data-group="0"', plain)
     dapo_dir = runs / "test-dapo"
     from unipo_build.runlog import read_step_detail
     from unipo_build.runs import get_run
     detail = read_step_detail(dapo_dir, 0)
     bars = I.group_bars_html("u", detail, get_run("test-dapo", runs).config)
-    assert "advantage 0: nothing from the policy gradient" in bars and "\u03b2" not in bars
+    assert ">advantage 0</span>" in bars and "it contributes 0." in bars and "\u03b2" not in bars
 
 
 def test_step_and_moment_choice_with_notes(runs):
@@ -139,6 +165,24 @@ def test_step_and_moment_choice_with_notes(runs):
     assert "This run has no teaching moment &#x27;clipped_low&#x27;" in missing and 'data-step="0"' in missing
     with pytest.raises(ValueError, match="unknown moment"):
         I.step_inspector("test-grpo", moment="nope", catalog=runs)
+
+
+def test_a_moment_on_a_step_without_tokens_is_told_in_words(runs, monkeypatch):
+    from unipo_build.moments import Moment
+    monkeypatch.setattr(I, "run_moments", lambda run: {"max_kl_step": Moment("max_kl_step", step=3)})
+    html = I.step_inspector("test-grpo", moment="max_kl_step", catalog=runs)
+    assert 'data-step="2"' in html and "unipo-view-note" not in html  # a status line, not an admonition
+    line = re.search(r'<p class="unipo-inspector-status unipo-moment-note">(.*?)</p>', html).group(1)
+    assert line == (f"{I.MOMENT_LABELS['max_kl_step']} is at step 3, which has no token detail; showing the "
+                    "nearest step with tokens, 2.")
+    assert "max_kl_step" not in re.sub(r"<[^>]+>", "", html.replace(_template(html), ""))
+
+
+def test_a_dropped_groups_moment_folds_every_bar(runs):
+    html = I.step_inspector("test-dapo", moment="filtered_group", catalog=runs)
+    assert _data(html)["group"] == "1000f"
+    assert '<div class="unipo-step-objective" data-folded>' in html  # no bar is open: none shows
+    assert "unipo-bar-row--open" not in html and "Group 1000: 0/4 correct, dropped" in html
 
 
 def test_missing_run_is_a_note_not_an_error(runs, tmp_path):
@@ -166,34 +210,18 @@ def test_hostile_log_text_is_escaped(tmp_path):
     assert f"reward 1 ({HOSTILE[0]} 1)" in text and "&lt;" not in text
 
 
-def test_colour_scale_is_symmetric_piyg():
-    assert I.diverging_colour(-2.0, 2.0) == I.PIYG[0]
-    assert I.diverging_colour(0.0, 2.0) == I.PIYG[5] == "#f7f7f7"
-    assert I.diverging_colour(2.0, 2.0) == I.PIYG[-1]
-    assert I.diverging_colour(5.0, 2.0) == I.PIYG[-1] and I.diverging_colour(-5.0, 2.0) == I.PIYG[0]
-    assert I.diverging_colour(1.0, 0.0) == I.PIYG[5]  # a step where every value is 0
-    assert I.diverging_colour(1.0, 0.5, centre=1.0) == I.PIYG[5]  # the ratio is centred at 1
-    assert I.diverging_colour(1.2, 0.2, centre=1.0) == I.PIYG[-1]
-    # halfway between anchors 5 and 6 is their mean
-    mid = I.diverging_colour(0.1, 1.0)
-    assert mid == "#%02x%02x%02x" % tuple((int(I.PIYG[5][i:i + 2], 16) + int(I.PIYG[6][i:i + 2], 16) + 1) // 2
-                                          for i in (1, 3, 5))
-
-
-def test_text_colour_by_luminance():
-    assert I.text_colour(I.PIYG[0]) == "#ffffff" and I.text_colour(I.PIYG[-1]) == "#ffffff"
-    assert I.text_colour(I.PIYG[5]) == "#000000" and I.text_colour(I.PIYG[3]) == "#000000"
-
-
-def test_domain_and_quantities(runs):
+def test_available_quantities(runs):
     from unipo_build.runlog import read_step_detail
     detail = read_step_detail(runs / "test-grpo", 4)
-    assert I.quantity_domain(detail, "ratio", 1.0) == pytest.approx(0.5)
-    assert I.quantity_domain(detail, "advantage") == pytest.approx(0.5)
-    assert I.available_quantities(detail) == ["objective", "advantage", "ratio", "kl", "entropy", "logp"]
+    assert I.available_quantities(detail) == ["objective", "advantage", "ratio", "kl", "entropy", "prob"]
 
 
-def test_fmt():
+def test_numbers_for_people():
     assert I.fmt(0) == "0" and I.fmt(0.5) == "0.5" and I.fmt(-0.7246) == "\u22120.7246"
-    assert I.fmt(1e-6) == "1e\u22126" and I.fmt(-1.533e-4) == "\u22121.533e\u22124" and I.fmt(12345.6) == "1.235e4"
-    assert I.fmt_signed(0.25) == "+0.25" and I.fmt(None) == "n/a"
+    assert I.fmt(1e-6) == "1 \u00d7 10\u207b\u2076" and I.fmt(-1.533e-4) == "\u22121.533 \u00d7 10\u207b\u2074"
+    assert I.fmt(12345.6) == "12,350" and I.fmt(None) == "\u2013"
+    assert I.fmt_signed(0.25) == "+0.25" and I.fmt_signed(-0.25) == "\u22120.25"
+    # an objective or a contribution below float32 noise is zero to the precision shown
+    assert I.fmt_contribution(5.274e-10) == "\u2248 0" and I.fmt_contribution(-3e-9) == "\u2248 0"
+    assert I.fmt_contribution(0.01476) == "+0.01476" and I.j_text(5.274e-10) == "J \u2248 0"
+    assert I.j_text(-0.002958) == "J = \u22120.002958"

@@ -12,8 +12,8 @@
   page's Content-Security-Policy (``unipo_build.csp``).
 - ``on_post_build``: copies the libraries' dist files into ``site/assets/vendor/``, so that
   every page loads them from the site's own origin (vega-interpreter's ES module converted to a
-  classic script), and writes the palette (``views/palette.py``) as ``assets/palette.css`` and
-  ``assets/palette.json``.
+  classic script), writes the palette (``views/palette.py``) as ``assets/palette.css`` and
+  ``assets/palette.json``, and puts the search index's formulas as text (``views/search_text.py``).
 
 MkDocs loads this file by path, so it imports the package absolutely.
 """
@@ -30,7 +30,7 @@ from mkdocs.exceptions import PluginError
 from unipo_build import csp
 from unipo_build import macros as unipo_macros
 from unipo_build import project, runs
-from unipo_build.views import palette
+from unipo_build.views import palette, search_text
 from unipo_build.views.common import site_root
 
 #: (npm package, path inside the package, path under site/assets/vendor/).
@@ -165,6 +165,9 @@ def on_post_build(config):
     (assets / "palette.css").write_text(palette.css(), encoding="utf-8")
     (assets / "palette.json").write_text(palette.as_json(), encoding="utf-8")
     write_view_scripts(assets)
+    index = Path(config.site_dir) / "search" / "search_index.json"
+    if index.is_file():
+        search_text.rewrite_index(index)
     node_modules = _node_modules(config)
     vendor = Path(config.site_dir) / "assets" / "vendor"
     for package, src, dest in VENDOR_FILES:

@@ -297,21 +297,21 @@ register("ratio", "token", NoParams,
           Term("old_policy", r"\pi_{\theta_{\text{old}}}", "The policy that sampled the responses (frozen during this rollout's updates).")),
          fn=C.token_ratio, apply=lambda logp, old_logp, mask, p: C.token_ratio(logp, old_logp), symbol_text="\u03c1",
          worked=lambda logp, old_logp, rho: (r"\rho=\exp\big(" + tex_num(logp) + "-(" + tex_num(old_logp)
-                                              + r")\big)=" + tex_num(rho, 5)))
+                                              + r")\big)=" + tex_num(rho, 5)), label="per-token ratio")
 register("ratio", "sequence", NoParams,
          "One ratio per response: the geometric mean of its token ratios (GSPO).",
          lambda p: r"s_{i}=\left(\frac{\pi_\theta(o_i\mid q)}{\pi_{\theta_{\text{old}}}(o_i\mid q)}\right)^{1/|o_i|}",
          (Term("ratio", r"s_i", "Sequence ratio: the length-normalised likelihood ratio of the whole response, shared by all its tokens."),),
          fn=C.sequence_ratio, apply=lambda logp, old_logp, mask, p: C.sequence_ratio(logp, old_logp, mask),
          symbol_text="s\u1d62",
-         worked=lambda logp, old_logp, rho: r"s_i=" + tex_num(rho, 5) + r"\ \text{(the whole response's ratio)}")
+         worked=lambda logp, old_logp, rho: r"s_i=" + tex_num(rho, 5) + r"\ \text{(the whole response's ratio)}", label="sequence ratio (one per response)")
 register("ratio", "none", NoParams,
          "No importance ratio: the plain score-function (REINFORCE) objective, one update per sample.",
          lambda p: r"\rho_{i,t}=\frac{\pi_\theta(o_{i,t}\mid q,o_{i,<t})}{\operatorname{sg}[\pi_\theta(o_{i,t}\mid q,o_{i,<t})]}=1",
          (Term("ratio", r"\rho_{i,t}", "Always 1 in value; its gradient is that of log pi, so rho A has the REINFORCE gradient A grad log pi."),
           Term("sg", r"\operatorname{sg}", "Stop-gradient: treated as a constant when differentiating.")),
          fn=C.self_ratio, apply=lambda logp, old_logp, mask, p: C.self_ratio(logp), symbol_text="\u03c1",
-         worked=lambda logp, old_logp, rho: r"\rho=1\ \text{(no importance ratio)}")
+         worked=lambda logp, old_logp, rho: r"\rho=1\ \text{(no importance ratio)}", label="no ratio (plain policy gradient)")
 
 # --- clip ------------------------------------------------------------------
 
@@ -346,14 +346,14 @@ _CLIP_TERM = ("Once the ratio has left [1 - eps, 1 + eps] in the direction the a
 
 register("clip", "none", NoParams, "No clipping: the surrogate is the ratio times the advantage.",
          lambda p: r"\ell_{i,t}=\rho_{i,t}\,\hat{A}_{i,t}",
-         fn=C.clipped_surrogate, bounds=lambda p: (None, None), worked=_clip_worked)
+         fn=C.clipped_surrogate, bounds=lambda p: (None, None), worked=_clip_worked, label="no clip")
 register("clip", "symmetric", SymmetricClip,
          "PPO's pessimistic clip: once the ratio leaves [1 - eps, 1 + eps] in the advantage's direction, the token stops pushing.",
          lambda p: r"\ell_{i,t}=\min\!\big(\rho_{i,t}\hat{A}_{i,t},\ \operatorname{clip}(\rho_{i,t},1-%s,1+%s)\,\hat{A}_{i,t}\big)"
          % (_fmt(p["eps"]), _fmt(p["eps"])),
          (Term("clip", r"\operatorname{clip}", _CLIP_TERM),
           Term("min", r"\min", "The pessimistic choice: the smaller of the clipped and unclipped objectives.")),
-         fn=C.clipped_surrogate, bounds=lambda p: (p["eps"], p["eps"]), worked=_clip_worked)
+         fn=C.clipped_surrogate, bounds=lambda p: (p["eps"], p["eps"]), worked=_clip_worked, label="symmetric clip")
 register("clip", "asymmetric", AsymmetricClip,
          "Separate lower and upper bounds, 1 - eps_low and 1 + eps_high: once the ratio has left them in the advantage's direction, the term stops pushing.",
          lambda p: r"\ell_{i,t}=\min\!\big(\rho_{i,t}\hat{A}_{i,t},\ \operatorname{clip}(\rho_{i,t},1-%s,1+%s)\,\hat{A}_{i,t}\big)"
@@ -361,7 +361,7 @@ register("clip", "asymmetric", AsymmetricClip,
          (Term("clip", r"\operatorname{clip}", "Asymmetric bounds: the term stops pushing up once the ratio exceeds "
                "1 + eps_high and stops pushing down once it falls below 1 - eps_low. " + _CLIP_AFTER),
           Term("min", r"\min", "The pessimistic choice: the smaller of the clipped and unclipped objectives.")),
-         fn=C.clipped_surrogate, bounds=lambda p: (p["eps_low"], p["eps_high"]), worked=_clip_worked)
+         fn=C.clipped_surrogate, bounds=lambda p: (p["eps_low"], p["eps_high"]), worked=_clip_worked, label="asymmetric clip (clip-higher)")
 
 # --- kl --------------------------------------------------------------------
 
@@ -395,11 +395,11 @@ def _kl_loss_worked(surrogate: float, beta: float, kl: float, objective: float) 
             + tex_num(objective, 5))
 
 
-register("kl", "none", NoParams, "No KL term: nothing ties the policy to the reference model.", lambda p: "")
+register("kl", "none", NoParams, "No KL term: nothing ties the policy to the reference model.", lambda p: "", label="no KL penalty")
 register("kl", "in_loss", KlParams,
          "A KL penalty subtracted from every token's objective (GRPO style).",
          lambda p: r"-\beta\,\mathbb{D}_{i,t},\quad \mathbb{D}_{i,t}=%s,\quad \beta=%s" % (kl_latex(p["estimator"]), _fmt(p["beta"])),
-         _KL_TERMS, fn=C.kl_estimate, kl_place="loss", worked=_kl_loss_worked)
+         _KL_TERMS, fn=C.kl_estimate, kl_place="loss", worked=_kl_loss_worked, label="KL penalty in the loss")
 register("kl", "in_reward", KlParams,
          "A KL penalty folded into the per-token reward before advantages are computed (RLHF / PPO style).",
          lambda p: (r"r_{i,t}=-\beta\,\mathbb{D}_{i,t}+[t=|o_i|]\,r_i,\quad \mathbb{D}_{i,t}=%s,\quad \beta=%s"
@@ -409,7 +409,7 @@ register("kl", "in_reward", KlParams,
                "computed once at sampling time with the sampling policy: a constant in the reward, with no gradient "
                "of its own."),
           _KL_TERMS[2]),
-         fn=C.kl_estimate, kl_place="reward")
+         fn=C.kl_estimate, kl_place="reward", label="KL penalty in the reward")
 
 # --- aggregation -----------------------------------------------------------
 
@@ -468,12 +468,12 @@ class DynamicSampling(_Params):
     max_rounds: int = Field(10, ge=1, description="At most this many sampling rounds to fill the batch with informative groups (verl: max_num_gen_batches, 10).")
 
 
-register("filter", "none", NoParams, "Every sampled group is trained on.", lambda p: "")
+register("filter", "none", NoParams, "Every sampled group is trained on.", lambda p: "", label="no filter")
 register("filter", "dynamic_sampling", DynamicSampling,
          "Groups where every response is right, or every one wrong, are dropped and the batch is refilled.",
          lambda p: r"\text{s.t.}\ \ 0<\big|\{o_i : o_i\ \text{correct}\}\big|<G",
          (Term("filter", r"0<|\{\cdot\}|<G", "Keep a group only if some but not all of its responses are correct: otherwise every advantage is zero."),),
-         fn=C.dynamic_sampling_keep, apply=lambda correct, p: C.dynamic_sampling_keep(correct))
+         fn=C.dynamic_sampling_keep, apply=lambda correct, p: C.dynamic_sampling_keep(correct), label="dynamic sampling")
 
 # --- shaping ---------------------------------------------------------------
 
@@ -497,7 +497,7 @@ def _resolve_overlong(p: dict, max_new_tokens: int) -> dict:
     return p
 
 
-register("shaping", "none", NoParams, "The reward is used as it is.", lambda p: "")
+register("shaping", "none", NoParams, "The reward is used as it is.", lambda p: "", label="no shaping")
 register("shaping", "overlong", OverlongShaping,
          "A soft length penalty added to the reward as a response nears the generation budget.",
          lambda p: (r"R_{\text{length}}(y)=\begin{cases}0,&|y|\le L_{\max}-L_{\text{cache}}\\ %s\frac{(L_{\max}-L_{\text{cache}})-|y|}{L_{\text{cache}}},&L_{\max}-L_{\text{cache}}<|y|\le L_{\max}\\ -%s,&|y|>L_{\max}\end{cases}"
@@ -506,4 +506,4 @@ register("shaping", "overlong", OverlongShaping,
           Term("L_cache", r"L_{\text{cache}}", "The stretch before the budget over which the penalty ramps from 0 to its floor.")),
          run_resolved=("max_length", "cache_length"), resolve=_resolve_overlong,
          fn=C.overlong_penalty,
-         apply=lambda lengths, p: C.overlong_penalty(lengths, p["max_length"], p["cache_length"], p.get("penalty", 1.0)))
+         apply=lambda lengths, p: C.overlong_penalty(lengths, p["max_length"], p["cache_length"], p.get("penalty", 1.0)), label="overlong penalty")

@@ -383,16 +383,21 @@
     var data = readData(container);
     if (!data) return;
     container.__unipo = data;
-    // Parts of the formula: clickable and keyboard operable.
-    Array.prototype.forEach.call(container.querySelectorAll(".unipo-explainer-formula .unipo-slot"), function (node) {
-      var slot = slotOf(node);
-      if (!slot) return;
-      node.setAttribute("role", "button");
-      node.setAttribute("tabindex", "0");
-      node.setAttribute("aria-label", (SLOT_LABELS[slot] || slot) + ": open its card");
-      node.setAttribute("title", (SLOT_LABELS[slot] || slot) + " (click to open its card)");
-    });
+    // Parts of the formula: clickable and keyboard operable (once the formula is typeset, which
+    // may be when the reader scrolls to it).
+    function decorate() {
+      Array.prototype.forEach.call(container.querySelectorAll(".unipo-explainer-formula .unipo-slot"), function (node) {
+        var slot = slotOf(node);
+        if (!slot || node.hasAttribute("role")) return;
+        node.setAttribute("role", "button");
+        node.setAttribute("tabindex", "0");
+        node.setAttribute("aria-label", (SLOT_LABELS[slot] || slot) + ": open its card");
+        node.setAttribute("title", (SLOT_LABELS[slot] || slot) + " (click to open its card)");
+      });
+    }
+    decorate();
     var formula = container.querySelector(".unipo-explainer-formula");
+    if (formula) formula.addEventListener("unipo:typeset", decorate);
     function activate(event) {
       var node = event.target.closest ? event.target.closest(".unipo-slot") : null;
       if (!node || !formula.contains(node)) return;
@@ -466,13 +471,23 @@
         displayMath(fillStatuses(x[2].formula, pair)),
       ]);
     }));
-    var rows = data.slots.map(function (slot) {
+    var words = data.param_words || {};
+    var rows = [], same = [], sameSlots = [];
+    data.slots.forEach(function (slot) {
       var d = pair[slot];
-      var head = el("p", { class: "unipo-diff-row-head" }, [badge(styles, d.status), " ",
+      var unchanged = d.status === "unchanged";
+      var head = el(unchanged ? "p" : "summary", { class: "unipo-diff-row-head" }, [badge(styles, d.status), " ",
         el("span", { class: "unipo-slot-name", text: data.slot_labels[slot] })]);
+      if (!unchanged) {
+        // As compare.py change_text: what the slot was and what it is.
+        var was = A.slots[slot].kind_label, is = B.slots[slot].kind_label;
+        var change = d.status === "added" ? is : d.status === "removed" ? was + " \u2192 nothing" : was + " \u2192 " + is;
+        head.append(" ", el("span", { class: "unipo-diff-change", text: change }));
+      }
       if (d.status === "modified") {
-        var what = d.changed.length === 1 && d.changed[0] === "kind" ? "component" : "parameters: " + d.changed.join(", ");
-        head.appendChild(el("span", { class: "unipo-diff-changed", text: "changed " + what }));
+        var what = d.changed.length === 1 && d.changed[0] === "kind" ? "component"
+          : d.changed.map(function (c) { return words[c] || c.replace(/_/g, " "); }).join(", ");
+        head.appendChild(el("span", { class: "unipo-diff-changed", text: "changed: " + what }));
       }
       var which = d.status === "unchanged"
         ? [["both", A, a === b ? A.name : A.name + " and " + B.name]]
@@ -487,14 +502,28 @@
       }));
       var children = [head, sides];
       var why = B.slots[slot].explanation;
-      if (d.status !== "unchanged" && why) {
+      if (!unchanged && why) {
         children.push(el("p", { class: "unipo-diff-why" }, [el("span", { class: "unipo-diff-algo", text: B.name }), " " + why]));
       }
-      return el("li", { class: "unipo-diff-row unipo-diff-" + d.status, "data-slot": slot, "data-status": d.status }, children);
+      if (!unchanged) children = [el("details", { class: "unipo-diff-detail" }, children)];
+      var row = el("li", { class: "unipo-diff-row unipo-diff-" + d.status, "data-slot": slot, "data-status": d.status }, children);
+      if (d.status === "unchanged") {
+        same.push(row);
+        sameSlots.push(slot);
+      } else {
+        rows.push(row);
+      }
     });
+    // As compare.py unchanged_html: the unchanged slots folded into one line.
+    var folded = same.length ? el("details", { class: "unipo-diff-same" }, [
+      el("summary", null, [el("span", { class: "unipo-diff-unchanged" }, [badge(styles, "unchanged")]), " ",
+        el("span", { class: "unipo-diff-same-names", text: sameSlots.map(function (s) { return data.slot_labels[s]; }).join(", ") }), " ",
+        el("span", { class: "unipo-diff-same-hint", text: "(open for their formulas)" })]),
+      el("ol", { class: "unipo-diff-rows" }, same),
+    ]) : null;
     return el("div", { class: "unipo-compare", "data-a": a, "data-b": b }, [
       legend, diffSentence(A.name, B.name, pair, data.slots, styles),
-      formulas, el("ol", { class: "unipo-diff-rows" }, rows),
+      formulas, el("ol", { class: "unipo-diff-rows" }, rows), folded,
     ]);
   }
 

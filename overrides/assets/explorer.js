@@ -7,13 +7,16 @@
  *   data: the downsampled series of every metric of the run (steps as deltas), rollout
  *         boundaries, rim ticks and the steps that have token data.
  * This script decodes the data into the spec's named datasets, draws the chart with
- * UNIPO.embed, and turns the reader's input into signals: chips choose the rings, the
- * checkbox the robust scale, the sliders (or a mouse drag) the fisheye. Pointer and arrow keys
- * hover a step (read-out of every ring at that step); a click or Enter dispatches
- * `unipo:open-step` {run, step} for the nearest step that has token data.
+ * UNIPO.embed, and turns the reader's input into signals: chips choose the rings, the scale
+ * select which rings are drawn robust (automatic: those one outlier would flatten), the sliders
+ * (or a mouse drag) the fisheye. Pointer and arrow keys hover a step (read-out of every ring at
+ * that step); a click or Enter dispatches `unipo:open-step` {run, step} for the nearest step
+ * that has token data and brings the Step Inspector into view.
  *
- * The reader's state lives here and is also written into the spec's param values, so when
- * unipo.js draws the chart again (colour scheme toggled) the new view starts from it.
+ * A metric keeps its colour while it is drawn (the rings' strokes and swatches read the
+ * section's --unipo-explorer-slot-N, set here); the list beside the chart gives each ring's
+ * range and unit. The reader's state lives here, is written into the spec's param values (so a
+ * redraw after a colour-scheme toggle starts from it) and into the URL hash (UNIPO.state).
  */
 (function () {
   "use strict";
@@ -74,14 +77,18 @@
     return lo;
   }
 
-  // Same rules as explorer.py format_value().
-  function formatValue(v) {
-    if (v === null || v === undefined || !isFinite(v)) return "–";
-    var a = Math.abs(v);
-    if (a === 0) return "0";
-    if (a >= 1e5 || a < 1e-3) return v.toExponential(2);
-    if (a >= 100) return Math.round(v).toLocaleString("en-US");
-    return String(Number(v.toPrecision(3)));
+  // As explorer.py format_value(): 3 significant digits (views-common.js fmt), fractions as %.
+  function formatValue(v, unit) {
+    if (v === null || v === undefined || !isFinite(v)) return "\u2013";
+    var percent = unit && unit.charAt(0) === "%";
+    if (percent) v = 100 * v;
+    // 3 significant digits, but never fewer than the whole part has (1,379 s, not 1,380)
+    var digits = v ? Math.max(3, Math.floor(Math.log10(Math.abs(v))) + 1) : 3;
+    return window.UNIPOViews.fmt(v, digits) + (percent ? "%" : "");
+  }
+
+  function unitSuffix(unit) {
+    return unit && unit.charAt(0) === "%" ? unit.slice(1).trim() : unit || "";
   }
 
   function formatStep(s) {
@@ -125,12 +132,14 @@
     this.spec.datasets.ticks = ticks;
     this.state = {
       metrics: d.selected.slice(),
-      robust: false,
+      colours: d.selected.map(function (_, i) { return i; }), // the palette's ring colour of each metric
+      scale: "auto",
       mag: 0,
       focus: 0.5,
       hover: -1,
       picked: -1,
     };
+    this.id = section.id.replace(/^unipo-/, "");
     this.spec.datasets.series = this.seriesRows();
     this.view = null;
     this.size = 0;
@@ -185,10 +194,26 @@
     return Math.max(220, Math.min(600, Math.floor(width)));
   };
 
+  /** The metrics drawn on their robust range under the current scale choice. */
+  Explorer.prototype.robustMetrics = function () {
+    var self = this;
+    return this.state.metrics.filter(function (name) {
+      var m = self.metrics[name];
+      return self.state.scale === "robust" || (self.state.scale === "auto" && m && m.info.flat);
+    });
+  };
+
+  /** What the spec's params hold: the state, with the robust metrics worked out. */
+  Explorer.prototype.signals = function () {
+    var s = this.state;
+    return { metrics: s.metrics.slice(), robust: this.robustMetrics(), focus: s.focus, mag: s.mag, hover: s.hover, picked: s.picked };
+  };
+
   // Write the state into the spec (for redraws) and, if drawn, into the view.
   Explorer.prototype.push = function (names) {
-    var state = this.state;
+    var state = this.signals();
     var self = this;
+    this.applyColours();
     this.spec.params.forEach(function (p) {
       if (Object.prototype.hasOwnProperty.call(state, p.name)) {
         p.value = Array.isArray(state[p.name]) ? state[p.name].slice() : state[p.name];
@@ -196,6 +221,7 @@
     });
     this.spec.width = this.spec.height = this.size;
     names = names || Object.keys(state);
+    if (names.indexOf("metrics") >= 0 && names.indexOf("robust") < 0) names = names.concat(["robust"]);
     if (names.indexOf("metrics") >= 0) this.spec.datasets.series = this.seriesRows();
     var view = this.view;
     if (!view) return Promise.resolve();
@@ -227,7 +253,9 @@
     var self = this;
     mark("unipo-explorer:embed");
     this.size = this.chartSize();
+    this.restore(window.UNIPO.state.get(this.id), true);
     this.push();
+    window.UNIPO.state.watch(this.id, function (params) { self.restore(params, false); });
     // unipo.js marks the container with the scheme it drew for; a new value means a new view.
     new MutationObserver(function () {
       var state = self.canvas.getAttribute("data-unipo-rendered");
@@ -269,52 +297,193 @@
     this.statusEl.textContent = text;
   };
 
-  Explorer.prototype.updateChips = function () {
-    var selected = this.state.metrics;
-    this.section.querySelectorAll(".unipo-explorer__chip").forEach(function (chip) {
-      var ring = selected.indexOf(chip.getAttribute("data-metric"));
-      chip.setAttribute("aria-pressed", ring >= 0 ? "true" : "false");
-      if (ring >= 0) chip.setAttribute("data-ring", String(ring));
-      else chip.removeAttribute("data-ring");
+  Explorer.prototype.info = function (name) {
+    return this.metrics[name] ? this.metrics[name].info : { name: name, label: name, unit: "" };
+  };
+
+  /** Each ring slot takes its metric's colour (the strokes and swatches read these variables). */
+  Explorer.prototype.applyColours = function () {
+    var section = this.section;
+    this.state.colours.forEach(function (colour, slot) {
+      section.style.setProperty("--unipo-explorer-slot-" + slot, "var(--unipo-ring-" + colour + ")");
     });
   };
 
-  Explorer.prototype.toggleMetric = function (name) {
-    var selected = this.state.metrics;
-    var at = selected.indexOf(name);
-    var label = this.metrics[name] ? this.metrics[name].info.label : name;
+  Explorer.prototype.updateChips = function () {
+    var state = this.state;
+    this.section.querySelectorAll(".unipo-explorer__chip").forEach(function (chip) {
+      var ring = state.metrics.indexOf(chip.getAttribute("data-metric"));
+      chip.setAttribute("aria-pressed", ring >= 0 ? "true" : "false");
+      if (ring >= 0) {
+        chip.setAttribute("data-ring", String(ring));
+        chip.setAttribute("data-colour", String(state.colours[ring]));
+      } else {
+        chip.removeAttribute("data-ring");
+        chip.removeAttribute("data-colour");
+      }
+    });
+    this.renderRings();
+  };
+
+  /** As explorer.py ring_range_text: the range a ring spans, and a note when it is robust. */
+  Explorer.prototype.ringText = function (name, robust) {
+    var m = this.metrics[name].info;
+    var unit = m.unit || "";
+    var lo = robust ? m.qlo : m.lo, hi = robust ? m.qhi : m.hi;
+    var span = formatValue(lo, unit) + " to " + formatValue(hi, unit) + (unit ? " " + unitSuffix(unit) : "");
+    var note = robust ? "robust scale: the whole run spans " + formatValue(m.lo, unit) + " to " + formatValue(m.hi, unit) +
+      "; values beyond the ring are drawn at its edge and circled" : "";
+    return [span, note];
+  };
+
+  Explorer.prototype.renderRings = function () {
+    var self = this;
+    var list = this.section.querySelector(".unipo-explorer__ring-list");
+    if (!list) return;
+    var robust = this.robustMetrics();
+    list.replaceChildren.apply(list, this.state.metrics.map(function (name, ring) {
+      var colour = String(self.state.colours[ring]);
+      var text = self.ringText(name, robust.indexOf(name) >= 0);
+      var li = document.createElement("li");
+      li.className = "unipo-explorer__ring";
+      li.setAttribute("data-metric", name);
+      li.setAttribute("data-colour", colour);
+      var sw = document.createElement("span");
+      sw.className = "unipo-explorer__swatch";
+      sw.setAttribute("data-colour", colour);
+      sw.setAttribute("aria-hidden", "true");
+      var label = document.createElement("span");
+      label.className = "unipo-explorer__ring-name";
+      label.textContent = self.info(name).label;
+      var range = document.createElement("span");
+      range.className = "unipo-explorer__ring-range";
+      range.textContent = text[0];
+      var note = document.createElement("span");
+      note.className = "unipo-explorer__ring-note";
+      note.textContent = text[1];
+      li.append(sw, label, " ", range, note);
+      return li;
+    }));
+  };
+
+  /** A short message beside the chip the reader clicked (and in the status under the chart). */
+  Explorer.prototype.chipNote = function (chip, text) {
+    var old = this.section.querySelector(".unipo-explorer__chip-note");
+    if (old) old.remove();
+    clearTimeout(this.noteTimer);
+    if (!chip || !text) return;
+    var note = document.createElement("span");
+    note.className = "unipo-explorer__chip-note";
+    note.setAttribute("role", "status");
+    note.textContent = text;
+    chip.insertAdjacentElement("afterend", note);
+    this.noteTimer = setTimeout(function () { note.remove(); }, 6000);
+  };
+
+  Explorer.prototype.toggleMetric = function (name, chip) {
+    var state = this.state;
+    var at = state.metrics.indexOf(name);
+    var label = this.info(name).label;
     if (at >= 0) {
-      if (selected.length === 1) {
-        this.status("At least one ring stays: choose another metric first, then remove " + label + ".");
+      if (state.metrics.length === 1) {
+        var keep = "At least one ring stays: choose another metric first, then remove " + label + ".";
+        this.chipNote(chip, keep);
+        this.status(keep);
         return;
       }
-      selected.splice(at, 1);
+      state.metrics.splice(at, 1);
+      state.colours.splice(at, 1);
       this.status(label + " removed. Rings from the outside in: " + this.ringNames() + ".");
     } else {
-      if (selected.length >= this.data.max_rings) {
-        this.status("At most " + this.data.max_rings + " rings: remove one before adding " + label + ".");
+      if (state.metrics.length >= this.data.max_rings) {
+        var full = "At most " + this.data.max_rings + " rings: remove one before adding " + label + ".";
+        this.chipNote(chip, full);
+        this.status(full);
         return;
       }
-      selected.push(name);
+      // A new ring takes the first colour no drawn metric has: the others keep theirs.
+      var free = 0;
+      while (state.colours.indexOf(free) >= 0) free += 1;
+      state.metrics.push(name);
+      state.colours.push(free);
       this.status(label + " added as the innermost ring. Rings from the outside in: " + this.ringNames() + ".");
     }
+    this.chipNote(null);
     this.updateChips();
     this.push(["metrics"]);
+    this.save(false);
     if (this.state.hover >= this.first) this.showTip(this.state.hover, this.tipAnchor);
   };
 
   Explorer.prototype.ringNames = function () {
     var self = this;
-    return this.state.metrics
-      .map(function (n) { return self.metrics[n] ? self.metrics[n].info.label : n; })
-      .join(", ");
+    return this.state.metrics.map(function (n) { return self.info(n).label; }).join(", ");
+  };
+
+  /* ---- the state in the URL ---- */
+
+  Explorer.prototype.params = function () {
+    var s = this.state;
+    var p = {};
+    if (s.metrics.join("+") !== this.data.selected.join("+")) p.metrics = s.metrics.join("+");
+    if (s.scale !== "auto") p.scale = s.scale;
+    if (s.mag > 0) {
+      p.magnify = s.mag + 1;
+      p.around = this.first + Math.round(s.focus * this.span);
+    }
+    if (s.picked >= this.first) p.step = s.picked;
+    return p;
+  };
+
+  Explorer.prototype.save = function (push) {
+    window.UNIPO.state.set(this.id, this.params(), push);
+  };
+
+  /** Take the state from URL params (null: the defaults); ``initial``: before the first draw. */
+  Explorer.prototype.restore = function (params, initial) {
+    var self = this;
+    params = params || {};
+    var s = this.state;
+    var metrics = params.metrics ? params.metrics.split("+").filter(function (n) { return self.metrics[n]; }) : [];
+    metrics = metrics.slice(0, this.data.max_rings);
+    if (!metrics.length) metrics = this.data.selected.slice();
+    if (metrics.join("+") !== s.metrics.join("+")) {
+      s.metrics = metrics;
+      s.colours = metrics.map(function (_, i) { return i; });
+    }
+    s.scale = ["full", "robust"].indexOf(params.scale) >= 0 ? params.scale : "auto";
+    if (this.scaleSelect) this.scaleSelect.value = s.scale;
+    var factor = Number(params.magnify);
+    var index = this.data.magnifications.indexOf(factor);
+    s.mag = index > 0 ? factor - 1 : 0;
+    if (this.magInput) {
+      this.magInput.value = String(Math.max(0, index));
+      this.magOut.textContent = (index > 0 ? factor : 1) + "\u00d7";
+      this.focusInput.disabled = s.mag === 0;
+    }
+    var around = Number(params.around);
+    if (s.mag > 0 && isFinite(around)) this.setFocusStep(around, true);
+    var step = Number(params.step);
+    s.picked = params.step !== undefined && isFinite(step) ? step : -1;
+    this.updateChips();
+    if (!initial) {
+      this.push();
+      if (s.picked >= this.first) this.dispatchOpen(s.picked, false);
+    } else {
+      this.applyColours();
+      if (s.picked >= this.first) {
+        // The inspector under the chart opens the step the link names once it is set up.
+        var picked = s.picked;
+        setTimeout(function () { self.dispatchOpen(picked, false); }, 0);
+      }
+    }
   };
 
   Explorer.prototype.bindControls = function () {
     var self = this;
     this.section.querySelectorAll(".unipo-explorer__chip").forEach(function (chip) {
       chip.addEventListener("click", function () {
-        self.toggleMetric(chip.getAttribute("data-metric"));
+        self.toggleMetric(chip.getAttribute("data-metric"), chip);
       });
     });
     var more = this.section.querySelector(".unipo-explorer__more-metrics");
@@ -327,13 +496,15 @@
         more.textContent = open ? "Show only the chosen rings" : "Choose rings: all " + self.data.metrics.length + " metrics";
       });
     }
-    var robust = this.section.querySelector(".unipo-explorer__robust");
-    robust.addEventListener("change", function () {
-      self.state.robust = robust.checked;
+    var scale = (this.scaleSelect = this.section.querySelector(".unipo-explorer__scale"));
+    scale.addEventListener("change", function () {
+      self.state.scale = scale.value;
+      self.renderRings();
       self.push(["robust"]);
+      self.save(false);
     });
-    var mag = this.section.querySelector(".unipo-explorer__mag");
-    var magOut = this.section.querySelector(".unipo-explorer__mag-out");
+    var mag = (this.magInput = this.section.querySelector(".unipo-explorer__mag"));
+    var magOut = (this.magOut = this.section.querySelector(".unipo-explorer__mag-out"));
     var focus = this.section.querySelector(".unipo-explorer__focus");
     var focusOut = this.section.querySelector(".unipo-explorer__focus-out");
     this.focusInput = focus;
@@ -341,19 +512,24 @@
     function onMag() {
       var factor = self.data.magnifications[+mag.value] || 1;
       self.state.mag = factor - 1;
-      magOut.textContent = factor + "×";
+      magOut.textContent = factor + "\u00d7";
       focus.disabled = factor === 1;
       self.push(["mag"]);
+      self.save(false);
     }
     function onFocus() {
       self.setFocusStep(+focus.value);
+      self.save(false);
     }
     mag.addEventListener("input", onMag);
     focus.addEventListener("input", onFocus);
-    // The browser may restore form values on back/forward navigation.
-    robust.checked = false;
-    mag.value = "0";
-    self.setFocusStep(+focus.value, true);
+    // The browser may restore form values on back/forward navigation: the state decides.
+    scale.value = this.state.scale;
+    var index = this.data.magnifications.indexOf(this.state.mag + 1);
+    mag.value = String(Math.max(0, index));
+    magOut.textContent = (this.state.mag + 1) + "\u00d7";
+    focus.disabled = this.state.mag === 0;
+    self.setFocusStep(this.first + Math.round(this.state.focus * this.span), true);
   };
 
   Explorer.prototype.setFocusStep = function (step, quiet) {
@@ -442,8 +618,8 @@
     var parts = ["step " + formatStep(step)];
     this.state.metrics.forEach(function (name) {
       var v = self.valueAt(name, step);
-      var label = self.metrics[name] ? self.metrics[name].info.label : name;
-      parts.push(label + " " + (v ? (v.exact ? "" : "about ") + formatValue(v.value) : "not logged"));
+      var info = self.info(name);
+      parts.push(info.label + " " + (v ? (v.exact ? "" : "about ") + formatValue(v.value, info.unit) : "not logged"));
     });
     return parts.join(", ");
   };
@@ -464,16 +640,17 @@
       var sw = document.createElement("td");
       var dot = document.createElement("span");
       dot.className = "unipo-explorer__swatch";
-      dot.setAttribute("data-ring", String(ring));
+      dot.setAttribute("data-colour", String(self.state.colours[ring]));
       sw.appendChild(dot);
+      var info = self.info(name);
       var label = document.createElement("td");
-      label.textContent = self.metrics[name] ? self.metrics[name].info.label : name;
+      label.textContent = info.label;
       var value = document.createElement("td");
       value.className = "unipo-explorer__tip-value";
       if (!v) value.textContent = "–";
-      else if (v.exact) value.textContent = formatValue(v.value);
+      else if (v.exact) value.textContent = formatValue(v.value, info.unit);
       else {
-        value.textContent = "≈ " + formatValue(v.value);
+        value.textContent = "≈ " + formatValue(v.value, info.unit);
         value.title = "Nearest kept point: step " + formatStep(v.at);
       }
       tr.appendChild(sw);
@@ -509,6 +686,25 @@
     this.tip.hidden = true;
   };
 
+  /** The Step Inspector this explorer opens steps in: its own, else one of the same run. */
+  Explorer.prototype.inspector = function () {
+    var own = this.section.getAttribute("data-inspector");
+    var run = this.data.run;
+    return Array.prototype.filter.call(document.querySelectorAll(".unipo-inspector"), function (el) {
+      return own ? el.id === own : el.getAttribute("data-run") === run;
+    })[0] || null;
+  };
+
+  Explorer.prototype.dispatchOpen = function (step, reveal) {
+    // Addressed to this explorer's own inspector: the chapter's teaching-moment inspectors of
+    // the same run stay where the prose put them.
+    var own = this.section.getAttribute("data-inspector");
+    document.dispatchEvent(new CustomEvent(EVENT_OPEN_STEP, {
+      detail: { run: this.data.run, step: step, inspector: own || undefined,
+                status: reveal ? { text: "Step " + formatStep(step) + ", opened from the Training Explorer.", back: this.section.id } : undefined }
+    }));
+  };
+
   Explorer.prototype.openStep = function (step) {
     var target = this.nearestLogged(step);
     if (target === null) {
@@ -517,11 +713,7 @@
     }
     this.state.picked = target;
     this.push(["picked"]);
-    var run = this.data.run;
-    var own = this.section.getAttribute("data-inspector");
-    var inspector = Array.prototype.some.call(document.querySelectorAll(".unipo-inspector"), function (el) {
-      return own ? el.id === own : el.getAttribute("data-run") === run;
-    });
+    var inspector = this.inspector();
     var where = inspector ? " in the Step Inspector below" : "";
     this.status(
       target === step
@@ -530,12 +722,13 @@
             formatStep(target) + where + "."
     );
     this.section.setAttribute("data-opened-step", String(target));
-    // Addressed to this explorer's own inspector: the chapter's teaching-moment inspectors of
-    // the same run stay where the prose put them.
-    var own = this.section.getAttribute("data-inspector");
-    document.dispatchEvent(new CustomEvent(EVENT_OPEN_STEP, {
-      detail: { run: this.data.run, step: target, inspector: own || undefined }
-    }));
+    this.save(true);
+    this.dispatchOpen(target, true);
+    // Show the answer: bring the inspector's step into view unless its top already is.
+    if (inspector) {
+      var rect = inspector.getBoundingClientRect();
+      if (rect.top < 0 || rect.top > window.innerHeight * 0.6) inspector.scrollIntoView({ block: "start", behavior: "smooth" });
+    }
   };
 
   Explorer.prototype.bindPointer = function () {

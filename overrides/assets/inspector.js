@@ -1,20 +1,24 @@
 /*
- * UNIPO views, part 2: the Step Inspector (after explainer.js, which defines UNIPOViews).
+ * UNIPO views: the Step Inspector (after views-common.js, token-scale.js, unipo-math.js and
+ * inspector-tokens.js, which holds the selected token: its numbers and the keyboard).
  *
  * Each <div class="unipo-inspector"> written by unipo_build/views/inspector.py carries its run,
  * algorithm and site root as data attributes and, in <template id="<its id>-data">, the steps
- * that have token files, the run's teaching moments and its resolved algorithm. The server has
- * already rendered one step; this script fetches that step's token file
- * (<site root>assets/runs/<run>/steps/step_NNNNNN.json) and renders it interactively:
+ * that have token files, the run's teaching moments, its resolved algorithm, the token
+ * quantities and the palette's ramps. The server has rendered the step's group bars and the open
+ * group as text. When the inspector comes near the viewport (or the URL names it), this script
+ * fetches the step's token file and renders it:
  *
- * - tokens coloured on one diverging scale (PiYG: pink negative, white zero, green positive,
- *   symmetric around the quantity's centre, domain = the step's largest |value - centre|) by a
- *   quantity the reader picks, with a legend that has numbers;
- * - raw tokens (boundaries and whitespace shown) or plain text;
- * - previous / next / go to step, teaching moments; the `unipo:open-step` event {run, step}
- *   opens a step from elsewhere (the Training Explorer);
- * - token selection by click, or keyboard (arrow keys move within a response, Enter or Space
- *   selects), dispatching `unipo:token` {run, algorithm, step, group, response, token}.
+ * - the group bars, each group with token detail a button that opens that group (one at a time);
+ * - the open group token by token, coloured by a quantity the reader picks (token-scale.js),
+ *   with a legend spanning the step's values;
+ * - a selected token's numbers under its response (and how its objective adds up), reported to
+ *   the Algorithm Explainer with the `unipo:token` event {run, algorithm, step, group, response,
+ *   token};
+ * - previous / next / go to step, teaching moments; `unipo:open-step` {run, step} opens a step
+ *   from elsewhere (the Training Explorer);
+ * - step, group, token, quantity and display in the URL hash (UNIPO.state), restored on load
+ *   and when the reader goes back or forward.
  *
  * Log text only ever reaches the page through textContent.
  */
@@ -22,8 +26,8 @@
   "use strict";
 
   var V = window.UNIPOViews;
-  if (!V || !V.el) {
-    console.error("UNIPO: views-common.js must load before inspector.js");
+  if (!V || !V.el || !V.scale) {
+    console.error("UNIPO: views-common.js and token-scale.js must load before inspector.js");
     return;
   }
   if (V.__inspector) return; // loaded again by an instant navigation: already set up
@@ -31,84 +35,16 @@
   var el = V.el;
   var fmt = V.fmt;
   var fmtSigned = V.fmtSigned;
-
-  /* ------------------------------------------------------------ colour scale */
-
-  // The diverging scale's anchors (the palette's PiYG, views/palette.py DIVERGING): each
-  // inspector's data carries them ("scale"); set from the first inspector on the page.
-  var PIYG = [];
-  var PIYG_RGB = [];
-
-  function setScale(anchors) {
-    if (!anchors || !anchors.length || PIYG.length) return;
-    PIYG = anchors.slice();
-    PIYG_RGB = PIYG.map(function (c) {
-      return [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)];
-    });
+  var fmtObjective = V.fmtObjective;
+  var S = V.scale;
+  var NOISE = V.NOISE;
+  var T = V.inspectorTokens;
+  if (!T) {
+    console.error("UNIPO: inspector-tokens.js must load before inspector.js");
+    return;
   }
-
-  function hex2(n) {
-    return (n < 16 ? "0" : "") + n.toString(16);
-  }
-
-  /** As inspector.py diverging_colour: piecewise-linear RGB between the anchors. */
-  function colour(value, domain, centre) {
-    var t = 0;
-    if (domain > 0 && Number.isFinite(domain)) t = Math.max(-1, Math.min(1, (value - centre) / domain));
-    var position = (t + 1) / 2 * (PIYG.length - 1);
-    var lo = Math.min(Math.floor(position), PIYG.length - 2);
-    var frac = position - lo;
-    var a = PIYG_RGB[lo], b = PIYG_RGB[lo + 1];
-    return "#" + [0, 1, 2].map(function (i) { return hex2(Math.floor(a[i] + (b[i] - a[i]) * frac + 0.5)); }).join("");
-  }
-
-  function luminance(hex) {
-    var rgb = [1, 3, 5].map(function (i) {
-      var s = parseInt(hex.slice(i, i + 2), 16) / 255;
-      return s <= 0.04045 ? s / 12.92 : Math.pow((s + 0.055) / 1.055, 2.4);
-    });
-    return 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2];
-  }
-
-  /** Black or white, whichever contrasts more with the background (as inspector.py text_colour). */
-  function textColour(bg) {
-    var lum = luminance(bg);
-    return (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) ? "#000000" : "#ffffff";
-  }
-
-  V.colour = colour;
-  V.textColour = textColour;
-
-  /* ------------------------------------------------------------ helpers */
-
-  function values(tokens, key) {
-    return key === "return" ? tokens["return"] : tokens[key];
-  }
-
-  function stepDomain(detail, key, centre) {
-    var largest = 0;
-    detail.prompts.forEach(function (g) {
-      g.responses.forEach(function (r) {
-        var tk = r.tokens;
-        if (!tk) return;
-        var vs = values(tk, key);
-        if (!vs) return;
-        for (var t = 0; t < vs.length; t++) if (tk.mask[t]) largest = Math.max(largest, Math.abs(vs[t] - centre));
-      });
-    });
-    return largest;
-  }
-
-  function available(detail, key) {
-    return detail.prompts.some(function (g) {
-      return g.responses.some(function (r) { return r.tokens && values(r.tokens, key); });
-    });
-  }
-
-  function visible(text, mode) {
-    if (mode !== "tokens") return text;
-    return text.replace(/ /g, "\u00b7").replace(/\n/g, "\u21b5\n").replace(/\t/g, "\u2192") || "\u2205";
-  }
+  var klBeta = T.klBeta;
+  var inViewport = T.inViewport;
 
   // Text with no visible character (empty, zero-width, controls, line breaks): such a token gets
   // a box of its own width (views.css), so it can still be clicked.
@@ -119,10 +55,6 @@
     node.textContent = shown;
     node.classList.toggle("unipo-tok--blank", BLANK.test(shown) && !/ /.test(shown));
   }
-
-  // The same thresholds and words as unipo_build/views/inspector.py.
-  var BAR_FLOOR = 1e-6;
-  var ZERO_OBJECTIVE = 1e-7;
   var ZERO_OBJECTIVE_NOTE = "J is 0 up to rounding. That is the value of the objective, not what moves the policy: " +
     "its gradient is not 0, and the token colours show where it pushes (green tokens up, pink tokens down). On the " +
     "first update after sampling every ratio is 1, each token's objective is its advantage; when every response weighs the " +
@@ -130,33 +62,152 @@
 
   var instances = (V.inspectors = V.inspectors || []);
 
+  /* ------------------------------------------------------------ helpers */
+
+  function dark() {
+    return window.UNIPO && window.UNIPO.scheme && window.UNIPO.scheme() === "slate";
+  }
+
+  function groupKey(g) {
+    return String(g.index) + (g.filtered ? "f" : "");
+  }
+
+  function hasSignal(g) {
+    return g.responses.some(function (r) {
+      return r.tokens && r.tokens.advantage.some(function (a, t) { return r.tokens.mask[t] && a !== 0; });
+    });
+  }
+
+  /** As inspector.py default_group: the moment's group, else the first trained one with signal. */
+  function defaultGroup(detail, moment) {
+    if (!detail.prompts.length) return null;
+    if (moment && moment.group !== null && moment.group !== undefined && moment.step === detail.step) {
+      var dropped = moment.name === "filtered_group";
+      var found = detail.prompts.filter(function (g) { return g.index === moment.group && !!g.filtered === dropped; })[0];
+      if (found) return found;
+    }
+    var trained = detail.prompts.filter(function (g) { return !g.filtered; });
+    return trained.filter(hasSignal)[0] || trained[0] || detail.prompts[0];
+  }
+
+  function visible(text, mode) {
+    if (mode !== "tokens") return text;
+    return text.replace(/ /g, "\u00b7").replace(/\n/g, "\u21b5\n").replace(/\t/g, "\u2192") || "\u2205";
+  }
+
+  function rewardText(r) {
+    var text = "reward " + fmt(r.reward);
+    var comps = r.reward_components || {};
+    var keys = Object.keys(comps);
+    if (keys.length) text += " (" + keys.map(function (k) { return k + " " + fmt(comps[k]); }).join(", ") + ")";
+    return text;
+  }
+
+
+  /** As inspector.py zero_advantage_note: a trained group whose logged advantages are all 0. */
+  function zeroAdvantageNote(g, cfg) {
+    if (g.filtered || !g.responses.length || g.responses.some(function (r) { return !r.tokens; })) return null;
+    if (hasSignal(g)) return null;
+    var n = g.responses.length;
+    var k = g.responses.filter(function (r) { return r.correct; }).length;
+    var why = k === n ? "right" : k === 0 ? "wrong" : "equally rewarded";
+    var text = "Every advantage in this group is 0 (all " + n + " answers " + why + "), so its tokens push nothing through the policy gradient";
+    var beta = klBeta(cfg);
+    if (beta) return text + "; its contribution is only the KL term \u2212\u03b2\u00b7KL (\u03b2 = " + fmt(beta) + "), which still pulls each token toward the reference model.";
+    return text + ": its contribution is 0.";
+  }
+
+  /** The zero-advantage mark's explanation (inspector.py zero_advantage_title). */
+  function zeroAdvantageTitle(beta) {
+    return "Every answer got the same reward, so the policy gradient gets nothing from this group" +
+      (beta ? "; only the KL term \u2212\u03b2\u00b7KL (\u03b2 = " + fmt(beta) + ") acts on its tokens." : ": it contributes 0.");
+  }
+
+  /** "J = +0.0123", or "J ≈ 0" for rounding noise. */
+  function jText(value) {
+    var text = fmtObjective(value, true);
+    return text.charAt(0) === "\u2248" ? "J " + text : "J = " + text;
+  }
+
+
   /* ------------------------------------------------------------ one inspector */
 
   function Inspector(container) {
     var data = V.readData(container);
-    if (data) setScale(data.scale);
     this.container = container;
     this.data = data;
     this.uid = container.id || "unipo-insp";
+    this.id = this.uid.replace(/^unipo-/, "");
     this.run = data.run;
     this.algorithm = data.algorithm;
     this.siteRoot = container.getAttribute("data-site-root") || "";
     this.steps = data.steps;
     this.step = data.step;
+    this.groupKey = data.group;
     this.detail = null;
     this.quantity = "objective";
     this.mode = "text";
-    this.tokens = []; // [{node, group, response, t, tokens}]
+    this.tokens = []; // [{node, group, response, t, tokens, text}] of the open group
     this.selected = null;
-    this.mark = data.moment; // the moment to highlight on the open step
+    this.mark = data.moment; // the moment to highlight on its step
+    // Only the open group's bar shows until the reader asks for all (16 groups are 300 px).
+    this.folded = true;
     this.requests = 0;
+    this.active = false;
     V.runs[this.run] = { config: data.config, siteRoot: this.siteRoot, stepPath: data.step_path, algorithm: this.algorithm };
-    this.buildControls();
-    this.open(this.step, { initial: true, selectMoment: true });
   }
 
   Inspector.prototype.quantityInfo = function (key) {
     return this.data.quantities.filter(function (q) { return q.key === key; })[0];
+  };
+
+  /** Build the controls and render the step: once, when the reader comes near (or a link names it). */
+  Inspector.prototype.activate = function (params) {
+    if (this.active) return;
+    this.active = true;
+    this.container.setAttribute("data-active", "1");
+    this.buildControls();
+    this.attach();
+    this.apply(params || window.UNIPO.state.get(this.id), { initial: true });
+  };
+
+  /** Bring the inspector to the state ``params`` holds (from the URL), or to its defaults. */
+  Inspector.prototype.apply = function (params, options) {
+    options = options || {};
+    params = params || {};
+    if (params.colour && this.quantityInfo(params.colour)) this.quantity = params.colour;
+    else if (!options.initial) this.quantity = "objective";
+    this.quantitySelect.value = this.quantity;
+    this.setMode(params.view === "tokens" ? "tokens" : "text", true);
+    var step = params.step !== undefined && isFinite(Number(params.step)) ? Number(params.step) : this.data.step;
+    var token = null;
+    if (params.token) {
+      var rt = params.token.split(".").map(Number);
+      if (rt.length === 2 && rt.every(isFinite)) token = { response: rt[0], t: rt[1] };
+    }
+    var fromUrl = Object.keys(params).length > 0;
+    this.mark = !fromUrl || step === this.data.step ? this.data.moment : null;
+    var self = this;
+    return this.open(step, { group: params.group || null, token: token, selectMoment: !token && !params.group, quiet: true })
+      .then(function () {
+        if (options.initial && fromUrl && window.UNIPO.state.isFirst(self.id)) self.container.scrollIntoView({ block: "start" });
+      });
+  };
+
+  /** The reader's state as URL params: only what differs from the defaults. */
+  Inspector.prototype.params = function () {
+    var p = {};
+    if (this.step !== this.data.step) p.step = this.step;
+    var fallback = this.detail ? defaultGroup(this.detail, this.mark) : null;
+    if (this.groupKey && (!fallback || this.groupKey !== groupKey(fallback))) p.group = this.groupKey;
+    if (this.selected && !this.selected.fromMoment) p.token = this.selected.response + "." + this.selected.t;
+    if (this.quantity !== "objective") p.colour = this.quantity;
+    if (this.mode === "tokens") p.view = "tokens";
+    return p;
+  };
+
+  Inspector.prototype.save = function (push) {
+    window.UNIPO.state.set(this.id, this.params(), push);
   };
 
   Inspector.prototype.buildControls = function () {
@@ -183,54 +234,50 @@
         text: mode === "text" ? "Text" : "Tokens" });
     });
     this.status = el("p", { class: "unipo-inspector-status", role: "status", "aria-live": "polite" });
-    this.readout = el("div", { class: "unipo-token-readout", "aria-live": "polite" });
-    this.resetReadout();
     function pair(label, forId, control) {
       return el("span", { class: "unipo-control-pair" }, [el("label", { class: "unipo-control", for: forId, text: label }), control]);
     }
     controls.replaceChildren(
-      el("div", { class: "unipo-control-row", role: "group", "aria-label": "Step" }, [
-        el("span", { class: "unipo-control-pair" }, [this.prev, pair("Step", id + "-step", this.stepSelect), this.next]),
-        pair("Teaching moment", id + "-moment", this.momentSelect),
+      // the short controls share a row; the teaching moments' long names get the next
+      el("div", { class: "unipo-control-row" }, [
+        el("span", { class: "unipo-control-pair", role: "group", "aria-label": "Step" }, [this.prev, pair("Step", id + "-step", this.stepSelect), this.next]),
+        el("span", { class: "unipo-control-pair", role: "group", "aria-label": "Display" }, [
+          pair("Colour by", id + "-quantity", this.quantitySelect),
+          el("span", { class: "unipo-mode", role: "group", "aria-label": "Show responses as" }, this.modeButtons),
+        ]),
       ]),
-      el("div", { class: "unipo-control-row", role: "group", "aria-label": "Display" }, [
-        pair("Colour by", id + "-quantity", this.quantitySelect),
-        el("span", { class: "unipo-mode", role: "group", "aria-label": "Show responses as" }, this.modeButtons),
-      ]),
-      this.status,
-      this.readout
+      el("div", { class: "unipo-control-row" }, [pair("Teaching moment", id + "-moment", this.momentSelect)]),
+      this.status
     );
     controls.hidden = false;
+    // the server's line on where the moment is: the status line says it from now on
+    Array.prototype.forEach.call(this.container.querySelectorAll(".unipo-moment-note"), function (n) { n.remove(); });
     this.prev.addEventListener("click", function () { self.move(-1); });
     this.next.addEventListener("click", function () { self.move(1); });
-    this.stepSelect.addEventListener("change", function () { self.mark = null; self.open(Number(self.stepSelect.value)); });
+    this.stepSelect.addEventListener("change", function () { self.mark = null; self.open(Number(self.stepSelect.value), { push: true }); });
     this.momentSelect.addEventListener("change", function () {
       var name = self.momentSelect.value;
       var m = self.data.moments.filter(function (x) { return x.name === name; })[0];
       if (!m) return;
       self.mark = m;
-      self.open(m.open_step, { selectMoment: true, scroll: true });
+      self.open(m.open_step, { selectMoment: true, scroll: true, push: true });
     });
     this.quantitySelect.addEventListener("change", function () {
       self.quantity = self.quantitySelect.value;
       self.recolour();
+      if (self.selected) self.showReadout(self.selected);
+      self.save(false);
     });
     this.modeButtons.forEach(function (button) {
       button.addEventListener("click", function () { self.setMode(button.getAttribute("data-mode")); });
     });
   };
 
-  Inspector.prototype.resetReadout = function () {
-    this.readout.replaceChildren(el("span", { class: "unipo-readout-hint",
-      text: "Click a token (or Tab to a response, move with the arrow keys and press Enter) to see its numbers; " +
-        "an Algorithm Explainer of the same algorithm on this page shows how they were computed." }));
-  };
-
   Inspector.prototype.move = function (delta) {
     var i = this.steps.indexOf(this.step) + delta;
     if (i < 0 || i >= this.steps.length) return;
     this.mark = null;
-    this.open(this.steps[i]);
+    this.open(this.steps[i], { push: true });
   };
 
   Inspector.prototype.updateNav = function () {
@@ -238,9 +285,13 @@
     this.prev.disabled = i <= 0;
     this.next.disabled = i < 0 || i >= this.steps.length - 1;
     this.stepSelect.value = String(this.step);
-    if (!this.mark) this.momentSelect.value = "";
+    this.momentSelect.value = this.mark && this.mark.open_step === this.step ? this.mark.name : "";
   };
 
+  /**
+   * Show ``step``; options: group (key), token {response, t}, selectMoment, scroll, push (a new
+   * history entry), quiet (do not write the URL: the state came from it).
+   */
   Inspector.prototype.open = function (step, options) {
     options = options || {};
     var self = this;
@@ -260,9 +311,22 @@
       self.container.setAttribute("data-step", String(step));
       self.container.removeAttribute("data-loading");
       if (/^Loading/.test(self.status.textContent)) self.status.textContent = "";
-      self.render();
+      if (options.status) {
+        // Opened from elsewhere (the Training Explorer): say so, with the way back.
+        self.status.replaceChildren(options.status.text);
+        if (options.status.back) self.status.append(" ", el("a", { href: "#" + options.status.back, text: "Back to the chart \u2191" }));
+      }
+      var wanted = options.group && detail.prompts.filter(function (g) { return groupKey(g) === options.group; })[0];
+      var group = wanted || defaultGroup(detail, self.mark);
+      self.renderStep();
+      self.showGroup(group ? groupKey(group) : null, { quiet: true });
       self.updateNav();
-      if (self.mark && self.mark.open_step === step) self.highlightMoment(options.selectMoment, options.scroll);
+      if (self.mark && self.mark.open_step === step) self.highlightMoment(options.selectMoment && !options.token, options.scroll);
+      if (options.token) {
+        var item = self.tokens.filter(function (it) { return it.response === options.token.response && it.t === options.token.t; })[0];
+        if (item) self.select(item, { quiet: true });
+      }
+      if (!options.quiet) self.save(!!options.push);
       self.container.setAttribute("data-ready", "1");
     }).catch(function (err) {
       if (request !== self.requests) return;
@@ -274,116 +338,168 @@
     });
   };
 
-  /* ---- rendering a step (the same markup as inspector.py step_html) ---- */
+  /* ---- the step: title, objective and group bars, legend, the open group ---- */
 
-  Inspector.prototype.render = function () {
-    var self = this;
+  Inspector.prototype.renderStep = function () {
     var detail = this.detail;
     var body = this.container.querySelector(".unipo-inspector-body");
-    this.tokens = [];
-    this.selected = null;
-    this.container.removeAttribute("data-selected");
-    this.resetReadout();
-    // Quantities this step has; fall back to the token objective.
     Array.prototype.forEach.call(this.quantitySelect.options, function (option) {
-      option.disabled = !available(detail, option.value);
-    });
-    if (!available(detail, this.quantity)) this.quantity = "objective";
+      option.disabled = !this.available(option.value);
+    }, this);
+    if (!this.available(this.quantity)) this.quantity = "objective";
     this.quantitySelect.value = this.quantity;
-    this.legend = el("div", { class: "unipo-legend" });
-    var trained = detail.prompts.filter(function (g) { return !g.filtered; });
-    var dropped = detail.prompts.filter(function (g) { return g.filtered; });
-    var groups = el("div", { class: "unipo-groups" }, trained.concat(dropped).map(function (g) { return self.renderGroup(g); }));
+    this.legend = el("div", { class: "unipo-legend", role: "img" });
+    this.groupView = el("div", { class: "unipo-group-view" });
     var step = el("div", { class: "unipo-inspector-step", "data-step": detail.step }, [
       el("p", { class: "unipo-step-title" }, ["Step " + detail.step + " ", el("span", { class: "unipo-fact", text: "rollout " + detail.rollout })]),
-      this.legend,
       this.renderBars(),
-      groups,
+      this.legend,
+      this.groupView,
     ]);
     body.replaceChildren(step);
     body.classList.toggle("unipo-mode-tokens", this.mode === "tokens");
-    this.recolour();
+  };
+
+  Inspector.prototype.available = function (key) {
+    var q = this.quantityInfo(key);
+    return !!q && this.detail.prompts.some(function (g) {
+      return g.responses.some(function (r) { return r.tokens && r.tokens[q.source]; });
+    });
   };
 
   Inspector.prototype.renderBars = function () {
+    var self = this;
     var detail = this.detail;
     var cfg = this.data.config;
-    var uid = this.uid;
-    // As inspector.py: drawn to the largest contribution, never to less than BAR_FLOOR.
-    var largest = Math.max.apply(null, detail.groups.map(function (g) { return Math.abs(g.contribution); }).concat([BAR_FLOOR]));
-    var beta = cfg && cfg.components.kl.kind === "in_loss" ? cfg.components.kl.params.beta : null;
-    var groupBased = !cfg || ["group_zscore", "group_mean", "leave_one_out"].indexOf(cfg.components.advantage.kind) >= 0;
+    var largest = Math.max.apply(null, detail.groups.map(function (g) { return Math.abs(g.contribution); }).concat([0]));
+    var beta = klBeta(cfg);
+    var groupBased = !cfg || !!cfg.components.advantage.group_baseline;
+    var logged = {};
+    detail.prompts.forEach(function (g) { logged[groupKey(g)] = true; });
+    this.groupButtons = {};
     var rows = detail.groups.map(function (g) {
-      var sign = g.contribution > 0 ? "pos" : g.contribution < 0 ? "neg" : "zero";
-      var facts = g.n_correct !== null && g.n_correct !== undefined ? g.n_correct + "/" + g.size + " correct" : "";
-      var zeroAdv = groupBased && g.n_correct !== null && g.n_correct !== undefined && (g.n_correct === 0 || g.n_correct === g.size);
-      var label = "Group " + g.index;
-      var children = [
-        g.detailed ? el("a", { href: "#" + uid + "-g" + g.index, class: "unipo-bar-label", text: label })
-                   : el("span", { class: "unipo-bar-label", text: label }),
-        el("span", { class: "unipo-bar-track", "aria-hidden": "true" }, [
-          el("span", { class: "unipo-bar unipo-bar--" + sign, style: "width:" + (50 * Math.abs(g.contribution) / largest).toFixed(1) + "%" }),
-        ]),
-        el("span", { class: "unipo-bar-value", text: fmtSigned(g.contribution) }),
-      ];
-      var factsNode = el("span", { class: "unipo-bar-facts", text: facts });
-      if (g.detailed) factsNode.appendChild(el("span", { class: "unipo-mark unipo-mark--detailed", text: "tokens below" }));
+      var width = Math.abs(g.contribution) < NOISE || largest < NOISE ? 0 : 50 * Math.abs(g.contribution) / largest;
+      var sign = width === 0 ? "zero" : g.contribution > 0 ? "pos" : "neg";
+      var known = g.n_correct !== null && g.n_correct !== undefined;
+      var zeroAdv = groupBased && known && (g.n_correct === 0 || g.n_correct === g.size);
+      var key = String(g.index);
+      var label = logged[key]
+        ? self.groupButton(key, "Group " + g.index)
+        : el("span", { class: "unipo-bar-label", text: "Group " + g.index });
+      var facts = el("span", { class: "unipo-bar-facts", text: known ? g.n_correct + "/" + g.size + " correct" : "" });
+      if (logged[key]) facts.appendChild(el("span", { class: "unipo-mark unipo-mark--detailed", text: "tokens" }));
       if (zeroAdv) {
-        factsNode.appendChild(el("span", { class: "unipo-bar-note",
-          text: "advantage 0: nothing from the policy gradient" + (beta ? "; only \u2212\u03b2\u00b7KL (\u03b2 = " + fmt(beta) + ")" : "") }));
+        facts.appendChild(el("span", { class: "unipo-bar-note", text: "advantage 0", title: zeroAdvantageTitle(beta) }));
       }
-      children.push(factsNode);
-      return el("li", { class: "unipo-bar-row unipo-bar-row--" + sign, "data-group": g.index }, children);
+      return el("li", { class: "unipo-bar-row unipo-bar-row--" + sign, "data-group": g.index, "data-key": key, "data-detailed": logged[key] ? "1" : null }, [
+        label,
+        el("span", { class: "unipo-bar-track", "aria-hidden": "true" }, [
+          el("span", { class: "unipo-bar unipo-bar--" + sign, style: "width:" + width.toFixed(1) + "%" }),
+        ]),
+        el("span", { class: "unipo-bar-value", text: fmtObjective(g.contribution, true) }),
+        facts,
+      ]);
     });
-    var nDetailed = detail.groups.filter(function (g) { return g.detailed; }).length;
+    var nDetailed = detail.prompts.filter(function (g) { return !g.filtered; }).length;
     var out = [
-      el("p", { class: "unipo-step-j" }, ["Step objective ", el("strong", { text: "J = " + fmtSigned(detail.objective) }),
-        ": the sum of the " + detail.groups.length + " groups' contributions in this update (" + nDetailed + " shown token by token below)."]),
+      el("p", { class: "unipo-step-j" }, ["Step objective ", el("strong", { text: jText(detail.objective) }),
+        ", the sum of the " + detail.groups.length + " groups' contributions; " + nDetailed +
+        " were logged token by token (marked \u201ctokens\u201d)."]),
     ];
-    if (Math.abs(detail.objective) < ZERO_OBJECTIVE) out.push(el("p", { class: "unipo-step-note", text: ZERO_OBJECTIVE_NOTE }));
+    if (Math.abs(detail.objective) < NOISE) {
+      out.push(el("details", { class: "unipo-step-note" }, [el("summary", { text: "Why is J \u2248 0?" }), el("p", { text: ZERO_OBJECTIVE_NOTE })]));
+    }
     out.push(el("ul", { class: "unipo-bars" }, rows));
+    var toggle = el("button", { type: "button", class: "unipo-bars-toggle", "aria-expanded": "false" });
+    toggle.addEventListener("click", function () {
+      self.folded = !self.folded;
+      self.foldBars();
+    });
+    out.push(toggle);
+    this.barsToggle = toggle;
     if (detail.filtered_groups && detail.filtered_groups.length) {
       out.push(el("div", { class: "unipo-filtered-list" }, [
         el("span", { class: "unipo-label", text: "Dropped by the sampling filter before this update (" + detail.filtered_groups.length + " logged)" }),
         el("ul", null, detail.filtered_groups.map(function (g) {
-          return el("li", { text: "Group " + g.index + ": " + (g.n_correct === null || g.n_correct === undefined ? "?" : g.n_correct) + "/" + g.size + " correct, dropped" });
+          var text = ": " + (g.n_correct === null || g.n_correct === undefined ? "?" : g.n_correct) + "/" + g.size + " correct, dropped";
+          var key = g.index + "f";
+          return el("li", null, logged[key] ? [self.groupButton(key, "Group " + g.index), text] : ["Group " + g.index + text]);
         })),
       ]));
     }
-    return el("div", { class: "unipo-step-objective" }, out);
+    this.barsBox = el("div", { class: "unipo-step-objective" }, out);
+    return this.barsBox;
   };
 
-  function rewardText(r) {
-    var text = "reward " + fmt(r.reward);
-    var comps = r.reward_components || {};
-    var keys = Object.keys(comps);
-    if (keys.length) text += " (" + keys.map(function (k) { return k + " " + fmt(comps[k]); }).join(", ") + ")";
-    return text;
-  }
+  /** Show every group's bar, or (folded) only the open group's. */
+  Inspector.prototype.foldBars = function () {
+    if (!this.barsBox) return;
+    var n = this.detail.groups.length;
+    // a group is open: one of the bars, or a dropped group (then no bar shows, its list stays)
+    var open = !!this.barsBox.querySelector(".unipo-bar-row--open, .unipo-filtered-list .unipo-group-btn[aria-pressed='true']");
+    var folded = this.folded && open;
+    if (folded) this.barsBox.setAttribute("data-folded", "1");
+    else this.barsBox.removeAttribute("data-folded");
+    this.barsToggle.hidden = !open || n < 2;
+    this.barsToggle.setAttribute("aria-expanded", folded ? "false" : "true");
+    this.barsToggle.textContent = folded ? "Show all " + n + " groups' contributions" : "Show only the open group's";
+  };
 
-  /** As inspector.py zero_advantage_note: a trained group whose logged advantages are all 0. */
-  function zeroAdvantageNote(g, cfg) {
-    if (g.filtered || !g.responses.length || g.responses.some(function (r) { return !r.tokens; })) return null;
-    var any = g.responses.some(function (r) {
-      return r.tokens.advantage.some(function (a, t) { return r.tokens.mask[t] && a !== 0; });
+  Inspector.prototype.groupButton = function (key, text) {
+    var self = this;
+    var button = el("button", { type: "button", class: "unipo-bar-label unipo-group-btn", "data-key": key,
+      "aria-pressed": "false", "aria-controls": this.uid + "-groupview", title: "Show this group's tokens below", text: text });
+    button.addEventListener("click", function () {
+      self.showGroup(key, { push: true });
+      if (!inViewport(self.groupView.firstChild || self.groupView, 0)) {
+        (self.groupView.firstChild || self.groupView).scrollIntoView({ block: "start", behavior: "smooth" });
+      }
     });
-    if (any) return null;
-    var n = g.responses.length;
-    var k = g.responses.filter(function (r) { return r.correct; }).length;
-    var why = k === n ? "right" : k === 0 ? "wrong" : "equally rewarded";
-    var text = "Every advantage in this group is 0 (all " + n + " answers " + why + "), so its tokens push nothing through the policy gradient";
-    var beta = cfg && cfg.components.kl.kind === "in_loss" ? cfg.components.kl.params.beta : null;
-    if (beta) return text + "; its contribution is only the KL term \u2212\u03b2\u00b7KL (\u03b2 = " + fmt(beta) + "), which still pulls each token toward the reference model.";
-    return text + ": its contribution is 0.";
-  }
+    this.groupButtons[key] = button;
+    return button;
+  };
+
+  /** Open one group (its key) below the bars; options: push, quiet. */
+  Inspector.prototype.showGroup = function (key, options) {
+    options = options || {};
+    var self = this;
+    var g = this.detail.prompts.filter(function (x) { return groupKey(x) === key; })[0];
+    this.tokens = [];
+    this.selected = null;
+    this.container.removeAttribute("data-selected");
+    this.groupKey = g ? key : null;
+    this.container.setAttribute("data-group", g ? key : "");
+    Object.keys(this.groupButtons).forEach(function (k) {
+      self.groupButtons[k].setAttribute("aria-pressed", k === key ? "true" : "false");
+    });
+    Array.prototype.forEach.call(this.barsBox.querySelectorAll(".unipo-bar-row"), function (row) {
+      row.classList.toggle("unipo-bar-row--open", row.getAttribute("data-key") === key);
+    });
+    this.foldBars();
+    this.groupView.id = this.uid + "-groupview";
+    this.groupView.replaceChildren(g ? this.renderGroup(g) : el("p", { class: "unipo-group-note", text: "No group of this step was logged token by token." }));
+    this.recolour();
+    if (!options.quiet) this.save(!!options.push);
+  };
 
   Inspector.prototype.renderGroup = function (g) {
     var self = this;
     var n = g.responses.length;
     var nCorrect = g.responses.filter(function (r) { return r.correct; }).length;
-    var head = [el("span", { class: "unipo-group-name", text: "Group " + g.index }), el("span", { class: "unipo-fact", text: nCorrect + "/" + n + " correct" })];
+    var keys = this.detail.prompts.map(groupKey);
+    var at = keys.indexOf(groupKey(g));
+    function step(delta, label) {
+      var target = keys[at + delta];
+      var button = el("button", { type: "button", class: "unipo-btn unipo-group-step", text: label, disabled: target === undefined,
+        "aria-label": delta < 0 ? "Previous logged group" : "Next logged group" });
+      button.addEventListener("click", function () { self.showGroup(target, { push: true }); });
+      return button;
+    }
+    var head = [el("span", { class: "unipo-group-name", text: "Group " + g.index }),
+      el("span", { class: "unipo-fact", text: nCorrect + "/" + n + " correct" })];
     if (g.filtered) head.push(el("span", { class: "unipo-mark unipo-mark--filtered", text: "dropped by the sampling filter" }));
-    else if (g.contribution !== null && g.contribution !== undefined) head.push(el("span", { class: "unipo-fact", text: "contribution " + fmtSigned(g.contribution) }));
+    else if (g.contribution !== null && g.contribution !== undefined) head.push(el("span", { class: "unipo-fact", text: "contribution " + fmtObjective(g.contribution, true) }));
+    head.push(el("span", { class: "unipo-group-steps" }, [step(-1, "\u2039 group"), step(1, "group \u203a")]));
     var children = [
       el("div", { class: "unipo-group-head" }, head),
       el("p", { class: "unipo-prompt" }, [el("span", { class: "unipo-label", text: "Prompt" }), " " + g.prompt]),
@@ -396,22 +512,60 @@
     }
     var zero = zeroAdvantageNote(g, this.data.config);
     if (zero) children.push(el("p", { class: "unipo-group-note unipo-group-note--zero", text: zero }));
-    children.push(el("ol", { class: "unipo-responses" }, g.responses.map(function (r) { return self.renderResponse(g, r); })));
-    return el("section", { class: "unipo-group" + (g.filtered ? " unipo-group--filtered" : ""), id: this.uid + "-g" + g.index + (g.filtered ? "f" : ""),
-      "data-group": g.index, "data-filtered": g.filtered ? "1" : null }, children);
+    var columns = el("li", { class: "unipo-response-head", "aria-hidden": "true" }, RESPONSE_HEAD.map(function (t) { return el("span", { text: t }); }));
+    var list = el("ol", { class: "unipo-responses" }, [columns].concat(g.responses.map(function (r) { return self.renderResponse(g, r); })));
+    children.push(list);
+    // A teaching moment about one response (a clipped token, the longest wrong answer) shows it
+    // alone until the reader asks for the rest of its group.
+    var m = this.mark;
+    var focus = !this.showAll && m && m.step === this.detail.step && m.group === g.index && !g.filtered &&
+      m.response !== null && m.response !== undefined && g.responses.some(function (r) { return r.index === m.response; });
+    if (focus) {
+      Array.prototype.forEach.call(list.querySelectorAll(".unipo-response"), function (li) {
+        if (Number(li.getAttribute("data-response")) !== m.response) li.classList.add("unipo-response--folded");
+      });
+      var more = el("button", { type: "button", class: "unipo-btn unipo-responses-more",
+        text: "Show the group's other " + (g.responses.length - 1) + " responses" });
+      more.addEventListener("click", function () {
+        self.showAll = true;
+        Array.prototype.forEach.call(list.querySelectorAll(".unipo-response--folded"), function (li) { li.classList.remove("unipo-response--folded"); });
+        more.remove();
+      });
+      children.push(more);
+    }
+    return el("section", { class: "unipo-group" + (g.filtered ? " unipo-group--filtered" : ""), id: this.uid + "-g" + groupKey(g),
+      "data-group": g.index, "data-key": groupKey(g), "data-filtered": g.filtered ? "1" : null }, children);
   };
+
+  /** Every fact of a response in words (inspector.py response_facts). */
+  function responseFacts(r) {
+    var facts = [rewardText(r)];
+    if (r.advantage !== null && r.advantage !== undefined) facts.push("advantage " + fmtSigned(r.advantage));
+    facts.push(r.length + " tokens");
+    if (r.contribution !== null && r.contribution !== undefined && !r.filtered) facts.push("contribution " + fmtObjective(r.contribution, true));
+    if (r.truncated) facts.push("truncated at the generation budget");
+    if (r.filtered) facts.push("filtered");
+    return facts.join(" \u00b7 ");
+  }
+
+  /** The response's row head, as inspector.py _response_meta. */
+  function responseMeta(r) {
+    var mark = r.correct === true ? ["correct", "\u2713"] : r.correct === false ? ["wrong", "\u2717"] : ["unknown", "?"];
+    var facts = responseFacts(r);
+    var children = [
+      el("span", { class: "unipo-response-index", text: "#" + r.index }),
+      el("span", { class: "unipo-response-mark unipo-response-mark--" + mark[0], "aria-hidden": "true", text: mark[1] }),
+      el("span", { class: "unipo-response-reward", text: fmt(r.reward) }),
+      el("span", { class: "unipo-response-adv", text: r.advantage === null || r.advantage === undefined ? "\u2013" : fmtSigned(r.advantage) }),
+      el("span", { class: "unipo-sr", text: mark[0] + ", " + facts }),
+    ];
+    if (r.truncated) children.push(el("span", { class: "unipo-mark unipo-mark--truncated", text: "truncated" }));
+    if (r.filtered) children.push(el("span", { class: "unipo-mark unipo-mark--filtered", text: "filtered" }));
+    return el("span", { class: "unipo-response-meta", title: facts }, children);
+  }
 
   Inspector.prototype.renderResponse = function (g, r) {
     var self = this;
-    var marks = [el("span", { class: "unipo-response-index", text: "#" + r.index })];
-    if (r.correct === true) marks.push(el("span", { class: "unipo-mark unipo-mark--correct", text: "\u2713 correct" }));
-    else if (r.correct === false) marks.push(el("span", { class: "unipo-mark unipo-mark--wrong", text: "\u2717 wrong" }));
-    if (r.truncated) marks.push(el("span", { class: "unipo-mark unipo-mark--truncated", text: "truncated" }));
-    if (r.filtered) marks.push(el("span", { class: "unipo-mark unipo-mark--filtered", text: "filtered" }));
-    marks.push(el("span", { class: "unipo-fact", text: rewardText(r) }));
-    if (r.advantage !== null && r.advantage !== undefined) marks.push(el("span", { class: "unipo-fact", text: "advantage " + fmtSigned(r.advantage) }));
-    marks.push(el("span", { class: "unipo-fact", text: r.length + " tokens" }));
-    if (r.contribution !== null && r.contribution !== undefined && !r.filtered) marks.push(el("span", { class: "unipo-fact", text: "contribution " + fmtSigned(r.contribution) }));
     var text;
     if (r.tokens) {
       var tk = r.tokens;
@@ -423,23 +577,41 @@
         showToken(node, piece, self.mode);
         if (!tk.mask[t]) node.classList.add("unipo-tok--masked");
         text.appendChild(node);
-        self.tokens.push({ node: node, group: g.index, response: r.index, t: t, tokens: tk, text: piece });
+        self.tokens.push({ node: node, group: g.index, groupKey: groupKey(g), response: r.index, t: t, tokens: tk, text: piece });
       });
     } else {
       text = el("div", { class: "unipo-tokens unipo-tokens--plain", text: r.text });
     }
-    return el("li", { class: "unipo-response", "data-response": r.index }, [el("div", { class: "unipo-response-meta" }, marks), text]);
+    return el("li", { class: "unipo-response", id: this.uid + "-g" + groupKey(g) + "-r" + r.index, "data-response": r.index },
+      [responseMeta(r), text]);
   };
 
-  /* ---- colours, legend, mode ---- */
+  var RESPONSE_HEAD = ["#", "", "reward", "advantage", "response"];
+
+  /* ---- colours and legend ---- */
+
+  /** The scale of the current quantity over every logged token of the step (all groups). */
+  Inspector.prototype.currentScale = function () {
+    var q = this.quantityInfo(this.quantity);
+    var values = [];
+    this.detail.prompts.forEach(function (g) {
+      g.responses.forEach(function (r) {
+        var vs = r.tokens && r.tokens[q.source];
+        if (!vs) return;
+        for (var t = 0; t < vs.length; t++) if (r.tokens.mask[t]) values.push(S.colouredValue(q, vs[t]));
+      });
+    });
+    return S.scaleFor(q, values);
+  };
 
   Inspector.prototype.recolour = function () {
-    var key = this.quantity;
-    var q = this.quantityInfo(key);
-    var centre = q ? q.centre : 0;
-    var domain = this.detail ? stepDomain(this.detail, key, centre) : 0;
+    if (!this.detail) return;
+    var q = this.quantityInfo(this.quantity);
+    var scale = this.currentScale();
+    var ramps = this.data.ramps;
+    var isDark = dark();
     this.tokens.forEach(function (item) {
-      var vs = values(item.tokens, key);
+      var vs = item.tokens[q.source];
       var node = item.node;
       if (!vs || !item.tokens.mask[item.t]) {
         node.style.background = "";
@@ -447,114 +619,67 @@
         node.setAttribute("aria-label", "\u201c" + item.text + "\u201d, not in the objective");
         return;
       }
-      var bg = colour(vs[item.t], domain, centre);
+      var bg = S.colourOf(ramps, scale, S.colouredValue(q, vs[item.t]), isDark);
       node.style.background = bg;
-      node.style.color = textColour(bg);
-      node.setAttribute("aria-label", "\u201c" + item.text + "\u201d, " + (q ? q.label.toLowerCase() : key) + " " + fmtSigned(vs[item.t]));
+      node.style.color = S.textColour(bg);
+      var shown = q.transform === "exp" ? Math.exp(vs[item.t]) : vs[item.t];
+      node.setAttribute("aria-label", "\u201c" + item.text + "\u201d, " + q.label.toLowerCase() + " " + fmtSigned(shown));
     });
-    this.renderLegend(q, domain, centre);
-    this.container.setAttribute("data-quantity", key);
+    this.renderLegend(q, scale);
+    this.container.setAttribute("data-quantity", this.quantity);
   };
 
-  Inspector.prototype.renderLegend = function (q, domain, centre) {
-    var stops = PIYG.map(function (c, i) { return c + " " + Math.round(100 * i / (PIYG.length - 1)) + "%"; }).join(", ");
-    var ticks = [centre - domain, centre - domain / 2, centre, centre + domain / 2, centre + domain];
-    var title = (q ? q.label : this.quantity) + (domain === 0 ? ": " + fmt(centre) + " on every token of this step" : "");
+  Inspector.prototype.renderLegend = function (q, scale) {
+    var ramps = this.data.ramps;
+    var isDark = dark();
+    var span = scale.hi - scale.lo;
+    function at(v) { return span > 0 ? 100 * (v - scale.lo) / span : 50; }
+    var stops = S.legendStops(ramps, scale, isDark).map(function (s) { return s[1] + " " + at(s[0]).toFixed(1) + "%"; });
+    if (scale.kind === "diverging" && scale.lo < 0 && scale.hi > 0) {
+      // The jump at zero (nonzero values start at the lightest tint): neutral exactly there.
+      var zero = at(0).toFixed(1) + "%";
+      var neutral = S.colourOf(ramps, scale, 0, isDark);
+      stops.push(S.colourOf(ramps, scale, -1e-300, isDark) + " " + zero, neutral + " " + zero, S.colourOf(ramps, scale, 1e-300, isDark) + " " + zero);
+      stops.sort(function (a, b) { return parseFloat(a.split(" ")[1]) - parseFloat(b.split(" ")[1]); });
+    }
+    function label(v) {
+      return fmt(S.shownValue(q, v), 3);
+    }
+    var ticks = [[scale.lo, 0]];
+    if (scale.kind === "diverging" && scale.lo < 0 && scale.hi > 0) ticks.push([0, at(0)]);
+    if (scale.hi !== scale.lo) ticks.push([scale.hi, 100]);
+    var empty = span === 0;
+    var title = q.label + (empty ? ": " + label(scale.lo) + " on every token of this step" : "");
+    var how = scale.kind === "diverging"
+      ? "Centred on " + (q.transform === "log" ? "1" : "0") + " and symmetric; a nonzero value is at least lightly tinted."
+      : "From this step's smallest value (lightest) to its largest.";
+    this.legend.setAttribute("data-lo", String(S.shownValue(q, scale.lo)));
+    this.legend.setAttribute("data-hi", String(S.shownValue(q, scale.hi)));
+    this.legend.setAttribute("data-kind", scale.kind);
+    this.legend.setAttribute("aria-label", q.label + " legend: from " + label(scale.lo) + " to " + label(scale.hi));
     this.legend.replaceChildren(
       el("span", { class: "unipo-legend-title", text: title }),
-      el("span", { class: "unipo-legend-bar", style: "background:linear-gradient(to right, " + stops + ")" }),
-      el("span", { class: "unipo-legend-ticks" }, ticks.map(function (v) { return el("span", { text: fmt(v) }); })),
-      el("span", { class: "unipo-legend-note", text: (q ? q.description + " " : "") + "Scale: this step's largest |value" + (centre ? " \u2212 " + fmt(centre) : "") + "|." })
+      el("span", { class: "unipo-legend-scale" }, [
+        el("span", { class: "unipo-legend-bar", style: "background:linear-gradient(to right, " + (stops.length > 1 ? stops.join(", ") : stops[0].split(" ")[0] + " 0%, " + stops[0].split(" ")[0] + " 100%") + ")" }),
+        el("span", { class: "unipo-legend-ticks" }, ticks.map(function (tk) {
+          return el("span", { class: "unipo-legend-tick", "data-value": String(S.shownValue(q, tk[0])), style: "left:" + tk[1].toFixed(1) + "%", text: label(tk[0]) });
+        })),
+      ]),
+      el("span", { class: "unipo-legend-note", text: q.description + " " + how })
     );
   };
 
-  Inspector.prototype.setMode = function (mode) {
+  Inspector.prototype.setMode = function (mode, quiet) {
     var self = this;
     this.mode = mode;
     this.modeButtons.forEach(function (b) { b.setAttribute("aria-pressed", b.getAttribute("data-mode") === mode ? "true" : "false"); });
     this.tokens.forEach(function (item) { showToken(item.node, item.text, self.mode); });
-    var body = this.container.querySelector(".unipo-inspector-body");
-    body.classList.toggle("unipo-mode-tokens", mode === "tokens");
+    this.container.querySelector(".unipo-inspector-body").classList.toggle("unipo-mode-tokens", mode === "tokens");
+    if (!quiet) this.save(false);
   };
 
-  /* ---- selection and keyboard ---- */
-
-  Inspector.prototype.itemOf = function (node) {
-    for (var i = 0; i < this.tokens.length; i++) if (this.tokens[i].node === node) return this.tokens[i];
-    return null;
-  };
-
-  Inspector.prototype.select = function (item, options) {
-    options = options || {};
-    if (this.selected) {
-      this.selected.node.classList.remove("unipo-tok--selected");
-      this.selected.node.setAttribute("aria-pressed", "false");
-    }
-    this.selected = item;
-    item.node.classList.add("unipo-tok--selected");
-    item.node.setAttribute("aria-pressed", "true");
-    this.rove(item.node);
-    this.showReadout(item);
-    var detail = { run: this.run, algorithm: this.algorithm, step: this.step, group: item.group, response: item.response, token: item.t };
-    this.container.setAttribute("data-selected", [item.group, item.response, item.t].join(":"));
-    document.dispatchEvent(new CustomEvent("unipo:token", { detail: detail }));
-  };
-
-  Inspector.prototype.showReadout = function (item) {
-    var self = this;
-    var tk = item.tokens;
-    var parts = [el("strong", { class: "unipo-readout-token", text: "\u201c" + V.isolate(item.text) + "\u201d" }),
-      el("span", { class: "unipo-fact", text: "group " + item.group + ", response #" + item.response + ", token " + item.t })];
-    this.data.quantities.forEach(function (q) {
-      var vs = values(tk, q.key);
-      if (!vs) return;
-      parts.push(el("span", { class: "unipo-readout-value", "data-key": q.key, "data-value": String(vs[item.t]) },
-        [q.label + " ", el("span", { class: "unipo-num", text: fmtSigned(vs[item.t]) })]));
-    });
-    if (tk.clip && tk.clip[item.t]) parts.push(el("span", { class: "unipo-mark unipo-mark--clipped", text: tk.clip[item.t] > 0 ? "clipped high" : "clipped low" }));
-    if (tk.weight) parts.push(el("span", { class: "unipo-readout-value", "data-key": "weight", "data-value": String(tk.weight[item.t]) },
-      ["weight ", el("span", { class: "unipo-num", text: fmt(tk.weight[item.t]) })]));
-    self.readout.replaceChildren.apply(self.readout, parts);
-  };
-
-  Inspector.prototype.rove = function (node) {
-    var group = node.parentNode;
-    Array.prototype.forEach.call(group.querySelectorAll('.unipo-tok[tabindex="0"]'), function (n) {
-      if (n !== node) n.setAttribute("tabindex", "-1");
-    });
-    node.setAttribute("tabindex", "0");
-  };
-
-  Inspector.prototype.onKey = function (event) {
-    var node = event.target;
-    if (!node.classList || !node.classList.contains("unipo-tok")) return;
-    var item = this.itemOf(node);
-    if (!item) return;
-    var key = event.key;
-    if (key === "Enter" || key === " " || key === "Spacebar") {
-      event.preventDefault();
-      this.select(item);
-      return;
-    }
-    var siblings = node.parentNode.children;
-    var index = Array.prototype.indexOf.call(siblings, node);
-    var target = null;
-    if (key === "ArrowRight") target = siblings[index + 1];
-    else if (key === "ArrowLeft") target = siblings[index - 1];
-    else if (key === "Home") target = siblings[0];
-    else if (key === "End") target = siblings[siblings.length - 1];
-    else if (key === "ArrowDown" || key === "ArrowUp") {
-      var lists = Array.prototype.slice.call(this.container.querySelectorAll(".unipo-tokens"))
-        .filter(function (n) { return n.querySelector(".unipo-tok"); });
-      var at = lists.indexOf(node.parentNode) + (key === "ArrowDown" ? 1 : -1);
-      if (lists[at]) target = lists[at].children[Math.min(index, lists[at].children.length - 1)];
-    }
-    if (target) {
-      event.preventDefault();
-      this.rove(target);
-      target.focus();
-    }
-  };
+  /* ---- selection, its numbers, keyboard: inspector-tokens.js ---- */
+  Object.keys(T.methods).forEach(function (name) { Inspector.prototype[name] = T.methods[name]; });
 
   Inspector.prototype.attach = function () {
     var self = this;
@@ -563,7 +688,7 @@
       var node = event.target.closest ? event.target.closest(".unipo-tok") : null;
       if (!node) return;
       var item = self.itemOf(node);
-      if (item) self.select(item);
+      if (item) self.select(item, { reveal: true });
     });
     body.addEventListener("keydown", function (event) { self.onKey(event); });
   };
@@ -573,17 +698,15 @@
   Inspector.prototype.highlightMoment = function (selectIt, scroll) {
     var m = this.mark;
     if (!m) return;
-    this.momentSelect.value = m.name;
-    var body = this.container.querySelector(".unipo-inspector-body");
     var where = [];
-    var groupNode = null, responseNode = null;
-    if (m.group !== null && m.group !== undefined) {
-      groupNode = body.querySelector('.unipo-group[data-group="' + m.group + '"]');
-      if (groupNode) {
-        groupNode.classList.add("unipo-moment");
-        where.push("group " + m.group);
-      }
+    var groupNode = m.group !== null && m.group !== undefined ? this.groupView.querySelector(".unipo-group") : null;
+    if (groupNode && Number(groupNode.getAttribute("data-group")) === m.group) {
+      groupNode.classList.add("unipo-moment");
+      where.push("group " + m.group);
+    } else {
+      groupNode = null;
     }
+    var responseNode = null;
     if (groupNode && m.response !== null && m.response !== undefined) {
       responseNode = groupNode.querySelector('.unipo-response[data-response="' + m.response + '"]');
       if (responseNode) {
@@ -592,11 +715,8 @@
       }
     }
     var item = null;
-    if (m.token !== null && m.token !== undefined) {
-      for (var i = 0; i < this.tokens.length; i++) {
-        var it = this.tokens[i];
-        if (it.group === m.group && it.response === m.response && it.t === m.token) item = it;
-      }
+    if (groupNode && m.token !== null && m.token !== undefined) {
+      item = this.tokens.filter(function (it) { return it.response === m.response && it.t === m.token; })[0] || null;
       if (item) {
         item.node.classList.add("unipo-tok--moment");
         where.push("token " + m.token);
@@ -604,12 +724,20 @@
     }
     this.status.textContent = "Teaching moment: " + m.label + (where.length ? " (" + where.join(", ") + ", outlined)." : ".") +
       (m.open_step !== m.step ? " It is at step " + m.step + ", which has no token detail; this is the nearest step that has." : "");
-    if (item && selectIt) this.select(item);
+    if (item && selectIt) this.select(item, { quiet: true, fromMoment: true });
     var focusNode = (item && item.node) || responseNode || groupNode;
     if (scroll && focusNode) focusNode.scrollIntoView({ block: "center", behavior: "smooth" });
   };
 
   /* ------------------------------------------------------------ wiring */
+
+  var observer = window.IntersectionObserver ? new IntersectionObserver(function (entries) {
+    entries.forEach(function (entry) {
+      if (!entry.isIntersecting) return;
+      observer.unobserve(entry.target);
+      if (entry.target.__unipoInspector) entry.target.__unipoInspector.activate();
+    });
+  }, { rootMargin: "50% 0px" }) : null;
 
   function init(container) {
     if (container.__unipoInspector) return;
@@ -622,8 +750,13 @@
       return;
     }
     container.__unipoInspector = inspector;
-    inspector.attach();
     instances.push(inspector);
+    window.UNIPO.state.watch(inspector.id, function (params) {
+      if (!inspector.active) inspector.activate(params);
+      else inspector.apply(params);
+    });
+    if (!observer || window.UNIPO.state.get(inspector.id)) inspector.activate();
+    else observer.observe(container);
   }
 
   if (!V.inspectorListening) {
@@ -638,10 +771,19 @@
         }
         // An event may name one inspector (the explorer's own); else every inspector of the run.
         if (inspector.run === detail.run && (!detail.inspector || inspector.container.id === detail.inspector)) {
+          if (!inspector.active) {
+            inspector.active = true;
+            inspector.container.setAttribute("data-active", "1");
+            inspector.buildControls();
+            inspector.attach();
+          }
           inspector.mark = null;
-          inspector.open(Number(detail.step));
+          inspector.open(Number(detail.step), { push: true, status: detail.status });
         }
       }
+    });
+    document.addEventListener("unipo:schemechange", function () {
+      instances.forEach(function (inspector) { if (inspector.active) inspector.recolour(); });
     });
   }
 

@@ -24,6 +24,7 @@
   // data carries it), set before any chart is drawn.
   var INK_LIGHT = null;
   var INK_DARK = null;
+  var RAMPS = null; // the palette's diverging ramps, light and dark (the heat map's colours)
 
   function sim() {
     return window.UNIPO_PLAYGROUNDS_SIM;
@@ -117,6 +118,11 @@
 
   Chart.prototype.embed = function () {
     recolour(this.spec, currentInk());
+    // the casing under the exact gradient's path is the page's own background colour
+    var paper = getComputedStyle(document.body).getPropertyValue("--md-default-bg-color").trim();
+    (this.spec.params || []).forEach(function (p) { if (p.name === "paper" && paper) p.value = paper; });
+    // the heat map's ramp follows the colour scheme (a dark neutral on a dark page)
+    if (this.spec.datasets && this.spec.datasets.pg_surface) this.fitColours(this.spec.datasets.pg_surface);
     return window.UNIPO.embed(this.el, this.spec);
   };
 
@@ -136,6 +142,16 @@
       }
     }
     return Promise.resolve();
+  };
+
+  /** The heat map's colours fitted to this surface: its real range, neutral at 0 (token-scale.js). */
+  Chart.prototype.fitColours = function (rows) {
+    var values = [];
+    rows.forEach(function (row) { values.push.apply(values, row.J); });
+    var fitted = window.UNIPOViews.scale.chartScale(RAMPS, values, window.UNIPO.scheme() === "slate");
+    this.setParam("jdomain", fitted.domain);
+    this.setParam("jrange", fitted.range);
+    this.setParam("jticks", fitted.ticks);
   };
 
   Chart.prototype.setParam = function (name, value) {
@@ -340,7 +356,9 @@
           { kind: "start", label: "start (π_ref)", mu: s.startMu, sigma: s.startSigma },
           { kind: "pistar", label: "π* (mean, std)", mu: axis.star.mean, sigma: axis.star.std },
         ];
-        jobs.push(charts.surface.setData("pg_surface", surfaceRows(bumps, s.beta, cfg)));
+        var surface = surfaceRows(bumps, s.beta, cfg);
+        charts.surface.fitColours(surface);
+        jobs.push(charts.surface.setData("pg_surface", surface));
         jobs.push(charts.surface.setData("pg_traj", trajectoryRows(s, cfg)));
         jobs.push(charts.surface.setData("pg_marks", marks));
       }
@@ -530,9 +548,10 @@
       return;
     }
     var anchor = scripts[0]; // belongs to this page only, even if Material reuses the root
-    var ink = window.UNIPO.data(anchor.id).ink;
-    INK_LIGHT = ink.light;
-    INK_DARK = ink.dark;
+    var pageData = window.UNIPO.data(anchor.id);
+    INK_LIGHT = pageData.ink.light;
+    INK_DARK = pageData.ink.dark;
+    RAMPS = pageData.ramps;
     scripts.forEach(function (script) { script.setAttribute("data-pg-ready", "pending"); });
     var charts = chartsOf(root);
     Object.keys(charts).forEach(function (name) { charts[name].fit(); });

@@ -61,20 +61,72 @@
     }
     var nodes = (root || pageRoot()).querySelectorAll(".arithmatex:not([data-unipo-rendered])");
     Array.prototype.forEach.call(nodes, function (el) {
-      var tex = el.textContent.trim();
-      var display = el.tagName !== "SPAN";
-      if (tex.slice(0, 2) === "\\[" && tex.slice(-2) === "\\]") {
-        display = true;
-        tex = tex.slice(2, -2);
-      } else if (tex.slice(0, 2) === "\\(" && tex.slice(-2) === "\\)") {
-        display = false;
-        tex = tex.slice(2, -2);
+      // Inside a closed <details> a formula is typeset when the reader opens it (a chapter's
+      // cards and folded rows hold thousands of KaTeX nodes nobody sees until then); one far
+      // below or above the viewport when it comes within a screen of it. A chapter's formulas
+      // are some 7,000 DOM nodes: typesetting them all at load slows every later layout.
+      if (el.closest("details:not([open])")) {
+        el.setAttribute("data-unipo-rendered", "deferred");
+        return;
       }
-      var options = Object.assign({ displayMode: display }, KATEX_OPTIONS);
-      window.katex.render(tex, el, options);
-      el.setAttribute("data-unipo-rendered", "katex");
+      if (nearby && !nearViewport(el)) {
+        el.setAttribute("data-unipo-rendered", "deferred");
+        nearby.observe(el);
+        return;
+      }
+      typeset(el);
     });
   }
+
+  var MARGIN = 0.5; // screens above and below the viewport typeset at once (the observer's margin)
+  function nearViewport(el) {
+    if (!el.getClientRects().length) return false; // not laid out (a hidden tab): when it shows
+    var rect = el.getBoundingClientRect();
+    var h = window.innerHeight || 800;
+    return rect.bottom >= -MARGIN * h && rect.top <= (1 + MARGIN) * h;
+  }
+
+  var nearby = window.IntersectionObserver ? new IntersectionObserver(function (entries) {
+    entries.forEach(function (entry) {
+      if (!entry.isIntersecting) return;
+      var el = entry.target;
+      nearby.unobserve(el);
+      if (el.getAttribute("data-unipo-rendered") !== "deferred" || !window.katex) return;
+      if (el.closest("details:not([open])")) return; // typeset when opened
+      typeset(el);
+    });
+  }, { rootMargin: MARGIN * 100 + "% 0px" }) : null;
+
+  function typeset(el) {
+    var tex = el.textContent.trim();
+    var display = el.tagName !== "SPAN";
+    if (tex.slice(0, 2) === "\\[" && tex.slice(-2) === "\\]") {
+      display = true;
+      tex = tex.slice(2, -2);
+    } else if (tex.slice(0, 2) === "\\(" && tex.slice(-2) === "\\)") {
+      display = false;
+      tex = tex.slice(2, -2);
+    }
+    window.katex.render(tex, el, Object.assign({ displayMode: display }, KATEX_OPTIONS));
+    el.setAttribute("data-unipo-rendered", "katex");
+    // A view that decorates its formulas (the explainer's clickable parts) hears when one is ready.
+    el.dispatchEvent(new CustomEvent("unipo:typeset", { bubbles: true }));
+  }
+
+  /** Typeset the formulas deferred inside ``root`` (a <details> just opened; the page, to print). */
+  function renderDeferred(root) {
+    if (!window.katex) return;
+    var nodes = root.querySelectorAll('.arithmatex[data-unipo-rendered="deferred"]');
+    Array.prototype.forEach.call(nodes, function (el) {
+      if (root.tagName === "DETAILS" && el.closest("details:not([open])")) return; // a closed one inside
+      typeset(el);
+    });
+  }
+
+  document.addEventListener("toggle", function (event) {
+    if (event.target.tagName === "DETAILS" && event.target.open) renderDeferred(event.target);
+  }, true);
+  window.addEventListener("beforeprint", function () { renderDeferred(document); });
 
   /* ------------------------------------------------------------------ charts */
 
@@ -172,9 +224,21 @@
       console.error("UNIPO: vega-interpreter is not loaded; charts are not drawn.");
       return Promise.resolve();
     }
+    var meta = spec.usermeta || {};
     var options = {
       actions: false,
-      renderer: "svg",
+      // SVG, unless a chart of thousands of marks asks for a canvas (usermeta.renderer)
+      renderer: meta.renderer === "canvas" ? "canvas" : "svg",
+      // usermeta.rangeSignals {domain signal: range signal}: the scale whose domain is the first
+      // parameter takes its range from the second, which a view script updates (Vega-Lite
+      // cannot take a range from a parameter).
+      patch: meta.rangeSignals ? function (vg) {
+        (vg.scales || []).forEach(function (scale) {
+          var domain = scale.domain && scale.domain.signal;
+          if (domain && meta.rangeSignals[domain]) scale.range = { signal: meta.rangeSignals[domain] };
+        });
+        return vg;
+      } : undefined,
       defaultStyle: false,
       config: chartConfig(),
       loader: sameOriginLoader(),
@@ -233,6 +297,7 @@
     var root = pageRoot();
     if (processedRoots.has(root)) return; // this page has had its pass
     processedRoots.add(root);
+    shownPath = location.pathname + location.search;
     currentRoot = root;
     renderMath(root);
     renderCharts(root);
@@ -242,8 +307,147 @@
     document.dispatchEvent(new CustomEvent("unipo:rendered", { detail: { root: root } }));
   }
 
+  /* ------------------------------------------------- same-page links, view state */
+
+  // Material's instant navigation handles every link into the site, same-page anchors included,
+  // and its first location change after a page load always fetches the page again (its location
+  // stream starts empty): a table-of-contents entry or a heading's permalink would swap the
+  // content and reset every view. Links to another part of this page, and history moves within
+  // it, are therefore kept from Material (listeners registered before its bundle, which is
+  // loaded after this file) and left to the browser's own fragment navigation, which scrolls
+  // (Material's :target scroll margins apply) and keeps the page.
+  //
+  // Views keep what the reader chose in the URL hash, so a link can be shared and the back button
+  // steps back through it: "#insp-1a2b3c4d:step=12,group=3;explorer-9f8e7d6c:metrics=reward/mean".
+  // One entry per view (its element id without "unipo-"), the view touched last first; a hash
+  // that is a plain anchor ("#the-training-run") carries no state and changes no view.
+
+  var shownPath = location.pathname + location.search; // the page whose content is shown
+  var watchers = []; // {id, fn}
+
+  function samePage(url) {
+    return url.origin === location.origin && url.pathname + url.search === shownPath;
+  }
+
+  function decodePart(text) {
+    try {
+      return decodeURIComponent(text);
+    } catch (err) {
+      return text;
+    }
+  }
+
+  function encodePart(text) {
+    return encodeURIComponent(String(text)).replace(/%2F/g, "/");
+  }
+
+  /** The view states in a hash: [{id, params}], in order (an empty list for a plain anchor). */
+  function parseHash(hash) {
+    var text = String(hash || "").replace(/^#/, "");
+    if (!/^[a-z][a-z0-9-]*:/.test(text)) return [];
+    return text.split(";").map(function (entry) {
+      var at = entry.indexOf(":");
+      if (at < 1) return null;
+      var params = {};
+      entry.slice(at + 1).split(",").forEach(function (pair) {
+        if (!pair) return;
+        var eq = pair.indexOf("=");
+        var key = decodePart(eq < 0 ? pair : pair.slice(0, eq));
+        params[key] = eq < 0 ? "" : pair.slice(eq + 1).split("+").map(decodePart).join("+");
+      });
+      return { id: entry.slice(0, at), params: params };
+    }).filter(Boolean);
+  }
+
+  function formatHash(entries) {
+    var text = entries.filter(function (e) { return Object.keys(e.params).length; }).map(function (e) {
+      return e.id + ":" + Object.keys(e.params).map(function (key) {
+        var value = String(e.params[key]).split("+").map(encodePart).join("+");
+        return encodePart(key) + "=" + value;
+      }).join(",");
+    }).join(";");
+    return text ? "#" + text : "";
+  }
+
+  var state = {
+    /** The params the current URL holds for view ``id`` (strings), or null. */
+    get: function (id) {
+      var found = parseHash(location.hash).filter(function (e) { return e.id === id; })[0];
+      return found ? found.params : null;
+    },
+    /** Whether ``id`` is the view the URL names first (the one a shared link is about). */
+    isFirst: function (id) {
+      var entries = parseHash(location.hash);
+      return entries.length > 0 && entries[0].id === id;
+    },
+    /**
+     * Record view ``id``'s state (an object of strings; empty or null: the view is at its
+     * defaults). ``push``: a new history entry (the back button returns to the state before).
+     */
+    set: function (id, params, push) {
+      var entries = parseHash(location.hash).filter(function (e) { return e.id !== id; });
+      var clean = {};
+      Object.keys(params || {}).forEach(function (key) {
+        var value = params[key];
+        if (value !== null && value !== undefined && value !== "") clean[key] = String(value);
+      });
+      if (Object.keys(clean).length) entries.unshift({ id: id, params: clean });
+      var hash = formatHash(entries);
+      if (hash === location.hash || (!hash && !location.hash)) return;
+      var url = location.pathname + location.search + hash;
+      if (push) history.pushState(null, "", url);
+      else history.replaceState(history.state, "", url);
+    },
+    /** fn(params or null) when the reader moves through this page's history (back, forward). */
+    watch: function (id, fn) {
+      watchers = watchers.filter(function (w) { return document.getElementById("unipo-" + w.id); });
+      watchers.push({ id: id, fn: fn });
+    },
+    parse: parseHash,
+    format: formatHash,
+  };
+
+  function notifyWatchers() {
+    var entries = parseHash(location.hash);
+    // A plain anchor (or a hash that names no view) leaves every view as it is; the page's
+    // first entry (no hash) returns every view to its defaults.
+    if (!entries.length && location.hash) return;
+    watchers.slice().forEach(function (w) {
+      if (!document.getElementById("unipo-" + w.id)) return;
+      var found = entries.filter(function (e) { return e.id === w.id; })[0];
+      try {
+        w.fn(found ? found.params : null);
+      } catch (err) {
+        console.error("UNIPO: view " + w.id + " could not restore its state:", err);
+      }
+    });
+  }
+
+  document.body.addEventListener("click", function (event) {
+    if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+    var link = event.target && event.target.closest ? event.target.closest("a[href]") : null;
+    if (!link || link.target || link.hasAttribute("download")) return;
+    var url = new URL(link.getAttribute("href"), location.href);
+    if (!url.hash || !samePage(url)) return;
+    // The browser follows the link itself (fragment navigation: it scrolls and keeps the page).
+    event.stopImmediatePropagation();
+    if (url.hash === location.hash) {
+      event.preventDefault();
+      var target = document.getElementById(decodePart(url.hash.slice(1)));
+      if (target) target.scrollIntoView();
+    }
+  });
+
+  window.addEventListener("popstate", function (event) {
+    if (location.pathname + location.search !== shownPath) return; // another page: Material's
+    event.stopImmediatePropagation();
+    notifyWatchers();
+  });
+
   window.UNIPO = {
     __entry: true,
+    /** The views' state in the URL hash (see above). */
+    state: state,
     /**
      * Register a per-page renderer: fn(root) runs on every page (root: the page's content
      * element), after formulas and charts. It must be idempotent. Registering a name again
@@ -264,6 +468,10 @@
       return renderCharts(root);
     },
     renderMath: renderMath,
+    /** Typeset every formula deferred on the page (printing, tests that read every formula). */
+    renderAll: function () {
+      renderDeferred(document);
+    },
     /** The parsed JSON of a data element written by unipo_build.render.json_data. */
     data: readData,
     /** Draw `spec` (a Vega-Lite spec object) into `el`; it follows scheme toggles like the others. */

@@ -1,7 +1,7 @@
 /*
  * UNIPO views: what the Step Inspector and the Algorithm Explainer share, loaded before either
  * (the build puts it on the pages that use them). window.UNIPOViews holds the number format
- * (unipo_build.views.inspector.fmt's port), the step files' loader, element helpers and the
+ * (unipo_build.numbers.fmt_num's port), the step files' loader, element helpers and the
  * state the views share (the runs on the page, the inspectors). The math is unipo-math.js.
  * In node, module.exports is the number format (tests/test_views_explainer.py checks it).
  */
@@ -11,33 +11,53 @@
   /* ============================================================ number format */
 
   var MINUS = "\u2212";
+  var SUPERSCRIPT = { "-": "\u207b", "0": "\u2070", "1": "\u00b9", "2": "\u00b2", "3": "\u00b3", "4": "\u2074",
+    "5": "\u2075", "6": "\u2076", "7": "\u2077", "8": "\u2078", "9": "\u2079" };
+  /** Below this, a logged objective or contribution is float32 rounding noise (numbers.NOISE). */
+  var NOISE = 1e-7;
 
-  /** As unipo_build.views.inspector.fmt: 4 significant digits, scientific outside [1e-3, 1e4). */
+  function grouped(digits) {
+    return digits.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  }
+
+  /**
+   * A number for a reader, as unipo_build.numbers.fmt_num: integers with thousands separators,
+   * others to ``digits`` significant digits (default 4), tiny ones as 2.49 × 10⁻⁵, a true minus.
+   */
   function fmt(value, digits) {
     digits = digits || 4;
-    if (value === null || value === undefined || Number.isNaN(value)) return "n/a";
+    if (value === null || value === undefined || Number.isNaN(value)) return "\u2013";
+    if (!isFinite(value)) return value > 0 ? "inf" : MINUS + "inf";
     if (value === 0) return "0";
+    var sign = value < 0 ? MINUS : "";
     var a = Math.abs(value);
-    var text;
-    if (a >= 1e-3 && a < 1e4) {
-      // Like Python's "g" in this range: fixed form, no trailing zeros (Number() drops them).
-      text = String(Number(value.toPrecision(digits)));
-    } else {
-      var parts = value.toExponential(digits - 1).split("e");
+    if (Number.isInteger(value) && a < 1e15) return sign + grouped(String(a));
+    if (a < 1e-3) {
+      var parts = a.toExponential(Math.max(1, digits) - 1).split("e");
       var mantissa = parts[0].indexOf(".") >= 0 ? parts[0].replace(/0+$/, "").replace(/\.$/, "") : parts[0];
-      text = mantissa + "e" + Number(parts[1]);
+      var exponent = String(Number(parts[1])).split("").map(function (c) { return SUPERSCRIPT[c]; }).join("");
+      return sign + mantissa + " \u00d7 10" + exponent;
     }
-    return text.replace(/-/g, MINUS);
+    var text = String(Number(a.toPrecision(Math.max(1, digits))));
+    var dot = text.indexOf(".");
+    var whole = dot < 0 ? text : text.slice(0, dot);
+    return sign + (whole.length > 3 ? grouped(whole) : whole) + (dot < 0 ? "" : text.slice(dot));
   }
 
   function fmtSigned(value, digits) {
     var text = fmt(value, digits);
-    return value > 0 ? "+" + text : text;
+    return value > 0 && text !== "0" ? "+" + text : text;
   }
 
+  /** An objective or a contribution (numbers.fmt_objective): "≈ 0" when it is rounding noise. */
+  function fmtObjective(value, signed) {
+    if (value === null || value === undefined) return "\u2013";
+    if (Math.abs(value) < NOISE) return "\u2248 0";
+    return signed ? fmtSigned(value, 4) : fmt(value, 4);
+  }
 
   if (typeof module !== "undefined" && module.exports) {
-    module.exports = { fmt: fmt, fmtSigned: fmtSigned };
+    module.exports = { fmt: fmt, fmtSigned: fmtSigned, fmtObjective: fmtObjective };
   }
   if (typeof document === "undefined") return; // node: the number format only
 
@@ -49,6 +69,8 @@
   V.math = global.UNIPO_MATH;
   V.fmt = fmt;
   V.fmtSigned = fmtSigned;
+  V.fmtObjective = fmtObjective;
+  V.NOISE = NOISE;
   V.runs = V.runs || {}; // run id -> {config, siteRoot, stepPath, algorithm}
   V.stepCache = V.stepCache || new Map(); // absolute URL -> Promise of the step JSON
 

@@ -194,11 +194,18 @@ return {
 """
 
 
-def wait_rendered(driver, timeout: float = 30.0) -> None:
-    """Wait until every formula is typeset and every chart drawn for the current scheme."""
+def wait_rendered(driver, timeout: float = 30.0, *, everything: bool = True) -> None:
+    """Wait until every formula is typeset and every chart drawn for the current scheme.
+
+    The site typesets a formula when it comes near the viewport (or its <details> opens);
+    ``everything`` typesets the deferred ones first (``UNIPO.renderAll``), so a test can read
+    every formula of the page. ``everything=False``: the page as a reader at its top has it.
+    """
     deadline = time.monotonic() + timeout
     state = None
     while time.monotonic() < deadline:
+        if everything:
+            driver.execute_script("if (window.UNIPO && window.UNIPO.renderAll) window.UNIPO.renderAll();")
         state = driver.execute_script(_RENDER_STATE_JS)
         if state["ready"] and state["math"] == 0 and state["charts"] == 0:
             return

@@ -270,9 +270,15 @@ def test_choosing_another_metric_changes_the_rings(page):
     def chip(metric):
         return drv.find_element("css selector", f'.unipo-explorer .unipo-explorer__chip[data-metric="{metric}"]')
 
-    # Four rings already: a fifth is refused with a message.
+    # The unchosen chips are folded behind a button.
+    assert not chip("clip/frac_high").is_displayed()
+    drv.find_element("css selector", ".unipo-explorer .unipo-explorer__more-metrics").click()
+    # Four rings already: a fifth is refused with a message under the chart and next to the chip.
     chip("clip/frac_high").click()
     assert "At most 4 rings" in drv.find_element("css selector", ".unipo-explorer__status").text
+    note = drv.execute_script("const n = document.querySelector('.unipo-explorer__chip-note');"
+                              "return n && n.previousElementSibling.dataset.metric + ': ' + n.textContent")
+    assert note == "clip/frac_high: At most 4 rings: remove one before adding Clipped high."
     assert signal(drv, "metrics") == ["reward/mean", "length/mean", "kl/mean", "entropy/mean"]
     # Remove entropy, add clipping: it becomes the innermost ring.
     chip("entropy/mean").click()
@@ -328,7 +334,8 @@ def test_click_opens_the_nearest_logged_step(page):
     ActionChains(drv).move_to_element_with_offset(svg_of(drv), dx, dy).click().perform()
     opened = wait_for(drv, "return window.__opened.length ? window.__opened : null")
     own = drv.execute_script("return document.querySelector('.unipo-explorer').getAttribute('data-inspector')")
-    assert opened == [{"run": "test-grpo", "step": 600, "inspector": own}]
+    assert [{k: o[k] for k in ("run", "step", "inspector")} for o in opened] == [
+        {"run": "test-grpo", "step": 600, "inspector": own}]
     status = drv.find_element("css selector", ".unipo-explorer__status").text
     assert "nearest logged step, 600" in status
     assert signal(drv, "picked") == 600
@@ -360,29 +367,41 @@ def test_keyboard_moves_along_the_steps_and_opens(page):
     assert [(o["run"], o["step"]) for o in opened] == [("test-grpo", 1200 - 50)]
 
 
-def test_robust_scale_toggle_changes_the_scale(page):
+def _scale(drv, i, value):
+    from selenium.webdriver.support.ui import Select
+
+    Select(drv.find_elements("css selector", ".unipo-explorer__scale")[i]).select_by_value(value)
+
+
+def test_robust_scale_by_default_where_one_outlier_would_flatten_a_ring(page):
     drv = page.open()
-    # The second explorer draws clip/frac_high (a spike at step 700) outside, reward inside.
-    before = rings(drv, 1)
-    assert before["ring0"] and before["ring1"] and not before["ring2"]
-    assert drv.execute_script(
-        "return document.querySelectorAll('.unipo-explorer')[1].querySelectorAll('svg .clipmark_marks path').length") == 0
-    drv.find_elements("css selector", ".unipo-explorer__robust")[1].click()
-    assert signal(drv, "robust", 1) is True
-    after = wait_for(drv, "const s = document.querySelectorAll('.unipo-explorer')[1];"
-                          "const d = s.querySelector('svg .ring0_marks path').getAttribute('d');"
-                          "return d !== arguments[0] ? d : null", before["ring0"])
-    assert after != before["ring0"]
+    # The second explorer draws clip/frac_high (a spike at step 700) outside, reward inside: the
+    # automatic scale draws the spiky ring robust, the other on its full range.
+    assert signal(drv, "robust", 1) == ["clip/frac_high"]
+    robust = rings(drv, 1)
+    assert robust["ring0"] and robust["ring1"] and not robust["ring2"]
+    note = drv.execute_script("return [...document.querySelectorAll('.unipo-explorer')[1]"
+                              ".querySelectorAll('.unipo-explorer__ring-note')].map(n => n.textContent)")
+    assert note[0].startswith("robust scale: the whole run spans ") and note[1] == ""
+    _scale(drv, 1, "full")
+    assert signal(drv, "robust", 1) == []
+    full = wait_for(drv, "const s = document.querySelectorAll('.unipo-explorer')[1];"
+                         "const d = s.querySelector('svg .ring0_marks path').getAttribute('d');"
+                         "return d !== arguments[0] ? d : null", robust["ring0"])
+    assert full != robust["ring0"]
+    wait_for(drv, "return document.querySelectorAll('.unipo-explorer')[1].querySelectorAll('svg .clipmark_marks path').length === 0")
+    _scale(drv, 1, "robust")
+    assert signal(drv, "robust", 1) == ["clip/frac_high", "reward/mean"]
     # The spike is clipped and circled; nothing else of that ring is.
     clipped = drv.execute_script(
         "const v = UNIPO.view(document.querySelectorAll('.unipo-explorer')[1].querySelector('.unipo-explorer__canvas'));"
         "return v.data('series').filter(r => r.m === 'clip/frac_high' && !r.interp && (r.v > r.qhi || r.v < r.qlo)).map(r => r.s)")
     assert SPIKE_AT in clipped and len(clipped) <= 12
-    marks = drv.execute_script(
-        "return document.querySelectorAll('.unipo-explorer')[1].querySelectorAll('svg .clipmark_marks path').length")
-    assert marks == len(clipped)
+    marks = wait_for(drv, "const n = document.querySelectorAll('.unipo-explorer')[1].querySelectorAll("
+                          "'svg .clipmark_marks path').length; return n >= arguments[0] ? n : null", len(clipped))
+    assert marks >= len(clipped)
     # The first explorer is not affected.
-    assert signal(drv, "robust", 0) is False
+    assert signal(drv, "robust", 0) == []
 
 
 def test_fisheye_magnifies_and_picks_single_steps(page):
@@ -430,12 +449,12 @@ def test_fisheye_magnifies_and_picks_single_steps(page):
 
 def test_state_survives_a_colour_scheme_redraw(page):
     drv = page.open()
-    drv.find_elements("css selector", ".unipo-explorer__robust")[0].click()
+    _scale(drv, 0, "robust")
     drv.find_element("css selector", '.unipo-explorer .unipo-explorer__chip[data-metric="kl/mean"]').click()
     views = drv.execute_script("return document.querySelector('.unipo-explorer__chart').dataset.explorerView")
     drv.harness.set_scheme(drv, "slate")
     wait_for(drv, "return document.querySelector('.unipo-explorer__chart').dataset.explorerView !== arguments[0]", views)
-    assert signal(drv, "robust") is True
+    assert signal(drv, "robust") == ["reward/mean", "length/mean", "entropy/mean"]
     assert signal(drv, "metrics") == ["reward/mean", "length/mean", "entropy/mean"]
     # Rings follow the dark scheme's palette through CSS.
     stroke = drv.execute_script(
@@ -474,3 +493,84 @@ def test_reference_page_screenshots(open_page, screenshot, driver, console_error
     widths = driver.execute_script(
         "return [...document.querySelectorAll('.unipo-explorer__chart svg')].map(s => s.getBoundingClientRect().width)")
     assert widths and all(w <= 390 for w in widths)
+
+
+def test_a_metric_keeps_its_colour_and_the_list_gives_each_rings_range(page):
+    drv = page.open()
+    colours_js = ("return Object.fromEntries([...document.querySelector('.unipo-explorer').querySelectorAll("
+                  "'.unipo-explorer__chip[aria-pressed=true]')].map(c => [c.dataset.metric, c.dataset.colour]))")
+    stroke_js = ("const s = document.querySelector('.unipo-explorer'); const i = arguments[0];"
+                 "return getComputedStyle(s.querySelector(`.unipo-explorer__chart svg .ring${i}_marks path`)).stroke")
+    assert drv.execute_script(colours_js) == {"reward/mean": "0", "length/mean": "1", "kl/mean": "2", "entropy/mean": "3"}
+    kl_stroke = drv.execute_script(stroke_js, 2)
+    # Removing the second ring moves KL inward (ring 1) with its colour.
+    drv.find_element("css selector", '.unipo-explorer .unipo-explorer__chip[data-metric="length/mean"]').click()
+    assert signal(drv, "metrics") == ["reward/mean", "kl/mean", "entropy/mean"]
+    assert drv.execute_script(colours_js) == {"reward/mean": "0", "kl/mean": "2", "entropy/mean": "3"}
+    assert drv.execute_script(stroke_js, 1) == kl_stroke
+    # A new ring takes the colour no drawn metric has.
+    drv.find_element("css selector", ".unipo-explorer .unipo-explorer__more-metrics").click()
+    drv.find_element("css selector", '.unipo-explorer .unipo-explorer__chip[data-metric="clip/frac_high"]').click()
+    assert drv.execute_script(colours_js)["clip/frac_high"] == "1"
+    # The list beside the chart: each ring outside in, with the range it spans and its unit.
+    payload = drv.execute_script(
+        "return UNIPO.data(document.querySelector('.unipo-explorer template.unipo-data').id).data.metrics")
+    info = {m["name"]: m for m in payload}
+    listed = drv.execute_script(
+        "return [...document.querySelector('.unipo-explorer').querySelectorAll('.unipo-explorer__ring')]"
+        ".map(li => [li.dataset.metric, li.dataset.colour, li.querySelector('.unipo-explorer__ring-range').textContent])")
+    assert [x[0] for x in listed] == ["reward/mean", "kl/mean", "entropy/mean", "clip/frac_high"]
+    assert [x[1] for x in listed] == ["0", "2", "3", "1"]
+    for name, _, text in listed:
+        m = info[name]
+        robust = m["flat"]
+        lo, hi = (m["qlo"], m["qhi"]) if robust else (m["lo"], m["hi"])
+        unit = m["unit"]
+        expected = f"{explorer_module.format_value(lo, unit)} to {explorer_module.format_value(hi, unit)}"
+        assert text.startswith(expected), (name, text, expected)
+        if unit:
+            assert text.endswith(explorer_module.unit_suffix(unit))
+    # The rings and the scale are in the URL: a reload (a shared link) draws the same chart.
+    assert "metrics=reward/mean+kl/mean+entropy/mean+clip/frac_high" in drv.execute_script("return location.hash")
+    drv.refresh()
+    page.harness.wait_rendered(drv)
+    wait_for(drv, "return document.querySelectorAll('.unipo-explorer__chart svg .ring0_marks path').length >= 2")
+    assert signal(drv, "metrics") == ["reward/mean", "kl/mean", "entropy/mean", "clip/frac_high"]
+
+
+def test_a_click_answers_under_the_chart_and_shows_the_inspector(page):
+    drv = page.open()
+    window_top = drv.execute_script("window.__unipoSamePage = 1; return scrollY")
+    dx, dy = step_offset(drv, 613)
+    ActionChains(drv).move_to_element_with_offset(svg_of(drv), dx, dy).click().perform()
+    own = drv.execute_script("return document.querySelector('.unipo-explorer').getAttribute('data-inspector')")
+    wait_for(drv, f"return document.querySelector('#{own}').getAttribute('data-step') === '600' && "
+                  f"document.querySelector('#{own}').getAttribute('data-ready') === '1'")
+    # the status sits right under the chart (the reader's eyes are there)
+    gap = drv.execute_script("const c = document.querySelector('.unipo-explorer__chart').getBoundingClientRect();"
+                             "const s = document.querySelector('.unipo-explorer__status').getBoundingClientRect();"
+                             "return s.top - c.bottom")
+    assert 0 <= gap <= 40
+    # the inspector is brought into view (smoothly), with the way back to the chart
+    wait_for(drv, f"const r = document.querySelector('#{own}').getBoundingClientRect();"
+                  "return r.top >= 0 && r.top < innerHeight / 2")
+    status = drv.execute_script(f"return document.querySelector('#{own} .unipo-inspector-status').textContent")
+    assert status.startswith("Step 600, opened from the Training Explorer.") and "Back to the chart" in status
+    assert drv.execute_script("return scrollY") != window_top
+    # the way back is a same-page link: it scrolls, the page and the inspector's step stay
+    drv.find_element("css selector", f"#{own} .unipo-inspector-status a").click()
+    wait_for(drv, "const r = document.querySelector('.unipo-explorer').getBoundingClientRect(); return r.top < innerHeight && r.bottom > 0")
+    assert drv.execute_script("return window.__unipoSamePage") == 1
+    assert drv.execute_script(f"return document.querySelector('#{own}').getAttribute('data-step')") == "600"
+
+
+def test_the_caption_says_tap_on_a_touch_screen(page):
+    drv = page.open()
+    shown_js = ("return [...document.querySelectorAll('.unipo-explorer__for-mouse, .unipo-explorer__for-touch')]"
+                ".filter(e => e.getClientRects().length).map(e => e.className)")
+    assert set(drv.execute_script(shown_js)) == {"unipo-explorer__for-mouse"}
+    drv.execute_cdp_cmd("Emulation.setTouchEmulationEnabled", {"enabled": True, "maxTouchPoints": 5})
+    drv.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "pointer", "value": "coarse"},
+                                                                    {"name": "hover", "value": "none"}]})
+    assert set(drv.execute_script(shown_js)) == {"unipo-explorer__for-touch"}
+    assert "Tap a ring" in drv.find_element("css selector", ".unipo-explorer__for-touch").text

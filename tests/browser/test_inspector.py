@@ -17,7 +17,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
 
-from unipo_build.views.inspector import diverging_colour, fmt, text_colour
+from unipo_build.views import token_scale as TS
+from unipo_build.views.inspector import fmt
 
 pytestmark = pytest.mark.browser
 
@@ -39,6 +40,8 @@ def _open_views(open_page, driver, **kwargs):
     drv = open_page(PAGE, **kwargs)
     if not driver.execute_script("return document.querySelector('.unipo-inspector') !== null"):
         pytest.skip("the views page has no Step Inspector: no GRPO run in the runs directory (data/runs)")
+    # an inspector renders its tokens when it comes near the viewport
+    driver.execute_script("document.querySelector('.unipo-inspector').scrollIntoView()")
     _wait(driver, "return document.querySelector('.unipo-inspector').getAttribute('data-ready')", what="inspector ready")
     assert driver.execute_script("return document.querySelector('.unipo-inspector').getAttribute('data-ready')") == "1"
     return drv
@@ -90,10 +93,12 @@ def test_views_page_loads_without_console_errors(open_page, driver, console_erro
     counts = driver.execute_script("""return {
         groups: document.querySelectorAll('.unipo-inspector .unipo-group').length,
         bars: document.querySelectorAll('.unipo-inspector .unipo-bar-row').length,
+        buttons: document.querySelectorAll('.unipo-inspector .unipo-group-btn').length,
         tokens: document.querySelectorAll('.unipo-inspector .unipo-tok[role=button]').length,
         katexErrors: document.querySelectorAll('.katex-error').length,
         slots: document.querySelectorAll('.unipo-explainer-formula .unipo-slot[role=button]').length}""")
-    assert counts["groups"] >= 2 and counts["bars"] >= counts["groups"] - 2 and counts["tokens"] > 10
+    # one group at a time; a bar for every group of the update, a button for each logged one
+    assert counts["groups"] == 1 and counts["bars"] >= counts["buttons"] >= 1 and counts["tokens"] > 10
     assert counts["katexErrors"] == 0 and counts["slots"] >= 4
     assert console_errors(driver) == []
 
@@ -155,18 +160,21 @@ def test_switching_the_colour_quantity_recolours_the_tokens(open_page, driver, b
     after = driver.execute_script(colours_js)
     assert len(before) == len(after) and before != after
     assert driver.execute_script("return document.querySelector('.unipo-legend-title').textContent").startswith("Importance ratio")
-    # the colours are the scale's: compare a few tokens with the Python scale on the token file
+    # the colours are the Python scale's (views/token_scale.py) on the step's token file: every
+    # token of the open group, the ratio coloured by its log on a scale fitted to the whole step
     info = driver.execute_script("""const i = document.querySelector('.unipo-inspector');
         return {run: i.dataset.run, step: +i.dataset.step,
-                toks: [...i.querySelectorAll('.unipo-tok')].slice(0, 40).map(t => [+t.dataset.g, +t.dataset.r, +t.dataset.t,
-                      getComputedStyle(t).backgroundColor, getComputedStyle(t).color])};""")
+                toks: [...i.querySelectorAll('.unipo-tok:not(.unipo-tok--masked)')].map(t => [+t.dataset.g, +t.dataset.r,
+                      +t.dataset.t, getComputedStyle(t).backgroundColor, getComputedStyle(t).color])};""")
     detail = _token_file(built_site, info["run"], info["step"])
-    domain = max(abs(v - 1.0) for p in detail["prompts"] for r in p["responses"] if r.get("tokens")
-                 for v, m in zip(r["tokens"]["ratio"], r["tokens"]["mask"]) if m)
+    q = TS.quantity("ratio")
+    scale = TS.scale_for(q, [TS.coloured_value(q, v) for p in detail["prompts"] for r in p["responses"]
+                             if r.get("tokens") for v, m in zip(r["tokens"]["ratio"], r["tokens"]["mask"]) if m])
+    assert info["toks"]
     for g, r, t, bg, fg in info["toks"]:
-        expected = diverging_colour(_find(detail, g, r)["tokens"]["ratio"][t], domain, 1.0)
+        expected = TS.colour(scale, TS.coloured_value(q, _find(detail, g, r)["tokens"]["ratio"][t]))
         assert _rgb_hex(bg) == expected
-        assert _rgb_hex(fg) == text_colour(expected)
+        assert _rgb_hex(fg) == TS.text_colour(expected)
     assert console_errors(driver) == []
 
 
@@ -280,13 +288,14 @@ def test_narrow_screen_and_dark_mode(open_page, driver, screenshot, console_erro
     assert _overflow(driver) <= 0
     # dark mode: token text stays readable (black or white by luminance), panels follow the scheme
     open_page(PAGE, scheme="slate", width=1280)
+    driver.execute_script("document.querySelector('.unipo-inspector').scrollIntoView()")
     _wait(driver, "return document.querySelector('.unipo-inspector').getAttribute('data-ready') === '1'")
     pairs = driver.execute_script("return [...document.querySelectorAll('.unipo-tok')].slice(0, 60)"
                                   ".map(t => [getComputedStyle(t).backgroundColor, getComputedStyle(t).color])")
     for bg, fg in pairs:
         if "rgba(0, 0, 0, 0)" in bg:
             continue
-        assert _rgb_hex(fg) == text_colour(_rgb_hex(bg))
+        assert _rgb_hex(fg) == TS.text_colour(_rgb_hex(bg))
     shots = [screenshot(PAGE, "views-light", scheme="default", width=1280),
              screenshot(PAGE, "views-dark", scheme="slate", width=1280),
              screenshot(PAGE, "views-390", scheme="default", width=390)]
@@ -311,6 +320,7 @@ def test_instant_navigation_renders_the_views_once(open_page, driver, served_as_
     driver.find_element(By.ID, "unipo-test-link").click()
     _wait(driver, "return location.pathname.endsWith('/reference/views/') && "
                   "document.querySelector('.unipo-inspector') && "
+                  "(document.querySelector('.unipo-inspector').scrollIntoView() || true) && "
                   "document.querySelector('.unipo-inspector').getAttribute('data-ready') === '1'", what="views page")
     assert driver.execute_script("return window.__samePage") == 7
     # one set of controls per inspector, even though the renderers ran again on the new page
@@ -347,6 +357,7 @@ def test_every_algorithm_explains_a_selected_token(every_run_site, driver, conso
     for run_id in run_ids:
         driver.get(f"{url}{run_id}/")
         _wait(driver, "return document.querySelector('.unipo-inspector') && "
+                      "(document.querySelector('.unipo-inspector').scrollIntoView() || true) && "
                       "document.querySelector('.unipo-inspector').getAttribute('data-ready')", what=f"{run_id} ready")
         n = driver.execute_script("return document.querySelectorAll('.unipo-inspector .unipo-tok').length")
         for index in sorted({0, n // 3, (2 * n) // 3, n - 1}):

@@ -85,14 +85,14 @@ def test_objective_page_sliders_change_the_figures(open_page, driver, console_er
     open_playground(open_page, driver, "objective")
     assert console_errors(driver) == []
     charts = driver.execute_script(
-        "return [...document.querySelectorAll('[data-pg-chart] .unipo-vega svg')].length")
-    assert charts == 3
+        "return [...document.querySelectorAll('[data-pg-chart] .unipo-vega svg, [data-pg-chart] .unipo-vega canvas')].length")
+    assert charts == 3  # the heat map is a canvas
     # beta moves pi*, the surface and every trajectory
-    surface = driver.execute_script(_SVG_JS, "surface")
+    surface = driver.execute_script(_DATA_JS, "surface", "pg_surface")
     traj = driver.execute_script(_DATA_JS, "surface", "pg_traj")
     axis = driver.execute_script(_SVG_JS, "axis")
     driver.execute_script(_SET_CONTROL_JS, "beta", 6)  # beta = 1.0
-    settle(driver, "surface", surface)
+    wait_for(driver, _DATA_JS, "surface", "pg_surface", predicate=lambda v: v and v != surface)
     settle(driver, "axis", axis)
     assert driver.execute_script(_DATA_JS, "surface", "pg_traj") != traj
     # the copies of a control next to other figures follow
@@ -112,9 +112,9 @@ def test_objective_page_sliders_change_the_figures(open_page, driver, console_er
     assert old["GRPO"] != new["GRPO"]
     assert old["Exact gradient"] == new["Exact gradient"] and old["DPO"] == new["DPO"]
     # a preset is a select
-    surface = driver.execute_script(_SVG_JS, "surface")
+    surface = driver.execute_script(_DATA_JS, "surface", "pg_surface")
     driver.execute_script(_SET_CONTROL_JS, "preset", "trap")
-    settle(driver, "surface", surface)
+    wait_for(driver, _DATA_JS, "surface", "pg_surface", predicate=lambda v: v and v != surface)
     assert console_errors(driver) == []
 
 
@@ -182,6 +182,49 @@ def test_scheme_toggle_keeps_the_readers_state(open_page, driver, set_scheme, co
     time.sleep(0.5)
     assert driver.execute_script(_DATA_JS, "surface", "pg_marks") == marks
     assert driver.execute_script(_SIGNAL_JS, "surface", "ink") == role("ink", dark=True)
+    assert console_errors(driver) == []
+
+
+def _heat_scale(driver):
+    import json
+
+    rows = json.loads(driver.execute_script(_DATA_JS, "surface", "pg_surface"))
+    values = [v for row in rows for v in row["J"]]
+    return (values, driver.execute_script(_SIGNAL_JS, "surface", "jdomain"),
+            driver.execute_script(_SIGNAL_JS, "surface", "jrange"), driver.execute_script(_SIGNAL_JS, "surface", "jticks"))
+
+
+def test_heat_map_legend_spans_the_surface_with_its_neutral_at_zero(open_page, driver, set_scheme, console_errors):
+    from unipo_build.views.palette import DIVERGING, DIVERGING_DARK
+    from unipo_build.views.token_scale import chart_scale, contrast
+
+    open_playground(open_page, driver, "objective")
+    for preset in ("two", "trap"):
+        driver.execute_script(_SET_CONTROL_JS, "preset", preset)
+        values, domain, colours, ticks = _heat_scale(driver)
+        wait_for(driver, "return 1", predicate=lambda v: True)
+        values, domain, colours, ticks = _heat_scale(driver)
+        lo, hi = min(values), max(values)
+        # the legend's range is the surface's own, with 0 among its ticks and neutral exactly there
+        assert domain[0] == pytest.approx(lo, abs=1e-9) and domain[-1] == pytest.approx(hi, abs=1e-9)
+        assert ticks[0] == pytest.approx(lo, abs=1e-9) and ticks[-1] == pytest.approx(hi, abs=1e-9)
+        if lo < 0 < hi:
+            assert 0 in ticks and colours[domain.index(0)] == DIVERGING[5]
+        # the browser's fit is the Python one (token_scale.chart_scale)
+        expected = chart_scale(values)
+        assert colours == expected["range"] and domain == pytest.approx(expected["domain"])
+    # dark page: a dark neutral, and the exact gradient (the ink) drawn over a casing of page colour
+    set_scheme("slate")
+    wait_for(driver, _READY_JS)
+    values, domain, colours, _ = wait_for(driver, "return 1", predicate=lambda v: True) and _heat_scale(driver)
+    wait_for(driver, _SIGNAL_JS, "surface", "jrange", predicate=lambda v: v and v != colours or DIVERGING_DARK[5] in (v or []))
+    values, domain, colours, _ = _heat_scale(driver)
+    if min(values) < 0 < max(values):
+        assert colours[domain.index(0)] == DIVERGING_DARK[5]
+    ink = driver.execute_script(_SIGNAL_JS, "surface", "ink")
+    paper = driver.execute_script(_SIGNAL_JS, "surface", "paper")
+    assert ink == role("ink", dark=True) and paper.startswith(("hsl", "#", "rgb"))
+    assert contrast(ink, DIVERGING_DARK[5]) >= 4.5
     assert console_errors(driver) == []
 
 

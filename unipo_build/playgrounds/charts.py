@@ -24,6 +24,7 @@ import numpy as np
 from unipo_build.playgrounds import multi_reward as mr
 from unipo_build.playgrounds import objective_1d as o1
 from unipo_build.views.palette import ALGORITHMS, role
+from unipo_build.views.token_scale import chart_scale
 
 DIVERGING_SCHEME = "pinkyellowgreen"  # ColorBrewer PiYG, as the Step Inspector's token colours
 INK_LIGHT = role("ink")
@@ -39,6 +40,10 @@ SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 
 def _r(x: float, digits: int = 5) -> float:
     return float(round(float(x), digits))
+
+
+#: The page's background behind a chart (Material's light scheme; playgrounds.js sets the current one).
+PAPER_LIGHT = "#ffffff"
 
 
 def _ink_param() -> dict:
@@ -175,14 +180,20 @@ def surface_spec(settings: o1.Settings) -> dict:
     y_scale = {"domain": [0, sg_hi + d_sg / 2], "nice": False, "zero": True}
     labels = [o1.METHOD_LABELS[m] for m in o1.METHODS]
     runs = o1.run_all(settings)
+    surface = surface_rows(settings.bumps, settings.beta)
+    fitted = chart_scale([v for row in surface for v in row["J"]])
     opacity = {"condition": {"test": "focus === 'all' || datum.method === focus", "value": 1}, "value": 0.12}
     return {
         "$schema": SCHEMA,
         "width": "container",
         "height": 340,
-        "params": [_ink_param(), {"name": "focus", "value": "all"}],
+        "params": [_ink_param(), {"name": "paper", "value": PAPER_LIGHT}, {"name": "focus", "value": "all"},
+                   {"name": "jdomain", "value": fitted["domain"]}, {"name": "jrange", "value": fitted["range"]},
+                   {"name": "jticks", "value": fitted["ticks"]}],
+        # SVG would be one element per cell; the chart's range comes from the jrange signal
+        "usermeta": {"renderer": "canvas", "rangeSignals": {"jdomain": "jrange"}},
         "datasets": {
-            "pg_surface": surface_rows(settings.bumps, settings.beta),
+            "pg_surface": surface,
             "pg_traj": trajectory_rows(runs),
             "pg_marks": marker_rows(settings),
         },
@@ -203,13 +214,32 @@ def surface_spec(settings: o1.Settings) -> dict:
                     "x2": {"field": "mu1"},
                     "y": {"field": "s0", "type": "quantitative", "scale": y_scale, "title": "std σ"},
                     "y2": {"field": "s1"},
+                    # Fitted to the surface (token_scale.chart_scale): the legend spans J's real range
+                    # and is neutral exactly at 0; playgrounds.js refits it when the surface changes,
+                    # and unipo.js puts the jrange signal in as the scale's range (Vega-Lite cannot).
                     "fill": {"field": "J", "type": "quantitative", "title": "J(μ, σ)",
-                             "scale": {"scheme": DIVERGING_SCHEME, "domainMid": 0},
-                             "legend": {"orient": "bottom", "direction": "horizontal", "gradientLength": 180,
-                                        "titleOrient": "left", "titleBaseline": "middle"}},
+                             "scale": {"domain": {"expr": "jdomain"}, "scheme": DIVERGING_SCHEME,
+                                       "interpolate": "rgb", "clamp": True},
+                             "legend": {"orient": "bottom", "direction": "horizontal", "gradientLength": 300,
+                                        "titleOrient": "left", "titleBaseline": "middle",
+                                        "values": {"expr": "jticks"}, "format": ".2f"}},
                     "tooltip": [{"field": "mu", "title": "μ", "format": ".2f"},
                                 {"field": "sigma", "title": "σ", "format": ".2f"},
                                 {"field": "J", "title": "J", "format": ".3f"}],
+                },
+            },
+            {
+                # A casing in the page's colour under the exact gradient's path: drawn in the ink,
+                # it stays visible on the dark and the bright cells of the map in either scheme.
+                "data": {"name": "pg_traj"},
+                "transform": [{"filter": f"datum.method === '{o1.METHOD_LABELS['exact']}'"},
+                              {"flatten": ["step", "mu", "sigma", "J"]}],
+                "mark": {"type": "line", "clip": True, "strokeWidth": 5, "interpolate": "linear",
+                         "color": {"expr": "paper"}, "opacity": 0.85},
+                "encoding": {
+                    "x": {"field": "mu", "type": "quantitative", "scale": x_scale},
+                    "y": {"field": "sigma", "type": "quantitative", "scale": y_scale},
+                    "order": {"field": "step", "type": "quantitative"},
                 },
             },
             {
@@ -307,7 +337,7 @@ def band_spec(settings: o1.Settings) -> dict:
         "$schema": SCHEMA,
         "width": "container",
         "height": 280,
-        "params": [_ink_param(), {"name": "focus", "value": "all"},
+        "params": [_ink_param(), {"name": "paper", "value": PAPER_LIGHT}, {"name": "focus", "value": "all"},
                    {"name": "ylo", "value": _r(y_lo, 4)}, {"name": "yhi", "value": _r(y_hi, 4)}],
         "datasets": {
             "pg_band": rows,

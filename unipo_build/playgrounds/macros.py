@@ -23,6 +23,7 @@ import numpy as np
 
 from unipo_build import render
 from unipo_build.objective import response_weight_shares
+from unipo_build.views.palette import DIVERGING, DIVERGING_DARK, SEQUENTIAL, SEQUENTIAL_DARK
 from unipo_build.views.site import Site, macro
 from unipo_build.playgrounds import charts, shape_charts
 from unipo_build.playgrounds import loss_shapes as ls
@@ -147,7 +148,9 @@ def controls_html(page: str, names: list[str] | tuple[str, ...]) -> str:
 
 def page_data(page: str) -> dict:
     """What the page's script needs: the simulation's settings, and the ink colours of the palette."""
-    ink = {"ink": {"light": charts.INK_LIGHT, "dark": charts.INK_DARK}}
+    ink = {"ink": {"light": charts.INK_LIGHT, "dark": charts.INK_DARK},
+           "ramps": {"diverging": list(DIVERGING), "diverging_dark": list(DIVERGING_DARK),
+                     "sequential": list(SEQUENTIAL), "sequential_dark": list(SEQUENTIAL_DARK)}}
     if page == "objective":
         return {"sim": o1.js_config(), "defaults": o1.settings_as_js(o1.Settings()), **ink}
     if page == "gdpo":

@@ -48,7 +48,10 @@ def shapes_spec() -> dict:
     def panel(method: ls.ShapeMethod) -> dict:
         colour = METHOD_COLOURS[method.key]
         title = "sequence ratio s" if method.clip == "sequence" else "ratio ρ"
-        x = {"field": "r", "type": "quantitative", "title": title, "scale": x_scale}
+        # five labelled ticks: a panel is ~220 px wide on a page and narrower on a phone, and
+        # eleven labels (0.0, 0.2, ...) ran into each other
+        x = {"field": "r", "type": "quantitative", "title": title, "scale": x_scale,
+             "axis": {"values": [0, 0.5, 1, 1.5, 2], "format": ".1f", "labelOverlap": True}}
         flt = SHAPE_FILTERS[method.key]
         return {
             "title": {"text": method.label, "subtitle": method.note, "anchor": "start", "fontSize": 13},
@@ -121,7 +124,7 @@ def aggregation_spec() -> dict:
             "scale": {"domain": labels, "range": [[1, 0], [6, 3], [2, 2], [8, 3, 2, 3]]}}
     x = {"field": "l", "type": "quantitative", "title": "length of response 1 (tokens)",
          "scale": {"type": "log", "domain": [8, ls.MAX_LENGTH], "nice": False},
-         "axis": {"values": [8, 16, 32, 64, 128, 256, 512, 1024]}}
+         "axis": {"values": [16, 64, 256, 1024], "labelOverlap": "greedy"}}
     common = [{"filter": "datum.o === other_len"}, {"flatten": ["l", "w", "sh"]}]
     return {
         "$schema": SCHEMA,

@@ -16,10 +16,12 @@ from ..components import length_mask
 from ..registry import REGISTRY, SLOTS
 from ..specs import AlgorithmSpec, lineage
 from .diff import SLOT_LABELS
+from .explainer import components_of, kind_label
 from .fmt import escape_text, fmt_num, fmt_pct, fraction_text, math_inline, table
 from .site import AuthorError, Site, macro
 
 #: Parameters the slot matrix leaves out (they do not tell the algorithms apart).
+#: Parameters the slot matrix leaves out (eps only outside the clip slot: the advantage's epsilon).
 MINOR_PARAMS = ("max_rounds", "value_clip", "cache_fraction", "cache_length", "eps")
 
 
@@ -78,14 +80,9 @@ def weight_shares_html(site: Site, lengths: Sequence[int], normalizer: int | Non
 # ---------------------------------------------------------------------------
 
 def _kind_text(spec: AlgorithmSpec, slot: str) -> str:
-    kind = spec.components[slot].kind
-    params = {k: v for k, v in spec.params(slot).items() if k not in MINOR_PARAMS or slot == "clip"}
-    shown = []
-    for k, v in params.items():
-        if v is None:
-            continue
-        shown.append(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}")
-    return kind.replace("_", " ") + (f" ({', '.join(shown)})" if shown else "")
+    """The slot's kind in words, with the parameters that set it apart (the explainer's label)."""
+    hide = MINOR_PARAMS if slot != "clip" else tuple(p for p in MINOR_PARAMS if p != "eps")
+    return kind_label(components_of(spec)[slot], hide)
 
 
 def slot_matrix_html(site: Site) -> str:
@@ -97,9 +94,12 @@ def slot_matrix_html(site: Site) -> str:
         for s in specs:
             text = _kind_text(s, slot)
             cell = escape_text(text)
-            cells.append(f'<span style="opacity:.6">{cell}</span>' if s.component(slot).is_none else cell)
+            cells.append(f'<span class="unipo-empty-slot">{cell}</span>' if s.component(slot).is_none else cell)
         rows.append(cells)
-    return table(head, rows, caption="Each algorithm's component in each slot (dimmed: the slot is empty)")
+    # Seven algorithm columns: on a narrow page the table scrolls, its first column staying in view.
+    return ('<div class="unipo-matrix">'
+            + table(head, rows, caption="Each algorithm's component in each slot (in italics: the slot is empty)")
+            + "</div>")
 
 
 @macro(html=True)

@@ -21,7 +21,7 @@ from typing import Any
 from ..render import escape_text, json_data
 from ..specs import SLOTS, AlgorithmSpec, lineage
 from .diff import DIFF_STYLES, SLOT_LABELS, STATUSES, diff_algorithms, diff_sentence, summary_counts
-from .explainer import DIFF_PLACEHOLDER, Component, components_of, kind_label, objective_formula
+from .explainer import DIFF_PLACEHOLDER, PARAM_WORDS, Component, components_of, kind_label, objective_formula, param_words
 from .fmt import math_display
 
 
@@ -79,29 +79,58 @@ def compare_html(a: AlgorithmSpec, b: AlgorithmSpec) -> str:
         f'<span class="unipo-diff-side-label">{label}</span> <strong>{escape_text(spec.name)}</strong></p>'
         f'{math_display(fill_statuses(placeholder_formula(spec), statuses))}</div>'
         for side, label, spec in (("a", "First", a), ("b", "Second", b)))
-    rows = []
+    rows, same = [], []
     for d in diffs:
         changed = ""
         if d.status == "modified":
-            what = "component" if d.changed == ("kind",) else "parameters: " + ", ".join(d.changed)
-            changed = f'<span class="unipo-diff-changed">changed {escape_text(what)}</span>'
+            what = "component" if d.changed == ("kind",) else ", ".join(param_words(c) for c in d.changed)
+            changed = f'<span class="unipo-diff-changed">changed: {escape_text(what)}</span>'
         why = comps_b[d.slot].explanation if d.status != "unchanged" else None
         if d.status == "unchanged":
             sides = _side_html(a, comps_a[d.slot], "both", f"{a.name} and {b.name}" if a.id != b.id else a.name)
+            head = (f'<p class="unipo-diff-row-head">{_badge(d.status)} <span class="unipo-slot-name">'
+                    f'{escape_text(SLOT_LABELS[d.slot])}</span></p>')
+            body = f'<div class="unipo-diff-sides">{sides}</div>'
         else:
             sides = _side_html(a, comps_a[d.slot], "a") + _side_html(b, comps_b[d.slot], "b")
-        rows.append(
+            # A changed slot is one line, what it was and what it is, that opens to both formulas
+            # and the second algorithm's reason (the coloured objectives above show where).
+            head = (f'<summary class="unipo-diff-row-head">{_badge(d.status)} <span class="unipo-slot-name">'
+                    f'{escape_text(SLOT_LABELS[d.slot])}</span> '
+                    f'<span class="unipo-diff-change">{escape_text(change_text(d.status, comps_a[d.slot], comps_b[d.slot]))}</span>'
+                    f'{changed}</summary>')
+            body = (f'<div class="unipo-diff-sides">{sides}</div>'
+                    + (f'<p class="unipo-diff-why"><span class="unipo-diff-algo">{escape_text(b.name)}</span> '
+                       f'{escape_text(why)}</p>' if why else ""))
+            head, body = f'<details class="unipo-diff-detail">{head}', body + "</details>"
+        (same if d.status == "unchanged" else rows).append(
             f'<li class="unipo-diff-row unipo-diff-{d.status}" data-slot="{d.slot}" data-status="{d.status}">'
-            f'<p class="unipo-diff-row-head">{_badge(d.status)} <span class="unipo-slot-name">'
-            f'{escape_text(SLOT_LABELS[d.slot])}</span>{changed}</p>'
-            f'<div class="unipo-diff-sides">{sides}</div>'
-            + (f'<p class="unipo-diff-why"><span class="unipo-diff-algo">{escape_text(b.name)}</span> '
-               f'{escape_text(why)}</p>' if why else "")
-            + "</li>")
+            f'{head}{body}</li>')
     return (f'<div class="unipo-compare" data-a="{escape_text(a.id)}" data-b="{escape_text(b.id)}">'
             f'{legend_html()}{sentence_html(a.name, b.name, diffs)}'
             f'<div class="unipo-compare-formulas">{formulas}</div>'
-            f'<ol class="unipo-diff-rows">{"".join(rows)}</ol></div>')
+            f'<ol class="unipo-diff-rows">{"".join(rows)}</ol>'
+            f'{unchanged_html([d.slot for d in diffs if d.status == "unchanged"], same)}</div>')
+
+
+def change_text(status: str, a: Component, b: Component) -> str:
+    """A changed slot in words: 'batch baseline → critic (GAE): γ 1, λ 0.95' (explainer.js changeText)."""
+    if status == "added":
+        return kind_label(b)
+    if status == "removed":
+        return kind_label(a) + " \u2192 nothing"
+    return f"{kind_label(a)} \u2192 {kind_label(b)}"
+
+
+def unchanged_html(slots: list[str], rows: list[str]) -> str:
+    """The unchanged slots folded into one line that opens to their rows (explainer.js: the same)."""
+    if not rows:
+        return ""
+    names = ", ".join(SLOT_LABELS[s] for s in slots)
+    return (f'<details class="unipo-diff-same"><summary><span class="unipo-diff-unchanged">{_badge("unchanged")}</span> '
+            f'<span class="unipo-diff-same-names">{escape_text(names)}</span> '
+            f'<span class="unipo-diff-same-hint">(open for their formulas)</span></summary>'
+            f'<ol class="unipo-diff-rows">{"".join(rows)}</ol></details>')
 
 
 def selector_data(specs: dict[str, AlgorithmSpec]) -> dict[str, Any]:
@@ -125,7 +154,7 @@ def selector_data(specs: dict[str, AlgorithmSpec]) -> dict[str, Any]:
             pairs[f"{x}|{y}"] = {d.slot: {"status": d.status, "changed": list(d.changed)}
                                  for d in diff_algorithms(specs[x], specs[y])}
     return {"order": ordered, "specs": spec_data, "pairs": pairs, "slots": list(SLOTS),
-            "slot_labels": SLOT_LABELS, "styles": DIFF_STYLES, "statuses": list(STATUSES)}
+            "slot_labels": SLOT_LABELS, "styles": DIFF_STYLES, "statuses": list(STATUSES), "param_words": PARAM_WORDS}
 
 
 def compare_selector_html(specs: dict[str, AlgorithmSpec], default_a: str, default_b: str, *,

@@ -164,7 +164,8 @@ def critic_trace_charts(trace: CriticTrace) -> tuple[dict, dict]:
     order = alt.EncodingSortField(field="t", op="min")
     axis = dict(labelAngle=-60, labelOverlap="greedy", labelLimit=90)
     # The lower chart carries the axis title for both.
-    x_top = alt.X("label:O", sort=order, title=None, axis=alt.Axis(**axis))
+    # The two charts share the token axis: the upper one draws its ticks, the lower one its labels.
+    x_top = alt.X("label:O", sort=order, title=None, axis=alt.Axis(labels=False, ticks=True))
     x = alt.X("label:O", sort=order, title="token t of the response (position and text)", axis=alt.Axis(**axis))
     names = TRACE_LABELS
     long_rows = [
@@ -189,7 +190,7 @@ def critic_trace_charts(trace: CriticTrace) -> tuple[dict, dict]:
                      alt.Tooltip("series:N", title="quantity"), alt.Tooltip("y:Q", title="value", format=".4f")],
         )
     )
-    top = alt.layer(zero, lines).properties(width="container", height=240)
+    top = alt.layer(zero, lines).properties(width="container", height=200)
     bars_rows = [{"t": r["t"], "label": r["label"], "token": r["token"], "kl": r["kl"], "penalty": r["kl_penalty"]}
                  for r in trace.rows if r["kl"] is not None]
     bars = (
@@ -203,8 +204,12 @@ def critic_trace_charts(trace: CriticTrace) -> tuple[dict, dict]:
                      alt.Tooltip("penalty:Q", title="reward term −β·KL_t", format=".6f")],
         )
     )
-    bottom = alt.layer(zero, bars).properties(width="container", height=110)
-    return top.to_dict(), bottom.to_dict()
+    bottom = alt.layer(zero, bars).properties(width="container", height=90)
+    # a point, a tick and a label per token: on a canvas, not hundreds of SVG nodes (tooltips still work)
+    top, bottom = top.to_dict(), bottom.to_dict()
+    for spec in (top, bottom):
+        spec["usermeta"] = {"renderer": "canvas"}
+    return top, bottom
 
 
 def critic_trace_caption(trace: CriticTrace) -> str:

@@ -34,7 +34,7 @@ from ..objective import browser_config
 from ..render import escape_text, json_data
 from ..specs import REGISTRY, SLOTS, AlgorithmSpec, Kind, ResolvedAlgorithm, ResolvedComponent, Term
 from .diff import SLOT_LABELS
-from .fmt import math_display, math_inline
+from .fmt import fmt_num, math_display, math_inline
 from .source_links import Repo, source_html
 
 # ---------------------------------------------------------------------------
@@ -102,27 +102,53 @@ def objective_formula(algorithm: AlgorithmSpec | ResolvedAlgorithm, diff_class: 
 
 def _param_value(value: Any) -> str:
     if isinstance(value, float):
-        return f"{value:g}"
+        return fmt_num(value, 4)
     if value is None:
         return "from the run"
     return str(value)
 
 
-PARAM_SYMBOLS = {"eps": "\u03b5", "eps_low": "\u03b5_low", "eps_high": "\u03b5_high", "beta": "\u03b2",
-                 "gamma": "\u03b3", "lam": "\u03bb", "std_ddof": "std ddof", "normalizer": "L",
-                 "max_length": "L_max", "cache_length": "L_cache"}
+#: Parameters as a reader reads them (a symbol of the formula, or words), never the spec's keys.
+PARAM_WORDS = {"eps": "\u03b5", "eps_low": "lower \u03b5", "eps_high": "upper \u03b5", "beta": "\u03b2",
+               "gamma": "\u03b3", "lam": "\u03bb", "normalizer": "normaliser L", "max_length": "length budget",
+               "cache_length": "penalty ramp", "penalty": "penalty", "max_rounds": "sampling rounds",
+               "estimator": "estimator", "std_ddof": "standard deviation", "baseline": "baseline", "kind": "component"}
+
+
+def param_words(name: str) -> str:
+    """A parameter's name for a reader ('eps_low' -> 'lower ε')."""
+    return PARAM_WORDS.get(name, name.replace("_", " "))
+
+
+def param_phrase(name: str, value: Any) -> str:
+    """One parameter and its value in words: 'ε 0.2', 'sample std (n − 1)', 'k3 estimator'."""
+    if name == "std_ddof":
+        return {0: "population std (n)", 1: "sample std (n \u2212 1)"}.get(value, f"std with n \u2212 {value}")
+    if name == "estimator":
+        return f"{value} estimator"
+    if name in ("max_length", "cache_length", "normalizer") and isinstance(value, int):
+        return f"{param_words(name)} {value} tokens"
+    if isinstance(value, str):
+        return f"{param_words(name)} {value.replace('_', ' ')}"
+    return f"{param_words(name)} {_param_value(value)}"
 
 
 def params_text(params: dict[str, Any]) -> str:
-    return ", ".join(f"{PARAM_SYMBOLS.get(k, k)} {_param_value(v)}" for k, v in params.items())
+    return ", ".join(param_phrase(k, v) for k, v in params.items())
 
 
-def kind_label(component: Component, words: bool = False) -> str:
-    """e.g. 'symmetric (ε 0.2)', 'none'; ``words``: the registry's plain label where the kind has one
-    ('mean per response, then over responses' rather than 'seq mean token mean'), for prose."""
-    name = component.kind.label if words and component.kind.label else component.name.replace("_", " ")
-    shown = {k: v for k, v in component.params.items() if k not in ("max_rounds", "value_clip", "cache_fraction")}
-    return f"{name} ({params_text(shown)})" if shown else name
+#: Parameters a kind's label leaves out (details of the kind, not what sets it apart).
+MINOR_PARAMS = ("max_rounds", "value_clip", "cache_fraction")
+
+
+def kind_label(component: Component, hide: tuple[str, ...] = MINOR_PARAMS, inline: bool = False) -> str:
+    """The registry's name for the kind, with its parameters in words: 'symmetric clip: ε 0.2';
+    ``inline``, for a sentence that already uses a colon: 'symmetric clip (ε 0.2)'."""
+    name = component.kind.label or component.name.replace("_", " ")
+    shown = {k: v for k, v in component.params.items() if k not in hide and v is not None}
+    if not shown:
+        return name
+    return f"{name} ({params_text(shown)})" if inline else f"{name}: {params_text(shown)}"
 
 
 def terms_html(uid: str, component: Component) -> str:

@@ -47,10 +47,10 @@ from unipo_build.render import escape_text, json_data
 from unipo_build.runs import Run
 from unipo_build.schema import EvalRecord, metric_info
 from unipo_build.views.explorer_series import (  # noqa: F401  (re-exported: the explorer's data)
-    DEFAULT_METRICS, DOMAIN, MAGNIFICATIONS, MAX_BOUNDARIES, MAX_RINGS, MAX_TOKEN_STEPS, POINTS_PER_RING, R_IN,
-    R_LABEL, R_OUT, RING_COLOURS, RING_GAP, ROBUST_MARGIN, ROBUST_QUANTILES, MetricSeries, RunSeries, _deltas, _num,
-    collect_series, default_metrics, encode_values, fisheye, fisheye_expr, fisheye_inverse, format_value,
-    nice_step, series_from_table, step_ticks)
+    DEFAULT_METRICS, DOMAIN, MAGNIFICATIONS, MAX_BOUNDARIES, MAX_RINGS, MAX_TOKEN_STEPS, METRIC_UNITS, POINTS_PER_RING,
+    R_IN, R_LABEL, R_OUT, RING_COLOURS, RING_GAP, ROBUST_MARGIN, ROBUST_QUANTILES, MetricSeries, RunSeries, _deltas,
+    _num, collect_series, default_metrics, encode_values, fisheye, fisheye_expr, fisheye_inverse, format_value,
+    nice_step, outlier_flattens, series_from_table, step_ticks)
 
 
 # ---------------------------------------------------------------------------
@@ -146,9 +146,12 @@ def _explorer_spec_json(s0: int, span: int, selected: tuple[str, ...], size: int
         x=x_enc, y=y_enc, text="label:N"))
 
     # The rings: slot j shows metrics[j] (0 = outermost), value scaled into the ring's band.
-    norm = ("robust ? clamp((datum.v - datum.qlo) / max(1e-12, datum.qhi - datum.qlo), 0, 1)"
+    # robust: the metrics drawn on their robust range (explorer.js chooses them: the automatic
+    # scale takes those one outlier would flatten).
+    is_robust = "indexof(robust, datum.m) >= 0"
+    norm = (f"{is_robust} ? clamp((datum.v - datum.qlo) / max(1e-12, datum.qhi - datum.qlo), 0, 1)"
             " : (datum.hi > datum.lo ? (datum.v - datum.lo) / (datum.hi - datum.lo) : 0.5)")
-    clipped = "robust && !datum.interp && (datum.v < datum.qlo || datum.v > datum.qhi) && datum.qhi > datum.qlo"
+    clipped = f"{is_robust} && !datum.interp && (datum.v < datum.qlo || datum.v > datum.qhi) && datum.qhi > datum.qlo"
 
     def ring_points(j: int | None, name: str) -> Any:
         chart = alt.Chart(alt.Data(name="series"), name=name)
@@ -204,7 +207,7 @@ def _explorer_spec_json(s0: int, span: int, selected: tuple[str, ...], size: int
 
     chart = alt.layer(*layers).add_params(
         alt.param(name="metrics", value=list(selected)),
-        alt.param(name="robust", value=False),
+        alt.param(name="robust", value=[]),
         alt.param(name="focus", value=0.5),
         alt.param(name="mag", value=0),
         alt.param(name="hover", value=-1),
@@ -234,6 +237,7 @@ def _payload(run: Run, series: RunSeries, selected: list[str]) -> dict:
         info = metric_info(name)
         metrics.append({
             "name": name, "label": info.label, "description": info.description, "group": info.group,
+            "unit": METRIC_UNITS.get(name, ""), "flat": outlier_flattens(m),
             "last": _num(m.last, 6), "lo": _num(m.low, 6), "hi": _num(m.high, 6),
             "qlo": _num(m.q_low, 6), "qhi": _num(m.q_high, 6), "logged": m.logged, "exact": m.exact,
             "s": _deltas(m.steps), **encode_values(m.values, m.q_low, m.q_high),
@@ -277,7 +281,9 @@ def _chips_html(uid: str, series: RunSeries, selected: list[str]) -> str:
             k += 1
             desc_id = f"{uid}-d{k}"
             ring = selected.index(name) if name in selected else -1
-            ring_attr = f' data-ring="{ring}"' if ring >= 0 else ""
+            # data-colour: the metric keeps its colour while it is drawn (explorer.js).
+            ring_attr = f' data-ring="{ring}" data-colour="{ring}"' if ring >= 0 else ""
+            unit = METRIC_UNITS.get(name, "")
             title = f"{info.label} ({name}): {info.description}"
             chips.append(
                 f'<button type="button" class="unipo-explorer__chip" data-metric="{escape_text(name)}"'
@@ -285,15 +291,15 @@ def _chips_html(uid: str, series: RunSeries, selected: list[str]) -> str:
                 f' title="{escape_text(title)}" aria-describedby="{desc_id}">'
                 f'<span class="unipo-explorer__swatch" aria-hidden="true"></span>'
                 f'<span class="unipo-explorer__chip-label">{escape_text(info.label)}</span> '
-                f'<span class="unipo-explorer__chip-value">{escape_text(format_value(series.metrics[name].last))}</span>'
+                f'<span class="unipo-explorer__chip-value">{escape_text(format_value(series.metrics[name].last, unit))}</span>'
                 f'<span id="{desc_id}" hidden>{escape_text(info.description)} Last value '
-                f'{escape_text(format_value(series.metrics[name].last))}.</span></button>'
+                f'{escape_text(format_value(series.metrics[name].last, unit))}.</span></button>'
             )
         out.append(
             f'<div class="unipo-explorer__group"><span class="unipo-explorer__group-name">{escape_text(group)}</span>'
             + "".join(chips) + "</div>"
         )
-    # On a phone the unchosen chips fold away behind this button (explorer.css, explorer.js).
+    # The unchosen chips fold away behind this button (explorer.css, explorer.js).
     more = (f'<button type="button" class="unipo-explorer__more-metrics" aria-expanded="false">'
             f"Choose rings: all {len(series.metrics)} metrics</button>")
     return (
@@ -306,9 +312,12 @@ def _controls_html(uid: str, series: RunSeries) -> str:
     mags = MAGNIFICATIONS
     return (
         '<div class="unipo-explorer__controls">'
-        '<label class="unipo-explorer__control" title="Ignore outliers: each ring spans its 1st to 99th '
-        'percentile plus a 10% margin; values beyond are drawn at the edge and circled.">'
-        '<input type="checkbox" class="unipo-explorer__robust"> Robust scale</label>'
+        f'<label class="unipo-explorer__control" for="{uid}-scale" title="Robust: a ring spans its 1st to 99th '
+        'percentile plus a 10% margin; values beyond are drawn at its edge and circled. Automatic: robust for a ring '
+        'that one outlier would flatten, the full range for the others.">Scale '
+        f'<select id="{uid}-scale" class="unipo-explorer__scale">'
+        '<option value="auto" selected>automatic</option><option value="full">full range</option>'
+        '<option value="robust">robust</option></select></label>'
         f'<label class="unipo-explorer__control" for="{uid}-mag">Magnify '
         f'<input type="range" id="{uid}-mag" class="unipo-explorer__mag" min="0" max="{len(mags) - 1}" step="1" value="0">'
         f' <output class="unipo-explorer__mag-out" for="{uid}-mag">{mags[0]}×</output></label>'
@@ -394,6 +403,37 @@ def missing_run_html(name: str, directory: str | Path, available: Sequence[str])
     )
 
 
+def unit_suffix(unit: str) -> str:
+    """What follows a value's number: 'tokens', or 'of groups' after a percentage."""
+    return unit[1:].strip() if unit.startswith("%") else unit
+
+
+def ring_range_text(m: MetricSeries, unit: str, robust: bool) -> tuple[str, str]:
+    """(the range a ring spans, a note when it is drawn robust); explorer.js ``ringText`` agrees."""
+    lo, hi = (m.q_low, m.q_high) if robust else (m.low, m.high)
+    span = f"{format_value(lo, unit)} to {format_value(hi, unit)}" + (f" {unit_suffix(unit)}" if unit else "")
+    note = (f"robust scale: the whole run spans {format_value(m.low, unit)} to {format_value(m.high, unit)}; "
+            "values beyond the ring are drawn at its edge and circled") if robust else ""
+    return span, note
+
+
+def rings_html(series: RunSeries, selected: Sequence[str]) -> str:
+    """The rings, outermost first: colour, metric, the range the ring spans and its unit
+    (explorer.js redraws it as the reader changes the rings or the scale)."""
+    items = []
+    for ring, name in enumerate(selected):
+        m = series.metrics[name]
+        span, note = ring_range_text(m, METRIC_UNITS.get(name, ""), outlier_flattens(m))
+        items.append(
+            f'<li class="unipo-explorer__ring" data-metric="{escape_text(name)}" data-colour="{ring}">'
+            f'<span class="unipo-explorer__swatch" data-colour="{ring}" aria-hidden="true"></span>'
+            f'<span class="unipo-explorer__ring-name">{escape_text(metric_info(name).label)}</span> '
+            f'<span class="unipo-explorer__ring-range">{escape_text(span)}</span>'
+            f'<span class="unipo-explorer__ring-note">{escape_text(note)}</span></li>')
+    return ('<div class="unipo-explorer__rings"><p class="unipo-explorer__evals-title">Rings, outside in</p>'
+            f'<ol class="unipo-explorer__ring-list">{"".join(items)}</ol></div>')
+
+
 def _inspector_html(run: Run, page_url: str | None, uid: str) -> str:
     """The explorer's own Step Inspector (id ``uid``): a click opens steps there and nowhere else."""
     from unipo_build.views.inspector import step_inspector
@@ -438,11 +478,13 @@ def explorer_html(run: Run, metrics: Sequence[str] | None = None, *, inspector: 
     payload = {"spec": spec, "data": _payload(run, series, selected)}
     n_tokens = len(run.token_steps())
     caption = (
-        f"{series.n_steps:,} steps, the first at the top, running clockwise. Each ring is one metric, from its "
-        "smallest value (inner edge) to its largest (outer edge); the outermost ring is the first chip chosen. "
-        "Hover, or focus the chart and use the arrow keys, to read every ring at one step; click to open the "
-        f"nearest logged step ({n_tokens:,} of {series.n_steps:,} steps have token data)."
-    )
+        f"{series.n_steps:,} steps clockwise from the top; each ring one metric, from its smallest value (inner "
+        "edge) to its largest (outer edge), in the order of the list \u201cRings, outside in\u201d. ")
+    # Mouse and touch readers are told what their device does (explorer.css shows one of the two).
+    how_mouse = ("Hover (or focus the chart and use the arrow keys) to read every ring at a step; click to open "
+                 f"the nearest logged step ({n_tokens:,} of {series.n_steps:,} have token data).")
+    how_touch = ("Tap a ring to read every ring at that step and open the nearest logged step "
+                 f"({n_tokens:,} of {series.n_steps:,} have token data).")
     boundary_note = (
         f"Ticks just outside the outer ring mark the {series.boundaries_total:,} rollout boundaries"
         + (f" ({len(series.boundaries):,} of them are embedded, one in {series.boundary_stride})"
@@ -451,9 +493,10 @@ def explorer_html(run: Run, metrics: Sequence[str] | None = None, *, inspector: 
     )
     details = (
         f"Every ring is downsampled to at most {POINTS_PER_RING:,} points with LTTB, which keeps peaks and "
-        f"dips; a value read between kept points is marked ≈. {boundary_note} Robust scale: each ring spans "
+        f"dips; a value read between kept points is marked ≈. {boundary_note} Robust scale: a ring spans "
         "its 1st to 99th percentile plus a 10% margin, so one outlier cannot flatten it; values beyond are "
-        "drawn at the edge and circled. Magnify spreads the steps around the chosen one like a fisheye lens "
+        "drawn at the edge and circled. The automatic scale (the default) draws a ring robust when its 1st to 99th "
+        "percentile covers under a quarter of its full range, and says so in the list of rings. Magnify spreads the steps around the chosen one like a fisheye lens "
         "(drag the chart with the mouse to move it); the accent arc inside the rings marks the magnified stretch."
     )
     note_html = "".join(f'<p class="unipo-explorer__hint">{escape_text(n)}</p>' for n in notes)
@@ -479,11 +522,15 @@ def explorer_html(run: Run, metrics: Sequence[str] | None = None, *, inspector: 
         f'aria-label="{escape_text(f"Training Explorer for {run.id}: one ring per metric, step as angle. Arrow keys move along the steps, Enter opens the nearest logged step.")}">'
         '<div class="unipo-explorer__canvas" aria-hidden="true"></div></div>',
         '<div class="unipo-explorer__tip" hidden></div>',
-        f"<figcaption>{escape_text(caption)} <details class=\"unipo-explorer__more\"><summary>More about "
-        f"this chart</summary>{escape_text(details)}</details></figcaption></figure>",
-        evals_html(run.evals),
-        "</div>",
         '<p class="unipo-explorer__status" role="status" aria-live="polite"></p>',
+        f"<figcaption>{escape_text(caption)}<span class=\"unipo-explorer__for-mouse\">{escape_text(how_mouse)}</span>"
+        f"<span class=\"unipo-explorer__for-touch\">{escape_text(how_touch)}</span> "
+        f"<details class=\"unipo-explorer__more\"><summary>More about "
+        f"this chart</summary>{escape_text(details)}</details></figcaption></figure>",
+        '<div class="unipo-explorer__side">',
+        rings_html(series, selected),
+        evals_html(run.evals),
+        "</div></div>",
         # Page data in a <template>: instant navigation re-creates <script> elements without
         # their type, which would run the JSON as code (see render.json_data).
         json_data(payload, data_id=f"{uid}-data"),

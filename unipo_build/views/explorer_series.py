@@ -21,6 +21,7 @@ import numpy as np
 
 from unipo_build import runlog
 from unipo_build.downsample import StreamingEnvelope, StrideSample, drop_repeats, quantile_bounds
+from unipo_build.numbers import fmt_num
 from unipo_build.reader import StepTable, reader_for
 from unipo_build.schema import METRICS
 from unipo_build.views.palette import role
@@ -40,6 +41,22 @@ MAX_RINGS = 4
 #: Values beyond are drawn at the ring's edge and circled.
 ROBUST_QUANTILES = (0.01, 0.99)
 ROBUST_MARGIN = 0.1
+#: The automatic scale draws a ring robust when its robust range is less than this share of its
+#: full range: one outlier (a KL spike of 40 over values near 0.05) would flatten the rest.
+FLAT_SHARE = 0.25
+#: Units of the catalogue's metrics as the ring legend and the read-out print them; a unit
+#: starting with "%" means the metric is a fraction, shown as a percentage.
+METRIC_UNITS = {
+    "kl/mean": "nats per token", "entropy/mean": "nats per token",
+    "clip/frac_low": "% of tokens", "clip/frac_high": "% of tokens",
+    "length/mean": "tokens", "length/correct": "tokens", "length/incorrect": "tokens",
+    "length/truncated_frac": "% of responses", "sampled/length": "tokens", "sampled/tokens": "tokens",
+    "accuracy/train": "% of responses", "sampled/accuracy": "% of responses",
+    "groups/zero_variance_frac": "% of groups", "groups/all_correct_frac": "% of groups",
+    "groups/all_wrong_frac": "% of groups", "sampling/pass_rate": "% of groups",
+    "sampling/generated_per_kept": "\u00d7", "sampling/rounds": "rounds",
+    "time/wall_s": "s", "time/rollout_s": "s", "time/update_s": "s",
+}
 #: Default rings, outermost first; the third is KL when the run has it, else clipping.
 DEFAULT_METRICS = ("reward/mean", "length/mean", ("kl/mean", "clip/frac_high"), "entropy/mean")
 #: Magnification steps offered by the slider (1 = no distortion).
@@ -246,18 +263,23 @@ def fisheye_expr(u: str, focus: str = "focus", mag: str = "mag") -> str:
     return f"(({u}) >= {focus} ? {right} : {left})"
 
 
-def format_value(value: float | None) -> str:
-    """A metric value for a chip or a table: 3 significant digits, no exponent for ordinary sizes."""
+def outlier_flattens(m: MetricSeries) -> bool:
+    """Whether a few outliers squeeze the ring: its robust range is under FLAT_SHARE of its full range."""
+    full = m.high - m.low
+    return full > 0 and (m.q_high - m.q_low) < FLAT_SHARE * full
+
+
+def format_value(value: float | None, unit: str = "") -> str:
+    """A metric value for a chip, the read-out or the ring legend: 3 significant digits as
+    ``numbers.fmt_num`` (a tiny value as 2.49 × 10⁻⁵), a fraction as a percentage when its unit
+    says so (explorer.js ``formatValue``)."""
     if value is None or not math.isfinite(value):
         return "–"
-    a = abs(value)
-    if a == 0:
-        return "0"
-    if a >= 1e5 or a < 1e-3:
-        return f"{value:.2e}"
-    if a >= 100:
-        return f"{value:,.0f}"
-    return f"{value:.3g}"
+    if unit.startswith("%"):
+        value = 100.0 * value
+    # 3 significant digits, but never fewer than the whole part has (1,379 s, not 1,380)
+    digits = max(3, int(math.floor(math.log10(abs(value)))) + 1) if value else 3
+    return fmt_num(value, digits) + ("%" if unit.startswith("%") else "")
 
 
 def _num(value: float, digits: int = 4) -> float | int:

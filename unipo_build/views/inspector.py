@@ -1,21 +1,25 @@
-"""The Step Inspector: every logged prompt group of one gradient update, token by token.
+"""The Step Inspector: one gradient update, its groups' contributions and one group token by token.
 
 ``step_inspector(run, step=None, moment=None, page_url=...)`` returns the HTML of one inspector:
 
-- a container ``<div class="unipo-inspector">`` with ``data-run``, ``data-algorithm`` and
-  ``data-site-root`` (relative path to the site root, from ``common.site_root(page.url)``);
+- a container ``<div class="unipo-inspector">`` with ``data-run``, ``data-algorithm``,
+  ``data-site-root`` (relative path to the site root, from ``common.site_root(page.url)``),
+  ``data-step`` and ``data-group`` (the group shown);
 - ``<template class="unipo-data" id="<id>-data">`` (``render.json_data``): the steps that have
-  token files, the run's teaching moments, the resolved algorithm and the step to open, as JSON
-  escaped by ``render.json_for_script`` so no string in it can end the element (a template, not a
-  ``<script type="application/json">``: Material's instant navigation re-creates scripts without
-  their attributes and would run the JSON as JavaScript);
-- the first step rendered on the server (the given step, the moment's step, or the first step
-  with token data), so the page is useful before, or without, JavaScript.
+  token files, the run's teaching moments, the resolved algorithm, the step and group to open,
+  the token quantities and the palette's ramps, as JSON escaped by ``render.json_for_script``;
+- the step rendered on the server, so the page is readable before, or without, JavaScript: the
+  step objective with a bar per group of the update, and the open group (the moment's, or the
+  first trained group with a nonzero advantage) with its responses as text.
 
-In the browser, ``overrides/assets/inspector.js`` fetches the step's token file
-(``<site>/assets/runs/<run>/steps/step_NNNNNN.json``, copied there at build time) and renders
-the interactive view: colour by a chosen quantity, legend, token selection (the ``unipo:token``
-event), raw tokens or text, previous / next / go-to step and teaching moments.
+One group is shown at a time: a step of 16 groups of 8 answers of up to ~90 tokens is thousands
+of tokens, and a chapter has three inspectors. The group bars are the way to the others.
+
+In the browser, ``overrides/assets/inspector.js`` renders the open group token by token once the
+inspector comes near the viewport (fetching ``<site>/assets/runs/<run>/steps/step_NNNNNN.json``),
+colours tokens by a quantity the reader picks (``token_scale``), shows a selected token's numbers
+under its response, keeps step, group, token and quantity in the URL hash (``UNIPO.state``) and
+reports the selected token (the ``unipo:token`` event) to the Algorithm Explainer.
 
 Everything from a log reaches the HTML through ``render.escape_text``.
 """
@@ -24,145 +28,71 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .. import runlog
 from ..moments import MOMENT_NAMES, Moment, find_moments
+from ..numbers import NOISE, fmt_num, fmt_objective
 from ..objective import browser_config
 from ..render import escape_text, json_data
 from ..runs import Run, RunCatalog, catalog_of
 from ..schema import PromptGroup, Response, StepDetail
 from . import fmt as F
 from .common import EVENT_OPEN_STEP, EVENT_TOKEN, site_root, step_path
-from .palette import DIVERGING
-
-# ---------------------------------------------------------------------------
-# The token colour scale (inspector.js holds the same anchors and interpolation)
-# ---------------------------------------------------------------------------
-
-#: The diverging token scale (the palette's PiYG: pink negative, near-white zero, green positive);
-#: inspector.js reads the same anchors from the inspector's data.
-PIYG = DIVERGING
+from .palette import DIVERGING, DIVERGING_DARK, SEQUENTIAL, SEQUENTIAL_DARK
+from .token_scale import DEFAULT_QUANTITY, MIN_TINT, QUANTITIES, QUANTITY_KEYS  # noqa: F401
 
 
-@dataclass(frozen=True)
-class Quantity:
-    key: str  # the TokenArrays field
-    label: str
-    centre: float  # the value drawn white
-    description: str
+def fmt(value: float | None, digits: int = 4) -> str:
+    """A number in the inspector: ``numbers.fmt_num`` to 4 significant digits (views-common.js ``fmt``)."""
+    return fmt_num(value, digits)
 
 
-QUANTITIES: tuple[Quantity, ...] = (
-    Quantity("objective", "Token objective", 0.0,
-             "What this token adds to the objective before aggregation: green tokens are made more likely by "
-             "the update, pink ones less likely."),
-    Quantity("advantage", "Advantage", 0.0, "How much better than expected the response (or token) did."),
-    Quantity("ratio", "Importance ratio", 1.0,
-             "Probability now over probability when sampled; white at 1, green above, pink below."),
-    Quantity("kl", "KL to reference", 0.0, "The per-token KL estimate the objective or the reward used."),
-    Quantity("entropy", "Entropy", 0.0, "Entropy of the policy's distribution at this position (never negative)."),
-    Quantity("logp", "Log-probability", 0.0, "log pi_theta of the token (never positive)."),
-)
-QUANTITY_KEYS = tuple(q.key for q in QUANTITIES)
-DEFAULT_QUANTITY = "objective"
+def fmt_signed(value: float | None, digits: int = 4) -> str:
+    text = fmt(value, digits)
+    return "+" + text if value is not None and value > 0 and text != "0" else text
 
 
-def _hex_to_rgb(colour: str) -> tuple[int, int, int]:
-    return int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)
-
-
-def diverging_colour(value: float, domain: float, centre: float = 0.0) -> str:
-    """The PiYG colour of ``value`` on a scale symmetric around ``centre`` with half-width ``domain``.
-
-    Piecewise-linear in RGB between the 11 anchors; values beyond the domain take the end colour.
-    """
-    if not domain or not math.isfinite(domain) or domain <= 0:
-        t = 0.0
-    else:
-        t = max(-1.0, min(1.0, (value - centre) / domain))
-    position = (t + 1.0) / 2.0 * (len(PIYG) - 1)
-    lo = min(int(math.floor(position)), len(PIYG) - 2)
-    frac = position - lo
-    a, b = _hex_to_rgb(PIYG[lo]), _hex_to_rgb(PIYG[lo + 1])
-    rgb = tuple(int(math.floor(x + (y - x) * frac + 0.5)) for x, y in zip(a, b))
-    return "#%02x%02x%02x" % rgb
-
-
-def relative_luminance(colour: str) -> float:
-    """WCAG 2 relative luminance of a #rrggbb colour."""
-    def channel(c: int) -> float:
-        s = c / 255.0
-        return s / 12.92 if s <= 0.04045 else ((s + 0.055) / 1.055) ** 2.4
-    r, g, b = (channel(c) for c in _hex_to_rgb(colour))
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b
-
-
-def text_colour(background: str) -> str:
-    """Black or white, whichever has the higher WCAG contrast on ``background``."""
-    lum = relative_luminance(background)
-    return "#000000" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "#ffffff"
-
-
-def quantity_domain(detail: StepDetail, key: str, centre: float = 0.0) -> float:
-    """Half-width of the colour scale: the step's largest |value - centre| over real tokens (0 if none)."""
-    largest = 0.0
-    for group in detail.prompts:
-        for response in group.responses:
-            tokens = response.tokens
-            if tokens is None:
-                continue
-            values = getattr(tokens, "return_" if key == "return" else key)
-            if values is None:
-                continue
-            for v, m in zip(values, tokens.mask):
-                if m:
-                    largest = max(largest, abs(v - centre))
-    return largest
+def fmt_contribution(value: float | None) -> str:
+    """An objective or a contribution: '≈ 0' when it is float32 rounding noise, else signed."""
+    text = fmt_objective(value, 4)
+    return "+" + text if value is not None and value >= NOISE else text
 
 
 def available_quantities(detail: StepDetail) -> list[str]:
     """The quantities the step's token arrays hold (KL and entropy are optional)."""
     present = []
-    for key in QUANTITY_KEYS:
+    for q in QUANTITIES:
         for group in detail.prompts:
-            if any(r.tokens is not None and getattr(r.tokens, key) is not None for r in group.responses):
-                present.append(key)
+            if any(r.tokens is not None and getattr(r.tokens, q.source) is not None for r in group.responses):
+                present.append(q.key)
                 break
     return present
 
 
-# ---------------------------------------------------------------------------
-# Number formatting (inspector.js and explainer.js format the same way)
-# ---------------------------------------------------------------------------
-
-MINUS = "\u2212"
+def group_key(group: PromptGroup) -> str:
+    """How a logged group is named in element ids and the URL: its index, 'f' for a dropped one."""
+    return f"{group.index}{'f' if group.filtered else ''}"
 
 
-def fmt(value: float | None, digits: int = 4) -> str:
-    """Compact number for display: 4 significant digits, scientific outside [1e-3, 1e4)."""
-    if value is None:
-        return "n/a"
-    if value == 0:
-        return "0"
-    a = abs(value)
-    if 1e-3 <= a < 1e4:
-        text = f"{value:.{digits}g}"
-    else:
-        text = f"{value:.{digits - 1}e}"
-        mantissa, exponent = text.split("e")
-        if "." in mantissa:
-            mantissa = mantissa.rstrip("0").rstrip(".")
-        text = f"{mantissa}e{int(exponent)}"
-    return text.replace("-", MINUS)
-
-
-def fmt_signed(value: float | None, digits: int = 4) -> str:
-    text = fmt(value, digits)
-    return "+" + text if value is not None and value > 0 else text
+def default_group(detail: StepDetail, moment: Moment | None = None) -> PromptGroup | None:
+    """The group an inspector opens on: the moment's (when it is on this step), else the first
+    trained group with a nonzero advantage, else the first trained group, else the first logged.
+    (inspector.js ``defaultGroup`` chooses the same way.)"""
+    if not detail.prompts:
+        return None
+    if moment is not None and moment.group is not None and moment.step == detail.step:
+        dropped = moment.name == "filtered_group"
+        for g in detail.prompts:
+            if g.index == moment.group and g.filtered == dropped:
+                return g
+    trained = [g for g in detail.prompts if not g.filtered]
+    for g in trained:
+        if any(r.tokens is not None and any(a != 0 for a, m in zip(r.tokens.advantage, r.tokens.mask) if m)
+               for r in g.responses):
+            return g
+    return trained[0] if trained else detail.prompts[0]
 
 
 # ---------------------------------------------------------------------------
@@ -240,41 +170,38 @@ def reward_text(response: Response) -> str:
     return text
 
 
-def _token_spans(response: Response, key: str, domain: float, centre: float) -> str:
-    tokens = response.tokens
-    assert tokens is not None
-    values = getattr(tokens, key)
-    spans = []
-    for t, text in enumerate(tokens.text):
-        if values is None or not tokens.mask[t]:
-            style = ""
-        else:
-            bg = diverging_colour(values[t], domain, centre)
-            # Black text is the stylesheet's default; only dark backgrounds need white.
-            style = f"background:{bg}" + (";color:#fff" if text_colour(bg) == "#ffffff" else "")
-        # Bare spans (styled through .unipo-tokens--static > span): the page carries thousands.
-        spans.append(f'<span{_attrs(style=style or None)}>{escape_text(text)}</span>')
-    return "".join(spans)
+def response_facts(response: Response) -> str:
+    """Every fact of a response in words (read by screen readers, and the row's tooltip)."""
+    facts = [reward_text(response)]
+    if response.advantage is not None:
+        facts.append(f"advantage {fmt_signed(response.advantage)}")
+    facts.append(f"{response.length} tokens")
+    if response.contribution is not None and not response.filtered:
+        facts.append(f"contribution {fmt_contribution(response.contribution)}")
+    if response.truncated:
+        facts.append("truncated at the generation budget")
+    if response.filtered:
+        facts.append("filtered")
+    return " \u00b7 ".join(facts)
 
 
 def _response_meta(response: Response) -> str:
-    marks = []
-    if response.correct is True:
-        marks.append('<span class="unipo-mark unipo-mark--correct">\u2713 correct</span>')
-    elif response.correct is False:
-        marks.append('<span class="unipo-mark unipo-mark--wrong">\u2717 wrong</span>')
-    if response.truncated:
-        marks.append('<span class="unipo-mark unipo-mark--truncated">truncated</span>')
-    if response.filtered:
-        marks.append('<span class="unipo-mark unipo-mark--filtered">filtered</span>')
-    facts = [f'<span class="unipo-fact">{escape_text(reward_text(response))}</span>']
-    if response.advantage is not None:
-        facts.append(f'<span class="unipo-fact">advantage {escape_text(fmt_signed(response.advantage))}</span>')
-    facts.append(f'<span class="unipo-fact">{response.length} tokens</span>')
-    if response.contribution is not None and not response.filtered:
-        facts.append(f'<span class="unipo-fact">contribution {escape_text(fmt_signed(response.contribution))}</span>')
-    return (f'<div class="unipo-response-meta"><span class="unipo-response-index">#{response.index}</span>'
-            + "".join(marks) + "".join(facts) + "</div>")
+    """The response's row head: index, right or wrong, reward and advantage as columns
+    (inspector.js ``responseMeta`` writes the same)."""
+    mark = {True: ("correct", "\u2713"), False: ("wrong", "\u2717")}.get(response.correct, ("unknown", "?"))
+    extra = "".join(f'<span class="unipo-mark unipo-mark--{k}">{k}</span>'
+                    for k, on in (("truncated", response.truncated), ("filtered", response.filtered)) if on)
+    advantage = fmt_signed(response.advantage) if response.advantage is not None else "\u2013"
+    return (f'<span class="unipo-response-meta" title="{escape_text(response_facts(response))}">'
+            f'<span class="unipo-response-index">#{response.index}</span>'
+            f'<span class="unipo-response-mark unipo-response-mark--{mark[0]}" aria-hidden="true">{mark[1]}</span>'
+            f'<span class="unipo-response-reward">{escape_text(fmt(response.reward))}</span>'
+            f'<span class="unipo-response-adv">{escape_text(advantage)}</span>'
+            f'<span class="unipo-sr">{escape_text(mark[0] + ", " + response_facts(response))}</span>{extra}</span>')
+
+
+RESPONSE_HEAD = ('<li class="unipo-response-head" aria-hidden="true"><span>#</span><span></span><span>reward</span>'
+                 '<span>advantage</span><span>response</span></li>')
 
 
 def zero_advantage_note(group: PromptGroup, beta: float | None) -> str | None:
@@ -293,8 +220,10 @@ def zero_advantage_note(group: PromptGroup, beta: float | None) -> str | None:
     return text + ": its contribution is 0."
 
 
-def _group_html(uid: str, group: PromptGroup, key: str, domains: dict[str, float], centres: dict[str, float],
-                beta: float | None = None) -> str:
+def group_html(uid: str, group: PromptGroup, beta: float | None = None, focus: int | None = None) -> str:
+    """One logged group: head, prompt, answer, notes, and its responses as text (inspector.js
+    renders the same group token by token). ``focus``: a teaching moment's response, shown alone
+    until the reader asks for the others."""
     n = len(group.responses)
     n_correct = sum(1 for r in group.responses if r.correct)
     cls = "unipo-group unipo-group--filtered" if group.filtered else "unipo-group"
@@ -303,7 +232,7 @@ def _group_html(uid: str, group: PromptGroup, key: str, domains: dict[str, float
     if group.filtered:
         head.append('<span class="unipo-mark unipo-mark--filtered">dropped by the sampling filter</span>')
     elif group.contribution is not None:
-        head.append(f'<span class="unipo-fact">contribution {escape_text(fmt_signed(group.contribution))}</span>')
+        head.append(f'<span class="unipo-fact">contribution {escape_text(fmt_contribution(group.contribution))}</span>')
     body = [f'<div class="unipo-group-head">{"".join(head)}</div>',
             f'<p class="unipo-prompt"><span class="unipo-label">Prompt</span> {escape_text(group.prompt)}</p>']
     if group.answer is not None:
@@ -314,25 +243,34 @@ def _group_html(uid: str, group: PromptGroup, key: str, domains: dict[str, float
     zero = zero_advantage_note(group, beta)
     if zero:
         body.append(f'<p class="unipo-group-note unipo-group-note--zero">{escape_text(zero)}</p>')
-    items = []
-    for response in group.responses:
-        if response.tokens is not None:
-            text = f'<div class="unipo-tokens unipo-tokens--static">{_token_spans(response, key, domains.get(key, 0.0), centres.get(key, 0.0))}</div>'
-        else:
-            text = f'<div class="unipo-tokens unipo-tokens--plain">{escape_text(response.text)}</div>'
-        items.append(f'<li class="unipo-response"{_attrs(data_response=response.index)}>{_response_meta(response)}{text}</li>')
-    body.append(f'<ol class="unipo-responses">{"".join(items)}</ol>')
-    gid = f"{uid}-g{group.index}{'f' if group.filtered else ''}"
-    return f'<section class="{cls}"{_attrs(id=gid, data_group=group.index, data_filtered="1" if group.filtered else None)}>{"".join(body)}</section>'
+    key = group_key(group)
+    focus = focus if any(r.index == focus for r in group.responses) else None
+    items = "".join(
+        f'<li class="unipo-response{" unipo-response--folded" if focus is not None and r.index != focus else ""}"'
+        f'{_attrs(id=f"{uid}-g{key}-r{r.index}", data_response=r.index)}>'
+        f'{_response_meta(r)}<div class="unipo-tokens unipo-tokens--plain">{escape_text(r.text)}</div></li>'
+        for r in group.responses)
+    body.append(f'<ol class="unipo-responses">{RESPONSE_HEAD}{items}</ol>')
+    if focus is not None:
+        body.append(f'<p class="unipo-responses-more">The group\'s other {len(group.responses) - 1} responses are '
+                    'folded (the Step Inspector shows them with JavaScript).</p>')
+    return (f'<section class="{cls}"{_attrs(id=f"{uid}-g{key}", data_group=group.index, data_key=key, data_filtered="1" if group.filtered else None)}>'
+            f'{"".join(body)}</section>')
 
 
-BAR_FLOOR = 1e-6
 #: |J| below this is zero up to float32 rounding of the minibatch sums.
-ZERO_OBJECTIVE = 1e-7
+ZERO_OBJECTIVE = NOISE
 ZERO_OBJECTIVE_NOTE = ("J is 0 up to rounding. That is the value of the objective, not what moves the policy: "
                        "its gradient is not 0, and the token colours show where it pushes (green tokens up, pink "
                        "tokens down). On the first update after sampling every ratio is 1, each token's objective is "
                        "its advantage; when every response weighs the same, a group's advantages cancel out.")
+
+
+def zero_advantage_title(beta: float | None) -> str:
+    """The zero-advantage mark's explanation (inspector.js zeroAdvantageTitle)."""
+    return ("Every answer got the same reward, so the policy gradient gets nothing from this group"
+            + (f"; only the KL term \u2212\u03b2\u00b7KL (\u03b2 = {fmt(beta)}) acts on its tokens." if beta
+               else ": it contributes 0."))
 
 
 def kl_in_loss_beta(config) -> float | None:
@@ -341,37 +279,41 @@ def kl_in_loss_beta(config) -> float | None:
     return None
 
 
-def group_bars_html(uid: str, detail: StepDetail, config) -> str:
-    """The step objective and each group's contribution as a small bar list (every group of the update)."""
+def _bar_width(value: float, largest: float) -> float:
+    """Percent of the track's half: contributions below rounding noise draw no bar."""
+    return 0.0 if abs(value) < NOISE or largest < NOISE else 50.0 * abs(value) / largest
+
+
+def j_text(value: float) -> str:
+    """'J = +0.0123', or 'J ≈ 0' when the objective is rounding noise (inspector.js jText)."""
+    text = fmt_contribution(value)
+    return f"J {text}" if text.startswith("\u2248") else f"J = {text}"
+
+
+def group_bars_html(uid: str, detail: StepDetail, config, open_key: str | None = None, folded: bool = False) -> str:
+    """The step objective and each group's contribution as a bar list (every group of the update);
+    ``folded``: only the open group's bar shows (the others one click away in the browser)."""
     groups = list(detail.groups)
-    # Drawn to the largest contribution, but never to less than BAR_FLOOR: on a step whose every
-    # contribution is rounding noise (ratios all 1, advantages summing to 0) the bars stay empty.
-    largest = max(max((abs(g.contribution) for g in groups), default=0.0), BAR_FLOOR)
+    largest = max((abs(g.contribution) for g in groups), default=0.0)
     beta = kl_in_loss_beta(config)
     group_based = config is None or config.component("advantage").group_baseline
     rows = []
     for g in groups:
-        width = 50.0 * abs(g.contribution) / largest
-        sign = "pos" if g.contribution > 0 else ("neg" if g.contribution < 0 else "zero")
-        label = f"Group {g.index}"
-        facts = []
-        if g.n_correct is not None:
-            facts.append(f"{g.n_correct}/{g.size} correct")
+        width = _bar_width(g.contribution, largest)
+        sign = "zero" if width == 0 else ("pos" if g.contribution > 0 else "neg")
+        facts = [f"{g.n_correct}/{g.size} correct"] if g.n_correct is not None else []
         zero_adv = group_based and g.n_correct is not None and g.n_correct in (0, g.size)
-        note = ""
-        if zero_adv:
-            note = ("advantage 0: nothing from the policy gradient"
-                    + (f"; only \u2212\u03b2\u00b7KL (\u03b2 = {fmt(beta)})" if beta else ""))
-        link = (f'<a href="#{escape_text(uid)}-g{g.index}" class="unipo-bar-label">{escape_text(label)}</a>'
-                if g.detailed else f'<span class="unipo-bar-label">{escape_text(label)}</span>')
-        detailed = '<span class="unipo-mark unipo-mark--detailed">tokens below</span>' if g.detailed else ""
+        note = (f'<span class="unipo-bar-note" title="{escape_text(zero_advantage_title(beta))}">advantage 0</span>'
+                if zero_adv else "")
+        detailed = '<span class="unipo-mark unipo-mark--detailed">tokens</span>' if g.detailed else ""
+        is_open = " unipo-bar-row--open" if open_key == str(g.index) else ""
         rows.append(
-            f'<li class="unipo-bar-row unipo-bar-row--{sign}"{_attrs(data_group=g.index)}>{link}'
+            f'<li class="unipo-bar-row unipo-bar-row--{sign}{is_open}"{_attrs(data_group=g.index, data_key=g.index, data_detailed="1" if g.detailed else None)}>'
+            f'<span class="unipo-bar-label">Group {g.index}</span>'
             f'<span class="unipo-bar-track" aria-hidden="true"><span class="unipo-bar unipo-bar--{sign}" '
             f'style="width:{width:.1f}%"></span></span>'
-            f'<span class="unipo-bar-value">{escape_text(fmt_signed(g.contribution))}</span>'
-            f'<span class="unipo-bar-facts">{escape_text(" · ".join(facts))}{detailed}'
-            f'{"<span class=" + chr(34) + "unipo-bar-note" + chr(34) + ">" + escape_text(note) + "</span>" if note else ""}</span></li>')
+            f'<span class="unipo-bar-value">{escape_text(fmt_contribution(g.contribution))}</span>'
+            f'<span class="unipo-bar-facts">{escape_text(" · ".join(facts))}{detailed}{note}</span></li>')
     filtered = ""
     if detail.filtered_groups:
         items = "".join(
@@ -380,39 +322,24 @@ def group_bars_html(uid: str, detail: StepDetail, config) -> str:
         filtered = (f'<div class="unipo-filtered-list"><span class="unipo-label">Dropped by the sampling filter '
                     f'before this update ({len(detail.filtered_groups)} logged)</span><ul>{items}</ul></div>')
     n_detailed = sum(1 for g in groups if g.detailed)
-    return (f'<div class="unipo-step-objective"><p class="unipo-step-j">Step objective '
-            f'<strong>J = {escape_text(fmt_signed(detail.objective))}</strong>: the sum of the {len(groups)} groups\' '
-            f'contributions in this update ({n_detailed} shown token by token below).</p>'
-            + (f'<p class="unipo-step-note">{escape_text(ZERO_OBJECTIVE_NOTE)}</p>'
-               if abs(detail.objective) < ZERO_OBJECTIVE else "")
+    # folded whenever a group is open, a dropped one included (then no bar shows, the list stays)
+    folded = folded and bool(open_key) and any(group_key(g) == open_key for g in (*groups, *detail.filtered_groups))
+    return (f'<div class="unipo-step-objective"{" data-folded" if folded else ""}><p class="unipo-step-j">Step objective '
+            f'<strong>{escape_text(j_text(detail.objective))}</strong>, the sum of the {len(groups)} groups\' '
+            f'contributions; {n_detailed} were logged token by token (marked \u201ctokens\u201d).</p>'
+            + (f'<details class="unipo-step-note"><summary>Why is J \u2248 0?</summary><p>{escape_text(ZERO_OBJECTIVE_NOTE)}</p>'
+               '</details>' if abs(detail.objective) < ZERO_OBJECTIVE else "")
             + f'<ul class="unipo-bars">{"".join(rows)}</ul>{filtered}</div>')
 
 
-def legend_html(key: str, domain: float, centre: float) -> str:
-    q = next(q for q in QUANTITIES if q.key == key)
-    stops = ", ".join(f"{c} {100 * i / (len(PIYG) - 1):.0f}%" for i, c in enumerate(PIYG))
-    ticks = [centre - domain, centre - domain / 2, centre, centre + domain / 2, centre + domain]
-    labels = "".join(f"<span>{escape_text(fmt(t))}</span>" for t in ticks)
-    title = q.label + (f": {fmt(centre)} on every token of this step" if domain == 0 else "")
-    return (f'<div class="unipo-legend"><span class="unipo-legend-title">{escape_text(title)}</span>'
-            f'<span class="unipo-legend-bar" style="background:linear-gradient(to right, {stops})"></span>'
-            f'<span class="unipo-legend-ticks">{labels}</span></div>')
-
-
-def step_html(uid: str, detail: StepDetail, config, quantity: str = DEFAULT_QUANTITY) -> str:
+def step_html(uid: str, detail: StepDetail, config, open_group: PromptGroup | None, folded: bool = False,
+              focus: int | None = None) -> str:
     """The server-rendered view of one step (no JavaScript needed to read it)."""
-    centres = {q.key: q.centre for q in QUANTITIES}
-    domains = {q.key: quantity_domain(detail, q.key, q.centre) for q in QUANTITIES}
-    if quantity not in available_quantities(detail):
-        quantity = DEFAULT_QUANTITY
-    trained = [g for g in detail.prompts if not g.filtered]
-    dropped = [g for g in detail.prompts if g.filtered]
-    beta = kl_in_loss_beta(config)
-    groups = "".join(_group_html(uid, g, quantity, domains, centres, beta) for g in trained + dropped)
+    group = group_html(uid, open_group, kl_in_loss_beta(config), focus) if open_group is not None else ""
+    open_key = group_key(open_group) if open_group is not None else None
     return (f'<div class="unipo-inspector-step"{_attrs(data_step=detail.step)}>'
             f'<p class="unipo-step-title">Step {detail.step} <span class="unipo-fact">rollout {detail.rollout}</span></p>'
-            f'{legend_html(quantity, domains[quantity], centres[quantity])}'
-            f'{group_bars_html(uid, detail, config)}<div class="unipo-groups">{groups}</div></div>')
+            f'{group_bars_html(uid, detail, config, open_key, folded)}<div class="unipo-group-view">{group}</div></div>')
 
 
 def _uid(*parts: Any) -> str:
@@ -449,6 +376,7 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
                          "nothing for the Step Inspector to show.")
     uid = uid or _uid(found.id, step, moment, page_url)
     notes = []
+    status = ""  # where the moment is when its step has no tokens (the browser's status line says it too)
     moments = run_moments(found)
     chosen_moment = None
     open_step = steps[0]
@@ -462,8 +390,9 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
                 open_step = chosen_moment.step
             else:
                 open_step = nearest_step(steps, chosen_moment.step)
-                notes.append(f"The moment '{moment}' is at step {chosen_moment.step}, which has no token detail; "
-                             f"showing the nearest step with tokens, {open_step}.")
+                status = (f'<p class="unipo-inspector-status unipo-moment-note">{escape_text(MOMENT_LABELS.get(moment, moment))} '
+                          f'is at step {chosen_moment.step}, which has no token detail; showing the nearest step with '
+                          f'tokens, {open_step}.</p>')
     if step is not None:
         if step in steps:
             open_step = step
@@ -479,6 +408,8 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
     config = found.config
     root = site_root(page_url)
     entries = moment_entries(moments, steps)
+    shown_moment = chosen_moment if chosen_moment is not None and chosen_moment.step == open_step else None
+    open_group = default_group(detail, shown_moment)
     data = {
         "run": found.id,
         "algorithm": found.header.algorithm,
@@ -487,10 +418,12 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
         "step": open_step,
         "moments": entries,
         "moment": next((e for e in entries if e["name"] == chosen_moment.name), None) if chosen_moment else None,
+        "group": group_key(open_group) if open_group is not None else None,
         "config": browser_config(config) if config is not None else None,
-        "scale": list(PIYG),
-        "quantities": [{"key": q.key, "label": q.label, "centre": q.centre, "description": q.description}
-                       for q in QUANTITIES],
+        "ramps": {"diverging": list(DIVERGING), "diverging_dark": list(DIVERGING_DARK),
+                  "sequential": list(SEQUENTIAL), "sequential_dark": list(SEQUENTIAL_DARK), "min_tint": MIN_TINT},
+        "quantities": [{"key": q.key, "label": q.label, "kind": q.kind, "source": q.source, "transform": q.transform,
+                        "description": q.description} for q in QUANTITIES],
         "step_path": step_path(found.id, 0).rsplit("/", 1)[0] + "/",
         "events": {"open_step": EVENT_OPEN_STEP, "token": EVENT_TOKEN},
     }
@@ -500,7 +433,9 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
                f'<span class="unipo-fact">{len(steps)} steps with token detail</span></p>')
     notes_html = "".join(note_html(n) for n in notes)
     moment_attr = chosen_moment.name if chosen_moment is not None else None
-    return (f'<div class="unipo-inspector"{_attrs(id=uid, data_run=found.id, data_algorithm=found.header.algorithm, data_site_root=root, data_step=open_step, data_moment=moment_attr)}>'
+    return (f'<div class="unipo-inspector"{_attrs(id=uid, data_run=found.id, data_algorithm=found.header.algorithm, data_site_root=root, data_step=open_step, data_group=data["group"], data_moment=moment_attr)}>'
             f'{json_data(data, data_id=uid + "-data")}'
-            f'{caption}{notes_html}<div class="unipo-inspector-controls" hidden></div>'
-            f'<div class="unipo-inspector-body">{step_html(uid, detail, config)}</div></div>')
+            f'{caption}{notes_html}<div class="unipo-inspector-controls" hidden></div>{status}'
+            f'<div class="unipo-inspector-body">'
+            f'{step_html(uid, detail, config, open_group, folded=True, focus=shown_moment.response if shown_moment else None)}'
+            '</div></div>')

@@ -158,8 +158,8 @@ def ladder_table_html(site: Site, ladder: str, rungs: list[Rung]) -> str:
             changed = "the starting rung"
         else:
             before, after = rung_components(base), rung_components(rung)
-            changed = "; ".join(f"{SLOT_LABELS[d.slot]}: {kind_label(before[d.slot], words=True)} \u2192 "
-                                f"{kind_label(after[d.slot], words=True)}" for d in rung.changed
+            changed = "; ".join(f"{SLOT_LABELS[d.slot]}: {kind_label(before[d.slot], inline=True)} \u2192 "
+                                f"{kind_label(after[d.slot], inline=True)}" for d in rung.changed
                                 ) or "nothing (same components)"
             if base is not rungs[i - 1]:
                 changed = f"from {base.name}: {changed}"

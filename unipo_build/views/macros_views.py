@@ -75,9 +75,9 @@ def objective_card_macro(site: Site, algorithm: str, run: str | None = None) -> 
                                     note=note, repo=site.repo)
 
 
-@macro(html=True, scripts=("explainer",))
+@macro(html=True)
 def compare(site: Site, a: str, b: str) -> str:
-    """Algorithm ``a``'s objective above ``b``'s, slot by slot."""
+    """Algorithm ``a``'s objective above ``b``'s, slot by slot (static: no view script)."""
     return compare_view.compare_html(site.spec(a, "compare"), site.spec(b, "compare"))
 
 

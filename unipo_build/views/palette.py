@@ -6,7 +6,8 @@
   algorithm without a colour here takes :data:`EXTRA` in order of appearance.
 - Roles that are not algorithms: the diff statuses, the explorer's rings, categorical series of
   a figure, the KL estimators, each with a light and a dark value where they differ.
-- The diverging token scale (ColorBrewer PiYG: pink negative, near-white zero, green positive).
+- The token scales: diverging (ColorBrewer PiYG: pink negative, neutral zero, green positive) and
+  sequential (ColorBrewer Blues), each with a ramp for dark pages.
 
 The hook writes it as CSS custom properties (``assets/palette.css``, :func:`css`) and as JSON for
 the browser's charts (``assets/palette.json``, :func:`as_json`); the Python figures read it
@@ -56,6 +57,9 @@ ROLES: dict[str, tuple[str, str]] = {
     "estimator-k3": ("#009E73", "#009E73"),
     "pos": ("#4D9221", "#7FBC41"),
     "neg": ("#C51B7D", "#DE77AE"),
+    # the same signs as text (4.5:1 and more on the page and on a panel)
+    "pos-text": ("#276419", "#B8E186"),
+    "neg-text": ("#8E0152", "#F1B6DA"),
     "moment": ("#7B3294", "#C2A5CF"),
     "neutral": ("#8C8C8C", "#8C8C8C"),
     "ink": ("#1F1F1F", "#E8E8E8"),
@@ -64,6 +68,16 @@ ROLES: dict[str, tuple[str, str]] = {
 #: ColorBrewer PiYG, 11 classes (d3-scale-chromatic's schemePiYG[11]): colour-blind safe.
 DIVERGING = ("#8e0152", "#c51b7d", "#de77ae", "#f1b6da", "#fde0ef", "#f7f7f7",
              "#e6f5d0", "#b8e186", "#7fbc41", "#4d9221", "#276419")
+#: The same hues for dark pages: a dark neutral centre and bright ends (luminance grows with
+#: the size of the value either way), so a near-zero token is no white strip on a dark page.
+DIVERGING_DARK = ("#fbd2ea", "#f08cc2", "#d6549c", "#a8326f", "#6b2149", "#34343c",
+                  "#2e4a1c", "#4a7a26", "#6fa83a", "#9fd15e", "#d2f0a4")
+#: ColorBrewer Blues, 9 classes: one hue, light to dark, for one-signed quantities.
+SEQUENTIAL = ("#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c",
+              "#08306b")
+#: Blues for dark pages: from a dark neutral to a bright blue.
+SEQUENTIAL_DARK = ("#2a2d3a", "#1f3552", "#1d4a72", "#1f5f94", "#2b77b5", "#4a93cf", "#73b0e0", "#a3cdef",
+                   "#d6e9fa")
 
 
 def algorithm_colour(algorithm_id: str, used: dict[str, str] | None = None) -> str:
@@ -98,4 +112,5 @@ def css() -> str:
 def as_json() -> str:
     return json.dumps({"algorithms": ALGORITHMS, "extra": list(EXTRA),
                        "roles": {k: {"light": v[0], "dark": v[1]} for k, v in ROLES.items()},
-                       "diverging": list(DIVERGING)}, indent=1)
+                       "diverging": list(DIVERGING), "diverging_dark": list(DIVERGING_DARK),
+                       "sequential": list(SEQUENTIAL), "sequential_dark": list(SEQUENTIAL_DARK)}, indent=1)

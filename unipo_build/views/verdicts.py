@@ -213,7 +213,16 @@ def run_card_html(site: Site, run: Run | None, name: str) -> str:
         ("Finished", escape_text(_when(h.finished_at) if h.finished_at else "not finished")),
         ("Wall time", escape_text("–" if wall is None else f"{fmt_num(wall / 60.0, 3)} min")),
     ]
-    card = table(["Setting", "Value"], rows, caption=f"Run card: {h.run_id}")
+    # A grid of setting / value pairs (three columns on a wide page): a two-column table of 21
+    # rows is taller than a screen and mostly empty.
+    items = "".join(f'<div class="unipo-run-fact"><dt>{label}</dt><dd>{value}</dd></div>' for label, value in rows)
+    # Folded to one line that names the run and its size: the settings are reference material.
+    gist = ", ".join(x for x in (site.algorithm_name(h.algorithm), f"{fmt_num(summary['steps'])} updates",
+                                 f"{fmt_num(summary['rollouts'])} rollouts" if summary["rollouts"] else "",
+                                 f"seed {h.seed}" if h.seed is not None else "") if x)
+    card = (f'<details class="unipo-run-card-details"><summary><span class="unipo-label">Run card</span> '
+            f'{escape_text(h.run_id)}: {escape_text(gist)} <span class="unipo-run-card-hint">(open for every '
+            f'setting)</span></summary><dl class="unipo-run-facts">{items}</dl></details>')
     return f'<div class="unipo-run-card">{card}{evals_html(run)}</div>'
 
 
@@ -271,7 +280,16 @@ def evals_html(run: Run) -> str:
         paired = changes["greedy"] is not None and changes["greedy"].paired
         summary = (f"<p>Start to end{', on the same problems' if paired else ''}: "
                    + escape_text("; ".join(lines)) + ".</p>")
-    return evals_table + note + summary
+    first, last = evals[0], evals[-1]
+    headline = (f"greedy accuracy {fmt_pct(first.accuracy_greedy)} \u2192 {fmt_pct(last.accuracy_greedy)}"
+                if last is not first else f"greedy accuracy {fmt_pct(last.accuracy_greedy)}")
+    if changes["greedy"] is not None:
+        c = changes["greedy"]
+        headline = f"greedy accuracy {fmt_pct(c.start)} \u2192 {fmt_pct(c.end)}"
+    # Folded: a row per evaluation; the sentence under it gives the change that matters.
+    folded = (f'<details class="unipo-run-evals"><summary>Held-out evaluation: {escape_text(headline)}, '
+              f'{len(evals)} evaluation{"s" if len(evals) != 1 else ""}</summary>{evals_table}{note}</details>')
+    return folded + summary
 
 
 def eval_compare_html(site: Site, runs: Sequence[str] | None = None) -> str:

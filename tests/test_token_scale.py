@@ -1,0 +1,81 @@
+"""The Step Inspector's token colours (views/token_scale.py), with hand-worked numbers.
+
+The browser's port (overrides/assets/token-scale.js) is checked against these functions on a
+real step in tests/browser/test_inspector.py.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from unipo_build.views import token_scale as T
+from unipo_build.views.palette import DIVERGING, DIVERGING_DARK, SEQUENTIAL, SEQUENTIAL_DARK
+
+
+def test_signed_quantities_are_diverging_symmetric_with_the_data_range():
+    scale = T.scale_for(T.quantity("advantage"), [0.5, -0.25, 0.0, 1.5])
+    assert (scale.kind, scale.lo, scale.hi, scale.half) == ("diverging", -0.25, 1.5, 1.5)
+    # every value positive: still diverging around 0, the legend spans only the positive side
+    positive = T.scale_for(T.quantity("objective"), [0.1, 0.4])
+    assert (positive.kind, positive.lo, positive.hi, positive.half) == ("diverging", 0.1, 0.4, 0.4)
+
+
+def test_one_signed_quantities_are_sequential_unless_the_data_has_both_signs():
+    entropy = T.scale_for(T.quantity("entropy"), [0.2, 1.7, 0.9])
+    assert (entropy.kind, entropy.lo, entropy.hi, entropy.half) == ("sequential", 0.2, 1.7, 1.5)
+    k1 = T.scale_for(T.quantity("kl"), [-0.02, 0.05])  # the k1 estimator can be negative
+    assert (k1.kind, k1.half) == ("diverging", 0.05)
+    assert T.scale_for(T.quantity("kl"), []).half == 0
+
+
+def test_positions_keep_small_values_visible_and_zero_neutral():
+    scale = T.Scale("diverging", -2.0, 4.0, 4.0)
+    assert T.position(scale, 0.0) == 0.0
+    assert T.position(scale, 4.0) == 1.0 and T.position(scale, -2.0) == -0.5
+    assert T.position(scale, 1e-9) == T.MIN_TINT and T.position(scale, -1e-9) == -T.MIN_TINT
+    assert T.position(scale, 9.0) == 1.0  # beyond the range: the end colour
+    seq = T.Scale("sequential", 1.0, 3.0, 2.0)
+    assert T.position(seq, 1.0) == T.MIN_TINT and T.position(seq, 3.0) == 1.0
+    assert T.position(seq, 2.0) == pytest.approx(T.MIN_TINT + (1 - T.MIN_TINT) * 0.5)
+    assert T.position(T.Scale("sequential", 0.3, 0.3, 0.0), 0.3) == 1.0  # one value on the whole step
+
+
+def test_colours_come_from_the_palette_ramps():
+    scale = T.Scale("diverging", -1.0, 1.0, 1.0)
+    assert T.colour(scale, 0.0) == DIVERGING[5] == "#f7f7f7"
+    assert T.colour(scale, 1.0) == DIVERGING[-1] and T.colour(scale, -1.0) == DIVERGING[0]
+    assert T.colour(scale, 0.0, dark=True) == DIVERGING_DARK[5]
+    assert T.colour(scale, 1.0, dark=True) == DIVERGING_DARK[-1]
+    seq = T.Scale("sequential", 0.0, 2.0, 2.0)
+    assert T.colour(seq, 2.0) == SEQUENTIAL[-1] and T.colour(seq, 2.0, dark=True) == SEQUENTIAL_DARK[-1]
+    # halfway between two anchors is their mean, rounded half up: #f7f7f7 and #e6f5d0 at u = 0.55
+    assert T.ramp_colour(DIVERGING, 0.55) == "#%02x%02x%02x" % ((0xf7 + 0xe6 + 1) // 2, (0xf7 + 0xf5 + 1) // 2,
+                                                                 (0xf7 + 0xd0 + 1) // 2)
+    # dark mode: no near-white strip for a near-zero value
+    assert T.relative_luminance(T.colour(scale, 1e-6, dark=True)) < 0.1
+
+
+def test_the_ratio_is_coloured_by_its_log():
+    q = T.quantity("ratio")
+    values = [T.coloured_value(q, r) for r in (0.5, 1.0, 2.0)]
+    assert values[1] == 0.0 and values[0] == pytest.approx(-math.log(2)) and values[2] == pytest.approx(math.log(2))
+    scale = T.scale_for(q, values)
+    assert T.position(scale, values[0]) == pytest.approx(-T.position(scale, values[2]))  # x2 as strong as /2
+    assert T.coloured_value(T.quantity("prob"), math.log(0.25)) == pytest.approx(0.25)
+
+
+def test_legend_stops_span_the_data():
+    scale = T.Scale("diverging", -0.5, 2.0, 2.0)
+    stops = T.legend_stops(scale)
+    assert stops[0][0] == -0.5 and stops[-1][0] == 2.0 and len(stops) == 9
+    assert stops[-1][1] == DIVERGING[-1] and stops[0][1] == T.colour(scale, -0.5)
+
+
+def test_text_and_contrast():
+    assert T.contrast("#000000", "#ffffff") == pytest.approx(21.0)
+    assert T.text_colour(DIVERGING[0]) == "#ffffff" and T.text_colour(DIVERGING[5]) == "#000000"
+    assert T.text_colour(SEQUENTIAL[-1]) == "#ffffff" and T.text_colour(SEQUENTIAL[0]) == "#000000"
+    with pytest.raises(KeyError, match="no token quantity"):
+        T.quantity("logp")
