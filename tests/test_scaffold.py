@@ -14,6 +14,7 @@ from pathlib import Path
 import jinja2
 import numpy as np
 import pytest
+import yaml
 
 from unipo_build import components as C
 from unipo_build import macros
@@ -144,8 +145,26 @@ def test_every_list_of_moments_names_each_moment_the_code_finds():
 
 
 def test_shipped_specs_carry_no_scaffold_marks():
-    for path in sorted(SPEC_DIR.glob("*.yaml")):
+    chapters = sorted((SPEC_DIR.parent.parent / "docs" / "course" / "algorithms").glob("*.md"))
+    for path in sorted(SPEC_DIR.glob("*.yaml")) + chapters:
         assert todo_markers(path) == [], f"{path}: {MARK} left on lines {todo_markers(path)}"
+
+
+def test_rewriting_every_marked_text_leaves_no_mark(project):
+    """The marks sit on the texts an author rewrites, nowhere else: not in the header comment they keep."""
+    spec_path, _ = scaffold("my_po", base="grpo", root=project)
+    text = spec_path.read_text()
+    header = text[:text.index("\nid: ") + 1]
+    assert header.startswith("# my_po: an algorithm spec") and MARK not in header
+
+    def rewrite(value):
+        if isinstance(value, dict):
+            return {k: rewrite(v) for k, v in value.items()}
+        return "Written by the author." if isinstance(value, str) and value.startswith(MARK) else value
+
+    spec_path.write_text(header + yaml.safe_dump(rewrite(yaml.safe_load(text)), sort_keys=False))
+    assert todo_markers(spec_path) == []
+    assert load_spec(spec_path).summary == "Written by the author."
 
 
 # ---------------------------------------------------------------------------
