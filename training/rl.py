@@ -36,6 +36,7 @@ from torch import nn
 
 from unipo_build import objective as O
 from unipo_build.components import clipped_value_loss, explained_variance
+from unipo_build.paths import project_relative
 from unipo_build.runlog import RunWriter, read_header
 from unipo_build.schema import (EvalRecord, Hardware, LengthProbe, ModelInfo, PromptGroup, Response, RewardComponentInfo,
                                 RewardInfo, RunHeader, StepRecord, TaskInfo)
@@ -46,7 +47,7 @@ from . import records
 from .batches import by_minibatch, concat_batches, length_chunks, select_rows
 from .evaluate import evaluate
 from .generation import RolloutBatch, positions_from_mask, response_logprobs, sample_groups
-from .model import count_parameters, load_policy, resolve_device, set_threads
+from .model import count_parameters, load_policy, resolve_device, set_threads, show_progress_bars, thread_count
 from .presets import get_preset
 from .reward import score_response, total_reward
 from .task import load_task
@@ -69,7 +70,7 @@ class TrainOptions:
     device: str = "auto"
     progress: bool = True
     lr: float | None = None
-    checkpoint_every: int = 10
+    checkpoint_every: int | None = None  # rollouts; None: checkpoint_interval(steps)
     eval_every: int | None = None
     eval_n: int | None = None
     detail_every: int | None = None
@@ -78,6 +79,49 @@ class TrainOptions:
     threads: int | None = None
     # Any other RLPreset field, e.g. {"prompts_per_step": 4, "group_size": 4} for smoke runs.
     rl_overrides: dict | None = None
+
+
+class TrainError(Exception):
+    """A mistake in what was asked (a missing path, an --out that holds a run): the message says what to do."""
+
+
+class AlreadyFinished(TrainError):
+    """--out holds a finished run: nothing to train or resume there."""
+
+
+class Interrupted(Exception):
+    """Training stopped by Ctrl-C; says where the run stands and what a resume will redo."""
+
+    def __init__(self, out: Path, rollout: int, total: int, step: int, checkpoint_rollout: int | None):
+        self.out, self.rollout, self.total, self.step = out, rollout, total, step
+        self.checkpoint_rollout = checkpoint_rollout
+        saved = (f"last checkpoint after rollout {checkpoint_rollout}" if checkpoint_rollout
+                 else "no checkpoint yet, so a resume starts it over")
+        super().__init__(f"interrupted: {out} holds {rollout} of {total} rollouts ({step} updates logged; {saved})")
+
+
+def run_state(out: Path) -> str:
+    """What ``out`` holds: "empty", "finished", "checkpointed" (resumable) or "started" (no checkpoint yet)."""
+    steps = out / "steps.jsonl"
+    if not (steps.exists() and steps.stat().st_size):
+        return "empty"
+    try:
+        if json.loads((out / "header.json").read_text(encoding="utf-8")).get("finished_at"):
+            return "finished"
+    except (OSError, ValueError):
+        pass
+    return "checkpointed" if (checkpoint_dir(out) / "meta.json").exists() else "started"
+
+
+def checkpoint_dir(out: Path) -> Path:
+    """The run's checkpoint; the previous one if a kill came while the new one was renamed into place."""
+    current, previous = out / CHECKPOINT, out / (CHECKPOINT + ".old")
+    return previous if not current.exists() and (previous / "meta.json").exists() else current
+
+
+def checkpoint_interval(rollouts: int) -> int:
+    """Rollouts between checkpoints: 10, or fewer for a short run so it has about four to resume from."""
+    return max(1, min(10, rollouts // 4))
 
 
 # ---------------------------------------------------------------------------
@@ -123,7 +167,7 @@ def load_algorithm(name: str) -> AlgorithmSpec:
     try:
         return specs_load_algorithm(name)
     except ValueError as err:
-        raise SystemExit(str(err)) from None
+        raise TrainError(str(err)) from None
 
 
 def load_rows(task: str | None, preset) -> tuple[list[dict], list[dict], str]:
@@ -165,10 +209,34 @@ class Trainer:
         self.critic_lr = d.critic_lr or 5e-4
         self.cfg = resolve(self.spec, max_new_tokens=self.rl.max_new_tokens)
         self.out = Path(opts.out) if opts.out else REPO / "work" / "runs" / f"{self.spec.id}-{self.preset.name}-s{opts.seed}"
-        set_threads(opts.threads or int(os.environ.get("UNIPO_THREADS", 0)) or self.preset.threads)
+        self.checkpoint_every = opts.checkpoint_every or checkpoint_interval(self.rl.steps)
+        self._check_inputs()
+        try:
+            self.threads = thread_count(opts.threads, self.preset)
+        except ValueError as err:
+            raise TrainError(str(err)) from None
+        set_threads(self.threads)
+        show_progress_bars(opts.progress)
         self.device = resolve_device(opts.device)
 
-    # -- setup ---------------------------------------------------------------
+    def _check_inputs(self) -> None:
+        """Refuse before anything is loaded or written: a missing --model or --task, an --out holding a run."""
+        for flag, value in (("--model", self.opts.model), ("--task", self.opts.task)):
+            if value and not Path(value).exists():
+                raise TrainError(f"{flag} {value}: no such file or directory")
+        if self.opts.model and not (Path(self.opts.model) / "config.json").is_file():
+            raise TrainError(f"--model {self.opts.model}: not a Hugging Face checkpoint directory (no config.json)")
+        state = run_state(self.out)
+        if state == "finished":
+            raise AlreadyFinished(f"{self.out} already holds a finished run; nothing was changed: choose another --out "
+                             "(or delete that directory first)")
+        if self.opts.resume or state == "empty":
+            return
+        if state == "checkpointed":
+            raise TrainError(f"{self.out} holds an unfinished run: add --resume to continue it from its last "
+                             "checkpoint, or choose another --out")
+        raise TrainError(f"{self.out} holds a run stopped before its first checkpoint: add --resume to start it over "
+                         "there, or choose another --out")
 
     def _warm_start(self) -> str:
         if self.opts.model:
@@ -177,8 +245,9 @@ class Trainer:
         if not (path / "config.json").exists():
             from .sft import run_sft
 
-            print(f"no warm-start checkpoint at {path}: running SFT first", file=sys.stderr)
-            run_sft(path, preset=self.preset.name, seed=0, device=self.opts.device, progress=self.opts.progress)
+            print(f"no warm-start checkpoint at {project_relative(path)}: running SFT first", file=sys.stderr)
+            run_sft(path, preset=self.preset.name, seed=0, task_dir=REPO / self.preset.task_dir,
+                    device=self.opts.device, progress=self.opts.progress, threads=self.threads)
         return str(path)
 
     def _header(self, checkpoint: str, n_train: int, n_eval: int, task_source: str) -> RunHeader:
@@ -191,13 +260,14 @@ class Trainer:
                 name="shaping", description=f"{self.cfg.kind('shaping')} shaping term added to the reward.", weight=1.0))
         params = count_parameters(self.policy)
         model = ModelInfo(name=self.preset.name if not self.opts.model else self.opts.model,
-                          architecture=type(self.policy).__name__, parameters=params, checkpoint=checkpoint,
+                          architecture=type(self.policy).__name__, parameters=params,
+                          checkpoint=project_relative(checkpoint, REPO),
                           vocab_size=self.policy.config.vocab_size)
         return RunHeader(
             run_id=self.out.name, algorithm=self.spec.id, algorithm_config=self.cfg,
             title=f"{self.spec.name} on arithmetic word problems ({self.preset.name} preset)",
             task=TaskInfo(name="arithmetic word problems" if not self.opts.task else Path(task_source).name,
-                          source=task_source, n_train=n_train, n_eval=n_eval),
+                          source=project_relative(task_source, REPO), n_train=n_train, n_eval=n_eval),
             reward=RewardInfo(description="Correctness of the final answer (1/0); the format component is logged but weighted 0.",
                               components=reward_components),
             model=model, reference_model=model if O.uses_reference(self.cfg) else None,
@@ -278,10 +348,16 @@ class Trainer:
 
     def _load_checkpoint(self) -> int | None:
         """Restore the last checkpoint; returns the last step it covers (None: start fresh)."""
-        path = self.out / CHECKPOINT
+        path = checkpoint_dir(self.out)
         if not (path / "meta.json").exists():
-            if (self.out / "steps.jsonl").exists() and (self.out / "steps.jsonl").stat().st_size:
-                raise SystemExit(f"{self.out}: --resume, but there is no checkpoint to resume from")
+            if run_state(self.out) == "started":
+                # Stopped before its first checkpoint: nothing to continue from, so start it over.
+                print(f"{self.out}: no checkpoint yet, so the run starts over (its logged steps are replaced)",
+                      file=sys.stderr)
+                for name in ("steps.jsonl", "evals.jsonl"):
+                    (self.out / name).write_text("", encoding="utf-8")
+                for token_file in (self.out / "tokens").glob("step_*.json"):
+                    token_file.unlink()
             return None
         meta = json.loads((path / "meta.json").read_text())
         state = torch.load(path / "state.pt", map_location=self.device, weights_only=False)
@@ -578,6 +654,15 @@ class Trainer:
     # -- driver --------------------------------------------------------------
 
     def train(self) -> Path:
+        try:
+            return self._train()
+        except KeyboardInterrupt:
+            meta = checkpoint_dir(self.out) / "meta.json"
+            saved = json.loads(meta.read_text())["rollout"] if meta.exists() else None
+            raise Interrupted(self.out, getattr(self, "rollout", 0), self.rl.steps, getattr(self, "step", 0),
+                              saved) from None
+
+    def _train(self) -> Path:
         self.setup()
         total = self.rl.steps
         if self.rollout == 0 and self.step == 0:
@@ -587,22 +672,25 @@ class Trainer:
             from tqdm import tqdm
 
             bar = tqdm(total=total, initial=self.rollout, desc=self.spec.id, unit="rollout", dynamic_ncols=True)
-        while self.rollout < total:
-            self.run_rollout()
+        try:
+            while self.rollout < total:
+                self.run_rollout()
+                if bar is not None:
+                    reward = self.last_metrics.get("reward/mean") or 0.0
+                    bar.set_postfix(step=self.step, reward=f"{reward:.3f}")
+                    bar.update(1)
+                if self.rollout % self.rl.eval_every == 0 and self.rollout < total:
+                    self._evaluate("periodic")
+                if self.rollout % self.checkpoint_every == 0 and self.rollout < total:
+                    self._save_checkpoint()
+        finally:
             if bar is not None:
-                reward = self.last_metrics.get("reward/mean") or 0.0
-                bar.set_postfix(step=self.step, reward=f"{reward:.3f}")
-                bar.update(1)
-            if self.rollout % self.rl.eval_every == 0 and self.rollout < total:
-                self._evaluate("periodic")
-            if self.rollout % self.opts.checkpoint_every == 0 and self.rollout < total:
-                self._save_checkpoint()
-        if bar is not None:
-            bar.close()
+                bar.close()
         self._evaluate("end")
         self.writer.finish(finished_at=datetime.now(timezone.utc),
-                           notes=f"wall time {self.elapsed_before + time.time() - self.started:.0f} s")
-        shutil.rmtree(self.out / CHECKPOINT, ignore_errors=True)
+                           wall_time_s=round(self.elapsed_before + time.time() - self.started, 1))
+        for leftover in (CHECKPOINT, CHECKPOINT + ".old", CHECKPOINT + ".tmp"):
+            shutil.rmtree(self.out / leftover, ignore_errors=True)
         return self.out
 
 
