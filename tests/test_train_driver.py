@@ -182,3 +182,22 @@ def test_no_progress_silences_transformers_bars(policy, tmp_path):
     assert result.returncode == 0, result.stderr
     assert "Loading weights" not in result.stderr and "it/s]" not in result.stderr, result.stderr
     assert result.stdout.strip() == f"reinforce: run written to {tmp_path / 'run'}"
+
+
+def test_ctrl_c_during_the_warm_start_leaves_nothing(tmp_path, monkeypatch, capsys):
+    import training.rl as rl
+    import training.sft as sft
+    from unipo_build import cli
+
+    monkeypatch.setattr(rl, "REPO", tmp_path)  # a project without a warm start
+
+    def interrupted_sft(out, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sft, "run_sft", interrupted_sft)
+    run = tmp_path / "run"
+    assert cli.main(["train", "grpo", "--out", str(run), "--threads", "1", "--no-progress"]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (f"interrupted before the run started (during the warm start or while loading the model); "
+                       f"nothing of {run} was written: run the same command again")
+    assert not run.exists()

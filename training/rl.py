@@ -92,12 +92,14 @@ class AlreadyFinished(TrainError):
 class Interrupted(Exception):
     """Training stopped by Ctrl-C; says where the run stands and what a resume will redo."""
 
-    def __init__(self, out: Path, rollout: int, total: int, step: int, checkpoint_rollout: int | None):
+    def __init__(self, out: Path, rollout: int, total: int, step: int, checkpoint_rollout: int | None,
+                 started: bool = True):
         self.out, self.rollout, self.total, self.step = out, rollout, total, step
-        self.checkpoint_rollout = checkpoint_rollout
+        self.checkpoint_rollout, self.started = checkpoint_rollout, started
         saved = (f"last checkpoint after rollout {checkpoint_rollout}" if checkpoint_rollout
                  else "no checkpoint yet, so a resume starts it over")
-        super().__init__(f"interrupted: {out} holds {rollout} of {total} rollouts ({step} updates logged; {saved})")
+        super().__init__(f"interrupted: {out} holds {rollout} of {total} rollouts ({step} updates logged; {saved})"
+                         if started else f"interrupted before {out} was started (warm start or model loading)")
 
 
 def run_state(out: Path) -> str:
@@ -660,7 +662,7 @@ class Trainer:
             meta = checkpoint_dir(self.out) / "meta.json"
             saved = json.loads(meta.read_text())["rollout"] if meta.exists() else None
             raise Interrupted(self.out, getattr(self, "rollout", 0), self.rl.steps, getattr(self, "step", 0),
-                              saved) from None
+                              saved, started=hasattr(self, "writer")) from None
 
     def _train(self) -> Path:
         self.setup()

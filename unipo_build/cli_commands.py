@@ -23,6 +23,9 @@ def _resume_command(args: argparse.Namespace) -> str:
 
 def _interrupted_line(err, args: argparse.Namespace) -> str:
     """One line for Ctrl-C: where the run stands and the command that continues it."""
+    if not err.started:
+        return (f"interrupted before the run started (during the warm start or while loading the model); nothing of "
+                f"{err.out} was written: run the same command again")
     if err.checkpoint_rollout:
         saved = f"its last checkpoint is after rollout {err.checkpoint_rollout}"
         then = "continue it with"
