@@ -305,18 +305,21 @@ def register_import(sub) -> None:
 
 
 def _cmd_new_algorithm(args: argparse.Namespace) -> int:
-    from unipo_build.scaffold import MARK, ScaffoldError, scaffold
+    from unipo_build.scaffold import MARK, ScaffoldError, nav_lines, scaffold
     from unipo_build.specs import SpecError
 
     try:
-        spec_path, chapter_path = scaffold(args.name, base=args.base, root=args.root)
+        spec_path, chapter_path, reference_path = scaffold(args.name, base=args.base, root=args.root)
     except (ScaffoldError, SpecError) as err:
         print(str(err), file=sys.stderr)
         return 1
     print(f"wrote {spec_path} (a copy of {args.base}; validates)")
     print(f"wrote {chapter_path}")
-    print(f"next: rewrite every {MARK} in both files (grep -n '{MARK}' {spec_path} {chapter_path}), "
-          f"change the components, run `unipo validate {spec_path}`, add the chapter to nav in mkdocs.yml")
+    print(f"wrote {reference_path}")
+    chapter_nav, reference_nav = nav_lines(args.name, args.name.replace("_", " ").upper())
+    print(f"next: rewrite every {MARK} text (grep -n '{MARK}' {spec_path} {chapter_path}), change the components, "
+          f"run `unipo validate {spec_path}`, and add to nav in mkdocs.yml, under the algorithms: {chapter_nav} "
+          f"and under Reference > Algorithms: {reference_nav}")
     return 0
 
 
@@ -324,8 +327,8 @@ def register_new_algorithm(sub) -> None:
     p = sub.add_parser(
         "new-algorithm", help="scaffold the spec and chapter of a new algorithm",
         description="Write data/algorithms/NAME.yaml (a copy of the base spec that validates, its texts marked "
-                    "TODO(author)) and docs/course/algorithms/NAME.md (a chapter using the course's macros). "
-                    "Existing files are never overwritten.")
+                    "TODO(author)), docs/course/algorithms/NAME.md (a chapter using the course's macros) and "
+                    "docs/reference/algorithms/NAME.md (its reference page). Existing files are never overwritten.")
     p.add_argument("name", help="the new algorithm's id: lower-case letters, digits and '_' (e.g. my_po)")
     p.add_argument("--base", default="grpo", help="the spec to start from, also the predecessor (default grpo)")
     p.add_argument("--root", default=".", help="the repository root (default: the current directory)")
