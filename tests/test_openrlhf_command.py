@@ -37,6 +37,7 @@ ESTIMATOR = {"group_zscore": "group_norm", "group_mean": "dr_grpo", "leave_one_o
 LOSS_AGG_MODE = {"seq_mean_token_mean": "seq-mean-token-mean", "token_mean": "token-mean"}
 
 
+@pytest.mark.specs
 def test_the_tables_cover_every_registered_kind():
     """A kind added to the registry needs its OpenRLHF name here (or a gap in the command builder)."""
     assert set(ESTIMATOR) == set(REGISTRY["advantage"]), "add the new advantage kind's OpenRLHF estimator"
@@ -169,6 +170,7 @@ def parse_with_openrlhf(args: list[str], monkeypatch):
     return caught.value.parsed
 
 
+@pytest.mark.specs
 @pytest.mark.parametrize("name", SPECS)
 def test_openrlhf_0_11_2_parses_every_command_as_the_spec_says(name, monkeypatch):
     cmd = C.build_command(name, accept_approximation=True)
@@ -246,6 +248,7 @@ def test_train_engine_openrlhf_dry_run_and_version_guard(capsys, monkeypatch, tm
     assert not (tmp_path / "tap").exists()  # nothing written before the guard passes
 
 
+@pytest.mark.specs
 def test_guide_commands_run_as_documented(capsys):
     """`unipo openrlhf command` lines of the guide as written; its generated per-algorithm lines as dry runs."""
     import shlex

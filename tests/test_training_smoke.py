@@ -38,6 +38,7 @@ def _train(algorithm, checkpoint, out, monkeypatch, steps=2, **extra):
     return rl.train(opts)
 
 
+@pytest.mark.specs
 @pytest.mark.parametrize("algorithm", sorted(load_specs()))
 def test_every_algorithm_trains_logs_and_recomputes(algorithm, tiny_checkpoint, tmp_path, monkeypatch):
     run = _train(algorithm, tiny_checkpoint, tmp_path / algorithm, monkeypatch)
