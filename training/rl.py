@@ -221,6 +221,8 @@ class Trainer:
         show_progress_bars(opts.progress)
         self.device = resolve_device(opts.device)
 
+    # -- setup ---------------------------------------------------------------
+
     def _check_inputs(self) -> None:
         """Refuse before anything is loaded or written: a missing --model or --task, an --out holding a run."""
         for flag, value in (("--model", self.opts.model), ("--task", self.opts.task)):
@@ -230,8 +232,8 @@ class Trainer:
             raise TrainError(f"--model {self.opts.model}: not a Hugging Face checkpoint directory (no config.json)")
         state = run_state(self.out)
         if state == "finished":
-            raise AlreadyFinished(f"{self.out} already holds a finished run; nothing was changed: choose another --out "
-                             "(or delete that directory first)")
+            raise AlreadyFinished(f"{self.out} already holds a finished run; nothing was changed: choose another "
+                                  "--out (or delete that directory first)")
         if self.opts.resume or state == "empty":
             return
         if state == "checkpointed":

@@ -37,14 +37,13 @@ def _interrupted_line(err, args: argparse.Namespace) -> str:
 
 
 def _train(args: argparse.Namespace) -> int:
-    algorithm = args.algorithm if Path(args.algorithm).suffix in (".yaml", ".yml") else args.algorithm.lower()
+    algorithm = "all" if args.algorithm.lower() == "all" else args.algorithm  # a spec id matches in any case
     if args.engine == "openrlhf":
         from unipo_build.cli_openrlhf import run_openrlhf
 
         if algorithm == "all":
             print("unipo train --engine openrlhf trains one algorithm at a time", file=sys.stderr)
             return 2
-        args.algorithm = algorithm
         return run_openrlhf(args)
     if args.dry_run:
         print("--dry-run prints the OpenRLHF command: use it with --engine openrlhf", file=sys.stderr)
