@@ -11,10 +11,15 @@ import sys
 
 import pytest
 
-from cli_helpers import unipo
+from cli_helpers import ROOT, unipo as _unipo
 from helpers_runlog import checksums, write_run
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX paths")
+
+
+def unipo(*args, cwd=ROOT, env_extra=None):
+    """`unipo` run in ``cwd`` (outside the project, so nothing lands in it) on this checkout's project."""
+    return _unipo(*args, cwd=cwd, env_extra={"UNIPO_ROOT": str(ROOT), **(env_extra or {})})
 
 
 def _refused(result, *fragments: str) -> str:

@@ -86,7 +86,8 @@ def test_own_logs_guide_walk(tmp_path):
     assert list(done) == OWN_LOGS
     assert sorted(p.name for p in (project / "runs").iterdir()) == ["grpo-mine", "my-openrlhf-run", "my-unipo-run"]
     assert done["unipo validate runs"].stdout == "runs: valid\n"
+    # the last build: the reader's run directory alone, which the GRPO chapter then shows
     page = (project / "site" / "guides" / "own-logs" / "index.html").read_text()
-    assert "From <code>runs</code>: 3 runs loaded" in page
+    assert "From <code>runs/grpo-mine</code> (UNIPO_RUNS): 1 run loaded: <code>grpo-mine</code> (grpo)" in page
     grpo = (project / "site" / "course" / "algorithms" / "grpo" / "index.html").read_text()
-    assert "grpo-mine" in grpo  # the reader's run, not the shipped one, is the GRPO chapter's run
+    assert "grpo-mine" in grpo

@@ -25,7 +25,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from cli_helpers import UNIPO, unipo  # noqa: E402
+from cli_helpers import ROOT, UNIPO  # noqa: E402
+from cli_helpers import unipo as _unipo  # noqa: E402
 from helpers_runlog import checksums  # noqa: E402
 from training_fixtures import save_tiny_checkpoint  # noqa: E402
 from unipo_build import runlog  # noqa: E402
@@ -33,6 +34,11 @@ from unipo_build import runlog  # noqa: E402
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def unipo(*args, cwd=ROOT, env_extra=None):
+    """`unipo` run in ``cwd`` (outside the project, so nothing lands in it) on this checkout's project."""
+    return _unipo(*args, cwd=cwd, env_extra={"UNIPO_ROOT": str(ROOT), **(env_extra or {})})
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +52,9 @@ def _lines(path: Path) -> int:
 
 def _interrupt_when(argv: list[str], cwd: Path, ready) -> subprocess.CompletedProcess:
     """Start `unipo ARGV`, send SIGINT (Ctrl-C) once ready() holds, and wait for it to exit."""
-    proc = subprocess.Popen([str(UNIPO), *argv], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 300
+    proc = subprocess.Popen([str(UNIPO), *argv], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "UNIPO_ROOT": str(ROOT)})
+    deadline = time.time() + 900
     while not ready():
         if proc.poll() is not None or time.time() > deadline:
             proc.kill()
@@ -69,17 +76,17 @@ def _message(result) -> str:
 
 def test_ctrl_c_then_the_printed_command_finishes_the_run(policy, tmp_path):
     run = tmp_path / "run"
-    argv = ["train", "reinforce", "--model", str(policy), "--out", "run", "--steps", "8", "--eval-n", "8",
+    argv = ["train", "reinforce", "--model", str(policy), "--out", "run", "--steps", "4", "--eval-n", "8",
             "--threads", "1", "--no-progress"]
     meta = run / "checkpoint" / "meta.json"
-    # REINFORCE: one update per rollout; 8 rollouts checkpoint every 2. Stop after the first checkpoint,
+    # REINFORCE: one update per rollout; 4 rollouts checkpoint after each. Stop after the first checkpoint,
     # once a step past it is logged.
     result = _interrupt_when(argv, tmp_path, lambda: meta.exists() and _lines(run / "steps.jsonl") >
                              json.loads(meta.read_text())["step"])
     line = _message(result)
     saved = json.loads(meta.read_text())
     logged = _lines(run / "steps.jsonl")
-    match = re.fullmatch(r"interrupted: run holds (\d+) of 8 rollouts \((\d+) updates logged\) and its last checkpoint "
+    match = re.fullmatch(r"interrupted: run holds (\d+) of 4 rollouts \((\d+) updates? logged\) and its last checkpoint "
                          r"is after rollout (\d+); continue it with: (.*)", line)
     assert match, line
     assert int(match[2]) == logged and int(match[3]) == saved["rollout"] and int(match[1]) >= saved["rollout"]
@@ -93,10 +100,10 @@ def test_ctrl_c_then_the_printed_command_finishes_the_run(policy, tmp_path):
     assert checksums(run) == before
 
     finished = subprocess.run([str(UNIPO), *shlex.split(command)[1:]], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=600)
+                              timeout=600, env={**os.environ, "UNIPO_ROOT": str(ROOT)})
     assert finished.returncode == 0, finished.stderr[-2000:]
     steps = [r.step for r in runlog.iter_steps(run)]  # iter_steps rejects gaps and repeats
-    assert steps == list(range(8)) and [r.rollout for r in runlog.iter_steps(run)] == steps
+    assert steps == list(range(4)) and [r.rollout for r in runlog.iter_steps(run)] == steps
     assert [e.phase for e in runlog.iter_evals(run)] == ["start", "end"]
     assert runlog.validate_run(run) == []
     assert not [p for p in run.iterdir() if p.name.startswith("checkpoint")]
@@ -116,19 +123,19 @@ def test_ctrl_c_then_the_printed_command_finishes_the_run(policy, tmp_path):
 
 def test_ctrl_c_before_the_first_checkpoint_then_resume_starts_over(policy, tmp_path):
     run = tmp_path / "run"
-    argv = ["train", "grpo", "--model", str(policy), "--out", "run", "--steps", "3", "--eval-n", "8",
-            "--threads", "1", "--no-progress"]
-    # 3 rollouts: a checkpoint after rollout 1 at the earliest; stop during the first rollout's updates.
+    argv = ["train", "reinforce", "--model", str(policy), "--out", "run", "--steps", "2", "--checkpoint-every", "2",
+            "--eval-n", "8", "--threads", "1", "--no-progress"]
+    # 2 rollouts, no checkpoint before the end (every 2); stop once the first rollout's update is logged.
     line = _message(_interrupt_when(argv, tmp_path, lambda: _lines(run / "steps.jsonl") >= 1))
     assert not (run / "checkpoint").exists()
-    assert line.startswith("interrupted: run holds 0 of 3 rollouts (")
+    assert re.match(r"interrupted: run holds [01] of 2 rollouts \([12] updates? logged\)", line), line
     assert line.endswith("and it has no checkpoint yet; start it over with: " + shlex.join(["unipo", *argv, "--resume"]))
     assert unipo(*argv, cwd=tmp_path).returncode == 2  # a plain re-run says to add --resume
     resumed = unipo(*argv, "--resume", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert "no checkpoint yet, so the run starts over" in resumed.stderr
     steps = list(runlog.iter_steps(run))
-    assert [r.step for r in steps] == list(range(3 * 4))  # GRPO: 2 epochs x 2 minibatches per rollout
+    assert [r.step for r in steps] == [0, 1]  # REINFORCE: one update per rollout
     assert [e.phase for e in runlog.iter_evals(run)] == ["start", "end"]
     assert runlog.token_steps(run) == [s.step for s in steps if s.has_tokens]
     assert runlog.validate_run(run) == []

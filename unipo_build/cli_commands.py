@@ -32,8 +32,8 @@ def _interrupted_line(err, args: argparse.Namespace) -> str:
     else:
         saved = "it has no checkpoint yet"
         then = "start it over with"
-    return (f"interrupted: {err.out} holds {err.rollout} of {err.total} rollouts ({err.step} updates logged) and "
-            f"{saved}; {then}: {_resume_command(args)}")
+    return (f"interrupted: {err.out} holds {err.rollout} of {err.total} rollouts ({err.step} "
+            f"update{'' if err.step == 1 else 's'} logged) and {saved}; {then}: {_resume_command(args)}")
 
 
 def _train(args: argparse.Namespace) -> int:
