@@ -23,7 +23,6 @@ import math
 import os
 import platform
 import random
-import shutil
 import subprocess
 import sys
 import time
@@ -32,7 +31,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
-from torch import nn
 
 from unipo_build import objective as O
 from unipo_build.components import clipped_value_loss, explained_variance
@@ -45,16 +43,18 @@ from unipo_build.specs import load_algorithm as specs_load_algorithm
 
 from . import records
 from .batches import by_minibatch, concat_batches, length_chunks, select_rows
+from .critic import Critic
 from .evaluate import evaluate
-from .generation import RolloutBatch, positions_from_mask, response_logprobs, sample_groups
+from .generation import RolloutBatch, response_logprobs, sample_groups
 from .model import count_parameters, load_policy, resolve_device, set_threads, show_progress_bars, thread_count
 from .presets import get_preset
 from .reward import score_response, total_reward
+from .runstate import (Interrupted, TrainError, check_out_dir, checkpoint_dir, checkpoint_interval, checkpoint_rollout,
+                       clear_logged_steps, remove_checkpoints, replace_checkpoint, run_state)
 from .task import load_task
 from .tokenizer import token_pieces
 
 REPO = Path(__file__).resolve().parent.parent
-CHECKPOINT = "checkpoint"
 
 
 @dataclass
@@ -79,76 +79,6 @@ class TrainOptions:
     threads: int | None = None
     # Any other RLPreset field, e.g. {"prompts_per_step": 4, "group_size": 4} for smoke runs.
     rl_overrides: dict | None = None
-
-
-class TrainError(Exception):
-    """A mistake in what was asked (a missing path, an --out that holds a run): the message says what to do."""
-
-
-class AlreadyFinished(TrainError):
-    """--out holds a finished run: nothing to train or resume there."""
-
-
-class Interrupted(Exception):
-    """Training stopped by Ctrl-C; says where the run stands and what a resume will redo."""
-
-    def __init__(self, out: Path, rollout: int, total: int, step: int, checkpoint_rollout: int | None,
-                 started: bool = True):
-        self.out, self.rollout, self.total, self.step = out, rollout, total, step
-        self.checkpoint_rollout, self.started = checkpoint_rollout, started
-        saved = (f"last checkpoint after rollout {checkpoint_rollout}" if checkpoint_rollout
-                 else "no checkpoint yet, so a resume starts it over")
-        super().__init__(f"interrupted: {out} holds {rollout} of {total} rollouts ({step} updates logged; {saved})"
-                         if started else f"interrupted before {out} was started (warm start or model loading)")
-
-
-def run_state(out: Path) -> str:
-    """What ``out`` holds: "empty", "finished", "checkpointed" (resumable) or "started" (no checkpoint yet)."""
-    steps = out / "steps.jsonl"
-    if not (steps.exists() and steps.stat().st_size):
-        return "empty"
-    try:
-        if json.loads((out / "header.json").read_text(encoding="utf-8")).get("finished_at"):
-            return "finished"
-    except (OSError, ValueError):
-        pass
-    return "checkpointed" if (checkpoint_dir(out) / "meta.json").exists() else "started"
-
-
-def checkpoint_dir(out: Path) -> Path:
-    """The run's checkpoint; the previous one if a kill came while the new one was renamed into place."""
-    current, previous = out / CHECKPOINT, out / (CHECKPOINT + ".old")
-    return previous if not current.exists() and (previous / "meta.json").exists() else current
-
-
-def checkpoint_interval(rollouts: int) -> int:
-    """Rollouts between checkpoints: 10, or fewer for a short run so it has about four to resume from."""
-    return max(1, min(10, rollouts // 4))
-
-
-# ---------------------------------------------------------------------------
-# The critic (PPO): a copy of the policy's trunk with a scalar head
-# ---------------------------------------------------------------------------
-
-class Critic(nn.Module):
-    """V(s_t) for every response position, initialised from the warm-started policy."""
-
-    def __init__(self, policy: nn.Module):
-        super().__init__()
-        self.trunk = copy.deepcopy(policy.base_model)
-        self.head = nn.Linear(policy.config.hidden_size, 1)
-        nn.init.zeros_(self.head.weight)
-        nn.init.zeros_(self.head.bias)
-
-    def forward(self, batch: RolloutBatch) -> torch.Tensor:
-        device = self.head.weight.device
-        ids, mask = batch.input_ids.to(device), batch.attention_mask.to(device)
-        width = ids.shape[1] - batch.prompt_width
-        # float32 like the policy (no autocast): a bf16 critic diverged to NaN within 20 rollouts on a GPU.
-        hidden = self.trunk(input_ids=ids, attention_mask=mask, position_ids=positions_from_mask(mask)).last_hidden_state
-        # The state before response token t is the position that predicts it.
-        values = self.head(hidden[:, -(width + 1):-1].float()).squeeze(-1)
-        return values * batch.response_mask.to(device)
 
 
 # ---------------------------------------------------------------------------
@@ -230,17 +160,7 @@ class Trainer:
                 raise TrainError(f"{flag} {value}: no such file or directory")
         if self.opts.model and not (Path(self.opts.model) / "config.json").is_file():
             raise TrainError(f"--model {self.opts.model}: not a Hugging Face checkpoint directory (no config.json)")
-        state = run_state(self.out)
-        if state == "finished":
-            raise AlreadyFinished(f"{self.out} already holds a finished run; nothing was changed: choose another "
-                                  "--out (or delete that directory first)")
-        if self.opts.resume or state == "empty":
-            return
-        if state == "checkpointed":
-            raise TrainError(f"{self.out} holds an unfinished run: add --resume to continue it from its last "
-                             "checkpoint, or choose another --out")
-        raise TrainError(f"{self.out} holds a run stopped before its first checkpoint: add --resume to start it over "
-                         "there, or choose another --out")
+        check_out_dir(self.out, self.opts.resume)
 
     def _warm_start(self) -> str:
         if self.opts.model:
@@ -263,7 +183,7 @@ class Trainer:
             reward_components.append(RewardComponentInfo(
                 name="shaping", description=f"{self.cfg.kind('shaping')} shaping term added to the reward.", weight=1.0))
         params = count_parameters(self.policy)
-        model = ModelInfo(name=self.preset.name if not self.opts.model else self.opts.model,
+        model = ModelInfo(name=self.preset.name if not self.opts.model else project_relative(self.opts.model, REPO),
                           architecture=type(self.policy).__name__, parameters=params,
                           checkpoint=project_relative(checkpoint, REPO),
                           vocab_size=self.policy.config.vocab_size)
@@ -327,28 +247,21 @@ class Trainer:
 
     def _save_checkpoint(self) -> None:
         """Everything needed to continue after this rollout, written then renamed into place."""
-        tmp = self.out / (CHECKPOINT + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        state = {
-            "policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict(),
-            "critic": self.critic.state_dict() if self.critic else None,
-            "critic_optimizer": self.critic_optimizer.state_dict() if self.critic_optimizer else None,
-            "sample_gen": self.sample_gen.get_state(),
-        }
-        torch.save(state, tmp / "state.pt")
-        meta = {"step": self.step, "rollout": self.rollout, "prompt_rng": repr(self.prompt_rng.getstate()),
-                "update_rng": repr(self.update_rng.getstate()),
-                "elapsed": self.elapsed_before + time.time() - self.started,
-                "created_at": self.writer.header.created_at.isoformat()}
-        (tmp / "meta.json").write_text(json.dumps(meta))
-        final = self.out / CHECKPOINT
-        old = self.out / (CHECKPOINT + ".old")
-        shutil.rmtree(old, ignore_errors=True)
-        if final.exists():
-            final.rename(old)
-        tmp.rename(final)
-        shutil.rmtree(old, ignore_errors=True)
+        def write(folder: Path) -> None:
+            state = {
+                "policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "critic": self.critic.state_dict() if self.critic else None,
+                "critic_optimizer": self.critic_optimizer.state_dict() if self.critic_optimizer else None,
+                "sample_gen": self.sample_gen.get_state(),
+            }
+            torch.save(state, folder / "state.pt")
+            meta = {"step": self.step, "rollout": self.rollout, "prompt_rng": repr(self.prompt_rng.getstate()),
+                    "update_rng": repr(self.update_rng.getstate()),
+                    "elapsed": self.elapsed_before + time.time() - self.started,
+                    "created_at": self.writer.header.created_at.isoformat()}
+            (folder / "meta.json").write_text(json.dumps(meta))
+
+        replace_checkpoint(self.out, write)
 
     def _load_checkpoint(self) -> int | None:
         """Restore the last checkpoint; returns the last step it covers (None: start fresh)."""
@@ -358,10 +271,7 @@ class Trainer:
                 # Stopped before its first checkpoint: nothing to continue from, so start it over.
                 print(f"{self.out}: no checkpoint yet, so the run starts over (its logged steps are replaced)",
                       file=sys.stderr)
-                for name in ("steps.jsonl", "evals.jsonl"):
-                    (self.out / name).write_text("", encoding="utf-8")
-                for token_file in (self.out / "tokens").glob("step_*.json"):
-                    token_file.unlink()
+                clear_logged_steps(self.out)
             return None
         meta = json.loads((path / "meta.json").read_text())
         state = torch.load(path / "state.pt", map_location=self.device, weights_only=False)
@@ -661,10 +571,8 @@ class Trainer:
         try:
             return self._train()
         except KeyboardInterrupt:
-            meta = checkpoint_dir(self.out) / "meta.json"
-            saved = json.loads(meta.read_text())["rollout"] if meta.exists() else None
             raise Interrupted(self.out, getattr(self, "rollout", 0), self.rl.steps, getattr(self, "step", 0),
-                              saved, started=hasattr(self, "writer")) from None
+                              checkpoint_rollout(self.out), started=hasattr(self, "writer")) from None
 
     def _train(self) -> Path:
         self.setup()
@@ -693,8 +601,7 @@ class Trainer:
         self._evaluate("end")
         self.writer.finish(finished_at=datetime.now(timezone.utc),
                            wall_time_s=round(self.elapsed_before + time.time() - self.started, 1))
-        for leftover in (CHECKPOINT, CHECKPOINT + ".old", CHECKPOINT + ".tmp"):
-            shutil.rmtree(self.out / leftover, ignore_errors=True)
+        remove_checkpoints(self.out)
         return self.out
 
 

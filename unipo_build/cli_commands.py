@@ -49,7 +49,8 @@ def _train(args: argparse.Namespace) -> int:
         print("--dry-run prints the OpenRLHF command: use it with --engine openrlhf", file=sys.stderr)
         return 2
     try:
-        from training.rl import AlreadyFinished, Interrupted, TrainError, TrainOptions, train
+        from training.rl import TrainOptions, train
+        from training.runstate import AlreadyFinished, Interrupted, TrainError
     except ImportError as err:
         print(f"unipo train needs the training extra ({TRAIN_EXTRA}): {err}", file=sys.stderr)
         return 2
