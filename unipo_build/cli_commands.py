@@ -232,6 +232,34 @@ def register_train(sub) -> None:
     p.set_defaults(func=_summary)
 
 
+def _publish(args: argparse.Namespace) -> int:
+    from unipo_build import runlog
+    from unipo_build.publish import publish_run
+
+    failed = False
+    for run_dir in args.run_dirs:
+        try:
+            changed = publish_run(run_dir, args.trained_in)
+        except (runlog.LogError, runlog.LogErrors) as err:
+            print(f"{err}; nothing was changed there", file=sys.stderr)
+            failed = True
+            continue
+        print(f"{run_dir}: {'; '.join(changed) if changed else 'nothing to change'}")
+    return 1 if failed else 0
+
+
+def register_publish(sub) -> None:
+    p = sub.add_parser("publish", help="make runs trained elsewhere fit to ship: relative paths, readable files",
+                       description="Rewrite each run's header so that it names no path of the machine that trained "
+                                   "it (task source, checkpoints: relative to the project it was trained in), record "
+                                   "the wall time an older trainer left as a note, and give the run's files ordinary "
+                                   "permissions. Steps, evaluations and token files are not changed.")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (each holds header.json)")
+    p.add_argument("--trained-in", metavar="ROOT",
+                   help="the project root the runs were trained in (default: this project's)")
+    p.set_defaults(func=_publish)
+
+
 def _suite(args: argparse.Namespace) -> int:
     try:
         from training.suite import DEFAULT_SUITE, SuiteError, run_suite
@@ -341,4 +369,5 @@ def register_openrlhf(sub) -> None:
     register(sub)
 
 
-REGISTRARS: list = [register_train, register_suite, register_import, register_new_algorithm, register_openrlhf]
+REGISTRARS: list = [register_train, register_suite, register_publish, register_import, register_new_algorithm,
+                    register_openrlhf]

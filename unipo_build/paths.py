@@ -32,12 +32,15 @@ def project_relative(path: str | Path, root: str | Path | None = None) -> str:
     path = Path(path)
     if not path.is_absolute():
         return path.as_posix()
-    resolved = path.resolve()
-    try:
-        inside = resolved.relative_to(_root(root))
-    except ValueError:
-        return f".../{resolved.name}"
-    return inside.as_posix() or "."
+    base = _root(root)
+    # As written first (a link inside the project, e.g. work/sft-tiny pointing at a shared copy, is
+    # named where the project has it), then with links resolved.
+    for candidate in (Path(os.path.normpath(path)), path.resolve()):
+        try:
+            return candidate.relative_to(base).as_posix() or "."
+        except ValueError:
+            continue
+    return f".../{path.name}"
 
 
 def without_project_root(text: str, root: str | Path | None = None) -> str:

@@ -90,7 +90,7 @@ def dumps(model: BaseModel) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def _new_file_mode() -> int:
+def new_file_mode() -> int:
     """The mode open() gives a new file (0o644 under the usual umask 022); mkstemp's own is 0o600."""
     umask = os.umask(0)
     os.umask(umask)
@@ -102,7 +102,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        os.fchmod(fd, _new_file_mode())
+        os.fchmod(fd, new_file_mode())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
