@@ -37,8 +37,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def unipo(*args, cwd=ROOT, env_extra=None):
-    """`unipo` run in ``cwd`` (outside the project, so nothing lands in it) on this checkout's project."""
-    return _unipo(*args, cwd=cwd, env_extra={"UNIPO_ROOT": str(ROOT), **(env_extra or {})})
+    """`unipo` run in ``cwd`` (outside the project, so nothing lands in it) on this checkout's project.
+
+    Training commands get 10 minutes: on a shared 2-core machine two rollouts have taken over 2.
+    """
+    return _unipo(*args, cwd=cwd, env_extra={"UNIPO_ROOT": str(ROOT), **(env_extra or {})}, timeout=600)
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +64,7 @@ def _interrupt_when(argv: list[str], cwd: Path, ready) -> subprocess.CompletedPr
             pytest.fail(f"the run ended before it could be interrupted: {proc.communicate()[1][-2000:]}")
         time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=600)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 

@@ -50,7 +50,7 @@ from .model import count_parameters, load_policy, resolve_device, set_threads, s
 from .presets import get_preset
 from .reward import score_response, total_reward
 from .runstate import (Interrupted, TrainError, check_out_dir, checkpoint_dir, checkpoint_interval, checkpoint_rollout,
-                       clear_logged_steps, remove_checkpoints, replace_checkpoint, run_state)
+                       clear_logged_steps, logged_updates, remove_checkpoints, replace_checkpoint, run_state)
 from .task import load_task
 from .tokenizer import token_pieces
 
@@ -571,7 +571,7 @@ class Trainer:
         try:
             return self._train()
         except KeyboardInterrupt:
-            raise Interrupted(self.out, getattr(self, "rollout", 0), self.rl.steps, getattr(self, "step", 0),
+            raise Interrupted(self.out, getattr(self, "rollout", 0), self.rl.steps, logged_updates(self.out),
                               checkpoint_rollout(self.out), started=hasattr(self, "writer")) from None
 
     def _train(self) -> Path:

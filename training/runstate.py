@@ -80,6 +80,16 @@ def checkpoint_rollout(out: Path) -> int | None:
     return json.loads(meta.read_text(encoding="utf-8"))["rollout"] if meta.exists() else None
 
 
+def logged_updates(out: Path) -> int:
+    """Updates ``out``'s steps.jsonl holds: what a message reports, even when Ctrl-C came between
+    writing a step and counting it."""
+    try:
+        with open(out / "steps.jsonl", "rb") as fh:
+            return sum(1 for line in fh if line.strip())
+    except FileNotFoundError:
+        return 0
+
+
 def checkpoint_interval(rollouts: int) -> int:
     """Rollouts between checkpoints: 10, or fewer for a short run so it has about four to resume from."""
     return max(1, min(10, rollouts // 4))
