@@ -253,7 +253,7 @@ def register_publish(sub) -> None:
                        description="Rewrite each run's header so that it names no path of the machine that trained "
                                    "it (task source, checkpoints: relative to the project it was trained in), record "
                                    "the wall time an older trainer left as a note, and give the run's files ordinary "
-                                   "permissions. Steps, evaluations and token files are not changed.")
+                                   "permissions. The contents of steps, evaluations and token files are not changed.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (each holds header.json)")
     p.add_argument("--trained-in", metavar="ROOT",
                    help="the project root the runs were trained in (default: this project's)")
