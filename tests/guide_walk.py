@@ -103,7 +103,8 @@ CONTRIBUTE = [
 
 
 def write_rloo(project: Path) -> None:
-    """The author's part: every marked text rewritten in place, the advantage changed, the chapter, the nav."""
+    """The author's part: every marked text rewritten in place, the advantage changed, the chapter, the nav,
+    the run listed in data/suite.yaml."""
     spec_path = project / "data" / "algorithms" / "rloo.yaml"
     text = spec_path.read_text(encoding="utf-8")
     header = text[:text.index("\nid: ") + 1]  # the scaffold's comment block, kept as an author keeps it
@@ -125,6 +126,11 @@ def write_rloo(project: Path) -> None:
         indent = lines[last][:len(lines[last]) - len(lines[last].lstrip())]
         lines.insert(last + 1, f"{indent}{entry}\n")
     mkdocs.write_text("".join(lines), encoding="utf-8")
+    suite = project / "data" / "suite.yaml"
+    text = suite.read_text(encoding="utf-8")
+    entry = "  - {name: rloo, algorithm: rloo, seed: 0, detail: true}\n"
+    runs_end = text.index("\n\n", text.index("\nruns:\n")) + 1  # the end of the runs: list
+    suite.write_text(text[:runs_end] + entry + text[runs_end:], encoding="utf-8")
 
 
 def walk_contribute(project: Path, run: Runner) -> list[tuple[str, subprocess.CompletedProcess]]:
