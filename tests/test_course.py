@@ -174,9 +174,10 @@ def test_missing_runs_give_notes_not_failures():
 ])
 def test_run_card_counts_in_words_and_reports_the_headers_wall_time(tmp_path, epochs, minibatches, words):
     from helpers_runlog import make_header, write_run
+    from unipo_build.schema import Hyperparameters
     from unipo_build.summary import summarize
 
-    header = make_header(hyperparameters={"lr": 0.0001, "epochs": epochs, "minibatches": minibatches},
+    header = make_header(hyperparameters=Hyperparameters(lr=0.0001, epochs=epochs, minibatches=minibatches),
                          steps_per_rollout=epochs * minibatches)
     written = write_run(tmp_path / "run", header=header)
     written["writer"].finish(wall_time_s=123.4)  # the whole run, its final evaluation included
