@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -13,8 +14,10 @@ if not UNIPO.exists():
     UNIPO = ROOT / ".venv" / "bin" / "unipo"
 
 
-def unipo(*args, cwd=ROOT):
-    return subprocess.run([str(UNIPO), *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=120)
+def unipo(*args, cwd=ROOT, env_extra: dict[str, str] | None = None, timeout: float = 120):
+    env = {**os.environ, **env_extra} if env_extra else None
+    return subprocess.run([str(UNIPO), *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env=env)
 
 
 def guide_commands(page: str) -> list[str]:

@@ -112,6 +112,7 @@ def test_moving_average_keeps_length_and_shrinks_at_the_ends():
     assert out[0] == pytest.approx(0.5) and out[5] == pytest.approx(5.0) and out[-1] == pytest.approx(8.5)
 
 
+@pytest.mark.specs
 def test_family_tree_follows_the_predecessor_links():
     specs = load_specs()
     rows = T.tree_rows(specs)
@@ -166,6 +167,26 @@ def test_missing_runs_give_notes_not_failures():
     assert "no grpo run" in V.learning_verdict_text(Site(), None, "grpo").lower()
     assert "admonition" in V.run_card_html(Site(), None, "grpo")
     assert "admonition" in AN.anatomy_html(Site(), None, "grpo", None, "advantages", "mixed")
+
+
+@pytest.mark.parametrize("epochs, minibatches, words", [
+    (1, 1, "1 (1 epoch × 1 minibatch)"), (2, 2, "4 (2 epochs × 2 minibatches)"), (1, 4, "4 (1 epoch × 4 minibatches)"),
+])
+def test_run_card_counts_in_words_and_reports_the_headers_wall_time(tmp_path, epochs, minibatches, words):
+    from helpers_runlog import make_header, write_run
+    from unipo_build.schema import Hyperparameters
+    from unipo_build.summary import summarize
+
+    header = make_header(hyperparameters=Hyperparameters(lr=0.0001, epochs=epochs, minibatches=minibatches),
+                         steps_per_rollout=epochs * minibatches)
+    written = write_run(tmp_path / "run", header=header)
+    written["writer"].finish(wall_time_s=123.4)  # the whole run, its final evaluation included
+    (run,) = discover(tmp_path)
+    card = html.unescape(V.run_card_html(Site(runs_where=tmp_path), run, "grpo"))
+    assert f"<td>Updates per rollout</td><td>{words}</td>" in card
+    # the card, `unipo summary` and the header give one wall time
+    assert summarize(tmp_path / "run")["wall_time_s"] == 123.4
+    assert "<td>Wall time</td><td>2.06 min</td>" in card
 
 
 # ---------------------------------------------------------------------------
@@ -404,11 +425,13 @@ def moments_used() -> list[tuple[str, str, str]]:
     return out
 
 
+@pytest.mark.specs
 def test_moments_named_in_the_course_exist():
     for where, _, moment in moments_used():
         assert moment in MOMENT_NAMES, f"{where}: unknown moment {moment!r}"
 
 
+@pytest.mark.specs
 def test_moments_used_in_the_course_resolve_against_the_shipped_runs():
     runs = [r for r in discover(SHIPPED) if r.ok] if SHIPPED.is_dir() else []
     finished = {r.header.algorithm: r for r in runs if r.header.finished_at is not None}

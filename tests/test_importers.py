@@ -11,14 +11,12 @@ from __future__ import annotations
 import json
 import math
 import re
-import shlex
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from cli_helpers import UNIPO, guide_commands, unipo
+from cli_helpers import unipo
 from helpers_runlog import checksums
 from unipo_build import runlog
 from unipo_build.cli import validate_path, _known_algorithms
@@ -426,26 +424,3 @@ def test_openrlhf_corrupted_file_is_named(tmp_path):
     empty.mkdir()
     result = unipo("import", "openrlhf", empty, "--out", tmp_path / "o")
     assert result.returncode == 1 and "no TensorBoard event files" in result.stderr
-
-
-# ---------------------------------------------------------------------------
-# The guide's commands, run as written
-# ---------------------------------------------------------------------------
-
-def test_own_logs_guide_commands_run_as_documented(tmp_path):
-    """Imports first (the guide's runs directory starts empty), then the validations."""
-    commands = guide_commands("own-logs.md")
-    imports = [c for c in commands if c.startswith("unipo import ")]
-    validations = [c for c in commands if c.startswith("unipo validate ")]
-    others = [c for c in commands if c not in imports + validations]
-    # Not run here: training (tests/test_training_smoke.py) and the site build (tests/test_ingestion.py).
-    assert all(c.startswith("unipo train ") or (c.startswith("UNIPO_RUNS=") and " mkdocs build" in c)
-               for c in others), others
-    assert len(imports) == 2 and len(validations) == 3
-    shutil.copy(FIXTURES / "unipo" / "dapo_small.jsonl", tmp_path / "my-unipo-log.jsonl")
-    shutil.copytree(FIXTURES / "openrlhf" / "run1", tmp_path / "tensorboard" / "my-openrlhf-run")
-    for command in imports + validations:
-        result = subprocess.run([str(UNIPO), *shlex.split(command)[1:]], cwd=tmp_path, capture_output=True,
-                                text=True, timeout=120)
-        assert result.returncode == 0, f"{command}\n{result.stderr}"
-    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["my-openrlhf-run", "my-unipo-run"]

@@ -162,7 +162,8 @@ def test_pages_that_use_a_broken_run_say_which_and_why(site, runs_dir):
 def test_skipped_runs_admonition_names_each_run_and_error(runs_dir):
     found = runs.discover(runs_dir)
     admonition = html.unescape(runs.skipped_runs_html(found, runs_dir))
-    assert f"{len(BROKEN)} runs in <code>{runs_dir}</code> could not be read and were skipped" in admonition
+    # outside the project, the runs directory is named without the building machine's path
+    assert f"{len(BROKEN)} runs in <code>.../{runs_dir.name}</code> could not be read and were skipped" in admonition
     for name, (_, _, message) in BROKEN.items():
         assert f"<strong>{name}</strong>" in admonition and message in admonition
     assert runs.skipped_runs_html([r for r in found if r.ok]) == ""

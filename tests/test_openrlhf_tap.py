@@ -208,16 +208,27 @@ def test_converted_run_validates_and_shows_the_tapped_tokens(ray_run):
             assert response.contribution == pytest.approx(sum(w * o for w, o in zip(t.weight, t.objective)))
 
 
-def test_guide_import_commands_run_as_documented(ray_run, tmp_path):
-    """The guide's import and validate lines, run exactly as written on the worker's shards."""
-    import shlex
+@pytest.mark.slow
+def test_guide_commands_run_as_documented(ray_run, tmp_path):
+    """Every command of the guide's bash blocks, exactly as written, in order, on a fresh copy of the
+    project with the environment active: the builder (the first refuses a gap by design), then the
+    import of the worker's shards and OpenRLHF's TensorBoard files, its validation and the build."""
     import shutil
 
-    imports = [c for c in guide_commands("openrlhf.md") if c.startswith(("unipo import ", "unipo validate "))]
-    assert [c.split()[1] for c in imports] == ["import", "validate"]
-    _tb(tmp_path / "work" / "openrlhf" / "tensorboard" / "dapo-openrlhf-s0")
-    shutil.copytree(ray_run["tap_dir"], tmp_path / "work" / "openrlhf" / "tap")
-    for command in imports:
-        result = unipo(*shlex.split(command)[1:], cwd=tmp_path)
-        assert result.returncode == 0, f"{command}\n{result.stderr}"
-    assert runlog.validate_run(tmp_path / "runs" / "dapo-openrlhf") == []
+    from guide_walk import fresh_copy, shell_runner
+
+    commands = guide_commands("openrlhf.md")
+    assert commands == ["unipo openrlhf command dr_grpo", "unipo openrlhf command dr_grpo --accept-approximation",
+                        "unipo import openrlhf work/openrlhf/tensorboard --tap work/openrlhf/tap --out runs/dapo-openrlhf",
+                        "unipo validate runs/dapo-openrlhf", "UNIPO_RUNS=runs mkdocs build"]
+    project = fresh_copy(tmp_path / "project")
+    # what an OpenRLHF run with the tap leaves behind (the tap's shards come from a real Ray worker)
+    _tb(project / "work" / "openrlhf" / "tensorboard" / "dapo-openrlhf-s0")
+    shutil.copytree(ray_run["tap_dir"], project / "work" / "openrlhf" / "tap")
+    run = shell_runner(project)
+    results = [run(command) for command in commands]
+    assert [r.returncode for r in results] == [2, 0, 0, 0, 0], [r.stderr[-2000:] for r in results]
+    assert "cannot run dr_grpo exactly" in results[0].stderr and "python -m" in results[1].stdout
+    assert runlog.validate_run(project / "runs" / "dapo-openrlhf") == []
+    page = (project / "site" / "guides" / "own-logs" / "index.html").read_text()
+    assert "From <code>runs</code>: 1 run loaded" in page

@@ -396,3 +396,27 @@ def test_log_error_text():
                    field="tokens.logp")
     assert str(err) == "run/tokens/step_000002.json (step 2, prompt 1, response 1): tokens.logp: has 4 elements"
     assert str(LogError("run/steps.jsonl", "bad", line=3)) == "run/steps.jsonl (line 3): bad"
+
+
+def test_written_files_get_the_permissions_of_any_new_file(tmp_path):
+    """Not mkstemp's private 0o600: a run is read by the site build, a web server, a colleague."""
+    import os
+
+    write_run(tmp_path / "run")
+    umask = os.umask(0)
+    os.umask(umask)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "run").rglob("*") if p.is_file()}
+    assert modes and set(modes.values()) == {0o666 & ~umask}, modes
+
+
+def test_paths_are_published_relative_to_the_project(tmp_path):
+    from unipo_build.paths import project_relative, without_project_root
+
+    root = tmp_path / "project"
+    (root / "data" / "runs").mkdir(parents=True)
+    assert project_relative(root / "data" / "runs", root) == "data/runs"
+    assert project_relative(root, root) == "."
+    assert project_relative(tmp_path / "elsewhere" / "runs", root) == ".../runs"
+    assert project_relative("runs/mine", root) == "runs/mine"  # relative: as given
+    message = f"{root / 'data/runs/x/steps.jsonl'} (line 3): bad; see {root}"
+    assert without_project_root(message, root) == "data/runs/x/steps.jsonl (line 3): bad; see ."

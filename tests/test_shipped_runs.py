@@ -32,7 +32,7 @@ SHIPPED = sorted(p for p in RUNS.glob("*") if (p / "header.json").exists()) if R
 EXPECTED = {"reinforce", "ppo", "grpo", "dapo", "dr_grpo"}
 LEARNERS = ("grpo", "dapo", "dr_grpo")
 
-pytestmark = pytest.mark.skipif(not SHIPPED, reason="no shipped runs in data/runs")
+pytestmark = [pytest.mark.skipif(not SHIPPED, reason="no shipped runs in data/runs"), pytest.mark.specs]
 
 
 def _known() -> set[str]:

@@ -159,6 +159,23 @@ def test_no_macro_placeholder_is_left(built_site):
     assert left == []
 
 
+def test_no_path_of_the_building_machine_is_published(built_site, repo_root):
+    """Pages, search index and data name the runs directory relative to the project."""
+    root = str(repo_root.resolve())
+    found = [str(p.relative_to(built_site)) for p in sorted(built_site.rglob("*"))
+             if p.is_file() and p.suffix in (".html", ".json", ".xml", ".js") and root in p.read_text(encoding="utf-8")]
+    assert found == []
+    own_logs = (built_site / "guides" / "own-logs" / "index.html").read_text(encoding="utf-8")
+    assert "From <code>data/runs</code> (" in own_logs
+
+
+def test_shipped_runs_name_no_path_of_the_machine_that_trained_them(repo_root):
+    for header in sorted((repo_root / "data" / "runs").glob("*/header.json")):
+        text = header.read_text(encoding="utf-8")
+        absolute = re.findall(r'"(/[^"]+)"', text)
+        assert absolute == [], f"{header}: {absolute}"
+
+
 def test_rendering_page_has_math_and_chart(built_site):
     text = (built_site / "reference" / "rendering" / "index.html").read_text(encoding="utf-8")
     assert '<div class="arithmatex">\\[' in text

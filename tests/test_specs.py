@@ -15,6 +15,8 @@ from unipo_build.project import spec_dir
 
 SPEC_DIR = spec_dir()
 
+pytestmark = pytest.mark.specs  # every spec in data/algorithms: run after adding one
+
 ALGORITHMS = ("reinforce", "ppo", "grpo", "dapo", "dr_grpo")
 
 

@@ -99,6 +99,7 @@ def _real_cases(limit_per_run: int = 6):
     return cases
 
 
+@pytest.mark.specs
 @needs_node
 def test_js_breakdown_equals_numpy_on_real_token_files():
     cases = _real_cases()
@@ -111,6 +112,7 @@ def test_js_breakdown_equals_numpy_on_real_token_files():
         np.testing.assert_allclose(js["objective"], tokens.objective, rtol=1e-4, atol=1e-6, err_msg=where)
 
 
+@pytest.mark.specs
 @needs_node
 def test_js_group_advantage_equals_numpy_on_real_groups():
     """The explainer derives a response's advantage from its group's logged rewards."""

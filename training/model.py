@@ -23,6 +23,28 @@ def set_threads(n: int = 2) -> None:
     torch.set_num_threads(n)
 
 
+def thread_count(requested: int | None, preset: str | Preset) -> int:
+    """Torch threads for a run: ``requested`` (--threads), else $UNIPO_THREADS, else the preset's.
+
+    One answer for the SFT warm start and the RL loop, so that --threads 1 holds through both.
+    """
+    if requested:
+        return requested
+    env = os.environ.get("UNIPO_THREADS", "").strip()
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise ValueError(f"UNIPO_THREADS={env!r}: a number of threads (1 or more) is expected")
+        return int(env)
+    return get_preset(preset).threads
+
+
+def show_progress_bars(enabled: bool) -> None:
+    """Turn transformers' own bars ("Loading weights", "Writing model shards") on or off with ours."""
+    from transformers.utils import logging as hf_logging
+
+    (hf_logging.enable_progress_bar if enabled else hf_logging.disable_progress_bar)()
+
+
 def resolve_device(device: str = "auto") -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")

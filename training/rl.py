@@ -23,7 +23,6 @@ import math
 import os
 import platform
 import random
-import shutil
 import subprocess
 import sys
 import time
@@ -32,10 +31,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
-from torch import nn
 
 from unipo_build import objective as O
 from unipo_build.components import clipped_value_loss, explained_variance
+from unipo_build.paths import project_relative
 from unipo_build.runlog import RunWriter, read_header
 from unipo_build.schema import (EvalRecord, Hardware, LengthProbe, ModelInfo, PromptGroup, Response, RewardComponentInfo,
                                 RewardInfo, RunHeader, StepRecord, TaskInfo)
@@ -44,16 +43,18 @@ from unipo_build.specs import load_algorithm as specs_load_algorithm
 
 from . import records
 from .batches import by_minibatch, concat_batches, length_chunks, select_rows
+from .critic import Critic
 from .evaluate import evaluate
-from .generation import RolloutBatch, positions_from_mask, response_logprobs, sample_groups
-from .model import count_parameters, load_policy, resolve_device, set_threads
+from .generation import RolloutBatch, response_logprobs, sample_groups
+from .model import count_parameters, load_policy, resolve_device, set_threads, show_progress_bars, thread_count
 from .presets import get_preset
 from .reward import score_response, total_reward
+from .runstate import (Interrupted, TrainError, check_out_dir, checkpoint_dir, checkpoint_interval, checkpoint_rollout,
+                       clear_logged_steps, logged_updates, remove_checkpoints, replace_checkpoint, run_state)
 from .task import load_task
 from .tokenizer import token_pieces
 
 REPO = Path(__file__).resolve().parent.parent
-CHECKPOINT = "checkpoint"
 
 
 @dataclass
@@ -69,7 +70,7 @@ class TrainOptions:
     device: str = "auto"
     progress: bool = True
     lr: float | None = None
-    checkpoint_every: int = 10
+    checkpoint_every: int | None = None  # rollouts; None: checkpoint_interval(steps)
     eval_every: int | None = None
     eval_n: int | None = None
     detail_every: int | None = None
@@ -78,31 +79,6 @@ class TrainOptions:
     threads: int | None = None
     # Any other RLPreset field, e.g. {"prompts_per_step": 4, "group_size": 4} for smoke runs.
     rl_overrides: dict | None = None
-
-
-# ---------------------------------------------------------------------------
-# The critic (PPO): a copy of the policy's trunk with a scalar head
-# ---------------------------------------------------------------------------
-
-class Critic(nn.Module):
-    """V(s_t) for every response position, initialised from the warm-started policy."""
-
-    def __init__(self, policy: nn.Module):
-        super().__init__()
-        self.trunk = copy.deepcopy(policy.base_model)
-        self.head = nn.Linear(policy.config.hidden_size, 1)
-        nn.init.zeros_(self.head.weight)
-        nn.init.zeros_(self.head.bias)
-
-    def forward(self, batch: RolloutBatch) -> torch.Tensor:
-        device = self.head.weight.device
-        ids, mask = batch.input_ids.to(device), batch.attention_mask.to(device)
-        width = ids.shape[1] - batch.prompt_width
-        # float32 like the policy (no autocast): a bf16 critic diverged to NaN within 20 rollouts on a GPU.
-        hidden = self.trunk(input_ids=ids, attention_mask=mask, position_ids=positions_from_mask(mask)).last_hidden_state
-        # The state before response token t is the position that predicts it.
-        values = self.head(hidden[:, -(width + 1):-1].float()).squeeze(-1)
-        return values * batch.response_mask.to(device)
 
 
 # ---------------------------------------------------------------------------
@@ -123,7 +99,7 @@ def load_algorithm(name: str) -> AlgorithmSpec:
     try:
         return specs_load_algorithm(name)
     except ValueError as err:
-        raise SystemExit(str(err)) from None
+        raise TrainError(str(err)) from None
 
 
 def load_rows(task: str | None, preset) -> tuple[list[dict], list[dict], str]:
@@ -165,10 +141,26 @@ class Trainer:
         self.critic_lr = d.critic_lr or 5e-4
         self.cfg = resolve(self.spec, max_new_tokens=self.rl.max_new_tokens)
         self.out = Path(opts.out) if opts.out else REPO / "work" / "runs" / f"{self.spec.id}-{self.preset.name}-s{opts.seed}"
-        set_threads(opts.threads or int(os.environ.get("UNIPO_THREADS", 0)) or self.preset.threads)
+        self.checkpoint_every = opts.checkpoint_every or checkpoint_interval(self.rl.steps)
+        self._check_inputs()
+        try:
+            self.threads = thread_count(opts.threads, self.preset)
+        except ValueError as err:
+            raise TrainError(str(err)) from None
+        set_threads(self.threads)
+        show_progress_bars(opts.progress)
         self.device = resolve_device(opts.device)
 
     # -- setup ---------------------------------------------------------------
+
+    def _check_inputs(self) -> None:
+        """Refuse before anything is loaded or written: a missing --model or --task, an --out holding a run."""
+        for flag, value in (("--model", self.opts.model), ("--task", self.opts.task)):
+            if value and not Path(value).exists():
+                raise TrainError(f"{flag} {value}: no such file or directory")
+        if self.opts.model and not (Path(self.opts.model) / "config.json").is_file():
+            raise TrainError(f"--model {self.opts.model}: not a Hugging Face checkpoint directory (no config.json)")
+        check_out_dir(self.out, self.opts.resume)
 
     def _warm_start(self) -> str:
         if self.opts.model:
@@ -177,8 +169,9 @@ class Trainer:
         if not (path / "config.json").exists():
             from .sft import run_sft
 
-            print(f"no warm-start checkpoint at {path}: running SFT first", file=sys.stderr)
-            run_sft(path, preset=self.preset.name, seed=0, device=self.opts.device, progress=self.opts.progress)
+            print(f"no warm-start checkpoint at {project_relative(path)}: running SFT first", file=sys.stderr)
+            run_sft(path, preset=self.preset.name, seed=0, task_dir=REPO / self.preset.task_dir,
+                    device=self.opts.device, progress=self.opts.progress, threads=self.threads)
         return str(path)
 
     def _header(self, checkpoint: str, n_train: int, n_eval: int, task_source: str) -> RunHeader:
@@ -190,14 +183,15 @@ class Trainer:
             reward_components.append(RewardComponentInfo(
                 name="shaping", description=f"{self.cfg.kind('shaping')} shaping term added to the reward.", weight=1.0))
         params = count_parameters(self.policy)
-        model = ModelInfo(name=self.preset.name if not self.opts.model else self.opts.model,
-                          architecture=type(self.policy).__name__, parameters=params, checkpoint=checkpoint,
+        model = ModelInfo(name=self.preset.name if not self.opts.model else project_relative(self.opts.model, REPO),
+                          architecture=type(self.policy).__name__, parameters=params,
+                          checkpoint=project_relative(checkpoint, REPO),
                           vocab_size=self.policy.config.vocab_size)
         return RunHeader(
             run_id=self.out.name, algorithm=self.spec.id, algorithm_config=self.cfg,
             title=f"{self.spec.name} on arithmetic word problems ({self.preset.name} preset)",
             task=TaskInfo(name="arithmetic word problems" if not self.opts.task else Path(task_source).name,
-                          source=task_source, n_train=n_train, n_eval=n_eval),
+                          source=project_relative(task_source, REPO), n_train=n_train, n_eval=n_eval),
             reward=RewardInfo(description="Correctness of the final answer (1/0); the format component is logged but weighted 0.",
                               components=reward_components),
             model=model, reference_model=model if O.uses_reference(self.cfg) else None,
@@ -253,35 +247,31 @@ class Trainer:
 
     def _save_checkpoint(self) -> None:
         """Everything needed to continue after this rollout, written then renamed into place."""
-        tmp = self.out / (CHECKPOINT + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        state = {
-            "policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict(),
-            "critic": self.critic.state_dict() if self.critic else None,
-            "critic_optimizer": self.critic_optimizer.state_dict() if self.critic_optimizer else None,
-            "sample_gen": self.sample_gen.get_state(),
-        }
-        torch.save(state, tmp / "state.pt")
-        meta = {"step": self.step, "rollout": self.rollout, "prompt_rng": repr(self.prompt_rng.getstate()),
-                "update_rng": repr(self.update_rng.getstate()),
-                "elapsed": self.elapsed_before + time.time() - self.started,
-                "created_at": self.writer.header.created_at.isoformat()}
-        (tmp / "meta.json").write_text(json.dumps(meta))
-        final = self.out / CHECKPOINT
-        old = self.out / (CHECKPOINT + ".old")
-        shutil.rmtree(old, ignore_errors=True)
-        if final.exists():
-            final.rename(old)
-        tmp.rename(final)
-        shutil.rmtree(old, ignore_errors=True)
+        def write(folder: Path) -> None:
+            state = {
+                "policy": self.policy.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "critic": self.critic.state_dict() if self.critic else None,
+                "critic_optimizer": self.critic_optimizer.state_dict() if self.critic_optimizer else None,
+                "sample_gen": self.sample_gen.get_state(),
+            }
+            torch.save(state, folder / "state.pt")
+            meta = {"step": self.step, "rollout": self.rollout, "prompt_rng": repr(self.prompt_rng.getstate()),
+                    "update_rng": repr(self.update_rng.getstate()),
+                    "elapsed": self.elapsed_before + time.time() - self.started,
+                    "created_at": self.writer.header.created_at.isoformat()}
+            (folder / "meta.json").write_text(json.dumps(meta))
+
+        replace_checkpoint(self.out, write)
 
     def _load_checkpoint(self) -> int | None:
         """Restore the last checkpoint; returns the last step it covers (None: start fresh)."""
-        path = self.out / CHECKPOINT
+        path = checkpoint_dir(self.out)
         if not (path / "meta.json").exists():
-            if (self.out / "steps.jsonl").exists() and (self.out / "steps.jsonl").stat().st_size:
-                raise SystemExit(f"{self.out}: --resume, but there is no checkpoint to resume from")
+            if run_state(self.out) == "started":
+                # Stopped before its first checkpoint: nothing to continue from, so start it over.
+                print(f"{self.out}: no checkpoint yet, so the run starts over (its logged steps are replaced)",
+                      file=sys.stderr)
+                clear_logged_steps(self.out)
             return None
         meta = json.loads((path / "meta.json").read_text())
         state = torch.load(path / "state.pt", map_location=self.device, weights_only=False)
@@ -578,6 +568,13 @@ class Trainer:
     # -- driver --------------------------------------------------------------
 
     def train(self) -> Path:
+        try:
+            return self._train()
+        except KeyboardInterrupt:
+            raise Interrupted(self.out, getattr(self, "rollout", 0), self.rl.steps, logged_updates(self.out),
+                              checkpoint_rollout(self.out), started=hasattr(self, "writer")) from None
+
+    def _train(self) -> Path:
         self.setup()
         total = self.rl.steps
         if self.rollout == 0 and self.step == 0:
@@ -587,22 +584,24 @@ class Trainer:
             from tqdm import tqdm
 
             bar = tqdm(total=total, initial=self.rollout, desc=self.spec.id, unit="rollout", dynamic_ncols=True)
-        while self.rollout < total:
-            self.run_rollout()
+        try:
+            while self.rollout < total:
+                self.run_rollout()
+                if bar is not None:
+                    reward = self.last_metrics.get("reward/mean") or 0.0
+                    bar.set_postfix(step=self.step, reward=f"{reward:.3f}")
+                    bar.update(1)
+                if self.rollout % self.rl.eval_every == 0 and self.rollout < total:
+                    self._evaluate("periodic")
+                if self.rollout % self.checkpoint_every == 0 and self.rollout < total:
+                    self._save_checkpoint()
+        finally:
             if bar is not None:
-                reward = self.last_metrics.get("reward/mean") or 0.0
-                bar.set_postfix(step=self.step, reward=f"{reward:.3f}")
-                bar.update(1)
-            if self.rollout % self.rl.eval_every == 0 and self.rollout < total:
-                self._evaluate("periodic")
-            if self.rollout % self.opts.checkpoint_every == 0 and self.rollout < total:
-                self._save_checkpoint()
-        if bar is not None:
-            bar.close()
+                bar.close()
         self._evaluate("end")
         self.writer.finish(finished_at=datetime.now(timezone.utc),
-                           notes=f"wall time {self.elapsed_before + time.time() - self.started:.0f} s")
-        shutil.rmtree(self.out / CHECKPOINT, ignore_errors=True)
+                           wall_time_s=round(self.elapsed_before + time.time() - self.started, 1))
+        remove_checkpoints(self.out)
         return self.out
 
 

@@ -33,7 +33,8 @@ import torch
 import torch.nn.functional as F
 
 from training.evaluate import evaluate
-from training.model import autocast_for, build_model, count_parameters, resolve_device, set_threads
+from training.model import (autocast_for, build_model, count_parameters, resolve_device, set_threads,
+                            show_progress_bars, thread_count)
 from training.presets import Preset, SFTPreset, get_preset
 from training.task import load_task
 from training.tokenizer import save_tokenizer, task_corpus, train_tokenizer
@@ -117,18 +118,21 @@ def run_sft(
     task_dir: str | Path = "data/tasks",
     device: str = "auto",
     progress: bool = True,
+    threads: int | None = None,
 ) -> dict:
     """Train the tokenizer and a fresh model on task_dir/train.jsonl, save a checkpoint; return its meta.
 
     `steps` replaces the preset's max_steps (the schedule's length and the step limit); training
     stops earlier once greedy accuracy on the periodic eval reaches the preset's
-    stop_greedy_accuracy (None disables early stopping).
+    stop_greedy_accuracy (None disables early stopping). ``threads``: torch threads (else
+    $UNIPO_THREADS, else the preset's); ``progress`` False prints nothing, transformers' bars included.
     """
     t_start = time.perf_counter()
     p = get_preset(preset)
     cfg = p.sft
     total = steps if steps is not None else cfg.max_steps
-    set_threads(p.threads)
+    set_threads(thread_count(threads, p))
+    show_progress_bars(progress)
     dev = resolve_device(device)
     torch.manual_seed(seed)
     say = print if progress else (lambda *a, **k: None)

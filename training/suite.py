@@ -33,6 +33,8 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from training.runstate import run_state as trainer_state
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_SUITE = REPO / "data" / "suite.yaml"
 WORK = REPO / "work" / "suite"
@@ -81,17 +83,14 @@ def load_suite(path: str | Path = DEFAULT_SUITE) -> Suite:
 
 
 def run_state(run_dir: Path) -> str:
-    """'finished', 'resumable' (a checkpoint to continue from), 'stale' (started, no checkpoint) or 'new'."""
-    header = run_dir / "header.json"
-    if header.is_file():
-        try:
-            if json.loads(header.read_text(encoding="utf-8")).get("finished_at"):
-                return "finished"
-        except (OSError, json.JSONDecodeError):
-            pass
-    if (run_dir / "checkpoint" / "meta.json").is_file():
-        return "resumable"
-    return "stale" if run_dir.exists() and any(run_dir.iterdir()) else "new"
+    """'finished', 'resumable' (a checkpoint to continue from), 'stale' (started, no checkpoint) or 'new'.
+
+    The trainer's states (training/runstate.py), named for what the suite does with each.
+    """
+    state = trainer_state(run_dir)
+    if state == "empty":  # nothing logged; something else there (a header) is moved aside all the same
+        return "stale" if run_dir.exists() and any(run_dir.iterdir()) else "new"
+    return {"finished": "finished", "checkpointed": "resumable", "started": "stale"}[state]
 
 
 def train_command(suite: Suite, run: SuiteRun, out: Path, device: str, resume: bool) -> list[str]:
@@ -111,13 +110,12 @@ def ensure_inputs(suite: Suite, threads: int, device: str, say) -> None:
         generate_task(tasks)
     sft_dir = REPO / "work" / f"sft-{suite.preset}"
     if not (sft_dir / "config.json").is_file():
-        from training.model import set_threads
         from training.sft import run_sft
 
-        set_threads(threads)
         say(f"training the warm start ({suite.warm_start_steps or 'preset'} SFT steps) into {sft_dir}")
         t0 = time.time()
-        run_sft(sft_dir, preset=suite.preset, steps=suite.warm_start_steps, device=device, progress=False)
+        run_sft(sft_dir, preset=suite.preset, steps=suite.warm_start_steps, device=device, progress=False,
+                threads=threads)
         say(f"warm start done in {time.time() - t0:.0f} s")
 
 

@@ -107,8 +107,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a mistake prints one line (what is wrong, where to look) instead of the whole usage."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="unipo", description="UNIPO: train, log, validate and explain RL fine-tuning objectives.")
+    parser = _Parser(prog="unipo", description="UNIPO: train, log, validate and explain RL fine-tuning objectives.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("validate", help="check run logs and algorithm specs against the schema",
@@ -134,7 +141,9 @@ def _extra_commands():
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv  # as typed: what a message repeats (e.g. the command that resumes a run)
     return args.func(args)
 
 

@@ -7,15 +7,41 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
 
+TRAIN_EXTRA = "pip install torch==2.13.0 && pip install -e '.[train]'"
+
+
+def _resume_command(args: argparse.Namespace) -> str:
+    """The command line that was run, with --resume: what continues an interrupted run."""
+    argv = list(getattr(args, "argv", None) or [])
+    return shlex.join(["unipo", *argv, *([] if "--resume" in argv else ["--resume"])])
+
+
+def _interrupted_line(err, args: argparse.Namespace) -> str:
+    """One line for Ctrl-C: where the run stands and the command that continues it."""
+    if not err.started:
+        return (f"interrupted before the run started (during the warm start or while loading the model); nothing of "
+                f"{err.out} was written: run the same command again")
+    if err.checkpoint_rollout:
+        saved = f"its last checkpoint is after rollout {err.checkpoint_rollout}"
+        then = "continue it with"
+    else:
+        saved = "it has no checkpoint yet"
+        then = "start it over with"
+    return (f"interrupted: {err.out} holds {err.rollout} of {err.total} rollouts ({err.step} "
+            f"update{'' if err.step == 1 else 's'} logged) and {saved}; {then}: {_resume_command(args)}")
+
+
 def _train(args: argparse.Namespace) -> int:
+    algorithm = "all" if args.algorithm.lower() == "all" else args.algorithm  # a spec id matches in any case
     if args.engine == "openrlhf":
         from unipo_build.cli_openrlhf import run_openrlhf
 
-        if args.algorithm == "all":
+        if algorithm == "all":
             print("unipo train --engine openrlhf trains one algorithm at a time", file=sys.stderr)
             return 2
         return run_openrlhf(args)
@@ -24,25 +50,41 @@ def _train(args: argparse.Namespace) -> int:
         return 2
     try:
         from training.rl import TrainOptions, train
+        from training.runstate import AlreadyFinished, Interrupted, TrainError
     except ImportError as err:
-        print(f"unipo train needs the training extra (pip install torch==2.13.0 && pip install -e '.[train]'): {err}",
-              file=sys.stderr)
+        print(f"unipo train needs the training extra ({TRAIN_EXTRA}): {err}", file=sys.stderr)
         return 2
     from unipo_build.specs import load_specs
 
-    names = sorted(load_specs()) if args.algorithm == "all" else [args.algorithm]
-    if args.algorithm == "all" and args.out:
+    names = sorted(load_specs()) if algorithm == "all" else [algorithm]
+    if algorithm == "all" and args.out:
         print("with 'all', --out is a parent directory: one run per algorithm inside it", file=sys.stderr)
     for name in names:
         out = args.out
-        if args.algorithm == "all" and args.out:
+        if algorithm == "all" and args.out:
             out = str(Path(args.out) / name)
         opts = TrainOptions(algorithm=name, preset=args.preset, steps=args.steps, seed=args.seed, out=out,
                             resume=args.resume, model=args.model, task=args.task, device=args.device,
                             progress=not args.no_progress, lr=args.lr, eval_every=args.eval_every,
                             eval_n=args.eval_n, detail_every=args.detail_every,
                             checkpoint_every=args.checkpoint_every, threads=args.threads)
-        run_dir = train(opts)
+        try:
+            run_dir = train(opts)
+        except AlreadyFinished as err:
+            if algorithm == "all" and args.resume:
+                print(f"{name}: {err} (skipped)", file=sys.stderr)
+                continue
+            print(f"unipo train: {err}", file=sys.stderr)
+            return 2
+        except TrainError as err:
+            print(f"unipo train: {err}", file=sys.stderr)
+            return 2
+        except Interrupted as err:
+            print(_interrupted_line(err, args), file=sys.stderr)
+            return 130
+        except KeyboardInterrupt:
+            print("interrupted before training started; nothing was logged", file=sys.stderr)
+            return 130
         print(f"{name}: run written to {run_dir}")
     return 0
 
@@ -51,12 +93,33 @@ def _sft(args: argparse.Namespace) -> int:
     try:
         from training.sft import run_sft
     except ImportError as err:
-        print(f"unipo sft needs the training extra: {err}", file=sys.stderr)
+        print(f"unipo sft needs the training extra ({TRAIN_EXTRA}): {err}", file=sys.stderr)
         return 2
-    out = args.out or f"work/sft-{args.preset}"
-    result = run_sft(out, preset=args.preset, seed=args.seed, steps=args.steps, device=args.device,
-                     progress=not args.no_progress)
-    print(json.dumps(result, indent=2, default=str))
+    out = Path(args.out or f"work/sft-{args.preset}")
+    task = Path(args.task_dir)
+    if (out / "config.json").exists():
+        print(f"unipo sft: {out} already holds a checkpoint; nothing was changed: choose another --out "
+              "(or delete it first)", file=sys.stderr)
+        return 2
+    missing = [str(task / name) for name in ("train.jsonl", "eval.jsonl") if not (task / name).is_file()]
+    if missing:
+        print(f"unipo sft: {' and '.join(missing)} not found: generate the task with `python -m training.task` "
+              "or pass --task-dir", file=sys.stderr)
+        return 2
+    try:
+        meta = run_sft(out, preset=args.preset, seed=args.seed, steps=args.steps, task_dir=task, device=args.device,
+                       progress=not args.no_progress, threads=args.threads)
+    except ValueError as err:
+        print(f"unipo sft: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"interrupted: the warm start was not saved ({out} is unchanged); run the command again",
+              file=sys.stderr)
+        return 130
+    final = meta["final_eval"]
+    print(f"warm start written to {out}: {meta['steps']} steps, held-out accuracy {final['accuracy_greedy']:.3f} "
+          f"greedy / {final['accuracy_sampled']:.3f} sampled on {final['n']} problems, {meta['wall_seconds']:.0f} s "
+          f"(details in {out / 'sft_meta.json'})")
     return 0
 
 
@@ -81,58 +144,127 @@ def _summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _preset_values(field: str) -> str:
+    """'tiny 800, gpu 500': a preset field's value per preset, for --help."""
+    from unipo_build.presets import PRESETS
+
+    return ", ".join(f"{name} {getattr(p.rl, field):g}" for name, p in PRESETS.items())
+
+
+def _preset_choices() -> list[str]:
+    from unipo_build.presets import PRESETS
+
+    return list(PRESETS)
+
+
 def register_train(sub) -> None:
-    p = sub.add_parser("train", help="train an algorithm (or all) and log it token by token",
-                       description="Train ALGO (a spec id, a spec file, or 'all') with the in-house trainer. "
-                                   "The SFT warm start runs first if no warm-start checkpoint exists.")
-    p.add_argument("algorithm")
-    p.add_argument("--preset", default="tiny", choices=["tiny", "gpu"])
-    p.add_argument("--steps", type=int, help="number of rollouts (each is epochs x minibatches gradient steps)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", help="run directory (default work/runs/<algo>-<preset>-s<seed>)")
-    p.add_argument("--resume", action="store_true", help="continue a killed run from its last checkpoint")
-    p.add_argument("--model", help="a local Hugging Face causal-LM checkpoint to start from")
-    p.add_argument("--task", help="a task directory (train.jsonl, eval.jsonl) or one JSONL of prompt/answer pairs")
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    p.add_argument("--lr", type=float)
-    p.add_argument("--eval-every", type=int, help="rollouts between held-out evaluations")
-    p.add_argument("--eval-n", type=int, help="held-out problems per evaluation")
-    p.add_argument("--detail-every", type=int, help="rollouts between rollouts logged token by token")
-    p.add_argument("--checkpoint-every", type=int, default=10, help="rollouts between checkpoints")
-    p.add_argument("--threads", type=int,
-                   help="torch threads (default: $UNIPO_THREADS or the preset's); use 1 on a busy machine")
-    p.add_argument("--no-progress", action="store_true")
+    presets = _preset_choices()
+    p = sub.add_parser(
+        "train", help="train an algorithm (or all) and log it token by token",
+        description="Train ALGO with the in-house trainer (or on OpenRLHF with --engine openrlhf) and log the run "
+                    "token by token. The SFT warm start runs first if work/sft-<preset> does not exist. Ctrl-C stops "
+                    "a run; the same command with --resume continues it from its last checkpoint.")
+    p.add_argument("algorithm", help="a spec id of data/algorithms (any case), a spec file, or 'all'")
+    g = p.add_argument_group("what to train")
+    g.add_argument("--preset", default="tiny", type=str.lower, choices=presets,
+                   help="model size and batch shape (default %(default)s)")
+    g.add_argument("--steps", type=int, help=f"number of rollouts, each followed by epochs x minibatches gradient "
+                                             f"updates (default: the preset's: {_preset_values('steps')})")
+    g.add_argument("--seed", type=int, default=0, help="default %(default)s")
+    g.add_argument("--out", help="run directory (default work/runs/<algo>-<preset>-s<seed>); "
+                                 "a directory that holds a run is never overwritten")
+    g.add_argument("--resume", action="store_true",
+                   help="continue an interrupted run in --out from its last checkpoint (or start it over if it had "
+                        "none yet)")
+    g.add_argument("--model", help="a local Hugging Face causal-LM checkpoint to start from "
+                                   "(default: the preset's warm start, work/sft-<preset>)")
+    g.add_argument("--task", help="a task directory (train.jsonl, eval.jsonl) or one JSONL of prompt/answer pairs "
+                                  "(default data/tasks)")
+    g.add_argument("--lr", type=float, help="learning rate (default: the spec's, else the preset's: "
+                                            f"{_preset_values('lr')})")
+    g = p.add_argument_group("in-house trainer")
+    g.add_argument("--device", default="auto", help="auto, cpu or cuda (default %(default)s)")
+    g.add_argument("--threads", type=int,
+                   help="torch threads, for the warm start too (default: $UNIPO_THREADS, else the preset's); "
+                        "use 1 on a busy machine")
+    g.add_argument("--eval-every", type=int, help="rollouts between held-out evaluations "
+                                                  f"(default: the preset's: {_preset_values('eval_every')})")
+    g.add_argument("--eval-n", type=int, help="held-out problems per evaluation "
+                                              f"(default: the preset's: {_preset_values('eval_n')})")
+    g.add_argument("--detail-every", type=int, help="rollouts between rollouts logged token by token "
+                                                    f"(default: the preset's: {_preset_values('detail_every')})")
+    g.add_argument("--checkpoint-every", type=int,
+                   help="rollouts between checkpoints (default: 10, fewer for a run under 40 rollouts)")
+    g.add_argument("--no-progress", action="store_true", help="print no progress bars")
     p.add_argument("--engine", choices=["unipo", "openrlhf"], default="unipo",
                    help="unipo: the in-house trainer (default); openrlhf: OpenRLHF 0.11.2 on a GPU node or Ray "
                         "cluster, with the same spec (see `unipo openrlhf command`)")
-    p.add_argument("--dry-run", action="store_true", help="with --engine openrlhf: print the command, run nothing")
     from unipo_build.cli_openrlhf import add_run_options
 
     add_run_options(p, in_train=True)
     p.set_defaults(func=_train)
 
-    p = sub.add_parser("sft", help="supervised warm start of the small model")
-    p.add_argument("--preset", default="tiny", choices=["tiny", "gpu"])
-    p.add_argument("--out")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--steps", type=int)
-    p.add_argument("--device", default="auto")
-    p.add_argument("--no-progress", action="store_true")
+    p = sub.add_parser("sft", help="supervised warm start of the small model",
+                       description="Train the tokenizer and the preset's model from scratch on the task's worked "
+                                   "solutions, stopping once held-out greedy accuracy reaches the preset's target, "
+                                   "and save a Hugging Face checkpoint (with sft_meta.json) that `unipo train` "
+                                   "starts from. An --out that holds a checkpoint is never overwritten.")
+    p.add_argument("--preset", default="tiny", type=str.lower, choices=presets,
+                   help="model size and SFT schedule (default %(default)s)")
+    p.add_argument("--out", help="checkpoint directory (default work/sft-<preset>, where `unipo train` looks)")
+    p.add_argument("--task-dir", default="data/tasks", help="train.jsonl and eval.jsonl (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="default %(default)s")
+    p.add_argument("--steps", type=int, help="at most this many steps (default: the preset's max_steps)")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda (default %(default)s)")
+    p.add_argument("--threads", type=int,
+                   help="torch threads (default: $UNIPO_THREADS, else the preset's); use 1 on a busy machine")
+    p.add_argument("--no-progress", action="store_true", help="print nothing until the checkpoint is saved")
     p.set_defaults(func=_sft)
 
-    p = sub.add_parser("summary", help="a run in a few numbers, with its teaching moments")
-    p.add_argument("run_dir")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--no-moments", action="store_true")
+    p = sub.add_parser("summary", help="a run in a few numbers, with its teaching moments",
+                       description="Print a run in a few numbers: steps and rollouts, the mean reward over the "
+                                   "first and last 10%% of updates, the held-out evaluations at the start and the "
+                                   "end, the wall time, and where each teaching moment is (the step the Step "
+                                   "Inspector opens on).")
+    p.add_argument("run_dir", help="a run directory (header.json, steps.jsonl, ...)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
+    p.add_argument("--no-moments", action="store_true", help="skip the teaching moments (faster on a long run)")
     p.set_defaults(func=_summary)
+
+
+def _publish(args: argparse.Namespace) -> int:
+    from unipo_build import runlog
+    from unipo_build.publish import publish_run
+
+    failed = False
+    for run_dir in args.run_dirs:
+        try:
+            changed = publish_run(run_dir, args.trained_in)
+        except (runlog.LogError, runlog.LogErrors) as err:
+            print(f"{err}; nothing was changed there", file=sys.stderr)
+            failed = True
+            continue
+        print(f"{run_dir}: {'; '.join(changed) if changed else 'nothing to change'}")
+    return 1 if failed else 0
+
+
+def register_publish(sub) -> None:
+    p = sub.add_parser("publish", help="make runs trained elsewhere fit to ship: relative paths, readable files",
+                       description="Rewrite each run's header so that it names no path of the machine that trained "
+                                   "it (task source, checkpoints: relative to the project it was trained in), record "
+                                   "the wall time an older trainer left as a note, and give the run's files ordinary "
+                                   "permissions. The contents of steps, evaluations and token files are not changed.")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (each holds header.json)")
+    p.add_argument("--trained-in", metavar="ROOT",
+                   help="the project root the runs were trained in (default: this project's)")
+    p.set_defaults(func=_publish)
 
 
 def _suite(args: argparse.Namespace) -> int:
     try:
         from training.suite import DEFAULT_SUITE, SuiteError, run_suite
     except ImportError as err:
-        print(f"unipo suite needs the training extra (pip install torch==2.13.0 && pip install -e '.[train]'): {err}",
-              file=sys.stderr)
+        print(f"unipo suite needs the training extra ({TRAIN_EXTRA}): {err}", file=sys.stderr)
         return 2
     try:
         return run_suite(args.suite or DEFAULT_SUITE, args.out, jobs=args.jobs, only=args.only,
@@ -201,18 +333,21 @@ def register_import(sub) -> None:
 
 
 def _cmd_new_algorithm(args: argparse.Namespace) -> int:
-    from unipo_build.scaffold import MARK, ScaffoldError, scaffold
+    from unipo_build.scaffold import MARK, ScaffoldError, nav_lines, scaffold
     from unipo_build.specs import SpecError
 
     try:
-        spec_path, chapter_path = scaffold(args.name, base=args.base, root=args.root)
+        spec_path, chapter_path, reference_path = scaffold(args.name, base=args.base, root=args.root)
     except (ScaffoldError, SpecError) as err:
         print(str(err), file=sys.stderr)
         return 1
     print(f"wrote {spec_path} (a copy of {args.base}; validates)")
     print(f"wrote {chapter_path}")
-    print(f"next: rewrite every {MARK} in both files (grep -n '{MARK}' {spec_path} {chapter_path}), "
-          f"change the components, run `unipo validate {spec_path}`, add the chapter to nav in mkdocs.yml")
+    print(f"wrote {reference_path}")
+    chapter_nav, reference_nav = nav_lines(args.name, args.name.replace("_", " ").upper())
+    print(f"next: rewrite every {MARK} text (grep -n '{MARK}' {spec_path} {chapter_path}), change the components, "
+          f"run `unipo validate {spec_path}`, and add to nav in mkdocs.yml, under the algorithms: {chapter_nav} "
+          f"and under Reference > Algorithms: {reference_nav}")
     return 0
 
 
@@ -220,8 +355,8 @@ def register_new_algorithm(sub) -> None:
     p = sub.add_parser(
         "new-algorithm", help="scaffold the spec and chapter of a new algorithm",
         description="Write data/algorithms/NAME.yaml (a copy of the base spec that validates, its texts marked "
-                    "TODO(author)) and docs/course/algorithms/NAME.md (a chapter using the course's macros). "
-                    "Existing files are never overwritten.")
+                    "TODO(author)), docs/course/algorithms/NAME.md (a chapter using the course's macros) and "
+                    "docs/reference/algorithms/NAME.md (its reference page). Existing files are never overwritten.")
     p.add_argument("name", help="the new algorithm's id: lower-case letters, digits and '_' (e.g. my_po)")
     p.add_argument("--base", default="grpo", help="the spec to start from, also the predecessor (default grpo)")
     p.add_argument("--root", default=".", help="the repository root (default: the current directory)")
@@ -234,4 +369,5 @@ def register_openrlhf(sub) -> None:
     register(sub)
 
 
-REGISTRARS: list = [register_train, register_suite, register_import, register_new_algorithm, register_openrlhf]
+REGISTRARS: list = [register_train, register_suite, register_publish, register_import, register_new_algorithm,
+                    register_openrlhf]

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from .openrlhf import OPENRLHF_VERSION
-from .openrlhf.command import ApproximationRefused, Command, RunOptions, build_command, write_manifest
+from .openrlhf.command import (ApproximationRefused, Command, RunOptions, build_command, missing_for_a_run,
+                               write_manifest)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -23,6 +24,8 @@ def add_run_options(p, *, in_train: bool = False) -> None:
     """
     d = RunOptions()
     g = p.add_argument_group("OpenRLHF run options (with --engine openrlhf)" if in_train else "OpenRLHF run options")
+    if in_train:
+        g.add_argument("--dry-run", action="store_true", help="print the OpenRLHF command, run nothing")
     if not in_train:
         g.add_argument("--preset", default="tiny", choices=["tiny", "gpu"],
                        help="take the batch shape, lr, budget and number of rollouts from the in-house trainer's "
@@ -31,27 +34,27 @@ def add_run_options(p, *, in_train: bool = False) -> None:
         g.add_argument("--rollouts", type=int, help="number of rollouts (default: the preset's)")
     g.add_argument("--prompts", default=d.prompts, help="training prompts, JSONL (default %(default)s)")
     g.add_argument("--eval-dataset", default=d.eval_dataset, help="held-out prompts, JSONL; '' for none")
-    g.add_argument("--input-key", default=d.input_key)
-    g.add_argument("--label-key", default=d.label_key)
+    g.add_argument("--input-key", default=d.input_key, help="prompt field of the JSONL (default %(default)s)")
+    g.add_argument("--label-key", default=d.label_key, help="answer field of the JSONL (default %(default)s)")
     g.add_argument("--reward-file", default=d.reward_file, help="the reward_func file (default: training/reward.py)")
     g.add_argument("--prompts-per-step", type=int, help="default: the preset's")
     g.add_argument("--group-size", type=int, help="default: the preset's")
     g.add_argument("--max-new-tokens", type=int, help="default: the preset's")
-    g.add_argument("--max-len", type=int, default=d.max_len)
+    g.add_argument("--max-len", type=int, default=d.max_len, help="prompt + response tokens (default %(default)s)")
     if not in_train:
         g.add_argument("--eval-every", type=int, help="rollouts between held-out evaluations (default: the preset's)")
-    g.add_argument("--epochs", type=int)
-    g.add_argument("--minibatches", type=int)
-    g.add_argument("--critic-lr", type=float)
+    g.add_argument("--epochs", type=int, help="passes over each rollout (default: the spec's, else the preset's)")
+    g.add_argument("--minibatches", type=int, help="optimizer steps per pass (default: the spec's, else the preset's)")
+    g.add_argument("--critic-lr", type=float, help="with a critic (PPO): its learning rate (default: the spec's)")
     g.add_argument("--temperature", type=float, help="default: the preset's")
-    g.add_argument("--micro-batch-size", type=int, default=d.micro_batch_size)
-    g.add_argument("--nodes", type=int, default=d.nodes)
-    g.add_argument("--gpus-per-node", type=int, default=d.gpus_per_node)
-    g.add_argument("--vllm-engines", type=int)
+    g.add_argument("--micro-batch-size", type=int, default=d.micro_batch_size, help="default %(default)s")
+    g.add_argument("--nodes", type=int, default=d.nodes, help="default %(default)s")
+    g.add_argument("--gpus-per-node", type=int, default=d.gpus_per_node, help="default %(default)s")
+    g.add_argument("--vllm-engines", type=int, help="default: one per GPU")
     g.add_argument("--no-colocate", action="store_true", help="give vLLM and the models their own GPUs")
-    g.add_argument("--save-path", default=d.save_path)
-    g.add_argument("--tensorboard-dir", default=d.tensorboard_dir)
-    g.add_argument("--run-name")
+    g.add_argument("--save-path", default=d.save_path, help="where OpenRLHF saves the trained model (default %(default)s)")
+    g.add_argument("--tensorboard-dir", default=d.tensorboard_dir, help="default %(default)s")
+    g.add_argument("--run-name", help="default <algo>-openrlhf-s<seed>")
     g.add_argument("--tap-dir", help="where the token tap writes its shards (default <tensorboard-dir>/../tap)")
     g.add_argument("--tap-fraction", type=float, default=0.25,
                    help="fraction of prompt groups recorded token by token (default %(default)s)")
@@ -121,7 +124,7 @@ def _cmd_command(args) -> int:
 
 
 def run_openrlhf(args) -> int:
-    """`unipo train ALGO --engine openrlhf`: check the install, write the manifest, run the command."""
+    """`unipo train ALGO --engine openrlhf`: check the install and the machine, write the manifest, run."""
     import subprocess
 
     from .openrlhf import VersionError, check_version
@@ -136,6 +139,13 @@ def run_openrlhf(args) -> int:
         check_version()
     except VersionError as err:
         print(f"unipo train --engine openrlhf: {err}", file=sys.stderr)
+        return 2
+    problems = missing_for_a_run(cmd)
+    if problems:
+        print("unipo train --engine openrlhf: this machine cannot run it yet; nothing was started or written:",
+              file=sys.stderr)
+        for problem in problems:
+            print(f"- {problem}", file=sys.stderr)
         return 2
     if cmd.tap_dir is not None:
         write_manifest(cmd, cmd.tap_dir)

@@ -35,6 +35,7 @@ from typing import Any, Mapping, Sequence
 
 from . import moments  # noqa: F401  (its token digest joins the one pass over each run's token files)
 from . import project, runlog
+from .paths import project_relative, without_project_root
 from .reader import RunReader, check_run, reader_for
 from .schema import EvalRecord, RunHeader
 from .specs import AlgorithmSpec, ResolvedAlgorithm, SpecError, load_specs
@@ -97,9 +98,10 @@ def is_run_dir(path: Path) -> bool:
 ERRORS_SHOWN = 10
 
 
-def load_run(path: Path, specs: Mapping[str, AlgorithmSpec]) -> Run:
+def load_run(path: Path, specs: Mapping[str, AlgorithmSpec], root: Path | None = None) -> Run:
     """A run directory read and validated once, by the validator's loader (reader.check_run),
-    or the validator's messages: an empty run is skipped as well."""
+    or the validator's messages (their paths relative to the project ``root``: pages show them):
+    an empty run is skipped as well."""
     run = Run(id=path.name, path=path)
     check = check_run(path, known_algorithms=set(specs))
     problems = check.errors or ([w for w in check.warnings if w.file.endswith(runlog.STEPS)] if check.empty else [])
@@ -107,7 +109,7 @@ def load_run(path: Path, specs: Mapping[str, AlgorithmSpec]) -> Run:
         lines = [str(e) for e in problems[:ERRORS_SHOWN]]
         if len(problems) > ERRORS_SHOWN:
             lines.append(f"... and {len(problems) - ERRORS_SHOWN} more (run `unipo validate {path}` to list them)")
-        run.error = "\n".join(lines)
+        run.error = without_project_root("\n".join(lines), root)
         return run
     run._reader = check.reader
     run.header, run.evals = check.header, check.evals
@@ -127,9 +129,11 @@ class RunsSource:
     paths: tuple[Path, ...]
     origin: str
     choice: tuple[tuple[str, str], ...] = ()  # (algorithm id, run id or directory name)
+    root: Path | None = None  # the project's: pages name the paths relative to it
 
     def describe(self) -> str:
-        return ", ".join(str(p) for p in self.paths)
+        """The paths as pages show them: relative to the project, no path of the building machine."""
+        return ", ".join(project_relative(p, self.root) for p in self.paths)
 
 
 def _as_list(value: Any) -> list[str]:
@@ -165,7 +169,7 @@ def runs_source(root: str | Path | None = None, extra: Mapping[str, Any] | None 
     if missing:
         raise RunsError(f"{origin}: no such directory: {', '.join(str(p) for p in missing)} (a runs directory, "
                         "or a run directory holding header.json and steps.jsonl)")
-    return RunsSource(tuple(p.resolve() for p in paths), origin, choice)
+    return RunsSource(tuple(p.resolve() for p in paths), origin, choice, root_path)
 
 
 def _run_dirs(source: RunsSource) -> list[Path]:
@@ -281,7 +285,7 @@ def catalog(source: RunsSource) -> RunCatalog:
             specs = load_specs()
         except (SpecError, project.ProjectError):
             specs = {}
-        found = RunCatalog(source, [load_run(p, specs) for p in _run_dirs(source)], list(specs))
+        found = RunCatalog(source, [load_run(p, specs, source.root) for p in _run_dirs(source)], list(specs))
         if len(_CATALOGS) > 8:
             _CATALOGS.clear()
         _CATALOGS[key] = found
@@ -335,7 +339,7 @@ def skipped_runs_html(runs: list[Run], directory: Path | str | None = None) -> s
     bad = [r for r in runs if not r.ok]
     if not bad:
         return ""
-    where = f" in <code>{escape(str(directory))}</code>" if directory is not None else ""
+    where = f" in <code>{escape(project_relative(directory))}</code>" if directory is not None else ""
     items = "".join(f"<li><p><strong>{escape(r.path.name)}</strong></p><pre><code>{escape(r.error or 'unknown error')}"
                     "</code></pre></li>" for r in bad)
     return (f'<div class="admonition failure unipo-skipped-runs"><p class="admonition-title">'
@@ -361,7 +365,7 @@ def runs_status_html(where) -> str:
     choice = (f"<p>Pages that name an algorithm with several runs show: {'; '.join(shown)}.</p>" if shown else "")
     dupes = (f"<p>Run ids found more than once (the first one is used): "
              f"{', '.join(f'<code>{escape(d)}</code>' for d in cat.duplicates)}.</p>" if cat.duplicates else "")
-    where_text = ", ".join(f"<code>{escape(str(p))}</code>" for p in cat.source.paths)
+    where_text = ", ".join(f"<code>{escape(project_relative(p, cat.source.root))}</code>" for p in cat.source.paths)
     loaded = (f'<div class="admonition info unipo-runs-status"><p class="admonition-title">Runs in this build</p>'
               f"<p>From {where_text} ({escape(cat.source.origin)}): {len(ok)} run{'s' if len(ok) != 1 else ''} "
               f"loaded: {names}.</p>{choice}{dupes}</div>")

@@ -8,9 +8,10 @@ Writes, under the project root (the current directory, or ``--root``):
   comment block lists the component kinds registered for each slot;
 - ``docs/course/algorithms/NAME.md``: a chapter using the course's macros (objective_card,
   compare with the predecessor, run_choice, training_explorer, step_inspector at teaching
-  moments, learning_verdict, run_card).
+  moments, learning_verdict, run_card);
+- ``docs/reference/algorithms/NAME.md``: the spec's reference page (``spec_reference``).
 
-It refuses to overwrite either file, and writes nothing unless both can be written.
+It refuses to overwrite any of them, and writes nothing unless all can be written.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 MARK = "TODO(author)"
 SPEC_SUBDIR = Path("data") / "algorithms"
 CHAPTER_SUBDIR = Path("docs") / "course" / "algorithms"
+REFERENCE_SUBDIR = Path("docs") / "reference" / "algorithms"
 
 
 class ScaffoldError(Exception):
@@ -82,8 +84,14 @@ def chapter_text(name: str, display: str, base_id: str, base_name: str) -> str:
     return _fill(template, {"id": name, "name": display, "base": base_id, "base_name": base_name})
 
 
-def scaffold(name: str, *, base: str = "grpo", root: str | Path = ".") -> tuple[Path, Path]:
-    """Write the spec and chapter of a new algorithm; returns their paths."""
+def nav_lines(name: str, display: str) -> tuple[str, str]:
+    """The two entries of mkdocs.yml's nav that show the chapter and the reference page."""
+    return f"- {display}: {(CHAPTER_SUBDIR / name).as_posix().removeprefix('docs/')}.md", \
+        f"- {(REFERENCE_SUBDIR / name).as_posix().removeprefix('docs/')}.md"
+
+
+def scaffold(name: str, *, base: str = "grpo", root: str | Path = ".") -> tuple[Path, Path, Path]:
+    """Write the spec, chapter and reference page of a new algorithm; returns their paths."""
     root = Path(root)
     if not name or not name[0].isalpha() or not name.islower() or not name.replace("_", "").isalnum() \
             or not name.isascii():
@@ -97,7 +105,8 @@ def scaffold(name: str, *, base: str = "grpo", root: str | Path = ".") -> tuple[
         raise ScaffoldError(f"--base {base}: no {base_path} (known: {known})")
     spec_path = spec_dir / f"{name}.yaml"
     chapter_path = root / CHAPTER_SUBDIR / f"{name}.md"
-    existing = [str(p) for p in (spec_path, chapter_path) if p.exists()]
+    reference_path = root / REFERENCE_SUBDIR / f"{name}.md"
+    existing = [str(p) for p in (spec_path, chapter_path, reference_path) if p.exists()]
     if existing:
         raise ScaffoldError(f"{' and '.join(existing)} already exist{'s' if len(existing) == 1 else ''}; "
                             "nothing was written (choose another name, or edit the files)")
@@ -116,7 +125,10 @@ def scaffold(name: str, *, base: str = "grpo", root: str | Path = ".") -> tuple[
         raise
     chapter_path.parent.mkdir(parents=True, exist_ok=True)
     chapter_path.write_text(chapter, encoding="utf-8")
-    return spec_path, chapter_path
+    reference_path.parent.mkdir(parents=True, exist_ok=True)
+    reference = (TEMPLATES / "reference.md").read_text(encoding="utf-8")
+    reference_path.write_text(_fill(reference, {"id": name, "name": name.replace("_", " ").upper()}), encoding="utf-8")
+    return spec_path, chapter_path, reference_path
 
 
 def todo_markers(path: str | Path) -> list[int]:

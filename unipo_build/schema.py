@@ -171,6 +171,9 @@ class RunHeader(_Model):
     engine: Identifier = Field("unipo", description="What produced the log: unipo (this trainer), openrlhf, unipo-import, ...")
     created_at: datetime
     finished_at: datetime | None = None
+    wall_time_s: Finite | None = Field(
+        None, ge=0, description="Seconds the run took from its first evaluation to its last, pauses between a kill and "
+                                "--resume left out; set when it finishes. `unipo summary` and the run card report it.")
     steps_per_rollout: Positive | None = None
     length_probe: LengthProbe | None = Field(
         None, description="Response lengths of the starting policy, measured before the first update.")

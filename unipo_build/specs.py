@@ -239,20 +239,26 @@ def lineage(specs: dict[str, AlgorithmSpec]) -> list[AlgorithmSpec]:
 def load_algorithm(name: str, root: str | Path | None = None) -> AlgorithmSpec:
     """A spec by id (``<root>/data/algorithms/<id>.yaml``) or by the path of a spec file.
 
-    Raises SpecError for a bad spec file and ValueError naming the known ids for an unknown one
-    (project.ProjectError, a ValueError, when no project root is found).
+    An id is matched ignoring case. Raises SpecError for a bad spec file and ValueError naming the
+    known ids (and the closest one) for an unknown one (project.ProjectError, a ValueError, when no
+    project root is found).
     """
     path = Path(name)
     if path.suffix in (".yaml", ".yml") or path.exists():
         return load_spec(path)
     directory = project.spec_dir(root)
     specs = load_specs(directory)
-    if name in specs:
-        return specs[name]
-    for ablation in ablation_spec_paths(directory):
-        if ablation.stem == name:
-            return load_spec(ablation)
-    raise ValueError(f"unknown algorithm {name!r} (known: {', '.join(sorted(specs))}; or give a spec file path)")
+    rungs = {p.stem: p for p in ablation_spec_paths(directory)}
+    for candidate in (name, name.lower()):  # GRPO, Dapo: ids are lower-case
+        if candidate in specs:
+            return specs[candidate]
+        if candidate in rungs:
+            return load_spec(rungs[candidate])
+    import difflib
+
+    close = difflib.get_close_matches(name.lower(), [*specs, *rungs], n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise ValueError(f"unknown algorithm {name!r}: {hint}known: {', '.join(sorted(specs))}; or give a spec file path")
 
 
 def ablation_spec_paths(directory: str | Path) -> list[Path]:

@@ -33,7 +33,9 @@ def summarize(run_dir: str | Path, *, with_moments: bool = True) -> dict:
         "eval_start": start.model_dump() if start else None,
         "eval_end": end.model_dump() if end else None,
         "heldout_change": {mode: c.as_dict() if c else None for mode, c in changes.items()},
-        "wall_time_s": float(wall[-1]) if len(wall) else None,
+        # The header's, when the run recorded it (the whole run, final evaluation included); else the
+        # last update's clock, all an imported or unfinished log has.
+        "wall_time_s": header.wall_time_s if header.wall_time_s is not None else (float(wall[-1]) if len(wall) else None),
         "preset": header.preset,
         "seed": header.seed,
         "length_probe": header.length_probe.model_dump() if header.length_probe else None,

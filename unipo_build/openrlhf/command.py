@@ -22,6 +22,7 @@ for ``epochs`` passes of ``minibatches`` optimizer steps each.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -450,3 +451,46 @@ def write_manifest(command: Command, tap_dir: str | Path) -> Path:
     tmp.write_text(json.dumps({**command.manifest(), "argv": command.argv}, indent=2) + "\n", encoding="utf-8")
     tmp.replace(path)
     return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Can this machine run it? Checked before anything starts or is written.
+# ---------------------------------------------------------------------------------------------
+
+def cuda_gpus() -> int:
+    """CUDA GPUs this process sees (0 without torch or without a GPU)."""
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return torch.cuda.device_count()
+
+
+def vllm_version() -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version("vllm")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def missing_for_a_run(cmd: Command) -> list[str]:
+    """What this machine lacks to run ``cmd``, each with what to do; [] when it can start.
+
+    Checked before anything starts or is written: Ray, the tap's manifest, OpenRLHF's directories.
+    """
+    o = cmd.options
+    problems = []
+    if not (Path(o.model) / "config.json").is_file():
+        problems.append(f"--model {o.model}: no Hugging Face checkpoint there (no config.json); make a warm start "
+                        "with `unipo sft` (see its --help) or pass --model PATH")
+    for flag, value in (("--prompts", o.prompts), ("--eval-dataset", o.eval_dataset), ("--reward-file", o.reward_file)):
+        if value and not Path(value).is_file():
+            problems.append(f"{flag} {value}: no such file")
+    if vllm_version() is None:
+        problems.append("vLLM is not installed (OpenRLHF samples with it): pip install vllm==0.29.0 on the GPU node")
+    if not os.environ.get("RAY_ADDRESS") and cuda_gpus() == 0:
+        problems.append("no CUDA GPU is visible on this machine: OpenRLHF trains on NVIDIA GPUs; run this on a GPU "
+                        "node, or set RAY_ADDRESS to join a Ray cluster that has them")
+    return problems

@@ -61,6 +61,7 @@ SITE_MODULES = (
     "unipo_build.views.claims",
     "unipo_build.views.lessons_clip",
     "unipo_build.views.lessons_groups",
+    "unipo_build.views.guide_costs",
     "unipo_build.playgrounds.macros",
 )
 

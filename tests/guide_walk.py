@@ -1,0 +1,171 @@
+"""Walking a guide as a reader does: a fresh copy of the project, the environment activated, every
+command of the guide's ```bash blocks run in order exactly as written, with the reader's own part
+(the spec and chapter they write, the log files they bring) done where the guide asks for it.
+
+tests/test_guides.py checks each walk; benchmarks/guide_commands.py times the same walks to give
+the guides their measured figures. Neither changes the checkout they run from.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from cli_helpers import ROOT, guide_commands
+
+FIXTURES = ROOT / "tests" / "fixtures"
+#: What the activated environment is: the virtual environment running this code.
+VENV = Path(sys.executable).parent.parent
+#: Variables of the test session that a reader's shell does not have.
+SESSION_ONLY = ("UNIPO_SITE_DIR", "UNIPO_RUNS", "PYTEST_CURRENT_TEST", "PYTEST_ADDOPTS", "PYTHONPATH")
+
+Runner = Callable[[str], subprocess.CompletedProcess]
+
+
+def fresh_copy(dest: Path) -> Path:
+    """The checkout's files (tracked, and new ones git does not ignore) in ``dest``, as a git repository.
+
+    Like a fresh clone with the working tree's changes: no .venv, site/ or work/. node_modules is
+    linked, standing in for `npm ci`.
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+    if (ROOT / "node_modules").is_dir():
+        (dest / "node_modules").symlink_to(ROOT / "node_modules")
+    git = ["git", "-c", "user.name=reader", "-c", "user.email=reader@example.invalid", "-c", "commit.gpgsign=false"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "fresh copy"]):
+        subprocess.run(git + args, cwd=dest, check=True, capture_output=True)
+    return dest
+
+
+def activated_env(project: Path) -> dict[str, str]:
+    """The shell of a reader who ran `source .venv/bin/activate` in ``project``.
+
+    PYTHONPATH points at the copy, so `unipo`, `mkdocs` and `pytest` run the copy's code, as the
+    copy's own editable install would make them.
+    """
+    env = {k: v for k, v in os.environ.items() if k not in SESSION_ONLY}
+    env["VIRTUAL_ENV"] = str(VENV)
+    env["PATH"] = f"{VENV / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = str(project)
+    return env
+
+
+def shell_runner(project: Path, timeout: float = 900) -> Runner:
+    """Run a guide's command line as written, through bash, in ``project`` with the environment active."""
+    env = activated_env(project)
+
+    def run(command: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "-c", command], cwd=project, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+
+    return run
+
+
+def seed_warm_start(project: Path) -> Path:
+    """A random tiny policy where `unipo train` looks for the warm start (work/sft-tiny).
+
+    It stands in for `unipo sft` (minutes of training; tests/test_sft_smoke.py covers it) so that a
+    walk trains in seconds; the benchmark makes the real one instead.
+    """
+    from training_fixtures import save_tiny_checkpoint
+
+    return save_tiny_checkpoint(project / "work" / "sft-tiny")
+
+
+# ---------------------------------------------------------------------------
+# Contribute an algorithm: RLOO, REINFORCE with a leave-one-out baseline
+# ---------------------------------------------------------------------------
+
+CONTRIBUTE = [
+    "unipo new-algorithm rloo --base reinforce",
+    'grep -n "TODO(author)" data/algorithms/rloo.yaml docs/course/algorithms/rloo.md',
+    "unipo validate data/algorithms/rloo.yaml",
+    "pytest tests/test_components.py tests/test_objective.py tests/test_registry.py",
+    "unipo train rloo --steps 10 --eval-n 200 --threads 1 --out data/runs/rloo",
+    "unipo validate data/runs/rloo",
+    "unipo summary data/runs/rloo",
+    "mkdocs build --strict",
+    "pytest -m specs",
+]
+
+
+def write_rloo(project: Path) -> None:
+    """The author's part: every marked text rewritten in place, the advantage changed, the chapter, the nav,
+    the run listed in data/suite.yaml."""
+    spec_path = project / "data" / "algorithms" / "rloo.yaml"
+    text = spec_path.read_text(encoding="utf-8")
+    header = text[:text.index("\nid: ") + 1]  # the scaffold's comment block, kept as an author keeps it
+    spec = yaml.safe_load(text)
+    authored = yaml.safe_load((FIXTURES / "contribute" / "rloo.yaml").read_text(encoding="utf-8"))
+    for key, value in authored.items():
+        if key != "components":
+            spec[key] = value
+    for slot, fields in authored["components"].items():
+        spec["components"][slot] = fields if "kind" in fields else {**spec["components"][slot], **fields}
+    spec_path.write_text(header + yaml.safe_dump(spec, sort_keys=False, allow_unicode=True, width=100),
+                         encoding="utf-8")
+    shutil.copyfile(FIXTURES / "contribute" / "rloo.md", project / "docs" / "course" / "algorithms" / "rloo.md")
+    mkdocs = project / "mkdocs.yml"
+    lines = mkdocs.read_text(encoding="utf-8").splitlines(keepends=True)
+    for folder, entry in (("course/algorithms/", "- RLOO: course/algorithms/rloo.md"),
+                          ("reference/algorithms/", "- reference/algorithms/rloo.md")):
+        last = max(i for i, line in enumerate(lines) if folder in line and line.strip().startswith("- "))
+        indent = lines[last][:len(lines[last]) - len(lines[last].lstrip())]
+        lines.insert(last + 1, f"{indent}{entry}\n")
+    mkdocs.write_text("".join(lines), encoding="utf-8")
+    suite = project / "data" / "suite.yaml"
+    text = suite.read_text(encoding="utf-8")
+    entry = "  - {name: rloo, algorithm: rloo, seed: 0, detail: true}\n"
+    runs_end = text.index("\n\n", text.index("\nruns:\n")) + 1  # the end of the runs: list
+    suite.write_text(text[:runs_end] + entry + text[runs_end:], encoding="utf-8")
+
+
+def walk_contribute(project: Path, run: Runner) -> list[tuple[str, subprocess.CompletedProcess]]:
+    commands = guide_commands("contribute.md")
+    assert commands == CONTRIBUTE, commands
+    done = [(c, run(c)) for c in commands[:2]]
+    write_rloo(project)
+    return done + [(c, run(c)) for c in commands[2:]]
+
+
+# ---------------------------------------------------------------------------
+# Rebuild the site with your own logs
+# ---------------------------------------------------------------------------
+
+OWN_LOGS = [
+    "unipo train grpo --steps 10 --eval-n 200 --threads 1 --out runs/grpo-mine",
+    "unipo import unipo my-unipo-log.jsonl --out runs/my-unipo-run",
+    "unipo validate runs/my-unipo-run",
+    "unipo import openrlhf tensorboard/my-openrlhf-run --out runs/my-openrlhf-run --algorithm grpo",
+    "unipo validate runs/my-openrlhf-run",
+    "unipo validate runs",
+    "UNIPO_RUNS=runs mkdocs build",
+    "UNIPO_RUNS=runs/grpo-mine:data/runs mkdocs build      # your run next to the shipped ones",
+    "UNIPO_RUNS=runs/grpo-mine mkdocs build                # a single run directory",
+]
+
+
+def bring_logs(project: Path) -> None:
+    """The reader's own files: a log in UNIPO's format and an OpenRLHF TensorBoard directory."""
+    shutil.copy(FIXTURES / "unipo" / "dapo_small.jsonl", project / "my-unipo-log.jsonl")
+    shutil.copytree(FIXTURES / "openrlhf" / "run1", project / "tensorboard" / "my-openrlhf-run")
+
+
+def walk_own_logs(project: Path, run: Runner) -> list[tuple[str, subprocess.CompletedProcess]]:
+    commands = guide_commands("own-logs.md")
+    assert commands == OWN_LOGS, commands
+    bring_logs(project)
+    return [(c, run(c)) for c in commands]

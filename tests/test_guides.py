@@ -1,0 +1,93 @@
+"""The guides, walked as a reader walks them (tests/guide_walk.py): a fresh copy of the project,
+the environment activated, every command run exactly as written, in order.
+
+- Contribute an algorithm: RLOO (a leave-one-out advantage, which no shipped spec uses) from the
+  scaffold to a trained run, a strict build and a green `pytest -m specs`.
+- Rebuild the site with your own logs: a trained run and two imported ones, validated, built.
+- Every guide states the one convention (activate .venv first) once, at its top, and quotes a
+  measured time and size for each training command.
+
+The warm start is a random tiny policy put where `unipo train` looks for it (it stands in for
+the minutes of `unipo sft`, tested in tests/test_sft_smoke.py), so the walks take a few minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from cli_helpers import ROOT, guide_commands
+from guide_walk import CONTRIBUTE, OWN_LOGS, fresh_copy, seed_warm_start, shell_runner, walk_contribute, walk_own_logs
+
+GUIDES = sorted(p.name for p in (ROOT / "docs" / "guides").glob("*.md") if p.name != "index.md")
+
+
+def _walk(walk, tmp_path) -> tuple[Path, dict]:
+    """Walk a guide on a fresh copy with a stand-in warm start; every command must succeed (a grep may find nothing)."""
+    project = fresh_copy(tmp_path / "project")
+    seed_warm_start(project)
+    done = dict(walk(project, shell_runner(project)))
+    for command, result in done.items():
+        if not command.startswith("grep "):
+            assert result.returncode == 0, f"{command}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        assert "Traceback" not in result.stderr, f"{command}\n{result.stderr[-3000:]}"
+    return project, done
+
+
+@pytest.mark.parametrize("page", GUIDES)
+def test_each_guide_states_the_convention_once_at_its_top(page):
+    text = (ROOT / "docs" / "guides" / page).read_text(encoding="utf-8")
+    assert text.count("source .venv/bin/activate") == 1, page
+    assert text.index("source .venv/bin/activate") < text.index("\n## "), f"{page}: not stated before the first section"
+    for command in guide_commands(page):  # bare commands: the environment is active, not named each time
+        assert ".venv/bin/" not in command, (page, command)
+
+
+@pytest.mark.parametrize("page", GUIDES)
+def test_training_commands_say_what_they_cost(page):
+    """Every `unipo train` of a guide has its measured time and size next to it, from the benchmark's file."""
+    text = (ROOT / "docs" / "guides" / page).read_text(encoding="utf-8")
+    results = json.loads((ROOT / "benchmarks" / "results" / "guide_commands.json").read_text())
+    quoted = re.findall(r'\{\{ measured\("([^"]+)"', text)
+    for command in guide_commands(page):
+        if command.startswith("unipo train "):
+            assert "--threads 1" in command and "--steps " in command, command
+            assert command in quoted, f"{page}: no measured(...) for `{command}`"
+    for command in quoted:
+        assert command in results["commands"], f"{page}: `{command}` was not measured (benchmarks/guide_commands.py)"
+
+
+@pytest.mark.slow
+def test_contribute_guide_walk(tmp_path):
+    project, done = _walk(walk_contribute, tmp_path)
+    assert list(done) == CONTRIBUTE
+    # right after the scaffold, the marks the author is to rewrite are there; afterwards none is left
+    assert done[CONTRIBUTE[1]].stdout.count("TODO(author)") >= 10
+    for path in ("data/algorithms/rloo.yaml", "docs/course/algorithms/rloo.md"):
+        assert "TODO(author)" not in (project / path).read_text(), path
+    assert "data/algorithms/rloo.yaml: valid" in done["unipo validate data/algorithms/rloo.yaml"].stdout
+    assert "data/runs/rloo: valid" in done["unipo validate data/runs/rloo"].stdout
+    assert "algorithm: rloo" in done["unipo summary data/runs/rloo"].stdout
+    header = json.loads((project / "data" / "runs" / "rloo" / "header.json").read_text())
+    assert header["algorithm_config"]["components"]["advantage"]["kind"] == "leave_one_out"
+    chapter = (project / "site" / "course" / "algorithms" / "rloo" / "index.html").read_text()
+    assert "Training Explorer: no run" not in chapter and "The Step Inspector has no run" not in chapter
+    assert "leave" in chapter.lower()
+    specs = done["pytest -m specs"].stdout
+    assert re.search(r"\d+ passed", specs) and " failed" not in specs and " error" not in specs, specs[-2000:]
+
+
+@pytest.mark.slow
+def test_own_logs_guide_walk(tmp_path):
+    project, done = _walk(walk_own_logs, tmp_path)
+    assert list(done) == OWN_LOGS
+    assert sorted(p.name for p in (project / "runs").iterdir()) == ["grpo-mine", "my-openrlhf-run", "my-unipo-run"]
+    assert done["unipo validate runs"].stdout == "runs: valid\n"
+    # the last build: the reader's run directory alone, which the GRPO chapter then shows
+    page = (project / "site" / "guides" / "own-logs" / "index.html").read_text()
+    assert "From <code>runs/grpo-mine</code> (UNIPO_RUNS): 1 run loaded: <code>grpo-mine</code> (grpo)" in page
+    grpo = (project / "site" / "course" / "algorithms" / "grpo" / "index.html").read_text()
+    assert "grpo-mine" in grpo
