@@ -133,10 +133,11 @@ def test_training_reward_rises(algorithm):
 
 
 def test_length_is_a_choice_at_the_start():
-    """The starting policy's answers to one prompt differ in length, with room under the budget."""
-    for path in SHIPPED:
-        probe = runlog.read_header(path).length_probe
-        assert probe is not None, f"{path.name}: no length probe"
+    """The starting policy's answers to one prompt differ in length, with room under the budget
+    (the course's run of each core algorithm; a contributor's run may start from another model)."""
+    for name in sorted(EXPECTED):
+        probe = runlog.read_header(_run(name)).length_probe
+        assert probe is not None, f"{name}: no length probe"
         assert probe.within_group_sd >= 3.0
         assert probe.budget >= 2 * probe.median_length
         assert probe.overlong_band is not None and probe.overlong_band < 0.10
