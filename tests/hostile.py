@@ -322,7 +322,7 @@ def identifier_cases(payloads: Payloads) -> dict[str, str]:
 # --------------------------------------------------------------------------- a project copy
 
 
-PROJECT_PARTS = ("mkdocs.yml", "docs", "overrides", "unipo_build", "package.json", "data/algorithms")
+PROJECT_PARTS = ("mkdocs.yml", "docs", "overrides", "unipo_build", "package.json", "data/algorithms", "data/suite.yaml")
 
 
 def hostile_project(repo: Path, root: Path, payloads: Payloads) -> tuple[Path, Path]:

@@ -69,14 +69,16 @@ def _parse_display(text: str) -> float:
 
 
 def _pick_token(driver) -> dict:
-    """A token with a nonzero advantage (its numbers are the interesting ones), else the first."""
+    """A token of the open group with a nonzero advantage (its numbers are the interesting ones),
+    else the open group's first (the other groups are folded: their tokens cannot be clicked)."""
     return driver.execute_script("""
         const toks = [...document.querySelectorAll('.unipo-inspector .unipo-tok')];
         const insp = document.querySelector('.unipo-inspector');
-        const pick = toks.find(t => {
+        const shown = toks.filter(t => t.getClientRects().length > 0);
+        const pick = shown.find(t => {
           const r = t.closest('.unipo-response');
           return r && /advantage [+\u2212]/.test(r.querySelector('.unipo-response-meta').textContent);
-        }) || toks[0];
+        }) || shown[0];
         pick.scrollIntoView({block: 'center'});
         return {g: +pick.dataset.g, r: +pick.dataset.r, t: +pick.dataset.t, run: insp.dataset.run,
                 step: +insp.dataset.step, index: toks.indexOf(pick)};
