@@ -13,7 +13,7 @@ from typing import Sequence
 
 from ..render import vega_embed
 from ..schema import METRICS, metric_info
-from .fmt import escape_text, fmt_num, fmt_pct, legend_html, note_html
+from .fmt import escape_text, fmt_num, fmt_pct, legend_html, note_html, panel_grid
 from .palette import algorithm_colour
 from .run_facts import course_runs
 from .series import POINTS_PER_LINE, SMOOTH_FRACTION, robust_domain, round_to, run_series
@@ -140,8 +140,7 @@ def dynamics_compare_html(site: Site, metrics: Sequence[str] | str | None, runs:
     if missing:
         missing_note = note_html("Not in this build: " + ", ".join(site.algorithm_name(m) for m in missing)
             + ". Their lines are missing from every panel.", "warning")
-    grid = ('<div class="unipo-course-grid" style="display:grid;grid-template-columns:repeat(auto-fit,minmax(15rem,1fr));'
-            'gap:1.2rem 1.6rem">' + "".join(panels) + "</div>")
+    grid = panel_grid(panels)
     return (f'<figure class="unipo-figure unipo-course-dynamics">{legend}{grid}'
             f"<figcaption>{escape_text(smooth + ' ' + x_note)}</figcaption></figure>{missing_note}")
 

@@ -67,6 +67,13 @@ def code(text) -> str:
     return f"<code>{escape_text(text)}</code>"
 
 
+def panel_grid(panels: Sequence[str], gap: str = "1.2rem 1.6rem") -> str:
+    """Chart panels side by side where the column is wide enough (15rem each at least), stacked on
+    a phone."""
+    return ('<div class="unipo-course-grid" style="display:grid;grid-template-columns:repeat(auto-fit,minmax(15rem,1fr));'
+            f'gap:{gap}">' + "".join(panels) + "</div>")
+
+
 def legend_html(entries: Sequence[tuple[str, str, Sequence[int] | None]], css_class: str = "unipo-legend-row") -> str:
     """A legend that wraps on a narrow screen: (label, colour, dash) per entry. ``dash`` None draws
     a square swatch, a dash list ([1, 0] solid, [6, 3] dashed) a short line; colour

@@ -24,7 +24,7 @@ from ..reader import token_digest
 from ..render import vega_embed
 from ..runs import Run
 from ..schema import StepDetail
-from .fmt import escape_text, fmt_num, fmt_pct, note_html, table
+from .fmt import escape_text, fmt_num, fmt_pct, note_html, panel_grid, table
 from .palette import algorithm_colour
 from .run_facts import course_runs, missing_run_text
 from .claims import runs_named
@@ -204,10 +204,11 @@ def kl_spike_html(site: Site, name: str) -> str:
         spec = chart.to_dict()
         spec["description"] = f"The run's {label} at every update, log scale, the largest KL marked."
         charts.append(vega_embed(spec, chart_id=site.chart_id(spec)))
-    caption = (f"The {site.run_label(run)} run's mean KL to the reference (top) and gradient norm (bottom) at every "
-               f"update, unsmoothed, on a log scale (at most {SPIKE_POINTS} points per line, chosen by LTTB, which keeps "
-               f"the peaks). The dashed line marks update {spike}, the largest KL.")
-    return (f'<figure class="unipo-figure">{"".join(charts)}<figcaption>{escape_text(caption)}</figcaption></figure>')
+    caption = (f"The {site.run_label(run)} run's mean KL to the reference (first panel) and gradient norm (second) "
+               f"at every update, unsmoothed, on a log scale (at most {SPIKE_POINTS} points per line, chosen by LTTB, "
+               f"which keeps the peaks). The dashed line marks update {spike}, the largest KL.")
+    # Side by side on a desktop, stacked on a phone: half the height the chapter spent on them.
+    return f'<figure class="unipo-figure">{panel_grid(charts)}<figcaption>{escape_text(caption)}</figcaption></figure>'
 
 
 # ---------------------------------------------------------------------------
