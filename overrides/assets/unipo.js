@@ -54,6 +54,15 @@
 
   /* ---------------------------------------------------------------- formulas */
 
+  /** Hidden in a closed <details>: inside one, and not in that one's <summary>, which shows. */
+  function folded(el) {
+    for (var d = el.closest("details:not([open])"); d; d = d.parentElement && d.parentElement.closest("details:not([open])")) {
+      var summary = el.closest("summary");
+      if (!summary || summary.parentElement !== d) return true;
+    }
+    return false;
+  }
+
   function renderMath(root) {
     if (!window.katex) {
       console.error("UNIPO: KaTeX is not loaded; formulas stay as TeX source.");
@@ -65,7 +74,7 @@
       // cards and folded rows hold thousands of KaTeX nodes nobody sees until then); one far
       // below or above the viewport when it comes within a screen of it. A chapter's formulas
       // are some 7,000 DOM nodes: typesetting them all at load slows every later layout.
-      if (el.closest("details:not([open])")) {
+      if (folded(el)) {
         el.setAttribute("data-unipo-rendered", "deferred");
         return;
       }
@@ -92,7 +101,7 @@
       var el = entry.target;
       nearby.unobserve(el);
       if (el.getAttribute("data-unipo-rendered") !== "deferred" || !window.katex) return;
-      if (el.closest("details:not([open])")) return; // typeset when opened
+      if (folded(el)) return; // typeset when opened
       typeset(el);
     });
   }, { rootMargin: MARGIN * 100 + "% 0px" }) : null;
@@ -118,7 +127,7 @@
     if (!window.katex) return;
     var nodes = root.querySelectorAll('.arithmatex[data-unipo-rendered="deferred"]');
     Array.prototype.forEach.call(nodes, function (el) {
-      if (root.tagName === "DETAILS" && el.closest("details:not([open])")) return; // a closed one inside
+      if (root.tagName === "DETAILS" && folded(el)) return; // a closed one inside
       typeset(el);
     });
   }
