@@ -183,10 +183,10 @@ def test_run_card_counts_in_words_and_reports_the_headers_wall_time(tmp_path, ep
     written["writer"].finish(wall_time_s=123.4)  # the whole run, its final evaluation included
     (run,) = discover(tmp_path)
     card = html.unescape(V.run_card_html(Site(runs_where=tmp_path), run, "grpo"))
-    assert f"<td>Updates per rollout</td><td>{words}</td>" in card
+    assert f"<dt>Updates per rollout</dt><dd>{words}</dd>" in card
     # the card, `unipo summary` and the header give one wall time
     assert summarize(tmp_path / "run")["wall_time_s"] == 123.4
-    assert "<td>Wall time</td><td>2.06 min</td>" in card
+    assert "<dt>Wall time</dt><dd>2.06 min</dd>" in card
 
 
 # ---------------------------------------------------------------------------

@@ -147,16 +147,18 @@ def test_build_log_names_every_skipped_run(site, runs_dir):
         assert lines and message in lines[0], name
 
 
-def test_pages_that_use_a_broken_run_say_which_and_why(site, runs_dir):
+def test_a_broken_run_named_like_its_algorithm_gives_way_to_a_loadable_one(site, runs_dir):
+    """The broken copy called grpo does not hide GRPO's loadable run: pages about GRPO show that
+    one (an algorithm's id names its chosen run), and the page that lists the build's runs names
+    the broken directory with its error (test_guide_page_lists_the_skipped_runs)."""
     out, _ = site
-    error = runs.get_run("grpo", runs_dir).error
-    showing = [page for page, text in _pages(out).items() if error in text]
-    assert showing, "no page names the broken run 'grpo' and its error"
-    for page in showing:
-        text = _pages(out)[page]
-        assert "grpo" in text and ("could not be loaded" in text or "could not be read" in text), page
-    # The good run is still published for the pages that use it.
+    chosen = runs.get_run("grpo", runs_dir)
+    assert chosen is not None and chosen.ok and chosen.path.name == "good"
+    broken = next(r for r in runs.catalog_of(runs_dir).runs if r.path.name == "grpo")
+    assert not broken.ok and BROKEN["grpo"][2] in broken.error
+    # The good run is published for the pages that use it; nothing of the broken one is.
     assert list((out / "assets" / "runs" / "good" / "steps").glob("step_*.json"))
+    assert not (out / "assets" / "runs" / "grpo").exists()
 
 
 def test_skipped_runs_admonition_names_each_run_and_error(runs_dir):

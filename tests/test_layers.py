@@ -24,7 +24,7 @@ CORE = {
     "unipo_build.moments", "unipo_build.numbers", "unipo_build.objective", "unipo_build.presets",
     "unipo_build.project", "unipo_build.reader", "unipo_build.recompute", "unipo_build.registry",
     "unipo_build.render", "unipo_build.runlog", "unipo_build.schema", "unipo_build.specs", "unipo_build.summary",
-    "unipo_build.heldout", "unipo_build.limits",
+    "unipo_build.heldout", "unipo_build.limits", "unipo_build.paths",
 }
 CLI = {"unipo_build.cli", "unipo_build.cli_commands"}
 #: Modules that parse arguments: the CLI, and the entry point OpenRLHF's Ray workers run by path.

@@ -118,7 +118,7 @@ def ray_run(tmp_path_factory):
     model_dir = save_tiny_checkpoint(base / "model")
     rows = load_task(ROOT / "data" / "tasks" / "train.jsonl")[:2]
     tap_dir = base / "tap"
-    cmd = build_command("grpo", RunOptions(model=str(model_dir), group_size=4, prompts_per_step=2),
+    cmd = build_command("grpo", RunOptions(model=str(model_dir), group_size=4, prompts_per_step=2, gpus_per_node=1),
                         accept_approximation=True, tap_dir=str(tap_dir))
     write_manifest(cmd, tap_dir)
     from unipo_build.openrlhf.launch import runtime_env
@@ -231,4 +231,5 @@ def test_guide_commands_run_as_documented(ray_run, tmp_path):
     assert "cannot run dr_grpo exactly" in results[0].stderr and "python -m" in results[1].stdout
     assert runlog.validate_run(project / "runs" / "dapo-openrlhf") == []
     page = (project / "site" / "guides" / "own-logs" / "index.html").read_text()
-    assert "From <code>runs</code>: 1 run loaded" in page
+    run_id = runlog.read_header(project / "runs" / "dapo-openrlhf").run_id
+    assert f"From <code>runs</code> (UNIPO_RUNS): 1 run loaded: <code>{run_id}</code>" in page

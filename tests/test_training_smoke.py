@@ -97,7 +97,8 @@ def test_summary_reports_the_contract_fields(tiny_checkpoint, tmp_path, monkeypa
         assert key in summary
     assert summary["algorithm"] == "grpo"
     assert set(summary["moments"]) == {"all_correct_group", "all_wrong_group", "clipped_high", "clipped_low",
-                                       "longest_wrong", "max_kl_step", "filtered_group"}
+                                       "longest_wrong", "max_kl_step", "filtered_group", "ratio_max", "ratio_min",
+                                       "mixed_group", "shared_prefix_group"}
     json.dumps(summary)  # serialisable as `unipo summary --json` prints it
 
 
