@@ -55,8 +55,11 @@ def _lines(path: Path) -> int:
 
 def _interrupt_when(argv: list[str], cwd: Path, ready) -> subprocess.CompletedProcess:
     """Start `unipo ARGV`, send SIGINT (Ctrl-C) once ready() holds, and wait for it to exit."""
+    # Ctrl-C's default action restored in the child: a test run started in the background (nohup,
+    # `cmd &`) inherits SIGINT ignored, and Python then never raises KeyboardInterrupt.
     proc = subprocess.Popen([str(UNIPO), *argv], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "UNIPO_ROOT": str(ROOT)})
+                            env={**os.environ, "UNIPO_ROOT": str(ROOT)},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 900
     while not ready():
         if proc.poll() is not None or time.time() > deadline:
