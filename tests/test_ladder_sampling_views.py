@@ -103,7 +103,11 @@ def test_ladder_figure_has_one_mark_per_run_and_every_rung_on_its_axis(site):
     assert sorted((r["rung"], r["seed"]) for r in change) == sorted(
         [("GRPO", "seed 0"), ("GRPO", "seed 1"), ("GRPO", "seed 2"), ("GRPO \u2212 KL", "seed 0"),
          ("+ clip-higher", "seed 0"), ("DAPO", "seed 0")])
-    assert specs[0]["layer"][0]["encoding"]["y"]["scale"]["domain"][3] == "+ token mean"
+    # every rung has a row, in the ladder's order, by a number (a rung's name is never a sort list)
+    rows = {r["rung"]: r["order"] for layer in specs[0]["layer"] for r in layer["data"]["values"]}
+    assert sorted(rows, key=rows.get) == ["GRPO", "GRPO \u2212 KL", "+ clip-higher", "+ token mean",
+                                          "+ dynamic sampling", "DAPO"]
+    assert specs[0]["layer"][0]["encoding"]["y"]["sort"] == {"field": "order", "op": "min"}
     # lanes centre each rung's runs in its row: GRPO's three seeds in lanes 0, 2, 4, one run in lane 2
     assert sorted(r["lane"] for r in change if r["rung"] == "GRPO") == ["0", "2", "4"]
     assert sorted(r["change"] for r in change if r["rung"] == "GRPO") == [0.0, 30.0, 50.0]  # percentage points

@@ -111,7 +111,8 @@ const root = document.querySelector('[data-md-component="content"]') || document
 const PAYLOAD = '\\u27e6';
 async function settle() {
   for (let i = 0; i < 60; i++) {
-    if (!root.querySelector('.unipo-inspector:not([data-ready="1"])')) break;
+    // only inspectors loading a step: one far from the viewport starts when the reader nears it
+    if (!root.querySelector('.unipo-inspector[data-loading="1"]')) break;
     await sleep(100);
   }
   await sleep(30);
@@ -311,7 +312,9 @@ def mangled(text: str, payloads: Payloads, *, one_line: bool = False) -> list[st
             bad.append(f"{tag}: not a tag this build handed out")
             continue
         ok = False
-        candidates = [_normal(expected), _token_mode(_normal(expected))]
+        # as given; in the inspector's raw-token mode; or kept on one line (spaces made no-break,
+        # as tables do with algorithm names)
+        candidates = [_normal(expected), _token_mode(_normal(expected)), _normal(expected).replace(" ", "\u00a0")]
         for candidate in [_one_line(c) for c in candidates] if one_line else candidates:
             shown = text[match.start():match.start() + len(candidate) + 1]
             common = len(os.path.commonprefix([shown, candidate]))

@@ -186,10 +186,15 @@ def ladder_figure_spec(rows: list[dict], rung_names: list[str], rung_colours: li
     "no run" when not given)."""
     import altair as alt
 
-    colour = alt.Color("rung:N", scale=alt.Scale(domain=rung_names, range=rung_colours), legend=None)
-    y = alt.Y("rung:N", sort=rung_names, title=None, scale=alt.Scale(domain=rung_names),
+    # A rung's name comes from a spec: it stays data, never a domain list that Vega-Lite would compile
+    # into a sort expression (an offset channel sorts by the colour's domain). Rows are ordered by a
+    # number, and each mark carries its colour.
+    order = {name: i for i, name in enumerate(rung_names)}
+    rows = [{**r, "order": order[r["rung"]], "colour": rung_colours[order[r["rung"]]]} for r in rows]
+    colour = alt.Color("colour:N", scale=None, legend=None)
+    y = alt.Y("rung:N", sort=alt.EncodingSortField(field="order", op="min"), title=None,
               axis=alt.Axis(labelLimit=150))
-    offset = alt.YOffset("lane:N", scale=alt.Scale(domain=lane_domain, paddingOuter=0.6))
+    offset = alt.YOffset("lane:N", sort=None, scale=alt.Scale(domain=lane_domain, paddingOuter=0.6))
     # a signed change: "+10", "0", "−10" (d3's "+" format would write "+0")
     x_axis = (alt.Axis(format="~r", tickCount=4, labelExpr="datum.value > 0 ? '+' + datum.label : datum.label")
               if with_interval and not percent else alt.Axis(format=".0%" if percent else "~r", tickCount=4))
@@ -209,10 +214,11 @@ def ladder_figure_spec(rows: list[dict], rung_names: list[str], rung_colours: li
         left = min(min(r.get("low", r[value]), r[value]) for r in rows)
         if with_interval:
             left = min(left, 0.0)
-        layers.append(alt.Chart(alt.Data(values=[{"rung": m, "at": left, "note": (absent or {}).get(m, "no run")}
-                                                 for m in missing]))
+        middle = lane_domain[len(lane_domain) // 2]  # on the row's line, like a rung's single run
+        layers.append(alt.Chart(alt.Data(values=[{"rung": m, "lane": middle, "at": left, "order": order[m],
+                                                  "note": (absent or {}).get(m, "no run")} for m in missing]))
                       .mark_text(align="left", dx=4, fontStyle="italic", opacity=0.7)
-                      .encode(x="at:Q", y=y, text="note:N"))
+                      .encode(x="at:Q", y=y, yOffset=offset, text="note:N"))
     chart = alt.layer(*layers).properties(width="container", height=max(120, 30 * len(rung_names)),
                                           autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
     spec = chart.to_dict()
