@@ -167,7 +167,7 @@ def on_post_build(config):
     write_view_scripts(assets)
     index = Path(config.site_dir) / "search" / "search_index.json"
     if index.is_file():
-        search_text.rewrite_index(index)
+        search_text.rewrite_index(index, search_text.site_formulas(Path(config.site_dir)))
     node_modules = _node_modules(config)
     vendor = Path(config.site_dir) / "assets" / "vendor"
     for package, src, dest in VENDOR_FILES:
