@@ -47,7 +47,7 @@ _SCRIPTS: dict[str, list[str]] = {}
 #: page gets twice (the math, in two views) sets itself up once.
 VIEW_SCRIPTS: dict[str, tuple[str, ...]] = {
     "explainer": ("unipo-math.js", "views-common.js", "explainer.js"),
-    "inspector": ("unipo-math.js", "views-common.js", "token-scale.js", "inspector-tokens.js", "inspector.js"),
+    "inspector": ("unipo-math.js", "views-common.js", "explainer.js", "token-scale.js", "inspector-tokens.js", "inspector.js"),
     "explorer": ("views-common.js", "explorer.js"),
     "playgrounds": ("unipo-math.js", "token-scale.js", "playgrounds-sim.js", "playgrounds.js"),
 }

@@ -42,11 +42,18 @@
   };
 
   /** A row of a live table: label, how it is computed, the value (with its full precision in data-value). */
+  // Quantities computed from float32 log-probabilities: below V.NOISE they read 0* (V.NOISE_NOTE).
+  var NOISY = { surrogate: 1, unclipped: 1, clipped: 1, kl: 1, kl_term: 1, objective: 1, weighted: 1,
+    response_contribution: 1, group_contribution: 1, step_objective: 1, other_weighted: 1 };
+  var fmtQ = V.fmtQuantity;
+
   function row(label, how, value, key, extraText) {
     var valueCell;
     if (typeof value === "number") {
+      var small = !!(key && NOISY[key] && V.tiny(value));
       valueCell = el("td", { class: "unipo-num" }, [
-        el("span", { class: "unipo-num-value", "data-key": key || null, "data-value": String(value), text: fmt(value) }),
+        el("span", { class: "unipo-num-value", "data-key": key || null, "data-value": String(value), "data-tiny": small ? "1" : null,
+          text: small ? fmtQ(value) : fmt(value) }),
       ]);
     } else {
       valueCell = el("td", { class: "unipo-num" }, [value === null || value === undefined ? "" : String(value)]);
@@ -216,8 +223,8 @@
     var cfg = ctx.cfg, tk = ctx.tokens, t = ctx.t, b = ctx.b;
     var inLoss = cfg.components.kl.kl_place === "loss";
     var how = inLoss
-      ? "\u2113 \u2212 \u03b2\u00b7D = " + fmt(b.surrogate[t]) + " \u2212 " + fmt(paramOf(cfg, "kl", "beta")) + " \u00d7 " + fmt(b.kl[t])
-      : "\u2113 = " + fmt(b.surrogate[t]);
+      ? "\u2113 \u2212 \u03b2\u00b7D = " + fmtQ(b.surrogate[t]) + " \u2212 " + fmt(paramOf(cfg, "kl", "beta")) + " \u00d7 " + fmtQ(b.kl[t])
+      : "\u2113 = " + fmtQ(b.surrogate[t]);
     var out = [];
     out.push(table([row("token objective", how, b.objective[t], "objective", checkText(b.objective[t], tk.objective[t]))]));
     return out;
@@ -249,7 +256,7 @@
     rows.push(row("N", "responses in this update (" + step.groups.length + " groups)", n, "n_responses"));
     rows.push(row("|o\u1d62|", "this response's length", length, "length"));
     rows.push(row("weight w", how, w, "weight", checkText(w, logged)));
-    rows.push(row("w \u00b7 objective", fmt(logged) + " \u00d7 " + fmt(b.objective[t]), logged * b.objective[t], "weighted"));
+    rows.push(row("w \u00b7 objective", fmt(logged) + " \u00d7 " + fmtQ(b.objective[t]), logged * b.objective[t], "weighted"));
     var contribution = 0;
     for (var i = 0; i < tk.weight.length; i++) contribution += tk.weight[i] * tk.objective[i];
     rows.push(row("this response", "\u03a3\u209c w \u00b7 objective", contribution, "response_contribution", checkText(contribution, ctx.response.contribution)));
@@ -424,6 +431,90 @@
     }
   }
 
+  /* ===================================================== the card beside a token */
+
+  /** The comparison the page's selector shows with ``algorithm`` on one side: the other side. */
+  function comparisonFor(algorithm) {
+    var selectors = document.querySelectorAll(".unipo-compare-selector");
+    for (var i = 0; i < selectors.length; i++) {
+      var c = selectors[i];
+      var data = c.__unipo;
+      var selA = c.querySelector('select[data-side="a"]'), selB = c.querySelector('select[data-side="b"]');
+      if (!data || !selA || !selB) continue;
+      var other = selA.value === algorithm ? selB.value : selB.value === algorithm ? selA.value : null;
+      if (other && other !== algorithm && data.specs[other]) {
+        return { id: other, name: data.specs[other].name, aggregation: (data.aggregation || {})[other] || null,
+                 label: data.specs[other].slots.aggregation.kind_label, status: (data.pairs[algorithm + "|" + other] || {}).aggregation };
+      }
+    }
+    return null;
+  }
+
+  /** What the other algorithm's aggregation would weigh this same token with. */
+  function compareAggregation(ctx, other) {
+    var tk = ctx.tokens, t = ctx.t, step = ctx.step;
+    var n = sum(step.groups.map(function (g) { return g.size; }));
+    var length = sum(tk.mask);
+    var counts = { responses: n, length: length };
+    if (kindOf(ctx.cfg, "aggregation") === "token_mean" && tk.weight[t] > 0) counts.tokens = Math.round(1 / tk.weight[t]);
+    var out = [];
+    var same = other.status && other.status.status === "unchanged";
+    out.push(para(other.name + " aggregates by " + other.label + (same ? ", as this algorithm does." : ".")));
+    if (!other.aggregation) {
+      out.push(para("No run of " + other.name + " is on this site, so its parameters (such as L) are unknown here.", "unipo-live-hint"));
+      return out;
+    }
+    var w2;
+    try {
+      w2 = M.tokenWeight({ components: { aggregation: other.aggregation } }, counts);
+    } catch (err) {
+      w2 = NaN;
+    }
+    if (!isFinite(w2)) {
+      out.push(para("Its weight needs the update's total token count, which this step's log does not hold.", "unipo-live-hint"));
+      return out;
+    }
+    out.push(table([
+      row("weight w (" + other.name + ")", "for a response of " + length + " tokens among N = " + n, w2, "other_weight"),
+      row("ratio to this algorithm's", fmt(w2) + " / " + fmt(tk.weight[t]), tk.weight[t] ? w2 / tk.weight[t] : null, "weight_ratio"),
+      row("w \u00b7 objective (" + other.name + ")", fmt(w2) + " \u00d7 " + fmtQ(ctx.b.objective[t]), w2 * ctx.b.objective[t], "other_weighted"),
+    ]));
+    return out;
+  }
+
+  /**
+   * The Algorithm Explainer's card for one token, shown beside it (the Step Inspector's readout):
+   * the token's objective (clip, KL, their sum), its aggregation weight and, when the page's
+   * comparison puts another algorithm beside this one, that algorithm's weight for the same token.
+   * One source for every number: recomputed from the token's logged inputs (checked against the log).
+   * Returns {node, breakdown}.
+   */
+  V.explainToken = function (cfg, step, group, response, t, algorithm) {
+    var ctx = { cfg: cfg, step: step, group: group, response: response, tokens: response.tokens, t: t,
+                b: M.breakdown(cfg, response.tokens) };
+    function part(title, slot, fill) {
+      var nodes;
+      try {
+        nodes = fill(ctx);
+      } catch (err) {
+        nodes = [para("These numbers could not be computed: " + err.message, "unipo-live-warn")];
+      }
+      return el("section", { class: "unipo-token-card-part", "data-live": slot },
+        [el("p", { class: "unipo-token-card-title", text: title })].concat(nodes));
+    }
+    var objective = [part("Clipped surrogate \u2113", "clip", liveClip)];
+    if (kindOf(cfg, "kl") !== "none") objective.push(part("KL penalty", "kl", liveKl));
+    objective.push(part("Token objective", "objective", liveObjective));
+    var parts = objective.concat([part("Aggregation weight", "aggregation", liveAggregation)]);
+    var other = comparisonFor(algorithm);
+    if (other) parts.push(part("Beside " + other.name + " (the comparison chosen on this page)", "comparison", function (c) { return compareAggregation(c, other); }));
+    var body = el("div", { class: "unipo-token-card-body" }, parts);
+    if (body.querySelector("[data-tiny]")) body.appendChild(para(V.NOISE_NOTE, "unipo-live-hint unipo-noise-note"));
+    var card = el("details", { class: "unipo-token-card", open: true, "data-comparison": other ? other.id : null }, [
+      el("summary", { text: "Algorithm Explainer: how this token's numbers are computed" }), body]);
+    return { node: card, breakdown: ctx.b };
+  };
+
   /* ============================================================ comparison */
 
   /** As compare.py sentence_html (and diff.diff_sentence for its aria-label). */
@@ -532,16 +623,50 @@
     var data = readData(container);
     if (!data) return;
     container.__unipo = data;
+    var id = container.id.replace(/^unipo-/, "");
     var selA = container.querySelector('select[data-side="a"]');
     var selB = container.querySelector('select[data-side="b"]');
     var target = container.querySelector(".unipo-compare-target");
+    var defaults = { a: selA.value, b: selB.value };
+    var shown = defaults.a + "|" + defaults.b; // the server rendered the default pair
     function update() {
-      var block = renderCompare(data, selA.value, selB.value);
-      target.replaceChildren(block);
-      if (window.UNIPO && window.UNIPO.render) window.UNIPO.render(target);
+      if (selA.value + "|" + selB.value !== shown) {
+        shown = selA.value + "|" + selB.value;
+        var block = renderCompare(data, selA.value, selB.value);
+        target.replaceChildren(block);
+        if (window.UNIPO && window.UNIPO.render) window.UNIPO.render(target);
+      }
+      container.setAttribute("data-pair", shown);
+      document.dispatchEvent(new CustomEvent("unipo:compare", { detail: { a: selA.value, b: selB.value, selector: container.id } }));
     }
-    selA.addEventListener("change", update);
-    selB.addEventListener("change", update);
+    function save() {
+      var p = selA.value === defaults.a && selB.value === defaults.b ? {} : { a: selA.value, b: selB.value };
+      window.UNIPO.state.set(id, p, true);
+    }
+    /** The pair a URL names (unknown algorithms: the defaults, and one line saying so). */
+    function restore(params) {
+      params = params || {};
+      var bad = [];
+      ["a", "b"].forEach(function (side) {
+        var sel = side === "a" ? selA : selB;
+        var want = params[side];
+        if (want !== undefined && data.specs[want]) sel.value = want;
+        else {
+          if (want !== undefined) bad.push("\u201c" + want + "\u201d");
+          sel.value = defaults[side];
+        }
+      });
+      window.UNIPO.state.note(id, bad.length ? "The link names the algorithm " + bad.join(" and ") +
+        ", which this site does not have; the comparison shows its default instead." : null);
+      update();
+      // A guided path opens one slot's row (open=<slot>): its two formulas side by side.
+      if (params.open) {
+        var row = target.querySelector('.unipo-diff-row[data-slot="' + CSS.escape(params.open) + '"] details');
+        if (row) row.open = true;
+      }
+    }
+    selA.addEventListener("change", function () { update(); save(); });
+    selB.addEventListener("change", function () { update(); save(); });
     var swap = container.querySelector(".unipo-compare-swap");
     if (swap) {
       swap.addEventListener("click", function () {
@@ -549,7 +674,18 @@
         selA.value = selB.value;
         selB.value = a;
         update();
+        save();
       });
+    }
+    window.UNIPO.state.watch(id, restore);
+    var initial = window.UNIPO.state.get(id);
+    if (initial) {
+      var fold = container.closest("details");
+      if (fold) fold.open = true; // a chapter keeps its comparison folded: a link to it opens it
+      restore(initial);
+      if (window.UNIPO.state.isFirst(id)) container.scrollIntoView({ block: "start" });
+    } else {
+      container.setAttribute("data-pair", shown);
     }
   }
 
@@ -562,6 +698,27 @@
       Array.prototype.forEach.call(document.querySelectorAll(".unipo-explainer"), function (container) {
         if (!container.__unipo || container.getAttribute("data-algorithm") !== detail.algorithm) return;
         showToken(container, detail);
+      });
+    });
+    // The token the Explainer showed is no longer selected (deselected, another group, Back):
+    // the cards return to their hint instead of showing it.
+    document.addEventListener("unipo:token-cleared", function (event) {
+      var detail = event.detail || {};
+      Array.prototype.forEach.call(document.querySelectorAll(".unipo-explainer"), function (container) {
+        if (!container.__unipo || container.getAttribute("data-algorithm") !== detail.algorithm) return;
+        if (!container.hasAttribute("data-token")) return;
+        container.__unipo.request = {};
+        container.removeAttribute("data-token");
+        container.removeAttribute("data-live-ready");
+        setLive(container, function (name) {
+          return name === "where" ? [para("No token is selected. Select one in a Step Inspector: its numbers show beside it and here.", "unipo-live-hint")] : [];
+        });
+      });
+    });
+    // The page's comparison changed: a selected token's card shows the new pair.
+    document.addEventListener("unipo:compare", function () {
+      (V.inspectors || []).forEach(function (inspector) {
+        if (inspector.selected && document.contains(inspector.container)) inspector.showReadout(inspector.selected);
       });
     });
   }

@@ -464,7 +464,16 @@
     var around = Number(params.around);
     if (s.mag > 0 && isFinite(around)) this.setFocusStep(around, true);
     var step = Number(params.step);
-    s.picked = params.step !== undefined && isFinite(step) ? step : -1;
+    var bad = [];
+    if (params.metrics) {
+      params.metrics.split("+").forEach(function (n) { if (!self.metrics[n]) bad.push("metric \u201c" + n + "\u201d"); });
+    }
+    var stepOk = params.step !== undefined && params.step !== "" && isFinite(step) && step >= this.first && step <= this.last;
+    if (params.step !== undefined && !stepOk) bad.push("step " + params.step);
+    s.picked = stepOk ? step : -1;
+    // A link that names what this run does not have: the default, and one line saying so.
+    window.UNIPO.state.note(this.id, bad.length ? "The link names " + bad.join(", ") +
+      ", which this run does not have; the chart shows its default there." : null, this.statusEl);
     this.updateChips();
     if (!initial) {
       this.push();
@@ -695,13 +704,13 @@
     })[0] || null;
   };
 
-  Explorer.prototype.dispatchOpen = function (step, reveal) {
+  Explorer.prototype.dispatchOpen = function (step, reveal, text) {
     // Addressed to this explorer's own inspector: the chapter's teaching-moment inspectors of
     // the same run stay where the prose put them.
     var own = this.section.getAttribute("data-inspector");
     document.dispatchEvent(new CustomEvent(EVENT_OPEN_STEP, {
-      detail: { run: this.data.run, step: step, inspector: own || undefined,
-                status: reveal ? { text: "Step " + formatStep(step) + ", opened from the Training Explorer.", back: this.section.id } : undefined }
+      detail: { run: this.data.run, step: step, inspector: own || undefined, restore: !reveal,
+                status: reveal ? { text: text || "Step " + formatStep(step) + ", opened from the Training Explorer.", back: this.section.id } : undefined }
     }));
   };
 
@@ -715,19 +724,23 @@
     this.push(["picked"]);
     var inspector = this.inspector();
     var where = inspector ? " in the Step Inspector below" : "";
-    this.status(
-      target === step
-        ? "Opened step " + formatStep(target) + where + "."
-        : "Step " + formatStep(step) + " has no token data: opened the nearest logged step, " +
-            formatStep(target) + where + "."
-    );
+    var said = target === step
+      ? "Opened step " + formatStep(target) + where + "."
+      : "Step " + formatStep(step) + " has no token data: opened the nearest logged step, " + formatStep(target) + where + ".";
+    this.status(said);
     this.section.setAttribute("data-opened-step", String(target));
     this.save(true);
-    this.dispatchOpen(target, true);
-    // Show the answer: bring the inspector's step into view unless its top already is.
+    // The inspector says the same on its status line, which is where the reader looks next.
+    this.dispatchOpen(target, true, target === step ? null
+      : "Step " + formatStep(step) + " has no token data; this is the nearest logged step, " + formatStep(target) + " (opened from the Training Explorer).");
+    // Show the answer: bring the inspector's step into view unless its top already is, and take
+    // the keyboard focus with the scroll (to the inspector's status line, which reads the news).
     if (inspector) {
       var rect = inspector.getBoundingClientRect();
       if (rect.top < 0 || rect.top > window.innerHeight * 0.6) inspector.scrollIntoView({ block: "start", behavior: "smooth" });
+      var line = inspector.querySelector(".unipo-inspector-status") || inspector;
+      if (!line.hasAttribute("tabindex")) line.setAttribute("tabindex", "-1");
+      line.focus({ preventScroll: true });
     }
   };
 

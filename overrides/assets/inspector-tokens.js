@@ -44,7 +44,8 @@
     this.showReadout(item);
     this.container.setAttribute("data-selected", [item.groupKey, item.response, item.t].join(":"));
     if (!options.quiet) this.save(false);
-    if (options.reveal && this.readout && !inViewport(this.readout, 0)) this.readout.scrollIntoView({ block: "nearest", behavior: "smooth" });
+    // The card follows the token: when it runs off the screen's foot, the token moves to the top (scroll-margin: views.css).
+    if (options.reveal && this.readout && !inViewport(this.readout, 0)) item.node.scrollIntoView({ block: "start", behavior: "smooth" });
     var detail = { run: this.run, algorithm: this.algorithm, step: this.step, group: item.group, response: item.response,
       token: item.t, inspector: this.uid, anchor: this.uid + "-g" + item.groupKey + "-r" + item.response };
     document.dispatchEvent(new CustomEvent("unipo:token", { detail: detail }));
@@ -56,15 +57,46 @@
       this.selected.node.setAttribute("aria-pressed", "false");
     }
     if (this.readout) this.readout.remove();
+    var had = !!this.selected;
     this.readout = null;
     this.selected = null;
     this.container.removeAttribute("data-selected");
+    if (had) this.cleared();
     if (!quiet) this.save(false);
   };
 
+  /** No token is selected any more: the page's Algorithm Explainer stops showing one. */
+  methods.cleared = function () {
+    document.dispatchEvent(new CustomEvent("unipo:token-cleared", { detail: { run: this.run, algorithm: this.algorithm, inspector: this.uid } }));
+  };
+
+  // The readout's quantities recomputed from the token's logged inputs (one source with the
+  // Explainer card below them): the same fields of the math port's breakdown.
+  var RECOMPUTED = { objective: "objective", ratio: "ratio", kl: "kl" };
+
+  /** The selected token's breakdown (unipo-math.js), or null when it cannot be computed. */
+  methods.breakdownOf = function (item) {
+    var M = window.UNIPO_MATH;
+    var cfg = this.data.config;
+    if (!M || !cfg || !item.tokens.mask[item.t]) return null;
+    try {
+      return M.breakdown(cfg, item.tokens);
+    } catch (err) {
+      return null;
+    }
+  };
+
+  /**
+   * The token's numbers right under its response: each quantity once (recomputed where the
+   * Explainer recomputes it, so the two agree), how its objective adds up, and the Algorithm
+   * Explainer's card for this token, open, beside the token on every screen width.
+   */
   methods.showReadout = function (item) {
     var self = this;
+    if (this.readout) this.readout.remove(); // shown again (another colour, another comparison)
     var tk = item.tokens;
+    var b = this.breakdownOf(item);
+    var tinyShown = false;
     var close = el("button", { type: "button", class: "unipo-btn unipo-readout-close", "aria-label": "Close the token's numbers", text: "\u00d7" });
     close.addEventListener("click", function () {
       var node = self.selected && self.selected.node;
@@ -75,53 +107,58 @@
     this.data.quantities.forEach(function (q) {
       var vs = tk[q.source];
       if (!vs) return;
-      var v = q.transform === "exp" ? Math.exp(vs[item.t]) : vs[item.t];
+      var field = RECOMPUTED[q.key];
+      var raw = b && field && b[field] ? b[field][item.t] : vs[item.t];
+      var v = q.transform === "exp" ? Math.exp(raw) : raw;
+      var small = (q.key === "objective" || q.key === "kl") && V.tiny(v);
+      if (small) tinyShown = true;
+      var text = small ? V.fmtQuantity(v) : q.kind === "signed" && q.transform !== "log" ? fmtSigned(v) : fmt(v); // a ratio has no sign
       values.appendChild(el("div", { class: "unipo-readout-value" + (q.key === self.quantity ? " unipo-readout-value--current" : ""),
-        "data-key": q.key, "data-value": String(v) }, [el("dt", { text: q.label }), el("dd", { class: "unipo-num", text: q.kind === "signed" && q.transform !== "log" ? fmtSigned(v) : fmt(v) })]));  // a ratio has no sign
+        "data-key": q.key, "data-value": String(v) }, [el("dt", { text: q.label }), el("dd", { class: "unipo-num", text: text })]));
     });
     if (tk.weight) {
       values.appendChild(el("div", { class: "unipo-readout-value", "data-key": "weight", "data-value": String(tk.weight[item.t]) },
         [el("dt", { text: "Aggregation weight" }), el("dd", { class: "unipo-num", text: fmt(tk.weight[item.t]) })]));
     }
     var head = [el("strong", { class: "unipo-readout-token", text: "\u201c" + V.isolate(item.text) + "\u201d" }),
-      el("span", { class: "unipo-fact", text: "group " + item.group + " \u00b7 response #" + item.response + " \u00b7 token " + item.t })];
+      el("span", { class: "unipo-fact", text: "step " + this.step + " \u00b7 group " + item.group + " \u00b7 response #" + item.response + " \u00b7 token " + item.t })];
     if (tk.clip && tk.clip[item.t]) head.push(el("span", { class: "unipo-mark unipo-mark--clipped", text: tk.clip[item.t] > 0 ? "clipped high" : "clipped low" }));
     if (!tk.mask[item.t]) head.push(el("span", { class: "unipo-mark", text: "not in the objective" }));
     head.push(close);
     var parts = [el("div", { class: "unipo-readout-head" }, head), values];
-    var sum = this.objectiveSum(item);
-    if (sum) parts.push(el("p", { class: "unipo-readout-sum", text: sum }));
-    var explainer = document.querySelector('.unipo-explainer[data-algorithm="' + CSS.escape(this.algorithm) + '"]');
-    if (explainer) {
-      parts.push(el("p", { class: "unipo-readout-more" }, [
-        el("a", { href: "#" + explainer.id + "-c-token", text: "How each number is computed, in the Algorithm Explainer \u2191" }),
-        " (your browser's back button returns here)"]));
+    var sum = this.objectiveSum(item, b);
+    if (sum) parts.push(el("p", { class: "unipo-readout-sum", text: sum.text }));
+    if (sum && sum.tiny) tinyShown = true;
+    if (tinyShown) parts.push(el("p", { class: "unipo-readout-note unipo-noise-note", text: V.NOISE_NOTE }));
+    var found = V.explainToken && tk.mask[item.t] && this.detail ? V.findToken(this.detail, item.group, item.response) : null;
+    if (found && this.data.config) {
+      try {
+        parts.push(V.explainToken(this.data.config, this.detail, found.group, found.response, item.t, this.algorithm).node);
+      } catch (err) {
+        console.error("UNIPO inspector: the token's card could not be built:", err);
+      }
     }
     this.readout = el("div", { class: "unipo-token-readout", role: "region", "aria-label": "Numbers of the selected token", "aria-live": "polite" }, parts);
     var li = item.node.closest(".unipo-response");
     li.appendChild(this.readout);
   };
 
-  /** How the selected token's objective adds up, recomputed with the math port (explainer's sum). */
-  methods.objectiveSum = function (item) {
-    var M = window.UNIPO_MATH;
+  /** How the selected token's objective adds up, from the breakdown ``b`` (the readout's source). */
+  methods.objectiveSum = function (item, b) {
     var cfg = this.data.config;
-    if (!M || !cfg || !item.tokens.mask[item.t]) return null;
-    try {
-      var b = M.breakdown(cfg, item.tokens);
-      var t = item.t;
-      var a = item.tokens.advantage[t];
-      var text = "Objective = ";
-      if (b.eps_low === null && b.eps_high === null) text += "\u03c1\u00b7\u00c2 = " + fmt(b.ratio[t]) + " \u00d7 " + fmt(a);
-      else text += "min(\u03c1\u00c2, clip(\u03c1)\u00c2) = min(" + fmt(b.ratio[t]) + " \u00d7 " + fmt(a) + ", " +
-        fmt(Math.min(Math.max(b.ratio[t], 1 - b.eps_low), 1 + b.eps_high)) + " \u00d7 " + fmt(a) + ")";
-      text += " = " + fmtSigned(b.surrogate[t]);
-      var beta = klBeta(cfg);
-      if (beta && b.kl) text += ", minus \u03b2\u00b7KL = " + fmt(beta) + " \u00d7 " + fmt(b.kl[t]) + ": " + fmtSigned(b.objective[t]);
-      return text + ".";
-    } catch (err) {
-      return null;
-    }
+    if (!b) return null;
+    var q = V.fmtQuantity;
+    var t = item.t;
+    var a = item.tokens.advantage[t];
+    var text = "Objective = ";
+    if (b.eps_low === null && b.eps_high === null) text += "\u03c1\u00b7\u00c2 = " + fmt(b.ratio[t]) + " \u00d7 " + fmt(a);
+    else text += "min(\u03c1\u00c2, clip(\u03c1)\u00c2) = min(" + fmt(b.ratio[t]) + " \u00d7 " + fmt(a) + ", " +
+      fmt(Math.min(Math.max(b.ratio[t], 1 - b.eps_low), 1 + b.eps_high)) + " \u00d7 " + fmt(a) + ")";
+    text += " = " + q(b.surrogate[t], true);
+    var beta = klBeta(cfg);
+    if (beta && b.kl) text += ", minus \u03b2\u00b7KL = " + fmt(beta) + " \u00d7 " + q(b.kl[t]) + ": " + q(b.objective[t], true);
+    var tinyHere = V.tiny(b.surrogate[t]) || (beta && b.kl && (V.tiny(b.kl[t]) || V.tiny(b.objective[t])));
+    return { text: text + ".", tiny: !!tinyHere };
   };
 
   methods.rove = function (node) {

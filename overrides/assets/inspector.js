@@ -168,41 +168,68 @@
     this.container.setAttribute("data-active", "1");
     this.buildControls();
     this.attach();
-    this.apply(params || window.UNIPO.state.get(this.id), { initial: true });
+    return this.apply(params || window.UNIPO.state.get(this.id), { initial: true });
   };
 
-  /** Bring the inspector to the state ``params`` holds (from the URL), or to its defaults. */
+  /**
+   * Bring the inspector to the state ``params`` holds (from the URL), or to its defaults. A
+   * step, group, token, colour or moment the inspector does not have opens its default in that
+   * place, with one line saying what the link named (never a blank view).
+   */
   Inspector.prototype.apply = function (params, options) {
     options = options || {};
     params = params || {};
+    var self = this;
+    var notes = [];
     if (params.colour && this.quantityInfo(params.colour)) this.quantity = params.colour;
-    else if (!options.initial) this.quantity = "objective";
+    else {
+      if (params.colour) notes.push("colour \u201c" + params.colour + "\u201d");
+      this.quantity = "objective";
+    }
     this.quantitySelect.value = this.quantity;
     this.setMode(params.view === "tokens" ? "tokens" : "text", true);
-    var step = params.step !== undefined && isFinite(Number(params.step)) ? Number(params.step) : this.data.step;
+    var moment = null;
+    if (params.moment) {
+      moment = this.data.moments.filter(function (m) { return m.name === params.moment; })[0] || null;
+      if (!moment) notes.push("teaching moment \u201c" + params.moment + "\u201d");
+    }
+    var step = moment ? moment.open_step : this.data.step;
+    if (params.step !== undefined) {
+      var asked = Number(params.step);
+      if (params.step !== "" && isFinite(asked) && this.steps.indexOf(asked) >= 0) step = asked;
+      else notes.push("step " + params.step);
+    }
     var token = null;
     if (params.token) {
       var rt = params.token.split(".").map(Number);
-      if (rt.length === 2 && rt.every(isFinite)) token = { response: rt[0], t: rt[1] };
+      if (rt.length === 2 && rt.every(function (x) { return isFinite(x) && x >= 0 && Math.floor(x) === x; })) token = { response: rt[0], t: rt[1] };
+      else notes.push("token " + params.token);
     }
     var fromUrl = Object.keys(params).length > 0;
-    this.mark = !fromUrl || step === this.data.step ? this.data.moment : null;
-    var self = this;
-    return this.open(step, { group: params.group || null, token: token, selectMoment: !token && !params.group, quiet: true })
+    this.mark = moment || (!fromUrl || step === this.data.step ? this.data.moment : null);
+    this.showAll = false;
+    return this.open(step, { group: params.group || null, token: token, selectMoment: !token && !params.group, quiet: true,
+                             missing: notes })
       .then(function () {
-        if (options.initial && fromUrl && window.UNIPO.state.isFirst(self.id)) self.container.scrollIntoView({ block: "start" });
+        if (options.initial && fromUrl && window.UNIPO.state.isFirst(self.id)) {
+          var target = (self.selected && self.selected.node) || self.container;
+          target.scrollIntoView({ block: self.selected ? "center" : "start" });
+        }
       });
   };
 
-  /** The reader's state as URL params: only what differs from the defaults. */
+  /**
+   * The reader's state as URL params. Once the reader has chosen anything, the step and the
+   * open group are written out (a default computed on reload could differ), and the token.
+   */
   Inspector.prototype.params = function () {
     var p = {};
-    if (this.step !== this.data.step) p.step = this.step;
-    var fallback = this.detail ? defaultGroup(this.detail, this.mark) : null;
-    if (this.groupKey && (!fallback || this.groupKey !== groupKey(fallback))) p.group = this.groupKey;
-    if (this.selected && !this.selected.fromMoment) p.token = this.selected.response + "." + this.selected.t;
+    p.step = this.step;
+    if (this.groupKey) p.group = this.groupKey;
+    if (this.selected) p.token = this.selected.response + "." + this.selected.t;
     if (this.quantity !== "objective") p.colour = this.quantity;
     if (this.mode === "tokens") p.view = "tokens";
+    if (this.mark && this.mark !== this.data.moment && this.mark.open_step === this.step) p.moment = this.mark.name;
     return p;
   };
 
@@ -316,7 +343,9 @@
         self.status.replaceChildren(options.status.text);
         if (options.status.back) self.status.append(" ", el("a", { href: "#" + options.status.back, text: "Back to the chart \u2191" }));
       }
+      var missing = (options.missing || []).slice();
       var wanted = options.group && detail.prompts.filter(function (g) { return groupKey(g) === options.group; })[0];
+      if (options.group && !wanted) missing.push("group " + options.group);
       var group = wanted || defaultGroup(detail, self.mark);
       self.renderStep();
       self.showGroup(group ? groupKey(group) : null, { quiet: true });
@@ -325,6 +354,15 @@
       if (options.token) {
         var item = self.tokens.filter(function (it) { return it.response === options.token.response && it.t === options.token.t; })[0];
         if (item) self.select(item, { quiet: true });
+        else missing.push("token " + options.token.response + "." + options.token.t);
+      }
+      if (missing.length) {
+        // A link (or a history entry) named what this inspector does not have: its default, and why.
+        self.status.textContent = "The link names " + missing.join(", ") + ", which this inspector does not have; showing step " +
+          step + (group ? ", group " + group.index : "") + " instead.";
+        self.container.setAttribute("data-state-note", "1");
+      } else {
+        self.container.removeAttribute("data-state-note");
       }
       if (!options.quiet) self.save(!!options.push);
       self.container.setAttribute("data-ready", "1");
@@ -465,6 +503,7 @@
     var self = this;
     var g = this.detail.prompts.filter(function (x) { return groupKey(x) === key; })[0];
     this.tokens = [];
+    if (this.selected) this.cleared();
     this.selected = null;
     this.container.removeAttribute("data-selected");
     this.groupKey = g ? key : null;
@@ -752,8 +791,8 @@
     container.__unipoInspector = inspector;
     instances.push(inspector);
     window.UNIPO.state.watch(inspector.id, function (params) {
-      if (!inspector.active) inspector.activate(params);
-      else inspector.apply(params);
+      if (!inspector.active) return inspector.activate(params);
+      return inspector.apply(params);
     });
     if (!observer || window.UNIPO.state.get(inspector.id)) inspector.activate();
     else observer.observe(container);
@@ -771,6 +810,9 @@
         }
         // An event may name one inspector (the explorer's own); else every inspector of the run.
         if (inspector.run === detail.run && (!detail.inspector || inspector.container.id === detail.inspector)) {
+          // Restored from the URL (a reload, Back): when the URL holds this inspector's own state,
+          // that state wins (it names the group and token too) and nothing is written.
+          if (detail.restore && window.UNIPO.state.get(inspector.id)) continue;
           if (!inspector.active) {
             inspector.active = true;
             inspector.container.setAttribute("data-active", "1");
@@ -778,7 +820,7 @@
             inspector.attach();
           }
           inspector.mark = null;
-          inspector.open(Number(detail.step), { push: true, status: detail.status });
+          inspector.open(Number(detail.step), detail.restore ? { quiet: true } : { push: true, status: detail.status });
         }
       }
     });

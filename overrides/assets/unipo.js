@@ -404,8 +404,56 @@
       var hash = formatHash(entries);
       if (hash === location.hash || (!hash && !location.hash)) return;
       var url = location.pathname + location.search + hash;
-      if (push) history.pushState(null, "", url);
-      else history.replaceState(history.state, "", url);
+      if (push) {
+        // The entry the reader leaves keeps where the page was scrolled: Back returns there
+        // once the views have restored that entry's state (popstate below).
+        history.replaceState(Object.assign({}, history.state, { unipoScroll: window.scrollY }), "", location.href);
+        history.pushState({ unipoScroll: null }, "", url);
+      } else {
+        history.replaceState(history.state, "", url);
+      }
+    },
+    /**
+     * Say on view ``id``'s note line that the URL named something the page does not have
+     * (``text``: one line), or clear it (no text). The view's element carries the line
+     * (.unipo-state-note, made on first use: right after the element ``where``, else first).
+     */
+    note: function (id, text, where) {
+      var view = document.getElementById("unipo-" + id);
+      if (!view) return;
+      var line = view.querySelector(".unipo-state-note");
+      if (!text) {
+        if (line) line.remove();
+        return;
+      }
+      if (!line) {
+        line = document.createElement("p");
+        line.className = "unipo-state-note";
+        line.setAttribute("role", "status");
+        if (where && where.parentNode) where.parentNode.insertBefore(line, where.nextSibling);
+        else view.insertBefore(line, view.firstChild);
+      }
+      line.textContent = text;
+    },
+    /**
+     * Open views at the states ``entries`` ([{id, params}]) as one new history entry (a guided
+     * path's link): the views restore it as after Back, and the page scrolls to the first one's
+     * element ``focus`` (a selector inside it, e.g. the selected token) or its top.
+     */
+    go: function (entries, focus) {
+      var kept = parseHash(location.hash).filter(function (e) {
+        return !entries.some(function (n) { return n.id === e.id; });
+      });
+      var hash = formatHash(entries.concat(kept));
+      history.replaceState(Object.assign({}, history.state, { unipoScroll: window.scrollY }), "", location.href);
+      history.pushState({ unipoScroll: null }, "", location.pathname + location.search + hash);
+      return notifyWatchers().then(function () {
+        var view = entries.length ? document.getElementById("unipo-" + entries[0].id) : null;
+        if (!view) return;
+        var target = (focus && view.querySelector(focus)) || view;
+        target.scrollIntoView({ block: target === view ? "start" : "center" });
+        if (target !== view && target.focus) target.focus({ preventScroll: true });
+      });
     },
     /** fn(params or null) when the reader moves through this page's history (back, forward). */
     watch: function (id, fn) {
@@ -421,15 +469,19 @@
     // A plain anchor (or a hash that names no view) leaves every view as it is; the page's
     // first entry (no hash) returns every view to its defaults.
     if (!entries.length && location.hash) return;
+    var done = [];
     watchers.slice().forEach(function (w) {
       if (!document.getElementById("unipo-" + w.id)) return;
       var found = entries.filter(function (e) { return e.id === w.id; })[0];
       try {
-        w.fn(found ? found.params : null);
+        done.push(Promise.resolve(w.fn(found ? found.params : null)).catch(function (err) {
+          console.error("UNIPO: view " + w.id + " could not restore its state:", err);
+        }));
       } catch (err) {
         console.error("UNIPO: view " + w.id + " could not restore its state:", err);
       }
     });
+    return Promise.all(done);
   }
 
   document.body.addEventListener("click", function (event) {
@@ -450,7 +502,12 @@
   window.addEventListener("popstate", function (event) {
     if (location.pathname + location.search !== shownPath) return; // another page: Material's
     event.stopImmediatePropagation();
-    notifyWatchers();
+    var scroll = event.state && typeof event.state.unipoScroll === "number" ? event.state.unipoScroll : null;
+    notifyWatchers().then(function () {
+      // The views have laid out that entry's state again (a token's numbers, an opened group):
+      // back to where the reader was when they left it.
+      if (scroll !== null) window.scrollTo(0, scroll);
+    });
   });
 
   window.UNIPO = {
@@ -499,6 +556,75 @@
       return Object.assign({}, KATEX_OPTIONS);
     },
   };
+
+  /* --------------------------------------------------------- guided paths' links */
+
+  // A guided path (unipo_build/views/guided.py) writes links that open a view of the page at a
+  // state: <a class="unipo-path-link" data-path-view="explorer|explorer-inspector|inspector|compare"
+  // data-path-run=RUN data-path-moment=NAME data-path-params="k=v,k=v" data-path-focus=SELECTOR>.
+  // Here each gets the real URL of that state (it can be copied and shared) and, clicked, goes
+  // there as one history entry (UNIPO.state.go).
+  function pathView(link) {
+    var kind = link.getAttribute("data-path-view");
+    var run = link.getAttribute("data-path-run");
+    var root = pageRoot();
+    function byRun(selector) {
+      return Array.prototype.filter.call(root.querySelectorAll(selector), function (n) {
+        return !run || n.getAttribute("data-run") === run;
+      });
+    }
+    if (kind === "explorer") return byRun(".unipo-explorer")[0] || null;
+    if (kind === "explorer-inspector") {
+      var explorer = byRun(".unipo-explorer")[0];
+      var own = explorer && explorer.getAttribute("data-inspector");
+      return own ? document.getElementById(own) : null;
+    }
+    if (kind === "inspector") {
+      var moment = link.getAttribute("data-path-moment");
+      return byRun(".unipo-inspector").filter(function (n) { return !moment || n.getAttribute("data-moment") === moment; })[0] || null;
+    }
+    if (kind === "compare") return root.querySelector(".unipo-compare-selector");
+    return null;
+  }
+
+  function pathParams(link) {
+    var params = {};
+    String(link.getAttribute("data-path-params") || "").split(",").forEach(function (pair) {
+      var eq = pair.indexOf("=");
+      if (eq > 0) params[pair.slice(0, eq)] = pair.slice(eq + 1);
+    });
+    return params;
+  }
+
+  function wirePathLinks(root) {
+    Array.prototype.forEach.call(root.querySelectorAll(".unipo-path-link:not([data-path-ready])"), function (link) {
+      var view = pathView(link);
+      if (!view || !view.id) {
+        link.setAttribute("data-path-ready", "missing");
+        link.removeAttribute("href");
+        link.setAttribute("aria-disabled", "true");
+        link.title = "The view this step opens is not on this page.";
+        return;
+      }
+      var id = view.id.replace(/^unipo-/, "");
+      var params = pathParams(link);
+      var entries = [{ id: id, params: params }];
+      // A step opened in the Training Explorer opens in its inspector too (the inspector's own
+      // state in the URL would otherwise win: inspector.js).
+      var own = link.getAttribute("data-path-view") === "explorer" && view.getAttribute("data-inspector");
+      if (own && params.step !== undefined) entries.push({ id: own.replace(/^unipo-/, ""), params: { step: params.step } });
+      link.setAttribute("href", formatHash(entries));
+      link.setAttribute("data-path-ready", "1");
+      link.addEventListener("click", function (event) {
+        if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+        event.preventDefault();
+        event.stopImmediatePropagation();
+        state.go(entries, link.getAttribute("data-path-focus"));
+      });
+    });
+  }
+
+  renderers.push({ name: "path-links", fn: wirePathLinks });
 
   function start() {
     var lastScheme = scheme();

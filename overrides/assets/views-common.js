@@ -56,8 +56,22 @@
     return signed ? fmtSigned(value, 4) : fmt(value, 4);
   }
 
+  /**
+   * A quantity computed from logged float32 log-probabilities (an objective, a KL, a weighted
+   * term): a magnitude below NOISE is rounding, not a value, and reads "0" (callers add the note
+   * NOISE_NOTE once per readout when ``tiny`` is true for a value shown).
+   */
+  function tiny(value) {
+    return typeof value === "number" && value !== 0 && Math.abs(value) < NOISE;
+  }
+  function fmtQuantity(value, signed) {
+    if (tiny(value)) return "0*";
+    return signed ? fmtSigned(value) : fmt(value);
+  }
+  var NOISE_NOTE = "0* is a value below 10\u207b\u2077 in size: the log keeps float32 numbers, whose rounding is about that large, so it is zero up to rounding.";
+
   if (typeof module !== "undefined" && module.exports) {
-    module.exports = { fmt: fmt, fmtSigned: fmtSigned, fmtObjective: fmtObjective };
+    module.exports = { fmt: fmt, fmtSigned: fmtSigned, fmtObjective: fmtObjective, fmtQuantity: fmtQuantity, tiny: tiny };
   }
   if (typeof document === "undefined") return; // node: the number format only
 
@@ -70,7 +84,10 @@
   V.fmt = fmt;
   V.fmtSigned = fmtSigned;
   V.fmtObjective = fmtObjective;
+  V.fmtQuantity = fmtQuantity;
+  V.tiny = tiny;
   V.NOISE = NOISE;
+  V.NOISE_NOTE = NOISE_NOTE;
   V.runs = V.runs || {}; // run id -> {config, siteRoot, stepPath, algorithm}
   V.stepCache = V.stepCache || new Map(); // absolute URL -> Promise of the step JSON
 

@@ -158,12 +158,17 @@ def selector_data(specs: dict[str, AlgorithmSpec]) -> dict[str, Any]:
 
 
 def compare_selector_html(specs: dict[str, AlgorithmSpec], default_a: str, default_b: str, *,
-                          uid: str | None = None) -> str:
+                          uid: str | None = None, aggregation: dict[str, dict] | None = None) -> str:
+    """Two selects of every algorithm and the pair's comparison. ``aggregation``: per algorithm,
+    its shipped run's aggregation slot as the browser's math port reads it
+    (``objective.browser_config``), so a selected token's card can show the other algorithm's
+    weight for it (algorithms without a run are left out)."""
     for sid in (default_a, default_b):
         if sid not in specs:
             raise ValueError(f"compare_selector: no algorithm {sid!r} (known: {', '.join(sorted(specs))})")
     uid = uid or "unipo-cmp-" + hashlib.sha256(f"{default_a}|{default_b}".encode()).hexdigest()[:8]
     data = selector_data(specs)
+    data["aggregation"] = dict(aggregation or {})
 
     def select(side: str, label: str, chosen: str) -> str:
         options = "".join(

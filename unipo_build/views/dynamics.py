@@ -179,7 +179,7 @@ def length_by_correctness_html(site: Site, runs: Sequence[str] | None) -> str:
     if not rows:
         return note_html("The runs in this build do not log the lengths of correct and wrong answers "
                          "(length/correct, length/incorrect).", "warning")
-    chart = alt.Chart(alt.Data(values=rows)).mark_line(strokeWidth=2.2).encode(
+    lines = alt.Chart(alt.Data(values=rows)).mark_line(strokeWidth=2.2).encode(
         x=x_encoding("fraction"),
         y=alt.Y("y:Q", title="mean length (tokens)", scale=alt.Scale(zero=False)),
         color=alt.Color("algorithm:N", scale=alt.Scale(domain=labels, range=colours), legend=None),
@@ -189,10 +189,22 @@ def length_by_correctness_html(site: Site, runs: Sequence[str] | None) -> str:
         detail="line:N",
         tooltip=[alt.Tooltip("line:N", title="Line"), alt.Tooltip("step:Q", title="Update"),
                  alt.Tooltip("y:Q", title="Mean length", format=".1f")],
-    ).properties(width="container", height=260, autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
+    )
+    # Each line named at its end (readable in print and without colour): an end dot at the
+    # line's last value and its name beside it, the names spread apart where lines end close.
+    ends = direct_labels(rows)
+    dots = alt.Chart(alt.Data(values=ends)).mark_point(filled=True, size=28).encode(
+        x=alt.X("x:Q"), y=alt.Y("y:Q"),
+        color=alt.Color("algorithm:N", scale=alt.Scale(domain=labels, range=colours), legend=None))
+    names = alt.Chart(alt.Data(values=ends)).mark_text(align="left", baseline="middle", dx=6, fontSize=11).encode(
+        x=alt.X("x:Q"), y=alt.Y("label_y:Q"), text="label:N")
+    chart = alt.layer(lines, dots, names).properties(
+        width="container", height=300, padding={"left": 5, "top": 5, "bottom": 5, "right": LABEL_ROOM},
+        autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
     spec = chart.to_dict()
     spec["description"] = "Mean length of correct and of wrong answers over training, one colour per run."
-    caption = ("Mean length in tokens of the correct (solid) and the wrong (dashed) answers of each rollout, as a "
+    caption = ("Mean length in tokens of the correct (solid) and the wrong (dashed) answers of each rollout, each line "
+               "named at its end, as a "
                f"moving average over {fmt_pct(SMOOTH_FRACTION, 0)} of the rollouts; the horizontal axis is the fraction "
                "of each run's updates.")
     legend = legend_html([(label, colour, None) for label, colour in zip(labels, colours)]
@@ -208,6 +220,36 @@ def length_by_correctness_html(site: Site, runs: Sequence[str] | None) -> str:
     return html + "".join(notes)
 
 
+#: Room right of the plot for the lines' names (px).
+LABEL_ROOM = 118
+
+
+def direct_labels(rows: list[dict], gap: float = 0.07) -> list[dict]:
+    """One label per line of ``rows`` ({line, algorithm, answers, x, y}) at its last point, with
+    ``label_y`` moved apart so labels keep ``gap`` of the value range between them."""
+    last: dict[str, dict] = {}
+    for row in rows:
+        if row["line"] not in last or row["x"] >= last[row["line"]]["x"]:
+            last[row["line"]] = row
+    if not last:
+        return []
+    ys = [r["y"] for r in rows]
+    span = (max(ys) - min(ys)) or 1.0
+    ends = sorted(last.values(), key=lambda r: r["y"])
+    placed: list[float] = []
+    for row in ends:
+        y = row["y"] if not placed else max(row["y"], placed[-1] + gap * span)
+        placed.append(y)
+    # pushed above the range: shift the whole stack down so the top label stays inside
+    overflow = placed[-1] - max(ys)
+    if overflow > 0:
+        placed = [y - overflow for y in placed]
+        for i in range(len(placed) - 2, -1, -1):
+            placed[i] = min(placed[i], placed[i + 1] - gap * span)
+    return [{"line": r["line"], "algorithm": r["algorithm"], "x": r["x"], "y": r["y"], "label_y": round_to(y),
+             "label": f"{r['algorithm']} {r['answers'].split()[0]}"} for r, y in zip(ends, placed)]
+
+
 @macro(html=True)
 def dynamics_compare(site: Site, metrics: Sequence[str] | str | None = None, runs: Sequence[str] | None = None,
                      x: str = "fraction") -> str:
@@ -217,5 +259,5 @@ def dynamics_compare(site: Site, metrics: Sequence[str] | str | None = None, run
 
 @macro(html=True)
 def length_by_correctness(site: Site, runs: Sequence[str] | None = None) -> str:
-    """Mean length of wrong and correct answers over training (default: GRPO vs Dr. GRPO)."""
+    """Mean length of wrong and correct answers over training, each line named at its end (default: GRPO vs Dr. GRPO)."""
     return length_by_correctness_html(site, runs)

@@ -23,6 +23,7 @@ import logging
 from typing import Any, Sequence
 
 from ..formula import objective_latex
+from ..objective import browser_config
 from . import compare as compare_view
 from . import explainer, explorer, inspector
 from .fmt import math_display
@@ -83,11 +84,16 @@ def compare(site: Site, a: str, b: str) -> str:
 
 @macro(html=True, scripts=("explainer",))
 def compare_selector(site: Site, default_a: str = "grpo", default_b: str = "dapo") -> str:
-    """Two selects of every algorithm; the comparison re-renders in the browser."""
+    """Two selects of every algorithm; the comparison re-renders in the browser, its pair in the URL."""
     site.spec(default_a, "compare_selector")
     site.spec(default_b, "compare_selector")
+    aggregation = {}
+    for sid in site.specs():
+        run = site.catalog.get(sid)
+        if run is not None and run.ok and run.header.algorithm == sid:
+            aggregation[sid] = browser_config(run.config)["components"]["aggregation"]
     return compare_view.compare_selector_html(site.specs(), default_a, default_b,
-                                              uid=_uid(site, "unipo-cmp", default_a, default_b))
+                                              uid=_uid(site, "unipo-cmp", default_a, default_b), aggregation=aggregation)
 
 
 @macro(html=True)

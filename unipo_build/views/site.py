@@ -54,6 +54,7 @@ SITE_MODULES = (
     "unipo_build.views.critic_trace",
     "unipo_build.views.advantage_noise",
     "unipo_build.views.macros_views",
+    "unipo_build.views.guided",
     "unipo_build.views.reference",
     "unipo_build.views.reference_rendering",
     "unipo_build.views.openrlhf_guide",
