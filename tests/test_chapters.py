@@ -284,10 +284,13 @@ def test_chapter_makes_the_required_calls(algorithm):
                 and all(c[2].get(k) == v for k, v in kwargs.items())]
 
     assert called("objective_card", algorithm)
+    # the comparison opens at the predecessor and lets the reader pick any two (issue 21)
     if algorithm == "reinforce":
-        assert called("compare", "reinforce", "ppo")  # the root: compared forward
+        assert called("compare_selector", "reinforce", "ppo")  # the root: compared forward
     else:
-        assert called("compare", PREDECESSOR[algorithm], algorithm)
+        assert called("compare_selector", PREDECESSOR[algorithm], algorithm)
+    if algorithm == "grpo":
+        assert called("guided_all_correct", "grpo")  # the UNIPO paper's classroom scenario
     assert called("training_explorer", algorithm)
     assert called("learning_verdict", algorithm)
     assert called("run_card", algorithm)

@@ -43,8 +43,8 @@
 
   /** A row of a live table: label, how it is computed, the value (with its full precision in data-value). */
   // Quantities computed from float32 log-probabilities: below V.NOISE they read 0* (V.NOISE_NOTE).
-  var NOISY = { surrogate: 1, unclipped: 1, clipped: 1, kl: 1, kl_term: 1, objective: 1, weighted: 1,
-    response_contribution: 1, group_contribution: 1, step_objective: 1, other_weighted: 1 };
+  // A token's terms only: a weighted term or a sum of them is small because the weight is.
+  var NOISY = { surrogate: 1, unclipped: 1, clipped: 1, kl: 1, kl_term: 1, objective: 1 };
   var fmtQ = V.fmtQuantity;
 
   function row(label, how, value, key, extraText) {
@@ -460,6 +460,13 @@
     var out = [];
     var same = other.status && other.status.status === "unchanged";
     out.push(para(other.name + " aggregates by " + other.label + (same ? ", as this algorithm does." : ".")));
+    if (same && other.aggregation) {
+      var again = M.tokenWeight({ components: { aggregation: other.aggregation } }, counts);
+      if (isFinite(again) && matches(again, tk.weight[t])) {
+        out[0] = para(other.name + " aggregates by " + other.label + " too: the same weight, " + fmt(again) + ".");
+        return out;
+      }
+    }
     if (!other.aggregation) {
       out.push(para("No run of " + other.name + " is on this site, so its parameters (such as L) are unknown here.", "unipo-live-hint"));
       return out;
@@ -489,9 +496,14 @@
    * One source for every number: recomputed from the token's logged inputs (checked against the log).
    * Returns {node, breakdown}.
    */
+  // The rows the card beside a token keeps (the Explainer's cards above show every input).
+  var CARD_ROWS = { unclipped: 1, clipped: 1, surrogate: 1, kl: 1, kl_term: 1, objective: 1, weight: 1, weighted: 1,
+    response_contribution: 1, other_weight: 1, other_weighted: 1 };
+
   V.explainToken = function (cfg, step, group, response, t, algorithm) {
     var ctx = { cfg: cfg, step: step, group: group, response: response, tokens: response.tokens, t: t,
                 b: M.breakdown(cfg, response.tokens) };
+    var body = el("tbody");
     function part(title, slot, fill) {
       var nodes;
       try {
@@ -499,19 +511,40 @@
       } catch (err) {
         nodes = [para("These numbers could not be computed: " + err.message, "unipo-live-warn")];
       }
-      return el("section", { class: "unipo-token-card-part", "data-live": slot },
-        [el("p", { class: "unipo-token-card-title", text: title })].concat(nodes));
+      body.appendChild(el("tr", { class: "unipo-token-card-sub", "data-live": slot }, [el("th", { colspan: "3", scope: "rowgroup", text: title })]));
+      nodes.forEach(function (node) {
+        var rows = node.querySelectorAll ? node.querySelectorAll("tr") : [];
+        if (!rows.length) {
+          // a sentence of this part (which branch of the clip won, how the other aggregates)
+          body.appendChild(el("tr", { class: "unipo-token-card-note" }, [el("td", { colspan: "3" }, [node])]));
+          return;
+        }
+        var kept = Array.prototype.filter.call(rows, function (tr) {
+          var key = tr.querySelector(".unipo-num-value[data-key]");
+          return key && CARD_ROWS[key.getAttribute("data-key")];
+        });
+        // Two equal branches of the clip (nothing clipped): the surrogate's row says it alone.
+        var value = function (k) {
+          var n = kept.map(function (tr) { return tr.querySelector('.unipo-num-value[data-key="' + k + '"]'); }).filter(Boolean)[0];
+          return n ? n.getAttribute("data-value") : null;
+        };
+        if (value("unclipped") !== null && value("unclipped") === value("clipped")) {
+          kept = kept.filter(function (tr) { return !tr.querySelector('[data-key="unclipped"], [data-key="clipped"]'); });
+        }
+        kept.forEach(function (tr) { body.appendChild(tr); });
+      });
     }
-    var objective = [part("Clipped surrogate \u2113", "clip", liveClip)];
-    if (kindOf(cfg, "kl") !== "none") objective.push(part("KL penalty", "kl", liveKl));
-    objective.push(part("Token objective", "objective", liveObjective));
-    var parts = objective.concat([part("Aggregation weight", "aggregation", liveAggregation)]);
+    part("Clipped surrogate \u2113", "clip", liveClip);
+    if (kindOf(cfg, "kl") !== "none") part("KL penalty", "kl", liveKl);
+    part("Token objective", "objective", liveObjective);
+    part("Aggregation", "aggregation", liveAggregation);
     var other = comparisonFor(algorithm);
-    if (other) parts.push(part("Beside " + other.name + " (the comparison chosen on this page)", "comparison", function (c) { return compareAggregation(c, other); }));
-    var body = el("div", { class: "unipo-token-card-body" }, parts);
-    if (body.querySelector("[data-tiny]")) body.appendChild(para(V.NOISE_NOTE, "unipo-live-hint unipo-noise-note"));
+    if (other) part("Beside " + other.name + ", the other algorithm of this page's comparison", "comparison", function (c) { return compareAggregation(c, other); });
+    var children = [el("div", { class: "unipo-table-wrap" }, [el("table", { class: "unipo-live-table unipo-token-card-table" }, [body])])];
+    if (body.querySelector("[data-tiny]")) children.push(para(V.NOISE_NOTE, "unipo-live-hint unipo-noise-note"));
     var card = el("details", { class: "unipo-token-card", open: true, "data-comparison": other ? other.id : null }, [
-      el("summary", { text: "Algorithm Explainer: how this token's numbers are computed" }), body]);
+      el("summary", { text: "Algorithm Explainer: how this token's numbers are computed" }),
+      el("div", { class: "unipo-token-card-body" }, children)]);
     return { node: card, breakdown: ctx.b };
   };
 

@@ -732,7 +732,7 @@
     this.save(true);
     // The inspector says the same on its status line, which is where the reader looks next.
     this.dispatchOpen(target, true, target === step ? null
-      : "Step " + formatStep(step) + " has no token data; this is the nearest logged step, " + formatStep(target) + " (opened from the Training Explorer).");
+      : "Step " + formatStep(target) + ", opened from the Training Explorer. Step " + formatStep(step) + " has no token data; this is the nearest logged step.");
     // Show the answer: bring the inspector's step into view unless its top already is, and take
     // the keyboard focus with the scroll (to the inspector's status line, which reads the news).
     if (inspector) {

@@ -44,8 +44,9 @@
     this.showReadout(item);
     this.container.setAttribute("data-selected", [item.groupKey, item.response, item.t].join(":"));
     if (!options.quiet) this.save(false);
-    // The card follows the token: when it runs off the screen's foot, the token moves to the top (scroll-margin: views.css).
-    if (options.reveal && this.readout && !inViewport(this.readout, 0)) item.node.scrollIntoView({ block: "start", behavior: "smooth" });
+    // The numbers follow the token: when they run off the screen's foot, the token moves to the top (scroll-margin: views.css).
+    var values = this.readout && this.readout.querySelector(".unipo-readout-values");
+    if (options.reveal && values && !inViewport(values, 0)) item.node.scrollIntoView({ block: "start" });
     var detail = { run: this.run, algorithm: this.algorithm, step: this.step, group: item.group, response: item.response,
       token: item.t, inspector: this.uid, anchor: this.uid + "-g" + item.groupKey + "-r" + item.response };
     document.dispatchEvent(new CustomEvent("unipo:token", { detail: detail }));
@@ -126,18 +127,23 @@
     if (!tk.mask[item.t]) head.push(el("span", { class: "unipo-mark", text: "not in the objective" }));
     head.push(close);
     var parts = [el("div", { class: "unipo-readout-head" }, head), values];
-    var sum = this.objectiveSum(item, b);
-    if (sum) parts.push(el("p", { class: "unipo-readout-sum", text: sum.text }));
-    if (sum && sum.tiny) tinyShown = true;
-    if (tinyShown) parts.push(el("p", { class: "unipo-readout-note unipo-noise-note", text: V.NOISE_NOTE }));
     var found = V.explainToken && tk.mask[item.t] && this.detail ? V.findToken(this.detail, item.group, item.response) : null;
+    var card = null;
     if (found && this.data.config) {
       try {
-        parts.push(V.explainToken(this.data.config, this.detail, found.group, found.response, item.t, this.algorithm).node);
+        card = V.explainToken(this.data.config, this.detail, found.group, found.response, item.t, this.algorithm).node;
       } catch (err) {
         console.error("UNIPO inspector: the token's card could not be built:", err);
       }
     }
+    // How the objective adds up, in one line: the card below says it term by term when it is there.
+    var sum = card ? null : this.objectiveSum(item, b);
+    if (sum) parts.push(el("p", { class: "unipo-readout-sum", text: sum.text }));
+    if (sum && sum.tiny) tinyShown = true;
+    if (tinyShown && !(card && card.querySelector(".unipo-noise-note"))) {
+      parts.push(el("p", { class: "unipo-readout-note unipo-noise-note", text: V.NOISE_NOTE }));
+    }
+    if (card) parts.push(card);
     this.readout = el("div", { class: "unipo-token-readout", role: "region", "aria-label": "Numbers of the selected token", "aria-live": "polite" }, parts);
     var li = item.node.closest(".unipo-response");
     li.appendChild(this.readout);

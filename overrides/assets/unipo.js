@@ -468,7 +468,7 @@
     var entries = parseHash(location.hash);
     // A plain anchor (or a hash that names no view) leaves every view as it is; the page's
     // first entry (no hash) returns every view to its defaults.
-    if (!entries.length && location.hash) return;
+    if (!entries.length && location.hash) return Promise.resolve();
     var done = [];
     watchers.slice().forEach(function (w) {
       if (!document.getElementById("unipo-" + w.id)) return;

@@ -174,16 +174,20 @@ def test_a_selected_token_stays_outlined_and_its_numbers_are_in_view(open_page, 
                                   token)
     assert style["focused"] and style["style"] != "none" and style["width"] >= 2
     # the numbers are under the token's response, on screen
+    # (its values; the Algorithm Explainer's card for the token follows right under them, open)
     box = _wait(driver, """const r = document.getElementById(arguments[0]).querySelector('.unipo-token-readout');
-        if (!r) return null; const b = r.getBoundingClientRect(); const li = r.closest('.unipo-response');
-        return {top: b.top, bottom: b.bottom, response: +li.dataset.response};""", uid)
+        if (!r) return null; const b = r.querySelector('.unipo-readout-values').getBoundingClientRect();
+        const li = r.closest('.unipo-response'); const card = r.querySelector('details.unipo-token-card');
+        return {top: b.top, bottom: b.bottom, response: +li.dataset.response, card: !!(card && card.open),
+                cardTop: card ? card.getBoundingClientRect().top : null};""", uid)
+    assert box["card"] and box["cardTop"] < driver.execute_script("return innerHeight")
     assert box["response"] == picked["r"]
     assert 0 <= box["top"] and box["bottom"] <= driver.execute_script("return innerHeight")
     info = driver.execute_script("const i = document.getElementById(arguments[0]); return [i.dataset.run, +i.dataset.step]", uid)
     detail = json.loads((built_site / "assets" / "runs" / info[0] / "steps" / f"step_{info[1]:06d}.json").read_text())
     group = next(g for g in detail["prompts"] if str(g["index"]) == picked["g"] and not g.get("filtered"))
     tokens = next(r for r in group["responses"] if r["index"] == picked["r"])["tokens"]
-    shown = driver.execute_script("return Object.fromEntries([...document.querySelectorAll('.unipo-token-readout [data-key]')]"
+    shown = driver.execute_script("return Object.fromEntries([...document.querySelectorAll('.unipo-token-readout .unipo-readout-value[data-key]')]"
                                   ".map(e => [e.dataset.key, +e.dataset.value]))")
     assert shown["objective"] == pytest.approx(tokens["objective"][picked["t"]])
     assert shown["prob"] == pytest.approx(math.exp(tokens["logp"][picked["t"]]))

@@ -143,13 +143,13 @@ def test_one_value_per_quantity_and_float_noise_reads_zero(open_page, driver, co
         const card = k => { const n = ro.querySelector('.unipo-token-card .unipo-num-value[data-key=' + k + ']');
                             return n ? [n.textContent, +n.dataset.value] : null; };
         return {objective: get('objective'), kl: get('kl'), cardObjective: card('objective'), cardKl: card('kl'),
-                sum: ro.querySelector('.unipo-readout-sum').textContent,
+                sum: ro.querySelector('.unipo-readout-sum'),
                 noise: !!ro.querySelector('.unipo-noise-note'), tiny: !!ro.querySelector('[data-tiny]')};
     """, uid)
     # one source: the readout's numbers are the card's numbers, to the last digit
     assert values["objective"][1] == values["cardObjective"][1]
     assert values["kl"][1] == values["cardKl"][1]
-    assert values["objective"][0].replace("+", "") in values["sum"]
+    assert values["sum"] is None  # the card says how it adds up, term by term: no second line
     # a value below float precision would read 0*, with its note; above it, no note
     for text, value in (values["objective"], values["kl"]):
         assert (text == "0*") == (0 < abs(value) < 1e-7)
@@ -192,11 +192,11 @@ def test_guided_path_all_correct_group_on_the_grpo_chapter(open_page, driver, co
         const ro = document.querySelector('#' + arguments[0] + ' .unipo-token-readout');
         const v = k => +ro.querySelector('.unipo-token-card .unipo-num-value[data-key=' + k + ']').dataset.value;
         return {adv: +ro.querySelector('.unipo-readout-value[data-key=advantage]').dataset.value,
-                surrogate: v('surrogate'), objective: v('objective'), kl: v('kl'), beta: v('beta'),
-                weight: !!ro.querySelector('.unipo-token-card [data-live=aggregation] .unipo-num-value[data-key=weight]')};
+                surrogate: v('surrogate'), objective: v('objective'), kl: v('kl'), klTerm: v('kl_term'),
+                weight: !!ro.querySelector('.unipo-token-card .unipo-num-value[data-key=weight]')};
     """, uid)
     assert card["adv"] == 0 and card["surrogate"] == 0 and card["kl"] > 0 and card["weight"]
-    assert card["objective"] == pytest.approx(-card["beta"] * card["kl"], rel=1e-9)
+    assert card["objective"] == pytest.approx(card["klTerm"], rel=1e-12) and card["klTerm"] < 0
     # the path's sentence quotes the same token objective
     sentence = driver.execute_script("return document.querySelectorAll('.unipo-path[data-path=all-correct] .unipo-path-step p')[2].textContent")
     shown = driver.execute_script(
@@ -232,13 +232,14 @@ def test_guided_path_dapo_against_dr_grpo(open_page, driver, set_width, console_
         long_token, long_total, short_token, short_total = c["weights"]
         assert long_token == pytest.approx(short_token) and long_total > short_total > 0
     # the length-bias figure: DAPO, GRPO and Dr. GRPO named on their lines
-    labels = driver.execute_script("""
-        const chart = [...document.querySelectorAll('.unipo-vega')].find(v => /named at its end/.test(
-            (v.closest('figure') || v.parentElement).textContent));
-        return chart ? [...chart.querySelectorAll('svg text')].map(t => t.textContent) : null;""")
-    assert labels is not None
-    for name in ("DAPO wrong", "GRPO wrong", "Dr. GRPO wrong", "DAPO correct"):
-        assert any(label.startswith(name) for label in labels), (name, labels)
+    panels = driver.execute_script("""
+        const figure = [...document.querySelectorAll('figure')].find(f => /named at its end/.test(f.textContent));
+        return figure ? [...figure.querySelectorAll('.unipo-vega')].map(v => [...v.querySelectorAll('svg text')].map(t => t.textContent)) : null;""")
+    assert panels is not None and len(panels) == 2
+    for texts, title in zip(panels, ("Wrong answers", "Right answers")):
+        assert title in texts
+        for name in ("DAPO", "GRPO", "Dr. GRPO"):
+            assert name in texts, (name, texts)
     # on a phone the cards stack
     set_width(390, 844)
     stacked = driver.execute_script("return [...document.querySelectorAll('.unipo-agg-card')].map(c => c.getBoundingClientRect().top)")

@@ -179,38 +179,43 @@ def length_by_correctness_html(site: Site, runs: Sequence[str] | None) -> str:
     if not rows:
         return note_html("The runs in this build do not log the lengths of correct and wrong answers "
                          "(length/correct, length/incorrect).", "warning")
-    lines = alt.Chart(alt.Data(values=rows)).mark_line(strokeWidth=2.2).encode(
-        x=x_encoding("fraction"),
-        y=alt.Y("y:Q", title="mean length (tokens)", scale=alt.Scale(zero=False)),
-        color=alt.Color("algorithm:N", scale=alt.Scale(domain=labels, range=colours), legend=None),
-        strokeDash=alt.StrokeDash("answers:N", scale=alt.Scale(domain=["correct answers", "wrong answers"],
-                                                               range=[DASHES["correct"], DASHES["wrong"]]),
-                                  legend=None),
-        detail="line:N",
-        tooltip=[alt.Tooltip("line:N", title="Line"), alt.Tooltip("step:Q", title="Update"),
-                 alt.Tooltip("y:Q", title="Mean length", format=".1f")],
-    )
-    # Each line named at its end (readable in print and without colour): an end dot at the
-    # line's last value and its name beside it, the names spread apart where lines end close.
-    ends = direct_labels(rows)
-    dots = alt.Chart(alt.Data(values=ends)).mark_point(filled=True, size=28).encode(
-        x=alt.X("x:Q"), y=alt.Y("y:Q"),
-        color=alt.Color("algorithm:N", scale=alt.Scale(domain=labels, range=colours), legend=None))
-    names = alt.Chart(alt.Data(values=ends)).mark_text(align="left", baseline="middle", dx=6, fontSize=11).encode(
-        x=alt.X("x:Q"), y=alt.Y("label_y:Q"), text="label:N")
-    chart = alt.layer(lines, dots, names).properties(
-        width="container", height=300, padding={"left": 5, "top": 5, "bottom": 5, "right": LABEL_ROOM},
-        autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
-    spec = chart.to_dict()
-    spec["description"] = "Mean length of correct and of wrong answers over training, one colour per run."
-    caption = ("Mean length in tokens of the correct (solid) and the wrong (dashed) answers of each rollout, each line "
-               "named at its end, as a "
-               f"moving average over {fmt_pct(SMOOTH_FRACTION, 0)} of the rollouts; the horizontal axis is the fraction "
-               "of each run's updates.")
-    legend = legend_html([(label, colour, None) for label, colour in zip(labels, colours)]
-                         + [("correct answers", "currentColor", DASHES["correct"]),
-                            ("wrong answers", "currentColor", DASHES["wrong"])])
-    html = legend + vega_embed(spec, chart_id=site.chart_id(spec), caption=caption)
+    # One panel for the wrong answers, one for the right ones: each line named at its end (an end
+    # dot and its algorithm's name, spread apart where lines end close) and dashed by algorithm,
+    # so the figure reads in print and without colour.
+    dashes = [ALGORITHM_DASHES[i % len(ALGORITHM_DASHES)] for i in range(len(labels))]
+    figures = []
+    for kind, title in (("wrong", "Wrong answers"), ("correct", "Right answers")):
+        panel = [dict(r, name=r["algorithm"]) for r in rows if r["answers"] == f"{kind} answers"]
+        if not panel:
+            continue
+        colour = alt.Color("algorithm:N", scale=alt.Scale(domain=labels, range=colours), legend=None)
+        lines = alt.Chart(alt.Data(values=panel)).mark_line(strokeWidth=2.2).encode(
+            x=x_encoding("fraction"),
+            y=alt.Y("y:Q", title="mean length (tokens)", scale=alt.Scale(zero=False)),
+            color=colour,
+            strokeDash=alt.StrokeDash("algorithm:N", scale=alt.Scale(domain=labels, range=dashes), legend=None),
+            detail="line:N",
+            tooltip=[alt.Tooltip("line:N", title="Line"), alt.Tooltip("step:Q", title="Update"),
+                     alt.Tooltip("y:Q", title="Mean length", format=".1f")],
+        )
+        ends = direct_labels(panel)
+        dots = alt.Chart(alt.Data(values=ends)).mark_point(filled=True, size=28).encode(
+            x=alt.X("x:Q"), y=alt.Y("y:Q"), color=colour)
+        names = alt.Chart(alt.Data(values=ends)).mark_text(align="left", baseline="middle", dx=6, fontSize=12).encode(
+            x=alt.X("x:Q"), y=alt.Y("label_y:Q"), text="label:N")
+        chart = alt.layer(lines, dots, names).properties(
+            title=title, width="container", height=190,
+            padding={"left": 5, "top": 5, "bottom": 5, "right": LABEL_ROOM},
+            autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
+        spec = chart.to_dict()
+        spec["description"] = f"Mean length of the {kind} answers over training, one line per run, each named at its end."
+        figures.append(vega_embed(spec, chart_id=site.chart_id(spec)))
+    caption = ("Mean length in tokens of the wrong (upper panel) and the right (lower panel) answers of each rollout, "
+               f"each line named at its end, as a moving average over {fmt_pct(SMOOTH_FRACTION, 0)} of the rollouts; "
+               "the horizontal axis is the fraction of each run's updates.")
+    legend = legend_html([(label, colour, dash) for label, colour, dash in zip(labels, colours, dashes)])
+    html = (legend + '<figure class="unipo-length-panels">' + "".join(figures) +
+            f"<figcaption>{escape_text(caption)}</figcaption></figure>")
     notes = []
     if missing:
         notes.append(note_html("Not in this build: " + ", ".join(site.algorithm_name(m) for m in missing) + ".",
@@ -224,7 +229,11 @@ def length_by_correctness_html(site: Site, runs: Sequence[str] | None) -> str:
 LABEL_ROOM = 118
 
 
-def direct_labels(rows: list[dict], gap: float = 0.07) -> list[dict]:
+#: Line dashes that tell the algorithms apart without colour (solid, dashed, dotted, dash-dot).
+ALGORITHM_DASHES = ([1, 0], [7, 3], [2, 2], [8, 3, 2, 3])
+
+
+def direct_labels(rows: list[dict], gap: float = 0.09) -> list[dict]:
     """One label per line of ``rows`` ({line, algorithm, answers, x, y}) at its last point, with
     ``label_y`` moved apart so labels keep ``gap`` of the value range between them."""
     last: dict[str, dict] = {}
@@ -247,7 +256,7 @@ def direct_labels(rows: list[dict], gap: float = 0.07) -> list[dict]:
         for i in range(len(placed) - 2, -1, -1):
             placed[i] = min(placed[i], placed[i + 1] - gap * span)
     return [{"line": r["line"], "algorithm": r["algorithm"], "x": r["x"], "y": r["y"], "label_y": round_to(y),
-             "label": f"{r['algorithm']} {r['answers'].split()[0]}"} for r, y in zip(ends, placed)]
+             "label": r.get("name") or f"{r['algorithm']} {r['answers'].split()[0]}"} for r, y in zip(ends, placed)]
 
 
 @macro(html=True)

@@ -85,7 +85,7 @@ def legend_html(entries: Sequence[tuple[str, str, Sequence[int] | None]], css_cl
             mark = (f'<svg width="12" height="12" aria-hidden="true"><rect width="12" height="12" rx="2" '
                     f'fill="{c}"/></svg>')
         else:
-            pattern = "" if dash[1] == 0 else f' stroke-dasharray="{dash[0]},{dash[1]}"'
+            pattern = "" if dash[1] == 0 else f' stroke-dasharray="{",".join(str(d) for d in dash)}"'
             mark = (f'<svg width="28" height="10" aria-hidden="true"><line x1="1" y1="5" x2="27" y2="5" '
                     f'stroke="{c}" stroke-width="2.5"{pattern}/></svg>')
         items.append(f'<span style="display:inline-flex;align-items:center;gap:.4em;margin:0 1.1em .2em 0;'

@@ -36,7 +36,8 @@ def path_link(text: str, view: str, params: dict[str, Any], *, run: str | None =
 
 def path_html(slug: str, title: str, steps: list[tuple[str, str]]) -> str:
     """The path: a numbered list, each step its sentence (HTML) and its link (HTML, may be "")."""
-    items = "".join(f'<li class="unipo-path-step"><p>{sentence}</p>{link}</li>' for sentence, link in steps)
+    items = "".join(f'<li class="unipo-path-step"><p>{sentence} {link}</p></li>' if link.startswith("<a ")
+                    else f'<li class="unipo-path-step"><p>{sentence}</p>{link}</li>' for sentence, link in steps)
     return (f'<div class="unipo-path" data-path="{escape_text(slug)}" role="group" aria-label="{escape_text(title)}">'
             f'<ol class="unipo-path-steps">{items}</ol></div>')
 
@@ -65,10 +66,14 @@ class KlOnlyToken:
     step_objective: float
 
 
+#: Which token of the group the path selects, by its KL among the group's tokens.
+PERCENTILE = 0.9
+
+
 def kl_only_token(run) -> KlOnlyToken | None:
     """The first logged all-correct group (by step) whose tokens' KL terms are above float noise,
-    and its token of median KL among those; None when the KL is not in the loss or no such
-    group was logged."""
+    and its token at the :data:`PERCENTILE` of the KL among those; None when the KL is not in the
+    loss or no such group was logged."""
     beta = kl_in_loss_beta(run.config)
     if beta is None:
         return None
@@ -81,13 +86,14 @@ def kl_only_token(run) -> KlOnlyToken | None:
                 continue
             if not all(r.correct for r in responses):
                 continue
-            # a typical token, not the extreme one: the median KL among those above float noise
+            # a clearly pulled token that is not the group's outlier (the KL is heavy-tailed): the
+            # 90th percentile of the KL among the tokens above float noise
             pushed = sorted(((abs(k), r.index, t, r, k) for r in responses
                              for t, (m, a, k) in enumerate(zip(r.tokens.mask, r.tokens.advantage, r.tokens.kl))
                              if m and a == 0 and abs(k) >= NOISE), key=lambda x: x[:3])
             if not pushed:
                 continue
-            _, _, t, r, k = pushed[len(pushed) // 2]
+            _, _, t, r, k = pushed[int(PERCENTILE * (len(pushed) - 1))]
             best = (r, t, k)
             r, t, k = best
             summary = next((g for g in detail.groups if g.index == group.index and not g.filtered), None)
@@ -130,19 +136,17 @@ def all_correct_path(site: Site, run_name: str) -> str:
                     f"J = {escape_text(fmt_signed(f.step_objective))}: its KL terms, nothing else; the groups with both "
                     "right and wrong answers carry the rest.")
     steps = [
-        (f"The run logged every token of a sample of groups at {f.n_steps} updates. Update {f.step} is the first "
-         f"with a group whose answers are all right and whose tokens already differ from the reference model.",
-         step_link),
-        (f"Group {f.group} is one of the update's {f.n_groups} groups: all {f.size} answers right, reward "
-         f"{escape_text(fmt_num(f.reward))} each. Each advantage is its reward minus the group's mean, so every one is 0: "
-         "predict the colour of its tokens before you open it.", group_link),
-        (f"Token {_token_text(escape_text(f.text))} of answer #{f.response} has ratio {escape_text(fmt_num(f.ratio, 4))} "
+        (f"Update {f.step} is the first of the {f.n_steps} logged token by token with a group whose answers are all "
+         "right and whose tokens already differ from the reference model.", step_link),
+        (f"Group {f.group}, one of its {f.n_groups}: all {f.size} answers right, reward "
+         f"{escape_text(fmt_num(f.reward))} each, so every advantage (reward minus the group's mean) is 0. "
+         "Predict the colour of its tokens.", group_link),
+        (f"Token {_token_text(escape_text(f.text))} of answer #{f.response} (one of the group's most pulled) has ratio {escape_text(fmt_num(f.ratio, 4))} "
          f"and advantage 0, so its clipped term is 0. Its KL to the reference model is {escape_text(fmt_num(f.kl, 4))}, "
          f"so its objective is {math_inline(KL_TERM_TEX)} = \u2212{escape_text(fmt_num(f.beta))} \u00d7 "
          f"{escape_text(fmt_num(f.kl, 4))} = {escape_text(fmt_signed(f.objective, 4))}: the KL term is the only push on it, "
-         "pulling it back toward the reference model." + contribution, token_link),
-        ("Coloured by the KL, the group shows where that pull is strongest; coloured by the advantage, it is white.",
-         kl_link),
+         "pulling it back toward the reference model.", token_link),
+        ("Coloured by the KL, the group shows where that pull is strongest." + contribution, kl_link),
     ]
     return path_html("all-correct", "Guided path: a group where every answer is right", steps)
 
@@ -209,8 +213,10 @@ def _weight_card(site: Site, run, first: LongShort, last: LongShort | None) -> s
     weight_tex = entry.weight_tex
     rows = []
     for a, which in ((first.long, "long"), (first.short, "short")):
-        rows.append(f'<tr data-answer="{which}"><th scope="row">#{a.response}, {escape_text(fmt_num(a.length))} tokens'
-                    f'{" (right)" if a.correct else " (wrong)" if a.correct is False else ""}</th>'
+        verdict = " \u2713" if a.correct else " \u2717" if a.correct is False else ""
+        rows.append(f'<tr data-answer="{which}"><th scope="row" title="answer #{a.response}, '
+                    f'{"right" if a.correct else "wrong" if a.correct is False else "unscored"}">{which} #{a.response}{verdict}: '
+                    f'{escape_text(fmt_num(a.length))} tokens</th>'
                     f'<td class="unipo-num" data-value="{a.token_weight!r}">{escape_text(fmt_num(a.token_weight, 4))}</td>'
                     f'<td class="unipo-num" data-value="{a.total!r}">{escape_text(fmt_num(a.total, 4))}</td></tr>')
     ratio = first.long.total / first.short.total if first.short.total else None
@@ -235,8 +241,8 @@ def _weight_card(site: Site, run, first: LongShort, last: LongShort | None) -> s
             f'<p class="unipo-agg-card-head"><strong>{escape_text(name)}</strong> <code>{escape_text(kind)}</code></p>'
             f'<p class="unipo-agg-card-formula">{math_inline(weight_tex)}</p>'
             f'<p class="unipo-agg-card-meaning">{escape_text(entry.weight_meaning)}</p>'
-            f'<div class="unipo-table-wrap"><table class="unipo-agg-card-table"><thead><tr><th>answer</th>'
-            f'<th>weight of each token</th><th>weight of the answer</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+            f'<div class="unipo-table-wrap"><table class="unipo-agg-card-table"><thead><tr><th>answer (\u2713 right, \u2717 wrong)</th>'
+            f'<th>per token</th><th>whole answer</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
             f'<p class="unipo-agg-card-says">{sentence}{across}</p></div>')
 
 
