@@ -529,7 +529,13 @@
           return n ? n.getAttribute("data-value") : null;
         };
         if (value("unclipped") !== null && value("unclipped") === value("clipped")) {
+          var product = kept.filter(function (tr) { return tr.querySelector('[data-key="unclipped"]'); })[0];
+          var how = product && product.querySelector(".unipo-how");
           kept = kept.filter(function (tr) { return !tr.querySelector('[data-key="unclipped"], [data-key="clipped"]'); });
+          kept.forEach(function (tr) {
+            var cell = tr.querySelector('[data-key="surrogate"]') && tr.querySelector(".unipo-how");
+            if (cell && how) cell.textContent = "\u03c1\u00b7\u00c2 = " + how.textContent + ", clipped or not";
+          });
         }
         kept.forEach(function (tr) { body.appendChild(tr); });
       });
@@ -540,6 +546,12 @@
     part("Aggregation", "aggregation", liveAggregation);
     var other = comparisonFor(algorithm);
     if (other) part("Beside " + other.name + ", the other algorithm of this page's comparison", "comparison", function (c) { return compareAggregation(c, other); });
+    // the recomputation's check, short: a tick (its words in the tooltip); a mismatch keeps its words
+    Array.prototype.forEach.call(body.querySelectorAll(".unipo-num-note"), function (note) {
+      if (note.textContent.indexOf("\u2713") < 0) return;
+      note.title = "Recomputed from the token's logged inputs: equals the log";
+      note.textContent = " \u2713";
+    });
     var children = [el("div", { class: "unipo-table-wrap" }, [el("table", { class: "unipo-live-table unipo-token-card-table" }, [body])])];
     if (body.querySelector("[data-tiny]")) children.push(para(V.NOISE_NOTE, "unipo-live-hint unipo-noise-note"));
     var card = el("details", { class: "unipo-token-card", open: true, "data-comparison": other ? other.id : null }, [

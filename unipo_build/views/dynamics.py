@@ -214,7 +214,7 @@ def length_by_correctness_html(site: Site, runs: Sequence[str] | None) -> str:
                f"each line named at its end, as a moving average over {fmt_pct(SMOOTH_FRACTION, 0)} of the rollouts; "
                "the horizontal axis is the fraction of each run's updates.")
     legend = legend_html([(label, colour, dash) for label, colour, dash in zip(labels, colours, dashes)])
-    html = (legend + '<figure class="unipo-length-panels">' + "".join(figures) +
+    html = (legend + '<figure class="unipo-figure unipo-length-panels">' + "".join(figures) +
             f"<figcaption>{escape_text(caption)}</figcaption></figure>")
     notes = []
     if missing:
@@ -226,7 +226,7 @@ def length_by_correctness_html(site: Site, runs: Sequence[str] | None) -> str:
 
 
 #: Room right of the plot for the lines' names (px).
-LABEL_ROOM = 118
+LABEL_ROOM = 80
 
 
 #: Line dashes that tell the algorithms apart without colour (solid, dashed, dotted, dash-dot).

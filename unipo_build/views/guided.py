@@ -241,7 +241,7 @@ def _weight_card(site: Site, run, first: LongShort, last: LongShort | None) -> s
             f'<p class="unipo-agg-card-head"><strong>{escape_text(name)}</strong> <code>{escape_text(kind)}</code></p>'
             f'<p class="unipo-agg-card-formula">{math_inline(weight_tex)}</p>'
             f'<p class="unipo-agg-card-meaning">{escape_text(entry.weight_meaning)}</p>'
-            f'<div class="unipo-table-wrap"><table class="unipo-agg-card-table"><thead><tr><th>answer (\u2713 right, \u2717 wrong)</th>'
+            f'<div class="unipo-table-wrap"><table class="unipo-agg-card-table"><thead><tr><th title="\u2713 right, \u2717 wrong">answer</th>'
             f'<th>per token</th><th>whole answer</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
             f'<p class="unipo-agg-card-says">{sentence}{across}</p></div>')
 
