@@ -200,16 +200,83 @@
     if (input.type === "range") input.setAttribute("aria-valuetext", String(value));
   }
 
+  /** The value a control was written with (the page's default). */
+  function defaultOf(input) {
+    if (input.tagName === "SELECT") {
+      var chosen = Array.prototype.filter.call(input.options, function (o) { return o.defaultSelected; })[0] || input.options[0];
+      return chosen ? chosen.value : "";
+    }
+    return input.defaultValue;
+  }
+
+  /** Whether ``raw`` is a value control ``input`` can take (an option; a number in its range and step). */
+  function accepts(input, raw) {
+    if (input.tagName === "SELECT") return Array.prototype.some.call(input.options, function (o) { return o.value === raw; });
+    if (input.type !== "range" && input.type !== "number") return typeof raw === "string";
+    var v = Number(raw);
+    if (raw === "" || !isFinite(v)) return false;
+    if (input.min !== "" && v < Number(input.min)) return false;
+    if (input.max !== "" && v > Number(input.max)) return false;
+    var step = input.step && input.step !== "any" ? Number(input.step) : null;
+    var base = input.min !== "" ? Number(input.min) : 0;
+    return !step || Math.abs((v - base) / step - Math.round((v - base) / step)) < 1e-6;
+  }
+
   // Binds every control of `page` under root; onChange(name) runs once per animation frame.
+  // The settings live in the URL hash (UNIPO.state, view "pg-<page>"): a committed change is a
+  // history entry, a reload, Back or a shared link restores them, a value the control cannot
+  // take leaves its default and a one-line note.
   function bindControls(root, page, onChange) {
     var inputs = root.querySelectorAll('[data-pg-control][data-pg-page="' + page + '"]');
     var pending = {};
     var scheduled = false;
+    var stateId = "pg-" + page;
+    var state = window.UNIPO && window.UNIPO.state;
     function flush() {
       scheduled = false;
       var names = Object.keys(pending);
       pending = {};
       onChange(names);
+    }
+    function params() {
+      var p = {};
+      Array.prototype.forEach.call(inputs, function (input) {
+        var name = input.getAttribute("data-pg-control");
+        if (input.value !== defaultOf(input)) p[name] = input.value;
+      });
+      return p;
+    }
+    /** Set the controls from URL params (null: the defaults); returns the names that changed. */
+    function restore(given) {
+      var bad = [];
+      var changed = {};
+      Array.prototype.forEach.call(inputs, function (input) {
+        var name = input.getAttribute("data-pg-control");
+        var want = given && Object.prototype.hasOwnProperty.call(given, name) ? given[name] : null;
+        if (want !== null && !accepts(input, want)) {
+          if (bad.indexOf(name) < 0) bad.push(name + " = " + want);
+          want = null;
+        }
+        var value = want === null ? defaultOf(input) : want;
+        if (input.value !== value) {
+          input.value = value;
+          changed[name] = true;
+        }
+        showValue(input);
+      });
+      if (state && inputs.length) {
+        state.note(stateId, bad.length ? "The link sets " + bad.join(", ") + ", which this playground cannot take; " +
+          "those controls keep their defaults." : null, inputs[0].closest(".pg-controls") || inputs[0].closest("label") || inputs[0]);
+      }
+      return Object.keys(changed);
+    }
+    if (state && inputs.length) {
+      var first = restore(state.get(stateId));
+      if (first.length) window.requestAnimationFrame(function () { onChange(first); });
+      state.watch(stateId, function (given) {
+        var names = restore(given);
+        if (names.length) onChange(names);
+      }, inputs[0]);
     }
     Array.prototype.forEach.call(inputs, function (input) {
       showValue(input);
@@ -230,6 +297,8 @@
         }
       };
       input.addEventListener(input.tagName === "SELECT" || input.type === "number" ? "change" : "input", handler);
+      // a committed value (a slider let go): one history entry
+      input.addEventListener("change", function () { if (state) state.set(stateId, params(), true); });
     });
     return function read() {
       var values = {};

@@ -420,8 +420,8 @@
      */
     note: function (id, text, where) {
       var view = document.getElementById("unipo-" + id);
-      if (!view) return;
-      var line = view.querySelector(".unipo-state-note");
+      if (!view && !(where && where.parentNode)) return;
+      var line = (view || where.parentNode).querySelector('.unipo-state-note[data-for="' + id + '"]');
       if (!text) {
         if (line) line.remove();
         return;
@@ -429,6 +429,7 @@
       if (!line) {
         line = document.createElement("p");
         line.className = "unipo-state-note";
+        line.setAttribute("data-for", id);
         line.setAttribute("role", "status");
         if (where && where.parentNode) where.parentNode.insertBefore(line, where.nextSibling);
         else view.insertBefore(line, view.firstChild);
@@ -455,14 +456,20 @@
         if (target !== view && target.focus) target.focus({ preventScroll: true });
       });
     },
-    /** fn(params or null) when the reader moves through this page's history (back, forward). */
-    watch: function (id, fn) {
-      watchers = watchers.filter(function (w) { return document.getElementById("unipo-" + w.id); });
-      watchers.push({ id: id, fn: fn });
+    /** fn(params or null) when the reader moves through this page's history (back, forward);
+     * ``element``: the view's element when it has no id "unipo-" + ``id``. */
+    watch: function (id, fn, element) {
+      watchers = watchers.filter(alive);
+      watchers.push({ id: id, fn: fn, element: element || null });
     },
     parse: parseHash,
     format: formatHash,
   };
+
+  /** A watcher's view is on the shown page: its element (given, or "unipo-" + its id). */
+  function alive(w) {
+    return w.element ? document.contains(w.element) : !!document.getElementById("unipo-" + w.id);
+  }
 
   function notifyWatchers() {
     var entries = parseHash(location.hash);
@@ -471,7 +478,7 @@
     if (!entries.length && location.hash) return Promise.resolve();
     var done = [];
     watchers.slice().forEach(function (w) {
-      if (!document.getElementById("unipo-" + w.id)) return;
+      if (!alive(w)) return;
       var found = entries.filter(function (e) { return e.id === w.id; })[0];
       try {
         done.push(Promise.resolve(w.fn(found ? found.params : null)).catch(function (err) {

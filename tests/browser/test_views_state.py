@@ -343,3 +343,41 @@ def test_a_hash_naming_what_the_page_lacks_opens_the_default_with_a_note(open_pa
     assert driver.execute_script("return document.querySelector('.unipo-compare-selector').dataset.pair") == "ppo|grpo"
     assert driver.execute_script("return document.querySelectorAll('.unipo-explorer svg, .unipo-explorer canvas').length") > 0
     assert console_errors(driver) == []
+
+
+# ------------------------------------------------------------------ item 1: playground settings
+
+
+def test_playground_settings_survive_reload_back_and_a_bad_link(open_page, driver, console_errors):
+    page = "playgrounds/loss-shapes/"
+    signal = """const el = document.querySelector('[data-pg-chart="shapes"] .unipo-vega');
+                const view = window.UNIPO.view(el); return view ? view.signal('eps_high') : null;"""
+    ready = """return [...document.querySelectorAll('template.unipo-data[id^="pg-data-"]')]
+               .every(s => s.getAttribute('data-pg-ready') === 'true');"""
+    open_page(page)
+    _wait(driver, ready, what="playground ready")
+    default = driver.execute_script(signal)
+    # a slider let go: its value in the URL, the figure follows
+    driver.execute_script("""const i = document.querySelector('[data-pg-control="eps_high"]'); i.value = '24';
+        i.dispatchEvent(new Event('input', {bubbles: true})); i.dispatchEvent(new Event('change', {bubbles: true}));""")
+    _wait(driver, "return location.hash === '#pg-shapes:eps_high=24'", what="the setting in the URL")
+    _wait(driver, "const v = (function () {" + signal + "})(); return v !== null && Math.abs(v - 0.5) < 1e-9;",
+          what="the figure at the new setting")
+    # reload: the slider and the figure at the setting
+    driver.refresh()
+    _wait(driver, ready, what="playground ready after reload")
+    _wait(driver, "const v = (function () {" + signal + "})(); return v !== null && Math.abs(v - 0.5) < 1e-9;",
+          what="the figure at the restored setting")
+    assert driver.execute_script("return document.querySelector('[data-pg-control=\"eps_high\"]').value") == "24"
+    # Back: the defaults again
+    driver.back()
+    _wait(driver, "const v = (function () {" + signal + "})(); return v !== null && Math.abs(v - arguments[0]) < 1e-9;",
+          default, what="the default after Back")
+    # a value the control cannot take: its default, and one line saying so
+    driver.get(driver.current_url.split("#")[0] + "#pg-shapes:eps_high=999,eps=abc")
+    _wait(driver, ready, what="playground ready with a bad link")
+    note = _wait(driver, "const n = document.querySelector('.unipo-state-note[data-for=\"pg-shapes\"]'); return n && n.textContent",
+                 what="the note")
+    assert "eps_high = 999" in note and "eps = abc" in note and "\n" not in note
+    assert driver.execute_script(signal) == pytest.approx(default)
+    assert console_errors(driver) == []
