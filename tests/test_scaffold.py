@@ -61,7 +61,7 @@ def test_scaffold_writes_a_valid_spec_and_a_chapter(project):
     text = spec_path.read_text()
     assert "#   aggregation  constant_normalizer, seq_mean_token_mean" in text  # the kinds, as a comment
     page = chapter.read_text()
-    for call in ('objective_card("my_po")', 'compare("dapo", "my_po")', 'training_explorer("my_po")',
+    for call in ('objective_card("my_po")', 'compare_selector("dapo", "my_po")', 'training_explorer("my_po")',
                  'step_inspector("my_po", moment="clipped_high")', 'run_card("my_po")'):
         assert "{{ " + call + " }}" in page
     assert todo_markers(chapter) and todo_markers(spec_path)
@@ -129,7 +129,7 @@ def test_chapter_template_uses_registered_macros_only():
     env = jinja2.Environment(comment_start_string="{##", comment_end_string="##}")
     env.parse(text)
     called = set(re.findall(r"\{\{\s*(\w+)\(", text))
-    assert called >= {"objective_card", "compare", "training_explorer", "step_inspector", "run_card"}
+    assert called >= {"objective_card", "compare_selector", "training_explorer", "step_inspector", "run_card"}
     assert called <= _registered_macros()
     moments = re.findall(r'moment="(\w+)"', text)
     from unipo_build.moments import MOMENT_NAMES
