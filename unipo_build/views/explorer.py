@@ -303,7 +303,7 @@ def _chips_html(uid: str, series: RunSeries, selected: list[str]) -> str:
     more = (f'<button type="button" class="unipo-explorer__more-metrics" aria-expanded="false">'
             f"Choose rings: all {len(series.metrics)} metrics</button>")
     return (
-        f'<div class="unipo-explorer__chips" role="group" aria-label="Metrics to draw as rings (1 to {MAX_RINGS})">'
+        f'<div class="unipo-explorer__chips" role="group" aria-label="Metrics to draw as rings (1 to {MAX_RINGS})" data-search-exclude>'
         + "".join(out) + more + "</div>"
     )
 
