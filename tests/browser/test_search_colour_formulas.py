@@ -82,6 +82,68 @@ def test_search_results_show_clean_text(open_page, driver, console_errors):
     assert console_errors(driver) == []
 
 
+# ---------------------------------------------------------------------------- 7. colour
+
+_RING_COLOURS_JS = """
+const e = document.querySelector('.unipo-explorer');
+e.scrollIntoView();
+const out = {};
+const rings = [...e.querySelectorAll('.unipo-explorer__ring')];
+rings.forEach((li, j) => {
+  const path = e.querySelector(`.ring${j}_marks path`);
+  out[li.getAttribute('data-metric')] = {
+    swatch: getComputedStyle(li.querySelector('.unipo-explorer__swatch')).backgroundColor,
+    stroke: path ? getComputedStyle(path).stroke : null};
+});
+return out;
+"""
+
+
+def _rgb(css: str) -> str:
+    r, g, b = (int(x) for x in re.findall(r"\d+", css)[:3])
+    return "#%02X%02X%02X" % (r, g, b)
+
+
+@pytest.mark.parametrize("scheme", ["default", "slate"])
+def test_a_metric_keeps_its_colour_on_every_page(open_page, driver, scheme, console_errors):
+    """Clipped high is the third ring on GRPO's chapter and the third on DAPO's, the second on
+    GSPO's: one colour on all of them, its palette's, and never an algorithm's."""
+    from unipo_build.views import palette as P
+
+    seen = {}
+    for page in ("course/algorithms/grpo/", "course/algorithms/dapo/", "course/algorithms/gspo/"):
+        open_page(page, scheme=scheme)
+        rings = _wait(driver, "const r = (function () {" + _RING_COLOURS_JS + "})();"
+                              "return Object.values(r).every(v => v.stroke && v.stroke !== 'none') ? r : null;",
+                      what="rings drawn")
+        for metric, colours in rings.items():
+            swatch, stroke = _rgb(colours["swatch"]), _rgb(colours["stroke"])
+            assert swatch == stroke, (page, metric, swatch, stroke)
+            expected = P.METRIC_PALETTE[P.metric_colour(metric)][1 if scheme == "slate" else 0].upper()
+            assert swatch == expected, (page, metric)
+            seen.setdefault(metric, set()).add(swatch)
+        assert len(set(rings_colour := [_rgb(v["swatch"]) for v in rings.values()])) == len(rings_colour)
+        assert not {c for c in rings_colour} & {c.upper() for c in P.ALGORITHMS.values()}
+    assert len(seen["clip/frac_high"]) == 1 and len(seen["reward/mean"]) == 1
+    assert console_errors(driver) == []
+
+
+def test_the_gdpo_caption_names_the_colours_it_draws(open_page, driver, console_errors):
+    from unipo_build.views import palette as P
+
+    open_page("playgrounds/gdpo/")
+    caption = driver.execute_script("""return [...document.querySelectorAll('figcaption')].map(c => c.textContent)
+        .find(t => t.includes('against GDPO'));""")
+    assert f"GRPO ({P.colour_name(P.ALGORITHMS['grpo'])}) against GDPO ({P.colour_name(P.ALGORITHMS['gdpo'])})" in caption
+    drawn = driver.execute_script("""const f = document.querySelector('[data-pg-chart="toy"]');
+        return [...f.querySelectorAll('svg path, svg line, svg rect')].map(p => getComputedStyle(p).stroke)
+          .concat([...f.querySelectorAll('svg path, svg rect')].map(p => getComputedStyle(p).fill))
+          .filter(c => c && c.startsWith('rgb'));""")
+    drawn = {_rgb(c) for c in drawn}
+    assert {P.ALGORITHMS["grpo"].upper(), P.ALGORITHMS["gdpo"].upper()} <= drawn
+    assert console_errors(driver) == []
+
+
 # ---------------------------------------------------------------------------- 8. formulas
 
 _FORMULA_LAYOUT_JS = r"""

@@ -40,7 +40,7 @@ from ..runs import Run, RunCatalog, catalog_of
 from ..schema import PromptGroup, Response, StepDetail
 from . import fmt as F
 from .common import EVENT_OPEN_STEP, EVENT_TOKEN, site_root, step_path
-from .palette import DIVERGING, DIVERGING_DARK, SEQUENTIAL, SEQUENTIAL_DARK
+from .palette import TOKEN_DIVERGING, TOKEN_DIVERGING_DARK, TOKEN_SEQUENTIAL, TOKEN_SEQUENTIAL_DARK
 from .token_scale import DEFAULT_QUANTITY, MIN_TINT, QUANTITIES, QUANTITY_KEYS  # noqa: F401
 
 
@@ -436,8 +436,10 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
         "moment": next((e for e in entries if e["name"] == chosen_moment.name), None) if chosen_moment else None,
         "group": group_key(open_group) if open_group is not None else None,
         "config": browser_config(config) if config is not None else None,
-        "ramps": {"diverging": list(DIVERGING), "diverging_dark": list(DIVERGING_DARK),
-                  "sequential": list(SEQUENTIAL), "sequential_dark": list(SEQUENTIAL_DARK), "min_tint": MIN_TINT},
+        # the token ramps: the page's text colour reads on every token (palette.text_safe)
+        "ramps": {"diverging": list(TOKEN_DIVERGING), "diverging_dark": list(TOKEN_DIVERGING_DARK),
+                  "sequential": list(TOKEN_SEQUENTIAL), "sequential_dark": list(TOKEN_SEQUENTIAL_DARK),
+                  "min_tint": MIN_TINT},
         "quantities": [{"key": q.key, "label": q.label, "kind": q.kind, "source": q.source, "transform": q.transform,
                         "description": q.description} for q in QUANTITIES],
         "step_path": step_path(found.id, 0).rsplit("/", 1)[0] + "/",
