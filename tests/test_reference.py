@@ -125,7 +125,7 @@ def test_grpo_formula():
     # J = E on the first row (as eq. 3 of the GRPO paper), the bracket on the second: no row ends
     # on an opening bracket, and every bracket closes on the row it opens
     assert rows[0].endswith(r"(\cdot\mid q)}")
-    assert rows[1].startswith(r"&\qquad\Bigg[") and rows[1].endswith(r"\Big)\Bigg]")
+    assert rows[1].startswith(r"[0.4em]&\qquad\Bigg[") and rows[1].endswith(r"\Big)\Bigg]")
     assert r"\frac{1}{G}\sum_{i=1}^{G}\frac{1}{|o_i|}\sum_{t=1}^{|o_i|}" in rows[1]
     assert r"\htmlClass{unipo-slot unipo-slot-kl}{-\beta\,\mathbb{D}_{i,t}}" in rows[1]  # KL in the loss
     assert r"1-0.2,1+0.2" in rows[1]

@@ -158,7 +158,8 @@ def objective_latex(algorithm: AlgorithmSpec | ResolvedAlgorithm, *, definitions
         split = len(surrogate_plain) > SPLIT_AFTER
     # A long objective continues on a second row after the expectation, as in the GRPO paper
     # (eq. 3): a row never ends on an opening bracket, and the brackets open and close on one row.
-    line1 = (r"\mathcal{J}(\theta)&=" + EXPECTATION + (r"\\&\qquad" if split else "") + r"\Bigg["
+    # (the expectation's subscript hangs low: a little room before the bracket's row)
+    line1 = (r"\mathcal{J}(\theta)&=" + EXPECTATION + (r"\\[0.4em]&\qquad" if split else "") + r"\Bigg["
              + w("aggregation", aggregation[0]) + r"\Big(" + inner + r"\Big)\Bigg]")
 
     # Line 2: what acts on the samples and rewards before the loss

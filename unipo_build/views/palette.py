@@ -7,7 +7,7 @@
 - Metrics, keyed by the catalogue's names (``schema.METRICS``): one colour per metric on every ring
   of every page (:data:`METRIC_COLOURS`, :func:`metric_colour`), from a set of dark, muted
   colours a reader does not mistake for an algorithm's (a bright Okabe-Ito or Tol hue): indigo for
-  rewards, browns for lengths, crimson for the KL, navy for entropy, greys for clipping.
+  rewards, browns for lengths, crimson for the KL, forest green for entropy, greys for clipping.
 - Roles that are not algorithms: the diff statuses, categorical series of a figure, the KL
   estimators, each with a light and a dark value where they differ.
 - Names: every colour has the name a caption uses for it (:func:`colour_name`), so a caption
@@ -49,7 +49,7 @@ METRIC_PALETTE: dict[str, tuple[str, str]] = {
     "crimson": ("#A50F15", "#F4A0A0"),
     "navy": ("#1F2A56", "#A9B8F0"),
     "grey": ("#4D4D4D", "#BDBDBD"),
-    "petrol": ("#03464C", "#7EC4C9"),
+    "petrol": ("#03464C", "#6FE0D8"),
     "plum": ("#5C1A45", "#E0A8D0"),
 }
 #: Each catalogue metric's colour (a name of METRIC_PALETTE); metrics a chapter draws together
@@ -58,14 +58,14 @@ METRIC_COLOURS: dict[str, str] = {
     "reward/mean": "indigo", "reward/std": "plum", "reward/correct": "indigo", "reward/format": "plum",
     "reward/shaping": "brown", "accuracy/train": "indigo", "sampled/reward": "indigo", "sampled/accuracy": "indigo",
     "objective": "grey", "loss/policy": "grey", "loss/value": "petrol", "value/explained_variance": "grey",
-    "kl/mean": "crimson", "entropy/mean": "navy",
+    "kl/mean": "crimson", "entropy/mean": "forest",
     "clip/frac_high": "grey", "clip/frac_low": "petrol", "ratio/min": "petrol", "ratio/mean": "grey", "ratio/max": "grey",
     "length/mean": "brown", "length/correct": "forest", "length/incorrect": "brown", "length/truncated_frac": "brown",
     "sampled/length": "brown", "sampled/tokens": "brown",
     "grad_norm": "grey", "lr": "petrol",
-    "groups/zero_variance_frac": "plum", "groups/all_correct_frac": "forest", "groups/all_wrong_frac": "crimson",
-    "sampling/generated_per_kept": "petrol", "sampling/pass_rate": "plum", "sampling/rounds": "grey",
-    "time/wall_s": "grey", "time/rollout_s": "petrol", "time/update_s": "plum",
+    "groups/zero_variance_frac": "petrol", "groups/all_correct_frac": "forest", "groups/all_wrong_frac": "crimson",
+    "sampling/generated_per_kept": "plum", "sampling/pass_rate": "petrol", "sampling/rounds": "grey",
+    "time/wall_s": "grey", "time/rollout_s": "navy", "time/update_s": "plum",
 }
 #: A metric the catalogue does not know.
 OTHER_METRIC = "grey"
