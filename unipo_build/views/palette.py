@@ -39,7 +39,7 @@ ALGORITHMS: dict[str, str] = {
     "gdpo": "#7B61FF",  # violet: drawn beside GRPO's bluish green, so no green of its own
 }
 #: Algorithms without a colour above take these, in order of appearance.
-EXTRA = ("#882255", "#117733", "#DDCC77", "#88CCEE", "#661100", "#44AA99")
+EXTRA = ("#882255", "#117733", "#DDCC77", "#88CCEE", "#661100", "#332288")
 
 #: The metrics' colours, (light, dark) per name: dark and muted on light pages, light on dark ones.
 METRIC_PALETTE: dict[str, tuple[str, str]] = {
@@ -75,7 +75,7 @@ NAMES: dict[str, str] = {
     "#E69F00": "orange", "#56B4E9": "sky blue", "#009E73": "bluish green", "#AA3377": "purple",
     "#999933": "olive", "#EE6677": "red", "#0072B2": "blue", "#D55E00": "vermillion",
     "#CC79A7": "reddish purple", "#44AA99": "teal", "#882255": "wine", "#117733": "green",
-    "#DDCC77": "sand", "#88CCEE": "cyan", "#661100": "dark red", "#7B61FF": "violet",
+    "#DDCC77": "sand", "#88CCEE": "cyan", "#661100": "dark red", "#332288": "indigo", "#7B61FF": "violet",
 }
 
 #: (light, dark) per role.
