@@ -15,6 +15,7 @@ from helpers_runlog import CREATED, make_detail, make_eval, make_header
 from unipo_build import runlog, runs
 from unipo_build.runlog import RunWriter, dumps
 from unipo_build.schema import StepRecord
+from unipo_build.views.palette import metric_colour
 from unipo_build.views import explorer
 from unipo_build.views.common import step_path
 from unipo_build.views.site_data import publish_runs
@@ -245,8 +246,11 @@ def test_explorer_html_embeds_every_metric_downsampled(loaded):
     # Chips: one per metric, the defaults pressed with their ring; label, last value, definition.
     chips = re.findall(r'<button type="button" class="unipo-explorer__chip"[^>]*>', html)
     assert len(chips) == len(names)
-    pressed = re.findall(r'data-metric="([^"]+)" aria-pressed="true" data-ring="(\d)" data-colour="\2"', html)
-    assert dict(pressed) == {"reward/mean": "0", "length/mean": "1", "kl/mean": "2", "entropy/mean": "3"}
+    # data-colour: the metric's own colour (views/palette.py), the same on every page
+    pressed = re.findall(r'data-metric="([^"]+)" aria-pressed="true" data-ring="(\d)" data-colour="([a-z]+)"', html)
+    assert {m: (ring, colour) for m, ring, colour in pressed} == {
+        m: (str(k), metric_colour(m)) for k, m in enumerate(("reward/mean", "length/mean", "kl/mean", "entropy/mean"))}
+    assert data["metric_colours"]["custom/score"] == "grey" and data["metric_colours"]["kl/mean"] == "crimson"
     assert 'title="Reward (reward/mean): Mean scalar reward' in html
     # Held-out evaluation next to the chart.
     assert "Held-out evaluation" in html and "40.0% → 52.0%" in html
@@ -264,10 +268,10 @@ def test_rings_list_ranges_units_and_the_automatic_robust_scale(loaded):
     units = {m["name"]: m["unit"] for m in data["metrics"]}
     assert units["clip/frac_high"] == "% of tokens" and units["length/mean"] == "tokens" and units["custom/score"] == ""
     clip = explorer.collect_series(run.path).metrics["clip/frac_high"]
-    rings = re.findall(r'<li class="unipo-explorer__ring" data-metric="([^"]+)" data-colour="(\d)">.*?'
+    rings = re.findall(r'<li class="unipo-explorer__ring" data-metric="([^"]+)" data-colour="([a-z]+)">.*?'
                        r'<span class="unipo-explorer__ring-range">([^<]*)</span>'
                        r'<span class="unipo-explorer__ring-note">([^<]*)</span>', html)
-    assert [r[:2] for r in rings] == [("reward/mean", "0"), ("clip/frac_high", "1"), ("length/mean", "2")]
+    assert [r[:2] for r in rings] == [(m, metric_colour(m)) for m in ("reward/mean", "clip/frac_high", "length/mean")]
     # the robust ring spans its 1st-99th percentile (with the margin) and names the whole range
     assert rings[1][2] == (f"{explorer.format_value(clip.q_low, '%')} to "
                            f"{explorer.format_value(clip.q_high, '%')} of tokens")

@@ -122,10 +122,11 @@ def test_objective_wraps_every_slot_that_has_a_formula(algorithm):
 def test_grpo_formula():
     tex = F.objective_latex(SPECS["grpo"])
     rows = rows_of(tex)
-    # J = E[ aggregation ( ... on the first row, the per-token objective on the second
-    assert rows[0].endswith(r"\sum_{t=1}^{|o_i|}}\Big(")
-    assert r"\frac{1}{G}\sum_{i=1}^{G}\frac{1}{|o_i|}\sum_{t=1}^{|o_i|}" in rows[0]
-    assert rows[1].startswith(r"&\qquad") and rows[1].endswith(r"\Big)\Bigg]")
+    # J = E on the first row (as eq. 3 of the GRPO paper), the bracket on the second: no row ends
+    # on an opening bracket, and every bracket closes on the row it opens
+    assert rows[0].endswith(r"(\cdot\mid q)}")
+    assert rows[1].startswith(r"[0.4em]&\qquad\Bigg[") and rows[1].endswith(r"\Big)\Bigg]")
+    assert r"\frac{1}{G}\sum_{i=1}^{G}\frac{1}{|o_i|}\sum_{t=1}^{|o_i|}" in rows[1]
     assert r"\htmlClass{unipo-slot unipo-slot-kl}{-\beta\,\mathbb{D}_{i,t}}" in rows[1]  # KL in the loss
     assert r"1-0.2,1+0.2" in rows[1]
     assert rows[2].startswith(r"\text{where}\quad&") and "unipo-slot-ratio" in rows[2]
@@ -146,7 +147,7 @@ def test_ppo_formula_puts_the_kl_in_the_reward():
 def test_dapo_formula():
     rows = rows_of(F.objective_latex(SPECS["dapo"]))
     assert "1-0.2,1+0.28" in rows[1] and "unipo-slot-kl" not in "".join(rows)
-    assert r"\frac{1}{\sum_{i=1}^{G}|o_i|}" in rows[0]
+    assert r"\frac{1}{\sum_{i=1}^{G}|o_i|}" in rows[1]
     assert slots_in(rows[2]) == {"filter", "shaping"}
     assert r"r_i\leftarrow r_i+R_{\text{length}}(o_i)" in rows[2]
     assert any(r"\begin{cases}" in row and "unipo-slot-shaping" in row for row in rows[3:])
@@ -154,7 +155,7 @@ def test_dapo_formula():
 
 def test_dr_grpo_formula_and_the_resolved_normaliser():
     tex = F.objective_latex(SPECS["dr_grpo"])
-    assert r"\frac{1}{G\,L}" in rows_of(tex)[0] and r"L=\text{max new tokens}" in tex
+    assert r"\frac{1}{G\,L}" in rows_of(tex)[1] and r"L=\text{max new tokens}" in tex
     assert any(row == r"&\htmlClass{unipo-slot unipo-slot-aggregation}{L=\text{max new tokens}}" for row in rows_of(tex))
     resolved = F.objective_latex(resolve(SPECS["dr_grpo"], max_new_tokens=96))
     assert "L=96" in resolved and r"\text{max new tokens}" not in resolved

@@ -43,3 +43,31 @@ def test_only_the_sites_own_formulas_are_read_as_tex(tmp_path):
                     encoding="utf-8")
     assert rewrite_index(path, known) == 1
     assert json.loads(path.read_text(encoding="utf-8"))["docs"][0]["text"] == r"<p>ρ_i,t and a token \(\url{javascript:x}\)</p>"
+
+
+def test_katex_html_classes_read_as_their_body():
+    """The composer wraps slots in \\htmlClass: the index reads the formula, not the class names."""
+    tex = r"\Bigg[\htmlClass{unipo-slot unipo-slot-aggregation unipo-diff-modified}{\frac{1}{G}\sum_{i=1}^{G}}\Big(\rho\Big)\Bigg]"
+    assert tex_to_text(tex) == "[1/G∑_i=1^G(ρ)]"
+    assert tex_to_text(r"\htmlClass{unipo-tex-em}{k_3 = (r - 1)}") == "k_3 = (r - 1)"
+
+
+def test_the_index_view_keeps_words_apart_and_leaves_out_what_is_not_read():
+    from unipo_build.views.search_text import index_view
+
+    html = ('<table><tr><th>Field</th><th>Type</th></tr><tr><td>a</td><td>b</td></tr></table>'
+            '<div class="g"><span class="t">Aggregation</span><button><span class="k">mean</span></button></div>'
+            '<p>x <span class="arithmatex">\\(G\\)</span>, then<span hidden>a description</span>'
+            '<span aria-hidden="true">✗<span>0</span></span> end</p>'
+            '<div data-search-exclude><div>reward</div><div>Reward 0.5</div></div>after'
+            '<template>{"json": 1}</template><svg><text>axis</text></svg>'
+            '<pre><code><span>un</span><span>ipo</span></code></pre><p class="a hidden b">kept</p>GRPO<br>Group')
+    view = index_view(html)
+    text = __import__("re").sub(r"<[^>]+>", "", view)
+    assert "Field Type" in text and "a b" in text
+    assert "Aggregation mean" in text
+    assert "G, then end" in text.replace("\\(", "").replace("\\)", "")  # no space before a comma
+    for gone in ("description", "✗", "reward", "Reward 0.5", "json", "axis"):
+        assert gone not in text, gone
+    assert "after" in text and "unipo" in text and "kept" in text  # code keeps its text; a class "hidden" hides nothing
+    assert "GRPO Group" in text

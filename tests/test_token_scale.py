@@ -11,7 +11,8 @@ import math
 import pytest
 
 from unipo_build.views import token_scale as T
-from unipo_build.views.palette import DIVERGING, DIVERGING_DARK, SEQUENTIAL, SEQUENTIAL_DARK
+from unipo_build.views.palette import DIVERGING, SEQUENTIAL
+from unipo_build.views.palette import TOKEN_DIVERGING, TOKEN_DIVERGING_DARK, TOKEN_SEQUENTIAL, TOKEN_SEQUENTIAL_DARK
 
 
 def test_signed_quantities_are_diverging_symmetric_with_the_data_range():
@@ -44,12 +45,12 @@ def test_positions_keep_small_values_visible_and_zero_neutral():
 
 def test_colours_come_from_the_palette_ramps():
     scale = T.Scale("diverging", -1.0, 1.0, 1.0)
-    assert T.colour(scale, 0.0) == DIVERGING[5] == "#f7f7f7"
-    assert T.colour(scale, 1.0) == DIVERGING[-1] and T.colour(scale, -1.0) == DIVERGING[0]
-    assert T.colour(scale, 0.0, dark=True) == DIVERGING_DARK[5]
-    assert T.colour(scale, 1.0, dark=True) == DIVERGING_DARK[-1]
+    assert T.colour(scale, 0.0) == TOKEN_DIVERGING[5] == DIVERGING[5] == "#f7f7f7"
+    assert T.colour(scale, 1.0) == TOKEN_DIVERGING[-1] and T.colour(scale, -1.0) == TOKEN_DIVERGING[0]
+    assert T.colour(scale, 0.0, dark=True) == TOKEN_DIVERGING_DARK[5]
+    assert T.colour(scale, 1.0, dark=True) == TOKEN_DIVERGING_DARK[-1]
     seq = T.Scale("sequential", 0.0, 2.0, 2.0)
-    assert T.colour(seq, 2.0) == SEQUENTIAL[-1] and T.colour(seq, 2.0, dark=True) == SEQUENTIAL_DARK[-1]
+    assert T.colour(seq, 2.0) == TOKEN_SEQUENTIAL[-1] and T.colour(seq, 2.0, dark=True) == TOKEN_SEQUENTIAL_DARK[-1]
     # halfway between two anchors is their mean, rounded half up: #f7f7f7 and #e6f5d0 at u = 0.55
     assert T.ramp_colour(DIVERGING, 0.55) == "#%02x%02x%02x" % ((0xf7 + 0xe6 + 1) // 2, (0xf7 + 0xf5 + 1) // 2,
                                                                  (0xf7 + 0xd0 + 1) // 2)
@@ -70,7 +71,7 @@ def test_legend_stops_span_the_data():
     scale = T.Scale("diverging", -0.5, 2.0, 2.0)
     stops = T.legend_stops(scale)
     assert stops[0][0] == -0.5 and stops[-1][0] == 2.0 and len(stops) == 9
-    assert stops[-1][1] == DIVERGING[-1] and stops[0][1] == T.colour(scale, -0.5)
+    assert stops[-1][1] == TOKEN_DIVERGING[-1] and stops[0][1] == T.colour(scale, -0.5)
 
 
 def test_text_and_contrast():
@@ -79,3 +80,18 @@ def test_text_and_contrast():
     assert T.text_colour(SEQUENTIAL[-1]) == "#ffffff" and T.text_colour(SEQUENTIAL[0]) == "#000000"
     with pytest.raises(KeyError, match="no token quantity"):
         T.quantity("logp")
+
+
+@pytest.mark.parametrize("dark", [False, True])
+def test_token_text_never_flips(dark):
+    """On the token ramps the page's own text colour reads at 4.5:1 on every colour, so two tokens
+    of almost the same colour never get black and white text (one would look marked)."""
+    text = "#ffffff" if dark else "#000000"
+    for ramp in T.ramps(dark):
+        colours = [T.ramp_colour(ramp, k / 400) for k in range(401)]
+        assert {T.text_colour(c) for c in colours} == {text}
+        assert min(T.contrast(c, text) for c in colours) >= 4.5
+    # the whole ramps do flip: the token ramps are their text-safe part, strongest ends included
+    whole = T.ramps(dark, tokens=False)[0]
+    assert len({T.text_colour(T.ramp_colour(whole, k / 400)) for k in range(401)}) == 2
+    assert T.contrast(T.ramps(dark)[0][0], T.ramps(dark)[0][5]) > 1.8  # still a strong colour at the ends

@@ -182,7 +182,9 @@ def test_a_dropped_groups_moment_folds_every_bar(runs):
     html = I.step_inspector("test-dapo", moment="filtered_group", catalog=runs)
     assert _data(html)["group"] == "1000f"
     assert '<div class="unipo-step-objective" data-folded>' in html  # no bar is open: none shows
-    assert "unipo-bar-row--open" not in html and "Group 1000: 0/4 correct, dropped" in html
+    assert "unipo-bar-row--open" not in html and "Filtered group 1: 0/4 correct, dropped" in html
+    # a dropped group is named by what it is, not by its logged index (1000 and up)
+    assert ">Filtered group 1</span>" in html and "Group 1000" not in html
 
 
 def test_missing_run_is_a_note_not_an_error(runs, tmp_path):

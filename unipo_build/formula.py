@@ -2,7 +2,8 @@
 
 ``objective_latex(spec)`` writes
 
-    J(theta) = E[ aggregation ( per-token surrogate  - beta D ) ]          (line 1)
+    J(theta) = E[ aggregation ( per-token surrogate  - beta D ) ]          (line 1; a long one
+                                                                             breaks after the E)
                s.t. filter,  per-token reward with KL,  shaped reward      (line 2, when any)
     where      ratio = ...,  advantage = ...,  the definitions of the rest (one row each)
 
@@ -155,9 +156,11 @@ def objective_latex(algorithm: AlgorithmSpec | ResolvedAlgorithm, *, definitions
     aggregation = clauses(parts["aggregation"].latex())
     if split is None:
         split = len(surrogate_plain) > SPLIT_AFTER
-    # \Bigg[ and \Big( have a fixed size, so they may open on one row and close on the next.
-    line1 = (r"\mathcal{J}(\theta)&=" + EXPECTATION + r"\Bigg[" + w("aggregation", aggregation[0])
-             + r"\Big(" + (r"\\&\qquad" if split else "") + inner + r"\Big)\Bigg]")
+    # A long objective continues on a second row after the expectation, as in the GRPO paper
+    # (eq. 3): a row never ends on an opening bracket, and the brackets open and close on one row.
+    # (the expectation's subscript hangs low: a little room before the bracket's row)
+    line1 = (r"\mathcal{J}(\theta)&=" + EXPECTATION + (r"\\[0.4em]&\qquad" if split else "") + r"\Bigg["
+             + w("aggregation", aggregation[0]) + r"\Big(" + inner + r"\Big)\Bigg]")
 
     # Line 2: what acts on the samples and rewards before the loss
     line2 = []

@@ -8,6 +8,9 @@
 - ``on_page_content``: puts back the HTML that macros protected from Markdown
   (see ``unipo_build.macros.protect_html``), and adds the view scripts the page's macros asked
   for (``macros.use_scripts``): a page without a Step Inspector loads no inspector code.
+- ``on_page_context``: hands Material's search plugin the page as the index should read it
+  (``views/search_text.index_view``: words of neighbouring elements apart, hidden text left out)
+  and gives the page its own HTML back once the plugin has read it.
 - ``on_post_page`` / ``on_post_template``: put the hashes of the theme's inline scripts into the
   page's Content-Security-Policy (``unipo_build.csp``).
 - ``on_post_build``: copies the libraries' dist files into ``site/assets/vendor/``, so that
@@ -22,10 +25,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
 from mkdocs.exceptions import PluginError
+from mkdocs.plugins import CombinedEvent, event_priority
 
 from unipo_build import csp
 from unipo_build import macros as unipo_macros
@@ -131,6 +136,26 @@ def on_page_content(html, page, config, files):
         root = site_root(page.url)
         html += "".join(f'<script defer src="{root}assets/views/{name}.js"></script>' for name in scripts)
     return html
+
+
+@event_priority(50)  # before Material's search plugin (priority 0) reads page.content
+def _give_search_the_index_view(context, page, config, nav):
+    page.unipo_page_html = page.content
+    page.content = search_text.index_view(page.content)
+    return context
+
+
+@event_priority(-50)  # after it: the page is rendered from its own HTML
+def _give_the_page_its_html(context, page, config, nav):
+    saved = getattr(page, "unipo_page_html", None)
+    if saved is not None:
+        # a view may mark its own controls data-search-exclude: the plugin has read the mark
+        page.content = re.sub(r'\sdata-search-exclude(?:="[^"]*")?(?=[\s/>])', "", saved)
+        del page.unipo_page_html
+    return context
+
+
+on_page_context = CombinedEvent(_give_search_the_index_view, _give_the_page_its_html)
 
 
 def write_view_scripts(assets: Path) -> None:

@@ -132,7 +132,7 @@
     this.spec.datasets.ticks = ticks;
     this.state = {
       metrics: d.selected.slice(),
-      colours: d.selected.map(function (_, i) { return i; }), // the palette's ring colour of each metric
+      colours: d.selected.map(function (n) { return metricColour(d, n); }), // each metric's own colour (palette.py)
       scale: "auto",
       mag: 0,
       focus: 0.5,
@@ -297,6 +297,11 @@
     this.statusEl.textContent = text;
   };
 
+  /** A metric's colour name (--unipo-metric-<name>): the same on every ring of every page. */
+  function metricColour(data, name) {
+    return (data.metric_colours && data.metric_colours[name]) || "grey";
+  }
+
   Explorer.prototype.info = function (name) {
     return this.metrics[name] ? this.metrics[name].info : { name: name, label: name, unit: "" };
   };
@@ -305,7 +310,7 @@
   Explorer.prototype.applyColours = function () {
     var section = this.section;
     this.state.colours.forEach(function (colour, slot) {
-      section.style.setProperty("--unipo-explorer-slot-" + slot, "var(--unipo-ring-" + colour + ")");
+      section.style.setProperty("--unipo-explorer-slot-" + slot, "var(--unipo-metric-" + colour + ")");
     });
   };
 
@@ -401,11 +406,9 @@
         this.status(full);
         return;
       }
-      // A new ring takes the first colour no drawn metric has: the others keep theirs.
-      var free = 0;
-      while (state.colours.indexOf(free) >= 0) free += 1;
+      // A metric has one colour on every ring of every page (views/palette.py METRIC_COLOURS).
       state.metrics.push(name);
-      state.colours.push(free);
+      state.colours.push(metricColour(this.data, name));
       this.status(label + " added as the innermost ring. Rings from the outside in: " + this.ringNames() + ".");
     }
     this.chipNote(null);
@@ -449,7 +452,7 @@
     if (!metrics.length) metrics = this.data.selected.slice();
     if (metrics.join("+") !== s.metrics.join("+")) {
       s.metrics = metrics;
-      s.colours = metrics.map(function (_, i) { return i; });
+      s.colours = metrics.map(function (n) { return metricColour(self.data, n); });
     }
     s.scale = ["full", "robust"].indexOf(params.scale) >= 0 ? params.scale : "auto";
     if (this.scaleSelect) this.scaleSelect.value = s.scale;

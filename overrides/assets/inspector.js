@@ -461,7 +461,8 @@
         el("ul", null, detail.filtered_groups.map(function (g) {
           var text = ": " + (g.n_correct === null || g.n_correct === undefined ? "?" : g.n_correct) + "/" + g.size + " correct, dropped";
           var key = g.index + "f";
-          return el("li", null, logged[key] ? [self.groupButton(key, "Group " + g.index), text] : ["Group " + g.index + text]);
+          var name = groupName(detail, g.index, true);
+          return el("li", null, logged[key] ? [self.groupButton(key, name), text] : [name + text]);
         })),
       ]));
     }
@@ -534,7 +535,7 @@
       button.addEventListener("click", function () { self.showGroup(target, { push: true }); });
       return button;
     }
-    var head = [el("span", { class: "unipo-group-name", text: "Group " + g.index }),
+    var head = [el("span", { class: "unipo-group-name", text: groupName(this.detail, g.index, g.filtered) }),
       el("span", { class: "unipo-fact", text: nCorrect + "/" + n + " correct" })];
     if (g.filtered) head.push(el("span", { class: "unipo-mark unipo-mark--filtered", text: "dropped by the sampling filter" }));
     else if (g.contribution !== null && g.contribution !== undefined) head.push(el("span", { class: "unipo-fact", text: "contribution " + fmtObjective(g.contribution, true) }));
@@ -588,18 +589,30 @@
   }
 
   /** The response's row head, as inspector.py _response_meta. */
+  /** As inspector.py group_name: "Group 3", or "Filtered group 2" for the second group the
+   *  sampling filter dropped at this step (a dropped group's logged index means nothing to a reader). */
+  function groupName(detail, index, filtered) {
+    if (!filtered) return "Group " + index;
+    var seen = {};
+    (detail.filtered_groups || []).forEach(function (g) { seen[g.index] = true; });
+    detail.prompts.forEach(function (g) { if (g.filtered) seen[g.index] = true; });
+    var dropped = Object.keys(seen).map(Number).sort(function (a, b) { return a - b; });
+    var at = dropped.indexOf(Number(index));
+    return at >= 0 ? "Filtered group " + (at + 1) : "Filtered group";
+  }
+
   function responseMeta(r) {
     var mark = r.correct === true ? ["correct", "\u2713"] : r.correct === false ? ["wrong", "\u2717"] : ["unknown", "?"];
     var facts = responseFacts(r);
     var children = [
       el("span", { class: "unipo-response-index", text: "#" + r.index }),
       el("span", { class: "unipo-response-mark unipo-response-mark--" + mark[0], "aria-hidden": "true", text: mark[1] }),
-      el("span", { class: "unipo-response-reward", text: fmt(r.reward) }),
-      el("span", { class: "unipo-response-adv", text: r.advantage === null || r.advantage === undefined ? "\u2013" : fmtSigned(r.advantage) }),
+      el("span", { class: "unipo-response-reward", "aria-hidden": "true", text: fmt(r.reward) }),
+      el("span", { class: "unipo-response-adv", "aria-hidden": "true", text: r.advantage === null || r.advantage === undefined ? "\u2013" : fmtSigned(r.advantage) }),
       el("span", { class: "unipo-sr", text: mark[0] + ", " + facts }),
     ];
-    if (r.truncated) children.push(el("span", { class: "unipo-mark unipo-mark--truncated", text: "truncated" }));
-    if (r.filtered) children.push(el("span", { class: "unipo-mark unipo-mark--filtered", text: "filtered" }));
+    if (r.truncated) children.push(el("span", { class: "unipo-mark unipo-mark--truncated", "aria-hidden": "true", text: "truncated" }));
+    if (r.filtered) children.push(el("span", { class: "unipo-mark unipo-mark--filtered", "aria-hidden": "true", text: "filtered" }));
     return el("span", { class: "unipo-response-meta", title: facts }, children);
   }
 
@@ -609,7 +622,7 @@
     if (r.tokens) {
       var tk = r.tokens;
       text = el("div", { class: "unipo-tokens", role: "group",
-        "aria-label": "Group " + g.index + ", response #" + r.index + ": " + tk.text.length + " tokens" });
+        "aria-label": groupName(this.detail, g.index, g.filtered) + ", response #" + r.index + ": " + tk.text.length + " tokens" });
       tk.text.forEach(function (piece, t) {
         var node = el("span", { class: "unipo-tok", role: "button", tabindex: t === 0 ? "0" : "-1", "aria-pressed": "false",
           "data-g": g.index, "data-r": r.index, "data-t": t });
@@ -741,7 +754,7 @@
     var groupNode = m.group !== null && m.group !== undefined ? this.groupView.querySelector(".unipo-group") : null;
     if (groupNode && Number(groupNode.getAttribute("data-group")) === m.group) {
       groupNode.classList.add("unipo-moment");
-      where.push("group " + m.group);
+      where.push(groupName(this.detail, m.group, groupNode.getAttribute("data-filtered") === "1").toLowerCase());
     } else {
       groupNode = null;
     }

@@ -30,6 +30,7 @@ from selenium.webdriver.common.keys import Keys
 
 from test_explorer import SPIKE_AT, write_explorer_run
 from unipo_build.views import explorer as explorer_module
+from unipo_build.views.palette import METRIC_PALETTE, metric_colour
 
 pytestmark = pytest.mark.browser
 
@@ -456,10 +457,11 @@ def test_state_survives_a_colour_scheme_redraw(page):
     wait_for(drv, "return document.querySelector('.unipo-explorer__chart').dataset.explorerView !== arguments[0]", views)
     assert signal(drv, "robust") == ["reward/mean", "length/mean", "entropy/mean"]
     assert signal(drv, "metrics") == ["reward/mean", "length/mean", "entropy/mean"]
-    # Rings follow the dark scheme's palette through CSS.
+    # Rings follow the dark scheme's palette through CSS: the reward's own colour, dark variant.
     stroke = drv.execute_script(
         "return getComputedStyle(document.querySelector('.unipo-explorer__chart svg .ring0_marks path')).stroke")
-    assert stroke == "rgb(86, 180, 233)"
+    dark = METRIC_PALETTE[metric_colour("reward/mean")][1]
+    assert stroke == "rgb(%d, %d, %d)" % tuple(int(dark[i:i + 2], 16) for i in (1, 3, 5))
 
 
 def test_narrow_screen_scales_the_chart(page):
@@ -501,17 +503,19 @@ def test_a_metric_keeps_its_colour_and_the_list_gives_each_rings_range(page):
                   "'.unipo-explorer__chip[aria-pressed=true]')].map(c => [c.dataset.metric, c.dataset.colour]))")
     stroke_js = ("const s = document.querySelector('.unipo-explorer'); const i = arguments[0];"
                  "return getComputedStyle(s.querySelector(`.unipo-explorer__chart svg .ring${i}_marks path`)).stroke")
-    assert drv.execute_script(colours_js) == {"reward/mean": "0", "length/mean": "1", "kl/mean": "2", "entropy/mean": "3"}
+    # data-colour: the metric's own colour (views/palette.py), whatever ring it is on
+    own = {m: metric_colour(m) for m in ("reward/mean", "length/mean", "kl/mean", "entropy/mean", "clip/frac_high")}
+    assert drv.execute_script(colours_js) == {m: own[m] for m in ("reward/mean", "length/mean", "kl/mean", "entropy/mean")}
     kl_stroke = drv.execute_script(stroke_js, 2)
     # Removing the second ring moves KL inward (ring 1) with its colour.
     drv.find_element("css selector", '.unipo-explorer .unipo-explorer__chip[data-metric="length/mean"]').click()
     assert signal(drv, "metrics") == ["reward/mean", "kl/mean", "entropy/mean"]
-    assert drv.execute_script(colours_js) == {"reward/mean": "0", "kl/mean": "2", "entropy/mean": "3"}
+    assert drv.execute_script(colours_js) == {m: own[m] for m in ("reward/mean", "kl/mean", "entropy/mean")}
     assert drv.execute_script(stroke_js, 1) == kl_stroke
-    # A new ring takes the colour no drawn metric has.
+    # A new ring takes its metric's own colour.
     drv.find_element("css selector", ".unipo-explorer .unipo-explorer__more-metrics").click()
     drv.find_element("css selector", '.unipo-explorer .unipo-explorer__chip[data-metric="clip/frac_high"]').click()
-    assert drv.execute_script(colours_js)["clip/frac_high"] == "1"
+    assert drv.execute_script(colours_js)["clip/frac_high"] == own["clip/frac_high"]
     # The list beside the chart: each ring outside in, with the range it spans and its unit.
     payload = drv.execute_script(
         "return UNIPO.data(document.querySelector('.unipo-explorer template.unipo-data').id).data.metrics")
@@ -520,7 +524,7 @@ def test_a_metric_keeps_its_colour_and_the_list_gives_each_rings_range(page):
         "return [...document.querySelector('.unipo-explorer').querySelectorAll('.unipo-explorer__ring')]"
         ".map(li => [li.dataset.metric, li.dataset.colour, li.querySelector('.unipo-explorer__ring-range').textContent])")
     assert [x[0] for x in listed] == ["reward/mean", "kl/mean", "entropy/mean", "clip/frac_high"]
-    assert [x[1] for x in listed] == ["0", "2", "3", "1"]
+    assert [x[1] for x in listed] == [own[m] for m in ("reward/mean", "kl/mean", "entropy/mean", "clip/frac_high")]
     for name, _, text in listed:
         m = info[name]
         robust = m["flat"]

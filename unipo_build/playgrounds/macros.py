@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ import numpy as np
 
 from unipo_build import render
 from unipo_build.objective import response_weight_shares
-from unipo_build.views.palette import DIVERGING, DIVERGING_DARK, SEQUENTIAL, SEQUENTIAL_DARK
+from unipo_build.views.palette import ALGORITHMS, DIVERGING, DIVERGING_DARK, SEQUENTIAL, SEQUENTIAL_DARK, colour_name
 from unipo_build.views.site import Site, macro
 from unipo_build.playgrounds import charts, shape_charts
 from unipo_build.playgrounds import loss_shapes as ls
@@ -380,11 +381,30 @@ def pg_controls(site: Site, page: str, *names: str) -> str:
     return controls_html(page, names)
 
 
+def caption_colours(caption: str) -> str:
+    """``{colour:<algorithm id>}`` in a caption becomes the name of the colour the chart draws that
+    algorithm in ('bluish green'), so a caption never names a colour the figure does not show."""
+    def name(match: re.Match) -> str:
+        return colour_of(None, match.group(1))
+    return re.sub(r"\{colour:([A-Za-z0-9_]+)\}", name, caption)
+
+
 @macro(html=True)
 def pg_figure(site: Site, name: str, caption: str | None = None) -> str:
+    """One chart with the page's default settings; ``{colour:<id>}`` in the caption names a colour."""
+    caption = caption_colours(caption) if caption else caption
     spec = figure_spec(name)
     inner = render.vega_embed(spec, chart_id=site.chart_id(spec, prefix=f"pg-{name}"), caption=caption)
     return f'<div class="pg-figure" data-pg-chart="{render.escape_text(name)}">{inner}</div>'
+
+
+@macro
+def colour_of(site: Site, algorithm: str) -> str:
+    """The name of the colour an algorithm or method is drawn in ('bluish green' for GRPO), for
+    captions: a caption names the colour the chart draws (views/palette.py)."""
+    if algorithm not in ALGORITHMS:
+        raise KeyError(f"colour_of: {algorithm!r} has no colour of its own in views/palette.py ALGORITHMS")
+    return colour_name(ALGORITHMS[algorithm])
 
 
 @macro(html=True)

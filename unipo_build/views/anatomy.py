@@ -123,7 +123,8 @@ def beat_prompts(pick: AnatomyPick) -> str:
     for g in pick.detail.filtered_groups:
         p = next((q for q in pick.detail.prompts if q.index == g.index and q.filtered), None)
         text = f"<br>{escape_text(p.prompt)}" if p else ""
-        items.append(f"<li><strong>Group {escape_text(g.index)}</strong> · {escape_text(f'{g.n_correct} of {g.size} right')} · "
+        name = inspector.group_name(pick.detail, g.index, True)
+        items.append(f"<li><strong>{escape_text(name)}</strong> · {escape_text(f'{g.n_correct} of {g.size} right')} · "
                      f"dropped by the sampling filter{text}</li>")
     return (f'<p><strong>The {len(pick.detail.groups)} groups of update {escape_text(pick.step)}</strong></p>'
             f'<ul>{"".join(items)}</ul>')

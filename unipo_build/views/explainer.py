@@ -213,11 +213,13 @@ def _card(uid: str, card: str, body: str, open_: bool = False) -> str:
             f'<summary>{escape_text(CARD_TITLES[card])}</summary><div class="unipo-card-body">{body}</div></details>')
 
 
-def _part_button(uid: str, component: Component, role_label: str) -> str:
+def _part_button(uid: str, component: Component, role_label: str | None) -> str:
+    """A part's button; ``role_label`` None when the group's title already names the part."""
     card = CARD_OF_SLOT[component.slot]
+    role = f'<span class="unipo-part-role">{escape_text(role_label)}</span>' if role_label else ""
     return (f'<button type="button" class="unipo-part unipo-part-{component.slot}" data-slot="{component.slot}" '
             f'aria-controls="{escape_text(uid)}-c-{card}" title="{escape_text(component.kind.summary)}">'
-            f'<span class="unipo-part-role">{escape_text(role_label)}</span>'
+            f'{role}'
             f'<span class="unipo-part-kind">{escape_text(kind_label(component))}</span></button>')
 
 
@@ -259,7 +261,7 @@ def objective_card(spec: AlgorithmSpec, *, config: ResolvedAlgorithm | None = No
     parts = (
         '<div class="unipo-parts">'
         f'<div class="unipo-parts-group"><span class="unipo-parts-title">Aggregation</span>'
-        f'{_part_button(uid, comps["aggregation"], "Aggregation")}</div>'
+        f'{_part_button(uid, comps["aggregation"], None)}</div>'
         f'<div class="unipo-parts-group"><span class="unipo-parts-title">Per-token objective</span>'
         f'{_part_button(uid, comps["ratio"], "Optimisation target: importance ratio")}'
         f'<span class="unipo-times" aria-hidden="true">\u00d7</span>'

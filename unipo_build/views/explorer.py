@@ -46,6 +46,7 @@ from unipo_build.heldout import accuracy_curve
 from unipo_build.render import escape_text, json_data
 from unipo_build.runs import Run
 from unipo_build.schema import EvalRecord, metric_info
+from unipo_build.views.palette import metric_colour
 from unipo_build.views.explorer_series import (  # noqa: F401  (re-exported: the explorer's data)
     DEFAULT_METRICS, DOMAIN, MAGNIFICATIONS, MAX_BOUNDARIES, MAX_RINGS, MAX_TOKEN_STEPS, METRIC_UNITS, POINTS_PER_RING,
     R_IN, R_LABEL, R_OUT, RING_COLOURS, RING_GAP, ROBUST_MARGIN, ROBUST_QUANTILES, MetricSeries, RunSeries, _deltas,
@@ -257,6 +258,7 @@ def _payload(run: Run, series: RunSeries, selected: list[str]) -> dict:
         "geometry": {"domain": DOMAIN, "r_in": R_IN, "r_out": R_OUT},
         "magnifications": list(MAGNIFICATIONS),
         "max_rings": MAX_RINGS,
+        "metric_colours": {name: metric_colour(name) for name in series.metrics},
     }
 
 
@@ -281,8 +283,8 @@ def _chips_html(uid: str, series: RunSeries, selected: list[str]) -> str:
             k += 1
             desc_id = f"{uid}-d{k}"
             ring = selected.index(name) if name in selected else -1
-            # data-colour: the metric keeps its colour while it is drawn (explorer.js).
-            ring_attr = f' data-ring="{ring}" data-colour="{ring}"' if ring >= 0 else ""
+            # data-colour: the metric's own colour, the same on every page (views/palette.py).
+            ring_attr = f' data-ring="{ring}" data-colour="{metric_colour(name)}"' if ring >= 0 else ""
             unit = METRIC_UNITS.get(name, "")
             title = f"{info.label} ({name}): {info.description}"
             chips.append(
@@ -303,7 +305,7 @@ def _chips_html(uid: str, series: RunSeries, selected: list[str]) -> str:
     more = (f'<button type="button" class="unipo-explorer__more-metrics" aria-expanded="false">'
             f"Choose rings: all {len(series.metrics)} metrics</button>")
     return (
-        f'<div class="unipo-explorer__chips" role="group" aria-label="Metrics to draw as rings (1 to {MAX_RINGS})">'
+        f'<div class="unipo-explorer__chips" role="group" aria-label="Metrics to draw as rings (1 to {MAX_RINGS})" data-search-exclude>'
         + "".join(out) + more + "</div>"
     )
 
@@ -425,8 +427,8 @@ def rings_html(series: RunSeries, selected: Sequence[str]) -> str:
         m = series.metrics[name]
         span, note = ring_range_text(m, METRIC_UNITS.get(name, ""), outlier_flattens(m))
         items.append(
-            f'<li class="unipo-explorer__ring" data-metric="{escape_text(name)}" data-colour="{ring}">'
-            f'<span class="unipo-explorer__swatch" data-colour="{ring}" aria-hidden="true"></span>'
+            f'<li class="unipo-explorer__ring" data-metric="{escape_text(name)}" data-colour="{metric_colour(name)}">'
+            f'<span class="unipo-explorer__swatch" data-colour="{metric_colour(name)}" aria-hidden="true"></span>'
             f'<span class="unipo-explorer__ring-name">{escape_text(metric_info(name).label)}</span> '
             f'<span class="unipo-explorer__ring-range">{escape_text(span)}</span>'
             f'<span class="unipo-explorer__ring-note">{escape_text(note)}</span></li>')

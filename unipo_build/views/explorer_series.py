@@ -67,9 +67,9 @@ MAGNIFICATIONS = (1, 2, 4, 8, 16)
 R_IN, R_OUT, R_LABEL, DOMAIN = 0.36, 1.0, 1.14, 1.27
 RING_GAP = 0.22  # fraction of a ring's band left empty between neighbouring rings
 
-#: Ring colours, outermost first: the palette's ring roles (light values; the page's CSS,
-#: --unipo-ring-N from the palette, switches them with the colour scheme).
-RING_COLOURS = tuple(role(f"ring-{k}") for k in range(MAX_RINGS))
+#: Ring colours in the chart's spec: neutral. The page's CSS draws each ring in its metric's
+#: colour (--unipo-metric-<name> of the palette, set per ring by explorer.js), in either scheme.
+RING_COLOURS = tuple(role("neutral") for _ in range(MAX_RINGS))
 
 
 # ---------------------------------------------------------------------------

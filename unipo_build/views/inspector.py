@@ -40,7 +40,7 @@ from ..runs import Run, RunCatalog, catalog_of
 from ..schema import PromptGroup, Response, StepDetail
 from . import fmt as F
 from .common import EVENT_OPEN_STEP, EVENT_TOKEN, site_root, step_path
-from .palette import DIVERGING, DIVERGING_DARK, SEQUENTIAL, SEQUENTIAL_DARK
+from .palette import TOKEN_DIVERGING, TOKEN_DIVERGING_DARK, TOKEN_SEQUENTIAL, TOKEN_SEQUENTIAL_DARK
 from .token_scale import DEFAULT_QUANTITY, MIN_TINT, QUANTITIES, QUANTITY_KEYS  # noqa: F401
 
 
@@ -74,6 +74,17 @@ def available_quantities(detail: StepDetail) -> list[str]:
 def group_key(group: PromptGroup) -> str:
     """How a logged group is named in element ids and the URL: its index, 'f' for a dropped one."""
     return f"{group.index}{'f' if group.filtered else ''}"
+
+
+def group_name(detail: StepDetail, index: int, filtered: bool) -> str:
+    """How a group is named to the reader: 'Group 3' for a trained one (its index in the update),
+    'Filtered group 2' for the second group the sampling filter dropped at this step (a dropped
+    group's logged index, 1000 and up in this project's trainer, means nothing to a reader).
+    inspector.js ``groupName`` names them the same way."""
+    if not filtered:
+        return f"Group {index}"
+    dropped = sorted({g.index for g in detail.filtered_groups} | {g.index for g in detail.prompts if g.filtered})
+    return f"Filtered group {dropped.index(index) + 1}" if index in dropped else "Filtered group"
 
 
 def default_group(detail: StepDetail, moment: Moment | None = None) -> PromptGroup | None:
@@ -189,14 +200,15 @@ def _response_meta(response: Response) -> str:
     """The response's row head: index, right or wrong, reward and advantage as columns
     (inspector.js ``responseMeta`` writes the same)."""
     mark = {True: ("correct", "\u2713"), False: ("wrong", "\u2717")}.get(response.correct, ("unknown", "?"))
-    extra = "".join(f'<span class="unipo-mark unipo-mark--{k}">{k}</span>'
+    # the reward, advantage and marks are read in the screen-reader sentence (unipo-sr), once
+    extra = "".join(f'<span class="unipo-mark unipo-mark--{k}" aria-hidden="true">{k}</span>'
                     for k, on in (("truncated", response.truncated), ("filtered", response.filtered)) if on)
     advantage = fmt_signed(response.advantage) if response.advantage is not None else "\u2013"
     return (f'<span class="unipo-response-meta" title="{escape_text(response_facts(response))}">'
             f'<span class="unipo-response-index">#{response.index}</span>'
             f'<span class="unipo-response-mark unipo-response-mark--{mark[0]}" aria-hidden="true">{mark[1]}</span>'
-            f'<span class="unipo-response-reward">{escape_text(fmt(response.reward))}</span>'
-            f'<span class="unipo-response-adv">{escape_text(advantage)}</span>'
+            f'<span class="unipo-response-reward" aria-hidden="true">{escape_text(fmt(response.reward))}</span>'
+            f'<span class="unipo-response-adv" aria-hidden="true">{escape_text(advantage)}</span>'
             f'<span class="unipo-sr">{escape_text(mark[0] + ", " + response_facts(response))}</span>{extra}</span>')
 
 
@@ -220,14 +232,15 @@ def zero_advantage_note(group: PromptGroup, beta: float | None) -> str | None:
     return text + ": its contribution is 0."
 
 
-def group_html(uid: str, group: PromptGroup, beta: float | None = None, focus: int | None = None) -> str:
+def group_html(uid: str, group: PromptGroup, beta: float | None = None, focus: int | None = None,
+               name: str | None = None) -> str:
     """One logged group: head, prompt, answer, notes, and its responses as text (inspector.js
     renders the same group token by token). ``focus``: a teaching moment's response, shown alone
     until the reader asks for the others."""
     n = len(group.responses)
     n_correct = sum(1 for r in group.responses if r.correct)
     cls = "unipo-group unipo-group--filtered" if group.filtered else "unipo-group"
-    head = [f'<span class="unipo-group-name">Group {group.index}</span>',
+    head = [f'<span class="unipo-group-name">{escape_text(name or f"Group {group.index}")}</span>',
             f'<span class="unipo-fact">{n_correct}/{n} correct</span>']
     if group.filtered:
         head.append('<span class="unipo-mark unipo-mark--filtered">dropped by the sampling filter</span>')
@@ -317,7 +330,8 @@ def group_bars_html(uid: str, detail: StepDetail, config, open_key: str | None =
     filtered = ""
     if detail.filtered_groups:
         items = "".join(
-            f'<li>Group {g.index}: {g.n_correct if g.n_correct is not None else "?"}/{g.size} correct, dropped</li>'
+            f'<li>{escape_text(group_name(detail, g.index, True))}: '
+            f'{g.n_correct if g.n_correct is not None else "?"}/{g.size} correct, dropped</li>'
             for g in detail.filtered_groups)
         filtered = (f'<div class="unipo-filtered-list"><span class="unipo-label">Dropped by the sampling filter '
                     f'before this update ({len(detail.filtered_groups)} logged)</span><ul>{items}</ul></div>')
@@ -335,7 +349,9 @@ def group_bars_html(uid: str, detail: StepDetail, config, open_key: str | None =
 def step_html(uid: str, detail: StepDetail, config, open_group: PromptGroup | None, folded: bool = False,
               focus: int | None = None) -> str:
     """The server-rendered view of one step (no JavaScript needed to read it)."""
-    group = group_html(uid, open_group, kl_in_loss_beta(config), focus) if open_group is not None else ""
+    group = (group_html(uid, open_group, kl_in_loss_beta(config), focus,
+                        group_name(detail, open_group.index, open_group.filtered))
+             if open_group is not None else "")
     open_key = group_key(open_group) if open_group is not None else None
     return (f'<div class="unipo-inspector-step"{_attrs(data_step=detail.step)}>'
             f'<p class="unipo-step-title">Step {detail.step} <span class="unipo-fact">rollout {detail.rollout}</span></p>'
@@ -420,8 +436,10 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
         "moment": next((e for e in entries if e["name"] == chosen_moment.name), None) if chosen_moment else None,
         "group": group_key(open_group) if open_group is not None else None,
         "config": browser_config(config) if config is not None else None,
-        "ramps": {"diverging": list(DIVERGING), "diverging_dark": list(DIVERGING_DARK),
-                  "sequential": list(SEQUENTIAL), "sequential_dark": list(SEQUENTIAL_DARK), "min_tint": MIN_TINT},
+        # the token ramps: the page's text colour reads on every token (palette.text_safe)
+        "ramps": {"diverging": list(TOKEN_DIVERGING), "diverging_dark": list(TOKEN_DIVERGING_DARK),
+                  "sequential": list(TOKEN_SEQUENTIAL), "sequential_dark": list(TOKEN_SEQUENTIAL_DARK),
+                  "min_tint": MIN_TINT},
         "quantities": [{"key": q.key, "label": q.label, "kind": q.kind, "source": q.source, "transform": q.transform,
                         "description": q.description} for q in QUANTITIES],
         "step_path": step_path(found.id, 0).rsplit("/", 1)[0] + "/",

@@ -23,7 +23,7 @@ from ..render import vega_embed
 from ..runs import Run
 from ..schema import EvalRecord, StepDetail
 from .fmt import MINUS, escape_text, fmt_num, fmt_pct, note_html, table
-from .palette import algorithm_colour
+from .palette import ALGORITHMS, algorithm_colour, role
 from .run_facts import course_runs, missing_run_text
 from .site import Site, macro
 from .spec_facts import and_names, count_word
@@ -273,6 +273,10 @@ def _points(value: float) -> str:
     return (MINUS if value < 0 else "") + text
 
 
+#: The sharpening figure's label for runs of specs without a colour of their own (ablation rungs).
+OTHER_RUNS = "other specs (ablation rungs)"
+
+
 def sharpening_html(site: Site) -> str:
     import altair as alt
 
@@ -280,7 +284,10 @@ def sharpening_html(site: Site) -> str:
     used: dict[str, str] = {}
     for run in site.catalog.loaded():
         last = run.reader.table.steps[-1] if run.reader.table.n else 0
-        label = site.algorithm_name(run.header.algorithm)
+        # the course's algorithms in their own colours; every other spec (the ablation ladder's
+        # rungs) in one neutral grey, so no rung takes a hue near an algorithm's
+        own = run.header.algorithm in ALGORITHMS
+        label = site.algorithm_name(run.header.algorithm) if own else OTHER_RUNS
         for e in run.evals:
             g = gap(e)
             if g is None:
@@ -289,7 +296,7 @@ def sharpening_html(site: Site) -> str:
                          "gap": round(100 * g, 2), "step": e.step, "n": e.n})
         if label not in labels and any(r["run"] == run.id for r in rows):
             labels.append(label)
-            colours.append(algorithm_colour(run.header.algorithm, used))
+            colours.append(algorithm_colour(run.header.algorithm, used) if own else role("neutral"))
     if not rows:
         return note_html("No run of this build logs greedy and sampled held-out accuracy.", "warning")
     chart = alt.Chart(alt.Data(values=rows)).mark_line(point=True, strokeWidth=1.8).encode(
@@ -297,7 +304,7 @@ def sharpening_html(site: Site) -> str:
                 axis=alt.Axis(format="%", tickCount=5)),
         y=alt.Y("gap:Q", title="greedy minus sampled (points)"),
         color=alt.Color("algorithm:N", scale=alt.Scale(domain=labels, range=colours),
-                        legend=alt.Legend(orient="top", title=None)),
+                        legend=alt.Legend(orient="top", title=None, columns=4)),
         detail="run:N",
         tooltip=[alt.Tooltip("run:N", title="Run"), alt.Tooltip("step:Q", title="After update"),
                  alt.Tooltip("gap:Q", title="Gap (points)", format=".1f"), alt.Tooltip("n:Q", title="Problems")],

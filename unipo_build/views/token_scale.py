@@ -23,7 +23,8 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from .palette import DIVERGING, DIVERGING_DARK, SEQUENTIAL, SEQUENTIAL_DARK
+from .palette import (DIVERGING, DIVERGING_DARK, SEQUENTIAL, SEQUENTIAL_DARK, TOKEN_DIVERGING, TOKEN_DIVERGING_DARK,
+                      TOKEN_SEQUENTIAL, TOKEN_SEQUENTIAL_DARK)
 
 #: Nonzero values are drawn at least this far from the scale's neutral end (fraction of the ramp).
 MIN_TINT = 0.15
@@ -126,13 +127,17 @@ def ramp_colour(anchors: Sequence[str], u: float) -> str:
     return "#%02x%02x%02x" % tuple(int(math.floor(x + (y - x) * frac + 0.5)) for x, y in zip(a, b))
 
 
-def ramps(dark: bool) -> tuple[Sequence[str], Sequence[str]]:
-    """(diverging, sequential) anchors for the page's scheme."""
+def ramps(dark: bool, tokens: bool = True) -> tuple[Sequence[str], Sequence[str]]:
+    """(diverging, sequential) anchors for the page's scheme: the token ramps (the page's text
+    colour reads on every one: palette.text_safe), or with ``tokens=False`` the whole ramps (a
+    chart's surface, which carries no text)."""
+    if tokens:
+        return (TOKEN_DIVERGING_DARK, TOKEN_SEQUENTIAL_DARK) if dark else (TOKEN_DIVERGING, TOKEN_SEQUENTIAL)
     return (DIVERGING_DARK, SEQUENTIAL_DARK) if dark else (DIVERGING, SEQUENTIAL)
 
 
-def colour(scale: Scale, value: float, dark: bool = False, min_tint: float = MIN_TINT) -> str:
-    diverging, sequential = ramps(dark)
+def colour(scale: Scale, value: float, dark: bool = False, min_tint: float = MIN_TINT, tokens: bool = True) -> str:
+    diverging, sequential = ramps(dark, tokens)
     t = position(scale, value, min_tint)
     if scale.kind == "diverging":
         return ramp_colour(diverging, (t + 1.0) / 2.0)
@@ -179,4 +184,4 @@ def chart_scale(values: Iterable[float], dark: bool = False, n: int = 9) -> dict
         if scale.lo < 0 < scale.hi:
             domain = sorted(set(domain) | {0.0})
     ticks = [scale.lo, 0.0, scale.hi] if scale.lo < 0 < scale.hi else [scale.lo, scale.hi]
-    return {"domain": domain, "range": [colour(scale, v, dark, 0.0) for v in domain], "ticks": ticks}
+    return {"domain": domain, "range": [colour(scale, v, dark, 0.0, tokens=False) for v in domain], "ticks": ticks}
