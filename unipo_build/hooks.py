@@ -34,7 +34,7 @@ from mkdocs.plugins import CombinedEvent, event_priority
 
 from unipo_build import csp
 from unipo_build import macros as unipo_macros
-from unipo_build import project, runs
+from unipo_build import project, runs, specs
 from unipo_build.views import palette, search_text
 from unipo_build.views.common import site_root
 
@@ -111,6 +111,21 @@ def check_vendor(config) -> None:
         )
 
 
+def check_specs(root: Path) -> None:
+    """Every spec the pages can name is read before any page renders: a bad one stops the build
+    with the spec loader's message (file and field), which MkDocs prints with or without -q,
+    instead of a macro's traceback in the middle of a page."""
+    directory = root / project.SPECS
+    if not directory.is_dir():
+        return  # a project without specs; a page that asks for one says so then
+    try:
+        specs.load_specs(directory)
+        for path in specs.ablation_spec_paths(directory):
+            specs.load_spec(path)
+    except specs.SpecError as err:
+        raise PluginError(str(err)) from None
+
+
 def on_config(config):
     check_vendor(config)
     # The policy without script hashes, for overrides/main.html (the hashes come per page).
@@ -119,6 +134,7 @@ def on_config(config):
         source = runs.runs_source(_project_dir(config), config.extra)
     except (runs.RunsError, project.ProjectError) as err:
         raise PluginError(str(err)) from None
+    check_specs(_project_dir(config))
     # UNIPO_STRICT_RUNS=1: a run that cannot be read fails the build here, with the validator's
     # messages, before any page is rendered.
     failure = runs.strict_failure(source)
