@@ -363,11 +363,74 @@ def register_new_algorithm(sub) -> None:
     p.set_defaults(func=_cmd_new_algorithm)
 
 
+def _explain(args: argparse.Namespace) -> int:
+    from unipo_build import explain
+
+    explain.quiet_mkdocs()
+    server = None
+    if args.serve:
+        from functools import partial
+        from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+        class Quiet(SimpleHTTPRequestHandler):
+            def log_message(self, *a):  # one line per request is noise in a practitioner's terminal
+                pass
+
+        try:  # the port first: the site is built for the address it is served at
+            server = ThreadingHTTPServer(("127.0.0.1", args.port), partial(Quiet, directory=str(Path(args.out))))
+        except OSError as err:
+            print(f"unipo explain: port {args.port} cannot be used ({err.strerror}): pass another --port (0 picks a "
+                  "free one); nothing was written", file=sys.stderr)
+            return 1
+    url = f"http://127.0.0.1:{server.server_address[1]}/" if server else f"http://127.0.0.1:{args.port}/"
+    try:
+        index = explain.build(args.runs, args.out, site_url=url)
+    except explain.ExplainError as err:
+        print(f"unipo explain: {err}", file=sys.stderr)
+        if server:
+            server.server_close()
+        return 1
+    n = len(args.runs)
+    if server is None:
+        print(f"built a site for {n} run{'' if n == 1 else 's'}: open {index}")
+        print(f"(the Step Inspector fetches steps over HTTP, which a page opened from a file cannot: serve it with "
+              f"`python3 -m http.server -d {shlex.quote(args.out)} -b 127.0.0.1 {args.port}` and open {url}, or run "
+              "this command with --serve)")
+        return 0
+    print(f"built a site for {n} run{'' if n == 1 else 's'} in {args.out}: open {url} (Ctrl-C stops the server)",
+          flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+def register_explain(sub) -> None:
+    p = sub.add_parser(
+        "explain", help="build a site around your own runs: every view, the nearest spec's chapter, the run card",
+        description="Build a small site around the given runs alone, with the course's own MkDocs pages: for each "
+                    "run its run card (with what the log lacks and what was derived on import), the spec it is "
+                    "explained by (the one its header names, else the nearest by components) against the run's "
+                    "components, the Training Explorer, the Step Inspector and the Algorithm Explainer, and the "
+                    "chapter of that spec. Prints where to open it. A run that does not validate, or that no spec "
+                    "matches, stops it with one line before anything is written.")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="run directories (header.json, steps.jsonl, ...)")
+    p.add_argument("--out", default="work/explain",
+                   help="where the site goes (default %(default)s): new, empty, or an earlier explain output, which is "
+                        "replaced; any other directory is refused")
+    p.add_argument("--serve", action="store_true", help="serve the site on 127.0.0.1 until Ctrl-C and print its URL")
+    p.add_argument("--port", type=int, default=8000, help="the port of --serve (default %(default)s; 0: a free one)")
+    p.set_defaults(func=_explain)
+
+
 def register_openrlhf(sub) -> None:
     from unipo_build.cli_openrlhf import register
 
     register(sub)
 
 
-REGISTRARS: list = [register_train, register_suite, register_publish, register_import, register_new_algorithm,
-                    register_openrlhf]
+REGISTRARS: list = [register_train, register_suite, register_publish, register_import, register_explain,
+                    register_new_algorithm, register_openrlhf]

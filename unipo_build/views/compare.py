@@ -19,8 +19,8 @@ import hashlib
 from typing import Any
 
 from ..render import escape_text, json_data
-from ..specs import SLOTS, AlgorithmSpec, lineage
-from .diff import DIFF_STYLES, SLOT_LABELS, STATUSES, diff_algorithms, diff_sentence, summary_counts
+from ..specs import SLOTS, AlgorithmSpec, ResolvedAlgorithm, lineage
+from .diff import DIFF_STYLES, SLOT_LABELS, STATUSES, as_run_of, diff_algorithms, diff_sentence, summary_counts
 from .explainer import DIFF_PLACEHOLDER, PARAM_WORDS, Component, components_of, kind_label, objective_formula, param_words
 from .fmt import math_display
 
@@ -45,7 +45,7 @@ def sentence_html(name_a: str, name_b: str, diffs) -> str:
             f'From {escape_text(name_a)} to {escape_text(name_b)}: {" ".join(parts)}</p>')
 
 
-def placeholder_formula(spec: AlgorithmSpec) -> str:
+def placeholder_formula(spec: AlgorithmSpec | ResolvedAlgorithm) -> str:
     """The spec's objective with a ``UNIPODIFF-<slot>`` class placeholder on each slot's part."""
     return objective_formula(spec, diff_class=lambda slot: DIFF_PLACEHOLDER.format(slot=slot))
 
@@ -71,14 +71,27 @@ def _badge(status: str) -> str:
 
 def compare_html(a: AlgorithmSpec, b: AlgorithmSpec) -> str:
     """The comparison of two specs (no JavaScript needed; the selector re-renders the same markup)."""
-    diffs = diff_algorithms(a, b)
+    return _compare_html(a, b, components_of(a), components_of(b), diff_algorithms(a, b), b.name, b.id)
+
+
+def compare_run_html(spec: AlgorithmSpec, config: ResolvedAlgorithm, run_label: str, run_id: str) -> str:
+    """A spec above a run's resolved components, slot by slot (``unipo explain``): what the run
+    trained that the spec does not say. The spec's run-filled parameters (the normaliser) are the
+    run's where both use the same kind, so only real differences show."""
+    as_run = as_run_of(spec, config)
+    # The run's side has no words of its own: the spec's reasons are not the run's.
+    return _compare_html(spec, config, components_of(spec, as_run), components_of(None, config),
+                         diff_algorithms(as_run, config), run_label, run_id)
+
+
+def _compare_html(a: AlgorithmSpec, b: AlgorithmSpec | ResolvedAlgorithm, comps_a: dict[str, Component],
+                  comps_b: dict[str, Component], diffs, b_name: str, b_id: str) -> str:
     statuses = {d.slot: d.status for d in diffs}
-    comps_a, comps_b = components_of(a), components_of(b)
     formulas = "".join(
         f'<div class="unipo-compare-formula" data-side="{side}"><p class="unipo-compare-formula-head">'
-        f'<span class="unipo-diff-side-label">{label}</span> <strong>{escape_text(spec.name)}</strong></p>'
-        f'{math_display(fill_statuses(placeholder_formula(spec), statuses))}</div>'
-        for side, label, spec in (("a", "First", a), ("b", "Second", b)))
+        f'<span class="unipo-diff-side-label">{label}</span> <strong>{escape_text(name)}</strong></p>'
+        f'{math_display(fill_statuses(placeholder_formula(algorithm), statuses))}</div>'
+        for side, label, name, algorithm in (("a", "First", a.name, a), ("b", "Second", b_name, b)))
     rows, same = [], []
     for d in diffs:
         changed = ""
@@ -87,12 +100,12 @@ def compare_html(a: AlgorithmSpec, b: AlgorithmSpec) -> str:
             changed = f'<span class="unipo-diff-changed">changed: {escape_text(what)}</span>'
         why = comps_b[d.slot].explanation if d.status != "unchanged" else None
         if d.status == "unchanged":
-            sides = _side_html(a, comps_a[d.slot], "both", f"{a.name} and {b.name}" if a.id != b.id else a.name)
+            sides = _side_html(a, comps_a[d.slot], "both", f"{a.name} and {b_name}" if a.id != b_id else a.name)
             head = (f'<p class="unipo-diff-row-head">{_badge(d.status)} <span class="unipo-slot-name">'
                     f'{escape_text(SLOT_LABELS[d.slot])}</span></p>')
             body = f'<div class="unipo-diff-sides">{sides}</div>'
         else:
-            sides = _side_html(a, comps_a[d.slot], "a") + _side_html(b, comps_b[d.slot], "b")
+            sides = _side_html(a, comps_a[d.slot], "a") + _side_html(b, comps_b[d.slot], "b", b_name)
             # A changed slot is one line, what it was and what it is, that opens to both formulas
             # and the second algorithm's reason (the coloured objectives above show where).
             head = (f'<summary class="unipo-diff-row-head">{_badge(d.status)} <span class="unipo-slot-name">'
@@ -100,14 +113,14 @@ def compare_html(a: AlgorithmSpec, b: AlgorithmSpec) -> str:
                     f'<span class="unipo-diff-change">{escape_text(change_text(d.status, comps_a[d.slot], comps_b[d.slot]))}</span>'
                     f'{changed}</summary>')
             body = (f'<div class="unipo-diff-sides">{sides}</div>'
-                    + (f'<p class="unipo-diff-why"><span class="unipo-diff-algo">{escape_text(b.name)}</span> '
+                    + (f'<p class="unipo-diff-why"><span class="unipo-diff-algo">{escape_text(b_name)}</span> '
                        f'{escape_text(why)}</p>' if why else ""))
             head, body = f'<details class="unipo-diff-detail">{head}', body + "</details>"
         (same if d.status == "unchanged" else rows).append(
             f'<li class="unipo-diff-row unipo-diff-{d.status}" data-slot="{d.slot}" data-status="{d.status}">'
             f'{head}{body}</li>')
-    return (f'<div class="unipo-compare" data-a="{escape_text(a.id)}" data-b="{escape_text(b.id)}">'
-            f'{legend_html()}{sentence_html(a.name, b.name, diffs)}'
+    return (f'<div class="unipo-compare" data-a="{escape_text(a.id)}" data-b="{escape_text(b_id)}">'
+            f'{legend_html()}{sentence_html(a.name, b_name, diffs)}'
             f'<div class="unipo-compare-formulas">{formulas}</div>'
             f'<ol class="unipo-diff-rows">{"".join(rows)}</ol>'
             f'{unchanged_html([d.slot for d in diffs if d.status == "unchanged"], same)}</div>')

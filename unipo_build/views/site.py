@@ -63,6 +63,7 @@ SITE_MODULES = (
     "unipo_build.views.lessons_clip",
     "unipo_build.views.lessons_groups",
     "unipo_build.views.guide_costs",
+    "unipo_build.views.explain_pages",
     "unipo_build.playgrounds.macros",
 )
 

@@ -1,0 +1,122 @@
+"""`unipo explain` in Chromium: the site built around an imported run (tests/fixtures/unipo/grpo_small.json
+through `unipo import unipo`) opens its Step Inspector, a clicked token fills the Algorithm Explainer
+with that token's logged numbers, and the chapter of its spec shows the run; no console errors.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+import time
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from selenium.webdriver.common.by import By
+
+from test_security import _browser_harness, chromium  # noqa: F401 (chromium is a fixture)
+from unipo_build import explain
+from unipo_build.importers import import_log
+
+pytestmark = pytest.mark.browser
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "unipo" / "grpo_small.json"
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def explained(tmp_path_factory):
+    """The explain site of the imported run, served at the address it was built for."""
+    root = tmp_path_factory.mktemp("explain-browser")
+    run = root / "runs" / "grpo_small"
+    import_log("unipo", FIXTURE, run)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root / "site")))
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    explain.build([run], root / "site", site_url=url)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield run, url
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _wait(driver, js: str, timeout: float = 20.0, what: str = ""):
+    deadline = time.monotonic() + timeout
+    value = None
+    while time.monotonic() < deadline:
+        value = driver.execute_script(js)
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what or js} (last value {value!r})")
+
+
+def _open(driver, url: str) -> None:
+    harness = _browser_harness()
+    driver.get(url)
+    harness.wait_rendered(driver)
+
+
+def test_run_page_inspector_fills_the_explainer_with_the_logged_token(explained, chromium):
+    run, url = explained
+    driver = chromium
+    _open(driver, url + "runs/grpo_small/")
+    driver.execute_script("document.querySelector('.unipo-inspector').scrollIntoView()")
+    _wait(driver, "return document.querySelector('.unipo-inspector').getAttribute('data-ready') === '1'",
+          what="the Step Inspector")
+    pick = driver.execute_script("""
+        const insp = document.querySelector('.unipo-inspector');
+        const toks = [...insp.querySelectorAll('.unipo-tok')].filter(t => t.getClientRects().length > 0);
+        const t = toks[0];
+        t.scrollIntoView({block: 'center'});
+        return {g: +t.dataset.g, r: +t.dataset.r, t: +t.dataset.t, step: +insp.dataset.step, run: insp.dataset.run,
+                n: toks.length};""")
+    assert pick["run"] == "grpo_small" and pick["n"] >= 2
+    token = driver.find_elements(By.CSS_SELECTOR, ".unipo-inspector .unipo-tok")[0]
+    token.click()
+    card = "document.querySelector('.unipo-explainer[data-run=\"grpo_small\"]')"
+    _wait(driver, f"return {card}.getAttribute('data-live-ready')", what="the Algorithm Explainer")
+    shown = driver.execute_script(f"""
+        const out = {{}};
+        for (const el of {card}.querySelectorAll('.unipo-num-value[data-key]')) out[el.dataset.key] = +el.dataset.value;
+        return out;""")
+    detail = json.loads((run / "tokens" / f"step_{pick['step']:06d}.json").read_text())
+    group = next(p for p in detail["prompts"] if p["index"] == pick["g"] and not p.get("filtered"))
+    tokens = next(r for r in group["responses"] if r["index"] == pick["r"])["tokens"]
+    for key in ("ratio", "logp", "old_logp", "weight"):
+        assert shown[key] == pytest.approx(tokens[key][pick["t"]], rel=1e-6, abs=1e-9), key
+    # the advantage is recomputed from the group's rewards (1, 0): 0.5 / (std 0.7071068 + eps 1e-6),
+    # which the fixture rounds to 7 digits
+    assert shown["advantage"] == pytest.approx(0.5 / (0.5 ** 0.5 + 1e-6), abs=1e-9)
+    assert tokens["advantage"][pick["t"]] == pytest.approx(shown["advantage"], abs=2e-6)
+    # The fixture logs token_objective 0.69 for this token (step 0, group 0, answer 0, token 0), which
+    # is not what GRPO's objective gives: ratio 1 x advantage 0.7071068 - beta 0.04 x k3 0.0288008
+    # (log r = -0.25: expm1(-0.25) + 0.25) = 0.7059548. The card shows the recomputation and says
+    # that the log differs: the practitioner sees the disagreement instead of their number repeated.
+    assert (pick["step"], pick["g"], pick["r"], pick["t"]) == (0, 0, 0, 0) and tokens["objective"][0] == 0.69
+    assert shown["objective"] == pytest.approx(0.7071068 - 0.04 * 0.0288008, abs=1e-6)
+    notes = driver.execute_script(f"return [...{card}.querySelectorAll('.unipo-num-note')].map(e => e.textContent)")
+    assert [n.strip() for n in notes].count("\u2717 differs from the log (0.69)") == 1, notes
+    assert sum(n.strip() == "\u2713 equals the log" for n in notes) == len(notes) - 1, notes
+    errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE" and "favicon" not in e["message"]]
+    assert errors == []
+
+
+def test_chapter_of_the_nearest_spec_shows_the_run(explained, chromium):
+    _, url = explained
+    driver = chromium
+    _open(driver, url + "course/algorithms/grpo/")
+    assert driver.execute_script("return document.querySelector('.unipo-explorer[data-run]').dataset.run") == \
+        "grpo_small"
+    offsite = driver.execute_script("return document.querySelectorAll('.unipo-offsite').length")
+    assert offsite > 0 and driver.execute_script(
+        "return [...document.querySelectorAll('article a[href]')].filter(a => /\\.md(#|$)/.test(a.getAttribute('href'))).length") == 0
+    errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE" and "favicon" not in e["message"]]
+    assert errors == []

@@ -1,0 +1,230 @@
+"""`unipo explain RUN...`: a site around the given runs alone, built by the course's MkDocs.
+
+Built for a shipped run (data/runs/grpo) beside a run of an ablation rung (explained by the spec
+nearest to its components), and for a run imported from the UNIPO fixture the importer tests use;
+the pages must exist and hold the runs' own numbers, and only the given runs. Bad input (not a
+run, an invalid run, a run no spec matches, an --out holding someone's files) gets one line
+naming the file (step, field) and nothing is written.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import subprocess
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from cli_helpers import UNIPO, unipo
+from helpers_runlog import checksums
+from unipo_build import explain, runlog
+from unipo_build.importers import import_log
+from unipo_build.numbers import fmt_num
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def page_text(path: Path) -> str:
+    """A built page as a reader reads it: no scripts, styles or data templates, tags as spaces."""
+    body = re.sub(r"<script.*?</script>|<style.*?</style>|<template.*?</template>", "", path.read_text(), flags=re.S)
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", body)))
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory) -> Path:
+    """grpo_small.json (tests/fixtures/unipo) imported: 3 updates, token detail on steps 0 and 2."""
+    out = tmp_path_factory.mktemp("imported") / "grpo_small"
+    import_log("unipo", FIXTURES / "unipo" / "grpo_small.json", out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def shipped_site(tmp_path_factory) -> tuple[Path, "subprocess.CompletedProcess"]:
+    out = tmp_path_factory.mktemp("explain") / "site"
+    result = unipo("explain", ROOT / "data/runs/grpo", ROOT / "data/runs/ladder_no_kl", "--out", out, timeout=300)
+    return out, result
+
+
+def test_shipped_run_site_has_every_view_and_only_its_runs(shipped_site):
+    out, result = shipped_site
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == f"built a site for 2 runs: open {out / 'index.html'}"
+    for page in ("index.html", "runs/grpo/index.html", "runs/ladder_no_kl/index.html",
+                 "course/algorithms/grpo/index.html"):
+        assert (out / page).is_file(), page
+    # the course's other pages are not part of it
+    assert not (out / "course/algorithms/ppo").exists() and not (out / "guides").exists()
+    assert json.loads((out / explain.MARKER).read_text())["specs"] == {"grpo": "grpo", "ladder_no_kl": "grpo"}
+    index = page_text(out / "index.html")
+    assert "2 runs loaded: grpo (grpo), ladder_no_kl (ladder_no_kl)" in index
+
+    run = page_text(out / "runs/grpo/index.html")
+    steps = list(runlog.iter_steps(ROOT / "data/runs/grpo"))
+    header = runlog.read_header(ROOT / "data/runs/grpo")
+    rollouts = steps[-1].rollout + 1
+    token_steps = runlog.token_steps(ROOT / "data/runs/grpo")
+    assert (f"This is a GRPO run of {fmt_num(len(steps))} updates ({fmt_num(rollouts)} rollouts), token-level detail "
+            f"on {fmt_num(len(token_steps))} of them; explained by GRPO: its header names the GRPO spec (grpo)") in run
+    assert f"Updates (steps) {fmt_num(len(steps))} Rollouts {fmt_num(rollouts)}" in run
+    assert f"Seed {header.seed}" in run and "The run trained exactly the GRPO spec's components." in run
+    raw = (out / "runs/grpo/index.html").read_text()
+    assert raw.count('class="unipo-explorer"') == 1 and 'class="unipo-inspector"' in raw
+    assert 'class="unipo-explainer" id=' in raw and 'data-run="grpo"' in raw
+    # every token file of the run is in the site, byte for byte, where the inspector fetches it
+    for step in token_steps:
+        name = runlog.token_file_name(step)
+        assert (out / "assets/runs/grpo/steps" / name).read_bytes() == \
+            (ROOT / "data/runs/grpo/tokens" / name).read_bytes()
+
+
+def test_a_variant_is_explained_by_the_nearest_spec(shipped_site):
+    out, _ = shipped_site
+    text = page_text(out / "runs/ladder_no_kl/index.html")
+    assert ("explained by GRPO: its header names 'ladder_no_kl', not one of the course's algorithms; GRPO is the one "
+            "whose components differ from the run's in the fewest slots (1 of 7: kl)") in text
+    assert "From GRPO to run ladder_no_kl: − 1 removed = 6 unchanged" in text
+    assert "no token-level detail" in text and "token-level detail: the Step Inspector" in text
+    raw = (out / "runs/ladder_no_kl/index.html").read_text()
+    # its Explainer answers the tokens its inspector announces (the run's algorithm id)
+    assert 'class="unipo-explainer" id=' in raw and 'data-algorithm="ladder_no_kl" data-run="ladder_no_kl"' in raw
+
+
+def test_the_chapter_shows_the_run_and_links_off_site_as_text(shipped_site):
+    out, _ = shipped_site
+    raw = (out / "course/algorithms/grpo/index.html").read_text()
+    assert re.search(r'<a href="[^":#]*\.md', raw) is None  # no link to a page the site does not have
+    assert '<span class="unipo-offsite">' in raw
+    assert 'data-run="grpo"' in raw
+
+
+def test_imported_run_site_holds_its_numbers(imported, tmp_path):
+    before = checksums(imported)
+    index = explain.build([imported], tmp_path / "site")
+    assert index == tmp_path / "site" / "index.html" and index.is_file()
+    assert checksums(imported) == before  # the run is read, never changed
+    text = page_text(tmp_path / "site/runs/grpo_small/index.html")
+    assert ("This is a GRPO run of 3 updates (2 rollouts), token-level detail on 2 of them; explained by GRPO: its "
+            "header names the GRPO spec (grpo)") in text
+    assert "Responses per prompt (G) 2" in text and "Model tiny-llama" in text and "Engine unipo-import" in text
+    # what the log lacks, found in the log: no entropy array or metric, no clip fractions, no seed
+    assert "per-token entropy (the inspector cannot colour tokens by it)" in text
+    assert "metrics entropy/mean, clip/frac_high, clip/frac_low" in text
+    assert "not recorded in the header: seed, hardware, software versions, finish time" in text
+    assert "reference log-probs" not in text  # the fixture logs them
+    # what the importer derived, as it noted it
+    assert "token objective derived from the spec's math (token_objective not logged) [2 times]" in text
+    for step in (0, 2):
+        name = runlog.token_file_name(step)
+        assert (tmp_path / "site/assets/runs/grpo_small/steps" / name).read_bytes() == \
+            (imported / "tokens" / name).read_bytes()
+    # built again into its own output: replaced, not refused
+    (tmp_path / "site" / "stale.txt").write_text("from the earlier build")
+    explain.build([imported], tmp_path / "site")
+    assert not (tmp_path / "site" / "stale.txt").exists() and (tmp_path / "site" / explain.MARKER).is_file()
+
+
+# ---------------------------------------------------------------------------
+# Bad input: one line naming the file (step, field), nothing written
+# ---------------------------------------------------------------------------
+
+def _refused(tmp_path, *args, out=None):
+    out = out or tmp_path / "out"
+    result = unipo("explain", *args, "--out", out)
+    assert result.returncode == 1 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".unipo-explain-")]  # no staging left
+    return lines[0], out
+
+
+def test_not_a_run(tmp_path, imported):
+    line, out = _refused(tmp_path, tmp_path / "nothing")
+    assert line == f"unipo explain: {tmp_path / 'nothing'}: no such directory: give a run directory (one holding " \
+                   "header.json and steps.jsonl)"
+    assert not out.exists()
+    line, out = _refused(tmp_path, imported.parent)
+    assert line.startswith(f"unipo explain: {imported.parent}: not a run (no header.json or steps.jsonl): it is a "
+                           f"directory of runs: name the runs in it (e.g. {imported})")
+    assert not out.exists()
+
+
+def test_invalid_run_names_file_step_and_field(tmp_path, imported):
+    bad = tmp_path / "bad"
+    shutil.copytree(imported, bad)
+    lines = (bad / "steps.jsonl").read_text().splitlines()
+    record = json.loads(lines[1])
+    record["metrics"]["reward/mean"] = "high"
+    lines[1] = json.dumps(record)
+    (bad / "steps.jsonl").write_text("\n".join(lines) + "\n")
+    before = checksums(bad)
+    line, out = _refused(tmp_path, bad)
+    assert line.startswith(f"unipo explain: {bad / 'steps.jsonl'} (line 2, step 1): metrics.reward/mean: ")
+    assert line.endswith(f"; fix the log (`unipo validate {bad}` lists every problem) and run the command again")
+    assert not out.exists() and checksums(bad) == before
+
+
+def test_run_no_spec_matches(tmp_path):
+    run = tmp_path / "custom"
+    import_log("unipo", FIXTURES / "unipo" / "custom_algo.jsonl", run)
+    line, out = _refused(tmp_path, run)
+    assert line.startswith(f"unipo explain: {run / 'header.json'}: algorithm_config is null: the run's algorithm "
+                           "'my-new-po' is none of this project's (dapo, dapo_dr, dr_grpo, grpo, gspo, ppo, reinforce)")
+    assert line.endswith("import it again with --algorithm and the nearest of them, or add a spec for it "
+                         "(`unipo new-algorithm`)")
+    assert not out.exists()
+
+
+def test_out_with_someone_elses_files_is_refused(tmp_path, imported):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.md").write_text("my notes")
+    line, _ = _refused(tmp_path, imported, out=out)
+    assert line == (f"unipo explain: {out}: --out is not empty and is not the output of an earlier `unipo explain` "
+                    f"(no {explain.MARKER}): choose a new or empty directory; nothing was written")
+    assert [p.name for p in out.iterdir()] == ["notes.md"] and (out / "notes.md").read_text() == "my notes"
+    line, _ = _refused(tmp_path, imported, out=imported / "site")
+    assert line == (f"unipo explain: {imported / 'site'}: --out is inside the run {imported}: choose an --out apart "
+                    "from the runs")
+    assert not (imported / "site").exists()
+
+
+def test_two_runs_with_one_id_are_refused(tmp_path, imported):
+    twin = tmp_path / "twin"
+    shutil.copytree(imported, twin)
+    line, out = _refused(tmp_path, imported, twin)
+    assert line == (f"unipo explain: {twin / 'header.json'}: run_id 'grpo_small' is also the id of {imported}: "
+                    "explain runs with different ids (import one again with --run-id)")
+    assert not out.exists()
+
+
+def test_serve_prints_the_url_and_serves_the_run(tmp_path, imported):
+    out = tmp_path / "served"
+    proc = subprocess.Popen([str(UNIPO), "explain", str(imported), "--out", str(out), "--serve", "--port", "0"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        match = re.fullmatch(rf"built a site for 1 run in {re.escape(str(out))}: open (http://127\.0\.0\.1:\d+/) "
+                             r"\(Ctrl-C stops the server\)\n", line)
+        assert match, (line, proc.stderr.read() if proc.poll() is not None else "")
+        url = match.group(1)
+        page = urllib.request.urlopen(url + "runs/grpo_small/", timeout=10).read().decode()
+        assert 'data-run="grpo_small"' in page
+        step = urllib.request.urlopen(url + "assets/runs/grpo_small/steps/step_000002.json", timeout=10).read()
+        assert step == (imported / "tokens" / "step_000002.json").read_bytes()
+        sitemap = (out / "sitemap.xml").read_text()
+        assert f"<loc>{url}runs/grpo_small/</loc>" in sitemap  # built for the address it is served at
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def test_help_lists_explain():
+    result = unipo("--help")
+    assert result.returncode == 0 and "explain" in result.stdout
