@@ -146,12 +146,14 @@ def walk_contribute(project: Path, run: Runner) -> list[tuple[str, subprocess.Co
 # ---------------------------------------------------------------------------
 
 OWN_LOGS = [
+    "unipo explain data/runs/grpo --out work/explain",
     "unipo train grpo --steps 10 --eval-n 200 --threads 1 --out runs/grpo-mine",
     "unipo import unipo my-unipo-log.jsonl --out runs/my-unipo-run",
     "unipo validate runs/my-unipo-run",
     "unipo import openrlhf tensorboard/my-openrlhf-run --out runs/my-openrlhf-run --algorithm grpo",
     "unipo validate runs/my-openrlhf-run",
     "unipo validate runs",
+    "unipo explain runs/grpo-mine runs/my-unipo-run runs/my-openrlhf-run --out work/explain   # these runs alone",
     "UNIPO_RUNS=runs mkdocs build",
     "UNIPO_RUNS=runs/grpo-mine:data/runs mkdocs build      # your run next to the shipped ones",
     "UNIPO_RUNS=runs/grpo-mine mkdocs build                # a single run directory",

@@ -154,7 +154,8 @@ def test_not_a_run(tmp_path, imported):
 
 
 def test_invalid_run_names_file_step_and_field(tmp_path, imported):
-    bad = tmp_path / "bad"
+    """The guide's example, run as it is written there (from a directory holding runs/my-run)."""
+    bad = tmp_path / "runs" / "my-run"
     shutil.copytree(imported, bad)
     lines = (bad / "steps.jsonl").read_text().splitlines()
     record = json.loads(lines[1])
@@ -162,10 +163,13 @@ def test_invalid_run_names_file_step_and_field(tmp_path, imported):
     lines[1] = json.dumps(record)
     (bad / "steps.jsonl").write_text("\n".join(lines) + "\n")
     before = checksums(bad)
-    line, out = _refused(tmp_path, bad)
-    assert line.startswith(f"unipo explain: {bad / 'steps.jsonl'} (line 2, step 1): metrics.reward/mean: ")
-    assert line.endswith(f"; fix the log (`unipo validate {bad}` lists every problem) and run the command again")
-    assert not out.exists() and checksums(bad) == before
+    result = unipo("explain", "runs/my-run", cwd=tmp_path, env_extra={"UNIPO_ROOT": str(ROOT)})
+    assert result.returncode == 1 and result.stdout == ""
+    guide = (ROOT / "docs/guides/own-logs.md").read_text()
+    quoted = re.search(r"^unipo explain: runs/my-run/steps\.jsonl .*$", guide, flags=re.M).group(0)
+    assert result.stderr == quoted + "\n"
+    assert quoted.startswith("unipo explain: runs/my-run/steps.jsonl (line 2, step 1): metrics.reward/mean: ")
+    assert not (tmp_path / "work").exists() and checksums(bad) == before
 
 
 def test_run_no_spec_matches(tmp_path):

@@ -86,6 +86,12 @@ def test_own_logs_guide_walk(tmp_path):
     assert list(done) == OWN_LOGS
     assert sorted(p.name for p in (project / "runs").iterdir()) == ["grpo-mine", "my-openrlhf-run", "my-unipo-run"]
     assert done["unipo validate runs"].stdout == "runs: valid\n"
+    # `unipo explain` of a shipped run first (what the guide quotes it prints), then of the reader's
+    # three runs into the same --out, which replaces the first site
+    assert done[OWN_LOGS[0]].stdout.splitlines()[0] == "built a site for 1 run: open work/explain/index.html"
+    explained = project / "work" / "explain"
+    assert sorted(p.name for p in (explained / "runs").iterdir()) == ["grpo-mine", "my-openrlhf-run", "my-unipo-run"]
+    assert sorted(p.name for p in (explained / "course" / "algorithms").iterdir()) == ["dapo", "grpo"]
     # the last build: the reader's run directory alone, which the GRPO chapter then shows
     page = (project / "site" / "guides" / "own-logs" / "index.html").read_text()
     assert "From <code>runs/grpo-mine</code> (UNIPO_RUNS): 1 run loaded: <code>grpo-mine</code> (grpo)" in page

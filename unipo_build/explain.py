@@ -84,7 +84,8 @@ def check_runs(paths: Sequence[str | Path], root: Path) -> list[Explained]:
         check = check_run(path, known_algorithms=set(specs))
         if check.errors:
             more = len(check.errors) - 1
-            raise ExplainError(f"{check.errors[0]}; fix the log (`unipo validate {path}` lists every problem"
+            first = str(check.errors[0]).replace(str(path.resolve()), str(path), 1)  # the path as the user gave it
+            raise ExplainError(f"{first}; fix the log (`unipo validate {path}` lists every problem"
                                + (f", {more} more" if more else "") + ") and run the command again")
         if check.empty:
             raise ExplainError(f"{path / runlog.STEPS}: no steps logged yet: nothing to explain until the run has "
