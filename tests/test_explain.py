@@ -62,6 +62,10 @@ def test_shipped_run_site_has_every_view_and_only_its_runs(shipped_site):
     assert json.loads((out / explain.MARKER).read_text())["specs"] == {"grpo": "grpo", "ladder_no_kl": "grpo"}
     index = page_text(out / "index.html")
     assert "2 runs loaded: grpo (grpo), ladder_no_kl (ladder_no_kl)" in index
+    # one chapter, linked by its spec's name, in the index and in the nav
+    raw_index = (out / "index.html").read_text()
+    assert '<a href="course/algorithms/grpo/">GRPO</a>' in raw_index
+    assert [p.name for p in (out / "course/algorithms").iterdir()] == ["grpo"]
 
     run = page_text(out / "runs/grpo/index.html")
     steps = list(runlog.iter_steps(ROOT / "data/runs/grpo"))

@@ -90,7 +90,8 @@ def test_own_logs_guide_walk(tmp_path):
     # three runs into the same --out, which replaces the first site
     assert done[OWN_LOGS[0]].stdout.splitlines()[0] == "built a site for 1 run: open work/explain/index.html"
     explained = project / "work" / "explain"
-    assert sorted(p.name for p in (explained / "runs").iterdir()) == ["grpo-mine", "my-openrlhf-run", "my-unipo-run"]
+    # a page per run, named by its id (the UNIPO import takes its id from the log file: my-unipo-log)
+    assert sorted(p.name for p in (explained / "runs").iterdir()) == ["grpo-mine", "my-openrlhf-run", "my-unipo-log"]
     assert sorted(p.name for p in (explained / "course" / "algorithms").iterdir()) == ["dapo", "grpo"]
     # the last build: the reader's run directory alone, which the GRPO chapter then shows
     page = (project / "site" / "guides" / "own-logs" / "index.html").read_text()

@@ -21,6 +21,7 @@ moved into place only when the build succeeded; a previous explain output there 
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import logging
 import os
@@ -185,7 +186,7 @@ def index_page(runs: Sequence[Explained], chapters: dict[str, bool]) -> str:
     with_chapter = [sid for sid in specs if chapters[sid]]
     if with_chapter:
         lines += ["", "The chapters of the specs they are explained by:", ""]
-        lines += [f"- [The chapter of spec {_md_text(sid)}](course/algorithms/{sid}.md)" for sid in with_chapter]
+        lines += [f'- [{{{{ explain_spec_name("{sid}") }}}}](course/algorithms/{sid}.md)' for sid in with_chapter]
     lines += ["", "{{ runs_status() }}", ""]
     return "\n".join(lines)
 
@@ -206,7 +207,8 @@ def write_docs(docs: Path, runs: Sequence[Explained], root: Path) -> list:
             target = docs / CHAPTERS.relative_to("docs") / f"{spec_id}.md"
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(_chapter(root, spec_id), target)
-            name = next(r.match.spec.name for r in runs if r.match.spec.id == spec_id)
+            # MkDocs' templates print a nav title as HTML: a spec's name goes in escaped
+            name = html.escape(next(r.match.spec.name for r in runs if r.match.spec.id == spec_id))
             algorithms.append({name: f"{CHAPTERS.relative_to('docs').as_posix()}/{spec_id}.md"})
     if algorithms:
         nav.append({"The algorithms": algorithms})
@@ -250,7 +252,10 @@ def build(run_paths: Sequence[str | Path], out: str | Path, *, site_url: str = "
     from mkdocs.config import load_config
     from mkdocs.exceptions import MkDocsException
 
-    root = Path(root).resolve() if root is not None else project.find_root()
+    try:
+        root = Path(root).resolve() if root is not None else project.find_root()
+    except project.ProjectError as err:
+        raise ExplainError(str(err)) from None
     runs = check_runs(run_paths, root)
     out = Path(out)
     check_out(out, runs, root)

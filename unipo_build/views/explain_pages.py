@@ -2,6 +2,7 @@
 
     {% set r = explain_run("my-run") %}      the run of that exact id (a Run, for the view macros)
     {{ explain_summary("my-run") }}          one sentence: algorithm, size, detail, the spec it is explained by
+    {{ explain_spec_name("grpo") }}          a spec's name, as text
     {{ explain_match("my-run") }}            the nearest spec above the run's resolved components, slot by slot
     {{ explain_objective_card("my-run") }}   the Algorithm Explainer with the run's own components
     {{ explain_run_card("my-run") }}         the run card, what the log lacks and what was derived on import
@@ -119,6 +120,12 @@ def explain_summary(site: Site, run_id: str) -> str:
             f"{'' if table.n == 1 else 's'} ({fmt_num(table.n_rollouts)} rollout{'' if table.n_rollouts == 1 else 's'}), "
             + (f"token-level detail on {fmt_num(detail)} of them" if detail else "no token-level detail")
             + f"; explained by {match.spec.name}: {match_sentence(site, run, match)}")
+
+
+@macro
+def explain_spec_name(site: Site, spec_id: str) -> str:
+    """A spec's name as text (a link's text in the generated pages: never Markdown of its own)."""
+    return site.spec(spec_id, "explain_spec_name").name
 
 
 @macro(html=True)
