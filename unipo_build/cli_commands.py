@@ -139,6 +139,11 @@ def _summary(args: argparse.Namespace) -> int:
             if key == "moments":
                 for name, where in value.items():
                     print(f"  moment {name}: {where if where else 'not in this run'}")
+            elif key == "memorisation_check" and value:
+                verdict = ("agree" if value["agree"] else "disagree: the RL prompts look memorised")
+                print(f"{key}: training reward at rollout 0 {value['train_reward']:.3f}, held-out sampled "
+                      f"{value['heldout_sampled']:.3f}, gap {value['gap_points']:+.1f} points: {verdict} "
+                      f"(within {value['tolerance_points']:g})")
             else:
                 print(f"{key}: {value}")
     return 0

@@ -39,6 +39,9 @@ def summarize(run_dir: str | Path, *, with_moments: bool = True) -> dict:
         "preset": header.preset,
         "seed": header.seed,
         "length_probe": header.length_probe.model_dump() if header.length_probe else None,
+        # Rollout 0's training reward beside held-out sampled accuracy, and whether they agree
+        # within 5 points (schema.MemorisationCheck); None for runs made before it was logged.
+        "memorisation_check": header.memorisation_check.as_dict() if header.memorisation_check else None,
     }
     if with_moments:
         out["moments"] = {name: (m.as_dict() if m else None) for name, m in find_moments(run_dir).items()}
