@@ -36,8 +36,8 @@ from unipo_build import objective as O
 from unipo_build.components import clipped_value_loss, explained_variance
 from unipo_build.paths import project_relative
 from unipo_build.runlog import RunWriter, read_header
-from unipo_build.schema import (EvalRecord, Hardware, LengthProbe, MemorisationCheck, ModelInfo, PromptGroup, Response,
-                                RewardComponentInfo, RewardInfo, RunHeader, StepRecord, TaskInfo)
+from unipo_build.schema import (EvalRecord, Hardware, LengthProbe, ModelInfo, PromptGroup, Response, RewardComponentInfo,
+                                RewardInfo, RunHeader, StepRecord, TaskInfo)
 from unipo_build.specs import AlgorithmSpec, resolve
 from unipo_build.specs import load_algorithm as specs_load_algorithm
 
@@ -51,7 +51,8 @@ from .presets import get_preset
 from .reward import score_response, total_reward
 from .runstate import (Interrupted, TrainError, check_out_dir, checkpoint_dir, checkpoint_interval, checkpoint_rollout,
                        clear_logged_steps, logged_updates, remove_checkpoints, replace_checkpoint, run_state)
-from .task import POOL_FILES, TaskFileError, check_pools, generate_task, load_task, warm_start_overlap
+from .pools import check_rl_prompts, load_rows, memorisation_check
+from .task import generate_task
 from .tokenizer import token_pieces
 
 REPO = Path(__file__).resolve().parent.parent
@@ -100,30 +101,6 @@ def load_algorithm(name: str) -> AlgorithmSpec:
         return specs_load_algorithm(name)
     except ValueError as err:
         raise TrainError(str(err)) from None
-
-
-def load_rows(task: str | None, preset) -> tuple[list[dict], list[dict], str]:
-    """RL prompts and held-out rows: the preset's task, a task directory, or one JSONL split 90/10.
-
-    A task directory's RL pool (rl.jsonl) when it has one (generator version 3), else its
-    train.jsonl (version 2); a directory whose pools share a prompt is refused.
-    """
-    source = Path(task) if task else REPO / preset.task_dir
-    if not task and not source.exists():  # the preset's task, made from its level and seed 0
-        generate_task(source, level=preset.task_level)
-    if source.is_dir():
-        try:
-            check_pools(source)
-        except TaskFileError as err:
-            raise TrainError(str(err)) from None
-        prompts = source / POOL_FILES["rl"]
-        return (load_task(prompts if prompts.is_file() else source / POOL_FILES["sft"]),
-                load_task(source / POOL_FILES["heldout"]), str(source))
-    rows = load_task(source)
-    cut = max(1, len(rows) // 10)
-    shuffled = rows[:]
-    random.Random(1234).shuffle(shuffled)
-    return shuffled[cut:], shuffled[:cut], str(source)
 
 
 # ---------------------------------------------------------------------------
@@ -235,8 +212,8 @@ class Trainer:
                                            weight_decay=self.rl.weight_decay)
         self.critic_optimizer = (torch.optim.AdamW(self.critic.parameters(), lr=self.critic_lr)
                                  if self.critic is not None else None)
-        self.train_rows, self.eval_rows, task_source = load_rows(self.opts.task, self.preset)
-        self._check_not_in_sft(checkpoint, task_source)
+        self.train_rows, self.eval_rows, task_source = load_rows(self.opts.task, self.preset, REPO)
+        check_rl_prompts(checkpoint, self.train_rows, task_source, self.opts.task, self.preset.task_level, REPO)
         self.eval_rows = self.eval_rows[: self.rl.eval_n]
         self.prompt_rng = random.Random(self.opts.seed)
         self.sample_gen = torch.Generator(device=self.device).manual_seed(self.opts.seed)
@@ -258,41 +235,6 @@ class Trainer:
         if resume_after is None and self.rl.probe_prompts:
             header = header.model_copy(update={"length_probe": self._length_probe()})
         self.writer = RunWriter(self.out, header, resume_after=resume_after)
-
-    def _check_not_in_sft(self, checkpoint: str, task_source: str) -> None:
-        """Refuse RL prompts that the warm start trained on (its sft_meta.json names the file).
-
-        The one exception is a version-2 task directory read with the warm start made on it: that
-        layout has no RL pool (the shipped tiny set was trained so), and a line on stderr says so.
-        """
-        source = Path(task_source)
-        prompts_file = next((source / POOL_FILES[k] for k in ("rl", "sft") if (source / POOL_FILES[k]).is_file()),
-                            None) if source.is_dir() else source
-        found = warm_start_overlap(checkpoint, [r["prompt"] for r in self.train_rows], REPO, prompts_file)
-        if found is None:
-            return
-        sft_file, shared, distinct, legacy = found
-        flag = f"--task {self.opts.task}" if self.opts.task else f"task {project_relative(task_source, REPO)}"
-        if legacy:
-            print(f"{flag}: generator version 2 has no RL pool, so RL draws the warm start's own SFT prompts "
-                  f"({shared} of {distinct}); a version-3 task keeps them apart (python -m training.task --level "
-                  f"{self.preset.task_level})", file=sys.stderr)
-            return
-        raise TrainError(
-            f"{flag}: {shared} of its {distinct} RL prompts are in the warm start's SFT data "
-            f"({project_relative(sft_file, REPO)}, named in {project_relative(checkpoint, REPO)}/sft_meta.json): "
-            f"draw RL prompts from the rl.jsonl of the task that warm start was made on, or make a warm start on "
-            f"this task (unipo sft --task-dir DIR)")
-
-    def _memorisation_check(self, stats: dict) -> None:
-        """After rollout 0: its training reward beside the start evaluation's held-out sampled accuracy."""
-        start = getattr(self, "start_eval", None) or {}
-        if start.get("accuracy_sampled") is None:
-            return
-        correct = stats["sampled_correct"]
-        self.writer.update_header(memorisation_check=MemorisationCheck(
-            train_reward=float(correct.float().mean()), train_responses=int(correct.numel()),
-            heldout_sampled=float(start["accuracy_sampled"]), heldout_n=int(start["n"])))
 
     # -- checkpoints ---------------------------------------------------------
 
@@ -464,8 +406,8 @@ class Trainer:
     def run_rollout(self) -> None:
         t0 = time.time()
         batch, answers, filtered, stats = self._sample_rollout()
-        if self.rollout == 0:
-            self._memorisation_check(stats)
+        if self.rollout == 0 and getattr(self, "start_eval", None):
+            self.writer.update_header(memorisation_check=memorisation_check(stats, self.start_eval))
         if batch is None:  # the filter kept nothing in max_rounds: no update this rollout
             self.rollout += 1
             return

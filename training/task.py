@@ -476,38 +476,6 @@ def check_pools(task_dir: str | Path) -> dict[str, int]:
     return {pool: len(pool_rows) for pool, pool_rows in rows.items()}
 
 
-def warm_start_overlap(checkpoint: str | Path, prompts: list[str], root: str | Path = ".",
-                       prompts_file: str | Path | None = None) -> tuple[Path, int, int, bool] | None:
-    """How many of `prompts` a warm start trained on, from its sft_meta.json.
-
-    Returns (the SFT data file, shared distinct prompts, distinct prompts, legacy) or None when the
-    checkpoint does not name a readable SFT file (a checkpoint made elsewhere) or nothing is shared.
-    ``legacy``: the prompts come from `prompts_file`, and it is the SFT file itself, the train.jsonl of
-    a generator-version-2 directory (that layout had no RL pool). Relative paths in the meta are tried from the working directory, then from `root`.
-    """
-    meta_path = Path(checkpoint) / "sft_meta.json"
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    named = (meta.get("sft_data") or {}).get("file") or (
-        str(Path(meta["task_dir"]) / POOL_FILES["sft"]) if meta.get("task_dir") else None)
-    if not named:
-        return None
-    candidates = [Path(named)] + ([Path(root) / named] if not Path(named).is_absolute() else [])
-    sft_file = next((c for c in candidates if c.is_file()), None)
-    if sft_file is None:
-        return None
-    seen = {r["prompt"] for r in load_task(sft_file)}
-    distinct = set(prompts)
-    shared = len(distinct & seen)
-    if not shared:
-        return None
-    legacy = (prompts_file is not None and Path(prompts_file).resolve() == sft_file.resolve()
-              and task_version(sft_file.parent) == "2")
-    return sft_file, shared, len(distinct), legacy
-
-
 # ----------------------------------------------------------------------------------------------
 # Loading: our files, or a user's own JSONL of {"prompt", "answer"} rows (extra fields kept).
 
