@@ -165,3 +165,26 @@ def test_suite_naming_an_unknown_preset_is_named(tmp_path, monkeypatch):
     with pytest.raises(suite.SuiteError, match=r"suite\.yaml: preset: unknown preset 'huge'"):
         suite.run_suite(path, tmp_path / "runs", dry_run=True)
     assert not (tmp_path / "work").exists()
+
+
+def test_the_gpu_suite_file_is_valid_and_refused_without_cuda(tmp_path, monkeypatch):
+    """data/suite-gpu.yaml: the five core algorithms at three seeds, the DAPO ladder at one; on a machine
+    without CUDA it stops at the preset, before writing."""
+    import training.suite as suite
+    from unipo_build.specs import load_algorithm
+
+    path = suite.REPO / "data" / "suite-gpu.yaml"
+    loaded = suite.load_suite(path)
+    assert loaded.preset == "gpu"
+    seeds = {}
+    for run in loaded.runs:
+        load_algorithm(run.algorithm)
+        seeds.setdefault(run.algorithm, set()).add(run.seed)
+    for algorithm in ("reinforce", "ppo", "grpo", "dapo", "dr_grpo"):
+        assert seeds[algorithm] == {0, 1, 2}, algorithm
+    assert set(loaded.ladders["dapo"]) <= set(seeds)
+    monkeypatch.setattr(suite, "WORK", tmp_path / "work")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(suite.SuiteError, match="preset: gpu needs a CUDA GPU"):
+        suite.run_suite(path, tmp_path / "runs")
+    assert not (tmp_path / "work").exists() and not (tmp_path / "runs").exists()

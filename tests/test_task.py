@@ -330,3 +330,24 @@ def test_bad_rows_name_file_line_and_field(tmp_path, line, words):
 def test_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.jsonl"):
         load_task(tmp_path / "nope.jsonl")
+
+
+def test_cli_keeps_an_existing_task_unless_forced(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "t"
+    generate_task(out, seed=1, n_train=30, n_eval=10, version="2")
+    before = {f.name: f.read_bytes() for f in out.iterdir()}
+    cmd = [sys.executable, "-m", "training.task", "--out", str(out), "--n-train", "30", "--n-rl", "20", "--n-eval", "10"]
+    refused = subprocess.run(cmd, capture_output=True, text=True)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert refused.stderr.startswith(f"{out} already holds a task (generator version 2: train.jsonl, eval.jsonl, "
+                                     "meta.json); nothing was changed")
+    assert {f.name: f.read_bytes() for f in out.iterdir()} == before
+    forced = subprocess.run(cmd + ["--force"], capture_output=True, text=True)
+    assert forced.returncode == 0, forced.stderr
+    assert json.loads((out / "meta.json").read_text())["generator_version"] == "3" and (out / "rl.jsonl").is_file()
+    wrong = subprocess.run([sys.executable, "-m", "training.task", "--out", str(tmp_path / "u"), "--version", "2",
+                            "--level", "gpu"], capture_output=True, text=True)
+    assert wrong.returncode == 2 and "version 2 has one level" in wrong.stderr and not (tmp_path / "u").exists()

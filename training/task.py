@@ -53,8 +53,8 @@ No prompt text is in two pools (meta.json counts the shared prompts of every pai
 templates at which operand digits, and the style mix. The levels are data (TASK_LEVELS), named by
 each size preset (``unipo_build/presets.py``, ``task_level``), not code branches.
 
-CLI: ``python -m training.task --out data/tasks --seed 0 --level tiny`` (``--version 2`` remakes the
-shipped two-file data).
+CLI: ``python -m training.task --out work/tasks-tiny --seed 0 --level tiny`` (``--version 2`` remakes
+the shipped two-file data; ``--force`` replaces a task already in ``--out``).
 """
 
 from __future__ import annotations
@@ -539,7 +539,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--n-train", type=int, default=DEFAULT_N_TRAIN, help="rows of the SFT pool (train.jsonl)")
     ap.add_argument("--n-rl", type=int, default=DEFAULT_N_RL, help="rows of the RL pool (rl.jsonl; version 3)")
     ap.add_argument("--n-eval", type=int, default=DEFAULT_N_EVAL, help="held-out problems (eval.jsonl)")
+    ap.add_argument("--force", action="store_true", help="replace a task already in --out")
     args = ap.parse_args(argv)
+    held = [name for name in (*POOL_FILES.values(), "meta.json") if (Path(args.out) / name).exists()]
+    if held and not args.force:
+        ap.exit(2, f"{args.out} already holds a task (generator version {task_version(args.out)}: "
+                   f"{', '.join(held)}); nothing was changed: choose another --out, or pass --force to replace it "
+                   f"(runs made on it then no longer match their task)\n")
     try:
         meta = generate_task(args.out, args.seed, args.n_train, args.n_eval, version=args.version, level=args.level,
                              n_rl=args.n_rl)

@@ -183,8 +183,10 @@ def register_train(sub) -> None:
                         "none yet)")
     g.add_argument("--model", help="a local Hugging Face causal-LM checkpoint to start from "
                                    "(default: the preset's warm start, work/sft-<preset>)")
-    g.add_argument("--task", help="a task directory (train.jsonl, eval.jsonl) or one JSONL of prompt/answer pairs "
-                                  "(default data/tasks)")
+    g.add_argument("--task", help="a task directory (RL prompts from rl.jsonl, else train.jsonl; eval.jsonl held "
+                                  "out) or one JSONL of prompt/answer pairs; refused if its prompts are in the warm "
+                                  "start's SFT data (default: the preset's task directory, data/tasks for tiny, "
+                                  "data/tasks-gpu for gpu, made at its task level if missing)")
     g.add_argument("--lr", type=float, help="learning rate (default: the spec's, else the preset's: "
                                             f"{_preset_values('lr')})")
     g = p.add_argument_group("in-house trainer")
@@ -211,13 +213,16 @@ def register_train(sub) -> None:
 
     p = sub.add_parser("sft", help="supervised warm start of the small model",
                        description="Train the tokenizer and the preset's model from scratch on the task's worked "
-                                   "solutions, stopping once held-out greedy accuracy reaches the preset's target, "
-                                   "and save a Hugging Face checkpoint (with sft_meta.json) that `unipo train` "
-                                   "starts from. An --out that holds a checkpoint is never overwritten.")
+                                   "solutions (train.jsonl, the SFT pool), stopping once greedy accuracy on the RL "
+                                   "pool's first rows (rl.jsonl; the held-out set's for a task without one) reaches "
+                                   "the preset's target, and save a Hugging Face checkpoint (with sft_meta.json: the "
+                                   "stop rule, where it stopped, the SFT data) that `unipo train` starts from. An "
+                                   "--out that holds a checkpoint is never overwritten.")
     p.add_argument("--preset", default="tiny", type=str.lower, choices=presets,
                    help="model size and SFT schedule (default %(default)s)")
     p.add_argument("--out", help="checkpoint directory (default work/sft-<preset>, where `unipo train` looks)")
-    p.add_argument("--task-dir", default="data/tasks", help="train.jsonl and eval.jsonl (default %(default)s)")
+    p.add_argument("--task-dir", default="data/tasks",
+                   help="train.jsonl, eval.jsonl and, made by generator version 3, rl.jsonl (default %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="default %(default)s")
     p.add_argument("--steps", type=int, help="at most this many steps (default: the preset's max_steps)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (default %(default)s)")
