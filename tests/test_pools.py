@@ -63,6 +63,24 @@ def test_memorisation_check_agrees_within_five_points():
     assert not memorised.agrees() and memorised.as_dict()["gap_points"] == 22.0
 
 
+@pytest.mark.parametrize("run, responses", [("grpo", 16 * 8), ("dapo", None)])
+def test_shipped_runs_without_the_header_field_get_the_check_from_their_logs(run, responses):
+    """The shipped runs predate the header field: rollout 0's sampled accuracy (every response, DAPO's
+    dropped groups too) against the start evaluation, read from steps.jsonl and evals.jsonl by hand."""
+    run_dir = Path(__file__).resolve().parents[1] / "data" / "runs" / run
+    header = json.loads((run_dir / "header.json").read_text())
+    assert "memorisation_check" not in header
+    first = json.loads((run_dir / "steps.jsonl").read_text().splitlines()[0])["metrics"]
+    start = json.loads((run_dir / "evals.jsonl").read_text().splitlines()[0])
+    assert start["phase"] == "start"
+    check = summarize(run_dir, with_moments=False)["memorisation_check"]
+    assert check["source"] == "logs"
+    assert (check["train_reward"], check["heldout_sampled"]) == (first["sampled/accuracy"], start["accuracy_sampled"])
+    assert check["train_responses"] == (responses or round(first["sampled/tokens"] / first["sampled/length"]))
+    gap = first["sampled/accuracy"] - start["accuracy_sampled"]
+    assert check["gap_points"] == round(100 * gap, 2) and check["agree"] is (abs(gap) <= 0.05)
+
+
 @pytest.mark.slow
 def test_rl_draws_the_rl_pool_and_the_header_records_rollout_0(tiny, pools, tmp_path, monkeypatch):
     import training.rl as rl
@@ -80,10 +98,12 @@ def test_rl_draws_the_rl_pool_and_the_header_records_rollout_0(tiny, pools, tmp_
     start = next(e for e in runlog.iter_evals(run) if e.phase == "start")
     first = next(runlog.iter_steps(run))
     assert check.train_responses == 4 * 4
+    assert check.train_reward == pytest.approx(first.metrics["sampled/accuracy"])
     assert check.train_reward == pytest.approx(first.metrics["reward/correct"])  # grpo: no filter, all trained on
     assert (check.heldout_sampled, check.heldout_n) == (start.accuracy_sampled, start.n)
     summary = summarize(run, with_moments=False)
     assert summary["memorisation_check"]["agree"] is (abs(check.train_reward - check.heldout_sampled) <= 0.05)
+    assert summary["memorisation_check"]["source"] == "header"
     text = unipo("summary", run, "--no-moments")
     assert text.returncode == 0 and "memorisation_check: training reward at rollout 0" in text.stdout
 

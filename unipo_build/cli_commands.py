@@ -143,7 +143,7 @@ def _summary(args: argparse.Namespace) -> int:
                 verdict = ("agree" if value["agree"] else "disagree: the RL prompts look memorised")
                 print(f"{key}: training reward at rollout 0 {value['train_reward']:.3f}, held-out sampled "
                       f"{value['heldout_sampled']:.3f}, gap {value['gap_points']:+.1f} points: {verdict} "
-                      f"(within {value['tolerance_points']:g})")
+                      f"(within {value['tolerance_points']:g}; from the {value['source']})")
             else:
                 print(f"{key}: {value}")
     return 0
