@@ -95,16 +95,19 @@ def _sft(args: argparse.Namespace) -> int:
     except ImportError as err:
         print(f"unipo sft needs the training extra ({TRAIN_EXTRA}): {err}", file=sys.stderr)
         return 2
+    from unipo_build.presets import get_preset
+
+    preset = get_preset(args.preset)
     out = Path(args.out or f"work/sft-{args.preset}")
-    task = Path(args.task_dir)
+    task = Path(args.task_dir or preset.task_dir)
     if (out / "config.json").exists():
         print(f"unipo sft: {out} already holds a checkpoint; nothing was changed: choose another --out "
               "(or delete it first)", file=sys.stderr)
         return 2
     missing = [str(task / name) for name in ("train.jsonl", "eval.jsonl") if not (task / name).is_file()]
     if missing:
-        print(f"unipo sft: {' and '.join(missing)} not found: generate the task with `python -m training.task` "
-              "or pass --task-dir", file=sys.stderr)
+        print(f"unipo sft: {' and '.join(missing)} not found: generate the task with `python -m training.task "
+              f"--out {task} --level {preset.task_level}` or pass --task-dir", file=sys.stderr)
         return 2
     try:
         meta = run_sft(out, preset=args.preset, seed=args.seed, steps=args.steps, task_dir=task, device=args.device,
@@ -221,8 +224,9 @@ def register_train(sub) -> None:
     p.add_argument("--preset", default="tiny", type=str.lower, choices=presets,
                    help="model size and SFT schedule (default %(default)s)")
     p.add_argument("--out", help="checkpoint directory (default work/sft-<preset>, where `unipo train` looks)")
-    p.add_argument("--task-dir", default="data/tasks",
-                   help="train.jsonl, eval.jsonl and, made by generator version 3, rl.jsonl (default %(default)s)")
+    p.add_argument("--task-dir",
+                   help="train.jsonl, eval.jsonl and, made by generator version 3, rl.jsonl (default: the preset's "
+                        "task directory: data/tasks for tiny, data/tasks-gpu for gpu)")
     p.add_argument("--seed", type=int, default=0, help="default %(default)s")
     p.add_argument("--steps", type=int, help="at most this many steps (default: the preset's max_steps)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (default %(default)s)")
