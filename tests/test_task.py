@@ -111,7 +111,7 @@ def test_every_worked_solution_fits_the_generation_budget(pools):
     from unipo_build.presets import PRESETS
 
     _, meta, rows = pools
-    every = [r for pool in rows.values() for r in pool]
+    every = rows["sft"] + rows["heldout"]
     tok = train_tokenizer(task_corpus(every))
     longest = max(len(tok(r["solution"], add_special_tokens=False)["input_ids"]) + 1 for r in every)
     budget = min(p.rl.max_new_tokens for p in PRESETS.values() if p.task_level == meta["level"])
@@ -208,7 +208,9 @@ def check_column(sentences, a, b, op):
 
 def test_every_solution_is_correct_arithmetic_in_every_style(task, pools):
     *_, train, evals = task
-    every = train + evals + [r for pool in pools[2].values() for r in pool]
+    every = train + evals + pools[2]["sft"] + pools[2]["heldout"]
+    for r in pools[2]["rl"]:  # the RL pool: prompt and answer, no worked solution to learn
+        assert set(r) == {"id", "prompt", "answer", "template", "level"} and int(r["answer"]) == expected_answer(r)
     for r in every:
         answer = int(r["answer"])
         assert answer == expected_answer(r), r

@@ -45,7 +45,7 @@ heart (issue 20: a warm start that saw its RL prompts 85 times answered them 99.
 78% held-out, and RL had nothing left to learn):
 
     train.jsonl  the SFT pool: worked solutions the warm start learns
-    rl.jsonl     the RL pool: the prompts RL draws (their solutions are never trained on)
+    rl.jsonl     the RL pool: the prompts RL draws, with their answers but no worked solutions
     eval.jsonl   the held-out pool: evaluation only
 
 No prompt text is in two pools (meta.json counts the shared prompts of every pair, all zero, and
@@ -375,6 +375,8 @@ def generate_task(
     pools["heldout"] = generate_rows(random.Random(f"{seed}-{level}-heldout"), n_eval, "eval", unique=True, level=lv)
     taken = {r["prompt"] for r in pools["heldout"]}
     pools["rl"] = generate_rows(random.Random(f"{seed}-{level}-rl"), n_rl, "rl", exclude=taken, level=lv)
+    for row in pools["rl"]:  # RL needs prompt and answer; without worked solutions nothing can SFT on it
+        del row["solution"], row["style"]
     taken |= {r["prompt"] for r in pools["rl"]}
     pools["sft"] = generate_rows(random.Random(f"{seed}-{level}-sft"), n_train, "train", exclude=taken, level=lv)
     for pool, name in POOL_FILES.items():
