@@ -53,7 +53,8 @@ def warm_start_overlap(checkpoint: str | Path, prompts: list[str], root: str | P
     Returns (the SFT data file, shared distinct prompts, distinct prompts, legacy) or None when the
     checkpoint does not name a readable SFT file (a checkpoint made elsewhere) or nothing is shared.
     ``legacy``: the prompts come from `prompts_file`, and it is the SFT file itself, the train.jsonl of
-    a generator-version-2 directory (that layout had no RL pool). Relative paths in the meta are tried from the working directory, then from `root`.
+    a generator-version-2 directory (that layout had no RL pool). A relative path in the meta is
+    tried from `root` (the project, as sft.py stores it), then from the working directory.
     """
     meta_path = Path(checkpoint) / "sft_meta.json"
     try:
@@ -64,7 +65,7 @@ def warm_start_overlap(checkpoint: str | Path, prompts: list[str], root: str | P
         str(Path(meta["task_dir"]) / POOL_FILES["sft"]) if meta.get("task_dir") else None)
     if not named:
         return None
-    candidates = [Path(named)] + ([Path(root) / named] if not Path(named).is_absolute() else [])
+    candidates = ([Path(root) / named] if not Path(named).is_absolute() else []) + [Path(named)]
     sft_file = next((c for c in candidates if c.is_file()), None)
     if sft_file is None:
         return None

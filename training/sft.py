@@ -46,6 +46,14 @@ from training.task import POOL_FILES, check_pools, file_sha256, load_task, task_
 from training.tokenizer import save_tokenizer, task_corpus, train_tokenizer
 
 IGNORE = -100
+REPO = Path(__file__).resolve().parent.parent
+
+
+def stored_path(path: Path) -> str:
+    """A path for sft_meta.json: relative to the project when inside it (a shipped warm start names no
+    path of the machine that trained it), else absolute, so that RL can still find the file."""
+    resolved = Path(path).resolve()
+    return str(resolved.relative_to(REPO)) if resolved.is_relative_to(REPO) else str(resolved)
 
 
 def encode_examples(rows: list[dict], tokenizer) -> list[tuple[list[int], int]]:
@@ -236,7 +244,7 @@ def run_sft(
         "wall_seconds": round(time.perf_counter() - t_start, 1),
         "task_dir": str(task_dir),
         "task_version": task_version(task_dir),
-        "sft_data": {"file": str(sft_file), "rows": len(train_rows), "sha256": file_sha256(sft_file)},
+        "sft_data": {"file": stored_path(sft_file), "rows": len(train_rows), "sha256": file_sha256(sft_file)},
         "task_meta": json.loads(meta_path.read_text()) if meta_path.is_file() else None,
         "versions": {"python": platform.python_version(), "torch": torch.__version__,
                      "transformers": __import__("transformers").__version__},
