@@ -208,3 +208,23 @@ def test_the_gpu_suite_file_is_valid_and_refused_without_cuda(tmp_path, monkeypa
     with pytest.raises(suite.SuiteError, match="preset: gpu needs a CUDA GPU"):
         suite.run_suite(path, tmp_path / "runs")
     assert not (tmp_path / "work").exists() and not (tmp_path / "runs").exists()
+
+
+def test_warm_start_overlap_finds_a_project_relative_sft_file_and_knows_the_shipped_layout(tmp_path, monkeypatch):
+    """sft_meta.json names data/tasks/train.jsonl relative to the project; found from any working directory.
+    RL prompts read from that very file of the version-2 data/tasks are the legacy case, any other not."""
+    from training.pools import warm_start_overlap
+
+    repo = Path(__file__).resolve().parents[1]
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "sft_meta.json").write_text(json.dumps({"sft_data": {"file": "data/tasks/train.jsonl"}}))
+    monkeypatch.chdir(tmp_path)
+    rows = load_task(repo / "data" / "tasks" / "train.jsonl")
+    prompts = [r["prompt"] for r in rows[:40]] + ["A prompt no task holds?"]
+    distinct = len(set(prompts))
+    sft, shared, total, legacy = warm_start_overlap(tmp_path / "ckpt", prompts, repo,
+                                                    repo / "data" / "tasks" / "train.jsonl")
+    assert (sft, shared, total, legacy) == (repo / "data" / "tasks" / "train.jsonl", distinct - 1, distinct, True)
+    assert warm_start_overlap(tmp_path / "ckpt", prompts, repo, tmp_path / "mine.jsonl")[3] is False
+    assert warm_start_overlap(tmp_path / "ckpt", ["A prompt no task holds?"], repo) is None
+    assert warm_start_overlap(tmp_path / "nothing", prompts, repo) is None  # no sft_meta.json: nothing to compare
