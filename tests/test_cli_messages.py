@@ -145,7 +145,8 @@ def test_sft_prints_one_line_not_its_metadata(capsys, monkeypatch, tmp_path):
 def test_help_pages_describe_themselves():
     sft = unipo("sft", "--help").stdout
     assert "Train the tokenizer and the preset's model from scratch" in sft
-    assert "--threads" in sft and "(default tiny)" in sft and "(default data/tasks)" in sft
+    assert "--threads" in sft and "(default tiny)" in sft
+    assert "(default: the preset's task directory: data/tasks for tiny, data/tasks-gpu for gpu)" in " ".join(sft.split())
     summary = unipo("summary", "--help").stdout
     assert "Print a run in a few numbers" in summary and "a run directory" in summary
     train = unipo("train", "--help").stdout

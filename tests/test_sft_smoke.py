@@ -1,4 +1,5 @@
-"""SFT: a few steps on a small task into tmp_path; the checkpoint reloads and evaluates."""
+"""SFT: a few steps on a small task into tmp_path; the checkpoint reloads and evaluates; the stop rule
+stops and is recorded; a task whose pools overlap is refused before anything is written."""
 
 import json
 import math
@@ -8,9 +9,9 @@ import torch
 
 from training.evaluate import evaluate
 from training.model import load_policy
-from training.presets import TINY, SFTPreset, get_preset, with_overrides
+from training.presets import GPU, TINY, SFTPreset, get_preset, with_overrides
 from training.sft import IGNORE, encode_examples, lr_at, make_batch, run_sft
-from training.task import generate_task, load_task
+from training.task import TaskFileError, file_sha256, generate_task, load_task
 from training.tokenizer import task_corpus, train_tokenizer
 
 
@@ -41,9 +42,9 @@ def test_loss_is_on_the_completion_only(tmp_path):
 @pytest.mark.slow
 def test_sft_smoke_checkpoint_reloads(tmp_path):
     task_dir = tmp_path / "task"
-    generate_task(task_dir, seed=2, n_train=200, n_eval=24)
+    generate_task(task_dir, seed=2, n_train=200, n_eval=24, version="2")
     preset = with_overrides(TINY, sft={"batch_size": 16, "eval_every": 3, "eval_n": 8, "eval_batch_size": 24,
-                                       "max_new_tokens": 8, "warmup_steps": 2})
+                                       "max_new_tokens": 8, "warmup_steps": 2, "stop_greedy_accuracy": None})
     out = tmp_path / "ckpt"
     meta = run_sft(out, preset=preset, seed=0, steps=6, task_dir=task_dir, device="cpu", progress=False)
     for name in ("model.safetensors", "config.json", "tokenizer.json", "tokenizer_config.json", "sft_meta.json"):
@@ -54,6 +55,12 @@ def test_sft_smoke_checkpoint_reloads(tmp_path):
     assert [e["step"] for e in meta["eval_curve"]] == [3, 6]
     assert meta["final_eval"]["n"] == 24 and meta["wall_seconds"] > 0 and math.isfinite(meta["eval_curve"][-1]["loss"])
     assert meta["preset_config"]["sft"]["batch_size"] == 16
+    # No target: the calibrated step count; a version-2 task has no RL pool, so the held-out set's rows
+    assert meta["stop_rule"]["rule"] == "train the calibrated 6 steps" and not meta["stopped_early"]
+    assert meta["stop_rule"]["eval_on"] == "eval.jsonl rows 1-8" and "no RL pool" in meta["stop_rule"]["why"]
+    assert meta["sft_data"] == {"file": str(task_dir / "train.jsonl"), "rows": 200,
+                                "sha256": file_sha256(task_dir / "train.jsonl")}
+    assert meta["task_version"] == "2"
     model, tok = load_policy(out)
     assert model.config.vocab_size == len(tok) == meta["vocab_size"]
     ev = evaluate(model, tok, load_task(task_dir / "eval.jsonl"), n=4, max_new_tokens=4)
@@ -88,6 +95,51 @@ def test_presets():
     rl = TINY.rl
     assert (rl.prompts_per_step, rl.group_size, rl.lr, rl.minibatches, rl.epochs, rl.temperature) == (16, 8, 1e-4, 1, 2, 1.0)
     assert (TINY.sft.batch_size, TINY.sft.lr, TINY.sft.warmup_steps, TINY.sft.min_lr_ratio) == (64, 1.5e-3, 100, 0.1)
+    # The stop rule's targets: tiny where its shipped warm start sits, gpu in the 25-45% band
+    assert TINY.sft.stop_greedy_accuracy == 0.29 and 0.25 <= gpu.sft.stop_greedy_accuracy <= 0.45
+    assert (TINY.task_level, TINY.task_dir, TINY.needs_cuda) == ("tiny", "data/tasks", False)
+    assert (gpu.task_level, gpu.task_dir, gpu.needs_cuda) == ("gpu", "data/tasks-gpu", True)
     assert rl.logs_detail(0, 799) and rl.logs_detail(799, 799) and rl.logs_detail(25, 799) and not rl.logs_detail(26, 799)
     with pytest.raises(ValueError, match="unknown preset"):
         get_preset("huge")
+
+
+def micro(base, **sft):
+    """The preset's shape (names, task level, schedule) with a model small enough for a CPU test."""
+    return with_overrides(base, model={"hidden_size": 32, "num_layers": 2, "num_heads": 2, "intermediate_size": 64},
+                          sft={"batch_size": 8, "eval_batch_size": 16, "max_new_tokens": 8, "warmup_steps": 2, **sft})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target, stops_at", [(0.0, 2), (1.01, 6)])
+def test_stop_rule_stops_at_the_target_on_the_rl_pool_and_is_recorded(tmp_path, target, stops_at):
+    """A micro preset of the gpu shape on its own task level: the periodic eval scores the RL pool's first
+    rows; a target of 0 is reached at the first eval (step 2), one above 1 never (the whole 6 steps)."""
+    task_dir = tmp_path / "task"
+    generate_task(task_dir, seed=4, n_train=64, n_eval=10, n_rl=20, level=GPU.task_level)
+    preset = micro(GPU, eval_every=2, eval_n=6, stop_greedy_accuracy=target)
+    meta = run_sft(tmp_path / "ckpt", preset=preset, seed=0, steps=6, task_dir=task_dir, device="cpu", progress=False)
+    assert meta["preset"] == "gpu" and meta["task_meta"]["level"] == "gpu"
+    assert meta["steps"] == meta["stopped_at_step"] == stops_at
+    assert meta["stopped_early"] is (stops_at < 6)
+    assert [e["step"] for e in meta["eval_curve"]] == list(range(2, stops_at + 1, 2))
+    assert meta["stop_accuracy_greedy"] == meta["eval_curve"][-1]["accuracy_greedy"]
+    rule = meta["stop_rule"]
+    assert rule["target_greedy_accuracy"] == target and rule["max_steps"] == 6 and rule["eval_every"] == 2
+    assert rule["rule"] == f"stop at the first periodic eval with greedy accuracy >= {target}, else at step 6"
+    assert rule["eval_on"] == "rl.jsonl rows 1-6" and "never trained on" in rule["why"]
+    assert meta["sft_data"]["file"] == str(task_dir / "train.jsonl") and meta["sft_data"]["rows"] == 64
+    assert meta["final_eval"]["n"] == 10  # the held-out pool, whole
+    assert json.loads((tmp_path / "ckpt" / "sft_meta.json").read_text())["stopped_at_step"] == stops_at
+
+
+def test_sft_refuses_overlapping_pools_before_writing(tmp_path):
+    task_dir = tmp_path / "task"
+    generate_task(task_dir, seed=5, n_train=20, n_eval=8, n_rl=10)
+    heldout = task_dir / "eval.jsonl"
+    heldout.write_text(heldout.read_text() + (task_dir / "train.jsonl").read_text().splitlines()[0] + "\n")
+    out = tmp_path / "ckpt"
+    with pytest.raises(TaskFileError) as e:
+        run_sft(out, preset=micro(TINY), steps=2, task_dir=task_dir, device="cpu", progress=False)
+    assert str(e.value).startswith(f"{heldout}: 1 prompts also in train.jsonl (sft pool)")
+    assert "\n" not in str(e.value) and not out.exists()

@@ -1,13 +1,14 @@
-"""Task generation: determinism, held-out disjointness, the arithmetic of every worked solution in
-every style, the style mix, loading."""
+"""Task generation: determinism, held-out disjointness, the three disjoint pools of version 3 and
+their check, the task levels, the arithmetic of every worked solution in every style and level, the
+style mix, loading."""
 
 import json
 import re
 
 import pytest
 
-from training.task import (DEFAULT_N_EVAL, LEVELS, STYLE_MIX, TEMPLATES, TaskFileError, column_add, column_mul,
-                           column_sub, generate_task, load_task)
+from training.task import (DEFAULT_N_EVAL, LEVELS, POOL_FILES, STYLE_MIX, TASK_LEVELS, TaskFileError, check_pools,
+                           column_add, column_mul, column_sub, generate_task, load_task)
 
 EQUATION = re.compile(r"(\d+) ([-+*]) (\d+) = (\d+)\.")
 OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
@@ -18,9 +19,18 @@ MUL_COL = re.compile(r"^(\d) \* (\d)(?: \+ (\d))? = (\d+), write (\d+)(?: carry 
 
 @pytest.fixture(scope="module")
 def task(tmp_path_factory):
+    """Version 2: the shipped layout (train.jsonl read by SFT and RL, eval.jsonl)."""
     out = tmp_path_factory.mktemp("task")
-    meta = generate_task(out, seed=7, n_train=1500, n_eval=280)
+    meta = generate_task(out, seed=7, n_train=1500, n_eval=280, version="2")
     return out, meta, load_task(out / "train.jsonl"), load_task(out / "eval.jsonl")
+
+
+@pytest.fixture(scope="module", params=list(TASK_LEVELS))
+def pools(request, tmp_path_factory):
+    """Version 3 at each task level: the SFT, RL and held-out pools."""
+    out = tmp_path_factory.mktemp(f"pools-{request.param}")
+    meta = generate_task(out, seed=7, n_train=1400, n_eval=280, n_rl=700, level=request.param)
+    return out, meta, {pool: load_task(out / name) for pool, name in POOL_FILES.items()}
 
 
 def numbers(text):
@@ -29,8 +39,8 @@ def numbers(text):
 
 def test_same_seed_same_bytes_other_seed_differs(tmp_path, task):
     out, *_ = task
-    generate_task(tmp_path / "a", seed=7, n_train=1500, n_eval=280)
-    generate_task(tmp_path / "b", seed=8, n_train=1500, n_eval=280)
+    generate_task(tmp_path / "a", seed=7, n_train=1500, n_eval=280, version="2")
+    generate_task(tmp_path / "b", seed=8, n_train=1500, n_eval=280, version="2")
     for name in ("train.jsonl", "eval.jsonl"):
         assert (tmp_path / "a" / name).read_bytes() == (out / name).read_bytes()
         assert (tmp_path / "b" / name).read_bytes() != (out / name).read_bytes()
@@ -38,7 +48,7 @@ def test_same_seed_same_bytes_other_seed_differs(tmp_path, task):
 
 def test_eval_is_fixed_when_train_size_changes(tmp_path, task):
     out, *_ = task
-    generate_task(tmp_path, seed=7, n_train=100, n_eval=280)
+    generate_task(tmp_path, seed=7, n_train=100, n_eval=280, version="2")
     assert (tmp_path / "eval.jsonl").read_bytes() == (out / "eval.jsonl").read_bytes()
 
 
@@ -48,12 +58,88 @@ def test_counts_balance_and_disjointness(task):
     eval_prompts = [r["prompt"] for r in evals]
     assert len(set(eval_prompts)) == len(eval_prompts)
     assert not set(eval_prompts) & {r["prompt"] for r in train}
-    cells = {(t, lv) for t in TEMPLATES for lv in LEVELS[t]}
+    cells = {(t, lv) for t in LEVELS for lv in LEVELS[t]}
     for rows in (train, evals):
         counts = {c: sum((r["template"], r["level"]) == c for r in rows) for c in cells}
         assert max(counts.values()) - min(counts.values()) <= 1 and sum(counts.values()) == len(rows)
     assert len({r["id"] for r in train + evals}) == len(train) + len(evals)
-    assert meta["templates"] == list(TEMPLATES) and meta["styles"] == STYLE_MIX
+    assert meta["templates"] == list(LEVELS) and meta["styles"] == STYLE_MIX
+    assert meta["generator_version"] == "2" and not (task[0] / "rl.jsonl").exists()
+
+
+def test_pools_are_disjoint_balanced_and_counted_in_meta(pools):
+    out, meta, rows = pools
+    level = TASK_LEVELS[meta["level"]]
+    prompts = {pool: {r["prompt"] for r in pool_rows} for pool, pool_rows in rows.items()}
+    assert not prompts["sft"] & prompts["rl"] and not prompts["sft"] & prompts["heldout"]
+    assert not prompts["rl"] & prompts["heldout"]
+    assert meta["generator_version"] == "3" and meta["pools_disjoint"] is True
+    assert meta["shared_prompts"] == {"sft-rl": 0, "sft-heldout": 0, "rl-heldout": 0}
+    assert (meta["n_train"], meta["n_rl"], meta["n_eval"]) == (1400, 700, 280)
+    for pool, pool_rows in rows.items():
+        assert meta["pools"][pool] == {"file": POOL_FILES[pool], "rows": len(pool_rows),
+                                       "distinct_prompts": len(prompts[pool])}
+        cells = {(t, lv) for t in level.levels for lv in level.levels[t]}
+        counts = {c: sum((r["template"], r["level"]) == c for r in pool_rows) for c in cells}
+        assert max(counts.values()) - min(counts.values()) <= 1 and sum(counts.values()) == len(pool_rows)
+    assert len(prompts["heldout"]) == len(rows["heldout"])  # held-out problems are unique
+    assert meta["templates"] == list(level.levels) and meta["styles"] == level.style_mix
+    assert check_pools(out) == {"sft": 1400, "rl": 700, "heldout": 280}
+
+
+def test_pools_are_deterministic_from_the_seed(tmp_path, pools):
+    out, meta, _ = pools
+    generate_task(tmp_path / "a", seed=7, n_train=1400, n_eval=280, n_rl=700, level=meta["level"])
+    generate_task(tmp_path / "b", seed=8, n_train=1400, n_eval=280, n_rl=700, level=meta["level"])
+    for name in (*POOL_FILES.values(), "meta.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (out / name).read_bytes(), name
+    for name in POOL_FILES.values():
+        assert (tmp_path / "b" / name).read_bytes() != (out / name).read_bytes(), name
+
+
+def test_levels_differ_and_the_gpu_level_is_harder():
+    tiny, gpu = TASK_LEVELS["tiny"], TASK_LEVELS["gpu"]
+    assert tiny.levels == LEVELS
+    assert max(max(d) for d in gpu.levels.values()) == 4 > max(max(d) for d in tiny.levels.values())
+    assert "spend" in gpu.levels and "spend" not in tiny.levels
+    assert gpu.style_mix["bare"] >= 0.5  # the short style stays tempting
+
+
+def test_every_worked_solution_fits_the_generation_budget(pools):
+    """The presets sample at most 96 new tokens: the longest worked solution (with <eos>) fits."""
+    from training.tokenizer import task_corpus, train_tokenizer
+    from unipo_build.presets import PRESETS
+
+    _, meta, rows = pools
+    every = rows["sft"] + rows["heldout"]
+    tok = train_tokenizer(task_corpus(every))
+    longest = max(len(tok(r["solution"], add_special_tokens=False)["input_ids"]) + 1 for r in every)
+    budget = min(p.rl.max_new_tokens for p in PRESETS.values() if p.task_level == meta["level"])
+    assert longest <= budget, (meta["level"], longest, budget)
+    assert longest > budget // 2  # the column style is long: length is a choice
+
+
+def test_check_pools_refuses_an_overlap_in_one_line_and_changes_nothing(tmp_path):
+    generate_task(tmp_path, seed=3, n_train=60, n_eval=21, n_rl=35)
+    sft_lines = (tmp_path / "train.jsonl").read_text().splitlines()
+    rl = tmp_path / "rl.jsonl"
+    rl.write_text(rl.read_text() + "\n".join(sft_lines[:2]) + "\n")  # two SFT rows in the RL pool
+    before = {f.name: f.read_bytes() for f in tmp_path.iterdir()}
+    shared = len({json.loads(line)["prompt"] for line in sft_lines[:2]})
+    with pytest.raises(TaskFileError) as e:
+        check_pools(tmp_path)
+    message = str(e.value)
+    assert "\n" not in message and message.startswith(f"{rl}: {shared} prompts also in train.jsonl (sft pool)")
+    assert f"python -m training.task --out {tmp_path}" in message
+    assert {f.name: f.read_bytes() for f in tmp_path.iterdir()} == before
+
+
+def test_version_2_has_one_level_and_unknown_levels_are_named(tmp_path):
+    with pytest.raises(ValueError, match="version 2 has one level"):
+        generate_task(tmp_path / "a", version="2", level="gpu")
+    with pytest.raises(ValueError, match="unknown task level 'huge'"):
+        generate_task(tmp_path / "b", level="huge")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
 def test_row_schema(task):
@@ -83,6 +169,8 @@ def expected_answer(row):
         return n[0] * n[1]
     if t == "coins":
         return n[0] + n[1] * n[2]
+    if t == "spend":
+        return n[0] - n[1] * n[2]
     raise AssertionError(t)
 
 
@@ -118,9 +206,12 @@ def check_column(sentences, a, b, op):
     return int("".join(reversed(written)))
 
 
-def test_every_solution_is_correct_arithmetic_in_every_style(task):
+def test_every_solution_is_correct_arithmetic_in_every_style(task, pools):
     *_, train, evals = task
-    for r in train + evals:
+    every = train + evals + pools[2]["sft"] + pools[2]["heldout"]
+    for r in pools[2]["rl"]:  # the RL pool: prompt and answer, no worked solution to learn
+        assert set(r) == {"id", "prompt", "answer", "template", "level"} and int(r["answer"]) == expected_answer(r)
+    for r in every:
         answer = int(r["answer"])
         assert answer == expected_answer(r), r
         body, tail = r["solution"].rsplit(" Answer: ", 1)
@@ -147,6 +238,14 @@ def test_every_solution_is_correct_arithmetic_in_every_style(task):
             assert check_column(sentences[:cut], b, c, "*") == product
             assert sentences[-1] == f"So {a} + {product} = {answer}."
             assert check_column(sentences[cut + 1:-1], a, product, "+") == answer
+        elif r["template"] == "spend":
+            a, b, c = n
+            cost = b * c
+            assert a >= cost and len(str(a)) == r["level"] + 1
+            cut = sentences.index(f"So {b} * {c} = {cost}.")
+            assert check_column(sentences[:cut], b, c, "*") == cost
+            assert sentences[-1] == f"So {a} - {cost} = {answer}."
+            assert check_column(sentences[cut + 1:-1], a, cost, "-") == answer
         else:
             a, b = n[0], n[1]
             op = {"add": "+", "sub": "-", "mul": "*"}[r["template"]]
@@ -175,16 +274,21 @@ def test_solutions_differ_in_length_per_prompt(task):
 
 
 def test_committed_data_matches_generator(tmp_path):
-    """data/tasks/ is exactly what the default seed generates (so the code and the data agree)."""
+    """data/tasks/ is exactly what its meta's generator version, seed, level and sizes generate (so the
+    code and the data agree; the shipped version-2 data stays byte for byte reproducible)."""
     from pathlib import Path
 
     committed = Path(__file__).resolve().parents[1] / "data" / "tasks"
     if not (committed / "meta.json").is_file():
         pytest.skip("data/tasks not generated")
     meta = json.loads((committed / "meta.json").read_text())
-    generate_task(tmp_path, seed=meta["seed"], n_train=meta["n_train"], n_eval=meta["n_eval"])
+    extra = {"level": meta["level"], "n_rl": meta["n_rl"]} if meta["generator_version"] == "3" else {}
+    generate_task(tmp_path, seed=meta["seed"], n_train=meta["n_train"], n_eval=meta["n_eval"],
+                  version=meta["generator_version"], **extra)
     assert meta["n_eval"] == DEFAULT_N_EVAL
-    for name in ("train.jsonl", "eval.jsonl", "meta.json"):
+    names = [n for n in (*POOL_FILES.values(), "meta.json") if (committed / n).is_file()]
+    assert len(names) == (4 if meta["generator_version"] == "3" else 3)
+    for name in names:
         assert (tmp_path / name).read_bytes() == (committed / name).read_bytes(), name
 
 
@@ -228,3 +332,24 @@ def test_bad_rows_name_file_line_and_field(tmp_path, line, words):
 def test_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.jsonl"):
         load_task(tmp_path / "nope.jsonl")
+
+
+def test_cli_keeps_an_existing_task_unless_forced(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "t"
+    generate_task(out, seed=1, n_train=30, n_eval=10, version="2")
+    before = {f.name: f.read_bytes() for f in out.iterdir()}
+    cmd = [sys.executable, "-m", "training.task", "--out", str(out), "--n-train", "30", "--n-rl", "20", "--n-eval", "10"]
+    refused = subprocess.run(cmd, capture_output=True, text=True)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert refused.stderr.startswith(f"{out} already holds a task (generator version 2: train.jsonl, eval.jsonl, "
+                                     "meta.json); nothing was changed")
+    assert {f.name: f.read_bytes() for f in out.iterdir()} == before
+    forced = subprocess.run(cmd + ["--force"], capture_output=True, text=True)
+    assert forced.returncode == 0, forced.stderr
+    assert json.loads((out / "meta.json").read_text())["generator_version"] == "3" and (out / "rl.jsonl").is_file()
+    wrong = subprocess.run([sys.executable, "-m", "training.task", "--out", str(tmp_path / "u"), "--version", "2",
+                            "--level", "gpu"], capture_output=True, text=True)
+    assert wrong.returncode == 2 and "version 2 has one level" in wrong.stderr and not (tmp_path / "u").exists()

@@ -51,7 +51,8 @@ from .presets import get_preset
 from .reward import score_response, total_reward
 from .runstate import (Interrupted, TrainError, check_out_dir, checkpoint_dir, checkpoint_interval, checkpoint_rollout,
                        clear_logged_steps, logged_updates, remove_checkpoints, replace_checkpoint, run_state)
-from .task import load_task
+from .pools import check_rl_prompts, load_rows, memorisation_check
+from .task import generate_task
 from .tokenizer import token_pieces
 
 REPO = Path(__file__).resolve().parent.parent
@@ -100,18 +101,6 @@ def load_algorithm(name: str) -> AlgorithmSpec:
         return specs_load_algorithm(name)
     except ValueError as err:
         raise TrainError(str(err)) from None
-
-
-def load_rows(task: str | None, preset) -> tuple[list[dict], list[dict], str]:
-    """Train and eval rows: the generated task, a task directory, or one JSONL split 90/10."""
-    source = Path(task) if task else REPO / preset.task_dir
-    if source.is_dir():
-        return load_task(source / "train.jsonl"), load_task(source / "eval.jsonl"), str(source)
-    rows = load_task(source)
-    cut = max(1, len(rows) // 10)
-    shuffled = rows[:]
-    random.Random(1234).shuffle(shuffled)
-    return shuffled[cut:], shuffled[:cut], str(source)
 
 
 # ---------------------------------------------------------------------------
@@ -170,6 +159,8 @@ class Trainer:
             from .sft import run_sft
 
             print(f"no warm-start checkpoint at {project_relative(path)}: running SFT first", file=sys.stderr)
+            if not (REPO / self.preset.task_dir).exists():
+                generate_task(REPO / self.preset.task_dir, level=self.preset.task_level)
             run_sft(path, preset=self.preset.name, seed=0, task_dir=REPO / self.preset.task_dir,
                     device=self.opts.device, progress=self.opts.progress, threads=self.threads)
         return str(path)
@@ -221,7 +212,8 @@ class Trainer:
                                            weight_decay=self.rl.weight_decay)
         self.critic_optimizer = (torch.optim.AdamW(self.critic.parameters(), lr=self.critic_lr)
                                  if self.critic is not None else None)
-        self.train_rows, self.eval_rows, task_source = load_rows(self.opts.task, self.preset)
+        self.train_rows, self.eval_rows, task_source = load_rows(self.opts.task, self.preset, REPO)
+        check_rl_prompts(checkpoint, self.train_rows, task_source, self.opts.task, self.preset.task_level, REPO)
         self.eval_rows = self.eval_rows[: self.rl.eval_n]
         self.prompt_rng = random.Random(self.opts.seed)
         self.sample_gen = torch.Generator(device=self.device).manual_seed(self.opts.seed)
@@ -238,7 +230,8 @@ class Trainer:
             if resume_after is not None:
                 previous = read_header(self.out)
                 header = header.model_copy(update={"created_at": self._created_at,
-                                                   "length_probe": previous.length_probe})
+                                                   "length_probe": previous.length_probe,
+                                                   "memorisation_check": previous.memorisation_check})
         if resume_after is None and self.rl.probe_prompts:
             header = header.model_copy(update={"length_probe": self._length_probe()})
         self.writer = RunWriter(self.out, header, resume_after=resume_after)
@@ -413,6 +406,8 @@ class Trainer:
     def run_rollout(self) -> None:
         t0 = time.time()
         batch, answers, filtered, stats = self._sample_rollout()
+        if self.rollout == 0 and getattr(self, "start_eval", None):
+            self.writer.update_header(memorisation_check=memorisation_check(stats, self.start_eval))
         if batch is None:  # the filter kept nothing in max_rounds: no update this rollout
             self.rollout += 1
             return
@@ -578,7 +573,7 @@ class Trainer:
         self.setup()
         total = self.rl.steps
         if self.rollout == 0 and self.step == 0:
-            self._evaluate("start")
+            self.start_eval = self._evaluate("start")
         bar = None
         if self.opts.progress:
             from tqdm import tqdm

@@ -3,20 +3,26 @@
 RL with a 0/1 correctness reward needs a policy that is already right sometimes: a group whose G
 responses all score 0 has zero advantage everywhere and teaches nothing. So we first fine-tune on
 worked solutions (next-token cross-entropy on the completion only: the prompt is given, not learned)
-and stop while the model is still often wrong: FEASIBILITY measured ~43% greedy / ~38% sampled
-held-out accuracy after ~1000 steps of the tiny preset, 92% after 2000. Training stops at the first
-periodic eval whose greedy accuracy reaches the preset's ``stop_greedy_accuracy`` (0.42 for tiny).
-Measured (tiny, seed 0, data/tasks): stopped at step 1050 with 43.3% greedy / 35.1% sampled on the
-1500 held-out problems (greedy by level: 86% / 36% / 8% for 1- / 2- / 3-digit operands), after
-771 s of training (0.73 s/step on a shared, loaded 2-core machine; FEASIBILITY: 0.27 s/step alone).
+and stop while the model is still often wrong.
+
+The stop rule (recorded in sft_meta.json as ``stop_rule``, with the step it stopped at and the
+accuracy reached): every ``eval_every`` steps a greedy eval scores the first ``eval_n`` prompts of the
+task's RL pool (rl.jsonl; version-2 tasks have none and use the held-out set's first rows); training
+stops at the first eval whose greedy accuracy reaches the preset's ``stop_greedy_accuracy``, or at
+``max_steps`` (the calibrated step count, also the cosine schedule's length). Why the RL pool: it is
+the distribution RL draws from, never trained on here, so the target is the accuracy RL starts at,
+and the held-out set takes no part in choosing the checkpoint, so its start accuracy stays an
+unbiased estimate. SFT trains on the SFT pool (train.jsonl) only, and refuses a task directory
+whose pools share a prompt (training.task.check_pools).
 
 Optimizer: AdamW (Loshchilov & Hutter 2019), linear warmup then cosine decay to 10% of the peak lr
 (SGDR's cosine, Loshchilov & Hutter 2017, without restarts). Same code on CPU (fp32) and on one CUDA
 GPU (bf16 autocast).
 
 Output: a normal transformers checkpoint (model.safetensors, config.json, generation_config.json,
-tokenizer files) plus sft_meta.json (steps, seed, eval curve, final accuracy on the full eval set,
-wall time, preset). CLI: ``python -m training.sft --out work/sft-tiny --preset tiny``.
+tokenizer files) plus sft_meta.json (steps, seed, the stop rule and where it stopped, eval curve,
+final accuracy on the full held-out set, the SFT data file and its sha256 (RL's check that its
+prompts are not in it), wall time, preset). CLI: ``python -m training.sft --out work/sft-tiny --preset tiny``.
 """
 
 from __future__ import annotations
@@ -36,10 +42,18 @@ from training.evaluate import evaluate
 from training.model import (autocast_for, build_model, count_parameters, resolve_device, set_threads,
                             show_progress_bars, thread_count)
 from training.presets import Preset, SFTPreset, get_preset
-from training.task import load_task
+from training.task import POOL_FILES, check_pools, file_sha256, load_task, task_version
 from training.tokenizer import save_tokenizer, task_corpus, train_tokenizer
 
 IGNORE = -100
+REPO = Path(__file__).resolve().parent.parent
+
+
+def stored_path(path: Path) -> str:
+    """A path for sft_meta.json: relative to the project when inside it (a shipped warm start names no
+    path of the machine that trained it), else absolute, so that RL can still find the file."""
+    resolved = Path(path).resolve()
+    return str(resolved.relative_to(REPO)) if resolved.is_relative_to(REPO) else str(resolved)
 
 
 def encode_examples(rows: list[dict], tokenizer) -> list[tuple[list[int], int]]:
@@ -120,11 +134,12 @@ def run_sft(
     progress: bool = True,
     threads: int | None = None,
 ) -> dict:
-    """Train the tokenizer and a fresh model on task_dir/train.jsonl, save a checkpoint; return its meta.
+    """Train the tokenizer and a fresh model on task_dir/train.jsonl (the SFT pool), save a checkpoint;
+    return its meta.
 
     `steps` replaces the preset's max_steps (the schedule's length and the step limit); training
-    stops earlier once greedy accuracy on the periodic eval reaches the preset's
-    stop_greedy_accuracy (None disables early stopping). ``threads``: torch threads (else
+    stops earlier once greedy accuracy on the periodic eval (the RL pool's first eval_n rows, module
+    docstring) reaches the preset's stop_greedy_accuracy (None: the calibrated max_steps). ``threads``: torch threads (else
     $UNIPO_THREADS, else the preset's); ``progress`` False prints nothing, transformers' bars included.
     """
     t_start = time.perf_counter()
@@ -138,8 +153,27 @@ def run_sft(
     say = print if progress else (lambda *a, **k: None)
 
     task_dir = Path(task_dir)
-    train_rows = load_task(task_dir / "train.jsonl")
-    eval_rows = load_task(task_dir / "eval.jsonl")
+    check_pools(task_dir)
+    sft_file = task_dir / POOL_FILES["sft"]
+    train_rows = load_task(sft_file)
+    eval_rows = load_task(task_dir / POOL_FILES["heldout"])
+    rl_file = task_dir / POOL_FILES["rl"]
+    # The stop rule's periodic eval: the RL pool's first rows when there is one (module docstring).
+    if rl_file.is_file():
+        stop_rows, stop_on = load_task(rl_file)[:cfg.eval_n], POOL_FILES["rl"]
+    else:
+        stop_rows, stop_on = eval_rows[:cfg.eval_n], POOL_FILES["heldout"]
+    stop_rule = {
+        "rule": (f"stop at the first periodic eval with greedy accuracy >= {cfg.stop_greedy_accuracy}, else at "
+                 f"step {total}" if cfg.stop_greedy_accuracy is not None else f"train the calibrated {total} steps"),
+        "target_greedy_accuracy": cfg.stop_greedy_accuracy,
+        "max_steps": total,
+        "eval_every": cfg.eval_every,
+        "eval_on": f"{stop_on} rows 1-{len(stop_rows)}",
+        "why": ("the RL pool: the prompts RL draws, never trained on, so the target is the accuracy RL starts at "
+                "and the held-out set plays no part in choosing the checkpoint" if stop_on == POOL_FILES["rl"] else
+                "the held-out set's first rows: this task (generator version 2) has no RL pool"),
+    }
     tokenizer = train_tokenizer(task_corpus(train_rows))
     examples = encode_examples(train_rows, tokenizer)
     model = build_model(p, len(tokenizer), seed=seed).to(dev)
@@ -170,7 +204,7 @@ def run_sft(
             say(f"step {step:5d}  loss {loss.item():.4f}  lr {optimizer.param_groups[0]['lr']:.2e}  "
                 f"{train_seconds / step:.3f} s/step")
         if step % cfg.eval_every == 0 or step == total:
-            ev = evaluate(model, tokenizer, eval_rows, n=cfg.eval_n, **eval_kwargs)
+            ev = evaluate(model, tokenizer, stop_rows, **eval_kwargs)
             history.append({"step": step, "loss": round(loss.item(), 5), "accuracy_greedy": ev["accuracy_greedy"],
                             "accuracy_sampled": ev["accuracy_sampled"], "mean_length": ev["mean_length"],
                             "elapsed_s": round(time.perf_counter() - t_start, 1)})
@@ -194,6 +228,10 @@ def run_sft(
         "steps": step,
         "max_steps": total,
         "stop_reason": stop_reason,
+        "stop_rule": stop_rule,
+        "stopped_at_step": step,
+        "stop_accuracy_greedy": history[-1]["accuracy_greedy"] if history else None,
+        "stopped_early": step < total,
         "device": str(dev),
         "params": n_params,
         "vocab_size": len(tokenizer),
@@ -205,6 +243,8 @@ def run_sft(
         "final_eval_seconds": round(eval_seconds, 1),
         "wall_seconds": round(time.perf_counter() - t_start, 1),
         "task_dir": str(task_dir),
+        "task_version": task_version(task_dir),
+        "sft_data": {"file": stored_path(sft_file), "rows": len(train_rows), "sha256": file_sha256(sft_file)},
         "task_meta": json.loads(meta_path.read_text()) if meta_path.is_file() else None,
         "versions": {"python": platform.python_version(), "torch": torch.__version__,
                      "transformers": __import__("transformers").__version__},

@@ -100,22 +100,48 @@ def train_command(suite: Suite, run: SuiteRun, out: Path, device: str, resume: b
     return cmd + (["--resume"] if resume else [])
 
 
+def check_machine(suite: Suite, suite_path: str | Path, device: str) -> None:
+    """Refuse a suite whose preset this machine cannot run (a CUDA preset without CUDA), or that names
+    no preset, before anything is written."""
+    from unipo_build.presets import get_preset
+
+    try:
+        preset = get_preset(suite.preset)
+    except ValueError as err:
+        raise SuiteError(f"{suite_path}: preset: {err}") from None
+    if preset.needs_cuda:
+        import torch
+
+        if device == "cpu" or not torch.cuda.is_available():
+            why = "--device cpu was asked for" if device == "cpu" else "torch finds no CUDA device here"
+            raise SuiteError(f"{suite_path}: preset: {preset.name} needs a CUDA GPU and {why}; nothing was written: "
+                             f"run this suite on a GPU machine, or use a suite file with preset: tiny")
+
+
 def ensure_inputs(suite: Suite, threads: int, device: str, say) -> None:
-    """The task data and the warm start, made here when missing (they are shared by every run)."""
-    tasks = REPO / "data" / "tasks"
+    """The task data and the warm start, made here when missing (they are shared by every run).
+
+    The task directory is the preset's (``task_dir``), generated at its ``task_level`` with three
+    disjoint pools (generator version 3) when it does not exist yet.
+    """
+    from unipo_build.presets import get_preset
+
+    preset = get_preset(suite.preset)
+    tasks = REPO / preset.task_dir
     if not (tasks / "train.jsonl").is_file():
         from training.task import generate_task
 
-        say(f"generating the task data in {tasks}")
-        generate_task(tasks)
+        say(f"generating the task data in {tasks} (level {preset.task_level})")
+        generate_task(tasks, level=preset.task_level)
     sft_dir = REPO / "work" / f"sft-{suite.preset}"
     if not (sft_dir / "config.json").is_file():
         from training.sft import run_sft
 
-        say(f"training the warm start ({suite.warm_start_steps or 'preset'} SFT steps) into {sft_dir}")
+        say(f"training the warm start ({suite.warm_start_steps or 'preset'} SFT steps at most, stop rule of the "
+            f"preset) into {sft_dir}")
         t0 = time.time()
-        run_sft(sft_dir, preset=suite.preset, steps=suite.warm_start_steps, device=device, progress=False,
-                threads=threads)
+        run_sft(sft_dir, preset=suite.preset, steps=suite.warm_start_steps, task_dir=tasks, device=device,
+                progress=False, threads=threads)
         say(f"warm start done in {time.time() - t0:.0f} s")
 
 
@@ -123,6 +149,7 @@ def run_suite(suite_path: str | Path = DEFAULT_SUITE, out_dir: str | Path = REPO
               jobs: int | None = None, only: list[str] | None = None, device: str = "auto",
               dry_run: bool = False) -> int:
     suite = load_suite(suite_path)
+    check_machine(suite, suite_path, device)
     out_dir = Path(out_dir)
     jobs = jobs or os.cpu_count() or 1
     runs = [r for r in suite.runs if not only or r.name in only]

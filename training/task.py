@@ -38,7 +38,23 @@ The eval set is a fixed held-out set (1,500 problems: about +-1.3 points of accu
 for a paired comparison of the same problems), unique by prompt text and disjoint from the training
 prompts. Training prompts may repeat (one-digit cells are small).
 
-CLI: ``python -m training.task --out data/tasks --seed 0``
+Generator versions. Version 2 (the shipped data/tasks and the runs made on it) writes two files:
+train.jsonl, read by SFT and, there, by RL as well, and eval.jsonl. Version 3 (the default) writes
+three disjoint pools from the seed, so that RL never trains on prompts the warm start learned by
+heart (issue 20: a warm start that saw its RL prompts 85 times answered them 99.8% right against
+78% held-out, and RL had nothing left to learn):
+
+    train.jsonl  the SFT pool: worked solutions the warm start learns
+    rl.jsonl     the RL pool: the prompts RL draws, with their answers but no worked solutions
+    eval.jsonl   the held-out pool: evaluation only
+
+No prompt text is in two pools (meta.json counts the shared prompts of every pair, all zero, and
+``check_pools`` refuses a directory where one is not). Version 3 also takes a task level: which
+templates at which operand digits, and the style mix. The levels are data (TASK_LEVELS), named by
+each size preset (``unipo_build/presets.py``, ``task_level``), not code branches.
+
+CLI: ``python -m training.task --out work/tasks-tiny --seed 0 --level tiny`` (``--version 2`` remakes
+the shipped two-file data; ``--force`` replaces a task already in ``--out``).
 """
 
 from __future__ import annotations
@@ -51,10 +67,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-GENERATOR_VERSION = "2"
+GENERATOR_VERSION = "3"
+GENERATOR_VERSIONS = ("2", "3")
 DEFAULT_SEED = 0
-DEFAULT_N_TRAIN = 12_000
+DEFAULT_N_TRAIN = 12_000  # the SFT pool (version 3) or the training set (version 2)
+DEFAULT_N_RL = 8_000  # the RL pool (version 3): 16 x 100 draws (tiny set) see each prompt about once
 DEFAULT_N_EVAL = 1_500
+DEFAULT_LEVEL = "tiny"
+POOL_FILES = {"sft": "train.jsonl", "rl": "rl.jsonl", "heldout": "eval.jsonl"}
 
 NAMES = ("Ana", "Ben", "Cara", "Dan", "Eva", "Finn", "Gia", "Hugo")
 ITEMS = ("stickers", "marbles", "cards", "stamps", "shells", "beads")
@@ -64,7 +84,8 @@ STYLES = ("bare", "column", "check")
 # Share of each style in the generated solutions (SFT data). "check" falls back to "column" for
 # templates without a check line (mul, coins).
 STYLE_MIX = {"bare": 0.5, "column": 0.35, "check": 0.15}
-# Levels (operand digits) per template; every (template, level) cell is equally frequent.
+# Levels (operand digits) per template of the tiny level (= version 2's); every (template, level)
+# cell is equally frequent.
 LEVELS = {"add": (2, 3), "sub": (2, 3), "mul": (2,), "coins": (1, 2)}
 
 
@@ -188,26 +209,76 @@ def make_coins(rng: random.Random, level: int) -> Problem:
     return Problem(prompt, v, styles_for(column, [f"{b} * {c} = {p}.", f"{a} + {p} = {v}."], v, None))
 
 
+def make_spend(rng: random.Random, level: int) -> Problem:
+    """a - b * c in two steps (the cost first, then what is left): b has `level` digits, a one more."""
+    name, items = rng.choice(NAMES), rng.choice(ITEMS)
+    b, c = operand(rng, level), rng.randint(2, 9)
+    p = b * c
+    a = rng.randint(max(p, 10**level), 10 ** (level + 1) - 1)
+    v = a - p
+    prompt = (f"{name} has {a} coins and buys {b} {items} at {c} coins each. "
+              f"How many coins does {name} have left?")
+    column = column_mul(b, c) + [f"So {b} * {c} = {p}."] + column_sub(a, p) + [f"So {a} - {p} = {v}."]
+    return Problem(prompt, v, styles_for(column, [f"{b} * {c} = {p}.", f"{a} - {p} = {v}."], v, None))
+
+
 TEMPLATES: dict[str, Callable[[random.Random, int], Problem]] = {
     "add": make_add,
     "sub": make_sub,
     "mul": make_mul,
     "coins": make_coins,
+    "spend": make_spend,
 }
 
 
-def pick_style(rng: random.Random) -> str:
+@dataclass(frozen=True)
+class TaskLevel:
+    """What a task level draws: templates at operand digits (every cell equally often) and the style
+    mix of the worked solutions. A size preset names its level (``Preset.task_level``)."""
+
+    name: str
+    levels: dict[str, tuple[int, ...]]
+    style_mix: dict[str, float]
+    description: str
+
+
+TASK_LEVELS: dict[str, TaskLevel] = {
+    # Version 2's cells and mix: a ~1M-parameter model warm-starts at about a third greedy.
+    "tiny": TaskLevel("tiny", LEVELS, STYLE_MIX,
+                      "2-3 digit addition and subtraction, 2-digit times 1-digit, coins a + b * c at 1-2 digits"),
+    # For the ~34M-parameter gpu preset, which learns the tiny level to ~78% by SFT alone: more
+    # digits (4-digit addition and subtraction, 3-digit multiplication in columns) and two two-step
+    # templates (coins a + b * c, spend a - b * c); the bare style keeps half the SFT answers,
+    # tempting and, beyond 2 digits, unreliable. Easy cells (2-digit addition and subtraction) stay,
+    # where the bare answer is good enough, so the right length depends on the problem. Every worked
+    # solution fits the presets' 96 new tokens (tests/test_task.py measures the longest; a 2-digit
+    # by 2-digit long multiplication needs about 137, so it is not here).
+    "gpu": TaskLevel("gpu", {"add": (2, 4), "sub": (2, 4), "mul": (3,), "coins": (2,), "spend": (2,)}, STYLE_MIX,
+                     "2- and 4-digit addition and subtraction, 3-digit times 1-digit in columns, coins a + b * c "
+                     "and spend a - b * c at 2 digits"),
+}
+
+
+def get_level(name: str) -> TaskLevel:
+    try:
+        return TASK_LEVELS[name]
+    except KeyError:
+        raise ValueError(f"unknown task level {name!r}; choose from {', '.join(TASK_LEVELS)}") from None
+
+
+def pick_style(rng: random.Random, mix: dict[str, float] = STYLE_MIX) -> str:
     x, acc = rng.random(), 0.0
-    for style, share in STYLE_MIX.items():
+    for style, share in mix.items():
         acc += share
         if x < acc:
             return style
     return STYLES[-1]
 
 
-def make_row(rng: random.Random, template: str, level: int, row_id: str) -> dict:
+def make_row(rng: random.Random, template: str, level: int, row_id: str,
+             mix: dict[str, float] = STYLE_MIX) -> dict:
     p = TEMPLATES[template](rng, level)
-    style = pick_style(rng)
+    style = pick_style(rng, mix)
     return {
         "id": row_id,
         "prompt": p.prompt,
@@ -219,9 +290,9 @@ def make_row(rng: random.Random, template: str, level: int, row_id: str) -> dict
     }
 
 
-def cells() -> list[tuple[str, int]]:
+def cells(levels: dict[str, tuple[int, ...]] = LEVELS) -> list[tuple[str, int]]:
     """Every (template, level) pair; rows cycle through them so each is equally represented."""
-    return [(t, lv) for t in TEMPLATES for lv in LEVELS[t]]
+    return [(t, lv) for t in levels for lv in levels[t]]
 
 
 def generate_rows(
@@ -231,20 +302,23 @@ def generate_rows(
     exclude: set[str] = frozenset(),
     unique: bool = False,
     max_tries: int = 1000,
+    level: "TaskLevel | None" = None,
 ) -> list[dict]:
     """`n` rows, balanced over (template, level) cells, then shuffled.
 
     Prompts in `exclude` are redrawn (keeps train disjoint from eval); with `unique`, repeats too.
+    `level`: the task level (default: the tiny level, version 2's cells and style mix).
     """
-    grid, rows, seen = cells(), [], set()
+    level = level or TASK_LEVELS[DEFAULT_LEVEL]
+    grid, rows, seen = cells(level.levels), [], set()
     for i in range(n):
-        template, level = grid[i % len(grid)]
+        template, digits_ = grid[i % len(grid)]
         for _ in range(max_tries):
-            row = make_row(rng, template, level, "")
+            row = make_row(rng, template, digits_, "", level.style_mix)
             if row["prompt"] not in exclude and not (unique and row["prompt"] in seen):
                 break
         else:
-            raise RuntimeError(f"cannot draw a new {template!r} level-{level} prompt in {max_tries} tries")
+            raise RuntimeError(f"cannot draw a new {template!r} level-{digits_} prompt in {max_tries} tries")
         seen.add(row["prompt"])
         rows.append(row)
     rng.shuffle(rows)
@@ -264,17 +338,82 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+STYLE_MEANING = {
+    "bare": "the equation(s) only, then the answer",
+    "column": "one sentence per digit with carries and borrows, then the equation(s), then the answer",
+    "check": "the column working plus a check line (add and sub; column elsewhere)",
+}
+
+
 def generate_task(
     out_dir: str | Path = "data/tasks",
     seed: int = DEFAULT_SEED,
     n_train: int = DEFAULT_N_TRAIN,
     n_eval: int = DEFAULT_N_EVAL,
+    *,
+    version: str = GENERATOR_VERSION,
+    level: str = DEFAULT_LEVEL,
+    n_rl: int = DEFAULT_N_RL,
 ) -> dict:
-    """Write train.jsonl, eval.jsonl and meta.json to `out_dir`; return the meta dict.
+    """Write the task's files and meta.json to `out_dir`; return the meta dict.
 
-    The eval set is drawn first from its own seeded stream, so it does not change when n_train does.
+    Version 3: three disjoint pools (train.jsonl for SFT, rl.jsonl, eval.jsonl) of the task level
+    `level`. Version 2: train.jsonl and eval.jsonl of the tiny level, byte for byte what the shipped
+    data/tasks holds (`level` and `n_rl` do not apply). Either way the held-out set is drawn first
+    from its own seeded stream, so it does not change when the other sizes do.
     """
+    if version == "2":
+        if level != DEFAULT_LEVEL:
+            raise ValueError(f"generator version 2 has one level ({DEFAULT_LEVEL}); --level {level} needs version 3")
+        return _generate_v2(Path(out_dir), seed, n_train, n_eval)
+    if version != "3":
+        raise ValueError(f"unknown generator version {version!r}; choose from {', '.join(GENERATOR_VERSIONS)}")
+    lv = get_level(level)
     out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    pools: dict[str, list[dict]] = {}
+    pools["heldout"] = generate_rows(random.Random(f"{seed}-{level}-heldout"), n_eval, "eval", unique=True, level=lv)
+    taken = {r["prompt"] for r in pools["heldout"]}
+    pools["rl"] = generate_rows(random.Random(f"{seed}-{level}-rl"), n_rl, "rl", exclude=taken, level=lv)
+    for row in pools["rl"]:  # RL needs prompt and answer; without worked solutions nothing can SFT on it
+        del row["solution"], row["style"]
+    taken |= {r["prompt"] for r in pools["rl"]}
+    pools["sft"] = generate_rows(random.Random(f"{seed}-{level}-sft"), n_train, "train", exclude=taken, level=lv)
+    for pool, name in POOL_FILES.items():
+        write_jsonl(out / name, pools[pool])
+    shared = shared_prompts({pool: {r["prompt"] for r in pools[pool]} for pool in POOL_FILES})
+    meta = {
+        "generator": "training.task",
+        "generator_version": "3",
+        "seed": seed,
+        "level": lv.name,
+        "level_description": lv.description,
+        "n_train": len(pools["sft"]),
+        "n_rl": len(pools["rl"]),
+        "n_eval": len(pools["heldout"]),
+        "pools": {pool: {"file": POOL_FILES[pool], "rows": len(pools[pool]),
+                         "distinct_prompts": len({r["prompt"] for r in pools[pool]})} for pool in POOL_FILES},
+        "pool_use": {"sft": "the SFT warm start trains on its worked solutions",
+                     "rl": "RL draws its prompts here; the SFT stop rule's periodic eval scores its first rows",
+                     "heldout": "evaluation only"},
+        "shared_prompts": shared,
+        "pools_disjoint": not any(shared.values()),
+        "templates": list(lv.levels),
+        "levels": {t: list(d) for t, d in lv.levels.items()},
+        "level_meaning": "digits of the operands (the multiplier in mul and coins has one digit, 2-9; in spend "
+                         "the amount has one digit more than the count)",
+        "styles": dict(lv.style_mix),
+        "style_meaning": STYLE_MEANING,
+        "answer_type": "string holding a base-10 integer",
+        "bytes": {name: (out / name).stat().st_size for name in POOL_FILES.values()},
+        "sha256": {name: file_sha256(out / name) for name in POOL_FILES.values()},
+    }
+    (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    return meta
+
+
+def _generate_v2(out: Path, seed: int, n_train: int, n_eval: int) -> dict:
+    """Version 2: the shipped data/tasks (train.jsonl, read by SFT and RL alike, and eval.jsonl)."""
     out.mkdir(parents=True, exist_ok=True)
     eval_rows = generate_rows(random.Random(f"{seed}-eval"), n_eval, "eval", unique=True)
     eval_prompts = {r["prompt"] for r in eval_rows}
@@ -283,20 +422,16 @@ def generate_task(
     write_jsonl(out / "eval.jsonl", eval_rows)
     meta = {
         "generator": "training.task",
-        "generator_version": GENERATOR_VERSION,
+        "generator_version": "2",
         "seed": seed,
         "n_train": len(train_rows),
         "n_eval": len(eval_rows),
         "distinct_train_prompts": len({r["prompt"] for r in train_rows}),
-        "templates": list(TEMPLATES),
+        "templates": list(LEVELS),
         "levels": {t: list(lv) for t, lv in LEVELS.items()},
         "level_meaning": "digits of the operands (the multiplier in mul and coins has one digit, 2-9)",
         "styles": dict(STYLE_MIX),
-        "style_meaning": {
-            "bare": "the equation(s) only, then the answer",
-            "column": "one sentence per digit with carries and borrows, then the equation(s), then the answer",
-            "check": "the column working plus a check line (add and sub; column elsewhere)",
-        },
+        "style_meaning": STYLE_MEANING,
         "answer_type": "string holding a base-10 integer",
         "eval_disjoint_from_train": "by prompt text",
         "bytes": {name: (out / name).stat().st_size for name in ("train.jsonl", "eval.jsonl")},
@@ -304,6 +439,43 @@ def generate_task(
     }
     (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return meta
+
+
+def shared_prompts(pools: dict[str, set[str]]) -> dict[str, int]:
+    """Prompts in both pools of every pair, e.g. {"sft-rl": 0, "sft-heldout": 0, "rl-heldout": 0}."""
+    names = list(pools)
+    return {f"{a}-{b}": len(pools[a] & pools[b]) for i, a in enumerate(names) for b in names[i + 1:]}
+
+
+def task_version(task_dir: str | Path) -> str | None:
+    """The generator version in a task directory's meta.json; None for a directory without one."""
+    meta = Path(task_dir) / "meta.json"
+    try:
+        return str(json.loads(meta.read_text(encoding="utf-8")).get("generator_version"))
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def check_pools(task_dir: str | Path) -> dict[str, int]:
+    """Refuse a task directory whose pools share a prompt; return the pools' sizes in rows.
+
+    Reads every pool file present (train.jsonl, rl.jsonl, eval.jsonl). The error is one line: the
+    file, the count of shared prompts and the way out.
+    """
+    task_dir = Path(task_dir)
+    present = {pool: task_dir / name for pool, name in POOL_FILES.items() if (task_dir / name).is_file()}
+    rows = {pool: load_task(path) for pool, path in present.items()}
+    prompts = {pool: {r["prompt"] for r in pool_rows} for pool, pool_rows in rows.items()}
+    names = list(prompts)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            both = prompts[a] & prompts[b]
+            if both:
+                raise TaskFileError(
+                    f"{present[b]}: {len(both)} prompts also in {present[a].name} ({a} pool), but the pools must share "
+                    f"none: make the directory again with `python -m training.task --out {task_dir} --seed SEED "
+                    f"--level LEVEL` (or remove those rows from one of the files)")
+    return {pool: len(pool_rows) for pool, pool_rows in rows.items()}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -362,10 +534,25 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="data/tasks")
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    ap.add_argument("--n-train", type=int, default=DEFAULT_N_TRAIN)
-    ap.add_argument("--n-eval", type=int, default=DEFAULT_N_EVAL)
+    ap.add_argument("--level", default=DEFAULT_LEVEL, choices=list(TASK_LEVELS),
+                    help="the task level (a preset's task_level; default %(default)s)")
+    ap.add_argument("--version", default=GENERATOR_VERSION, choices=GENERATOR_VERSIONS,
+                    help="3: three disjoint pools (default); 2: the shipped two-file layout")
+    ap.add_argument("--n-train", type=int, default=DEFAULT_N_TRAIN, help="rows of the SFT pool (train.jsonl)")
+    ap.add_argument("--n-rl", type=int, default=DEFAULT_N_RL, help="rows of the RL pool (rl.jsonl; version 3)")
+    ap.add_argument("--n-eval", type=int, default=DEFAULT_N_EVAL, help="held-out problems (eval.jsonl)")
+    ap.add_argument("--force", action="store_true", help="replace a task already in --out")
     args = ap.parse_args(argv)
-    meta = generate_task(args.out, args.seed, args.n_train, args.n_eval)
+    held = [name for name in (*POOL_FILES.values(), "meta.json") if (Path(args.out) / name).exists()]
+    if held and not args.force:
+        ap.exit(2, f"{args.out} already holds a task (generator version {task_version(args.out)}: "
+                   f"{', '.join(held)}); nothing was changed: choose another --out, or pass --force to replace it "
+                   f"(runs made on it then no longer match their task)\n")
+    try:
+        meta = generate_task(args.out, args.seed, args.n_train, args.n_eval, version=args.version, level=args.level,
+                             n_rl=args.n_rl)
+    except ValueError as err:
+        ap.exit(2, f"{err}\n")
     print(json.dumps(meta, indent=2))
 
 

@@ -95,16 +95,19 @@ def _sft(args: argparse.Namespace) -> int:
     except ImportError as err:
         print(f"unipo sft needs the training extra ({TRAIN_EXTRA}): {err}", file=sys.stderr)
         return 2
+    from unipo_build.presets import get_preset
+
+    preset = get_preset(args.preset)
     out = Path(args.out or f"work/sft-{args.preset}")
-    task = Path(args.task_dir)
+    task = Path(args.task_dir or preset.task_dir)
     if (out / "config.json").exists():
         print(f"unipo sft: {out} already holds a checkpoint; nothing was changed: choose another --out "
               "(or delete it first)", file=sys.stderr)
         return 2
     missing = [str(task / name) for name in ("train.jsonl", "eval.jsonl") if not (task / name).is_file()]
     if missing:
-        print(f"unipo sft: {' and '.join(missing)} not found: generate the task with `python -m training.task` "
-              "or pass --task-dir", file=sys.stderr)
+        print(f"unipo sft: {' and '.join(missing)} not found: generate the task with `python -m training.task "
+              f"--out {task} --level {preset.task_level}` or pass --task-dir", file=sys.stderr)
         return 2
     try:
         meta = run_sft(out, preset=args.preset, seed=args.seed, steps=args.steps, task_dir=task, device=args.device,
@@ -139,6 +142,11 @@ def _summary(args: argparse.Namespace) -> int:
             if key == "moments":
                 for name, where in value.items():
                     print(f"  moment {name}: {where if where else 'not in this run'}")
+            elif key == "memorisation_check" and value:
+                verdict = ("agree" if value["agree"] else "disagree: the RL prompts look memorised")
+                print(f"{key}: training reward at rollout 0 {value['train_reward']:.3f}, held-out sampled "
+                      f"{value['heldout_sampled']:.3f}, gap {value['gap_points']:+.1f} points: {verdict} "
+                      f"(within {value['tolerance_points']:g}; from the {value['source']})")
             else:
                 print(f"{key}: {value}")
     return 0
@@ -178,8 +186,10 @@ def register_train(sub) -> None:
                         "none yet)")
     g.add_argument("--model", help="a local Hugging Face causal-LM checkpoint to start from "
                                    "(default: the preset's warm start, work/sft-<preset>)")
-    g.add_argument("--task", help="a task directory (train.jsonl, eval.jsonl) or one JSONL of prompt/answer pairs "
-                                  "(default data/tasks)")
+    g.add_argument("--task", help="a task directory (RL prompts from rl.jsonl, else train.jsonl; eval.jsonl held "
+                                  "out) or one JSONL of prompt/answer pairs; refused if its prompts are in the warm "
+                                  "start's SFT data (default: the preset's task directory, data/tasks for tiny, "
+                                  "data/tasks-gpu for gpu, made at its task level if missing)")
     g.add_argument("--lr", type=float, help="learning rate (default: the spec's, else the preset's: "
                                             f"{_preset_values('lr')})")
     g = p.add_argument_group("in-house trainer")
@@ -206,13 +216,17 @@ def register_train(sub) -> None:
 
     p = sub.add_parser("sft", help="supervised warm start of the small model",
                        description="Train the tokenizer and the preset's model from scratch on the task's worked "
-                                   "solutions, stopping once held-out greedy accuracy reaches the preset's target, "
-                                   "and save a Hugging Face checkpoint (with sft_meta.json) that `unipo train` "
-                                   "starts from. An --out that holds a checkpoint is never overwritten.")
+                                   "solutions (train.jsonl, the SFT pool), stopping once greedy accuracy on the RL "
+                                   "pool's first rows (rl.jsonl; the held-out set's for a task without one) reaches "
+                                   "the preset's target, and save a Hugging Face checkpoint (with sft_meta.json: the "
+                                   "stop rule, where it stopped, the SFT data) that `unipo train` starts from. An "
+                                   "--out that holds a checkpoint is never overwritten.")
     p.add_argument("--preset", default="tiny", type=str.lower, choices=presets,
                    help="model size and SFT schedule (default %(default)s)")
     p.add_argument("--out", help="checkpoint directory (default work/sft-<preset>, where `unipo train` looks)")
-    p.add_argument("--task-dir", default="data/tasks", help="train.jsonl and eval.jsonl (default %(default)s)")
+    p.add_argument("--task-dir",
+                   help="train.jsonl, eval.jsonl and, made by generator version 3, rl.jsonl (default: the preset's "
+                        "task directory: data/tasks for tiny, data/tasks-gpu for gpu)")
     p.add_argument("--seed", type=int, default=0, help="default %(default)s")
     p.add_argument("--steps", type=int, help="at most this many steps (default: the preset's max_steps)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (default %(default)s)")

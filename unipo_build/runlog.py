@@ -167,9 +167,13 @@ class RunWriter:
     def step_detail(self, detail: StepDetail) -> None:
         atomic_write_text(self.dir / TOKENS_DIR / token_file_name(detail.step), dumps(detail) + "\n")
 
-    def finish(self, **updates: Any) -> None:
+    def update_header(self, **updates: Any) -> None:
+        """Set header fields known only during the run (the memorisation check after rollout 0)."""
         self.header = self.header.model_copy(update=updates)
         atomic_write_text(self.dir / HEADER, dumps(self.header) + "\n")
+
+    def finish(self, **updates: Any) -> None:
+        self.update_header(**updates)
 
 
 # ---------------------------------------------------------------------------

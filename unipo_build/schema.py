@@ -150,6 +150,38 @@ class LengthProbe(_Model):
     accuracy: Finite = Field(ge=0, le=1, description="Fraction of the probed responses that are correct.")
 
 
+MEMORISATION_TOLERANCE = 0.05  # issue 20: training reward and held-out accuracy agree within 5 points
+
+
+class MemorisationCheck(_Model):
+    """Does the policy know its RL prompts better than unseen ones? Measured at rollout 0.
+
+    A warm start that learned the RL prompts by heart scores far higher on them than on held-out
+    problems (issue 20: 0.998 against 0.778), and RL then has nothing to learn. With the prompts
+    drawn from a pool the warm start never saw, the two agree within sampling noise.
+    """
+
+    train_reward: Finite = Field(ge=0, le=1, description="Mean correctness of every response sampled in rollout 0, "
+                                                         "groups a sampling filter dropped included.")
+    train_responses: Positive = Field(description="Responses that mean is over (prompts x G, every round).")
+    heldout_sampled: Finite = Field(ge=0, le=1, description="Held-out sampled accuracy of the start evaluation "
+                                                            "(the same policy, the same temperature).")
+    heldout_n: Positive = Field(description="Held-out problems of the start evaluation.")
+
+    @property
+    def gap(self) -> float:
+        """Training reward minus held-out sampled accuracy (a fraction; x100 for points)."""
+        return self.train_reward - self.heldout_sampled
+
+    def agrees(self, tolerance: float = MEMORISATION_TOLERANCE) -> bool:
+        """Whether the two agree within `tolerance` (5 points): no sign that the RL prompts were memorised."""
+        return abs(self.gap) <= tolerance + 1e-9
+
+    def as_dict(self) -> dict:
+        return {**self.model_dump(), "gap_points": round(100 * self.gap, 2),
+                "tolerance_points": round(100 * MEMORISATION_TOLERANCE, 2), "agree": self.agrees()}
+
+
 class RunHeader(_Model):
     schema_version: Literal["unipo-run/1"] = SCHEMA_VERSION
     run_id: Identifier
@@ -177,6 +209,9 @@ class RunHeader(_Model):
     steps_per_rollout: Positive | None = None
     length_probe: LengthProbe | None = Field(
         None, description="Response lengths of the starting policy, measured before the first update.")
+    memorisation_check: MemorisationCheck | None = Field(
+        None, description="Rollout 0's training reward beside the start evaluation's held-out sampled accuracy; "
+                          "written after rollout 0. Absent in runs made before it was logged.")
     notes: Text | None = None
 
     @model_validator(mode="after")

@@ -13,6 +13,26 @@ import numpy as np
 from .heldout import compare, start_and_end
 from .moments import find_moments
 from .reader import reader_for
+from .schema import MemorisationCheck
+
+
+def memorisation_check(reader, start) -> tuple[MemorisationCheck | None, str | None]:
+    """The run's memorisation check and where it comes from: the header's (``"header"``), or for a run
+    logged before the header held it, rollout 0's ``sampled/accuracy`` (every response it sampled) and
+    the start evaluation (``"logs"``: responses = ``sampled/tokens`` / ``sampled/length``)."""
+    if reader.header.memorisation_check is not None:
+        return reader.header.memorisation_check, "header"
+    table = reader.table
+    if not table.n or start is None or start.accuracy_sampled is None or table.rollouts[0] != 0:
+        return None, None
+    first = table.metrics_at(int(table.steps[0]))
+    if first.get("sampled/accuracy") is None or not first.get("sampled/length"):
+        return None, None
+    responses = round(first["sampled/tokens"] / first["sampled/length"]) if first.get("sampled/tokens") else None
+    if not responses:
+        return None, None
+    return MemorisationCheck(train_reward=first["sampled/accuracy"], train_responses=responses,
+                             heldout_sampled=start.accuracy_sampled, heldout_n=start.n), "logs"
 
 
 def summarize(run_dir: str | Path, *, with_moments: bool = True) -> dict:
@@ -23,6 +43,7 @@ def summarize(run_dir: str | Path, *, with_moments: bool = True) -> dict:
     k = max(1, len(rewards) // 10)
     start, end = start_and_end(reader.evals)
     changes = {mode: compare(start, end, mode) if start and end else None for mode in ("greedy", "sampled")}
+    check, source = memorisation_check(reader, start)
     out = {
         "run_id": header.run_id,
         "algorithm": header.algorithm,
@@ -39,6 +60,9 @@ def summarize(run_dir: str | Path, *, with_moments: bool = True) -> dict:
         "preset": header.preset,
         "seed": header.seed,
         "length_probe": header.length_probe.model_dump() if header.length_probe else None,
+        # Rollout 0's training reward beside held-out sampled accuracy, and whether they agree
+        # within 5 points (schema.MemorisationCheck), with its source (memorisation_check above).
+        "memorisation_check": ({**check.as_dict(), "source": source} if check else None),
     }
     if with_moments:
         out["moments"] = {name: (m.as_dict() if m else None) for name, m in find_moments(run_dir).items()}
