@@ -285,18 +285,20 @@ class TrlTokenTap:
         t = self.trainer
         mask = v["mask"].to(torch.float64)
         weights = self._row_weights(mask, inputs)
-        per_token_loss = v["per_token_loss"].to(torch.float64)
-        row_loss = None
-        if weights is not None:
-            row_loss = (per_token_loss * mask).sum(-1) * weights.to(torch.float64)
         on_policy_old = inputs.get("old_per_token_logps") is None
         width = mask.shape[1]
 
         def per_token(name):
+            # Sequence-level importance sampling keeps (B, 1) tensors, broadcast over the tokens by TRL.
             tensor = v.get(name)
             if tensor is None:
                 return None
             return tensor.expand(mask.shape[0], width) if tensor.shape[-1] == 1 else tensor
+
+        per_token_loss = per_token("per_token_loss").to(torch.float64)
+        row_loss = None
+        if weights is not None:
+            row_loss = (per_token_loss * mask).sum(-1) * weights.to(torch.float64)
 
         ratio, kl, entropy = per_token("coef_1"), per_token("per_token_kl"), per_token("entropies")
         rows = [int(r) for r in inputs[ROW_KEY].tolist()]

@@ -44,6 +44,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections import defaultdict
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -323,6 +324,7 @@ def _algorithm(tap: Tap | None, algorithm: str | None, max_new_tokens: int | Non
     trainer.setdefault("multi_objective_aggregation", trainer["config"].get("multi_objective_aggregation"))
     comps, gaps = trl_components(trainer, K.Loc(str(tap.directory / MANIFEST)))
     kinds = {slot: c["kind"] for slot, c in comps.items()}
+    loss_type = trainer.get("loss_type")
     name, nearest, best = None, None, -1
     for spec_id, spec in sorted(specs.items()):
         same = sum(spec.components[slot].kind == kinds[slot] for slot in kinds)
@@ -330,11 +332,12 @@ def _algorithm(tap: Tap | None, algorithm: str | None, max_new_tokens: int | Non
             name = spec_id
         if same > best:
             nearest, best = spec_id, same
-    loss_type = trainer.get("loss_type")
+    if loss_type in specs:
+        nearest = loss_type  # TRL names this loss after that algorithm
     run_name = name or f"trl-{loss_type}"
     if name is None and nearest is not None:
         notes.once(f"no spec has exactly these components; nearest spec: {nearest}")
-    cfg = ResolvedAlgorithm.model_validate({"id": K.algorithm_id(run_name).replace(".", "_").lower(),
+    cfg = ResolvedAlgorithm.model_validate({"id": re.sub(r"[^a-z0-9_]", "_", run_name.lower()),
                                             "name": f"TRL GRPOTrainer, loss_type={loss_type}",
                                             "components": comps})
     for g in gaps:
