@@ -184,3 +184,14 @@ def test_settings_without_a_kind_are_named_with_the_nearest(tmp_path):
         if r.truncated:
             assert set(t.mask) == {0} and set(t.weight) == {0.0}
     assert any(r.truncated for d, p, r, t in token_rows(details))
+
+
+def test_the_site_builds_with_the_trl_run(grpo_run, tmp_path):
+    """The whole course, built with the imported TRL run as its only run."""
+    from site_build import build_site
+
+    run = import_run(grpo_run, "trl-grpo", "--run-id", "trl-grpo")
+    build = build_site(tmp_path / "site", extra_env={"UNIPO_RUNS": str(run.parent)})
+    assert build.returncode == 0, build.log[-3000:]
+    copied = tmp_path / "site" / "assets" / "runs" / "trl-grpo" / "steps"
+    assert sorted(p.name for p in copied.glob("step_*.json")) == [f"step_{i:06d}.json" for i in range(4)]
