@@ -192,6 +192,7 @@ class TrlTokenTap:
         offset = t.accelerator.process_index * local
         output[ROW_KEY] = torch.arange(offset, offset + local, device=ids.device)
         if rollout % self.every:
+            self._tapped = {}
             return output
         G = t.num_generations
         total = local * t.accelerator.num_processes
@@ -231,7 +232,7 @@ class TrlTokenTap:
                 if output.get(key) is not None:
                     sample[name] = _floats(output[key][i, :length])
             samples.append(sample)
-        self._tapped[rollout] = tapped
+        self._tapped = {rollout: tapped}  # the loss only ever trains on the latest generation batch
         self._write({"kind": "generation", "rollout": rollout, "global_step": t.state.global_step,
                      "num_generations": G, "rows": rows, "samples": samples})
         return output

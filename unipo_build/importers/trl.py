@@ -419,7 +419,12 @@ def _detail(tap: Tap, trl_step: int, index: int, rollout: int, cfg: ResolvedAlgo
         tokens = TokenArrays(ids=t.ids, text=t.text, logp=t.logp, old_logp=t.old_logp, ref_logp=t.ref_logp,
                              advantage=t.advantage, kl=out.kl, ratio=out.ratio, clip=out.clip, entropy=t.entropy,
                              weight=w, objective=objective, mask=mask, **extras)
+        if not all(mask):
+            notes.once("tokens outside TRL's loss mask (mask 0) keep the log-probabilities TRL's tensors hold "
+                       "(0 for a completion masked as truncated: TRL does not attend to it)")
         r = rows[row]
+        if r["reward"] is None:
+            notes.add("completions every reward function left unscored (TRL: advantage 0) shown with reward 0")
         components = {k: float(v) for k, v in (r.get("rewards") or {}).items() if K.is_number(v) and math.isfinite(v)}
         responses_by_group[s["group"]].append(Response(
             index=s["index"], text=s.get("completion") or "".join(t.text), reward=r["reward"] or 0.0,
