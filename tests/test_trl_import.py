@@ -177,3 +177,11 @@ def test_without_the_tap_metrics_only(tmp_path):
     header = RunHeader.model_validate_json((tmp_path / "out" / "header.json").read_text())
     assert header.algorithm_config is None
     assert not list((tmp_path / "out").glob("tokens/*.json"))
+
+
+def test_a_malformed_tap_record_is_skipped_and_listed(copy, tmp_path):
+    number = edit_shard(copy / "run1-tap", "update", lambda r: r.pop("loss"))
+    proc = run_import(copy, tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    assert f"shard-rank0.jsonl line {number}: update record without field 'loss', skipped" in proc.stdout
+    assert unipo("validate", str(tmp_path / "out")).returncode == 0

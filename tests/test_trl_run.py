@@ -195,3 +195,16 @@ def test_the_site_builds_with_the_trl_run(grpo_run, tmp_path):
     assert build.returncode == 0, build.log[-3000:]
     copied = tmp_path / "site" / "assets" / "runs" / "trl-grpo" / "steps"
     assert sorted(p.name for p in copied.glob("step_*.json")) == [f"step_{i:06d}.json" for i in range(4)]
+
+
+def test_the_tap_refuses_another_trl_release_and_other_trainers(tmp_path, monkeypatch):
+    import trl
+
+    from unipo_build.trl_tap import TapError, TrlTokenTap
+
+    with pytest.raises(TapError, match=r"install the tap on a trl.GRPOTrainer, not object"):
+        TrlTokenTap(tmp_path / "tap").install(object())
+    monkeypatch.setattr(trl, "__version__", "1.17.0")
+    with pytest.raises(TapError, match=r"reads TRL 1\.16\.x internals; this is trl 1\.17\.0: pip install 'trl==1\.16\.\*'"):
+        TrlTokenTap(tmp_path / "tap").install(object())
+    assert not (tmp_path / "tap").exists()

@@ -184,6 +184,41 @@ def _check_logp(values, loc: K.Loc, name: str) -> None:
             raise loc.error(f"element {i} is NaN or infinite: record the run again", name)
 
 
+REQUIRED = {
+    "generation": (("rollout", int), ("rows", list), ("samples", list)),
+    "update": (("rollout", int), ("step", int), ("micro_step", int), ("loss", float), ("rows", list),
+               ("loss_tokens", list), ("samples", list)),
+    "generation row": (("row", int), ("group", int), ("index", int), ("length", int)),
+    "generation sample": (("row", int), ("group", int), ("index", int), ("ids", list), ("text", list),
+                          ("advantage", float), ("mask", list)),
+    "update sample": (("row", int), ("logp", list), ("old_logp", list), ("ratio", list), ("loss", list),
+                      ("mask", list)),
+}
+
+
+def _missing(record, kind) -> str | None:
+    """The first required field a generation or update record (or one of its rows) lacks, or None."""
+    def check(obj, what):
+        for name, typ in REQUIRED[what]:
+            value = obj.get(name) if isinstance(obj, dict) else None
+            ok = K.is_number(value) if typ is float else isinstance(value, typ) and not isinstance(value, bool)
+            if not ok:
+                return f"{what.split()[-1]} field {name!r}" if " " in what else f"field {name!r}"
+        return None
+
+    if kind not in ("generation", "update"):
+        return None
+    found = check(record, kind)
+    if found is None and kind == "generation":
+        found = next(filter(None, (check(r, "generation row") for r in record["rows"])), None) or \
+            next(filter(None, (check(x, "generation sample") for x in record["samples"])), None)
+    if found is None and kind == "update":
+        found = next(filter(None, (check(x, "update sample") for x in record["samples"])), None)
+        if found is None and len(record["rows"]) != len(record["loss_tokens"]):
+            found = "one loss_tokens entry per row"
+    return found
+
+
 def read_tap(directory: Path, notes: K.Notes) -> Tap:
     if not directory.is_dir():
         raise LogError(str(directory), "not a directory (the TrlTokenTap's tap_dir)")
@@ -216,6 +251,10 @@ def read_tap(directory: Path, notes: K.Notes) -> Tap:
                 notes.add(f"{shard.name} line {number}: not JSON (cut off?), skipped")
                 continue
             kind = record.get("kind") if isinstance(record, dict) else None
+            missing = _missing(record, kind)
+            if missing:
+                notes.add(f"{shard.name} line {number}: {kind} record without {missing}, skipped")
+                continue
             if kind == "shard":
                 _version_check(record, loc)
             elif kind == "generation":
