@@ -185,3 +185,18 @@ def test_a_malformed_tap_record_is_skipped_and_listed(copy, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert f"shard-rank0.jsonl line {number}: update record without field 'loss', skipped" in proc.stdout
     assert unipo("validate", str(tmp_path / "out")).returncode == 0
+
+
+def test_a_checkpoint_directory_is_read_when_the_state_was_not_saved(tmp_path):
+    """Without trainer.save_state() the newest checkpoint-N/trainer_state.json is read (numerically newest)."""
+    src = tmp_path / "trl-output"
+    for n in (2, 10):
+        (src / f"checkpoint-{n}").mkdir(parents=True)
+        state = json.loads((FIXTURE / "run1" / "trainer_state.json").read_text())
+        state["log_history"] = [e for e in state["log_history"] if e.get("step", 0) <= n and "train_runtime" not in e]
+        (src / f"checkpoint-{n}" / "trainer_state.json").write_text(json.dumps(state))
+    proc = unipo("import", "trl", str(src), "--tap", str(FIXTURE / "run1-tap"), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    assert len((tmp_path / "out" / "steps.jsonl").read_text().splitlines()) == 3  # checkpoint-10: all 3 steps
+    header = json.loads((tmp_path / "out" / "header.json").read_text())
+    assert header["imported_from"]["files"][0]["path"].endswith("checkpoint-10/trainer_state.json")
