@@ -126,6 +126,12 @@ def test_every_token_recomputes_to_trls_loss_terms(grpo_run):
         moved += int(np.any(np.abs(rho - 1) > 1e-3))
         kl_seen += int(np.any(np.abs(k3) > 1e-6))
     assert moved and kl_seen  # the check compared something other than ratio 1 and KL 0
+    # The tap's per-row weights (every row, tapped or not) rebuild the loss TRL returned for each micro-batch.
+    updates = [json.loads(line) for line in (grpo_run / "tap" / "shard-rank0.jsonl").read_text().splitlines()
+               if json.loads(line)["kind"] == "update"]
+    assert len(updates) == 8  # 4 steps x 2 micro-batches
+    for u in updates:
+        assert u["loss_from_rows"] == pytest.approx(u["loss"], abs=1e-6)
 
 
 def test_the_tap_does_not_change_training(tmp_path):

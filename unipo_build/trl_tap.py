@@ -27,8 +27,9 @@ and the importer never need it.
   (TRL's importance ratio), ``per_token_loss`` (TRL's per-token loss, KL term included),
   ``per_token_kl``, ``entropies`` and the loss mask. An ``update`` record keeps them for the tapped
   rows, and for every row of the micro-batch its weight in TRL's loss (from ``loss_type``, as
-  ``_compute_loss`` aggregates) and its share of the loss, so the shares of a step add up to TRL's
-  loss (checked: ``loss`` and ``loss_from_rows`` in the record).
+  ``_compute_loss`` aggregates, over the number of data-parallel processes, which average their
+  gradients) and its share of the loss, so the shares of a step add up to TRL's loss (checked:
+  ``loss`` and ``loss_from_rows`` in the record, the rank's own loss).
 
 Files in the tap directory: ``manifest.json`` (the format, the TRL / transformers / torch versions,
 the trainer's GRPOConfig and the tap's options) and ``shard-rank<R>.jsonl`` per process, whose first
@@ -297,9 +298,13 @@ class TrlTokenTap:
             return tensor.expand(mask.shape[0], width) if tensor.shape[-1] == 1 else tensor
 
         per_token_loss = per_token("per_token_loss").to(torch.float64)
+        # Data-parallel ranks average their gradients: a row's weight in the step's objective is its weight in
+        # this rank's loss over the number of processes (loss_from_rows checks the rank's own loss).
+        processes = t.accelerator.num_processes
         row_loss = None
         if weights is not None:
-            row_loss = (per_token_loss * mask).sum(-1) * weights.to(torch.float64)
+            weights = weights.to(torch.float64) / processes
+            row_loss = (per_token_loss * mask).sum(-1) * weights
 
         ratio, kl, entropy = per_token("coef_1"), per_token("per_token_kl"), per_token("entropies")
         rows = [int(r) for r in inputs[ROW_KEY].tolist()]
@@ -319,7 +324,8 @@ class TrlTokenTap:
         self._write({
             "kind": "update", "rollout": rollout, "step": t.state.global_step + 1, "micro_step": t._step,
             "loss": loss_value,
-            "loss_from_rows": None if row_loss is None else float(row_loss.sum().item()),
+            "num_processes": processes,
+            "loss_from_rows": None if row_loss is None else float(row_loss.sum().item()) * processes,
             "old_logp_source": "logp (on-policy: TRL uses the detached training log-probs)" if on_policy_old
             else "trl",
             "rows": rows, "loss_tokens": [int(x) for x in mask.sum(-1).tolist()],

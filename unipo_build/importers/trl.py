@@ -491,7 +491,7 @@ def _detail(tap: Tap, trl_step: int, index: int, rollout: int, cfg: ResolvedAlgo
             prompts.append(PromptGroup(index=g, prompt=prompt, contribution=contribution, responses=detailed))
     objective = float(sum(g.contribution for g in groups))
     return StepDetail(step=index, rollout=rollout, objective=objective, groups=groups, prompts=prompts,
-                      trl_loss=float(sum(u["loss"] for u in updates)))
+                      trl_loss=float(sum(u["loss"] / u.get("num_processes", 1) for u in updates)))
 
 
 # ---------------------------------------------------------------------------
