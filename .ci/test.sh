@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: .venv with torch (CPU) and the train + dev extras, OpenRLHF's Python
+# The whole test suite: .venv with torch (CPU) and the train + dev + trl extras, OpenRLHF's Python
 # code for the parity test, the browser libraries from npm, Chromium for the browser tests,
 # then pytest. Arguments go to pytest.
 set -euo pipefail
@@ -12,7 +12,7 @@ if ! "$VPY" -c 'import sys, torch; sys.exit(torch.__version__.split("+")[0] != "
   say "pip install torch==2.13.0"
   quiet "$VPY" -m pip install -q torch==2.13.0
 fi
-pip_install_project ".[train,dev]"
+pip_install_project ".[train,dev,trl]"
 install_openrlhf_cpu
 npm_ci
 
@@ -30,6 +30,8 @@ if have_browser; then
 fi
 # OpenRLHF was installed above: a parity test that cannot import it fails instead of skipping.
 export UNIPO_REQUIRE_OPENRLHF=1
+# TRL came with the trl extra: the real GRPOTrainer run of tests/test_trl_run.py fails instead of skipping.
+export UNIPO_REQUIRE_TRL=1
 
 say "pytest"
 rc=0

@@ -147,6 +147,8 @@ def walk_contribute(project: Path, run: Runner) -> list[tuple[str, subprocess.Co
 
 OWN_LOGS = [
     "unipo explain data/runs/grpo --out work/explain",
+    "unipo import trl trl-output --tap trl-tap --out runs/my-trl-run",
+    "unipo validate runs/my-trl-run",
     "unipo train grpo --steps 10 --eval-n 200 --threads 1 --out runs/grpo-mine",
     "unipo import unipo my-unipo-log.jsonl --out runs/my-unipo-run",
     "unipo validate runs/my-unipo-run",
@@ -161,7 +163,10 @@ OWN_LOGS = [
 
 
 def bring_logs(project: Path) -> None:
-    """The reader's own files: a log in UNIPO's format and an OpenRLHF TensorBoard directory."""
+    """The reader's own files: a log in UNIPO's format, an OpenRLHF TensorBoard directory and a
+    TRL run with its tap (a real TRL 1.16 run, recorded by tests/trl_support.py)."""
+    shutil.copytree(FIXTURES / "trl" / "run1", project / "trl-output")
+    shutil.copytree(FIXTURES / "trl" / "run1-tap", project / "trl-tap")
     shutil.copy(FIXTURES / "unipo" / "dapo_small.jsonl", project / "my-unipo-log.jsonl")
     shutil.copytree(FIXTURES / "openrlhf" / "run1", project / "tensorboard" / "my-openrlhf-run")
 

@@ -2,6 +2,7 @@
 
 - ``unipo``: UNIPO's published log format, JSON or JSONL (``unipo_format``).
 - ``openrlhf``: OpenRLHF's TensorBoard scalars (``openrlhf_tb``).
+- ``trl``: TRL's GRPOTrainer output directory (trainer_state.json) and the UNIPO TRL tap (``trl``).
 
 ``import_log(fmt, src, out)`` writes a new run directory and returns its header. It never
 touches ``src``, refuses an ``out`` that is not empty, and writes through a staging directory
@@ -19,9 +20,11 @@ from ..runlog import LogErrors, validation_errors
 from ..schema import RunHeader
 from .common import OutputError, discard, publish, staging_dir
 from .openrlhf_tb import import_openrlhf
+from .trl import import_trl
 from .unipo_format import import_unipo
 
 FORMATS = {"unipo": import_unipo, "openrlhf": import_openrlhf}
+FORMATS["trl"] = import_trl
 
 
 def import_log(fmt: str, src: str | Path, out: str | Path, *, algorithm: str | None = None,
@@ -39,8 +42,8 @@ def import_log(fmt: str, src: str | Path, out: str | Path, *, algorithm: str | N
         raise FileNotFoundError(f"{src}: no such file or directory")
     if fmt == "unipo" and not src.is_file():
         raise OutputError(f"{src}: the unipo format is one .json or .jsonl file")
-    if tap is not None and fmt != "openrlhf":
-        raise OutputError("--tap goes with the openrlhf format (the UNIPO token tap's shards)")
+    if tap is not None and fmt not in ("openrlhf", "trl"):
+        raise OutputError("--tap goes with the openrlhf and trl formats (the UNIPO token tap's shards)")
     extra = {"tap": Path(tap)} if tap is not None else {}
     stage = staging_dir(out, src)
     try:

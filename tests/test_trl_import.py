@@ -1,0 +1,202 @@
+"""`unipo import trl` on a recorded real TRL run (tests/fixtures/trl, made by `python tests/trl_support.py
+tests/fixtures/trl/run1`: TRL 1.16.0, GRPO, beta 0.04, two iterations, three steps, one group of two
+tapped) and on damaged copies of it. Needs no TRL: this is what a machine without it can check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from unipo_build.recompute import check_step
+from unipo_build.schema import RunHeader, StepDetail
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = ROOT / "tests" / "fixtures" / "trl"
+
+
+def unipo(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "unipo_build.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
+
+
+def digest(directory: Path) -> dict[str, str]:
+    return {str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def copy(tmp_path) -> Path:
+    shutil.copytree(FIXTURE, tmp_path / "in")
+    return tmp_path / "in"
+
+
+def run_import(inp: Path, out: Path, *extra: str, tap: str = "run1-tap") -> subprocess.CompletedProcess:
+    before = digest(inp)
+    proc = unipo("import", "trl", str(inp / "run1"), "--tap", str(inp / tap), "--out", str(out), *extra)
+    assert digest(inp) == before  # nothing of the input changed
+    return proc
+
+
+def one_line_error(proc: subprocess.CompletedProcess, out: Path) -> str:
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert not out.exists() and not list(out.parent.glob(f".{out.name}.importing-*"))
+    return lines[0]
+
+
+def edit_shard(tap: Path, kind: str, change) -> int:
+    """Apply ``change`` to the first record of ``kind``; returns its line number."""
+    shard = tap / "shard-rank0.jsonl"
+    lines = shard.read_text().splitlines()
+    for i, line in enumerate(lines):
+        record = json.loads(line)
+        if record["kind"] == kind:
+            change(record)
+            lines[i] = json.dumps(record)
+            shard.write_text("\n".join(lines) + "\n")
+            return i + 1
+    raise AssertionError(kind)
+
+
+def test_the_recorded_trl_run_imports_validates_and_recomputes(tmp_path):
+    out = tmp_path / "run"
+    proc = unipo("import", "trl", str(FIXTURE / "run1"), "--tap", str(FIXTURE / "run1-tap"), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert unipo("validate", str(out)).returncode == 0
+    header = RunHeader.model_validate_json((out / "header.json").read_text())
+    assert (header.engine, header.algorithm, header.software["trl"]) == ("trl", "grpo", "1.16.0")
+    details = [StepDetail.model_validate_json(p.read_text()) for p in sorted((out / "tokens").glob("*.json"))]
+    assert len(details) == 3
+    for d in details:
+        assert check_step(header.algorithm_config, d) == []
+        assert d.objective == pytest.approx(-d.trl_loss, abs=1e-6)
+        for p in d.prompts:
+            for r in p.responses:
+                t = r.tokens
+                assert np.max(np.abs(np.subtract(t.objective, t.engine_objective))) <= 1e-6
+                assert np.max(np.abs(np.subtract(t.weight, t.engine_weight))) <= 1e-9
+
+
+def test_not_a_trl_output_directory(tmp_path):
+    (tmp_path / "in" / "run1").mkdir(parents=True)
+    (tmp_path / "in" / "run1" / "events.out.tfevents.1").write_bytes(b"")
+    shutil.copytree(FIXTURE / "run1-tap", tmp_path / "in" / "run1-tap")
+    line = one_line_error(run_import(tmp_path / "in", tmp_path / "out"), tmp_path / "out")
+    assert line.startswith(str(tmp_path / "in" / "run1") + ":")
+    assert "not a TRL output directory" in line and "trainer_state.json" in line and "save_state()" in line
+
+
+def test_a_tap_directory_that_is_not_one(copy, tmp_path):
+    (copy / "run1-tap" / "manifest.json").unlink()
+    line = one_line_error(run_import(copy, tmp_path / "out"), tmp_path / "out")
+    assert "no manifest.json" in line and "TrlTokenTap" in line
+
+
+def test_a_tap_from_another_trl_version(copy, tmp_path):
+    manifest = copy / "run1-tap" / "manifest.json"
+    data = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**data, "trl_version": "1.15.2"}))
+    line = one_line_error(run_import(copy, tmp_path / "out"), tmp_path / "out")
+    assert line.startswith(f"{manifest}: trl_version: written by TRL 1.15.2")
+    assert "pip install 'trl==1.16.*'" in line
+
+
+def test_a_shard_of_another_tap_format(copy, tmp_path):
+    number = edit_shard(copy / "run1-tap", "shard", lambda r: r.update(format="unipo-trl-tap/0"))
+    line = one_line_error(run_import(copy, tmp_path / "out"), tmp_path / "out")
+    assert line.startswith(f"{copy / 'run1-tap' / 'shard-rank0.jsonl'} (line {number}): format: tap format "
+                           "'unipo-trl-tap/0'")
+
+
+def test_positive_log_probs_beyond_rounding(copy, tmp_path):
+    def positive(record):
+        record["samples"][0]["logp"][3] = 0.25
+
+    number = edit_shard(copy / "run1-tap", "update", positive)
+    line = one_line_error(run_import(copy, tmp_path / "out"), tmp_path / "out")
+    assert line.startswith(f"{copy / 'run1-tap' / 'shard-rank0.jsonl'} (line {number}, step 1, row ")
+    assert "samples.logp: element 3 is 0.25: a log-probability is at most 0" in line
+
+
+def test_positive_log_probs_within_rounding_are_kept(copy, tmp_path):
+    def rounding(record):
+        record["samples"][0]["logp"][3] = 1e-7
+
+    edit_shard(copy / "run1-tap", "update", rounding)
+    assert run_import(copy, tmp_path / "out").returncode == 0
+
+
+def test_a_loss_the_registry_cannot_express(copy, tmp_path):
+    manifest = copy / "run1-tap" / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["trainer"]["loss_type"] = "sapo"
+    manifest.write_text(json.dumps(data))
+    line = one_line_error(run_import(copy, tmp_path / "out"), tmp_path / "out")
+    assert line.startswith(f"{manifest}: trainer.loss_type: loss_type 'sapo'")
+    assert "has no kind in the registry: pass --algorithm SPEC" in line
+    # The way out it names: view the run against a spec, TRL's own loss kept beside it.
+    proc = run_import(copy, tmp_path / "viewed", "--algorithm", "grpo")
+    assert proc.returncode == 0, proc.stderr
+    assert "components of the spec grpo (--algorithm)" in proc.stdout
+
+
+def test_a_partly_readable_log_imports_what_it_can(copy, tmp_path):
+    state = copy / "run1" / "trainer_state.json"
+    data = json.loads(state.read_text())
+    data["log_history"].insert(1, {"loss": 0.5})  # no step
+    data["log_history"][0]["reward"] = "high"
+    state.write_text(json.dumps(data))
+    shard = copy / "run1-tap" / "shard-rank0.jsonl"
+    lines = shard.read_text().splitlines()
+    cut = len(lines)
+    shard.write_text("\n".join(lines) + "\n" + lines[-1][: len(lines[-1]) // 2])  # a record cut off
+    proc = run_import(copy, tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    assert "trainer_state.json: log_history[1] has no integer step, skipped" in proc.stdout
+    assert "log_history[0] (step 1) field 'reward' is not a number, skipped" in proc.stdout
+    assert f"shard-rank0.jsonl line {cut + 1}: not JSON (cut off?), skipped" in proc.stdout
+    assert unipo("validate", str(tmp_path / "out")).returncode == 0
+    steps = (tmp_path / "out" / "steps.jsonl").read_text().splitlines()
+    assert len(steps) == 3 and "reward/mean" not in json.loads(steps[0])["metrics"]
+
+
+def test_without_the_tap_metrics_only(tmp_path):
+    proc = unipo("import", "trl", str(FIXTURE / "run1"), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    assert "algorithm unknown" in proc.stdout
+    header = RunHeader.model_validate_json((tmp_path / "out" / "header.json").read_text())
+    assert header.algorithm_config is None
+    assert not list((tmp_path / "out").glob("tokens/*.json"))
+
+
+def test_a_malformed_tap_record_is_skipped_and_listed(copy, tmp_path):
+    number = edit_shard(copy / "run1-tap", "update", lambda r: r.pop("loss"))
+    proc = run_import(copy, tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    assert f"shard-rank0.jsonl line {number}: update record without field 'loss', skipped" in proc.stdout
+    assert unipo("validate", str(tmp_path / "out")).returncode == 0
+
+
+def test_a_checkpoint_directory_is_read_when_the_state_was_not_saved(tmp_path):
+    """Without trainer.save_state() the newest checkpoint-N/trainer_state.json is read (numerically newest)."""
+    src = tmp_path / "trl-output"
+    for n in (2, 10):
+        (src / f"checkpoint-{n}").mkdir(parents=True)
+        state = json.loads((FIXTURE / "run1" / "trainer_state.json").read_text())
+        state["log_history"] = [e for e in state["log_history"] if e.get("step", 0) <= n and "train_runtime" not in e]
+        (src / f"checkpoint-{n}" / "trainer_state.json").write_text(json.dumps(state))
+    proc = unipo("import", "trl", str(src), "--tap", str(FIXTURE / "run1-tap"), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    assert len((tmp_path / "out" / "steps.jsonl").read_text().splitlines()) == 3  # checkpoint-10: all 3 steps
+    header = json.loads((tmp_path / "out" / "header.json").read_text())
+    assert header["imported_from"]["files"][0]["path"].endswith("checkpoint-10/trainer_state.json")

@@ -1,0 +1,216 @@
+"""TRL's GRPOTrainer, run for real on CPU with the UNIPO token tap, imported with `unipo import trl`.
+
+The first test of the own-logs path against a trainer this project did not write: a tiny Llama
+(tests/trl_support.py) trains for a few optimizer steps under TRL 1.16; the import must validate,
+every tapped token must recompute to TRL's own loss terms (ratio, per-token loss, weight, the step's
+loss) to 1e-6, and the site must build with the run. The browser half is
+tests/browser/test_trl_browser.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from unipo_build.recompute import check_step
+from unipo_build.schema import RunHeader, StepDetail
+
+if os.environ.get("UNIPO_REQUIRE_TRL") != "1":
+    pytest.importorskip("trl", reason="TRL is not installed (pip install -e '.[trl]')")
+
+from trl_support import run_trl  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def unipo(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "unipo_build.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
+
+
+def load_run(run: Path) -> tuple[RunHeader, list[dict], list[StepDetail]]:
+    header = RunHeader.model_validate_json((run / "header.json").read_text())
+    steps = [json.loads(line) for line in (run / "steps.jsonl").read_text().splitlines()]
+    details = [StepDetail.model_validate_json(p.read_text()) for p in sorted((run / "tokens").glob("step_*.json"))]
+    return header, steps, details
+
+
+def import_run(tmp: Path, name: str = "run", *extra: str) -> Path:
+    out = tmp / "runs" / name
+    proc = unipo("import", "trl", str(tmp / "trl-output"), "--tap", str(tmp / "tap"), "--out", str(out), *extra)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def grpo_run(tmp_path_factory) -> Path:
+    """GRPO with a KL term (beta 0.04) and two passes over each generation (num_iterations 2): the
+    second pass moves the ratio off 1 and the KL off 0. The tap details one group of the two."""
+    tmp = tmp_path_factory.mktemp("trl-grpo")
+    run_trl(tmp, loss_type="grpo", beta=0.04, num_iterations=2, max_steps=4, groups=1)
+    return tmp
+
+
+def token_rows(details: list[StepDetail]):
+    for d in details:
+        for p in d.prompts:
+            for r in p.responses:
+                yield d, p, r, r.tokens
+
+
+def test_import_help_lists_trl():
+    proc = unipo("import", "--help")
+    assert proc.returncode == 0
+    assert "trl" in proc.stdout.split("{", 1)[1].split("}", 1)[0].split(",")
+
+
+def test_real_trl_run_imports_and_validates(grpo_run):
+    import trl
+
+    run = import_run(grpo_run)
+    assert unipo("validate", str(run)).returncode == 0
+    header, steps, details = load_run(run)
+    assert header.engine == "trl" and header.algorithm == "grpo"
+    assert header.software["trl"] == trl.__version__
+    comps = header.algorithm_config.components
+    assert (comps["kl"].kind, comps["kl"].params["beta"], comps["kl"].params["estimator"]) == ("in_loss", 0.04, "k3")
+    assert (comps["advantage"].kind, comps["advantage"].params["eps"]) == ("group_zscore", 1e-4)
+    assert comps["aggregation"].kind == "seq_mean_token_mean"
+    state = json.loads((grpo_run / "trl-output" / "trainer_state.json").read_text())
+    logged = [e for e in state["log_history"] if "loss" in e]
+    assert [s["source_step"] for s in steps] == [e["step"] for e in logged] == [1, 2, 3, 4]
+    # steps_per_generation 2 = gradient_accumulation_steps, two iterations: two steps per rollout
+    assert [s["rollout"] for s in steps] == [0, 0, 1, 1]
+    assert [s["first_in_rollout"] for s in steps] == [True, False, True, False]
+    assert header.steps_per_rollout == 2
+    for s, e in zip(steps, logged):
+        assert s["metrics"]["objective"] == pytest.approx(-e["loss"], abs=1e-7)
+        assert s["metrics"]["reward/mean"] == pytest.approx(e["reward"]) if "reward" in e else True
+    assert [d.step for d in details] == [0, 1, 2, 3] and all(s["has_tokens"] for s in steps)
+    for d in details:
+        assert [g.size for g in d.groups] == [4, 4]
+        assert [g.detailed for g in d.groups] == [True, False]
+        assert len(d.prompts) == 1 and len(d.prompts[0].responses) == 4
+
+
+def test_every_token_recomputes_to_trls_loss_terms(grpo_run):
+    """Parity on real TRL steps: TRL's convention here (grpo loss, k3 KL without bias correction,
+    token ratio, symmetric clip) is expressible, so every term agrees to 1e-6."""
+    header, steps, details = load_run(import_run(grpo_run, "parity"))
+    cfg = header.algorithm_config
+    moved = kl_seen = 0
+    for d in details:
+        assert check_step(cfg, d) == [], d.step
+        # The step objective is minus TRL's loss of the step: the tapped group's tokens plus TRL's own
+        # share of the untapped group, against the sum of the micro-batch losses TRL returned.
+        assert d.objective == pytest.approx(-d.trl_loss, abs=1e-6)
+        assert steps[d.step]["metrics"]["objective"] == pytest.approx(-d.trl_loss, abs=1e-6)
+    for d, p, r, t in token_rows(details):
+        live = np.asarray(t.mask, dtype=bool)
+        for ours, theirs in ((t.ratio, t.engine_ratio), (t.objective, t.engine_objective),
+                             (t.weight, t.engine_weight), (t.kl, t.engine_kl)):
+            assert np.max(np.abs(np.subtract(ours, theirs)[live])) <= 1e-6
+        # By hand, from the logged inputs: min(rho A, clip(rho) A) - beta k3
+        rho = np.exp(np.subtract(t.logp, t.old_logp))
+        a = np.asarray(t.advantage)
+        k3 = np.exp(np.subtract(t.ref_logp, t.logp)) - np.subtract(t.ref_logp, t.logp) - 1
+        hand = np.minimum(rho * a, np.clip(rho, 0.8, 1.2) * a) - 0.04 * k3
+        assert np.max(np.abs(hand - np.asarray(t.objective))) <= 1e-6
+        assert t.weight[0] == pytest.approx(1 / (8 * r.length))  # GRPO: 1 / (N |o_i|), N = 8 completions
+        moved += int(np.any(np.abs(rho - 1) > 1e-3))
+        kl_seen += int(np.any(np.abs(k3) > 1e-6))
+    assert moved and kl_seen  # the check compared something other than ratio 1 and KL 0
+    # The tap's per-row weights (every row, tapped or not) rebuild the loss TRL returned for each micro-batch.
+    updates = [json.loads(line) for line in (grpo_run / "tap" / "shard-rank0.jsonl").read_text().splitlines()
+               if json.loads(line)["kind"] == "update"]
+    assert len(updates) == 8  # 4 steps x 2 micro-batches
+    for u in updates:
+        assert u["loss_from_rows"] == pytest.approx(u["loss"], abs=1e-6)
+
+
+def test_the_tap_does_not_change_training(tmp_path):
+    """Same seed with and without the tap: TRL logs the same losses (the tap draws no random numbers)."""
+    histories = []
+    for tap in (True, False):
+        out, _ = run_trl(tmp_path / str(tap), max_steps=2, tap=tap)
+        histories.append([(e["step"], e.get("loss")) for e in json.loads((out / "trainer_state.json").read_text())
+                          ["log_history"]])
+    assert histories[0] == histories[1]
+
+
+@pytest.mark.parametrize("settings, algorithm, aggregation", [
+    ({"loss_type": "dapo", "beta": 0.0}, "trl-dapo", "token_mean"),
+    ({"loss_type": "dr_grpo", "beta": 0.0, "scale_rewards": "none"}, "dr_grpo", "constant_normalizer"),
+    ({"loss_type": "grpo", "beta": 0.0, "importance_sampling_level": "sequence", "epsilon_high": 0.28},
+     "gspo", "seq_mean_token_mean"),
+], ids=["dapo", "dr_grpo", "sequence-ratio"])
+def test_other_loss_types_recompute_exactly(tmp_path, settings, algorithm, aggregation):
+    run_trl(tmp_path, num_iterations=2, max_steps=2, groups=None, **settings)
+    header, steps, details = load_run(import_run(tmp_path))
+    cfg = header.algorithm_config
+    assert header.algorithm == algorithm and cfg.kind("aggregation") == aggregation
+    assert header.trl["gaps"] == []
+    for d in details:
+        assert check_step(cfg, d) == []
+        assert all(g.detailed for g in d.groups)
+        assert d.objective == pytest.approx(-d.trl_loss, abs=1e-6)
+    for d, p, r, t in token_rows(details):
+        live = np.asarray(t.mask, dtype=bool)
+        for ours, theirs in ((t.ratio, t.engine_ratio), (t.objective, t.engine_objective), (t.weight, t.engine_weight)):
+            assert np.max(np.abs(np.subtract(ours, theirs)[live])) <= 1e-6
+    if settings.get("importance_sampling_level") == "sequence":
+        assert cfg.kind("ratio") == "sequence" and cfg.param("clip", "eps_high") == 0.28
+
+
+def test_settings_without_a_kind_are_named_with_the_nearest(tmp_path):
+    """TRL's default KL bias correction (KL x ratio) and masking of truncated completions have no kind:
+    the import names them and the nearest, and TRL's own per-token loss stays beside ours."""
+    run_trl(tmp_path, beta=0.04, num_iterations=2, max_steps=2, groups=None, use_bias_correction_kl=True,
+            mask_truncated_completions=True, max_completion_length=6)
+    run = tmp_path / "runs" / "gaps"
+    proc = unipo("import", "trl", str(tmp_path / "trl-output"), "--tap", str(tmp_path / "tap"), "--out", str(run))
+    assert proc.returncode == 0, proc.stderr
+    header, steps, details = load_run(run)
+    gaps = {g["slot"]: g for g in header.trl["gaps"]}
+    assert "use_bias_correction_kl" in gaps["kl"]["trl"] and gaps["kl"]["nearest"] == "k3 in the loss"
+    assert "mask_truncated_completions" in gaps["filter"]["trl"]
+    assert "no kind for TRL's use_bias_correction_kl" in proc.stdout
+    # TRL's term is beta x KL x ratio (engine_kl = KL x ratio): ours, beta x KL, is higher by beta x KL x (ratio - 1)
+    for d, p, r, t in token_rows(details):
+        live = np.asarray(t.mask, dtype=bool)
+        expected = 0.04 * np.asarray(t.kl) * (np.asarray(t.ratio) - 1)
+        assert np.max(np.abs((np.asarray(t.engine_kl) - np.multiply(t.kl, t.ratio))[live]), initial=0) <= 1e-6
+        assert np.max(np.abs((np.subtract(t.objective, t.engine_objective) - expected)[live]), initial=0) <= 1e-6
+        if r.truncated:
+            assert set(t.mask) == {0} and set(t.weight) == {0.0}
+    assert any(r.truncated for d, p, r, t in token_rows(details))
+
+
+def test_the_site_builds_with_the_trl_run(grpo_run, tmp_path):
+    """The whole course, built with the imported TRL run as its only run."""
+    from site_build import build_site
+
+    run = import_run(grpo_run, "trl-grpo", "--run-id", "trl-grpo")
+    build = build_site(tmp_path / "site", extra_env={"UNIPO_RUNS": str(run.parent)})
+    assert build.returncode == 0, build.log[-3000:]
+    copied = tmp_path / "site" / "assets" / "runs" / "trl-grpo" / "steps"
+    assert sorted(p.name for p in copied.glob("step_*.json")) == [f"step_{i:06d}.json" for i in range(4)]
+
+
+def test_the_tap_refuses_another_trl_release_and_other_trainers(tmp_path, monkeypatch):
+    import trl
+
+    from unipo_build.trl_tap import TapError, TrlTokenTap
+
+    with pytest.raises(TapError, match=r"install the tap on a trl.GRPOTrainer, not object"):
+        TrlTokenTap(tmp_path / "tap").install(object())
+    monkeypatch.setattr(trl, "__version__", "1.17.0")
+    with pytest.raises(TapError, match=r"reads TRL 1\.16\.x internals; this is trl 1\.17\.0: pip install 'trl==1\.16\.\*'"):
+        TrlTokenTap(tmp_path / "tap").install(object())
+    assert not (tmp_path / "tap").exists()

@@ -1,0 +1,83 @@
+"""A real TRL GRPOTrainer run on CPU with the UNIPO token tap, for the TRL import tests.
+
+The policy is a tiny random LlamaForCausalLM with the project's task tokenizer (the ``tiny`` preset's
+shape, as tests/training_fixtures.py builds it); the prompts are the generated task's. A random policy
+never answers right, so beside the correctness reward a second reward function scores each completion
+by a hash of its text: groups then have mixed rewards and non-zero advantages, while every path of
+TRL's trainer (generation, rewards, advantages, old and reference log-probs, loss) runs for real.
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def correct_reward(prompts, completions, answer, **kwargs) -> list[float]:
+    from training.reward import score_response
+
+    return [score_response(c, a)["correct"] for c, a in zip(completions, answer)]
+
+
+def coin_reward(prompts, completions, **kwargs) -> list[float]:
+    return [float(zlib.crc32(c.encode()) % 2) for c in completions]
+
+
+def run_trl(out: Path, *, loss_type: str = "grpo", beta: float = 0.04, num_iterations: int = 2,
+            max_steps: int = 3, groups: int | None = None, every: int = 1, tap: bool = True,
+            mask_truncated_completions: bool = False, epsilon_high: float | None = None,
+            scale_rewards: str = "group", importance_sampling_level: str = "token",
+            max_completion_length: int = 12, use_bias_correction_kl: bool = False, seed: int = 0) -> tuple[Path, Path]:
+    """Train for ``max_steps`` optimizer steps; returns (TRL's output_dir, the tap directory)."""
+    import torch
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from training.model import build_model
+    from training.task import load_task
+    from training.tokenizer import save_tokenizer, task_corpus, train_tokenizer
+    from unipo_build.trl_tap import TrlTokenTap
+
+    torch.manual_seed(seed)
+    rows = load_task(REPO / "data" / "tasks" / "train.jsonl")[:400]
+    tokenizer = train_tokenizer(task_corpus(rows))
+    model = build_model("tiny", len(tokenizer), seed=seed, pad_token_id=tokenizer.pad_token_id,
+                        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    # TRL loads the reference model from the policy's path (beta > 0): the policy is saved first.
+    policy = out / "policy"
+    model.save_pretrained(policy)
+    save_tokenizer(tokenizer, policy)
+    dataset = Dataset.from_list([{"prompt": r["prompt"], "answer": r["answer"]} for r in rows[:64]])
+    output_dir, tap_dir = out / "trl-output", out / "tap"
+    args = GRPOConfig(
+        output_dir=str(output_dir), use_cpu=True, report_to=[], logging_steps=1, save_strategy="no",
+        max_steps=max_steps, per_device_train_batch_size=4, gradient_accumulation_steps=2, num_generations=4,
+        max_completion_length=max_completion_length, learning_rate=3e-3, beta=beta, num_iterations=num_iterations,
+        loss_type=loss_type, epsilon_high=epsilon_high, scale_rewards=scale_rewards,
+        importance_sampling_level=importance_sampling_level,
+        mask_truncated_completions=mask_truncated_completions, use_bias_correction_kl=use_bias_correction_kl,
+        reward_weights=[1.0, 0.5], seed=seed,
+        dataloader_num_workers=0, disable_tqdm=True)
+    trainer = GRPOTrainer(model=str(policy), reward_funcs=[correct_reward, coin_reward], args=args,
+                          train_dataset=dataset, processing_class=tokenizer)
+    if tap:
+        TrlTokenTap(tap_dir, every=every, groups=groups).install(trainer)
+    trainer.train()
+    trainer.save_state()
+    return output_dir, tap_dir
+
+
+if __name__ == "__main__":
+    # Regenerates tests/fixtures/trl/run1: python tests/trl_support.py tests/fixtures/trl/run1
+    import shutil
+    import sys
+    import tempfile
+
+    dest = Path(sys.argv[1])
+    with tempfile.TemporaryDirectory() as tmp:
+        output_dir, tap_dir = run_trl(Path(tmp), groups=1)
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.copy(output_dir / "trainer_state.json", dest / "trainer_state.json")
+        shutil.copytree(tap_dir, dest.parent / (dest.name + "-tap"), dirs_exist_ok=True)
