@@ -78,6 +78,16 @@ class RLPreset:
     # Rows per forward/backward pass: a minibatch is cut into chunks of similar answer length, so a
     # pass pays for its own longest answer; the gradients add up to the minibatch's (exact).
     micro_rows: int = 32
+    # On a CUDA GPU (training.speed decides; the CPU path above is unchanged):
+    # - precision "auto" runs the policy's forward passes (sampling, old/reference log-probs, updates)
+    #   under bf16 autocast, with the output projection, log-softmax and log-probs in float32; "fp32"
+    #   keeps float32 there too; "bf16" forces autocast even on the CPU (for tests).
+    # - cuda_micro_rows replaces micro_rows: a GPU needs thousands of tokens per pass to be busy.
+    # - cuda_graphs: sample with a static, preallocated KV cache whose decoding step is one CUDA
+    #   graph replay (training/llama_decode.py); False keeps the CPU's loop.
+    precision: str = "auto"
+    cuda_micro_rows: int = 256
+    cuda_graphs: bool = True
     steps: int = 300  # rollouts
     eval_every: int = 50  # held-out eval at the start, every eval_every rollouts and at the end
     eval_n: int = 1500  # start and end: the whole held-out set
