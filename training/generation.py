@@ -266,7 +266,7 @@ def sample_groups(
     ))
     model.train(was_training)
     lengths = r_mask.sum(-1).long().tolist()
-    response_ids = [r_ids[i, :k].tolist() for i, k in enumerate(lengths)]
+    response_ids = [ids[:k] for ids, k in zip(r_ids.tolist(), lengths)]
     ends_with_eos = torch.tensor([bool(ids) and ids[-1] in eos_ids for ids in response_ids])
     return RolloutBatch(
         prompts=list(prompts),

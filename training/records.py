@@ -24,7 +24,7 @@ class MinibatchView:
     answers: list[str]
     response_text: list[str]
     token_ids: list[list[int]]
-    token_text: list[list[str]]
+    token_text: list[list[str]]  # or any object indexed by row (the trainer's is lazy)
     rewards: torch.Tensor  # (B,) after shaping
     reward_components: dict[str, torch.Tensor]  # name -> (B,)
     correct: torch.Tensor  # (B,) 0/1

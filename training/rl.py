@@ -460,6 +460,7 @@ class Trainer:
         # old log-probs before it (no KL in the reward), the first update's own forward pass gives
         # them: the same rows, chunks and weights as a separate pass, one pass fewer, ratio exactly 1.
         fill_old = self.gpu_path and len(plans[0]) == 1 and not O.kl_in_reward(self.cfg)
+        self.fused_old_logprobs = fill_old  # read by benchmarks/gpu_speed.py (passes per rollout)
         with torch.no_grad():
             if fill_old:
                 old_logp = torch.zeros(batch.size, batch.response_mask.shape[1])
@@ -572,14 +573,16 @@ class Trainer:
             ev = float(explained_variance(values[idx], returns[idx], mask[idx]))
             metrics["value/explained_variance"] = ev if ev == ev else None
         has_tokens = self._wants_detail()
-        token_text = {r: token_pieces(self.tokenizer, batch.response_ids[r]) if has_tokens else [] for r in rows}
+        # Each token's text, computed only for the rows the step detail logs (a few groups of the
+        # minibatch): incremental decoding costs O(length^2) per answer, seconds for 1,024 answers.
+        token_text = _Pieces(self.tokenizer, [batch.response_ids[r] for r in rows] if has_tokens else None)
         group_of_row = {r: g for g in range(len(batch.prompts)) for r in batch.group(g)}
         view = records.MinibatchView(
             group_index=[group_of_row[r] for r in rows],
             prompts=[batch.prompts[g] for g in sorted({group_of_row[r] for r in rows})],
             answers=[answers[g] for g in sorted({group_of_row[r] for r in rows})],
             response_text=[batch.texts[r] for r in rows], token_ids=[batch.response_ids[r] for r in rows],
-            token_text=[token_text[r] for r in rows], rewards=shaped[idx],
+            token_text=token_text, rewards=shaped[idx],
             reward_components={k: v[idx] for k, v in comps.items()}, correct=correct[idx],
             truncated=batch.truncated[idx], mask=mask[idx], logp=out["logp"], old_logp=old_logp[idx],
             ref_logp=ref_logp[idx] if ref_logp is not None else None,
@@ -650,6 +653,20 @@ class Trainer:
                            wall_time_s=round(self.elapsed_before + time.time() - self.started, 1))
         remove_checkpoints(self.out)
         return self.out
+
+
+class _Pieces:
+    """token_pieces of a minibatch's answers by row, each computed when first read (None: no detail)."""
+
+    def __init__(self, tokenizer, ids: list[list[int]] | None):
+        self.tokenizer, self.ids, self.done = tokenizer, ids, {}
+
+    def __getitem__(self, row: int) -> list[str]:
+        if self.ids is None:
+            return []
+        if row not in self.done:
+            self.done[row] = token_pieces(self.tokenizer, self.ids[row])
+        return self.done[row]
 
 
 def train(opts: TrainOptions) -> Path:
