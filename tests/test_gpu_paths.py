@@ -79,9 +79,13 @@ def test_static_decoder_reuses_its_buffers(tiny):
     dec = llama_decode.static_decoder(model)
     assert llama_decode.static_decoder(model) is dec
     sample_groups(model, tok, prompts, 4, 8, 1.0, seed=0, static=True)
-    caches = [id(k) for k, _ in next(iter(dec._plans.values())).caches]
+    plan = dec.plan
+    assert plan.rows == llama_decode.ROW_STEP and plan.prompt_width % llama_decode.PROMPT_STEP == 0
     sample_groups(model, tok, prompts, 4, 8, 1.0, seed=1, static=True)
-    assert [id(k) for k, _ in next(iter(dec._plans.values())).caches] == caches
+    sample_groups(model, tok, prompts[:2], 3, 6, 1.0, seed=2, static=True)  # fits: fewer rows, shorter budget
+    assert dec.plan is plan
+    sample_groups(model, tok, prompts, 4, 40, 1.0, seed=3, static=True)  # a longer budget needs a new shape
+    assert dec.plan is not plan and dec.plan.total == plan.prompt_width + 40
 
 
 def test_bf16_logprobs_stay_close_to_fp32(tiny):

@@ -196,7 +196,9 @@ class _Plan:
     """The static buffers of one (rows, cache length, precision) shape and its captured step."""
 
     rows: int
-    total: int
+    prompt_width: int  # cache columns [0, prompt_width) hold the (left-padded) prompts
+    total: int  # prompt_width + the longest budget it serves
+    key: tuple  # device, cache dtype, autocast, graphs
     tok: torch.Tensor  # [rows, 1] the token fed at this step
     pos: torch.Tensor  # [rows, 1] its rotary position
     slot: torch.Tensor  # [1] the cache column it is written to
@@ -212,31 +214,37 @@ class StaticDecoder(LlamaDecoder):
     The same function as LlamaDecoder (tests/test_gpu_paths.py holds its log-probs to a full forward
     pass in float32 on the CPU); what differs is the shape discipline: every row stays in the batch
     to the end (a finished row is fed padding and what it computes is never recorded), the host looks
-    at whether all rows have finished only every DONE_CHECK steps, and at most two shapes are kept.
+    at whether all rows have finished only every DONE_CHECK steps, and one shape is kept: a call
+    that fits in it (no more rows, no wider prompts, no longer budget) reuses it, padding the extra
+    rows and columns; any other replaces it. At 1,024 rows the gpu preset's bf16 cache is about 2 GB.
     """
 
     def __init__(self, model):
         super().__init__(model)
-        self._plans: dict[tuple, _Plan] = {}
+        self.plan: _Plan | None = None
 
-    def _plan(self, rows: int, total: int, device, cache_dtype, autocast, graphs: bool) -> _Plan:
-        key = (rows, total, str(device), cache_dtype, autocast, graphs)
-        plan = self._plans.pop(key, None)
-        if plan is None:
-            while len(self._plans) >= 2:  # each shape holds its cache (GBs at 1,024 rows on a GPU)
-                self._plans.pop(next(iter(self._plans)))
-            # zeros, not empty: a masked column still enters the value product as weight 0 x value,
-            # and 0 x NaN (uninitialised memory) would be NaN
-            caches = [(torch.zeros(rows, self.kv_heads, total, self.head_dim, device=device, dtype=cache_dtype),
-                       torch.zeros(rows, self.kv_heads, total, self.head_dim, device=device, dtype=cache_dtype))
-                      for _ in self.layers]
-            plan = _Plan(rows=rows, total=total, tok=torch.zeros(rows, 1, dtype=torch.long, device=device),
-                         pos=torch.zeros(rows, 1, dtype=torch.long, device=device),
-                         slot=torch.zeros(1, dtype=torch.long, device=device),
-                         valid=torch.zeros(rows, total, dtype=torch.bool, device=device), caches=caches)
-            if graphs:
-                self._capture(plan, autocast)
-        self._plans[key] = plan  # most recently used last
+    def _plan(self, n: int, tp: int, max_new_tokens: int, device, cache_dtype, autocast, graphs: bool) -> _Plan:
+        key = (str(device), cache_dtype, autocast, graphs)
+        plan = self.plan
+        if (plan is not None and plan.key == key and plan.rows >= n and plan.prompt_width >= tp
+                and plan.total - plan.prompt_width >= max_new_tokens):
+            return plan
+        self.plan = plan = None  # free the old shape's cache and graph before taking the new one's
+        rows, tps = _round_up(n, ROW_STEP), _round_up(tp, PROMPT_STEP)
+        total = tps + max_new_tokens
+        # zeros, not empty: a masked column still enters the value product as weight 0 x value,
+        # and 0 x NaN (uninitialised memory) would be NaN
+        caches = [(torch.zeros(rows, self.kv_heads, total, self.head_dim, device=device, dtype=cache_dtype),
+                   torch.zeros(rows, self.kv_heads, total, self.head_dim, device=device, dtype=cache_dtype))
+                  for _ in self.layers]
+        plan = _Plan(rows=rows, prompt_width=tps, total=total, key=key,
+                     tok=torch.zeros(rows, 1, dtype=torch.long, device=device),
+                     pos=torch.zeros(rows, 1, dtype=torch.long, device=device),
+                     slot=torch.zeros(1, dtype=torch.long, device=device),
+                     valid=torch.zeros(rows, total, dtype=torch.bool, device=device), caches=caches)
+        if graphs:
+            self._capture(plan, autocast)
+        self.plan = plan
         return plan
 
     def _step(self, plan: _Plan) -> torch.Tensor:
@@ -297,10 +305,9 @@ class StaticDecoder(LlamaDecoder):
         n, tp = ids.shape
         device = ids.device
         graphs = device.type == "cuda" if graphs is None else graphs
-        rows, tps = _round_up(n, ROW_STEP), _round_up(tp, PROMPT_STEP)
-        total = tps + max_new_tokens
         cache_dtype = autocast or self.inner.embed_tokens.weight.dtype
-        plan = self._plan(rows, total, device, cache_dtype, autocast, graphs)
+        plan = self._plan(n, tp, max_new_tokens, device, cache_dtype, autocast, graphs)
+        rows, tps = plan.rows, plan.prompt_width
         # The prompts, left-padded to the plan's width; rows beyond n are dummies of one padding
         # token each (a row needs one visible key: an all-masked softmax row would be NaN).
         full_ids = torch.full((rows, tps), pad_id, dtype=torch.long, device=device)
