@@ -37,7 +37,8 @@ used memory sampled with nvidia-smi every 0.5 s.
 
 Modes (each a fresh process, so memory peaks are per run): ``ours`` (the GPU path: bf16
 autocast, static KV cache under CUDA graphs, GPU micro-batches); ``--baseline`` the path before
-issue 20 on the same GPU (fp32, micro-batches of 32, the pruning decoder, a separate old pass);
+issue 20 on the same GPU (fp32, micro-batches of 32, the pruning decoder, a separate old pass;
+at most 5 measured rollouts, it is the slow one); one warm-up rollout for TRL;
 ``--concurrent N`` N ``ours`` runs started together (different seeds), measured over the same
 window (they wait for each other after warm-up); ``--trl`` TRL's GRPOTrainer with
 benchmarks/trainer_speed.py's mapping (bf16, no vLLM, same model, prompts, P x G, budget and
@@ -266,7 +267,8 @@ def run_trl(args, model_path: str, out: Path) -> dict:
     from training.rl import Trainer, TrainOptions
 
     ts.ARGS_THREADS[0] = torch.get_num_threads()
-    total = args.warmup + args.trl_rollouts
+    warmup = min(args.warmup, 1)  # TRL has no graphs to capture: one warm-up rollout
+    total = warmup + args.trl_rollouts
     overrides = dict(SMOKE) if args.smoke else None
     trainer = Trainer(TrainOptions(algorithm="grpo", preset=args.preset, steps=total, seed=args.seed,
                                    out=str(out / "unused"), model=model_path, device=args.device, progress=False,
@@ -277,7 +279,7 @@ def run_trl(args, model_path: str, out: Path) -> dict:
 
     ours = Side()
     ours.trainer = trainer
-    targs = argparse.Namespace(warmup=args.warmup, rollouts=args.trl_rollouts, seed=args.seed, model=model_path,
+    targs = argparse.Namespace(warmup=warmup, rollouts=args.trl_rollouts, seed=args.seed, model=model_path,
                                device=args.device, bf16=args.device == "cuda")
     side = ts.TRLSide(targs, out / "trl", ours, lambda r: None)
     side.run()
@@ -425,12 +427,6 @@ def main(args) -> dict:
         proc, res = spawn(args, role, model_path, out, extra=extra)
         return finish(proc, res, what)
 
-    baseline = (optional("baseline", lambda: worker_run("baseline", ["--rollouts", str(args.rollouts)], "baseline"))
-                if args.baseline else None)
-    many = optional("concurrent", lambda: concurrent(args, model_path, out)) if args.concurrent else None
-    trl_side = (optional("trl", lambda: worker_run("trl", ["--trl-rollouts", str(args.trl_rollouts)], "TRL"))
-                if args.trl else None)
-
     name = ours["device_name"]
     peak, source = peak_for(name) if args.device == "cuda" else (None, None)
     ours["peak_fraction"] = ours["tflops_achieved"] / peak if peak else None
@@ -439,24 +435,50 @@ def main(args) -> dict:
         p["peak_fraction"] = p["tflops_achieved"] / peak if peak and p["tflops_achieved"] else None
     import transformers
 
-    result = {
-        "benchmark": "gpu_speed", "date": started.isoformat(timespec="seconds"),
-        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": "python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
-        "device": {"type": args.device, "name": name, "bf16_dense_peak_tflops": peak, "peak_source": source,
-                   "measured_bf16_matmul_tflops": measured_rate},
-        "torch": torch.__version__, "transformers": transformers.__version__, "python": platform.python_version(),
-        "cuda": torch.version.cuda, "model": model_desc, "preset": args.preset, "algorithm": "grpo",
-        "flop_formula": "sampling 2*P*(T_prompt+T_gen); old/ref 2*P*T_seq*passes; updates 6*P*T_seq*epochs; "
-                        "P = parameters (tied embedding once), T = real tokens (no padding)",
-        "warmup_rollouts": args.warmup, "ours": ours, "baseline": baseline, "concurrent": many, "trl": trl_side,
-        "ours_over_trl_speed": (trl_side["s_per_rollout"] / ours["s_per_rollout"]) if trl_side else None,
-        "ours_over_baseline_speed": (baseline["s_per_rollout"] / ours["s_per_rollout"]) if baseline else None,
-        "errors": errors,
-    }
     path = Path(args.json)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=1) + "\n")
+    modes: dict = {"baseline": None, "concurrent": None, "trl": None}
+
+    def save() -> dict:
+        """The JSON as it stands: written after every mode, so a call cut short keeps what it measured."""
+        baseline, trl_side = modes["baseline"], modes["trl"]
+        result = {
+            "benchmark": "gpu_speed", "date": started.isoformat(timespec="seconds"),
+            "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "command": "python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
+            "device": {"type": args.device, "name": name, "bf16_dense_peak_tflops": peak, "peak_source": source,
+                       "measured_bf16_matmul_tflops": measured_rate},
+            "torch": torch.__version__, "transformers": transformers.__version__,
+            "python": platform.python_version(), "cuda": torch.version.cuda, "model": model_desc,
+            "preset": args.preset, "algorithm": "grpo",
+            "flop_formula": "sampling 2*P*(T_prompt+T_gen); old/ref 2*P*T_seq*passes; updates 6*P*T_seq*epochs; "
+                            "P = parameters (tied embedding once), T = real tokens (no padding)",
+            "warmup_rollouts": args.warmup, "ours": ours, **modes,
+            "ours_over_trl_speed": (trl_side["s_per_rollout"] / ours["s_per_rollout"]) if trl_side else None,
+            "ours_over_baseline_speed": (baseline["s_per_rollout"] / ours["s_per_rollout"]) if baseline else None,
+            "errors": errors,
+        }
+        path.write_text(json.dumps(result, indent=1) + "\n")
+        return result
+
+    save()
+    ph = ours["phases"]
+    print(f"gpu_speed: ours {ours['s_per_rollout']:.3f} s/rollout (sampling {ph['sampling']['seconds']:.3f}, old/ref "
+          f"{ph['old_ref_logprobs']['seconds']:.3f}, updates {ph['updates']['seconds']:.3f}), "
+          f"{ours['tflops_achieved']:.2f} TFLOP/s, peak reserved {fmt(ours['memory'].get('peak_reserved_gb'), '{:.2f}')} GB",
+          flush=True)
+    if args.baseline:
+        # the old path is several times slower: fewer rollouts keep the call short
+        modes["baseline"] = optional("baseline", lambda: worker_run(
+            "baseline", ["--rollouts", str(min(args.rollouts, 5))], "baseline"))
+        save()
+    if args.concurrent:
+        modes["concurrent"] = optional("concurrent", lambda: concurrent(args, model_path, out))
+        save()
+    if args.trl:
+        modes["trl"] = optional("trl", lambda: worker_run("trl", ["--trl-rollouts", str(args.trl_rollouts)], "TRL"))
+    result = save()
+    baseline, many, trl_side = modes["baseline"], modes["concurrent"], modes["trl"]
 
     s = ours["settings"]
     print(f"\ngpu_speed: {name}, torch {torch.__version__}, {model_desc}, {ours['parameters']:,} parameters")

@@ -154,7 +154,7 @@ def test_bf16_path_trains_logs_both_logprobs_and_recomputes(tiny, tmp_path, monk
     header = runlog.read_header(run)
     assert header.hardware.dtype == "bfloat16 autocast, float32 log-probs"
     assert header.hyperparameters.get("precision") == "bf16"
-    assert header.hyperparameters.get("micro_rows") == 256 and header.hyperparameters.get("cuda_graphs") is False
+    assert header.hyperparameters.get("micro_rows") == 128 and header.hyperparameters.get("cuda_graphs") is False
     assert runlog.validate_run(run) == []
     steps = list(runlog.iter_steps(run))
     problems = []
