@@ -147,9 +147,9 @@ def sampling_mismatch_text(site: Site) -> str:
     if not logged:
         dtypes = sorted({r.header.hardware.dtype for r in runs if r.header.hardware and r.header.hardware.dtype})
         where = f" (they ran in {', '.join(dtypes)})" if dtypes else ""
-        return (f"None of the {_runs(len(runs))} of this build logs a sampling log-prob{where}: they sample "
-                "and train with the same arithmetic, so the probability a token was sampled with is the one the "
-                "update's ratio divides by, and the second ratio would be one throughout.")
+        return (f"None of the {_runs(len(runs))} of this build logs a sampling log-prob{where}: in float32 "
+                "the sampling and the training pass agree to rounding, so the probability a token was sampled with is "
+                "the one the update's ratio divides by, and the second ratio would be one throughout.")
     worst = max(logged, key=lambda x: x[1]["gap"])
     parts = [f"{site.run_label(r)} {fmt_num(m['gap'], 3)}" for r, m in logged]
     tis = [m["tis"] for _, m in logged if m["tis"] is not None]
