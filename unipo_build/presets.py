@@ -78,10 +78,11 @@ class RLPreset:
     # Rows per forward/backward pass: a minibatch is cut into chunks of similar answer length, so a
     # pass pays for its own longest answer; the gradients add up to the minibatch's (exact).
     micro_rows: int = 32
-    # On a CUDA GPU (training.speed decides; the CPU path above is unchanged):
+    # On a CUDA GPU (training/rl.py's Trainer decides; the CPU path above is unchanged):
     # - precision "auto" runs the policy's forward passes (sampling, old/reference log-probs, updates)
     #   under bf16 autocast, with the output projection, log-softmax and log-probs in float32; "fp32"
-    #   keeps float32 there too; "bf16" forces autocast even on the CPU (for tests).
+    #   keeps float32 there too; "bf16" takes this whole GPU path on any device, the CPU included
+    #   (the tests run it that way; CPU autocast to bf16 works).
     # - cuda_micro_rows replaces micro_rows: a GPU needs thousands of tokens per pass to be busy, and
     #   the run must stay under 8 GB so that 8 share an 80 GB GPU. The gpu preset's saved activations
     #   are about 280 KB per token under autocast (8 layers of width 512, float32 residual stream), so
