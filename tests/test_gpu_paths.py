@@ -86,6 +86,18 @@ def test_static_decoder_reuses_its_buffers(tiny):
     assert dec.plan is plan
     sample_groups(model, tok, prompts, 4, 40, 1.0, seed=3, static=True)  # a longer budget needs a new shape
     assert dec.plan is not plan and dec.plan.total == plan.prompt_width + 40
+    # kept with the model, not beyond it: a dropped model takes its decoder (and cache) with it
+    import gc
+
+    from training.model import build_model
+
+    other = build_model("tiny", len(tok), seed=1).eval()
+    sample_groups(other, tok, prompts[:1], 2, 4, 1.0, seed=0, static=True)
+    assert other in llama_decode._STATIC
+    n = len(llama_decode._STATIC)
+    del other
+    gc.collect()
+    assert len(llama_decode._STATIC) == n - 1
 
 
 def test_bf16_logprobs_stay_close_to_fp32(tiny):

@@ -70,7 +70,8 @@ class LlamaDecoder:
     """Decodes with a LlamaForCausalLM's weights and a preallocated cache (see the module docstring)."""
 
     def __init__(self, model):
-        self.model = model
+        # the model's parts, not the model: static_decoder's cache is keyed weakly by the model
+        self.lm_head = model.lm_head
         cfg = model.config
         self.inner = model.model
         self.layers = list(self.inner.layers)
@@ -113,8 +114,8 @@ class LlamaDecoder:
         h = rms_norm(x, self.inner.norm)
         if torch.is_autocast_enabled(h.device.type):
             with torch.autocast(h.device.type, enabled=False):
-                return self.model.lm_head(h.float())
-        return self.model.lm_head(h)
+                return self.lm_head(h.float())
+        return self.lm_head(h)
 
     def _forward(self, ids, positions, caches, start: int, key_mask) -> torch.Tensor:
         """Logits of the last new position of every row; writes the new keys/values into `caches`."""
