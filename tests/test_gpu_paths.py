@@ -147,6 +147,7 @@ def _train(path, out, monkeypatch, algorithm="grpo", steps=1, **overrides):
     return rl.train(opts)
 
 
+@pytest.mark.slow
 def test_cpu_default_is_float32_and_logs_no_sampling_logprob(tiny, tmp_path, monkeypatch):
     run = _train(tiny[0], tmp_path / "cpu", monkeypatch)
     header = runlog.read_header(run)
@@ -158,6 +159,7 @@ def test_cpu_default_is_float32_and_logs_no_sampling_logprob(tiny, tmp_path, mon
     assert all("sample_logp" not in r["tokens"] for p in raw["prompts"] for r in p["responses"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["grpo", "ppo"])
 def test_bf16_path_trains_logs_both_logprobs_and_recomputes(tiny, tmp_path, monkeypatch, algorithm):
     """precision bf16 runs the GPU path on the CPU: autocast, static decoder, fused old log-probs
@@ -184,6 +186,7 @@ def test_bf16_path_trains_logs_both_logprobs_and_recomputes(tiny, tmp_path, monk
     assert problems == []
 
 
+@pytest.mark.slow
 def test_gpu_speed_benchmark_cpu_smoke(tmp_path):
     out = tmp_path / "gpu_speed.json"
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_speed.py"), "--device", "cpu", "--smoke",
@@ -263,6 +266,7 @@ def test_cuda_graph_decoder_matches_eager_and_a_full_forward(tiny):
     assert (t16 - b16.logprobs)[m].abs().max().item() < 0.1
 
 
+@pytest.mark.slow
 @cuda
 def test_cuda_trainer_takes_the_gpu_path(tiny, tmp_path, monkeypatch):
     import training.rl as rl
