@@ -221,8 +221,11 @@ class TRLSide:
             "gradient_accumulation_steps": 1, "num_generations": G, "generation_batch_size (derived)": P * G,
             "optimizer_steps_per_generation_batch": self.U,
         }
+        # benchmarks/gpu_speed.py runs this side on a GPU (args.device "cuda", args.bf16 True: bf16
+        # autocast through accelerate, float32 weights, as our GPU path); this script, on the CPU.
+        on_cpu = getattr(args, "device", "cpu") == "cpu"
         self.config = GRPOConfig(
-            output_dir=str(out), report_to="none", use_cpu=True, bf16=False, fp16=False,
+            output_dir=str(out), report_to="none", use_cpu=on_cpu, bf16=bool(getattr(args, "bf16", False)), fp16=False,
             gradient_checkpointing=False,  # TRL defaults to True; ours does not checkpoint activations
             per_device_train_batch_size=P * G // M, gradient_accumulation_steps=1, steps_per_generation=M,
             num_iterations=E, num_generations=G, max_completion_length=rl.max_new_tokens,
@@ -232,7 +235,7 @@ class TRLSide:
             adam_beta1=rl.betas[0], adam_beta2=rl.betas[1], max_grad_norm=rl.grad_clip, optim="adamw_torch",
             lr_scheduler_type="constant", warmup_steps=0, max_steps=self.U * self.total, logging_steps=1,
             save_strategy="no", eval_strategy="no", disable_tqdm=True, log_completions=False, seed=args.seed,
-            dataloader_pin_memory=False, dataloader_num_workers=0, remove_unused_columns=False,
+            dataloader_pin_memory=not on_cpu, dataloader_num_workers=0, remove_unused_columns=False,
             model_init_kwargs={"dtype": "float32"},
         )
         # The prompts ours will draw (its prompt_rng: random.Random(seed), P draws per rollout, no filter),

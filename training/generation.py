@@ -14,10 +14,13 @@ recomputed by a full forward pass. Three details make that true here:
    `response_logprobs` must be called with the same T (the RL loop uses it for the current, the old
    and the reference log-probs). Sampling is plain ancestral sampling (no top-k / top-p), so the
    behaviour policy is exactly pi_theta at temperature T.
-3. The same precision: both run in the model's own dtype, without autocast (fp32 by default, also on a
-   GPU: the cached and the full forward pass use different kernels, and in bf16 their log-probs
-   would differ by ~1e-2, enough to make on-policy ratios visibly differ from 1 and to pollute the
-   clipping statistics the course shows). Only SFT uses bf16 autocast.
+3. The same precision: by default both run in the model's own dtype, without autocast (fp32). On a
+   CUDA GPU the RL loop runs both under bf16 autocast (the preset's `precision`), with the output
+   projection, log-softmax and log-probs in float32. The cached and the full forward pass then use
+   different kernels and round differently, so the log-prob a token was sampled with and the one the
+   training pass computes for it differ a little: the RL loop keeps the update's ratio exact (its old
+   log-probs come from the training pass) and logs the sampling log-prob next to it, with the
+   mismatch as a metric (docs/reference/schema.md, "sample_logp").
 
 The decoding loop is our own (a KV cache through model(..., past_key_values, use_cache=True)) rather
 than model.generate(output_scores=True): it returns exactly the sampling distribution's log-probs,
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import inspect
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import torch
@@ -112,6 +116,11 @@ def positions_from_mask(mask: torch.Tensor) -> torch.Tensor:
     return (mask.cumsum(-1) - 1).clamp(min=0)
 
 
+def autocast_context(device: torch.device, dtype: torch.dtype | None):
+    """torch.autocast to `dtype` on `device` (CPU autocast to bf16 works too), or nothing for None."""
+    return torch.autocast(device.type, dtype=dtype) if dtype is not None else nullcontext()
+
+
 def supports_logits_to_keep(model) -> bool:
     return "logits_to_keep" in inspect.signature(model.forward).parameters
 
@@ -143,12 +152,16 @@ def decode(
     generator: torch.Generator | None = None,
     prune_finished: bool = True,
     fast: bool = True,
+    autocast: torch.dtype | None = None,
+    static: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Batched autoregressive decoding with a KV cache.
 
     Rows that produced <eos> leave the running batch (and the cache), so the remaining decoding
     steps only compute the rows still going: responses end at very different lengths (a level-1
-    addition takes 12 tokens, a level-3 coins problem 32).
+    addition takes 12 tokens, a level-3 coins problem 32). With `static` (a Llama model) the
+    static decoder runs instead: one shape, every row to the end, each step a CUDA graph replay on a
+    GPU (training/llama_decode.py). `autocast`: a dtype to run the model under (None: its own).
 
     Returns (prompt ids [N, Tp], prompt mask [N, Tp], response ids [N, Tr] padded with pad_id after
     the end, response mask [N, Tr] (1 up to and including <eos>), log-probs [N, Tr]).
@@ -157,10 +170,20 @@ def decode(
     ids, mask = left_pad(prompt_ids, pad_id)
     ids, mask = ids.to(device), mask.to(device)
     eos = torch.tensor(eos_ids, device=device)
+    pick = lambda logits: pick_tokens(logits, temperature, generator)  # noqa: E731
     if fast and llama_decode.supports(model):
-        r_ids, r_mask, logps = llama_decode.LlamaDecoder(model).decode(
-            ids, mask, max_new_tokens, lambda logits: pick_tokens(logits, temperature, generator), eos, pad_id)
+        if static:
+            r_ids, r_mask, logps = llama_decode.static_decoder(model).decode(
+                ids, mask, max_new_tokens, pick, eos, pad_id, autocast=autocast)
+        else:
+            with autocast_context(device, autocast):
+                r_ids, r_mask, logps = llama_decode.LlamaDecoder(model).decode(ids, mask, max_new_tokens, pick, eos,
+                                                                              pad_id)
         return ids, mask, r_ids, r_mask, logps
+    if autocast is not None:  # the generic loop: the whole model under autocast, logits upcast in pick_tokens
+        with autocast_context(device, autocast):
+            return decode(model, prompt_ids, max_new_tokens, temperature, eos_ids, pad_id, generator,
+                          prune_finished, fast=False)
     n = ids.shape[0]
     response = torch.full((n, max_new_tokens), pad_id, dtype=torch.long, device=device)
     response_mask = torch.zeros((n, max_new_tokens), device=device)
@@ -220,11 +243,14 @@ def sample_groups(
     temperature: float = 1.0,
     generator: torch.Generator | None = None,
     seed: int | None = None,
+    autocast: torch.dtype | None = None,
+    static: bool = False,
 ) -> RolloutBatch:
     """Sample `group_size` responses for every prompt (one batched decode over P * G rows).
 
     Randomness: pass a torch.Generator on the model's device, or a seed (a fresh generator), or
     neither (torch's global RNG). Prompts are tokenized without special tokens, as OpenRLHF does.
+    `autocast` and `static` as in decode (the RL loop sets them on a GPU).
     """
     if temperature <= 0:
         raise ValueError("sample_groups samples: temperature must be > 0 (use evaluate() for greedy)")
@@ -236,11 +262,11 @@ def sample_groups(
     rows = [ids for ids in prompt_ids for _ in range(group_size)]
     eos_ids, pad_id = eos_ids_of(model, tokenizer), pad_id_of(tokenizer)
     p_ids, p_mask, r_ids, r_mask, logps = (t.cpu() for t in decode(
-        model, rows, max_new_tokens, temperature, eos_ids, pad_id, generator
+        model, rows, max_new_tokens, temperature, eos_ids, pad_id, generator, autocast=autocast, static=static
     ))
     model.train(was_training)
     lengths = r_mask.sum(-1).long().tolist()
-    response_ids = [r_ids[i, :k].tolist() for i, k in enumerate(lengths)]
+    response_ids = [ids[:k] for ids, k in zip(r_ids.tolist(), lengths)]
     ends_with_eos = torch.tensor([bool(ids) and ids[-1] in eos_ids for ids in response_ids])
     return RolloutBatch(
         prompts=list(prompts),
@@ -259,13 +285,15 @@ def sample_groups(
 
 
 def response_logprobs(
-    model, batch: RolloutBatch, temperature: float | None = None
+    model, batch: RolloutBatch, temperature: float | None = None, autocast: torch.dtype | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-token log-prob and entropy of the batch's response tokens, in one forward pass.
 
     Returns (logp [N, Tr], entropy [N, Tr]) of softmax(logits / T), zero where response_mask is 0.
     Differentiable: call under torch.no_grad() for the old and reference log-probs. `temperature`
     defaults to the one the batch was sampled at; it must be the same for the ratio to be exact.
+    `autocast`: run the transformer under autocast to this dtype (bf16 on a GPU); the output
+    projection, the log-softmax and the log-probs stay in float32.
     """
     t = batch.temperature if temperature is None else temperature
     device = next(model.parameters()).device
@@ -273,9 +301,18 @@ def response_logprobs(
     mask = batch.attention_mask.to(device)
     width = ids.shape[1] - batch.prompt_width  # Tr
     # Logits at positions Tp-1 .. L-2 predict the response tokens at Tp .. L-1.
-    keep = {"logits_to_keep": width + 1} if supports_logits_to_keep(model) else {}
-    logits = model(input_ids=ids, attention_mask=mask, position_ids=positions_from_mask(mask), **keep).logits
-    logits = logits[:, -(width + 1):-1].float() / t
+    if autocast is not None and hasattr(model, "get_decoder") and model.get_output_embeddings() is not None:
+        with autocast_context(device, autocast):
+            hidden = model.get_decoder()(input_ids=ids, attention_mask=mask,
+                                         position_ids=positions_from_mask(mask)).last_hidden_state
+        with torch.autocast(device.type, enabled=False):
+            logits = model.get_output_embeddings()(hidden[:, -(width + 1):-1].float())
+    else:
+        keep = {"logits_to_keep": width + 1} if supports_logits_to_keep(model) else {}
+        with autocast_context(device, autocast):
+            logits = model(input_ids=ids, attention_mask=mask, position_ids=positions_from_mask(mask), **keep).logits
+        logits = logits[:, -(width + 1):-1]
+    logits = logits.float() / t
     logp_all = F.log_softmax(logits, dim=-1)
     targets = ids[:, batch.prompt_width:]
     logp = logp_all.gather(-1, targets[..., None]).squeeze(-1)

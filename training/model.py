@@ -51,6 +51,22 @@ def resolve_device(device: str = "auto") -> torch.device:
     return torch.device(device)
 
 
+def resolve_precision(setting: str, device: torch.device) -> torch.dtype | None:
+    """The autocast dtype of the RL loop's policy passes for a preset's ``precision``, or None (float32).
+
+    "auto": bf16 on a CUDA GPU that supports it, float32 elsewhere (the CPU runs are unchanged);
+    "fp32": float32 everywhere; "bf16": bf16 autocast on any device (CPU autocast to bf16 works: the
+    tests run the GPU path that way).
+    """
+    if setting == "fp32":
+        return None
+    if setting == "bf16":
+        return torch.bfloat16
+    if setting == "auto":
+        return torch.bfloat16 if device.type == "cuda" and torch.cuda.is_bf16_supported() else None
+    raise ValueError(f"precision {setting!r}: expected 'auto', 'fp32' or 'bf16'")
+
+
 def autocast_for(device: torch.device):
     """bf16 autocast on a CUDA GPU that supports it; a no-op context on CPU (fp32 there)."""
     if device.type == "cuda" and torch.cuda.is_bf16_supported():

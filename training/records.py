@@ -24,7 +24,7 @@ class MinibatchView:
     answers: list[str]
     response_text: list[str]
     token_ids: list[list[int]]
-    token_text: list[list[str]]
+    token_text: list[list[str]]  # or any object indexed by row (the trainer's is lazy)
     rewards: torch.Tensor  # (B,) after shaping
     reward_components: dict[str, torch.Tensor]  # name -> (B,)
     correct: torch.Tensor  # (B,) 0/1
@@ -43,6 +43,9 @@ class MinibatchView:
     weights: torch.Tensor
     objective: torch.Tensor
     group_advantage: bool  # the advantage is the same for every token of a response
+    # log-prob each token was sampled with (the decoding pass), logged when sampling and training
+    # run in mixed precision and can differ from old_logp (the training pass before the update)
+    sample_logp: torch.Tensor | None = None
 
 
 def _floats(row: torch.Tensor, n: int) -> list[float]:
@@ -92,6 +95,7 @@ def response_record(view: MinibatchView, row: int, with_tokens: bool) -> Respons
         tokens = TokenArrays(
             ids=view.token_ids[row][:n], text=view.token_text[row][:n],
             logp=_floats(view.logp[row], n), old_logp=_floats(view.old_logp[row], n),
+            sample_logp=_floats(view.sample_logp[row], n) if view.sample_logp is not None else None,
             ref_logp=_floats(view.ref_logp[row], n) if view.ref_logp is not None else None,
             value=_floats(view.values[row], n) if view.values is not None else None,
             advantage=_floats(view.advantages[row], n),
@@ -154,7 +158,31 @@ def update_metrics(view: MinibatchView) -> dict[str, float | None]:
         metrics["kl/mean"] = float(view.kl[m].sum()) / n
     elif view.ref_logp is not None:
         metrics["kl/mean"] = float((view.logp - view.ref_logp)[m].sum()) / n
+    if view.sample_logp is not None:
+        metrics.update(mismatch_metrics(view.old_logp, view.sample_logp, view.mask))
     return metrics
+
+
+def mismatch_metrics(train_logp: torch.Tensor, sample_logp: torch.Tensor, mask: torch.Tensor) -> dict[str, float | None]:
+    """How far the training pass's log-probs (before the update) are from the sampling pass's.
+
+    Over the real tokens: mean and largest |log pi_train - log pi_sample|, and the truncated
+    importance-sampling weight min(1, pi_train / pi_sample) (mean, smallest, and the fraction of
+    tokens it pulls below 1, i.e. where the training pass finds the token less likely).
+    """
+    m = mask.bool()
+    if not bool(m.any()):
+        return {k: None for k in ("mismatch/logp_abs_mean", "mismatch/logp_abs_max", "mismatch/tis_mean",
+                                  "mismatch/tis_min", "mismatch/tis_below_1_frac")}
+    delta = (train_logp.double() - sample_logp.double())[m]
+    tis = delta.exp().clamp(max=1.0)
+    return {
+        "mismatch/logp_abs_mean": float(delta.abs().mean()),
+        "mismatch/logp_abs_max": float(delta.abs().max()),
+        "mismatch/tis_mean": float(tis.mean()),
+        "mismatch/tis_min": float(tis.min()),
+        "mismatch/tis_below_1_frac": float((delta < 0).double().mean()),
+    }
 
 
 def rollout_metrics(*, rewards: torch.Tensor, components: dict[str, torch.Tensor], shaping: torch.Tensor,

@@ -42,11 +42,12 @@ from unipo_build.specs import AlgorithmSpec, resolve
 from unipo_build.specs import load_algorithm as specs_load_algorithm
 
 from . import records
-from .batches import by_minibatch, concat_batches, length_chunks, select_rows
+from .batches import by_minibatch, concat_batches, length_chunks, pad_columns, select_rows
 from .critic import Critic
 from .evaluate import evaluate
 from .generation import RolloutBatch, response_logprobs, sample_groups
-from .model import count_parameters, load_policy, resolve_device, set_threads, show_progress_bars, thread_count
+from .model import (count_parameters, load_policy, resolve_device, resolve_precision, set_threads, show_progress_bars,
+                    thread_count)
 from .presets import get_preset
 from .reward import score_response, total_reward
 from .runstate import (Interrupted, TrainError, check_out_dir, checkpoint_dir, checkpoint_interval, checkpoint_rollout,
@@ -139,6 +140,18 @@ class Trainer:
         set_threads(self.threads)
         show_progress_bars(opts.progress)
         self.device = resolve_device(opts.device)
+        # The GPU path (on CUDA, or forced on any device by precision "bf16", which the tests use):
+        # bf16 autocast in every policy pass (log-probs in float32), the preset's GPU micro-batches,
+        # the static decoder (CUDA graphs on CUDA), the old log-probs taken from the first update's
+        # own forward pass where that is exact, and the sampling log-probs logged beside them.
+        # Elsewhere nothing changes: float32, micro_rows, the pruning decoder, a separate old pass.
+        try:
+            self.autocast = resolve_precision(self.rl.precision, self.device)
+        except ValueError as err:
+            raise TrainError(str(err)) from None
+        self.gpu_path = self.device.type == "cuda" or self.autocast is not None
+        self.micro_rows = self.rl.cuda_micro_rows if self.gpu_path else self.rl.micro_rows
+        self.static_decode = self.gpu_path and self.rl.cuda_graphs
 
     # -- setup ---------------------------------------------------------------
 
@@ -174,6 +187,12 @@ class Trainer:
             reward_components.append(RewardComponentInfo(
                 name="shaping", description=f"{self.cfg.kind('shaping')} shaping term added to the reward.", weight=1.0))
         params = count_parameters(self.policy)
+        hyper = {k: v for k, v in asdict(self.rl).items()
+                 if not isinstance(v, tuple) and k not in ("precision", "cuda_micro_rows", "cuda_graphs")}
+        if self.gpu_path:  # what this run did, not the preset's alternatives
+            hyper.update(micro_rows=self.micro_rows, precision="bf16" if self.autocast else "fp32",
+                         static_decoder=self.static_decode,
+                         cuda_graphs=self.static_decode and self.device.type == "cuda")
         model = ModelInfo(name=self.preset.name if not self.opts.model else project_relative(self.opts.model, REPO),
                           architecture=type(self.policy).__name__, parameters=params,
                           checkpoint=project_relative(checkpoint, REPO),
@@ -187,13 +206,13 @@ class Trainer:
                               components=reward_components),
             model=model, reference_model=model if O.uses_reference(self.cfg) else None,
             preset=self.preset.name,
-            hyperparameters={**{k: v for k, v in asdict(self.rl).items() if not isinstance(v, tuple)},
-                             "critic_lr": self.critic_lr if O.uses_critic(self.cfg) else None},
+            hyperparameters={**hyper, "critic_lr": self.critic_lr if O.uses_critic(self.cfg) else None},
             seed=self.opts.seed,
             hardware=Hardware(device=self.device.type,
                               device_name=torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else None,
                               cpu=platform.processor() or platform.machine(), cores=os.cpu_count(),
-                              threads=torch.get_num_threads(), dtype="float32"),
+                              threads=torch.get_num_threads(),
+                              dtype="bfloat16 autocast, float32 log-probs" if self.autocast else "float32"),
             software={"python": platform.python_version(), "torch": torch.__version__,
                       "transformers": __import__("transformers").__version__, "unipo": "0.1.0"},
             commit=git_commit(), engine="unipo", created_at=datetime.now(timezone.utc),
@@ -309,7 +328,8 @@ class Trainer:
         """Response lengths of the starting policy: G samples for each of the first held-out prompts."""
         prompts = [r["prompt"] for r in self.eval_rows[:self.rl.probe_prompts]]
         batch = sample_groups(self.policy, self.tokenizer, prompts, self.rl.group_size, self.rl.max_new_tokens,
-                              self.rl.temperature, seed=self.opts.seed + 11)
+                              self.rl.temperature, seed=self.opts.seed + 11, autocast=self.autocast,
+                              static=self.static_decode)
         self.policy.train()
         answers = [r["answer"] for r in self.eval_rows[:self.rl.probe_prompts]]
         _, comps = self._score(batch, answers)
@@ -357,7 +377,8 @@ class Trainer:
             rows = [self.train_rows[self.prompt_rng.randrange(len(self.train_rows))] for _ in range(n_prompts)]
             answers = [r["answer"] for r in rows]
             batch = sample_groups(self.policy, self.tokenizer, [r["prompt"] for r in rows], G, self.rl.max_new_tokens,
-                                  self.rl.temperature, generator=self.sample_gen)
+                                  self.rl.temperature, generator=self.sample_gen, autocast=self.autocast,
+                                  static=self.static_decode)
             reward, comps = self._score(batch, answers)
             shaped, _ = O.shape_rewards(self.cfg, reward, batch.response_lengths)
             sampled["reward"].append(shaped)
@@ -429,11 +450,19 @@ class Trainer:
             plans.append([sorted(order[i::self.rl.minibatches]) for i in range(self.rl.minibatches)
                           if order[i::self.rl.minibatches]])
         row_sets = [part for chunk in plans[0]
-                    for part in length_chunks(batch, [r for g in chunk for r in batch.group(g)], self.rl.micro_rows)]
+                    for part in length_chunks(batch, [r for g in chunk for r in batch.group(g)], self.micro_rows)]
+        # On the GPU path, when the first update covers every row (one minibatch) and nothing needs the
+        # old log-probs before it (no KL in the reward), the first update's own forward pass gives
+        # them: the same rows, chunks and weights as a separate pass, one pass fewer, ratio exactly 1.
+        fill_old = self.gpu_path and len(plans[0]) == 1 and not O.kl_in_reward(self.cfg)
+        self.fused_old_logprobs = fill_old  # read by benchmarks/gpu_speed.py (passes per rollout)
         with torch.no_grad():
-            old_logp = by_minibatch(lambda mb: response_logprobs(self.policy, mb)[0], batch, row_sets)
-            ref_logp = (by_minibatch(lambda mb: response_logprobs(self.reference, mb)[0], batch, row_sets)
-                        if self.reference is not None else None)
+            if fill_old:
+                old_logp = torch.zeros(batch.size, batch.response_mask.shape[1])
+                ref_logp = (by_minibatch(lambda mb: response_logprobs(self.reference, mb, autocast=self.autocast)[0],
+                                         batch, row_sets) if self.reference is not None else None)
+            else:
+                old_logp, ref_logp = self._old_and_ref(batch, row_sets)
             values = by_minibatch(self.critic, batch, row_sets) if self.critic is not None else None
         rollout_kl = O.rollout_kl(self.cfg, old_logp, ref_logp, mask) if O.kl_in_reward(self.cfg) else None
         advantages, returns = O.compute_advantages(self.cfg, rewards=shaped.float(), group_size=G, mask=mask,
@@ -450,17 +479,33 @@ class Trainer:
                 rows = [r for g in chunk for r in batch.group(g)]
                 self._update(batch, rows, answers, shaped, comps, correct, mask, old_logp, ref_logp,
                              values, advantages, returns, rollout_kl, rollout_metrics, first,
-                             filtered if first else [])
+                             filtered if first else [], fill_old=fill_old and first)
                 first = False
         self.rollout += 1
 
+    def _old_and_ref(self, batch, row_sets):
+        """Old and reference log-probs in one loop over the chunks (each chunk cut from the batch
+        once, both models run on it). Returns (old [N, Tr], reference [N, Tr] or None)."""
+        old = torch.zeros(batch.size, batch.response_mask.shape[1])
+        ref = torch.zeros_like(old) if self.reference is not None else None
+        for rows in row_sets:
+            sub = select_rows(batch, rows)
+            old[rows] = pad_columns(response_logprobs(self.policy, sub, autocast=self.autocast)[0].float().cpu(),
+                                    old.shape[1])
+            if ref is not None:
+                ref[rows] = pad_columns(response_logprobs(self.reference, sub, autocast=self.autocast)[0].float().cpu(),
+                                        old.shape[1])
+        return old, ref
+
     def _update(self, batch, rows, answers, shaped, comps, correct, mask, old_logp, ref_logp, values,
-                advantages, returns, rollout_kl, rollout_metrics, first, filtered) -> None:
+                advantages, returns, rollout_kl, rollout_metrics, first, filtered, fill_old: bool = False) -> None:
         """One optimizer step on the minibatch `rows`: J = sum w * objective over its tokens.
 
         The forward and backward passes run on chunks of similar length (length_chunks) and their
         gradients add up: J is linear in the rows and the aggregation weights are computed on the
-        whole minibatch first, so the step is the same as one pass over the minibatch.
+        whole minibatch first, so the step is the same as one pass over the minibatch. With
+        `fill_old` this is the rollout's first update and its forward pass also writes the rollout's
+        old log-probs (before the optimizer step), which the later updates read.
         """
         t0 = time.time()
         idx = torch.tensor(rows)
@@ -475,13 +520,15 @@ class Trainer:
         has_kl = False
         J = torch.zeros((), dtype=torch.float64)
         self.optimizer.zero_grad(set_to_none=True)
-        chunks = length_chunks(batch, rows, self.rl.micro_rows)
+        chunks = length_chunks(batch, rows, self.micro_rows)
         for chunk in chunks:
             sub = select_rows(batch, chunk)
-            logp, entropy = response_logprobs(self.policy, sub)
+            logp, entropy = response_logprobs(self.policy, sub, autocast=self.autocast)
             dev, w = logp.device, logp.shape[1]
             c, at = torch.tensor(chunk), torch.tensor([where[r] for r in chunk])
-            terms = O.token_terms(self.cfg, logp=logp, old_logp=old_logp[c, :w].to(dev),
+            if fill_old:
+                old_logp[c, :w] = logp.detach().float().cpu()
+            terms = O.token_terms(self.cfg, logp=logp, old_logp=logp.detach() if fill_old else old_logp[c, :w].to(dev),
                                   advantages=advantages[c, :w].to(dev), mask=mask[c, :w].to(dev),
                                   ref_logp=ref_logp[c, :w].to(dev) if ref_logp is not None else None,
                                   rollout_kl=rollout_kl[c, :w].to(dev) if rollout_kl is not None else None)
@@ -521,14 +568,16 @@ class Trainer:
             ev = float(explained_variance(values[idx], returns[idx], mask[idx]))
             metrics["value/explained_variance"] = ev if ev == ev else None
         has_tokens = self._wants_detail()
-        token_text = {r: token_pieces(self.tokenizer, batch.response_ids[r]) if has_tokens else [] for r in rows}
+        # Each token's text, computed only for the rows the step detail logs (a few groups of the
+        # minibatch): incremental decoding costs O(length^2) per answer, seconds for 1,024 answers.
+        token_text = _Pieces(self.tokenizer, [batch.response_ids[r] for r in rows] if has_tokens else None)
         group_of_row = {r: g for g in range(len(batch.prompts)) for r in batch.group(g)}
         view = records.MinibatchView(
             group_index=[group_of_row[r] for r in rows],
             prompts=[batch.prompts[g] for g in sorted({group_of_row[r] for r in rows})],
             answers=[answers[g] for g in sorted({group_of_row[r] for r in rows})],
             response_text=[batch.texts[r] for r in rows], token_ids=[batch.response_ids[r] for r in rows],
-            token_text=[token_text[r] for r in rows], rewards=shaped[idx],
+            token_text=token_text, rewards=shaped[idx],
             reward_components={k: v[idx] for k, v in comps.items()}, correct=correct[idx],
             truncated=batch.truncated[idx], mask=mask[idx], logp=out["logp"], old_logp=old_logp[idx],
             ref_logp=ref_logp[idx] if ref_logp is not None else None,
@@ -537,7 +586,8 @@ class Trainer:
             kl=out["kl"] if has_kl else None, ratio=out["ratio"],
             clip_side=clip_side, entropy=out["entropy"],
             weights=weights.detach().cpu(), objective=out["objective"],
-            group_advantage=O.group_baseline(self.cfg))
+            group_advantage=O.group_baseline(self.cfg),
+            sample_logp=batch.logprobs[idx][:, :width] if self.gpu_path else None)
         metrics.update(records.update_metrics(view))
         metrics["time/update_s"] = time.time() - t0
         metrics["time/wall_s"] = self.elapsed_before + time.time() - self.started
@@ -598,6 +648,20 @@ class Trainer:
                            wall_time_s=round(self.elapsed_before + time.time() - self.started, 1))
         remove_checkpoints(self.out)
         return self.out
+
+
+class _Pieces:
+    """token_pieces of a minibatch's answers by row, each computed when first read (None: no detail)."""
+
+    def __init__(self, tokenizer, ids: list[list[int]] | None):
+        self.tokenizer, self.ids, self.done = tokenizer, ids, {}
+
+    def __getitem__(self, row: int) -> list[str]:
+        if self.ids is None:
+            return []
+        if row not in self.done:
+            self.done[row] = token_pieces(self.tokenizer, self.ids[row])
+        return self.done[row]
 
 
 def train(opts: TrainOptions) -> Path:

@@ -82,6 +82,21 @@ class RLPreset:
     # Rows per forward/backward pass: a minibatch is cut into chunks of similar answer length, so a
     # pass pays for its own longest answer; the gradients add up to the minibatch's (exact).
     micro_rows: int = 32
+    # On a CUDA GPU (training/rl.py's Trainer decides; the CPU path above is unchanged):
+    # - precision "auto" runs the policy's forward passes (sampling, old/reference log-probs, updates)
+    #   under bf16 autocast, with the output projection, log-softmax and log-probs in float32; "fp32"
+    #   keeps float32 there too; "bf16" takes this whole GPU path on any device, the CPU included
+    #   (the tests run it that way; CPU autocast to bf16 works).
+    # - cuda_micro_rows replaces micro_rows: a GPU needs thousands of tokens per pass to be busy, and
+    #   the run must stay under 8 GB so that 8 share an 80 GB GPU. The gpu preset's saved activations
+    #   are about 280 KB per token under autocast (8 layers of width 512, float32 residual stream), so
+    #   128 answers of up to 96 tokens (plus about 25 of prompt) keep a pass under 4.5 GB beside the
+    #   sampler's 2 GB cache; 256 would reach about 9 GB when every answer runs to the budget.
+    # - cuda_graphs: sample with a static, preallocated KV cache whose decoding step is one CUDA
+    #   graph replay (training/llama_decode.py); False keeps the CPU's loop.
+    precision: str = "auto"
+    cuda_micro_rows: int = 128
+    cuda_graphs: bool = True
     steps: int = 300  # rollouts
     eval_every: int = 50  # held-out eval at the start, every eval_every rollouts and at the end
     eval_n: int = 1500  # start and end: the whole held-out set

@@ -99,6 +99,14 @@
         rows.push(row("ratio \u03c1", "exp(log \u03c0\u03b8 \u2212 log \u03c0old)", b.ratio[t], "ratio", checkText(b.ratio[t], tk.ratio[t])));
       }
     }
+    if (tk.sample_logp) {
+      // Mixed-precision runs log the log-prob the token was sampled with beside the training pass's:
+      // the second ratio, and the truncated importance-sampling weight min(1, it).
+      var mismatch = Math.exp(tk.old_logp[t] - tk.sample_logp[t]);
+      rows.push(row("log \u03c0sample(token)", "the log-prob it was sampled with (the decoding pass)", tk.sample_logp[t], "sample_logp"));
+      rows.push(row("sampling ratio", "\u03c0old / \u03c0sample = exp(log \u03c0old \u2212 log \u03c0sample): training pass against sampling pass", mismatch, "sample_ratio"));
+      rows.push(row("truncated IS weight", "min(1, \u03c0old / \u03c0sample)", Math.min(1, mismatch), "tis_weight"));
+    }
     return [table(rows)];
   }
 

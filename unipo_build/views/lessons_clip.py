@@ -8,6 +8,7 @@
     {{ up_clipped_verdict("dapo") }}  a sentence: are the up-clipped tokens the improbable ones?
     {{ surrogate_figure("grpo") }}    the clipped surrogate against the ratio, with its slope at 1 (HTML)
     {{ first_update_ratios("grpo") }} a sentence: the ratios of every rollout's first update
+    {{ sampling_mismatch() }}         a sentence: which runs sample and train in different precisions, and how far apart
 
 The clip does not bound the ratio (it zeroes a token's gradient once the ratio has left the range
 in the advantage's direction), so the logged extremes can lie far outside it; DAPO fig. 3a
@@ -121,6 +122,49 @@ def clip_bound_verdict_text(site: Site) -> str:
             f"smallest, {fmt_num(e_lo['min'], 3)} ({site.run_label(run_lo)}, update {fmt_num(e_lo['min_step'])}), "
             f"is {fmt_num(e_lo['low'] / max(e_lo['min'], 1e-300), 3)} times smaller than its lower bound "
             f"{bound_text(e_lo['low'])}.")
+
+
+def mismatch_summary(run: Run) -> dict | None:
+    """The run's logged gap between sampling and training log-probs (the mismatch/ metrics), or None."""
+    table = run.reader.table
+    gap = table.column("mismatch/logp_abs_mean")
+    if np.all(np.isnan(gap)):
+        return None
+    tis, tis_min = table.column("mismatch/tis_mean"), table.column("mismatch/tis_min")
+    return {"gap": float(np.nanmean(gap)), "gap_max": float(np.nanmax(table.column("mismatch/logp_abs_max"))),
+            "tis": float(np.nanmean(tis)) if not np.all(np.isnan(tis)) else None,
+            "tis_min": float(np.nanmin(tis_min)) if not np.all(np.isnan(tis_min)) else None,
+            "dtype": run.header.hardware.dtype if run.header.hardware else None}
+
+
+def _runs(n: int) -> str:
+    return f"{count_word(n)} run" + ("" if n == 1 else "s")
+
+
+def sampling_mismatch_text(site: Site) -> str:
+    runs = course_runs(site)[0]
+    logged = [(r, m) for r in runs if (m := mismatch_summary(r)) is not None]
+    if not logged:
+        dtypes = sorted({r.header.hardware.dtype for r in runs if r.header.hardware and r.header.hardware.dtype})
+        where = f" (they ran in {', '.join(dtypes)})" if dtypes else ""
+        return (f"None of the {_runs(len(runs))} of this build logs a sampling log-prob{where}: in float32 "
+                "the sampling and the training pass agree to rounding, so the probability a token was sampled with is "
+                "the one the update's ratio divides by, and the second ratio would be one throughout.")
+    worst = max(logged, key=lambda x: x[1]["gap"])
+    parts = [f"{site.run_label(r)} {fmt_num(m['gap'], 3)}" for r, m in logged]
+    tis = [m["tis"] for _, m in logged if m["tis"] is not None]
+    tis_min = [m["tis_min"] for _, m in logged if m["tis_min"] is not None]
+    one = len(logged) == 1
+    text = (f"{_runs(len(logged)).capitalize()} of this build {'samples and trains' if one else 'sample and train'} "
+            f"in {worst[1]['dtype'] or 'mixed precision'} and {'logs' if one else 'log'} both log-probs. The mean gap |log π_train − "
+            f"log π_sample| over their updates: {', '.join(parts)}; the largest single gap, "
+            f"{fmt_num(max(m['gap_max'] for _, m in logged), 3)}.")
+    if tis:
+        spread = (fmt_num(tis[0], 4) if len(tis) == 1
+                  else f"{fmt_num(min(tis), 4)} to {fmt_num(max(tis), 4)} across these runs")
+        text += (f" The truncated importance weight min(1, π_train/π_sample) averages {spread}"
+                 + (f", and its smallest value on a token is {fmt_num(min(tis_min), 3)}." if tis_min else "."))
+    return text
 
 
 def kl_spike_text(site: Site, name: str) -> str:
@@ -408,6 +452,12 @@ def ratio_extremes(site: Site) -> str:
 def clip_bound_verdict(site: Site) -> str:
     """A sentence: whether (and how far) the logged ratios left the clip ranges."""
     return clip_bound_verdict_text(site)
+
+
+@macro
+def sampling_mismatch(site: Site) -> str:
+    """A sentence: which runs sample and train in different precisions, and how far their log-probs are."""
+    return sampling_mismatch_text(site)
 
 
 @macro

@@ -60,6 +60,8 @@ METRIC_COLOURS: dict[str, str] = {
     "objective": "grey", "loss/policy": "grey", "loss/value": "petrol", "value/explained_variance": "grey",
     "kl/mean": "crimson", "entropy/mean": "forest",
     "clip/frac_high": "grey", "clip/frac_low": "petrol", "ratio/min": "petrol", "ratio/mean": "grey", "ratio/max": "grey",
+    "mismatch/logp_abs_mean": "navy", "mismatch/logp_abs_max": "grey", "mismatch/tis_mean": "plum",
+    "mismatch/tis_min": "petrol", "mismatch/tis_below_1_frac": "brown",
     "length/mean": "brown", "length/correct": "forest", "length/incorrect": "brown", "length/truncated_frac": "brown",
     "sampled/length": "brown", "sampled/tokens": "brown",
     "grad_norm": "grey", "lr": "petrol",

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The GPU machine's one call for issue 20's speed figures: install the carried wheels, run the GPU
+# tests, then benchmarks/gpu_speed.py (ours alone, the pre-issue-20 path, 8 runs at once, TRL's
+# GRPOTrainer), everything written under $OUT. About 4-6 minutes on an H100 or H200; its
+# timeouts add up to under 9.5 minutes (run it with timeout_s 600).
+#
+# From the repository root, with the wheels of benchmarks/README.md ("GPU speed") in .whl/:
+#     bash benchmarks/gpu_call.sh
+# A warm start in work/sft-gpu (carried) is used if present; otherwise a random model of the gpu
+# preset's shape, whose answers run to the 96-token budget (the worst case for the target).
+set -uo pipefail
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+OUT=${OUT:-/tmp/gpu_call_out}
+mkdir -p "$OUT"
+log() { echo "== $(date -u +%T) $*" | tee -a "$OUT/steps.log"; }
+
+log "install wheels"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+  || { log "wheel install failed"; exit 1; }
+export PYTHONPATH="/tmp/site:$PWD"
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/nvidia-smi.csv"
+python3 -c "import sys, torch, transformers, trl, pydantic; print(sys.version.split()[0], torch.__version__, \
+transformers.__version__, trl.__version__, pydantic.VERSION, torch.cuda.get_device_name())" | tee "$OUT/versions.txt"
+
+log "GPU tests (CUDA graphs against eager and a full forward, the trainer's GPU path)"
+timeout 120 python3 -m pytest -p no:cacheprovider -q tests/test_gpu_paths.py -k cuda 2>&1 \
+  | tee "$OUT/pytest.log"
+
+log "benchmark: ours, baseline, 8 at once, TRL"
+timeout 330 python3 benchmarks/gpu_speed.py --baseline --concurrent 8 --trl --json "$OUT/gpu_speed.json" \
+  --out-dir /tmp/gpu_speed_runs 2>&1 | tee "$OUT/gpu_speed.log"
+rc=${PIPESTATUS[0]}
+if [ "$rc" -ne 0 ] && [ ! -s "$OUT/gpu_speed.json" ]; then
+  log "benchmark failed (exit $rc): ours alone without CUDA graphs, to have a figure"
+  timeout 90 python3 benchmarks/gpu_speed.py --no-graphs --json "$OUT/gpu_speed_no_graphs.json" \
+    --out-dir /tmp/gpu_speed_runs_ng 2>&1 | tee "$OUT/gpu_speed_no_graphs.log"
+fi
+cp /tmp/gpu_speed_runs/result-*.json "$OUT/" 2>/dev/null
+
+if [ "$rc" -eq 0 ]; then
+  log "ours alone with micro-batches of 256 rows (the preset has 128: fewer passes, more memory)"
+  timeout 90 python3 benchmarks/gpu_speed.py --micro-rows 256 --json "$OUT/gpu_speed_micro256.json" \
+    --out-dir /tmp/gpu_speed_runs_256 2>&1 | tee "$OUT/gpu_speed_micro256.log"
+fi
+log "done"
