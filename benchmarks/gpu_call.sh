@@ -23,11 +23,18 @@ python3 -c "import sys, torch, transformers, trl, pydantic; print(sys.version.sp
 transformers.__version__, trl.__version__, pydantic.VERSION, torch.cuda.get_device_name())" | tee "$OUT/versions.txt"
 
 log "GPU tests (CUDA graphs against eager and a full forward, the trainer's GPU path)"
-timeout 120 python3 -m pytest -p no:cacheprovider -q tests/test_gpu_paths.py -k cuda 2>&1 \
+timeout "${TEST_TIMEOUT:-120}" python3 -m pytest -p no:cacheprovider -q tests/test_gpu_paths.py -k cuda 2>&1 \
   | tee "$OUT/pytest.log"
 
+if [ ! -d work/sft-gpu ] && [ -n "${SFT_STEPS:-}" ]; then
+  log "warm start of the gpu preset on data/tasks-gpu (stop rule, at most $SFT_STEPS steps)"
+  timeout "${SFT_TIMEOUT:-200}" python3 -m unipo_build.cli sft --preset gpu --steps "$SFT_STEPS" --device cuda 2>&1 \
+    | tee "$OUT/sft.log" | grep -v "^ *step" | tail -40
+  cp work/sft-gpu/sft_meta.json "$OUT/" 2>/dev/null
+fi
+
 log "benchmark: ours, baseline, 8 at once, TRL"
-timeout 330 python3 benchmarks/gpu_speed.py --baseline --concurrent 8 --trl --json "$OUT/gpu_speed.json" \
+timeout "${BENCH_TIMEOUT:-330}" python3 benchmarks/gpu_speed.py --baseline --concurrent 8 --trl --json "$OUT/gpu_speed.json" \
   --out-dir /tmp/gpu_speed_runs 2>&1 | tee "$OUT/gpu_speed.log"
 rc=${PIPESTATUS[0]}
 if [ "$rc" -ne 0 ] && [ ! -s "$OUT/gpu_speed.json" ]; then
@@ -37,7 +44,7 @@ if [ "$rc" -ne 0 ] && [ ! -s "$OUT/gpu_speed.json" ]; then
 fi
 cp /tmp/gpu_speed_runs/result-*.json "$OUT/" 2>/dev/null
 
-if [ "$rc" -eq 0 ]; then
+if [ "$rc" -eq 0 ] && [ -n "${MICRO256:-}" ]; then
   log "ours alone with micro-batches of 256 rows (the preset has 128: fewer passes, more memory)"
   timeout 90 python3 benchmarks/gpu_speed.py --micro-rows 256 --json "$OUT/gpu_speed_micro256.json" \
     --out-dir /tmp/gpu_speed_runs_256 2>&1 | tee "$OUT/gpu_speed_micro256.log"
