@@ -2,6 +2,8 @@
 
 - ``unipo``: UNIPO's published log format, JSON or JSONL (``unipo_format``).
 - ``openrlhf``: OpenRLHF's TensorBoard scalars (``openrlhf_tb``).
+- ``verl``: verl's metrics JSONL, rollout and validation dumps and Hydra config (``verl``).
+- ``prime-rl``: prime-rl's token export, metrics and resolved configs (``prime_rl``).
 
 ``import_log(fmt, src, out)`` writes a new run directory and returns its header. It never
 touches ``src``, refuses an ``out`` that is not empty, and writes through a staging directory
@@ -19,9 +21,11 @@ from ..runlog import LogErrors, validation_errors
 from ..schema import RunHeader
 from .common import OutputError, discard, publish, staging_dir
 from .openrlhf_tb import import_openrlhf
+from .prime_rl import import_prime_rl
 from .unipo_format import import_unipo
+from .verl import import_verl
 
-FORMATS = {"unipo": import_unipo, "openrlhf": import_openrlhf}
+FORMATS = {"unipo": import_unipo, "openrlhf": import_openrlhf, "verl": import_verl, "prime-rl": import_prime_rl}
 
 
 def import_log(fmt: str, src: str | Path, out: str | Path, *, algorithm: str | None = None,
