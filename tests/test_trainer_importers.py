@@ -1,0 +1,227 @@
+"""`unipo import verl` and `unipo import prime-rl` on runs written in their trainers' exact formats.
+
+The fixtures (tests/fixtures/verl, tests/fixtures/prime_rl) are written by tests/trainer_formats.py,
+whose writers mirror verl's and prime-rl's own code paths. Every expected number is worked out in
+the comment beside it (or in the writer's docstring). The importer runs as a user runs it: the
+console script, in a subprocess, from the repository root.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cli_helpers import unipo
+from helpers_runlog import checksums
+from unipo_build import runlog
+from unipo_build.recompute import check_step
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+@pytest.fixture
+def verl_run(tmp_path):
+    dest = tmp_path / "in" / "verl"
+    shutil.copytree(FIXTURES / "verl" / "run", dest)
+    return dest
+
+
+@pytest.fixture
+def prime_run(tmp_path):
+    dest = tmp_path / "in" / "prime"
+    shutil.copytree(FIXTURES / "prime_rl" / "run", dest)
+    return dest
+
+
+def one_line_error(result) -> str:
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_help_lists_every_format():
+    out = unipo("import", "--help").stdout
+    assert "{openrlhf,prime-rl,unipo,verl}" in out  # trl is added beside them by its own importer
+
+
+# ---------------------------------------------------------------------------
+# verl
+# ---------------------------------------------------------------------------
+
+def test_verl_round_trip(verl_run, tmp_path):
+    before = checksums(verl_run)
+    out = tmp_path / "runs" / "verl"
+    result = unipo("import", "verl", verl_run, "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert checksums(verl_run) == before
+    assert unipo("validate", out).stdout.strip() == f"{out}: valid"
+
+    header = runlog.read_header(out)
+    # GRPO in verl's config: grpo + norm_adv_by_std, vanilla loss, clip 0.2/0.2, k3 (low_var_kl) in the loss
+    # with coef 0.04, seq-mean-token-mean: every kind and parameter of data/algorithms/grpo.yaml
+    assert header.algorithm == "grpo"
+    cfg = header.algorithm_config
+    assert cfg.kind("kl") == "in_loss" and cfg.param("kl", "beta") == 0.04 and cfg.param("kl", "estimator") == "k3"
+    assert cfg.kind("aggregation") == "seq_mean_token_mean" and cfg.param("clip", "eps") == 0.2
+    assert header.hyperparameters["group_size"] == 2 and header.hyperparameters["max_new_tokens"] == 16
+    assert header.engine == "verl" and any("token-level detail" in m for m in header.missing)
+    assert "no token files" in header.notes
+    steps = list(runlog.iter_steps(out))
+    assert [s.source_step for s in steps] == [1, 2, 3]  # step 0's line holds validation metrics only
+    assert runlog.token_steps(out) == []
+    # dumps (scores per step, Q1 Q1 Q2 Q2): 1: 1 0 1 1; 2: 0 0 1 0; 3: 1 1 1 1
+    assert [s.metrics["accuracy/train"] for s in steps] == [0.75, 0.25, 1.0]
+    assert [s.metrics["groups/zero_variance_frac"] for s in steps] == [0.5, 0.5, 1.0]
+    assert [s.metrics["groups/all_correct_frac"] for s in steps] == [0.5, 0.0, 1.0]
+    assert [s.metrics["groups/all_wrong_frac"] for s in steps] == [0.0, 0.5, 0.0]
+    assert [s.metrics["reward/mean"] for s in steps] == [0.75, 0.25, 1.0]  # critic/score/mean
+    # objective = -(pg_loss + 0.04 kl_loss): step 1: -(-0.1 + 0.04 x 0.01) = 0.0996
+    assert math.isclose(steps[0].metrics["objective"], 0.0996, rel_tol=1e-6)
+    assert steps[0].metrics["loss/policy"] == -0.1 and steps[0].metrics["time/rollout_s"] == 1.25
+    evals = list(runlog.iter_evals(out))
+    # validation dumps: before training 1 of 2 right; after step 3 2 of 2 (greedy: val_kwargs.do_sample false)
+    assert [(e.step, e.phase, e.n, e.accuracy_greedy) for e in evals] == [(0, "start", 2, 0.5), (3, "end", 2, 1.0)]
+    assert header.model_extra["pre_training_metrics"] == {"val-core/gsm8k/reward/mean@1": 0.5}
+
+
+def test_verl_config_the_registry_cannot_express(verl_run, tmp_path):
+    cfg_path = verl_run / ".hydra" / "config.yaml"
+    cfg = yaml.safe_load(cfg_path.read_text())
+    cfg["algorithm"]["adv_estimator"] = "remax"
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    before = checksums(verl_run)
+    out = tmp_path / "runs" / "remax"
+    line = one_line_error(unipo("import", "verl", verl_run, "--out", out))
+    assert line.startswith(f"{cfg_path}: algorithm.adv_estimator: 'remax' has no kind")
+    assert "nearest: reinforce_return" in line and "--algorithm" in line
+    assert not out.exists() and checksums(verl_run) == before
+    # Named, it imports with that spec, the gap in the run card
+    result = unipo("import", "verl", verl_run, "--out", out, "--algorithm", "reinforce")
+    assert result.returncode == 0, result.stderr
+    header = runlog.read_header(out)
+    assert header.algorithm == "reinforce" and header.imported_from["gaps"][0]["setting"] == "algorithm.adv_estimator"
+    assert "algorithm.adv_estimator = remax has no kind" in header.notes
+
+
+def test_verl_partly_readable_log_imports_what_it_can(verl_run, tmp_path):
+    metrics = verl_run / "unipo_fixture" / "verl_grpo.jsonl"
+    lines = metrics.read_text().splitlines()
+    lines.insert(2, '{"step": 2, "data": {"actor/pg_loss": ')  # a line cut off mid-write
+    metrics.write_text("\n".join(lines) + "\n")
+    before = checksums(verl_run)
+    out = tmp_path / "runs" / "partial"
+    result = unipo("import", "verl", verl_run, "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert checksums(verl_run) == before
+    header = runlog.read_header(out)
+    assert [s.source_step for s in runlog.iter_steps(out)] == [1, 2, 3]
+    skipped = header.imported_from["skipped"]
+    assert len(skipped) == 1 and skipped[0].startswith(f"{metrics}: line 3: not JSON")
+    assert "skipped 1 unreadable line(s)" in header.notes
+
+
+def test_not_a_verl_directory(tmp_path):
+    src = tmp_path / "notverl"
+    shutil.copytree(FIXTURES / "unipo", src)
+    before = checksums(src)
+    out = tmp_path / "runs" / "x"
+    line = one_line_error(unipo("import", "verl", src, "--out", out))
+    assert line.startswith(f"{src}: no verl metrics JSONL") and "is this a verl run directory?" in line
+    assert not out.exists() and checksums(src) == before
+    line = one_line_error(unipo("import", "verl", src / "grpo_small.json", "--out", out))
+    assert "pass the directory, not a file" in line
+
+
+# ---------------------------------------------------------------------------
+# prime-rl
+# ---------------------------------------------------------------------------
+
+def test_prime_rl_round_trip_and_recompute(prime_run, tmp_path):
+    before = checksums(prime_run)
+    out = tmp_path / "runs" / "prime"
+    result = unipo("import", "prime-rl", prime_run, "--out", out, "--algorithm", "dr_grpo")
+    assert result.returncode == 0, result.stderr
+    assert checksums(prime_run) == before
+    assert unipo("validate", out).stdout.strip() == f"{out}: valid"
+    header = runlog.read_header(out)
+    assert header.algorithm == "dr_grpo" and header.engine == "prime-rl"
+    assert {g["setting"] for g in header.imported_from["gaps"]} == {"trainer.loss.type", "trainer.loss.kl_tau"}
+    assert any(m.startswith("rewards") for m in header.missing) and "missing from prime-rl's export" in header.notes
+    steps = list(runlog.iter_steps(out))
+    # the orchestrator's row for step 1 came before the trainer's rows for step 0: merged by step all the same
+    assert [s.source_step for s in steps] == [0, 1] and [s.has_tokens for s in steps] == [True, False]
+    assert steps[0].metrics["lr"] == 3e-6 and steps[0].metrics["grad_norm"] == 0.25
+    assert steps[0].metrics["reward/mean"] == 0.5 and steps[1].metrics["grad_norm"] == 0.5
+
+    detail = runlog.read_step_detail(out, 0)
+    assert len(detail.prompts) == 1  # both sequences share the prompt tokens [5, 6]
+    group = detail.prompts[0]
+    assert group.prompt == "<5><6>" and [r.text for r in group.responses] == ["<7><8>", "<9>"]
+    a, b = group.responses
+    assert a.reward is None and a.length == 2 and a.tokens.ids == [7, 8]
+    # ratio exp(-0.5 - -0.6) = exp(0.1) = 1.1051709; dr_grpo's weight 1 / (G x budget) = 1 / (2 x 8) = 0.0625
+    assert a.tokens.ratio == pytest.approx([math.exp(0.1), 1.0], rel=1e-8)
+    assert a.tokens.weight == [0.0625, 0.0625] and b.tokens.weight == [0.0625]
+    # contributions: 0.0625 x 0.5 x (1.1051709 + 1) = 0.0657866; 0.0625 x -0.5 = -0.03125; J = 0.0345366
+    assert a.contribution == pytest.approx(0.0625 * 0.5 * (math.exp(0.1) + 1), rel=1e-8)
+    assert b.contribution == pytest.approx(-0.03125, rel=1e-12)
+    assert detail.objective == pytest.approx(0.0625 * 0.5 * (math.exp(0.1) + 1) - 0.03125, rel=1e-6)
+    assert a.tokens.model_extra["source_importance_ratio"] == pytest.approx([math.exp(0.1), 1.0], rel=1e-8)
+    assert check_step(header.algorithm_config, detail) == []
+
+
+def test_prime_rl_default_loss_needs_algorithm(prime_run, tmp_path):
+    out = tmp_path / "runs" / "p"
+    line = one_line_error(unipo("import", "prime-rl", prime_run, "--out", out))
+    assert line.startswith(f"{prime_run / 'configs' / 'trainer.json'}: trainer.loss.type: ")
+    assert "nearest: asymmetric clip of the ratio" in line and "pass --algorithm SPEC" in line
+    assert not out.exists()
+
+
+def test_prime_rl_positive_log_prob(prime_run, tmp_path):
+    export = prime_run / "token_exports" / "step_0" / "rank_0.jsonl"
+    rows = [json.loads(x) for x in export.read_text().splitlines()]
+    rows[1]["trainer_logprobs"][2] = 0.5  # the completion's first token: log-prob 0.5 > 0
+    export.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows))
+    before = checksums(prime_run)
+    out = tmp_path / "runs" / "p"
+    line = one_line_error(unipo("import", "prime-rl", prime_run, "--out", out, "--algorithm", "dr_grpo"))
+    assert line == (f"{export} (line 2, step 0): trainer_logprobs: trained token 0 has log-prob 0.5 > 0, which no "
+                    "probability has: the file is not a prime-rl token export (or was altered); re-export it")
+    assert not out.exists() and checksums(prime_run) == before
+
+
+def test_prime_rl_other_export_schema(prime_run, tmp_path):
+    export = prime_run / "token_exports" / "step_0" / "rank_0.jsonl"
+    rows = [json.loads(x) for x in export.read_text().splitlines()]
+    rows[0]["schema_version"] = 2
+    export.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    line = one_line_error(unipo("import", "prime-rl", prime_run, "--out", tmp_path / "o", "--algorithm", "dr_grpo"))
+    assert line.startswith(f"{export} (line 1, step 0): schema_version: is 2; this importer reads")
+
+
+def test_prime_rl_partly_readable_export(prime_run, tmp_path):
+    export = prime_run / "token_exports" / "step_0" / "rank_0.jsonl"
+    rows = [json.loads(x) for x in export.read_text().splitlines()]
+    rows[1]["inference_logprobs"][2] = None  # non-finite in the trainer: written as null
+    export.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"schema_version": 1, "st')
+    out = tmp_path / "runs" / "p"
+    result = unipo("import", "prime-rl", prime_run, "--out", out, "--algorithm", "dr_grpo")
+    assert result.returncode == 0, result.stderr
+    header = runlog.read_header(out)
+    skipped = header.imported_from["skipped"]
+    assert skipped[0].startswith(f"{export}: line 2 (step 0): inference_logprobs of trained token 0 is null")
+    assert skipped[1] == f"{export}: line 3: not JSON (Unterminated string starting at: line 1 column 23 (char 22))"
+    assert [len(g.responses) for g in runlog.read_step_detail(out, 0).prompts] == [1]
+
+
+def test_not_a_prime_rl_directory(verl_run, tmp_path):
+    line = one_line_error(unipo("import", "prime-rl", verl_run, "--out", tmp_path / "o"))
+    assert line.startswith(f"{verl_run}: no token_exports/step_<N>/ and no metrics.jsonl")
