@@ -225,3 +225,22 @@ def test_prime_rl_partly_readable_export(prime_run, tmp_path):
 def test_not_a_prime_rl_directory(verl_run, tmp_path):
     line = one_line_error(unipo("import", "prime-rl", verl_run, "--out", tmp_path / "o"))
     assert line.startswith(f"{verl_run}: no token_exports/step_<N>/ and no metrics.jsonl")
+
+
+def test_site_builds_with_imported_runs_alone(verl_run, prime_run, tmp_path):
+    """Every view copes with a run without token files (verl) and with one without rewards (prime-rl):
+    the site builds strictly from these runs alone, the chapters picking them."""
+    from site_build import build_site
+
+    runs = tmp_path / "runs"
+    assert unipo("import", "verl", verl_run, "--out", runs / "verl").returncode == 0
+    for spec in ("grpo", "dr_grpo"):
+        result = unipo("import", "prime-rl", prime_run, "--out", runs / f"prime-{spec}", "--run-id", f"prime-{spec}",
+                       "--algorithm", spec)
+        assert result.returncode == 0, result.stderr
+    built = build_site(tmp_path / "site", extra_env={"UNIPO_RUNS": str(runs)})
+    assert built.returncode == 0, built.log[-3000:]
+    step_file = tmp_path / "site" / "assets" / "runs" / "prime-grpo" / "steps" / "step_000000.json"
+    assert json.loads(step_file.read_text())["prompts"][0]["responses"][0].get("reward") is None
+    page = (tmp_path / "site" / "course" / "algorithms" / "dr_grpo" / "index.html").read_text()
+    assert 'data-run="prime-dr_grpo"' in page
