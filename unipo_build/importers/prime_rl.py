@@ -22,7 +22,10 @@ file is written by:
 Mapping: one canonical step per trainer step in the metrics (``optim/lr`` -> lr, ``optim/grad_norm``
 -> grad_norm, ``entropy/all/mean`` -> entropy/mean, ``mismatch_kl/all/mean`` kept by name, others by
 name). A step with a token export gets a token file: its sequences grouped by their identical prompt
-tokens (the tokens before the first ``loss_mask`` one; the export has no problem id); per sequence,
+tokens (the tokens before the first ``loss_mask`` one; the export has no problem id), every group's
+contribution in the step's summaries and the first ``DETAIL_GROUPS`` groups token by token while they
+fit ``DETAIL_TOKENS`` tokens, the first at least in part (a step of hundreds of long sequences would
+make a token file far over the site's 300 KB budget); per sequence,
 the trained tokens (``loss_mask`` true) are the response: ``trainer_logprobs`` -> logp,
 ``inference_logprobs`` -> old_logp, ``advantages`` -> advantage, ``entropy`` -> entropy; ratio, clip
 side, weight and objective derived with the spec's components (``common.derive_tokens``); the export's
@@ -51,6 +54,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..runlog import LogError, RunWriter
 from ..schema import GroupSummary, ModelInfo, PromptGroup, Response, RewardInfo, RunHeader, StepDetail, StepRecord, TaskInfo, TokenArrays
 from . import common as K
@@ -60,6 +65,8 @@ from .verl import _jsonl
 PRIME_RL_COMMIT = "559b447"
 EXPORT_SCHEMA = 1
 LOGPROB_TOLERANCE = 1e-4  # a float32 log-prob of a certain token rounds to a tiny positive number at most
+DETAIL_GROUPS = 4  # groups of a step kept token by token, as the in-house trainer's detail_groups (presets.py)
+DETAIL_TOKENS = 2048  # and at most this many tokens: a step file of the site stays under its 300 KB budget
 WINDOW = 8  # steps a metrics row may lag behind the newest step seen (trainer and orchestrator interleave)
 METRICS = {"optim/lr": "lr", "optim/grad_norm": "grad_norm", "entropy/all/mean": "entropy/mean"}
 STEP_DIR = re.compile(r"^step_(\d+)$")
@@ -128,8 +135,41 @@ def _token_text(token: int) -> str:
     return f"<{token}>"
 
 
+class _Null(Exception):
+    """A trained token's value was written as null (non-finite in the trainer)."""
+
+
+def _column(row: dict, name: str, keep: np.ndarray, loc: K.Loc, *, required: bool = True) -> np.ndarray | None:
+    """The trained tokens' values of one per-token column, as float64 (vectorised: an export step is megabytes).
+
+    A null among them raises _Null when ``required``, else gives None; any other non-number is an error."""
+    values = row.get(name)
+    try:
+        fast = np.asarray(values, dtype=np.float64)[keep]  # None becomes NaN here: told apart below
+        if np.all(np.isfinite(fast)):
+            return fast
+    except (TypeError, ValueError):
+        pass
+    if not isinstance(values, list):
+        if required:
+            raise loc.error(f"expected a list (one entry per token), got {type(values).__name__}", name)
+        return None
+    picked = [values[i] for i in keep.tolist()]
+    for k, v in enumerate(picked):
+        if v is None:
+            if required:
+                raise _Null(f"{name} of trained token {k} is null")
+            return None
+        if not K.is_number(v) or not math.isfinite(v):
+            if required:
+                raise loc.error(f"trained token {k}: expected a finite number, got {v!r}", name)
+            return None
+    return np.asarray(picked, dtype=np.float64)
+
+
 def _sequence(row: dict, loc: K.Loc, skipped: list[str], notes: K.Notes):
-    """(prompt ids, TokenInputs, masked sides) of one exported sequence, or None (listed in skipped)."""
+    """(prompt ids, TokenInputs, masked sides, prime-rl's ratio) of one exported sequence, or None (listed in
+    skipped)."""
     ids, mask = row.get("token_ids"), row.get("loss_mask")
     if not isinstance(ids, list) or not isinstance(mask, list) or len(ids) != len(mask):
         raise loc.error("token_ids and loss_mask must be lists of the same length (prime-rl's token export)",
@@ -138,45 +178,42 @@ def _sequence(row: dict, loc: K.Loc, skipped: list[str], notes: K.Notes):
     for name in ("advantages", "inference_logprobs", "trainer_logprobs"):
         if not isinstance(row.get(name), list) or len(row[name]) != n:
             raise loc.error(f"expected a list of {n} entries (the length of token_ids)", name)
-    keep = [i for i, m in enumerate(mask) if m]
-    if not keep:
+    keep = np.flatnonzero(np.asarray(mask, dtype=bool))
+    if not keep.size:
         return None
-    first = keep[0]
-    if len(keep) != len(mask) - first:
+    first = int(keep[0])
+    if keep.size != n - first:
         notes.add("tokens inside a response with loss_mask false (environment turns) left out")
-    lp, old, adv = ([row[name][i] for i in keep] for name in ("trainer_logprobs", "inference_logprobs", "advantages"))
-    for name, values in (("trainer_logprobs", lp), ("inference_logprobs", old), ("advantages", adv)):
-        bad = [k for k, v in enumerate(values) if v is None]
-        if bad:
-            skipped.append(f"{loc.file}: line {loc.line} (step {loc.step}): {name} of trained token {bad[0]} is null "
-                           "(non-finite in the trainer); sequence left out")
-            return None
-        for v in values:
-            if not K.is_number(v):
-                raise loc.error(f"expected numbers, got {v!r}", name)
+    try:
+        lp, old, adv = (_column(row, name, keep, loc) for name in ("trainer_logprobs", "inference_logprobs", "advantages"))
+    except _Null as err:
+        skipped.append(f"{loc.file}: line {loc.line} (step {loc.step}): {err} (non-finite in the trainer); "
+                       "sequence left out")
+        return None
     for name, values in (("trainer_logprobs", lp), ("inference_logprobs", old)):
-        worst = max(values)
-        if worst > LOGPROB_TOLERANCE:
-            k = values.index(worst)
-            raise loc.error(f"trained token {k} has log-prob {worst!r} > 0, which no probability has: the file is "
-                            "not a prime-rl token export (or was altered); re-export it", name)
-    ent = row.get("entropy")
-    entropy = [float(ent[i]) for i in keep] if isinstance(ent, list) and len(ent) == n and all(
-        K.is_number(ent[i]) for i in keep) else None
-    tok_ids = [int(ids[i]) for i in keep]
-    if any(t < 0 for t in tok_ids):
+        k = int(np.argmax(values))
+        if values[k] > LOGPROB_TOLERANCE:
+            raise loc.error(f"trained token {k} has log-prob {float(values[k])!r} > 0, which no probability has: the "
+                            "file is not a prime-rl token export (or was altered); re-export it", name)
+    try:
+        tok = np.asarray(ids, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        raise loc.error("token ids must be non-negative integers", "token_ids") from None
+    if np.any(tok < 0) or any(isinstance(t, bool) or not isinstance(t, int) for t in ids[first:first + 1]):
         raise loc.error("token ids must be non-negative integers", "token_ids")
-    high, low = row.get("is_masked_high"), row.get("is_masked_low")
-    sides = None
-    if isinstance(high, list) and isinstance(low, list) and len(high) == len(low) == n and all(
-            high[i] is not None and low[i] is not None for i in keep):
-        sides = [1 if high[i] else (-1 if low[i] else 0) for i in keep]
-    ratio = row.get("importance_ratio")
-    src_ratio = [ratio[i] for i in keep] if isinstance(ratio, list) and len(ratio) == n and all(
-        K.is_number(ratio[i]) for i in keep) else None
-    inputs = K.TokenInputs(loc=loc, ids=tok_ids, text=[_token_text(t) for t in tok_ids], logp=[float(v) for v in lp],
-                           old_logp=[float(v) for v in old], advantage=[float(v) for v in adv], entropy=entropy)
-    return tuple(int(t) for t in ids[:first]), inputs, sides, src_ratio
+    entropy = _column(row, "entropy", keep, loc, required=False) if isinstance(row.get("entropy"), list) and len(
+        row["entropy"]) == n else None
+    high = _column(row, "is_masked_high", keep, loc, required=False) if isinstance(row.get("is_masked_high"), list) \
+        and len(row["is_masked_high"]) == n else None
+    low = _column(row, "is_masked_low", keep, loc, required=False) if isinstance(row.get("is_masked_low"), list) \
+        and len(row["is_masked_low"]) == n else None
+    sides = (np.where(high > 0, 1, np.where(low > 0, -1, 0)).tolist()
+             if high is not None and low is not None else None)
+    ratio = _column(row, "importance_ratio", keep, loc, required=False) if isinstance(row.get("importance_ratio"), list) \
+        and len(row["importance_ratio"]) == n else None
+    inputs = K.TokenInputs(loc=loc, ids=tok[keep].tolist(), text=[], logp=lp.tolist(), old_logp=old.tolist(),
+                           advantage=adv.tolist(), entropy=None if entropy is None else entropy.tolist())
+    return tuple(tok[:first].tolist()), inputs, sides, None if ratio is None else ratio.tolist()
 
 
 def _step_detail(step: int, g: int, d: Path, config, skipped: list[str], notes: K.Notes) -> StepDetail | None:
@@ -196,25 +233,41 @@ def _step_detail(step: int, g: int, d: Path, config, skipped: list[str], notes: 
         return None
     flat = [s[0] for members in groups.values() for s in members]
     outputs = iter(K.derive_tokens(config, flat, notes))
-    prompts, summaries, total = [], [], 0.0
+    prompts, summaries, total, kept = [], [], 0.0, 0
     for index, (prompt, members) in enumerate(groups.items()):
         responses, contrib = [], 0.0
+        size = sum(len(m[0].ids) for m in members)
+        # whole groups while they fit the token budget; the first group at least in part
+        detailed = index < DETAIL_GROUPS and (kept + size <= DETAIL_TOKENS or index == 0)
+        partial = False
         for r_index, (inputs, sides, src_ratio) in enumerate(members):
             out = next(outputs)
+            contrib += out.contribution
+            if not detailed:
+                continue
+            if responses and kept + len(inputs.ids) > DETAIL_TOKENS:
+                partial = True
+                continue
+            kept += len(inputs.ids)
             extra = {}
             if sides is not None:
                 extra["source_is_masked"] = sides
             if src_ratio is not None:
                 extra["source_importance_ratio"] = src_ratio
-            tokens = TokenArrays(ids=inputs.ids, text=inputs.text, logp=inputs.logp, old_logp=inputs.old_logp,
+            text = [_token_text(t) for t in inputs.ids]
+            tokens = TokenArrays(ids=inputs.ids, text=text, logp=inputs.logp, old_logp=inputs.old_logp,
                                  advantage=inputs.advantage, ratio=out.ratio, clip=out.clip, weight=out.weight,
                                  objective=out.objective, mask=[1] * len(inputs.ids), entropy=inputs.entropy, **extra)
-            responses.append(Response(index=r_index, text="".join(inputs.text), reward=None, length=len(inputs.ids),
+            responses.append(Response(index=r_index, text="".join(text), reward=None, length=len(inputs.ids),
                                       contribution=out.contribution, tokens=tokens))
-            contrib += out.contribution
-        text = "".join(_token_text(t) for t in prompt)
-        prompts.append(PromptGroup(index=index, prompt=text, contribution=contrib, responses=responses))
-        summaries.append(GroupSummary(index=index, size=len(members), contribution=contrib, detailed=True))
+        if detailed:
+            text = "".join(_token_text(t) for t in prompt)
+            if partial:
+                notes.add(f"a group over the token budget ({DETAIL_TOKENS} tokens) kept in part: its logged "
+                          "contribution null, the step's summary has the whole group's")
+            prompts.append(PromptGroup(index=index, prompt=text, contribution=None if partial else contrib,
+                                       responses=responses))
+        summaries.append(GroupSummary(index=index, size=len(members), contribution=contrib, detailed=detailed))
         total += contrib
     return StepDetail(step=step, rollout=step, objective=total, groups=summaries, prompts=prompts)
 
@@ -277,7 +330,7 @@ def import_prime_rl(src: Path, stage: Path, *, algorithm: str | None = None, run
                  "reference log-probs", "correctness", "held-out evaluations", "problem ids (groups are sequences "
                  "with identical prompt tokens)"],
     )
-    writer = RunWriter(stage, header)
+    writer = RunWriter(stage, header, durable=False)
     pending: dict[int, dict[str, Any]] = {}
     written: dict[int, int] = {}
     state = {"last": -1}

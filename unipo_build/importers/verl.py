@@ -396,7 +396,7 @@ def import_verl(src: Path, stage: Path, *, algorithm: str | None = None, run_id:
                  "log-probs, reference log-probs, advantages or lengths in tokens",
                  "per-update values: one metrics line per global step (means over its updates)"],
     )
-    writer = RunWriter(stage, header)
+    writer = RunWriter(stage, header, durable=False)
     notes.once("one step per verl global step that trained (values are means over its ppo_epochs x minibatches updates)")
 
     done: dict[int, int] = {}  # verl global step -> canonical steps done after it
