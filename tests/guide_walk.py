@@ -151,6 +151,10 @@ OWN_LOGS = [
     "unipo validate runs/my-unipo-run",
     "unipo import openrlhf tensorboard/my-openrlhf-run --out runs/my-openrlhf-run --algorithm grpo",
     "unipo validate runs/my-openrlhf-run",
+    "unipo import verl verl-runs/my-verl-run --out runs/my-verl-run",
+    "unipo validate runs/my-verl-run",
+    "unipo import prime-rl outputs/my-prime-run --out runs/my-prime-run --algorithm dr_grpo",
+    "unipo validate runs/my-prime-run",
     "unipo validate runs",
     "UNIPO_RUNS=runs mkdocs build",
     "UNIPO_RUNS=runs/grpo-mine:data/runs mkdocs build      # your run next to the shipped ones",
@@ -159,9 +163,12 @@ OWN_LOGS = [
 
 
 def bring_logs(project: Path) -> None:
-    """The reader's own files: a log in UNIPO's format and an OpenRLHF TensorBoard directory."""
+    """The reader's own files: a log in UNIPO's format, an OpenRLHF TensorBoard directory, a verl run
+    directory and a prime-rl run directory (tests/trainer_formats.py's fixtures)."""
     shutil.copy(FIXTURES / "unipo" / "dapo_small.jsonl", project / "my-unipo-log.jsonl")
     shutil.copytree(FIXTURES / "openrlhf" / "run1", project / "tensorboard" / "my-openrlhf-run")
+    shutil.copytree(FIXTURES / "verl" / "run", project / "verl-runs" / "my-verl-run")
+    shutil.copytree(FIXTURES / "prime_rl" / "run", project / "outputs" / "my-prime-run")
 
 
 def walk_own_logs(project: Path, run: Runner) -> list[tuple[str, subprocess.CompletedProcess]]:

@@ -84,7 +84,8 @@ def test_contribute_guide_walk(tmp_path):
 def test_own_logs_guide_walk(tmp_path):
     project, done = _walk(walk_own_logs, tmp_path)
     assert list(done) == OWN_LOGS
-    assert sorted(p.name for p in (project / "runs").iterdir()) == ["grpo-mine", "my-openrlhf-run", "my-unipo-run"]
+    assert sorted(p.name for p in (project / "runs").iterdir()) == ["grpo-mine", "my-openrlhf-run", "my-prime-run",
+                                                                    "my-unipo-run", "my-verl-run"]
     assert done["unipo validate runs"].stdout == "runs: valid\n"
     # the last build: the reader's run directory alone, which the GRPO chapter then shows
     page = (project / "site" / "guides" / "own-logs" / "index.html").read_text()
