@@ -244,3 +244,44 @@ def test_site_builds_with_imported_runs_alone(verl_run, prime_run, tmp_path):
     assert json.loads(step_file.read_text())["prompts"][0]["responses"][0].get("reward") is None
     page = (tmp_path / "site" / "course" / "algorithms" / "dr_grpo" / "index.html").read_text()
     assert 'data-run="prime-dr_grpo"' in page
+
+
+def test_prime_rl_token_detail_is_capped_but_every_group_counts(tmp_path):
+    """Six prompts of two 3-token completions: the first four groups are kept token by token (the in-house
+    trainer's detail_groups), all six are summarised, and J is the sum of all six."""
+    from trainer_formats import ORCHESTRATOR_CONFIG, TRAINER_CONFIG, prime_configs, prime_export, prime_sequence
+
+    run = tmp_path / "in" / "wide"
+    prime_configs(run, TRAINER_CONFIG, ORCHESTRATOR_CONFIG)
+    rows, k = [], 0
+    for p in range(6):
+        for adv in (0.5, -0.5):
+            # equal log-probs: every ratio 1, so a token's objective is its advantage
+            rows.append(prime_sequence(0, 0, k, k, [100 + p], [1, 2, 3], [-1.0] * 3, [-1.0] * 3, adv * (p + 1)))
+            k += 1
+    prime_export(run, 0, rows)
+    out = tmp_path / "runs" / "wide"
+    result = unipo("import", "prime-rl", run, "--out", out, "--algorithm", "gspo")
+    assert result.returncode == 0, result.stderr
+    detail = runlog.read_step_detail(out, 0)
+    assert [g.index for g in detail.prompts] == [0, 1, 2, 3]
+    assert [g.detailed for g in detail.groups] == [True] * 4 + [False] * 2
+    # gspo's seq-mean-token-mean over the step's 12 responses: w = 1 / (12 x 3); each group's two responses
+    # cancel (advantages +-0.5 (p + 1) on 3 tokens each), so every contribution and J is 0 up to rounding
+    assert detail.prompts[0].responses[0].tokens.weight == pytest.approx([1 / 36] * 3, rel=1e-9)
+    assert detail.prompts[0].responses[0].contribution == pytest.approx(3 * 0.5 / 36, rel=1e-9)
+    assert all(abs(g.contribution) < 1e-12 for g in detail.groups) and abs(detail.objective) < 1e-12
+    assert check_step(runlog.read_header(out).algorithm_config, detail) == []
+
+
+def test_buffered_writer_writes_what_the_durable_one_does(tmp_path):
+    from helpers_runlog import make_header, make_step
+    from unipo_build.runlog import RunWriter
+
+    for durable in (True, False):
+        writer = RunWriter(tmp_path / str(durable), make_header("grpo"), durable=durable)
+        for s in range(3):
+            writer.step(make_step(s))
+        writer.finish()
+    assert (tmp_path / "True" / "steps.jsonl").read_bytes() == (tmp_path / "False" / "steps.jsonl").read_bytes()
+    assert len((tmp_path / "False" / "steps.jsonl").read_text().splitlines()) == 3
