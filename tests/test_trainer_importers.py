@@ -285,3 +285,15 @@ def test_buffered_writer_writes_what_the_durable_one_does(tmp_path):
         writer.finish()
     assert (tmp_path / "True" / "steps.jsonl").read_bytes() == (tmp_path / "False" / "steps.jsonl").read_bytes()
     assert len((tmp_path / "False" / "steps.jsonl").read_text().splitlines()) == 3
+
+
+def test_prime_rl_as_a_spec_with_kl_in_the_loss(prime_run, tmp_path):
+    """The export has no reference log-probs: grpo's KL term cannot be computed for its tokens, so the run's
+    components leave it out (and say so) rather than show tokens whose objective lacks it."""
+    out = tmp_path / "runs" / "g"
+    result = unipo("import", "prime-rl", prime_run, "--out", out, "--algorithm", "grpo")
+    assert result.returncode == 0, result.stderr
+    header = runlog.read_header(out)
+    assert header.algorithm == "grpo" and header.algorithm_config.kind("kl") == "none"
+    assert "grpo's KL term in the loss left out (kl: none)" in header.notes
+    assert check_step(header.algorithm_config, runlog.read_step_detail(out, 0)) == []

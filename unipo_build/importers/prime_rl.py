@@ -296,9 +296,11 @@ def import_prime_rl(src: Path, stage: Path, *, algorithm: str | None = None, run
     budget = max_new_tokens or get(orchestrator, "sampling.max_tokens")
     if cfg_path is not None:
         name, comps, gaps = components(trainer, orchestrator)
-        spec_id, config, extras = choose("prime-rl", name, comps, gaps, str(cfg_path), algorithm, budget, notes)
+        spec_id, config, extras = choose("prime-rl", name, comps, gaps, str(cfg_path), algorithm, budget, notes,
+                                         ref_logprobs=False)
     elif algorithm is not None:
-        spec_id, config, extras = choose("prime-rl", algorithm, {}, [], str(src), algorithm, budget, notes)
+        spec_id, config, extras = choose("prime-rl", algorithm, {}, [], str(src), algorithm, budget, notes,
+                                         ref_logprobs=False)
         notes.once("no configs/: the components are --algorithm's, not read from prime-rl's config")
     else:
         spec_id, config, extras = "unknown", None, {}

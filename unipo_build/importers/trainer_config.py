@@ -65,8 +65,12 @@ def _nearest_spec(components: dict[str, dict], specs: dict[str, AlgorithmSpec]) 
 
 
 def choose(trainer: str, name: str, components: dict[str, dict], gaps: list[Gap], config_file: str,
-           algorithm: str | None, max_new_tokens: int | None, notes: K.Notes) -> tuple[str, ResolvedAlgorithm | None, dict]:
-    """(algorithm id, algorithm_config, header extras) for a trainer run; see the module docstring."""
+           algorithm: str | None, max_new_tokens: int | None, notes: K.Notes, *,
+           ref_logprobs: bool = True) -> tuple[str, ResolvedAlgorithm | None, dict]:
+    """(algorithm id, algorithm_config, header extras) for a trainer run; see the module docstring.
+
+    ``ref_logprobs`` False: the log has no reference log-probs, so a spec's KL term in the loss cannot be
+    computed for its tokens; that slot is imported as ``none`` and the notes say so."""
     specs = K.known_specs()
     extras: dict[str, Any] = {"gaps": [asdict(g) for g in gaps]} if gaps else {}
     if algorithm is not None:
@@ -79,6 +83,10 @@ def choose(trainer: str, name: str, components: dict[str, dict], gaps: list[Gap]
         config = resolve(spec, max_new_tokens=budget).model_dump()["components"]
         for gap in gaps:
             notes.once(f"not expressible, imported as {spec_id}'s {gap.slot}: {gap.line()}")
+        if not ref_logprobs and config["kl"]["kind"] == "in_loss":
+            notes.once(f"{spec_id}'s KL term in the loss left out (kl: none): {trainer}'s log has no reference "
+                       "log-probs to compute it from")
+            config["kl"] = {"kind": "none", "params": {}}
         for slot in SLOTS:
             ran = components.get(slot)
             if ran is not None and ran != config[slot] and not any(g.slot == slot for g in gaps):
