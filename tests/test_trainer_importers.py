@@ -299,3 +299,18 @@ def test_prime_rl_as_a_spec_with_kl_in_the_loss(prime_run, tmp_path):
     assert header.algorithm == "grpo" and header.algorithm_config.kind("kl") == "none"
     assert "grpo's KL term in the loss left out (kl: none)" in header.notes
     assert check_step(header.algorithm_config, runlog.read_step_detail(out, 0)) == []
+
+
+def test_verl_hydra_output_directory_below(verl_run, tmp_path):
+    """Hydra writes .hydra/ into outputs/<date>/<time>/: found there when the run's directory holds one."""
+    nested = verl_run / "outputs" / "2026-01-29" / "11-20-04"
+    nested.mkdir(parents=True)
+    (verl_run / ".hydra").rename(nested / ".hydra")
+    out = tmp_path / "runs" / "nested"
+    result = unipo("import", "verl", verl_run, "--out", out)
+    assert result.returncode == 0, result.stderr
+    header = runlog.read_header(out)
+    assert header.algorithm == "grpo" and header.imported_from["config"] == str(nested / ".hydra" / "config.yaml")
+    shutil.copytree(nested, verl_run / "outputs" / "2026-01-29" / "12-00-00")
+    line = one_line_error(unipo("import", "verl", verl_run, "--out", tmp_path / "runs" / "two"))
+    assert line.startswith(f"{verl_run}: several Hydra configs (") and "point at the one run's output directory" in line

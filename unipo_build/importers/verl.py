@@ -20,7 +20,8 @@ written by:
   (``trainer.validation_data_dir``), the same lines for every validation sample.
 - the config: Hydra's ``.hydra/config.yaml`` (or a ``config.yaml``) in the run's output directory.
 
-``DIR`` is the run's directory: the config at ``DIR/.hydra/config.yaml`` or ``DIR/config.yaml``;
+``DIR`` is the run's directory: the config at ``DIR/.hydra/config.yaml`` or ``DIR/config.yaml`` (else the
+one ``.hydra/config.yaml`` below ``DIR``, as in Hydra's ``outputs/<date>/<time>/``);
 the metrics the one ``*.jsonl`` under ``DIR`` whose lines are ``{"step", "data"}``; the dumps the
 directories the config's ``trainer.rollout_data_dir`` / ``validation_data_dir`` name (as written,
 or their last component under ``DIR``), else directories of ``<int>.jsonl`` files under ``DIR``
@@ -277,7 +278,14 @@ def _step_files(d: Path | None) -> dict[int, Path]:
 
 
 def _config(src: Path) -> tuple[dict, Path | None]:
-    for cand in (src / ".hydra" / "config.yaml", src / "config.yaml"):
+    found = [c for c in (src / ".hydra" / "config.yaml", src / "config.yaml") if c.is_file()]
+    if not found:
+        # Hydra's own layout below the directory given: outputs/<date>/<time>/.hydra/config.yaml
+        found = sorted(p for p in src.rglob("config.yaml") if p.parent.name == ".hydra")
+        if len(found) > 1:
+            raise LogError(str(src), "several Hydra configs (" + ", ".join(str(p.relative_to(src)) for p in found[:4])
+                           + "): point at the one run's output directory")
+    for cand in found[:1]:
         if cand.is_file():
             try:
                 raw = yaml.safe_load(cand.read_bytes().decode("utf-8"))
