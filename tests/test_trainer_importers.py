@@ -116,6 +116,9 @@ def test_verl_partly_readable_log_imports_what_it_can(verl_run, tmp_path):
     metrics = verl_run / "unipo_fixture" / "verl_grpo.jsonl"
     lines = metrics.read_text().splitlines()
     lines.insert(2, '{"step": 2, "data": {"actor/pg_loss": ')  # a line cut off mid-write
+    first = json.loads(lines[1])
+    first["data"]["perf/histogram"] = [1, 2, 3]  # orjson writes a numpy array as a list: not a scalar
+    lines[1] = json.dumps(first)
     metrics.write_text("\n".join(lines) + "\n")
     before = checksums(verl_run)
     out = tmp_path / "runs" / "partial"
@@ -127,6 +130,7 @@ def test_verl_partly_readable_log_imports_what_it_can(verl_run, tmp_path):
     skipped = header.imported_from["skipped"]
     assert len(skipped) == 1 and skipped[0].startswith(f"{metrics}: line 3: not JSON")
     assert "skipped 1 unreadable line(s)" in header.notes
+    assert "verl metric 'perf/histogram' is not a number (a list): left out" in header.notes
 
 
 def test_not_a_verl_directory(tmp_path):

@@ -59,7 +59,7 @@ import numpy as np
 from ..runlog import LogError, RunWriter
 from ..schema import GroupSummary, ModelInfo, PromptGroup, Response, RewardInfo, RunHeader, StepDetail, StepRecord, TaskInfo, TokenArrays
 from . import common as K
-from .trainer_config import Gap, choose, get
+from .trainer_config import Gap, choose, get, numeric
 from .verl import _jsonl
 
 PRIME_RL_COMMIT = "559b447"
@@ -365,7 +365,7 @@ def import_prime_rl(src: Path, stage: Path, *, algorithm: str | None = None, run
                 skipped.append(f"{metrics_path}: line {line}: a row for step {g} more than {WINDOW} steps after it "
                                "(left out)")
                 continue
-            data = {k: v for k, v in row.items() if k not in ("step", "time")}
+            data = numeric({k: v for k, v in row.items() if k not in ("step", "time")}, notes, "prime-rl")
             loc = K.Loc(str(metrics_path), line=line, step=g)
             bucket = pending.setdefault(g, {})
             for key, value in K.map_metrics(data, loc, notes).items():

@@ -118,3 +118,15 @@ def choose(trainer: str, name: str, components: dict[str, dict], gaps: list[Gap]
     if near is not None:
         notes.once(f"no spec has all of {trainer}'s kinds; nearest: {near} ({score} of {len(SLOTS)} slots alike)")
     return run_id, config, extras
+
+
+def numeric(data: dict, notes: K.Notes, trainer: str) -> dict:
+    """The metrics of a row that are numbers or null; any other value (a list, a string, a boolean) is left
+    out and counted in the notes, so that one odd metric does not stop the import of a log."""
+    kept = {}
+    for key, value in data.items():
+        if value is None or K.is_number(value):
+            kept[key] = value
+        else:
+            notes.add(f"{trainer} metric {key!r} is not a number (a {type(value).__name__}): left out")
+    return kept

@@ -64,7 +64,7 @@ import yaml
 from ..runlog import LogError, RunWriter
 from ..schema import EvalRecord, ModelInfo, RewardInfo, RunHeader, StepRecord, TaskInfo
 from . import common as K
-from .trainer_config import Gap, choose, get
+from .trainer_config import Gap, choose, get, numeric
 
 VERL_VERSION = "0.8.0.dev"
 
@@ -414,6 +414,7 @@ def import_verl(src: Path, stage: Path, *, algorithm: str | None = None, run_id:
     def emit(g: int, data: dict, line: int | None, where: Path) -> None:
         nonlocal last
         loc = K.Loc(str(where), line=line, step=g)
+        data = numeric(data, notes, "verl")
         if all(str(k).startswith("val-") for k in data) and data:
             pre.update(K.map_metrics(data, loc, notes))
             return
