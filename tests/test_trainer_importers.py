@@ -250,6 +250,9 @@ def test_site_builds_with_imported_runs_alone(verl_run, prime_run, tmp_path):
     assert json.loads(step_file.read_text())["prompts"][0]["responses"][0].get("reward") is None
     page = (tmp_path / "site" / "course" / "algorithms" / "dr_grpo" / "index.html").read_text()
     assert 'data-run="prime-dr_grpo"' in page
+    # the GRPO chapter's views (inspector, anatomy, guided examples) run on the prime-rl run, the one with tokens
+    page = (tmp_path / "site" / "course" / "algorithms" / "grpo" / "index.html").read_text()
+    assert 'data-run="prime-grpo"' in page and "verl_grpo" in page
 
 
 def test_prime_rl_token_detail_is_capped_but_every_group_counts(tmp_path):
