@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import random
 import sys
 from pathlib import Path
 from typing import Iterable

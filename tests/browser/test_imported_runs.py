@@ -4,7 +4,6 @@ logged instead of recomputing it from rewards the log does not have, without con
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 from pathlib import Path
