@@ -16,7 +16,8 @@ on the child: its own ``ru_maxrss``):
 - openrlhf: TensorBoard event files with ``--metrics`` scalars per global step (no token detail:
   TensorBoard has none).
 
-With ``--build`` it also builds the site from the imported runs (``mkdocs build``, timed the same way)
+With ``--build`` it also builds the site from the imported runs (``mkdocs build``, timed the same way,
+after a baseline build from the test fixtures' small runs imported the same way)
 and reports the largest step file and the site's size against the budgets of benchmarks/page_budget.py
 (300 KB, 80 MB). The
 figures are printed and written with the date and the machine to ``--json`` (default
@@ -153,6 +154,12 @@ def measure(command: list[str], log: Path, env: dict | None = None) -> dict:
             "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "log": str(log)}
 
 
+def _build(runs: Path, site: Path, log: Path) -> dict:
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", UNIPO_RUNS=str(runs))
+    env.pop("UNIPO_STRICT_RUNS", None)
+    return measure([sys.executable, "-m", "mkdocs", "build", "--site-dir", str(site)], log, env)
+
+
 def size_mb(path: Path) -> float:
     return round(sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6, 1)
 
@@ -214,10 +221,24 @@ def main(argv=None) -> int:
                   f"written in {written['write_seconds']} s; import {state}: {result['seconds']} s, peak RSS "
                   f"{result['peak_rss_mb']} MB, largest token file {result['largest_token_file_kb']} KB", flush=True)
         if args.build and runs.is_dir():
-            env = dict(os.environ, NO_MKDOCS_2_WARNING="1", UNIPO_RUNS=str(runs))
-            env.pop("UNIPO_STRICT_RUNS", None)
+            # the baseline: the same build from the test fixtures' small runs, so the difference is what the
+            # large logs cost on this machine at this load
+            small = work / "runs-small"
+            if small.exists():
+                shutil.rmtree(small)
+            fixtures = REPO / "tests" / "fixtures"
+            for fmt, src, extra in (("verl", fixtures / "verl" / "run", []),
+                                    ("prime-rl", fixtures / "prime_rl" / "run", ["--algorithm", "dr_grpo"])):
+                if fmt in args.formats.split(","):
+                    subprocess.run([str(UNIPO), "import", fmt, str(src), "--out", str(small / fmt), *extra],
+                                   cwd=REPO, check=True, capture_output=True)
+            baseline = _build(small, work / "site-small", work / "build-small.log")
+            ok &= baseline["returncode"] == 0
+            figures["build_baseline"] = baseline
+            print(f"baseline build (the test fixtures' runs): {baseline['seconds']} s, peak RSS "
+                  f"{baseline['peak_rss_mb']} MB", flush=True)
             site = work / "site"
-            built = measure([sys.executable, "-m", "mkdocs", "build", "--site-dir", str(site)], work / "build.log", env)
+            built = _build(runs, site, work / "build.log")
             ok &= built["returncode"] == 0
             steps = list((site / "assets" / "runs").glob("*/steps/step_*.json"))
             largest = max((p.stat().st_size for p in steps), default=0)
@@ -234,7 +255,7 @@ def main(argv=None) -> int:
             shutil.rmtree(work, ignore_errors=True)
     figures["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     figures["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    for entry in list(figures["results"].values()) + ([figures["build"]] if "build" in figures else []):
+    for entry in list(figures["results"].values()) + [figures[k] for k in ("build", "build_baseline") if k in figures]:
         entry.get("import", entry).pop("log", None)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(figures, indent=2) + "\n")
