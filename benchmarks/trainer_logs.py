@@ -96,8 +96,10 @@ def write_verl(run: Path, args, rng: random.Random) -> dict:
 
 
 def write_prime(run: Path, args, rng: random.Random) -> dict:
-    TF.prime_configs(run, orchestrator={**TF.ORCHESTRATOR_CONFIG, "rollouts_per_example": args.group,
-                                        "sampling": {"max_tokens": args.completion_tokens, "temperature": 1.0}})
+    TF.prime_configs(run, orchestrator={**TF.ORCHESTRATOR_CONFIG, "group_size": args.group,
+                                        "batch_size": args.prompts * args.group, "max_steps": args.steps,
+                                        "train": {"sampling": {"temperature": 1.0,
+                                                               "max_completion_tokens": args.completion_tokens}}})
     mon = TF.PrimeFileMonitor(run)
     exports = set(detail_steps(args.steps, args.detail_fraction))
     t0 = 1.7e9

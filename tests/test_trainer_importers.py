@@ -158,6 +158,8 @@ def test_prime_rl_round_trip_and_recompute(prime_run, tmp_path):
     assert unipo("validate", out).stdout.strip() == f"{out}: valid"
     header = runlog.read_header(out)
     assert header.algorithm == "dr_grpo" and header.engine == "prime-rl"
+    assert header.hyperparameters["group_size"] == 2 and header.hyperparameters["max_new_tokens"] == 8
+    assert header.model.name == "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT"
     assert {g["setting"] for g in header.imported_from["gaps"]} == {"trainer.loss.type", "trainer.loss.kl_tau"}
     assert any(m.startswith("rewards") for m in header.missing) and "missing from prime-rl's export" in header.notes
     steps = list(runlog.iter_steps(out))

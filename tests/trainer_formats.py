@@ -115,8 +115,9 @@ TRAINER_CONFIG = {"model": {"name": "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT"
                   "optim": {"lr": 3e-6}, "enable_token_export": True,
                   "loss": {"type": "default", "dppo_mask_low": 0.2, "dppo_mask_high": 0.2, "adv_tau": 1.0,
                            "kl_tau": 0.001}}
-ORCHESTRATOR_CONFIG = {"rollouts_per_example": 2, "seed": 42, "sampling": {"max_tokens": 8, "temperature": 1.0},
-                       "algo": {"type": "grpo", "length_penalty": None}}
+# The keys of packages/prime-rl-configs/src/prime_rl/configs/orchestrator.py (OrchestratorConfig) the importer reads.
+ORCHESTRATOR_CONFIG = {"algo": {"type": "grpo", "length_penalty": None}, "group_size": 2, "batch_size": 2,
+                       "max_steps": 2, "train": {"sampling": {"temperature": 1.0, "max_completion_tokens": 8}}}
 
 
 def prime_configs(run: Path, trainer: dict = TRAINER_CONFIG, orchestrator: dict = ORCHESTRATOR_CONFIG) -> None:

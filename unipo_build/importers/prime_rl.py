@@ -293,7 +293,7 @@ def import_prime_rl(src: Path, stage: Path, *, algorithm: str | None = None, run
         raise LogError(str(src), "no token_exports/step_<N>/ and no metrics.jsonl: is this a prime-rl run directory "
                                  "(the trainer's output_dir, with enable_token_export = true)?")
     trainer, orchestrator, cfg_path = _configs(src)
-    budget = max_new_tokens or get(orchestrator, "sampling.max_tokens")
+    budget = max_new_tokens or get(orchestrator, "train.sampling.max_completion_tokens")
     if cfg_path is not None:
         name, comps, gaps = components(trainer, orchestrator)
         spec_id, config, extras = choose("prime-rl", name, comps, gaps, str(cfg_path), algorithm, budget, notes,
@@ -321,9 +321,11 @@ def import_prime_rl(src: Path, stage: Path, *, algorithm: str | None = None, run
         reward=RewardInfo(description="the environment's rubric (prime-rl's export holds no rewards)"),
         model=ModelInfo(name=str(model or "unknown (not in prime-rl's configs)"), checkpoint=model),
         hyperparameters={k: v for k, v in {
-            "group_size": get(orchestrator, "rollouts_per_example"), "max_new_tokens": get(orchestrator, "sampling.max_tokens"),
-            "temperature": get(orchestrator, "sampling.temperature"), "lr": get(trainer, "optim.lr"),
-            "steps": get(trainer, "max_steps"), "seed": get(orchestrator, "seed")}.items() if v is not None},
+            "group_size": get(orchestrator, "group_size"),
+            "max_new_tokens": get(orchestrator, "train.sampling.max_completion_tokens"),
+            "temperature": get(orchestrator, "train.sampling.temperature"), "lr": get(trainer, "optim.lr"),
+            "steps": get(orchestrator, "max_steps") or get(trainer, "max_steps"),
+            "batch_size": get(orchestrator, "batch_size")}.items() if v is not None},
         engine="prime-rl", software={"prime-rl": f"token export schema {EXPORT_SCHEMA} (commit {PRIME_RL_COMMIT})"},
         created_at=datetime.fromtimestamp(min(mtimes), tz=timezone.utc),
         finished_at=datetime.fromtimestamp(max(mtimes), tz=timezone.utc),
