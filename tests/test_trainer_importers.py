@@ -323,3 +323,19 @@ def test_verl_hydra_output_directory_below(verl_run, tmp_path):
     shutil.copytree(nested, verl_run / "outputs" / "2026-01-29" / "12-00-00")
     line = one_line_error(unipo("import", "verl", verl_run, "--out", tmp_path / "runs" / "two"))
     assert line.startswith(f"{verl_run}: several Hydra configs (") and "point at the one run's output directory" in line
+
+
+@pytest.mark.parametrize("section, key, value, setting", [
+    ("algorithm", "kl_ctrl", {"type": "adaptive", "kl_coef": 0.001}, "algorithm.kl_ctrl.type"),
+    ("algorithm", "rollout_correction", {"rollout_is": "token"}, "algorithm.rollout_correction.rollout_is"),
+])
+def test_verl_other_settings_without_a_kind(verl_run, tmp_path, section, key, value, setting):
+    cfg_path = verl_run / ".hydra" / "config.yaml"
+    cfg = yaml.safe_load(cfg_path.read_text())
+    cfg[section][key] = value
+    if key == "kl_ctrl":  # the adaptive controller acts on the KL in the reward
+        cfg["algorithm"]["use_kl_in_reward"] = True
+        cfg["actor_rollout_ref"]["actor"]["use_kl_loss"] = False
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    line = one_line_error(unipo("import", "verl", verl_run, "--out", tmp_path / "o"))
+    assert line.startswith(f"{cfg_path}: {setting}: ") and "--algorithm SPEC" in line

@@ -179,6 +179,15 @@ def components(cfg: dict, notes: K.Notes) -> tuple[str, dict[str, dict], list[Ga
                                                   "penalty": float(get(buffer, "penalty_factor", 1.0))}}
     else:
         shaping = {"kind": "none", "params": {}}
+    correction = get(algo, "rollout_correction", {}) or {}
+    if get(correction, "rollout_is") is not None:
+        gaps.append(Gap("algorithm.rollout_correction.rollout_is", str(get(correction, "rollout_is")), "ratio",
+                        f"{ratio['kind']} (without the rollout importance weights)"))
+    if get(correction, "rollout_rs") is not None:
+        gaps.append(Gap("algorithm.rollout_correction.rollout_rs", str(get(correction, "rollout_rs")), "filter",
+                        f"{filt['kind']} (without the rejection sampling)"))
+    if get(algo, "use_pf_ppo", False):
+        gaps.append(Gap("algorithm.use_pf_ppo", "true", "filter", f"{filt['kind']} (without the sample reweighting)"))
     comps = {"advantage": advantage, "ratio": ratio, "clip": clip, "kl": kl, "aggregation": aggregation,
              "filter": filt, "shaping": shaping}
     return est, comps, gaps
