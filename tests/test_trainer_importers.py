@@ -339,3 +339,13 @@ def test_verl_other_settings_without_a_kind(verl_run, tmp_path, section, key, va
     cfg_path.write_text(yaml.safe_dump(cfg))
     line = one_line_error(unipo("import", "verl", verl_run, "--out", tmp_path / "o"))
     assert line.startswith(f"{cfg_path}: {setting}: ") and "--algorithm SPEC" in line
+
+
+def test_fixtures_are_what_the_writer_writes(tmp_path):
+    """tests/fixtures/verl and prime_rl are tests/trainer_formats.py's output, byte for byte (rerun it after a change)."""
+    from trainer_formats import write_prime_fixture, write_verl_fixture
+
+    write_verl_fixture(tmp_path / "verl")
+    write_prime_fixture(tmp_path / "prime")
+    assert checksums(tmp_path / "verl") == checksums(FIXTURES / "verl" / "run")
+    assert checksums(tmp_path / "prime") == checksums(FIXTURES / "prime_rl" / "run")
