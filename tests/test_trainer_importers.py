@@ -349,3 +349,14 @@ def test_fixtures_are_what_the_writer_writes(tmp_path):
     write_prime_fixture(tmp_path / "prime")
     assert checksums(tmp_path / "verl") == checksums(FIXTURES / "verl" / "run")
     assert checksums(tmp_path / "prime") == checksums(FIXTURES / "prime_rl" / "run")
+
+
+def test_prime_rl_arrays_of_different_lengths(prime_run, tmp_path):
+    export = prime_run / "token_exports" / "step_0" / "rank_0.jsonl"
+    rows = [json.loads(x) for x in export.read_text().splitlines()]
+    rows[0]["advantages"] = rows[0]["advantages"][:-1]  # one entry short of token_ids
+    export.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    before = checksums(prime_run)
+    line = one_line_error(unipo("import", "prime-rl", prime_run, "--out", tmp_path / "o", "--algorithm", "dr_grpo"))
+    assert line == f"{export} (line 1, step 0): advantages: expected a list of 4 entries (the length of token_ids)"
+    assert checksums(prime_run) == before and not (tmp_path / "o").exists()
