@@ -360,3 +360,40 @@ def test_prime_rl_arrays_of_different_lengths(prime_run, tmp_path):
     line = one_line_error(unipo("import", "prime-rl", prime_run, "--out", tmp_path / "o", "--algorithm", "dr_grpo"))
     assert line == f"{export} (line 1, step 0): advantages: expected a list of 4 entries (the length of token_ids)"
     assert checksums(prime_run) == before and not (tmp_path / "o").exists()
+
+
+def test_verl_console_log_instead_of_the_metrics_file(verl_run, tmp_path):
+    """Only the console output (trainer.logger console, under Ray): the same steps and metrics as from the
+    file logger's JSONL, other output passed over, a value that is not a number listed as skipped."""
+    from trainer_formats import verl_console_line
+
+    from_file = tmp_path / "runs" / "file"
+    assert unipo("import", "verl", verl_run, "--out", from_file).returncode == 0
+    metrics = verl_run / "unipo_fixture" / "verl_grpo.jsonl"
+    lines = ["(TaskRunner pid=4242) Loading checkpoint shards: 100%", "Training Progress:  33%|###"]
+    for row in map(json.loads, metrics.read_text().splitlines()):
+        lines.append(verl_console_line(row["data"], row["step"]))
+    lines[3] = lines[3].replace("actor/grad_norm:0.5", "actor/grad_norm:tensor(0.5000)")  # not a Number
+    metrics.unlink()
+    (verl_run / "train.log").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "runs" / "console"
+    result = unipo("import", "verl", verl_run, "--out", out)
+    assert result.returncode == 0, result.stderr
+    header = runlog.read_header(out)
+    assert "metrics from the console log" in header.notes
+    assert header.imported_from["skipped"] == [
+        f"{verl_run / 'train.log'}: line 4 (step 1): actor/grad_norm: 'tensor(0.5000)' is not a number; left out"]
+    expected = [s.metrics for s in runlog.iter_steps(from_file)]
+    got = [s.metrics for s in runlog.iter_steps(out)]
+    expected[0].pop("grad_norm")
+    assert got == expected
+
+
+def test_verl_console_values_as_pformat_writes_them():
+    from unipo_build.importers.verl import _console_value
+
+    # numpy 2's repr of its scalars, Python's floats and booleans, and NaN (undefined: null)
+    assert _console_value("np.float64(0.25)") == 0.25 and _console_value("np.int64(3)") == 3.0
+    assert _console_value("1e-06") == 1e-06 and _console_value("True") == 1.0 and _console_value("nan") is None
+    with pytest.raises(ValueError):
+        _console_value("tensor(0.5000)")

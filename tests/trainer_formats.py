@@ -66,6 +66,16 @@ class VerlFileLogger:
         self.fp.close()
 
 
+def verl_console_line(data: dict, step: int, prefix: str = "(TaskRunner pid=4242) ") -> str:
+    """verl/utils/logger/aggregate_logger.py, concat_dict_to_str (LocalLogger.log prints it), as Ray's driver
+    shows it: ``step:N - key:pformat(value) - ...``, numbers only."""
+    import numbers
+    import pprint
+
+    parts = [f"step:{step}"] + [f"{k}:{pprint.pformat(v)}" for k, v in data.items() if isinstance(v, numbers.Number)]
+    return prefix + " - ".join(parts)
+
+
 def verl_dump_generations(dump_dir: Path, step: int, inputs: list[str], outputs: list[str], gts: list,
                           scores: list[float], extra: dict[str, list]) -> None:
     """verl/trainer/ppo/ray_trainer.py, RayPPOTrainer._dump_generations: ``<step>.jsonl``."""

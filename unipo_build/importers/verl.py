@@ -11,6 +11,10 @@ written by:
   ``verl/trainer/ppo/metric_utils.py`` (``compute_data_metrics``, ``compute_timing_metrics``) and of
   ``verl/workers/actor/dp_actor.py`` (``DataParallelPPOActor.update_policy``: ``actor/pg_loss``,
   ``actor/kl_loss``, ``actor/entropy``, ``actor/grad_norm``, ...).
+- or the console: ``verl/utils/logger/aggregate_logger.py``, ``LocalLogger.log`` (``trainer.logger``
+  includes ``console``): ``step:N - name:value - ...`` lines (``concat_dict_to_str``, each value
+  ``pprint.pformat`` of a number), read from a ``.log``/``.txt``/``.out`` file of the run's output when
+  there is no metrics JSONL; the lines may carry Ray's ``(TaskRunner pid=...)`` prefix.
 - the rollout dumps: ``RayPPOTrainer._log_rollout_data`` -> ``RayPPOTrainer._dump_generations``
   (``trainer.rollout_data_dir``): one file ``<global_step>.jsonl`` per step, one line per trained
   sample ``{"input", "output", "gts", "score", "step", <reward_extra_info keys>}``: the decoded
@@ -280,6 +284,71 @@ def _metrics_file(src: Path, exclude: set[Path]) -> Path | None:
     return candidates[0] if candidates else None
 
 
+# verl/utils/logger/aggregate_logger.py, LocalLogger.log -> concat_dict_to_str: "step:N - key:value - ...", each
+# value pprint.pformat of a number (numpy 2 writes np.float64(0.5)); under Ray the driver's lines carry a
+# "(TaskRunner pid=...)" prefix.
+CONSOLE_LINE = re.compile(r"^(?:\([^)]*\) )?step:(\d+)(?: - (.*))?$")
+NUMPY_SCALAR = re.compile(r"^np\.\w+\((.*)\)$")
+CONSOLE_SUFFIXES = (".log", ".txt", ".out")
+CONSOLE_SNIFF_BYTES = 64 << 20  # a console log's first step line comes after the start-up output
+
+
+def _console_value(text: str) -> float | None:
+    text = text.strip()
+    m = NUMPY_SCALAR.match(text)
+    if m:
+        text = m.group(1)
+    if text in ("True", "False"):
+        return float(text == "True")
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(text) from None
+    return value if math.isfinite(value) else None
+
+
+def _console_rows(path: Path, skipped: list[str]) -> Iterator[tuple[int, dict]]:
+    """(line number, {"step", "data"}) of each console line LocalLogger printed; other output passed over."""
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            m = CONSOLE_LINE.match(text)
+            if not m:
+                continue
+            data: dict[str, float | None] = {}
+            for part in (m.group(2) or "").split(" - "):
+                key, sep, value = part.rpartition(":")
+                if not sep or not key:
+                    continue
+                try:
+                    data[key] = _console_value(value)
+                except ValueError:
+                    skipped.append(f"{path}: line {number} (step {m.group(1)}): {key}: {value.strip()[:40]!r} is not a "
+                                   "number; left out")
+            yield number, {"step": int(m.group(1)), "data": data}
+
+
+def _console_file(src: Path, exclude: set[Path]) -> Path | None:
+    """The one console log under ``src`` (a .log/.txt/.out file with LocalLogger's step lines)."""
+    found = []
+    for path in sorted(p for p in src.rglob("*") if p.suffix in CONSOLE_SUFFIXES and p.is_file()):
+        if path.parent in exclude:
+            continue
+        with path.open("rb") as fh:
+            seen = 0
+            for raw in fh:
+                seen += len(raw)
+                if CONSOLE_LINE.match(raw.decode("utf-8", errors="replace").rstrip("\r\n")):
+                    found.append(path)
+                    break
+                if seen > CONSOLE_SNIFF_BYTES:
+                    break
+    if len(found) > 1:
+        raise LogError(str(src), "several verl console logs (" + ", ".join(str(p.relative_to(src)) for p in found[:4])
+                       + "): import one run at a time, or log to a file (trainer.logger 'file')")
+    return found[0] if found else None
+
+
 def _step_files(d: Path | None) -> dict[int, Path]:
     if d is None:
         return {}
@@ -368,11 +437,18 @@ def import_verl(src: Path, stage: Path, *, algorithm: str | None = None, run_id:
     skipped: list[str] = []
     cfg, cfg_path = _config(src)
     rollout_dir, val_dir = _dump_dirs(src, cfg)
-    metrics_path = _metrics_file(src, {d for d in (rollout_dir, val_dir) if d is not None})
+    dumps = {d for d in (rollout_dir, val_dir) if d is not None}
+    metrics_path = _metrics_file(src, dumps)
+    console = None
+    if metrics_path is None:
+        metrics_path = console = _console_file(src, dumps)
+        if console is not None:
+            notes.once("metrics from the console log (LocalLogger's step lines; the file logger's JSONL is not here): "
+                       "values as printed")
     if metrics_path is None and rollout_dir is None:
         raise LogError(str(src), "no verl metrics JSONL (lines {\"step\": N, \"data\": {...}} from trainer.logger "
-                                 "'file') and no rollout dumps (<step>.jsonl under trainer.rollout_data_dir): "
-                                 "is this a verl run directory?")
+                                 "'file'), no console log (step:N - key:value lines) and no rollout dumps "
+                                 "(<step>.jsonl under trainer.rollout_data_dir): is this a verl run directory?")
 
     budget = max_new_tokens or get(cfg, "data.max_response_length")
     if cfg_path is not None:
@@ -456,7 +532,7 @@ def import_verl(src: Path, stage: Path, *, algorithm: str | None = None, run_id:
         last = g
 
     if metrics_path is not None:
-        for line, row in _jsonl(metrics_path, skipped):
+        for line, row in (_console_rows(console, skipped) if console is not None else _jsonl(metrics_path, skipped)):
             g, data = row.get("step"), row.get("data")
             if not isinstance(g, int) or isinstance(g, bool) or g < 0 or not isinstance(data, dict):
                 skipped.append(f"{metrics_path}: line {line}: not {{\"step\": N, \"data\": {{...}}}}")
