@@ -397,3 +397,20 @@ def test_verl_console_values_as_pformat_writes_them():
     assert _console_value("1e-06") == 1e-06 and _console_value("True") == 1.0 and _console_value("nan") is None
     with pytest.raises(ValueError):
         _console_value("tensor(0.5000)")
+
+
+def test_verl_config_no_spec_has(verl_run, tmp_path):
+    """GRPO's advantage with a token mean and no KL: every slot has a kind, no spec has them all; the run keeps
+    verl's components under its own name and the notes name the nearest spec."""
+    cfg_path = verl_run / ".hydra" / "config.yaml"
+    cfg = yaml.safe_load(cfg_path.read_text())
+    cfg["actor_rollout_ref"]["actor"].update(loss_agg_mode="token-mean", use_kl_loss=False)
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "runs" / "own"
+    assert unipo("import", "verl", verl_run, "--out", out).returncode == 0
+    header = runlog.read_header(out)
+    assert header.algorithm == "verl_grpo" and header.algorithm_config.kind("aggregation") == "token_mean"
+    assert header.algorithm_config.kind("kl") == "none" and header.algorithm_config.kind("advantage") == "group_zscore"
+    # grpo differs in two slots (kl, aggregation), dr_grpo in two (advantage, aggregation): both are named
+    assert "no spec has all of verl's kinds; nearest: dr_grpo and grpo (5 of 7 slots alike)" in header.notes
+    assert unipo("validate", out).stdout.strip() == f"{out}: valid"

@@ -55,13 +55,12 @@ def _validated(components: dict[str, dict], spec_id: str, name: str) -> Resolved
     return ResolvedAlgorithm.model_validate({"id": spec_id, "name": name, "components": components})
 
 
-def _nearest_spec(components: dict[str, dict], specs: dict[str, AlgorithmSpec]) -> tuple[str | None, int]:
-    best, score = None, -1
-    for spec_id, spec in sorted(specs.items()):
-        same = sum(spec.components[s].kind == components[s]["kind"] for s in SLOTS)
-        if same > score:
-            best, score = spec_id, same
-    return best, score
+def _nearest_spec(components: dict[str, dict], specs: dict[str, AlgorithmSpec]) -> tuple[list[str], int]:
+    """The specs with the most slots of the same kind (all of them when several tie), and that number."""
+    scores = {spec_id: sum(spec.components[s].kind == components[s]["kind"] for s in SLOTS)
+              for spec_id, spec in sorted(specs.items())}
+    best = max(scores.values(), default=0)
+    return [spec_id for spec_id, n in scores.items() if n == best], best
 
 
 def choose(trainer: str, name: str, components: dict[str, dict], gaps: list[Gap], config_file: str,
@@ -96,10 +95,10 @@ def choose(trainer: str, name: str, components: dict[str, dict], gaps: list[Gap]
     if gaps:
         first = gaps[0]
         more = f" (and {len(gaps) - 1} more setting(s))" if len(gaps) > 1 else ""
-        near, _ = _nearest_spec({**components, **{g.slot: {"kind": g.nearest} for g in gaps}}, specs)
+        near, _ = _nearest_spec({**components, **{g.slot: {"kind": g.nearest.split(" ")[0]} for g in gaps}}, specs)
         raise LogError(config_file, f"{first.value!r} has no kind in the registry's {first.slot} slot{more} "
                                     f"(nearest: {first.nearest}); pass --algorithm SPEC (e.g. --algorithm "
-                                    f"{near or 'grpo'}) to import it with that spec's components, the difference "
+                                    f"{near[0] if near else 'grpo'}) to import it with that spec's components, the difference "
                                     "listed in the run card", field=first.setting)
     run_id = re.sub(r"[^a-z0-9_]+", "_", f"{trainer}_{name}".lower()).strip("_")[:64]
     config = _validated(components, run_id, f"{name} ({trainer})")
@@ -115,8 +114,9 @@ def choose(trainer: str, name: str, components: dict[str, dict], gaps: list[Gap]
             notes.once(f"{spec_id}'s kinds with {trainer}'s parameters in {', '.join(differs)}")
         return spec_id, config, extras
     near, score = _nearest_spec(components, specs)
-    if near is not None:
-        notes.once(f"no spec has all of {trainer}'s kinds; nearest: {near} ({score} of {len(SLOTS)} slots alike)")
+    if near:
+        notes.once(f"no spec has all of {trainer}'s kinds; nearest: {' and '.join(near)} ({score} of {len(SLOTS)} "
+                   "slots alike)")
     return run_id, config, extras
 
 
