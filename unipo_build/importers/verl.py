@@ -524,8 +524,11 @@ def import_verl(src: Path, stage: Path, *, algorithm: str | None = None, run_id:
             kl_part = 0.0
             if config is not None and config.kind("kl") == "in_loss" and metrics.get("kl/mean") is not None:
                 kl_part = config.param("kl", "beta") * metrics["kl/mean"]
+                notes.once("metric objective = -(actor/pg_loss + kl_loss_coef x actor/kl_loss) (verl logs no "
+                           "objective)")
+            else:
+                notes.once("metric objective = -actor/pg_loss (verl logs no objective)")
             metrics["objective"] = -metrics["loss/policy"] - kl_part
-            notes.once("metric objective = -(actor/pg_loss + kl_loss_coef x actor/kl_loss) (verl logs no objective)")
         i = len(done)
         writer.step(StepRecord(step=i, rollout=i, first_in_rollout=True, metrics=metrics, source_step=g))
         done[g] = i + 1
