@@ -414,3 +414,19 @@ def test_verl_config_no_spec_has(verl_run, tmp_path):
     # grpo differs in two slots (kl, aggregation), dr_grpo in two (advantage, aggregation): both are named
     assert "no spec has all of verl's kinds; nearest: dr_grpo and grpo (5 of 7 slots alike)" in header.notes
     assert unipo("validate", out).stdout.strip() == f"{out}: valid"
+
+
+def test_prime_rl_exported_step_without_metrics_rows(prime_run, tmp_path):
+    """Steps 0 and 2 exported, metrics rows for 0, 1 and 3 only: step 2 is imported in its place, empty metrics."""
+    from trainer_formats import prime_export, prime_sequence
+
+    prime_export(prime_run, 2, [prime_sequence(2, 0, 0, 0, [5, 6], [7], [-0.5], [-0.5], 0.5),
+                                prime_sequence(2, 0, 1, 1, [5, 6], [8], [-0.5], [-0.5], -0.5)])
+    with (prime_run / "metrics.jsonl").open("a") as fh:
+        fh.write(json.dumps({"step": 3, "time": 1004.0, "optim/lr": 3e-6}) + "\n")
+    out = tmp_path / "runs" / "gap"
+    result = unipo("import", "prime-rl", prime_run, "--out", out, "--algorithm", "dr_grpo")
+    assert result.returncode == 0, result.stderr
+    steps = list(runlog.iter_steps(out))
+    assert [(s.source_step, s.has_tokens) for s in steps] == [(0, True), (1, False), (2, True), (3, False)]
+    assert "exported steps without a metrics row (metrics empty)" in runlog.read_header(out).notes

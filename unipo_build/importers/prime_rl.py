@@ -339,7 +339,17 @@ def import_prime_rl(src: Path, stage: Path, *, algorithm: str | None = None, run
     written: dict[int, int] = {}
     state = {"last": -1}
 
+    export_order = sorted(exports)
+    state["next_export"] = 0
+
     def flush(upto: int | None) -> None:
+        # an exported step the metrics have no row for still becomes a step, in its place
+        while state["next_export"] < len(export_order) and (upto is None or export_order[state["next_export"]] <= upto):
+            g = export_order[state["next_export"]]
+            state["next_export"] += 1
+            if g not in pending and g > state["last"]:
+                pending[g] = {}
+                notes.add("exported steps without a metrics row (metrics empty)")
         for g in sorted(pending):
             if upto is not None and g > upto:
                 break
@@ -378,10 +388,6 @@ def import_prime_rl(src: Path, stage: Path, *, algorithm: str | None = None, run
             newest = max(newest, g)
             if len(pending) > WINDOW:
                 flush(newest - WINDOW)
-    for g in exports:
-        if g not in written and g not in pending and g > state["last"]:
-            pending[g] = {}
-            notes.add("exported steps without a metrics row (metrics empty)")
     flush(None)
     orphans = [g for g in exports if g not in written]
     if orphans:
