@@ -181,8 +181,9 @@ CASES: list[Case] = [
          "Input should be a valid dictionary"),
     # missing fields
     Case("header-task-missing", _header(lambda h: h.pop("task")), HEADER, "", "task: required field is missing"),
-    Case("response-reward-missing", _tokens(lambda d: _response(d).pop("reward")),
-         TOKENS2, "(step 2, prompt 0, response 1)", "reward: required field is missing"),
+    # (a response's reward may be null or absent: prime-rl's token export has none)
+    Case("response-length-missing", _tokens(lambda d: _response(d).pop("length")),
+         TOKENS2, "(step 2, prompt 0, response 1)", "length: required field is missing"),
     Case("steps-file-missing", lambda run: (run / STEPS).unlink(), STEPS, "", "file is missing"),
     # schema versions
     Case("header-schema-version", _header(lambda h: h.__setitem__("schema_version", "unipo-run/2")),

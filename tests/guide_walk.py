@@ -149,6 +149,10 @@ OWN_LOGS = [
     "unipo explain data/runs/grpo --out work/explain",
     "unipo import trl trl-output --tap trl-tap --out runs/my-trl-run",
     "unipo validate runs/my-trl-run",
+    "unipo import verl verl-runs/my-verl-run --out runs/my-verl-run",
+    "unipo validate runs/my-verl-run",
+    "unipo import prime-rl outputs/my-prime-run --out runs/my-prime-run --algorithm dr_grpo",
+    "unipo validate runs/my-prime-run",
     "unipo train grpo --steps 10 --eval-n 200 --threads 1 --out runs/grpo-mine",
     "unipo import unipo my-unipo-log.jsonl --out runs/my-unipo-run",
     "unipo validate runs/my-unipo-run",
@@ -163,12 +167,15 @@ OWN_LOGS = [
 
 
 def bring_logs(project: Path) -> None:
-    """The reader's own files: a log in UNIPO's format, an OpenRLHF TensorBoard directory and a
-    TRL run with its tap (a real TRL 1.16 run, recorded by tests/trl_support.py)."""
+    """The reader's own files: a log in UNIPO's format, an OpenRLHF TensorBoard directory, a TRL run
+    with its tap (a real TRL 1.16 run, recorded by tests/trl_support.py), a verl run directory and a
+    prime-rl run directory (tests/trainer_formats.py's fixtures)."""
     shutil.copytree(FIXTURES / "trl" / "run1", project / "trl-output")
     shutil.copytree(FIXTURES / "trl" / "run1-tap", project / "trl-tap")
     shutil.copy(FIXTURES / "unipo" / "dapo_small.jsonl", project / "my-unipo-log.jsonl")
     shutil.copytree(FIXTURES / "openrlhf" / "run1", project / "tensorboard" / "my-openrlhf-run")
+    shutil.copytree(FIXTURES / "verl" / "run", project / "verl-runs" / "my-verl-run")
+    shutil.copytree(FIXTURES / "prime_rl" / "run", project / "outputs" / "my-prime-run")
 
 
 def walk_own_logs(project: Path, run: Runner) -> list[tuple[str, subprocess.CompletedProcess]]:

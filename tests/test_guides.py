@@ -84,8 +84,8 @@ def test_contribute_guide_walk(tmp_path):
 def test_own_logs_guide_walk(tmp_path):
     project, done = _walk(walk_own_logs, tmp_path)
     assert list(done) == OWN_LOGS
-    assert sorted(p.name for p in (project / "runs").iterdir()) == ["grpo-mine", "my-openrlhf-run", "my-trl-run",
-                                                                         "my-unipo-run"]
+    assert sorted(p.name for p in (project / "runs").iterdir()) == ["grpo-mine", "my-openrlhf-run", "my-prime-run",
+                                                                     "my-trl-run", "my-unipo-run", "my-verl-run"]
     assert done["unipo validate runs"].stdout == "runs: valid\n"
     # `unipo explain` of a shipped run first (what the guide quotes it prints), then of the reader's
     # three runs into the same --out, which replaces the first site

@@ -227,3 +227,20 @@ def test_numbers_for_people():
     assert I.fmt_contribution(5.274e-10) == "\u2248 0" and I.fmt_contribution(-3e-9) == "\u2248 0"
     assert I.fmt_contribution(0.01476) == "+0.01476" and I.j_text(5.274e-10) == "J \u2248 0"
     assert I.j_text(-0.002958) == "J = \u22120.002958"
+
+
+def test_an_imported_log_without_rewards_or_correctness(tmp_path):
+    """prime-rl's token export records no reward and no correctness: the inspector says so, it does not
+    show '0/2 correct' or call the group's answers wrong."""
+    from cli_helpers import unipo
+
+    root = tmp_path / "runs"
+    fixture = Path(__file__).resolve().parent / "fixtures" / "prime_rl" / "run"
+    result = unipo("import", "prime-rl", fixture, "--out", root / "prime", "--algorithm", "grpo", "--run-id", "prime")
+    assert result.returncode == 0, result.stderr
+    html = I.step_inspector("prime", catalog=root)
+    text = htmllib.unescape(re.sub(r"<[^>]+>", " ", html.replace(_template(html), "")))
+    assert "correctness not logged" in text and "0/2 correct" not in text
+    assert "reward \u2013 \u00b7 2 tokens" in text  # the response's reward is shown as absent
+    data = _data(html)
+    assert data["step"] == 0

@@ -331,14 +331,16 @@ def register_import(sub) -> None:
                     "`mkdocs build` shows (point UNIPO_RUNS at its parent). FORMAT 'unipo': UNIPO's published "
                     "log format, one .json or .jsonl file. FORMAT 'openrlhf': OpenRLHF's TensorBoard scalars, an "
                     "events.out.tfevents.* file or a directory holding them. FORMAT 'trl': TRL's GRPOTrainer output "
-                    "directory (trainer_state.json), with --tap the UNIPO TRL tap's directory. The input is "
+                    "directory (trainer_state.json), with --tap the UNIPO TRL tap's directory. FORMAT 'verl': a verl run "
+                    "directory (the file logger's metrics JSONL, rollout/validation dumps, .hydra/config.yaml). FORMAT "
+                    "'prime-rl': a prime-rl run directory (token_exports/, metrics.jsonl, configs/). The input is "
                     "never modified; --out "
                     "must be new or empty. Every value the importer derives is listed in the run header's notes.")
     from unipo_build.importers import FORMATS
 
     p.add_argument("format", choices=sorted(FORMATS))
     p.add_argument("src", help="the log: a .json/.jsonl file (unipo), an event file or directory (openrlhf), "
-                               "TRL's output_dir (trl)")
+                               "TRL's output_dir (trl), a run directory (verl, prime-rl)")
     p.add_argument("--out", required=True, help="the run directory to create (new or empty)")
     p.add_argument("--algorithm", help="the algorithm (a spec id such as grpo); overrides the log's header")
     p.add_argument("--run-id", help="the run's id (default: from the file or directory name)")

@@ -116,9 +116,15 @@ def atomic_write_text(path: Path, text: str) -> None:
 class RunWriter:
     """Writes one run directory. ``resume_after`` keeps what was logged up to that step."""
 
-    def __init__(self, run_dir: str | Path, header: RunHeader, *, resume_after: int | None = None):
+    def __init__(self, run_dir: str | Path, header: RunHeader, *, resume_after: int | None = None,
+                 durable: bool = True):
+        """``durable``: flush and fsync every appended line (a trainer that may be killed). An importer,
+        which writes a staging directory it validates before publishing, passes False: lines are
+        buffered and synced once in ``finish`` (an fsync per line is most of the time of a long import)."""
         self.dir = Path(run_dir)
         self.header = header
+        self.durable = durable
+        self._open: dict[str, Any] = {}
         (self.dir / TOKENS_DIR).mkdir(parents=True, exist_ok=True)
         if resume_after is None:
             if (self.dir / STEPS).exists() and (self.dir / STEPS).stat().st_size > 0:
@@ -153,6 +159,11 @@ class RunWriter:
                 token_file.unlink()
 
     def _append(self, name: str, record: BaseModel) -> None:
+        if not self.durable:
+            if name not in self._open:
+                self._open[name] = (self.dir / name).open("a", encoding="utf-8")
+            self._open[name].write(dumps(record) + "\n")
+            return
         with (self.dir / name).open("a", encoding="utf-8") as fh:
             fh.write(dumps(record) + "\n")
             fh.flush()
@@ -173,6 +184,11 @@ class RunWriter:
         atomic_write_text(self.dir / HEADER, dumps(self.header) + "\n")
 
     def finish(self, **updates: Any) -> None:
+        for fh in self._open.values():
+            fh.flush()
+            os.fsync(fh.fileno())
+            fh.close()
+        self._open.clear()
         self.update_header(**updates)
 
 

@@ -366,7 +366,8 @@ class TokenArrays(_Model):
 class Response(_Model):
     index: Count = Field(description="Position in its group.")
     text: Doc
-    reward: Finite = Field(description="The scalar reward used for the advantage (after shaping).")
+    reward: Finite | None = Field(None, description="The scalar reward used for the advantage (after shaping); null when "
+                                              "the log does not record it (prime-rl's token export).")
     reward_components: dict[Name, Finite] = Field(default_factory=dict)
     advantage: Finite | None = Field(None, description="Response-level advantage (group-based algorithms); null when it varies by token.")
     length: Count

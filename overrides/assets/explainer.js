@@ -121,7 +121,12 @@
     var rows = [];
     var out = [];
     var logged = tk.advantage[t];
-    if (cfg.components.advantage.group_baseline) {
+    var unrecorded = groupRewards(ctx.group).some(function (x) { return x === null || x === undefined; });
+    if (cfg.components.advantage.group_baseline && unrecorded) {
+      // An imported log without rewards (prime-rl's token export): nothing to recompute the advantage from.
+      out.push(para("The log does not record this group's rewards, so the advantage cannot be recomputed here: it is the trainer's own."));
+      rows.push(row("advantage \u00c2", "as logged", logged, "advantage"));
+    } else if (cfg.components.advantage.group_baseline) {
       var rewards = groupRewards(ctx.group);
       var pos = ctx.group.responses.indexOf(ctx.response);
       out.push(para("Rewards of the group's " + rewards.length + " responses: " +

@@ -110,7 +110,8 @@
     if (hasSignal(g)) return null;
     var n = g.responses.length;
     var k = g.responses.filter(function (r) { return r.correct; }).length;
-    var why = k === n ? "right" : k === 0 ? "wrong" : "equally rewarded";
+    var known = g.responses.some(function (r) { return r.correct === true || r.correct === false; });
+    var why = !known ? "equally rewarded" : k === n ? "right" : k === 0 ? "wrong" : "equally rewarded";
     var text = "Every advantage in this group is 0 (all " + n + " answers " + why + "), so its tokens push nothing through the policy gradient";
     var beta = klBeta(cfg);
     if (beta) return text + "; its contribution is only the KL term \u2212\u03b2\u00b7KL (\u03b2 = " + fmt(beta) + "), which still pulls each token toward the reference model.";
@@ -526,6 +527,8 @@
     var self = this;
     var n = g.responses.length;
     var nCorrect = g.responses.filter(function (r) { return r.correct; }).length;
+    // A log that records no correctness (prime-rl's token export) says so instead of "0/n correct".
+    var correctKnown = g.responses.some(function (r) { return r.correct === true || r.correct === false; });
     var keys = this.detail.prompts.map(groupKey);
     var at = keys.indexOf(groupKey(g));
     function step(delta, label) {
@@ -536,7 +539,7 @@
       return button;
     }
     var head = [el("span", { class: "unipo-group-name", text: groupName(this.detail, g.index, g.filtered) }),
-      el("span", { class: "unipo-fact", text: nCorrect + "/" + n + " correct" })];
+      el("span", { class: "unipo-fact", text: correctKnown ? nCorrect + "/" + n + " correct" : "correctness not logged" })];
     if (g.filtered) head.push(el("span", { class: "unipo-mark unipo-mark--filtered", text: "dropped by the sampling filter" }));
     else if (g.contribution !== null && g.contribution !== undefined) head.push(el("span", { class: "unipo-fact", text: "contribution " + fmtObjective(g.contribution, true) }));
     head.push(el("span", { class: "unipo-group-steps" }, [step(-1, "\u2039 group"), step(1, "group \u203a")]));

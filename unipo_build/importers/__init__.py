@@ -3,6 +3,8 @@
 - ``unipo``: UNIPO's published log format, JSON or JSONL (``unipo_format``).
 - ``openrlhf``: OpenRLHF's TensorBoard scalars (``openrlhf_tb``).
 - ``trl``: TRL's GRPOTrainer output directory (trainer_state.json) and the UNIPO TRL tap (``trl``).
+- ``verl``: verl's metrics JSONL, rollout and validation dumps and Hydra config (``verl``).
+- ``prime-rl``: prime-rl's token export, metrics and resolved configs (``prime_rl``).
 
 ``import_log(fmt, src, out)`` writes a new run directory and returns its header. It never
 touches ``src``, refuses an ``out`` that is not empty, and writes through a staging directory
@@ -20,11 +22,13 @@ from ..runlog import LogErrors, validation_errors
 from ..schema import RunHeader
 from .common import OutputError, discard, publish, staging_dir
 from .openrlhf_tb import import_openrlhf
+from .prime_rl import import_prime_rl
 from .trl import import_trl
 from .unipo_format import import_unipo
+from .verl import import_verl
 
-FORMATS = {"unipo": import_unipo, "openrlhf": import_openrlhf}
-FORMATS["trl"] = import_trl
+FORMATS = {"unipo": import_unipo, "openrlhf": import_openrlhf, "trl": import_trl, "verl": import_verl,
+           "prime-rl": import_prime_rl}
 
 
 def import_log(fmt: str, src: str | Path, out: str | Path, *, algorithm: str | None = None,

@@ -208,7 +208,7 @@ def import_openrlhf(src: Path, stage: Path, *, algorithm: str | None = None, run
                        "files": [{"path": str(p), "sha256": K.sha256_file(p)} for p in files]},
         **({"unmatched_scalars": unmatched} if unmatched else {}),
     )
-    writer = RunWriter(stage, header)
+    writer = RunWriter(stage, header, durable=False)
     notes.once("one step per OpenRLHF global step (a rollout; its values are means over that rollout's updates)")
     notes.once("time/wall_s from the events' wall times")
     details = {}

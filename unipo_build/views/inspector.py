@@ -224,7 +224,8 @@ def zero_advantage_note(group: PromptGroup, beta: float | None) -> str | None:
         return None
     n = len(group.responses)
     n_correct = sum(1 for r in group.responses if r.correct)
-    why = "right" if n_correct == n else "wrong" if n_correct == 0 else "equally rewarded"
+    known = any(r.correct is not None for r in group.responses)
+    why = "equally rewarded" if not known else "right" if n_correct == n else "wrong" if n_correct == 0 else "equally rewarded"
     text = f"Every advantage in this group is 0 (all {n} answers {why}), so its tokens push nothing through the policy gradient"
     if beta:
         return text + (f"; its contribution is only the KL term −β·KL (β = {fmt(beta)}), which still "
@@ -240,8 +241,11 @@ def group_html(uid: str, group: PromptGroup, beta: float | None = None, focus: i
     n = len(group.responses)
     n_correct = sum(1 for r in group.responses if r.correct)
     cls = "unipo-group unipo-group--filtered" if group.filtered else "unipo-group"
+    # A log that records no correctness (prime-rl's token export) says so instead of "0/n correct".
+    correct = (f"{n_correct}/{n} correct" if any(r.correct is not None for r in group.responses)
+               else "correctness not logged")
     head = [f'<span class="unipo-group-name">{escape_text(name or f"Group {group.index}")}</span>',
-            f'<span class="unipo-fact">{n_correct}/{n} correct</span>']
+            f'<span class="unipo-fact">{correct}</span>']
     if group.filtered:
         head.append('<span class="unipo-mark unipo-mark--filtered">dropped by the sampling filter</span>')
     elif group.contribution is not None:

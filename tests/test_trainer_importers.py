@@ -1,0 +1,432 @@
+"""`unipo import verl` and `unipo import prime-rl` on runs written in their trainers' exact formats.
+
+The fixtures (tests/fixtures/verl, tests/fixtures/prime_rl) are written by tests/trainer_formats.py,
+whose writers mirror verl's and prime-rl's own code paths. Every expected number is worked out in
+the comment beside it (or in the writer's docstring). The importer runs as a user runs it: the
+console script, in a subprocess, from the repository root.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cli_helpers import unipo
+from helpers_runlog import checksums
+from unipo_build import runlog
+from unipo_build.recompute import check_step
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+@pytest.fixture
+def verl_run(tmp_path):
+    dest = tmp_path / "in" / "verl"
+    shutil.copytree(FIXTURES / "verl" / "run", dest)
+    return dest
+
+
+@pytest.fixture
+def prime_run(tmp_path):
+    dest = tmp_path / "in" / "prime"
+    shutil.copytree(FIXTURES / "prime_rl" / "run", dest)
+    return dest
+
+
+def one_line_error(result) -> str:
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_help_lists_every_format():
+    out = unipo("import", "--help").stdout
+    choices = re.search(r"\{([a-z,-]+)\}", out).group(1).split(",")
+    assert {"unipo", "openrlhf", "verl", "prime-rl"} <= set(choices)  # trl comes with its own importer
+
+
+# ---------------------------------------------------------------------------
+# verl
+# ---------------------------------------------------------------------------
+
+def test_verl_round_trip(verl_run, tmp_path):
+    before = checksums(verl_run)
+    out = tmp_path / "runs" / "verl"
+    result = unipo("import", "verl", verl_run, "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert checksums(verl_run) == before
+    assert unipo("validate", out).stdout.strip() == f"{out}: valid"
+
+    header = runlog.read_header(out)
+    # GRPO in verl's config: grpo + norm_adv_by_std, vanilla loss, clip 0.2/0.2, k3 (low_var_kl) in the loss
+    # with coef 0.04, seq-mean-token-mean: every kind and parameter of data/algorithms/grpo.yaml
+    assert header.algorithm == "grpo"
+    cfg = header.algorithm_config
+    assert cfg.kind("kl") == "in_loss" and cfg.param("kl", "beta") == 0.04 and cfg.param("kl", "estimator") == "k3"
+    assert cfg.kind("aggregation") == "seq_mean_token_mean" and cfg.param("clip", "eps") == 0.2
+    assert header.hyperparameters["group_size"] == 2 and header.hyperparameters["max_new_tokens"] == 16
+    assert header.engine == "verl" and any("token-level detail" in m for m in header.missing)
+    assert "no token files" in header.notes
+    steps = list(runlog.iter_steps(out))
+    assert [s.source_step for s in steps] == [1, 2, 3]  # step 0's line holds validation metrics only
+    assert runlog.token_steps(out) == []
+    # dumps (scores per step, Q1 Q1 Q2 Q2): 1: 1 0 1 1; 2: 0 0 1 0; 3: 1 1 1 1
+    assert [s.metrics["accuracy/train"] for s in steps] == [0.75, 0.25, 1.0]
+    assert [s.metrics["groups/zero_variance_frac"] for s in steps] == [0.5, 0.5, 1.0]
+    assert [s.metrics["groups/all_correct_frac"] for s in steps] == [0.5, 0.0, 1.0]
+    assert [s.metrics["groups/all_wrong_frac"] for s in steps] == [0.0, 0.5, 0.0]
+    assert [s.metrics["reward/mean"] for s in steps] == [0.75, 0.25, 1.0]  # critic/score/mean
+    # objective = -(pg_loss + 0.04 kl_loss): step 1: -(-0.1 + 0.04 x 0.01) = 0.0996
+    assert math.isclose(steps[0].metrics["objective"], 0.0996, rel_tol=1e-6)
+    assert steps[0].metrics["loss/policy"] == -0.1 and steps[0].metrics["time/rollout_s"] == 1.25
+    evals = list(runlog.iter_evals(out))
+    # validation dumps: before training 1 of 2 right; after step 3 2 of 2 (greedy: val_kwargs.do_sample false)
+    assert [(e.step, e.phase, e.n, e.accuracy_greedy) for e in evals] == [(0, "start", 2, 0.5), (3, "end", 2, 1.0)]
+    assert header.model_extra["pre_training_metrics"] == {"val-core/gsm8k/reward/mean@1": 0.5}
+
+
+def test_verl_config_the_registry_cannot_express(verl_run, tmp_path):
+    cfg_path = verl_run / ".hydra" / "config.yaml"
+    cfg = yaml.safe_load(cfg_path.read_text())
+    cfg["algorithm"]["adv_estimator"] = "remax"
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    before = checksums(verl_run)
+    out = tmp_path / "runs" / "remax"
+    line = one_line_error(unipo("import", "verl", verl_run, "--out", out))
+    assert line.startswith(f"{cfg_path}: algorithm.adv_estimator: 'remax' has no kind")
+    assert "nearest: reinforce_return" in line and "--algorithm" in line
+    assert not out.exists() and checksums(verl_run) == before
+    # Named, it imports with that spec, the gap in the run card
+    result = unipo("import", "verl", verl_run, "--out", out, "--algorithm", "reinforce")
+    assert result.returncode == 0, result.stderr
+    header = runlog.read_header(out)
+    assert header.algorithm == "reinforce" and header.imported_from["gaps"][0]["setting"] == "algorithm.adv_estimator"
+    assert "algorithm.adv_estimator = remax has no kind" in header.notes
+
+
+def test_verl_partly_readable_log_imports_what_it_can(verl_run, tmp_path):
+    metrics = verl_run / "unipo_fixture" / "verl_grpo.jsonl"
+    lines = metrics.read_text().splitlines()
+    lines.insert(2, '{"step": 2, "data": {"actor/pg_loss": ')  # a line cut off mid-write
+    first = json.loads(lines[1])
+    first["data"]["perf/histogram"] = [1, 2, 3]  # orjson writes a numpy array as a list: not a scalar
+    lines[1] = json.dumps(first)
+    metrics.write_text("\n".join(lines) + "\n")
+    before = checksums(verl_run)
+    out = tmp_path / "runs" / "partial"
+    result = unipo("import", "verl", verl_run, "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert checksums(verl_run) == before
+    header = runlog.read_header(out)
+    assert [s.source_step for s in runlog.iter_steps(out)] == [1, 2, 3]
+    skipped = header.imported_from["skipped"]
+    assert len(skipped) == 1 and skipped[0].startswith(f"{metrics}: line 3: not JSON")
+    assert "skipped 1 unreadable line(s)" in header.notes
+    assert "verl metric 'perf/histogram' is not a number (a list): left out" in header.notes
+
+
+def test_not_a_verl_directory(tmp_path):
+    src = tmp_path / "notverl"
+    shutil.copytree(FIXTURES / "unipo", src)
+    before = checksums(src)
+    out = tmp_path / "runs" / "x"
+    line = one_line_error(unipo("import", "verl", src, "--out", out))
+    assert line.startswith(f"{src}: no verl metrics JSONL") and "is this a verl run directory?" in line
+    assert not out.exists() and checksums(src) == before
+    line = one_line_error(unipo("import", "verl", src / "grpo_small.json", "--out", out))
+    assert "pass the directory, not a file" in line
+
+
+# ---------------------------------------------------------------------------
+# prime-rl
+# ---------------------------------------------------------------------------
+
+def test_prime_rl_round_trip_and_recompute(prime_run, tmp_path):
+    before = checksums(prime_run)
+    out = tmp_path / "runs" / "prime"
+    result = unipo("import", "prime-rl", prime_run, "--out", out, "--algorithm", "dr_grpo")
+    assert result.returncode == 0, result.stderr
+    assert checksums(prime_run) == before
+    assert unipo("validate", out).stdout.strip() == f"{out}: valid"
+    header = runlog.read_header(out)
+    assert header.algorithm == "dr_grpo" and header.engine == "prime-rl"
+    assert header.hyperparameters["group_size"] == 2 and header.hyperparameters["max_new_tokens"] == 8
+    assert header.model.name == "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT"
+    assert {g["setting"] for g in header.imported_from["gaps"]} == {"trainer.loss.type", "trainer.loss.kl_tau"}
+    assert any(m.startswith("rewards") for m in header.missing) and "missing from prime-rl's export" in header.notes
+    steps = list(runlog.iter_steps(out))
+    # the orchestrator's row for step 1 came before the trainer's rows for step 0: merged by step all the same
+    assert [s.source_step for s in steps] == [0, 1] and [s.has_tokens for s in steps] == [True, False]
+    assert steps[0].metrics["lr"] == 3e-6 and steps[0].metrics["grad_norm"] == 0.25
+    assert steps[0].metrics["reward/mean"] == 0.5 and steps[1].metrics["grad_norm"] == 0.5
+
+    detail = runlog.read_step_detail(out, 0)
+    assert len(detail.prompts) == 1  # both sequences share the prompt tokens [5, 6]
+    group = detail.prompts[0]
+    assert group.prompt == "<5><6>" and [r.text for r in group.responses] == ["<7><8>", "<9>"]
+    a, b = group.responses
+    assert a.reward is None and a.length == 2 and a.tokens.ids == [7, 8]
+    # ratio exp(-0.5 - -0.6) = exp(0.1) = 1.1051709; dr_grpo's weight 1 / (G x budget) = 1 / (2 x 8) = 0.0625
+    assert a.tokens.ratio == pytest.approx([math.exp(0.1), 1.0], rel=1e-8)
+    assert a.tokens.weight == [0.0625, 0.0625] and b.tokens.weight == [0.0625]
+    # contributions: 0.0625 x 0.5 x (1.1051709 + 1) = 0.0657866; 0.0625 x -0.5 = -0.03125; J = 0.0345366
+    assert a.contribution == pytest.approx(0.0625 * 0.5 * (math.exp(0.1) + 1), rel=1e-8)
+    assert b.contribution == pytest.approx(-0.03125, rel=1e-12)
+    assert detail.objective == pytest.approx(0.0625 * 0.5 * (math.exp(0.1) + 1) - 0.03125, rel=1e-6)
+    assert a.tokens.model_extra["source_importance_ratio"] == pytest.approx([math.exp(0.1), 1.0], rel=1e-8)
+    assert check_step(header.algorithm_config, detail) == []
+
+
+def test_prime_rl_default_loss_needs_algorithm(prime_run, tmp_path):
+    out = tmp_path / "runs" / "p"
+    line = one_line_error(unipo("import", "prime-rl", prime_run, "--out", out))
+    assert line.startswith(f"{prime_run / 'configs' / 'trainer.json'}: trainer.loss.type: ")
+    assert "nearest: asymmetric clip of the ratio" in line and "pass --algorithm SPEC" in line
+    assert not out.exists()
+
+
+def test_prime_rl_positive_log_prob(prime_run, tmp_path):
+    export = prime_run / "token_exports" / "step_0" / "rank_0.jsonl"
+    rows = [json.loads(x) for x in export.read_text().splitlines()]
+    rows[1]["trainer_logprobs"][2] = 0.5  # the completion's first token: log-prob 0.5 > 0
+    export.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows))
+    before = checksums(prime_run)
+    out = tmp_path / "runs" / "p"
+    line = one_line_error(unipo("import", "prime-rl", prime_run, "--out", out, "--algorithm", "dr_grpo"))
+    assert line == (f"{export} (line 2, step 0): trainer_logprobs: trained token 0 has log-prob 0.5 > 0, which no "
+                    "probability has: the file is not a prime-rl token export (or was altered); re-export it")
+    assert not out.exists() and checksums(prime_run) == before
+
+
+def test_prime_rl_other_export_schema(prime_run, tmp_path):
+    export = prime_run / "token_exports" / "step_0" / "rank_0.jsonl"
+    rows = [json.loads(x) for x in export.read_text().splitlines()]
+    rows[0]["schema_version"] = 2
+    export.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    line = one_line_error(unipo("import", "prime-rl", prime_run, "--out", tmp_path / "o", "--algorithm", "dr_grpo"))
+    assert line.startswith(f"{export} (line 1, step 0): schema_version: is 2; this importer reads")
+
+
+def test_prime_rl_partly_readable_export(prime_run, tmp_path):
+    export = prime_run / "token_exports" / "step_0" / "rank_0.jsonl"
+    rows = [json.loads(x) for x in export.read_text().splitlines()]
+    rows[1]["inference_logprobs"][2] = None  # non-finite in the trainer: written as null
+    export.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"schema_version": 1, "st')
+    out = tmp_path / "runs" / "p"
+    result = unipo("import", "prime-rl", prime_run, "--out", out, "--algorithm", "dr_grpo")
+    assert result.returncode == 0, result.stderr
+    header = runlog.read_header(out)
+    skipped = header.imported_from["skipped"]
+    assert skipped[0].startswith(f"{export}: line 2 (step 0): inference_logprobs of trained token 0 is null")
+    assert skipped[1] == f"{export}: line 3: not JSON (Unterminated string starting at: line 1 column 23 (char 22))"
+    assert [len(g.responses) for g in runlog.read_step_detail(out, 0).prompts] == [1]
+
+
+def test_not_a_prime_rl_directory(verl_run, tmp_path):
+    line = one_line_error(unipo("import", "prime-rl", verl_run, "--out", tmp_path / "o"))
+    assert line.startswith(f"{verl_run}: no token_exports/step_<N>/ and no metrics.jsonl")
+
+
+def test_site_builds_with_imported_runs_alone(verl_run, prime_run, tmp_path):
+    """Every view copes with a run without token files (verl) and with one without rewards (prime-rl):
+    the site builds strictly from these runs alone, the chapters picking them."""
+    from site_build import build_site
+
+    runs = tmp_path / "runs"
+    assert unipo("import", "verl", verl_run, "--out", runs / "verl").returncode == 0
+    for spec in ("grpo", "dr_grpo"):
+        result = unipo("import", "prime-rl", prime_run, "--out", runs / f"prime-{spec}", "--run-id", f"prime-{spec}",
+                       "--algorithm", spec)
+        assert result.returncode == 0, result.stderr
+    built = build_site(tmp_path / "site", extra_env={"UNIPO_RUNS": str(runs)})
+    assert built.returncode == 0, built.log[-3000:]
+    step_file = tmp_path / "site" / "assets" / "runs" / "prime-grpo" / "steps" / "step_000000.json"
+    assert json.loads(step_file.read_text())["prompts"][0]["responses"][0].get("reward") is None
+    page = (tmp_path / "site" / "course" / "algorithms" / "dr_grpo" / "index.html").read_text()
+    assert 'data-run="prime-dr_grpo"' in page
+    # the GRPO chapter's views (inspector, anatomy, guided examples) run on the prime-rl run, the one with tokens
+    page = (tmp_path / "site" / "course" / "algorithms" / "grpo" / "index.html").read_text()
+    assert 'data-run="prime-grpo"' in page and "verl_grpo" in page
+
+
+def test_prime_rl_token_detail_is_capped_but_every_group_counts(tmp_path):
+    """Six prompts of two 3-token completions: the first four groups are kept token by token (the in-house
+    trainer's detail_groups), all six are summarised, and J is the sum of all six."""
+    from trainer_formats import ORCHESTRATOR_CONFIG, TRAINER_CONFIG, prime_configs, prime_export, prime_sequence
+
+    run = tmp_path / "in" / "wide"
+    prime_configs(run, TRAINER_CONFIG, ORCHESTRATOR_CONFIG)
+    rows, k = [], 0
+    for p in range(6):
+        for adv in (0.5, -0.5):
+            # equal log-probs: every ratio 1, so a token's objective is its advantage
+            rows.append(prime_sequence(0, 0, k, k, [100 + p], [1, 2, 3], [-1.0] * 3, [-1.0] * 3, adv * (p + 1)))
+            k += 1
+    prime_export(run, 0, rows)
+    out = tmp_path / "runs" / "wide"
+    result = unipo("import", "prime-rl", run, "--out", out, "--algorithm", "gspo")
+    assert result.returncode == 0, result.stderr
+    detail = runlog.read_step_detail(out, 0)
+    assert [g.index for g in detail.prompts] == [0, 1, 2, 3]
+    assert [g.detailed for g in detail.groups] == [True] * 4 + [False] * 2
+    # gspo's seq-mean-token-mean over the step's 12 responses: w = 1 / (12 x 3); each group's two responses
+    # cancel (advantages +-0.5 (p + 1) on 3 tokens each), so every contribution and J is 0 up to rounding
+    assert detail.prompts[0].responses[0].tokens.weight == pytest.approx([1 / 36] * 3, rel=1e-9)
+    assert detail.prompts[0].responses[0].contribution == pytest.approx(3 * 0.5 / 36, rel=1e-9)
+    assert all(abs(g.contribution) < 1e-12 for g in detail.groups) and abs(detail.objective) < 1e-12
+    assert check_step(runlog.read_header(out).algorithm_config, detail) == []
+
+
+def test_buffered_writer_writes_what_the_durable_one_does(tmp_path):
+    from helpers_runlog import make_header, make_step
+    from unipo_build.runlog import RunWriter
+
+    for durable in (True, False):
+        writer = RunWriter(tmp_path / str(durable), make_header("grpo"), durable=durable)
+        for s in range(3):
+            writer.step(make_step(s))
+        writer.finish()
+    assert (tmp_path / "True" / "steps.jsonl").read_bytes() == (tmp_path / "False" / "steps.jsonl").read_bytes()
+    assert len((tmp_path / "False" / "steps.jsonl").read_text().splitlines()) == 3
+
+
+def test_prime_rl_as_a_spec_with_kl_in_the_loss(prime_run, tmp_path):
+    """The export has no reference log-probs: grpo's KL term cannot be computed for its tokens, so the run's
+    components leave it out (and say so) rather than show tokens whose objective lacks it."""
+    out = tmp_path / "runs" / "g"
+    result = unipo("import", "prime-rl", prime_run, "--out", out, "--algorithm", "grpo")
+    assert result.returncode == 0, result.stderr
+    header = runlog.read_header(out)
+    assert header.algorithm == "grpo" and header.algorithm_config.kind("kl") == "none"
+    assert "grpo's KL term in the loss left out (kl: none)" in header.notes
+    assert check_step(header.algorithm_config, runlog.read_step_detail(out, 0)) == []
+
+
+def test_verl_hydra_output_directory_below(verl_run, tmp_path):
+    """Hydra writes .hydra/ into outputs/<date>/<time>/: found there when the run's directory holds one."""
+    nested = verl_run / "outputs" / "2026-01-29" / "11-20-04"
+    nested.mkdir(parents=True)
+    (verl_run / ".hydra").rename(nested / ".hydra")
+    out = tmp_path / "runs" / "nested"
+    result = unipo("import", "verl", verl_run, "--out", out)
+    assert result.returncode == 0, result.stderr
+    header = runlog.read_header(out)
+    assert header.algorithm == "grpo" and header.imported_from["config"] == str(nested / ".hydra" / "config.yaml")
+    shutil.copytree(nested, verl_run / "outputs" / "2026-01-29" / "12-00-00")
+    line = one_line_error(unipo("import", "verl", verl_run, "--out", tmp_path / "runs" / "two"))
+    assert line.startswith(f"{verl_run}: several Hydra configs (") and "point at the one run's output directory" in line
+
+
+@pytest.mark.parametrize("section, key, value, setting", [
+    ("algorithm", "kl_ctrl", {"type": "adaptive", "kl_coef": 0.001}, "algorithm.kl_ctrl.type"),
+    ("algorithm", "rollout_correction", {"rollout_is": "token"}, "algorithm.rollout_correction.rollout_is"),
+])
+def test_verl_other_settings_without_a_kind(verl_run, tmp_path, section, key, value, setting):
+    cfg_path = verl_run / ".hydra" / "config.yaml"
+    cfg = yaml.safe_load(cfg_path.read_text())
+    cfg[section][key] = value
+    if key == "kl_ctrl":  # the adaptive controller acts on the KL in the reward
+        cfg["algorithm"]["use_kl_in_reward"] = True
+        cfg["actor_rollout_ref"]["actor"]["use_kl_loss"] = False
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    line = one_line_error(unipo("import", "verl", verl_run, "--out", tmp_path / "o"))
+    assert line.startswith(f"{cfg_path}: {setting}: ") and "--algorithm SPEC" in line
+
+
+def test_fixtures_are_what_the_writer_writes(tmp_path):
+    """tests/fixtures/verl and prime_rl are tests/trainer_formats.py's output, byte for byte (rerun it after a change)."""
+    from trainer_formats import write_prime_fixture, write_verl_fixture
+
+    write_verl_fixture(tmp_path / "verl")
+    write_prime_fixture(tmp_path / "prime")
+    assert checksums(tmp_path / "verl") == checksums(FIXTURES / "verl" / "run")
+    assert checksums(tmp_path / "prime") == checksums(FIXTURES / "prime_rl" / "run")
+
+
+def test_prime_rl_arrays_of_different_lengths(prime_run, tmp_path):
+    export = prime_run / "token_exports" / "step_0" / "rank_0.jsonl"
+    rows = [json.loads(x) for x in export.read_text().splitlines()]
+    rows[0]["advantages"] = rows[0]["advantages"][:-1]  # one entry short of token_ids
+    export.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    before = checksums(prime_run)
+    line = one_line_error(unipo("import", "prime-rl", prime_run, "--out", tmp_path / "o", "--algorithm", "dr_grpo"))
+    assert line == f"{export} (line 1, step 0): advantages: expected a list of 4 entries (the length of token_ids)"
+    assert checksums(prime_run) == before and not (tmp_path / "o").exists()
+
+
+def test_verl_console_log_instead_of_the_metrics_file(verl_run, tmp_path):
+    """Only the console output (trainer.logger console, under Ray): the same steps and metrics as from the
+    file logger's JSONL, other output passed over, a value that is not a number listed as skipped."""
+    from trainer_formats import verl_console_line
+
+    from_file = tmp_path / "runs" / "file"
+    assert unipo("import", "verl", verl_run, "--out", from_file).returncode == 0
+    metrics = verl_run / "unipo_fixture" / "verl_grpo.jsonl"
+    lines = ["(TaskRunner pid=4242) Loading checkpoint shards: 100%", "Training Progress:  33%|###"]
+    for row in map(json.loads, metrics.read_text().splitlines()):
+        lines.append(verl_console_line(row["data"], row["step"]))
+    lines[3] = lines[3].replace("actor/grad_norm:0.5", "actor/grad_norm:tensor(0.5000)")  # not a Number
+    metrics.unlink()
+    (verl_run / "train.log").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "runs" / "console"
+    result = unipo("import", "verl", verl_run, "--out", out)
+    assert result.returncode == 0, result.stderr
+    header = runlog.read_header(out)
+    assert "metrics from the console log" in header.notes
+    assert header.imported_from["skipped"] == [
+        f"{verl_run / 'train.log'}: line 4 (step 1): actor/grad_norm: 'tensor(0.5000)' is not a number; left out"]
+    expected = [s.metrics for s in runlog.iter_steps(from_file)]
+    got = [s.metrics for s in runlog.iter_steps(out)]
+    expected[0].pop("grad_norm")
+    assert got == expected
+
+
+def test_verl_console_values_as_pformat_writes_them():
+    from unipo_build.importers.verl import _console_value
+
+    # numpy 2's repr of its scalars, Python's floats and booleans, and NaN (undefined: null)
+    assert _console_value("np.float64(0.25)") == 0.25 and _console_value("np.int64(3)") == 3.0
+    assert _console_value("1e-06") == 1e-06 and _console_value("True") == 1.0 and _console_value("nan") is None
+    with pytest.raises(ValueError):
+        _console_value("tensor(0.5000)")
+
+
+def test_verl_config_no_spec_has(verl_run, tmp_path):
+    """GRPO's advantage with a token mean and no KL: every slot has a kind, no spec has them all; the run keeps
+    verl's components under its own name and the notes name the nearest spec."""
+    cfg_path = verl_run / ".hydra" / "config.yaml"
+    cfg = yaml.safe_load(cfg_path.read_text())
+    cfg["actor_rollout_ref"]["actor"].update(loss_agg_mode="token-mean", use_kl_loss=False)
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "runs" / "own"
+    assert unipo("import", "verl", verl_run, "--out", out).returncode == 0
+    header = runlog.read_header(out)
+    assert header.algorithm == "verl_grpo" and header.algorithm_config.kind("aggregation") == "token_mean"
+    assert header.algorithm_config.kind("kl") == "none" and header.algorithm_config.kind("advantage") == "group_zscore"
+    # grpo differs in two slots (kl, aggregation), dr_grpo in two (advantage, aggregation): both are named
+    assert "no spec has all of verl's kinds; nearest: dr_grpo and grpo (5 of 7 slots alike)" in header.notes
+    assert unipo("validate", out).stdout.strip() == f"{out}: valid"
+
+
+def test_prime_rl_exported_step_without_metrics_rows(prime_run, tmp_path):
+    """Steps 0 and 2 exported, metrics rows for 0, 1 and 3 only: step 2 is imported in its place, empty metrics."""
+    from trainer_formats import prime_export, prime_sequence
+
+    prime_export(prime_run, 2, [prime_sequence(2, 0, 0, 0, [5, 6], [7], [-0.5], [-0.5], 0.5),
+                                prime_sequence(2, 0, 1, 1, [5, 6], [8], [-0.5], [-0.5], -0.5)])
+    with (prime_run / "metrics.jsonl").open("a") as fh:
+        fh.write(json.dumps({"step": 3, "time": 1004.0, "optim/lr": 3e-6}) + "\n")
+    out = tmp_path / "runs" / "gap"
+    result = unipo("import", "prime-rl", prime_run, "--out", out, "--algorithm", "dr_grpo")
+    assert result.returncode == 0, result.stderr
+    steps = list(runlog.iter_steps(out))
+    assert [(s.source_step, s.has_tokens) for s in steps] == [(0, True), (1, False), (2, True), (3, False)]
+    assert "exported steps without a metrics row (metrics empty)" in runlog.read_header(out).notes

@@ -1,0 +1,132 @@
+"""A trainer's own configuration (verl's Hydra config, prime-rl's resolved configs) onto the registry.
+
+An importer translates its trainer's settings slot by slot into registry kinds (``unipo_build.specs.
+REGISTRY``). A setting no kind expresses is a :class:`Gap`: the setting, what the trainer did, and the
+nearest kind, as ``unipo_build.openrlhf.command`` names OpenRLHF's gaps. :func:`choose` then
+
+- with no gap: attaches the translated components; the algorithm is the spec whose kinds all match
+  (its id), else ``<trainer>_<name>`` with the nearest spec noted;
+- with gaps and no ``--algorithm``: stops with one line naming the config file, the setting, the
+  nearest kind and what to do (pass ``--algorithm SPEC`` to import with that spec's components);
+- with ``--algorithm SPEC``: attaches that spec's components and records every gap (and every slot
+  where the spec differs from what the trainer ran) in the run card's notes and in the header's
+  ``imported_from.gaps``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..runlog import LogError
+from ..specs import REGISTRY, AlgorithmSpec, ResolvedAlgorithm, resolve
+from . import common as K
+
+SLOTS = ("advantage", "ratio", "clip", "kl", "aggregation", "filter", "shaping")
+
+
+@dataclass(frozen=True)
+class Gap:
+    """One setting of the trainer that no registry kind expresses."""
+
+    setting: str  # the config key, e.g. "algorithm.adv_estimator"
+    value: str  # what it was set to
+    slot: str
+    nearest: str  # the nearest kind, e.g. "group_mean"
+
+    def line(self) -> str:
+        return f"{self.setting} = {self.value} has no kind in the registry's {self.slot} slot (nearest: {self.nearest})"
+
+
+def get(config: Any, dotted: str, default: Any = None) -> Any:
+    """``config['a']['b']`` for ``'a.b'``; ``default`` where a level is missing or null."""
+    node = config
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or node.get(part) is None:
+            return default
+        node = node[part]
+    return node
+
+
+def _validated(components: dict[str, dict], spec_id: str, name: str) -> ResolvedAlgorithm:
+    for slot, comp in components.items():
+        REGISTRY[slot][comp["kind"]].params.model_validate(comp["params"])
+    return ResolvedAlgorithm.model_validate({"id": spec_id, "name": name, "components": components})
+
+
+def _nearest_spec(components: dict[str, dict], specs: dict[str, AlgorithmSpec]) -> tuple[list[str], int]:
+    """The specs with the most slots of the same kind (all of them when several tie), and that number."""
+    scores = {spec_id: sum(spec.components[s].kind == components[s]["kind"] for s in SLOTS)
+              for spec_id, spec in sorted(specs.items())}
+    best = max(scores.values(), default=0)
+    return [spec_id for spec_id, n in scores.items() if n == best], best
+
+
+def choose(trainer: str, name: str, components: dict[str, dict], gaps: list[Gap], config_file: str,
+           algorithm: str | None, max_new_tokens: int | None, notes: K.Notes, *,
+           ref_logprobs: bool = True) -> tuple[str, ResolvedAlgorithm | None, dict]:
+    """(algorithm id, algorithm_config, header extras) for a trainer run; see the module docstring.
+
+    ``ref_logprobs`` False: the log has no reference log-probs, so a spec's KL term in the loss cannot be
+    computed for its tokens; that slot is imported as ``none`` and the notes say so."""
+    specs = K.known_specs()
+    extras: dict[str, Any] = {"gaps": [asdict(g) for g in gaps]} if gaps else {}
+    if algorithm is not None:
+        spec_id = K.match_spec(algorithm, specs)
+        if spec_id is None:
+            raise LogError(config_file, f"--algorithm {algorithm!r} is not one of the project's specs "
+                                        f"({', '.join(sorted(specs))}); pass one of them")
+        spec = specs[spec_id]
+        budget = max_new_tokens or 1
+        config = resolve(spec, max_new_tokens=budget).model_dump()["components"]
+        for gap in gaps:
+            notes.once(f"not expressible, imported as {spec_id}'s {gap.slot}: {gap.line()}")
+        if not ref_logprobs and config["kl"]["kind"] == "in_loss":
+            notes.once(f"{spec_id}'s KL term in the loss left out (kl: none): {trainer}'s log has no reference "
+                       "log-probs to compute it from")
+            config["kl"] = {"kind": "none", "params": {}}
+        for slot in SLOTS:
+            ran = components.get(slot)
+            if ran is not None and ran != config[slot] and not any(g.slot == slot for g in gaps):
+                notes.once(f"{trainer} ran {slot} {ran['kind']} {ran['params'] or ''}".rstrip()
+                           + f"; the run card shows --algorithm {spec_id}'s {config[slot]['kind']}")
+        return spec_id, _validated(config, spec_id, spec.name), extras
+    if gaps:
+        first = gaps[0]
+        more = f" (and {len(gaps) - 1} more setting(s))" if len(gaps) > 1 else ""
+        near, _ = _nearest_spec({**components, **{g.slot: {"kind": g.nearest.split(" ")[0]} for g in gaps}}, specs)
+        raise LogError(config_file, f"{first.value!r} has no kind in the registry's {first.slot} slot{more} "
+                                    f"(nearest: {first.nearest}); pass --algorithm SPEC (e.g. --algorithm "
+                                    f"{near[0] if near else 'grpo'}) to import it with that spec's components, the difference "
+                                    "listed in the run card", field=first.setting)
+    run_id = re.sub(r"[^a-z0-9_]+", "_", f"{trainer}_{name}".lower()).strip("_")[:64]
+    config = _validated(components, run_id, f"{name} ({trainer})")
+    components = config.model_dump()["components"]
+    matching = [sid for sid, spec in sorted(specs.items())
+                if all(spec.components[s].kind == components[s]["kind"] for s in SLOTS)]
+    if matching:
+        spec_id = matching[0]
+        config = config.model_copy(update={"id": spec_id, "name": specs[spec_id].name})
+        differs = [s for s in SLOTS if resolve(specs[spec_id], max_new_tokens=max_new_tokens or 1)
+                   .model_dump()["components"][s]["params"] != components[s]["params"]]
+        if differs:
+            notes.once(f"{spec_id}'s kinds with {trainer}'s parameters in {', '.join(differs)}")
+        return spec_id, config, extras
+    near, score = _nearest_spec(components, specs)
+    if near:
+        notes.once(f"no spec has all of {trainer}'s kinds; nearest: {' and '.join(near)} ({score} of {len(SLOTS)} "
+                   "slots alike)")
+    return run_id, config, extras
+
+
+def numeric(data: dict, notes: K.Notes, trainer: str) -> dict:
+    """The metrics of a row that are numbers or null; any other value (a list, a string, a boolean) is left
+    out and counted in the notes, so that one odd metric does not stop the import of a log."""
+    kept = {}
+    for key, value in data.items():
+        if value is None or K.is_number(value):
+            kept[key] = value
+        else:
+            notes.add(f"{trainer} metric {key!r} is not a number (a {type(value).__name__}): left out")
+    return kept
