@@ -20,13 +20,10 @@ from __future__ import annotations
 import copy
 import json
 import math
-import os
-import platform
 import random
-import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -36,72 +33,25 @@ from unipo_build import objective as O
 from unipo_build.components import clipped_value_loss, explained_variance
 from unipo_build.paths import project_relative
 from unipo_build.runlog import RunWriter, read_header
-from unipo_build.schema import (EvalRecord, Hardware, LengthProbe, ModelInfo, PromptGroup, Response, RewardComponentInfo,
-                                RewardInfo, RunHeader, StepRecord, TaskInfo)
-from unipo_build.specs import AlgorithmSpec, resolve
-from unipo_build.specs import load_algorithm as specs_load_algorithm
+from unipo_build.schema import (EvalRecord, LengthProbe, PromptGroup, Response, RunHeader, StepRecord)
+from unipo_build.specs import resolve
 
 from . import records
 from .batches import by_minibatch, concat_batches, length_chunks, pad_columns, select_rows
 from .critic import Critic
 from .evaluate import evaluate
 from .generation import RolloutBatch, response_logprobs, sample_groups
-from .model import (count_parameters, load_policy, resolve_device, resolve_precision, set_threads, show_progress_bars,
+from .model import (load_policy, resolve_device, resolve_precision, set_threads, show_progress_bars,
                     thread_count)
 from .presets import get_preset
 from .reward import score_response, total_reward
 from .runstate import (Interrupted, TrainError, check_out_dir, checkpoint_dir, checkpoint_interval, checkpoint_rollout,
                        clear_logged_steps, logged_updates, remove_checkpoints, replace_checkpoint, run_state)
 from .pools import check_rl_prompts, load_rows, memorisation_check
+from .run_info import TrainOptions, _Pieces, git_commit, load_algorithm, run_header  # noqa: F401 (the API)
 from .task import generate_task
-from .tokenizer import token_pieces
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-@dataclass
-class TrainOptions:
-    algorithm: str  # a spec id in data/algorithms, or a path to a spec file
-    preset: str = "tiny"
-    steps: int | None = None  # rollouts; the preset's when None
-    seed: int = 0
-    out: str | None = None
-    resume: bool = False
-    model: str | None = None  # a local HF checkpoint; the preset's SFT warm start when None
-    task: str | None = None  # a directory with train.jsonl/eval.jsonl, or one JSONL file
-    device: str = "auto"
-    progress: bool = True
-    lr: float | None = None
-    checkpoint_every: int | None = None  # rollouts; None: checkpoint_interval(steps)
-    eval_every: int | None = None
-    eval_n: int | None = None
-    detail_every: int | None = None
-    # torch threads; None: $UNIPO_THREADS or the preset's. On a shared or busy machine use 1:
-    # OpenMP threads that wait for a core spin, and 2 threads can then run 40x slower than 1.
-    threads: int | None = None
-    # Any other RLPreset field, e.g. {"prompts_per_step": 4, "group_size": 4} for smoke runs.
-    rl_overrides: dict | None = None
-
-
-# ---------------------------------------------------------------------------
-# Helpers
-# ---------------------------------------------------------------------------
-
-def git_commit() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=5)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
-        return (out.stdout.strip() + ("+dirty" if dirty else "")) if out.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def load_algorithm(name: str) -> AlgorithmSpec:
-    try:
-        return specs_load_algorithm(name)
-    except ValueError as err:
-        raise TrainError(str(err)) from None
 
 
 # ---------------------------------------------------------------------------
@@ -179,45 +129,7 @@ class Trainer:
         return str(path)
 
     def _header(self, checkpoint: str, n_train: int, n_eval: int, task_source: str) -> RunHeader:
-        reward_components = [
-            RewardComponentInfo(name="correct", description="1 if the last 'Answer: <int>' equals the label, else 0.", weight=1.0),
-            RewardComponentInfo(name="format", description="1 if the response ends with a well-formed 'Answer: <int>'.", weight=0.0),
-        ]
-        if self.cfg.kind("shaping") != "none":
-            reward_components.append(RewardComponentInfo(
-                name="shaping", description=f"{self.cfg.kind('shaping')} shaping term added to the reward.", weight=1.0))
-        params = count_parameters(self.policy)
-        hyper = {k: v for k, v in asdict(self.rl).items()
-                 if not isinstance(v, tuple) and k not in ("precision", "cuda_micro_rows", "cuda_graphs")}
-        if self.gpu_path:  # what this run did, not the preset's alternatives
-            hyper.update(micro_rows=self.micro_rows, precision="bf16" if self.autocast else "fp32",
-                         static_decoder=self.static_decode,
-                         cuda_graphs=self.static_decode and self.device.type == "cuda")
-        model = ModelInfo(name=self.preset.name if not self.opts.model else project_relative(self.opts.model, REPO),
-                          architecture=type(self.policy).__name__, parameters=params,
-                          checkpoint=project_relative(checkpoint, REPO),
-                          vocab_size=self.policy.config.vocab_size)
-        return RunHeader(
-            run_id=self.out.name, algorithm=self.spec.id, algorithm_config=self.cfg,
-            title=f"{self.spec.name} on arithmetic word problems ({self.preset.name} preset)",
-            task=TaskInfo(name="arithmetic word problems" if not self.opts.task else Path(task_source).name,
-                          source=project_relative(task_source, REPO), n_train=n_train, n_eval=n_eval),
-            reward=RewardInfo(description="Correctness of the final answer (1/0); the format component is logged but weighted 0.",
-                              components=reward_components),
-            model=model, reference_model=model if O.uses_reference(self.cfg) else None,
-            preset=self.preset.name,
-            hyperparameters={**hyper, "critic_lr": self.critic_lr if O.uses_critic(self.cfg) else None},
-            seed=self.opts.seed,
-            hardware=Hardware(device=self.device.type,
-                              device_name=torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else None,
-                              cpu=platform.processor() or platform.machine(), cores=os.cpu_count(),
-                              threads=torch.get_num_threads(),
-                              dtype="bfloat16 autocast, float32 log-probs" if self.autocast else "float32"),
-            software={"python": platform.python_version(), "torch": torch.__version__,
-                      "transformers": __import__("transformers").__version__, "unipo": "0.1.0"},
-            commit=git_commit(), engine="unipo", created_at=datetime.now(timezone.utc),
-            steps_per_rollout=self.rl.epochs * self.rl.minibatches,
-        )
+        return run_header(self, checkpoint, n_train, n_eval, task_source)
 
     def setup(self) -> None:
         checkpoint = self._warm_start()
@@ -648,20 +560,6 @@ class Trainer:
                            wall_time_s=round(self.elapsed_before + time.time() - self.started, 1))
         remove_checkpoints(self.out)
         return self.out
-
-
-class _Pieces:
-    """token_pieces of a minibatch's answers by row, each computed when first read (None: no detail)."""
-
-    def __init__(self, tokenizer, ids: list[list[int]] | None):
-        self.tokenizer, self.ids, self.done = tokenizer, ids, {}
-
-    def __getitem__(self, row: int) -> list[str]:
-        if self.ids is None:
-            return []
-        if row not in self.done:
-            self.done[row] = token_pieces(self.tokenizer, self.ids[row])
-        return self.done[row]
 
 
 def train(opts: TrainOptions) -> Path:

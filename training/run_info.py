@@ -1,0 +1,128 @@
+"""What a run of training/rl.py is asked to do (TrainOptions) and what its header records about it:
+the pieces of the loop that describe a run rather than train it."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+from unipo_build import objective as O
+from unipo_build.paths import project_relative
+from unipo_build.schema import Hardware, ModelInfo, RewardComponentInfo, RewardInfo, RunHeader, TaskInfo
+from unipo_build.specs import AlgorithmSpec
+from unipo_build.specs import load_algorithm as specs_load_algorithm
+
+from .model import count_parameters
+from .runstate import TrainError
+from .tokenizer import token_pieces
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class TrainOptions:
+    algorithm: str  # a spec id in data/algorithms, or a path to a spec file
+    preset: str = "tiny"
+    steps: int | None = None  # rollouts; the preset's when None
+    seed: int = 0
+    out: str | None = None
+    resume: bool = False
+    model: str | None = None  # a local HF checkpoint; the preset's SFT warm start when None
+    task: str | None = None  # a directory with train.jsonl/eval.jsonl, or one JSONL file
+    device: str = "auto"
+    progress: bool = True
+    lr: float | None = None
+    checkpoint_every: int | None = None  # rollouts; None: checkpoint_interval(steps)
+    eval_every: int | None = None
+    eval_n: int | None = None
+    detail_every: int | None = None
+    # torch threads; None: $UNIPO_THREADS or the preset's. On a shared or busy machine use 1:
+    # OpenMP threads that wait for a core spin, and 2 threads can then run 40x slower than 1.
+    threads: int | None = None
+    # Any other RLPreset field, e.g. {"prompts_per_step": 4, "group_size": 4} for smoke runs.
+    rl_overrides: dict | None = None
+
+
+# ---------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return (out.stdout.strip() + ("+dirty" if dirty else "")) if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def load_algorithm(name: str) -> AlgorithmSpec:
+    try:
+        return specs_load_algorithm(name)
+    except ValueError as err:
+        raise TrainError(str(err)) from None
+
+
+def run_header(trainer, checkpoint: str, n_train: int, n_eval: int, task_source: str) -> RunHeader:
+    """The run header of a Trainer that has loaded its policy, spec and preset."""
+    reward_components = [
+        RewardComponentInfo(name="correct", description="1 if the last 'Answer: <int>' equals the label, else 0.", weight=1.0),
+        RewardComponentInfo(name="format", description="1 if the response ends with a well-formed 'Answer: <int>'.", weight=0.0),
+    ]
+    if trainer.cfg.kind("shaping") != "none":
+        reward_components.append(RewardComponentInfo(
+            name="shaping", description=f"{trainer.cfg.kind('shaping')} shaping term added to the reward.", weight=1.0))
+    params = count_parameters(trainer.policy)
+    hyper = {k: v for k, v in asdict(trainer.rl).items()
+             if not isinstance(v, tuple) and k not in ("precision", "cuda_micro_rows", "cuda_graphs")}
+    if trainer.gpu_path:  # what this run did, not the preset's alternatives
+        hyper.update(micro_rows=trainer.micro_rows, precision="bf16" if trainer.autocast else "fp32",
+                     static_decoder=trainer.static_decode,
+                     cuda_graphs=trainer.static_decode and trainer.device.type == "cuda")
+    model = ModelInfo(name=trainer.preset.name if not trainer.opts.model else project_relative(trainer.opts.model, REPO),
+                      architecture=type(trainer.policy).__name__, parameters=params,
+                      checkpoint=project_relative(checkpoint, REPO),
+                      vocab_size=trainer.policy.config.vocab_size)
+    return RunHeader(
+        run_id=trainer.out.name, algorithm=trainer.spec.id, algorithm_config=trainer.cfg,
+        title=f"{trainer.spec.name} on arithmetic word problems ({trainer.preset.name} preset)",
+        task=TaskInfo(name="arithmetic word problems" if not trainer.opts.task else Path(task_source).name,
+                      source=project_relative(task_source, REPO), n_train=n_train, n_eval=n_eval),
+        reward=RewardInfo(description="Correctness of the final answer (1/0); the format component is logged but weighted 0.",
+                          components=reward_components),
+        model=model, reference_model=model if O.uses_reference(trainer.cfg) else None,
+        preset=trainer.preset.name,
+        hyperparameters={**hyper, "critic_lr": trainer.critic_lr if O.uses_critic(trainer.cfg) else None},
+        seed=trainer.opts.seed,
+        hardware=Hardware(device=trainer.device.type,
+                          device_name=torch.cuda.get_device_name(trainer.device) if trainer.device.type == "cuda" else None,
+                          cpu=platform.processor() or platform.machine(), cores=os.cpu_count(),
+                          threads=torch.get_num_threads(),
+                          dtype="bfloat16 autocast, float32 log-probs" if trainer.autocast else "float32"),
+        software={"python": platform.python_version(), "torch": torch.__version__,
+                  "transformers": __import__("transformers").__version__, "unipo": "0.1.0"},
+        commit=git_commit(), engine="unipo", created_at=datetime.now(timezone.utc),
+        steps_per_rollout=trainer.rl.epochs * trainer.rl.minibatches,
+    )
+
+
+class _Pieces:
+    """token_pieces of a minibatch's answers by row, each computed when first read (None: no detail)."""
+
+    def __init__(self, tokenizer, ids: list[list[int]] | None):
+        self.tokenizer, self.ids, self.done = tokenizer, ids, {}
+
+    def __getitem__(self, row: int) -> list[str]:
+        if self.ids is None:
+            return []
+        if row not in self.done:
+            self.done[row] = token_pieces(self.tokenizer, self.ids[row])
+        return self.done[row]
+
