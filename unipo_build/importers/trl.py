@@ -338,7 +338,7 @@ def trl_components(trainer: dict, loc: K.Loc) -> tuple[dict, list[dict]]:
         gap("filter", "off_policy_mask_threshold (off-policy sequences with negative advantage dropped)", "none")
     if config.get("use_vllm") and config.get("vllm_importance_sampling_correction"):
         gap("ratio", "vLLM importance-sampling correction (the loss times pi_old / pi_sampler)",
-            "the ratio to pi_old alone (sampling_logp kept in the token files)")
+            "the ratio to pi_old alone (the sampler's log-probs kept as sample_logp in the token files)")
     if config.get("entropy_coef"):
         gap("kl", f"entropy_coef={config['entropy_coef']} (an entropy bonus in the loss)", "no entropy term")
     return comps, gaps
@@ -450,8 +450,8 @@ def _detail(tap: Tap, trl_step: int, index: int, rollout: int, cfg: ResolvedAlgo
         if row in engine_weight:
             extras["engine_weight"] = [engine_weight[row] * m for m in mask]
             gaps_w = max(gaps_w, max((abs(a - b) for a, b in zip(extras["engine_weight"], w)), default=0.0))
-        if s.get("sampling_logp") is not None:
-            extras["sampling_logp"] = s["sampling_logp"]
+        if s.get("sampling_logp") is not None:  # vLLM's log-probs: the schema's sample_logp
+            extras["sample_logp"] = s["sampling_logp"]
         live = [k for k in range(n) if mask[k]]
         gaps_ratio = max(gaps_ratio, max((abs(out.ratio[k] - u["ratio"][k]) for k in live), default=0.0))
         gaps_obj = max(gaps_obj, max((abs(objective[k] - engine_obj[k]) for k in live), default=0.0))
