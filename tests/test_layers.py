@@ -1,6 +1,7 @@
 """The layers of DESIGN.md, checked on the source: what may import what, and how long a module may be.
 
-- the core (schema, specs and the registry, component math, objective, run-log reader and writer,
+- the core (schema, specs and the registry, component math, objective, run-log reader and writer
+  and the text of its tokens,
   recomputation, project paths, presets) imports only the core;
 - training imports only the core of unipo_build;
 - nothing in unipo_build imports training except the CLI (the top layer);
@@ -24,7 +25,7 @@ CORE = {
     "unipo_build.moments", "unipo_build.numbers", "unipo_build.objective", "unipo_build.presets",
     "unipo_build.project", "unipo_build.reader", "unipo_build.recompute", "unipo_build.registry",
     "unipo_build.render", "unipo_build.runlog", "unipo_build.schema", "unipo_build.specs", "unipo_build.summary",
-    "unipo_build.heldout", "unipo_build.limits", "unipo_build.paths",
+    "unipo_build.heldout", "unipo_build.limits", "unipo_build.paths", "unipo_build.token_text",
 }
 CLI = {"unipo_build.cli", "unipo_build.cli_commands"}
 #: Modules that parse arguments: the CLI, and the entry point OpenRLHF's Ray workers run by path.

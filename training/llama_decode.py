@@ -66,6 +66,17 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
     return x * cos + rotated * sin
 
 
+def attend_one(q, keys, values, key_mask, groups: int, scale: float) -> torch.Tensor:
+    """Attention of one query per row over the cache (grouped KV heads repeated ``groups`` times),
+    softmax in float32; plain matmuls, which beat the fused kernel for a single query."""
+    if groups != 1:
+        keys = keys.repeat_interleave(groups, dim=1)
+        values = values.repeat_interleave(groups, dim=1)
+    scores = torch.matmul(q, keys.transpose(2, 3)) * scale
+    scores = scores.masked_fill(~key_mask, float("-inf"))
+    return torch.matmul(torch.softmax(scores.float(), dim=-1).to(values.dtype), values)
+
+
 class LlamaDecoder:
     """Decodes with a LlamaForCausalLM's weights and a preallocated cache (see the module docstring)."""
 
@@ -94,12 +105,7 @@ class LlamaDecoder:
         end = start + t
         keys, values = k_cache[:, :, :end], v_cache[:, :, :end]
         if t == 1:  # one query per row: plain matmuls beat the fused CPU kernel by ~10x here
-            if self.kv_heads != self.heads:
-                keys = keys.repeat_interleave(self.heads // self.kv_heads, dim=1)
-                values = values.repeat_interleave(self.heads // self.kv_heads, dim=1)
-            scores = torch.matmul(q, keys.transpose(2, 3)) * self.scale
-            scores = scores.masked_fill(~key_mask, float("-inf"))
-            out = torch.matmul(torch.softmax(scores.float(), dim=-1).to(values.dtype), values)
+            out = attend_one(q, keys, values, key_mask, self.heads // self.kv_heads, self.scale)
         else:
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=key_mask, scale=self.scale,
                                                  enable_gqa=self.kv_heads != self.heads)
@@ -266,12 +272,7 @@ class StaticDecoder(LlamaDecoder):
             k_cache.index_copy_(2, plan.slot, k.to(k_cache.dtype))
             v_cache.index_copy_(2, plan.slot, v.to(v_cache.dtype))
             keys, values = k_cache, v_cache
-            if self.kv_heads != self.heads:
-                keys = keys.repeat_interleave(self.heads // self.kv_heads, dim=1)
-                values = values.repeat_interleave(self.heads // self.kv_heads, dim=1)
-            scores = torch.matmul(q, keys.transpose(2, 3)) * self.scale
-            scores = scores.masked_fill(~key_mask, float("-inf"))
-            out = torch.matmul(torch.softmax(scores.float(), dim=-1).to(values.dtype), values)
+            out = attend_one(q, keys, values, key_mask, self.heads // self.kv_heads, self.scale)
             x = x + attn.o_proj(out.transpose(1, 2).reshape(n, 1, -1))
             h = rms_norm(x, layer.post_attention_layernorm)
             mlp = layer.mlp

@@ -38,6 +38,8 @@ from pathlib import Path
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
 
+from unipo_build.token_text import token_pieces  # noqa: F401 (this module's API since the first runs)
+
 SPACE = "\u2581"  # "▁", the SentencePiece word-boundary marker
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
@@ -109,17 +111,3 @@ def save_tokenizer(tokenizer, out_dir: str | Path) -> None:
     cfg = json.loads(cfg_path.read_text())
     cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
     cfg_path.write_text(json.dumps(cfg, indent=2) + "\n")
-
-
-def token_pieces(tokenizer, ids: list[int]) -> list[str]:
-    """The text each token adds to the decoded string: ``"".join(pieces) == tokenizer.decode(ids)``.
-
-    Works for any tokenizer (incremental decoding), so the token-level logs show each token as the
-    reader would see it in the text (``▁apples`` -> `` apples``; the first token loses its space).
-    """
-    pieces, previous = [], ""
-    for i in range(len(ids)):
-        text = tokenizer.decode(ids[: i + 1], skip_special_tokens=False)
-        pieces.append(text[len(previous):] if text.startswith(previous) else text)
-        previous = text
-    return pieces

@@ -45,6 +45,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .token_text import token_pieces
+
 TAP_FORMAT = "unipo-trl-tap/1"
 #: The TRL release line the tap reads the internals of (``_compute_loss``'s local names).
 TRL_SERIES = "1.16"
@@ -79,16 +81,6 @@ def _text(value: Any) -> str:
         # Conversational: the messages' contents, one per line.
         return "\n".join(str(m.get("content", "")) for m in value)
     return json.dumps(_json_safe(value))
-
-
-def token_texts(tokenizer, ids: list[int]) -> list[str]:
-    """The text each token adds to the decoded completion (incremental decoding; any tokenizer)."""
-    pieces, previous = [], ""
-    for i in range(len(ids)):
-        text = tokenizer.decode(ids[: i + 1], skip_special_tokens=False)
-        pieces.append(text[len(previous):] if text.startswith(previous) else text)
-        previous = text
-    return pieces
 
 
 class TrlTokenTap:
@@ -226,7 +218,7 @@ class TrlTokenTap:
             tapped.add(row)
             sample = {"row": row, "group": group, "index": index, "prompt": _text(prompts[row]),
                       "completion": _text(completions[row]), "ids": row_ids,
-                      "text": token_texts(t.processing_class, row_ids),
+                      "text": token_pieces(t.processing_class, row_ids),
                       "advantage": float(output["advantages"][i].item()), "mask": mask[i, :length].tolist()}
             for key, name in (("old_per_token_logps", "old_logp"), ("ref_per_token_logps", "ref_logp"),
                               ("sampling_per_token_logps", "sampling_logp")):

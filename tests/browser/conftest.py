@@ -20,6 +20,7 @@ tests are skipped, unless UNIPO_REQUIRE_BROWSER=1 (set by .ci/test.sh), which fa
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -153,8 +154,9 @@ def make_driver(user_data_dir: str):
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 
 
-@pytest.fixture
-def driver(site_url):
+@contextlib.contextmanager
+def fresh_driver():
+    """A headless Chromium with its own empty profile, quit and removed afterwards."""
     profile = tempfile.mkdtemp(prefix="unipo-chrome-")
     drv = make_driver(profile)
     drv.set_page_load_timeout(60)
@@ -163,6 +165,24 @@ def driver(site_url):
     finally:
         drv.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture
+def driver(site_url):
+    with fresh_driver() as drv:
+        yield drv
+
+
+def wait_js(driver, js: str, *args, timeout: float = 20.0, what: str = ""):
+    """Poll ``js`` (with ``args``) until it returns something truthy; that value, or a failure naming ``what``."""
+    deadline = time.monotonic() + timeout
+    value = None
+    while time.monotonic() < deadline:
+        value = driver.execute_script(js, *args)
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what or js} (last value {value!r})")
 
 
 def console_errors(driver) -> list[dict]:

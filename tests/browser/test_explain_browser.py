@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import json
 import threading
-import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -48,14 +47,9 @@ def explained(tmp_path_factory):
 
 
 def _wait(driver, js: str, timeout: float = 20.0, what: str = ""):
-    deadline = time.monotonic() + timeout
-    value = None
-    while time.monotonic() < deadline:
-        value = driver.execute_script(js)
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what or js} (last value {value!r})")
+    from test_security import _browser_harness
+
+    return _browser_harness().wait_js(driver, js, timeout=timeout, what=what)
 
 
 def _open(driver, url: str) -> None:

@@ -5,7 +5,6 @@ logged instead of recomputing it from rewards the log does not have, without con
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -40,27 +39,13 @@ def _harness():
 
 @pytest.fixture
 def driver():
-    import shutil
-    import tempfile
-
-    profile = tempfile.mkdtemp(prefix="unipo-chrome-")
-    drv = _harness().make_driver(profile)
-    drv.set_page_load_timeout(60)
-    try:
+    """A fresh headless Chromium (this module builds its own site; no need for the session's)."""
+    with _harness().fresh_driver() as drv:
         yield drv
-    finally:
-        drv.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def _wait(driver, js: str, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = driver.execute_script(js)
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {js}")
+    return _harness().wait_js(driver, js, timeout=timeout)
 
 
 def test_a_token_of_a_run_without_rewards(imported_site, driver, console_errors):

@@ -65,17 +65,8 @@ def _harness():
 @pytest.fixture
 def driver():
     """A fresh headless Chromium (this module builds its own site; no need for the session's)."""
-    import shutil
-    import tempfile
-
-    profile = tempfile.mkdtemp(prefix="unipo-chrome-")
-    drv = _harness().make_driver(profile)
-    drv.set_page_load_timeout(60)
-    try:
+    with _harness().fresh_driver() as drv:
         yield drv
-    finally:
-        drv.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 @pytest.mark.parametrize("page", ["bands/", "ladder/", "filling/"])

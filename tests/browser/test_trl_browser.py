@@ -44,15 +44,9 @@ def trl_site(tmp_path_factory):
 
 
 def _wait(driver, js: str, what: str, timeout: float = 30.0):
-    import time
+    from test_security import _browser_harness
 
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = driver.execute_script(js)
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    return _browser_harness().wait_js(driver, js, timeout=timeout, what=what)
 
 
 def test_a_trl_run_opens_in_the_step_inspector_and_explainer(trl_site, driver, console_errors):
