@@ -24,7 +24,7 @@ from unipo_build.schema import RunHeader, StepDetail
 if os.environ.get("UNIPO_REQUIRE_TRL") != "1":
     pytest.importorskip("trl", reason="TRL is not installed (pip install -e '.[trl]')")
 
-from trl_support import run_trl  # noqa: E402
+from trl_support import import_grpo_trainer, run_trl  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -205,6 +205,8 @@ def test_the_site_builds_with_the_trl_run(grpo_run, tmp_path):
 
 def test_the_tap_refuses_another_trl_release_and_other_trainers(tmp_path, monkeypatch):
     import trl
+
+    import_grpo_trainer()  # what the tap imports, with OpenRLHF's test stubs out of sight
 
     from unipo_build.trl_tap import TapError, TrlTokenTap
 

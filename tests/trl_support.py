@@ -9,10 +9,33 @@ TRL's trainer (generation, rewards, advantages, old and reference log-probs, los
 
 from __future__ import annotations
 
+import sys
 import zlib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+STUBS = str(REPO / "tests" / "openrlhf_stubs")
+
+
+def import_grpo_trainer():
+    """TRL's GRPOTrainer module, imported with the OpenRLHF tests' import stubs out of sight.
+
+    Those tests put stand-ins for vllm and flash_attn on sys.path (tests/openrlhf_stubs); TRL takes any
+    module it finds named vllm for the real one and imports its submodules when its trainer module loads.
+    The stubs are hidden for that one import and put back; the trainer module then stays in sys.modules.
+    """
+    saved_path = list(sys.path)
+    hidden = {name: mod for name, mod in sys.modules.items()
+              if str(getattr(mod, "__file__", None) or "").startswith(STUBS)}
+    sys.path[:] = [p for p in sys.path if p != STUBS]
+    for name in hidden:
+        del sys.modules[name]
+    try:
+        import trl.trainer.grpo_trainer as grpo_trainer
+    finally:
+        sys.path[:] = saved_path
+        sys.modules.update(hidden)
+    return grpo_trainer
 
 
 def correct_reward(prompts, completions, answer, **kwargs) -> list[float]:
@@ -33,6 +56,8 @@ def run_trl(out: Path, *, loss_type: str = "grpo", beta: float = 0.04, num_itera
     """Train for ``max_steps`` optimizer steps; returns (TRL's output_dir, the tap directory)."""
     import torch
     from datasets import Dataset
+
+    import_grpo_trainer()
     from trl import GRPOConfig, GRPOTrainer
 
     from training.model import build_model

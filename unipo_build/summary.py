@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from pydantic import ValidationError
 
 from .heldout import compare, start_and_end
 from .moments import find_moments
@@ -29,10 +30,13 @@ def memorisation_check(reader, start) -> tuple[MemorisationCheck | None, str | N
     if first.get("sampled/accuracy") is None or not first.get("sampled/length"):
         return None, None
     responses = round(first["sampled/tokens"] / first["sampled/length"]) if first.get("sampled/tokens") else None
-    if not responses:
+    if not responses or responses < 1:
         return None, None
-    return MemorisationCheck(train_reward=first["sampled/accuracy"], train_responses=responses,
-                             heldout_sampled=start.accuracy_sampled, heldout_n=start.n), "logs"
+    try:
+        return MemorisationCheck(train_reward=first["sampled/accuracy"], train_responses=responses,
+                                 heldout_sampled=start.accuracy_sampled, heldout_n=start.n), "logs"
+    except ValidationError:  # figures no check can hold (a log at its bounds): no check, not a failed page
+        return None, None
 
 
 def summarize(run_dir: str | Path, *, with_moments: bool = True) -> dict:
