@@ -27,14 +27,9 @@ AGGREGATION = "course/compare/aggregation/"
 
 
 def _wait(driver, js: str, *args, timeout: float = 20.0, what: str = ""):
-    deadline = time.monotonic() + timeout
-    value = None
-    while time.monotonic() < deadline:
-        value = driver.execute_script(js, *args)
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what or js} (last value {value!r})")
+    from test_security import _browser_harness
+
+    return _browser_harness().wait_js(driver, js, *args, timeout=timeout, what=what)
 
 
 def _center_click(driver, element):
