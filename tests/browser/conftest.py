@@ -173,15 +173,23 @@ def driver(site_url):
         yield drv
 
 
-def wait_js(driver, js: str, *args, timeout: float = 20.0, what: str = ""):
-    """Poll ``js`` (with ``args``) until it returns something truthy; that value, or a failure naming ``what``."""
+@pytest.fixture
+def own_driver():
+    """A fresh headless Chromium for a module that builds its own site (not the session's)."""
+    with fresh_driver() as drv:
+        yield drv
+
+
+def wait_js(driver, js: str, *args, timeout: float = 20.0, what: str = "", poll: float = 0.1):
+    """Poll ``js`` (with ``args``) every ``poll`` s until it returns something truthy; that value, or a
+    failure naming ``what``."""
     deadline = time.monotonic() + timeout
     value = None
     while time.monotonic() < deadline:
         value = driver.execute_script(js, *args)
         if value:
             return value
-        time.sleep(0.1)
+        time.sleep(poll)
     raise AssertionError(f"timed out waiting for {what or js} (last value {value!r})")
 
 

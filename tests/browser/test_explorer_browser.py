@@ -162,14 +162,9 @@ def page(explorer_site):
 
 
 def wait_for(drv, script: str, *args, timeout: float = 15.0):
-    deadline = time.monotonic() + timeout
-    value = None
-    while time.monotonic() < deadline:
-        value = drv.execute_script(script, *args)
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for: {script} (last value {value!r})")
+    from test_security import _browser_harness
+
+    return _browser_harness().wait_js(drv, script, *args, timeout=timeout, poll=0.05)
 
 
 # JavaScript helpers run in the page; `i` picks the explorer (0: with inspector, 1: robust demo).

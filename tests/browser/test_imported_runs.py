@@ -38,10 +38,9 @@ def _harness():
 
 
 @pytest.fixture
-def driver():
-    """A fresh headless Chromium (this module builds its own site; no need for the session's)."""
-    with _harness().fresh_driver() as drv:
-        yield drv
+def driver(own_driver):
+    """This module builds its own site: a browser without the session's site."""
+    return own_driver
 
 
 def _wait(driver, js: str, timeout: float = 20.0):

@@ -55,6 +55,15 @@ def _click(driver, css: str, index: int = 0):
     return element
 
 
+def _explainer_values(driver) -> dict:
+    """Each number the Algorithm Explainer shows, by key: [the text shown, the full value]."""
+    return driver.execute_script("""
+        const out = {};
+        for (const el of document.querySelectorAll('.unipo-explainer .unipo-num-value[data-key]'))
+          out[el.dataset.key] = [el.textContent, el.dataset.value];
+        return out;""")
+
+
 def _token_file(built_site: Path, run: str, step: int) -> dict:
     return json.loads((built_site / "assets" / "runs" / run / "steps" / f"step_{step:06d}.json").read_text())
 
@@ -112,11 +121,7 @@ def test_clicking_a_token_fills_the_explainer_with_the_logs_numbers(open_page, d
     _wait(driver, "return document.querySelector('.unipo-explainer').getAttribute('data-live-ready')", what="explainer")
     response = _find(_token_file(built_site, pick["run"], pick["step"]), pick["g"], pick["r"])
     tokens, t = response["tokens"], pick["t"]
-    shown = driver.execute_script("""
-        const out = {};
-        for (const el of document.querySelectorAll('.unipo-explainer .unipo-num-value[data-key]'))
-          out[el.dataset.key] = [el.textContent, el.dataset.value];
-        return out;""")
+    shown = _explainer_values(driver)
     for key in ("ratio", "objective", "logp", "old_logp", "advantage", "weight"):
         text, full = shown[key]
         logged = tokens[key][t]

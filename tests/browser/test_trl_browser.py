@@ -50,7 +50,7 @@ def _wait(driver, js: str, what: str, timeout: float = 30.0):
 
 
 def test_a_trl_run_opens_in_the_step_inspector_and_explainer(trl_site, driver, console_errors):
-    from test_inspector import _click, _find
+    from test_inspector import _click, _explainer_values, _find
 
     from unipo_build.views.inspector import fmt
 
@@ -72,11 +72,7 @@ def test_a_trl_run_opens_in_the_step_inspector_and_explainer(trl_site, driver, c
             "const t = document.querySelectorAll('.unipo-inspector .unipo-tok')[arguments[0]];"
             "return {g: +t.dataset.g, r: +t.dataset.r, t: +t.dataset.t};", index)
         tokens = _find(detail, pick["g"], pick["r"])["tokens"]
-        shown = driver.execute_script("""
-            const out = {};
-            for (const el of document.querySelectorAll('.unipo-explainer .unipo-num-value[data-key]'))
-              out[el.dataset.key] = [el.textContent, el.dataset.value];
-            return out;""")
+        shown = _explainer_values(driver)
         for key in ("ratio", "objective", "logp", "old_logp", "advantage", "weight"):
             text, full = shown[key]
             assert text == fmt(tokens[key][pick["t"]]), (key, text)
