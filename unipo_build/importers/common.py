@@ -30,8 +30,9 @@ import numpy as np
 
 from .. import components as C
 from .. import objective as O
-from ..runlog import LogError, validate_run
 from ..project import ProjectError
+from ..registry import SLOTS
+from ..runlog import LogError, validate_run
 from ..specs import REGISTRY, AlgorithmSpec, ResolvedAlgorithm, SpecError, load_specs, resolve
 
 EXTRA_PREFIX = "source_"
@@ -250,6 +251,15 @@ def match_spec(name: str, specs: dict[str, AlgorithmSpec]) -> str | None:
 BUDGET_KEYS = ("generate_max_len", "max_new_tokens", "max_response_length", "max_completion_length", "max_tokens")
 CLIP_KEYS = ("clip_eps", "eps_clip", "eps_clip_low_high", "clip_range")
 KL_COEF_KEYS = ("init_kl_coef", "kl_coef", "beta")
+
+
+def nearest_specs(components: dict[str, dict], specs: dict[str, AlgorithmSpec]) -> tuple[list[str], int]:
+    """The specs with the most slots of the same kind as ``components`` (all of them, in id order, when
+    several tie), and that number: a trainer's run that matches every slot takes the first one's id."""
+    scores = {spec_id: sum(spec.components[s].kind == components[s]["kind"] for s in SLOTS)
+              for spec_id, spec in sorted(specs.items())}
+    best = max(scores.values(), default=0)
+    return [spec_id for spec_id, n in scores.items() if n == best], best
 
 
 def _first(hparams: dict, keys: tuple[str, ...]) -> tuple[str | None, Any]:

@@ -19,11 +19,10 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..registry import SLOTS
 from ..runlog import LogError
-from ..specs import REGISTRY, AlgorithmSpec, ResolvedAlgorithm, resolve
+from ..specs import REGISTRY, ResolvedAlgorithm, resolve
 from . import common as K
-
-SLOTS = ("advantage", "ratio", "clip", "kl", "aggregation", "filter", "shaping")
 
 
 @dataclass(frozen=True)
@@ -53,14 +52,6 @@ def _validated(components: dict[str, dict], spec_id: str, name: str) -> Resolved
     for slot, comp in components.items():
         REGISTRY[slot][comp["kind"]].params.model_validate(comp["params"])
     return ResolvedAlgorithm.model_validate({"id": spec_id, "name": name, "components": components})
-
-
-def _nearest_spec(components: dict[str, dict], specs: dict[str, AlgorithmSpec]) -> tuple[list[str], int]:
-    """The specs with the most slots of the same kind (all of them when several tie), and that number."""
-    scores = {spec_id: sum(spec.components[s].kind == components[s]["kind"] for s in SLOTS)
-              for spec_id, spec in sorted(specs.items())}
-    best = max(scores.values(), default=0)
-    return [spec_id for spec_id, n in scores.items() if n == best], best
 
 
 def choose(trainer: str, name: str, components: dict[str, dict], gaps: list[Gap], config_file: str,
@@ -95,7 +86,7 @@ def choose(trainer: str, name: str, components: dict[str, dict], gaps: list[Gap]
     if gaps:
         first = gaps[0]
         more = f" (and {len(gaps) - 1} more setting(s))" if len(gaps) > 1 else ""
-        near, _ = _nearest_spec({**components, **{g.slot: {"kind": g.nearest.split(" ")[0]} for g in gaps}}, specs)
+        near, _ = K.nearest_specs({**components, **{g.slot: {"kind": g.nearest.split(" ")[0]} for g in gaps}}, specs)
         raise LogError(config_file, f"{first.value!r} has no kind in the registry's {first.slot} slot{more} "
                                     f"(nearest: {first.nearest}); pass --algorithm SPEC (e.g. --algorithm "
                                     f"{near[0] if near else 'grpo'}) to import it with that spec's components, the difference "
@@ -113,7 +104,7 @@ def choose(trainer: str, name: str, components: dict[str, dict], gaps: list[Gap]
         if differs:
             notes.once(f"{spec_id}'s kinds with {trainer}'s parameters in {', '.join(differs)}")
         return spec_id, config, extras
-    near, score = _nearest_spec(components, specs)
+    near, score = K.nearest_specs(components, specs)
     if near:
         notes.once(f"no spec has all of {trainer}'s kinds; nearest: {' and '.join(near)} ({score} of {len(SLOTS)} "
                    "slots alike)")

@@ -362,15 +362,10 @@ def _algorithm(tap: Tap | None, algorithm: str | None, max_new_tokens: int | Non
     trainer = {**tap.manifest["trainer"], "config": tap.manifest.get("config") or {}}
     trainer.setdefault("multi_objective_aggregation", trainer["config"].get("multi_objective_aggregation"))
     comps, gaps = trl_components(trainer, K.Loc(str(tap.directory / MANIFEST)))
-    kinds = {slot: c["kind"] for slot, c in comps.items()}
     loss_type = trainer.get("loss_type")
-    name, nearest, best = None, None, -1
-    for spec_id, spec in sorted(specs.items()):
-        same = sum(spec.components[slot].kind == kinds[slot] for slot in kinds)
-        if same == len(kinds) and name is None:
-            name = spec_id
-        if same > best:
-            nearest, best = spec_id, same
+    near, same = K.nearest_specs(comps, specs)
+    nearest = near[0] if near else None
+    name = nearest if same == len(comps) else None
     if loss_type in specs:
         nearest = loss_type  # TRL names this loss after that algorithm
     run_name = name or f"trl-{loss_type}"
