@@ -18,13 +18,14 @@ Rules every importer follows:
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -459,6 +460,23 @@ def derive_tokens(cfg: ResolvedAlgorithm | None, responses: list[TokenInputs], n
 # ---------------------------------------------------------------------------
 # Files
 # ---------------------------------------------------------------------------
+
+def jsonl_objects(path: Path, skipped: list[str]) -> Iterator[tuple[int, dict]]:
+    """(line number, object) of each line; an unreadable line is listed in ``skipped`` and passed over."""
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                value = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+                skipped.append(f"{path}: line {number}: not JSON ({str(err).splitlines()[0][:80]})")
+                continue
+            if not isinstance(value, dict):
+                skipped.append(f"{path}: line {number}: not an object")
+                continue
+            yield number, value
+
 
 def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()

@@ -60,7 +60,6 @@ from ..runlog import LogError, RunWriter
 from ..schema import GroupSummary, ModelInfo, PromptGroup, Response, RewardInfo, RunHeader, StepDetail, StepRecord, TaskInfo, TokenArrays
 from . import common as K
 from .trainer_config import Gap, choose, get, numeric
-from .verl import _jsonl
 
 PRIME_RL_COMMIT = "559b447"
 EXPORT_SCHEMA = 1
@@ -219,7 +218,7 @@ def _sequence(row: dict, loc: K.Loc, skipped: list[str], notes: K.Notes):
 def _step_detail(step: int, g: int, d: Path, config, skipped: list[str], notes: K.Notes) -> StepDetail | None:
     groups: dict[tuple[int, ...], list] = {}
     for path in sorted(d.glob("rank_*.jsonl")):
-        for line, row in _jsonl(path, skipped):
+        for line, row in K.jsonl_objects(path, skipped):
             loc = K.Loc(str(path), line=line, step=g)
             version = row.get("schema_version")
             if version != EXPORT_SCHEMA:
@@ -368,7 +367,7 @@ def import_prime_rl(src: Path, stage: Path, *, algorithm: str | None = None, run
 
     if metrics_path.is_file():
         newest = -1
-        for line, row in _jsonl(metrics_path, skipped):
+        for line, row in K.jsonl_objects(metrics_path, skipped):
             g = row.get("step")
             if not isinstance(g, int) or isinstance(g, bool) or g < 0:
                 skipped.append(f"{metrics_path}: line {line}: no integer step")

@@ -219,23 +219,6 @@ def _hyperparameters(cfg: dict) -> dict:
 # Files
 # ---------------------------------------------------------------------------
 
-def _jsonl(path: Path, skipped: list[str]) -> Iterator[tuple[int, dict]]:
-    """(line number, object) of each line; an unreadable line is listed in ``skipped`` and passed over."""
-    with path.open("rb") as fh:
-        for number, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                value = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
-                skipped.append(f"{path}: line {number}: not JSON ({str(err).splitlines()[0][:80]})")
-                continue
-            if not isinstance(value, dict):
-                skipped.append(f"{path}: line {number}: not an object")
-                continue
-            yield number, value
-
-
 def _first_object(path: Path) -> dict | None:
     try:
         with path.open("rb") as fh:
@@ -392,7 +375,7 @@ def _unit(value: Any) -> float | None:
 def _samples(path: Path, step: int, skipped: list[str]) -> tuple[list[float], list[float | None], dict[str, list[float]]]:
     """Scores, acc (None where absent) and the score of every sample by its prompt, streamed."""
     scores, accs, groups = [], [], {}
-    for number, row in _jsonl(path, skipped):
+    for number, row in K.jsonl_objects(path, skipped):
         score = row.get("score")
         if not K.is_number(score) or not math.isfinite(score):
             skipped.append(f"{path}: line {number} (step {step}): score is {score!r}, not a number")
@@ -535,7 +518,7 @@ def import_verl(src: Path, stage: Path, *, algorithm: str | None = None, run_id:
         last = g
 
     if metrics_path is not None:
-        for line, row in (_console_rows(console, skipped) if console is not None else _jsonl(metrics_path, skipped)):
+        for line, row in (_console_rows(console, skipped) if console is not None else K.jsonl_objects(metrics_path, skipped)):
             g, data = row.get("step"), row.get("data")
             if not isinstance(g, int) or isinstance(g, bool) or g < 0 or not isinstance(data, dict):
                 skipped.append(f"{metrics_path}: line {line}: not {{\"step\": N, \"data\": {{...}}}}")
