@@ -15,6 +15,8 @@ torch = pytest.importorskip("torch")
 
 from cli_helpers import unipo  # noqa: E402
 from training_fixtures import coin_flip_score, save_tiny_checkpoint  # noqa: E402
+from training.evaluate import evaluate  # noqa: E402
+from training.model import load_policy  # noqa: E402
 from training.runstate import TrainError  # noqa: E402
 from training.task import file_sha256, generate_task, load_task  # noqa: E402
 from unipo_build import runlog  # noqa: E402
@@ -63,6 +65,22 @@ def test_memorisation_check_agrees_within_five_points():
     assert not memorised.agrees() and memorised.as_dict()["gap_points"] == 22.0
 
 
+def test_memorisation_check_judges_by_the_rl_pool_measure_when_logged():
+    """Hand-worked: rollout 0's 64-prompt reward may sit 6 points off by the draw alone; with the RL
+    pool's 1,500-prompt sampled accuracy logged, the verdict compares that one with the held-out."""
+    check = MemorisationCheck(train_reward=0.467, train_responses=1024, heldout_sampled=0.415, heldout_n=1500,
+                              pool_sampled=0.43, pool_n=1500)
+    assert check.measure == "rl_pool" and check.gap == pytest.approx(0.015) and check.agrees()
+    d = check.as_dict()
+    assert (d["gap_points"], d["rollout_gap_points"], d["measure"]) == (1.5, 5.2, "rl_pool")
+    assert not MemorisationCheck(train_reward=0.40, train_responses=1024, heldout_sampled=0.40, heldout_n=1500,
+                                 pool_sampled=0.46, pool_n=1500).agrees()
+    old = MemorisationCheck(train_reward=0.467, train_responses=1024, heldout_sampled=0.415, heldout_n=1500)
+    assert old.measure == "rollout_0" and not old.agrees()
+    with pytest.raises(ValueError, match="pool_sampled and pool_n"):
+        MemorisationCheck(train_reward=0.4, train_responses=8, heldout_sampled=0.4, heldout_n=8, pool_sampled=0.4)
+
+
 @pytest.mark.parametrize("run, responses", [("grpo", 16 * 8), ("dapo", None)])
 def test_shipped_runs_without_the_header_field_get_the_check_from_their_logs(run, responses):
     """The shipped runs predate the header field: rollout 0's sampled accuracy (every response, DAPO's
@@ -101,11 +119,17 @@ def test_rl_draws_the_rl_pool_and_the_header_records_rollout_0(tiny, pools, tmp_
     assert check.train_reward == pytest.approx(first.metrics["sampled/accuracy"])
     assert check.train_reward == pytest.approx(first.metrics["reward/correct"])  # grpo: no filter, all trained on
     assert (check.heldout_sampled, check.heldout_n) == (start.accuracy_sampled, start.n)
+    # The RL pool's measure: the start policy (the warm start itself) sampled once on the pool's first
+    # 8 prompts (as many as the held-out set here), seed + 13, recomputed here.
+    policy, tokenizer = load_policy(model)
+    pool = evaluate(policy, tokenizer, load_task(pools / "rl.jsonl"), n=8, greedy=False, sampled=True,
+                    max_new_tokens=SMOKE["max_new_tokens"], seed=0 + 13)
+    assert (check.pool_sampled, check.pool_n) == (pool["accuracy_sampled"], 8)
     summary = summarize(run, with_moments=False)
-    assert summary["memorisation_check"]["agree"] is (abs(check.train_reward - check.heldout_sampled) <= 0.05)
+    assert summary["memorisation_check"]["agree"] is (abs(check.pool_sampled - check.heldout_sampled) <= 0.05)
     assert summary["memorisation_check"]["source"] == "header"
     text = unipo("summary", run, "--no-moments")
-    assert text.returncode == 0 and "memorisation_check: training reward at rollout 0" in text.stdout
+    assert text.returncode == 0 and "memorisation_check: RL pool sampled" in text.stdout
 
 
 def test_rl_refuses_prompts_the_warm_start_trained_on(tiny, pools, tmp_path):

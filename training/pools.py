@@ -3,8 +3,9 @@
 A warm start that learned its RL prompts by heart leaves RL nothing to learn: on the gpu preset it
 answered them 99.8% right at rollout 0 against 78% held-out. So RL reads a task's RL pool
 (rl.jsonl, generator version 3), refuses prompts the warm start trained on (its sft_meta.json names
-its SFT data), and the run header records, after rollout 0, the training reward beside the held-out
-sampled accuracy (``RunHeader.memorisation_check``).
+its SFT data), and the run header records, after rollout 0, the training reward and the start
+policy's sampled accuracy on the RL pool beside the held-out sampled accuracy
+(``RunHeader.memorisation_check``).
 """
 
 from __future__ import annotations
@@ -106,11 +107,16 @@ def check_rl_prompts(checkpoint: str, rows: list[dict], task_source: str, task_f
         f"(unipo sft --task-dir DIR)")
 
 
-def memorisation_check(stats: dict, start_eval: dict) -> MemorisationCheck | None:
+def memorisation_check(stats: dict, start_eval: dict, pool_eval: dict | None = None) -> MemorisationCheck | None:
     """Rollout 0's training reward (every sampled response, filtered groups included) beside the start
-    evaluation's held-out sampled accuracy; None without a sampled start evaluation."""
+    evaluation's held-out sampled accuracy, with the start policy's sampled accuracy on the RL pool's
+    first prompts (`pool_eval`, an ``evaluate`` result) when it was measured; None without a sampled
+    start evaluation."""
     if start_eval.get("accuracy_sampled") is None:
         return None
     correct = stats["sampled_correct"]
+    pool = pool_eval if pool_eval and pool_eval.get("accuracy_sampled") is not None else None
     return MemorisationCheck(train_reward=float(correct.float().mean()), train_responses=int(correct.numel()),
-                             heldout_sampled=float(start_eval["accuracy_sampled"]), heldout_n=int(start_eval["n"]))
+                             heldout_sampled=float(start_eval["accuracy_sampled"]), heldout_n=int(start_eval["n"]),
+                             pool_sampled=float(pool["accuracy_sampled"]) if pool else None,
+                             pool_n=int(pool["n"]) if pool else None)

@@ -236,6 +236,18 @@ class Trainer:
                                     correct_sampled=result.get("correct_sampled")))
         return result
 
+    def _pool_accuracy(self) -> dict | None:
+        """The start policy's sampled accuracy on the RL pool's first prompts, measured like the held-out
+        one (as many prompts, one sample each, the same temperature; another seed): the memorisation
+        check's measure of "the prompts RL trains on", with the noise of two equal-sized means."""
+        if not self.rl.eval_sampled:
+            return None
+        result = evaluate(self.policy, self.tokenizer, self.train_rows, n=min(len(self.eval_rows), len(self.train_rows)),
+                          max_new_tokens=self.rl.max_new_tokens, greedy=False, sampled=True,
+                          temperature=self.rl.temperature, seed=self.opts.seed + 13)
+        self.policy.train()
+        return result
+
     def _length_probe(self) -> LengthProbe:
         """Response lengths of the starting policy: G samples for each of the first held-out prompts."""
         prompts = [r["prompt"] for r in self.eval_rows[:self.rl.probe_prompts]]
@@ -340,7 +352,8 @@ class Trainer:
         t0 = time.time()
         batch, answers, filtered, stats = self._sample_rollout()
         if self.rollout == 0 and getattr(self, "start_eval", None):
-            self.writer.update_header(memorisation_check=memorisation_check(stats, self.start_eval))
+            self.writer.update_header(memorisation_check=memorisation_check(stats, self.start_eval,
+                                                                            getattr(self, "pool_eval", None)))
         if batch is None:  # the filter kept nothing in max_rounds: no update this rollout
             self.rollout += 1
             return
@@ -536,6 +549,7 @@ class Trainer:
         total = self.rl.steps
         if self.rollout == 0 and self.step == 0:
             self.start_eval = self._evaluate("start")
+            self.pool_eval = self._pool_accuracy()
         bar = None
         if self.opts.progress:
             from tqdm import tqdm

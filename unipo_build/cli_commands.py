@@ -144,8 +144,11 @@ def _summary(args: argparse.Namespace) -> int:
                     print(f"  moment {name}: {where if where else 'not in this run'}")
             elif key == "memorisation_check" and value:
                 verdict = ("agree" if value["agree"] else "disagree: the RL prompts look memorised")
-                print(f"{key}: training reward at rollout 0 {value['train_reward']:.3f}, held-out sampled "
-                      f"{value['heldout_sampled']:.3f}, gap {value['gap_points']:+.1f} points: {verdict} "
+                pool = (f"RL pool sampled {value['pool_sampled']:.3f} ({value['pool_n']} prompts), "
+                        if value.get("pool_sampled") is not None else "")
+                print(f"{key}: {pool}training reward at rollout 0 {value['train_reward']:.3f}, held-out sampled "
+                      f"{value['heldout_sampled']:.3f}, gap {value['gap_points']:+.1f} points "
+                      f"({'RL pool' if pool else 'rollout 0'} minus held-out): {verdict} "
                       f"(within {value['tolerance_points']:g}; from the {value['source']})")
             else:
                 print(f"{key}: {value}")
