@@ -86,3 +86,8 @@ def test_train_command_is_the_ordinary_cli(tmp_path):
     cmd = train_command(suite, plain, tmp_path / plain.name, "cpu", resume=True)
     assert cmd[cmd.index("--detail-every") + 1] == "0" and cmd[-1] == "--resume"
     assert cmd[cmd.index("--threads") + 1] == "1"
+    assert "--eval-every" not in cmd  # the preset's
+    gpu = load_suite(DEFAULT_SUITE.parent / "suite-gpu.yaml")
+    cmd = train_command(gpu, gpu.runs[0], tmp_path / "g", "cuda", resume=False)
+    assert gpu.eval_every and cmd[cmd.index("--eval-every") + 1] == str(gpu.eval_every)
+    assert cmd[cmd.index("--preset") + 1] == "gpu" and cmd[cmd.index("--steps") + 1] == str(gpu.rollouts)

@@ -54,6 +54,8 @@ class Suite(BaseModel):
     rollouts: int = Field(ge=1)
     warm_start_steps: int | None = Field(None, ge=1)
     detail_every: int = Field(50, ge=1)
+    eval_every: int | None = Field(None, ge=1, description="Rollouts between periodic held-out evaluations "
+                                                           "(default: the preset's).")
     runs: list[SuiteRun]
     ladders: dict[str, list[str]] = Field(default_factory=dict)
 
@@ -97,6 +99,8 @@ def train_command(suite: Suite, run: SuiteRun, out: Path, device: str, resume: b
     cmd = [sys.executable, "-m", "unipo_build.cli", "train", run.algorithm, "--preset", suite.preset,
            "--steps", str(suite.rollouts), "--seed", str(run.seed), "--out", str(out), "--threads", "1",
            "--device", device, "--no-progress", "--detail-every", str(suite.detail_every if run.detail else 0)]
+    if suite.eval_every is not None:
+        cmd += ["--eval-every", str(suite.eval_every)]
     return cmd + (["--resume"] if resume else [])
 
 
