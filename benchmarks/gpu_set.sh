@@ -6,7 +6,7 @@
 # If time is left, one run alone under torch.profiler (benchmarks/gpu_speed.py --profile).
 #
 # From the repository root, with the wheels of benchmarks/README.md ("GPU speed") in .whl/:
-#     bash benchmarks/gpu_set.sh            # run with timeout_s 600; BUDGET (s) bounds the whole
+#     UNIPO_COMMIT=$(git rev-parse HEAD) bash benchmarks/gpu_set.sh   # timeout_s 600; BUDGET (s) bounds it
 # Everything is written under $OUT; what finished before a timeout is still packed.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false

@@ -91,3 +91,18 @@ def test_train_command_is_the_ordinary_cli(tmp_path):
     cmd = train_command(gpu, gpu.runs[0], tmp_path / "g", "cuda", resume=False)
     assert gpu.eval_every and cmd[cmd.index("--eval-every") + 1] == str(gpu.eval_every)
     assert cmd[cmd.index("--preset") + 1] == "gpu" and cmd[cmd.index("--steps") + 1] == str(gpu.rollouts)
+
+
+def test_a_copy_without_git_names_its_commit_from_the_environment(tmp_path, monkeypatch):
+    """A GPU machine gets the working tree without .git: the run header's commit then comes from
+    UNIPO_COMMIT (benchmarks/gpu_set.sh's caller sets it); in a checkout git wins."""
+    import training.run_info as info
+
+    monkeypatch.setenv("UNIPO_COMMIT", "0123abc")
+    head = info.git_commit()
+    assert head and head != "0123abc" and len(head.split("+")[0]) == 40  # this checkout
+    monkeypatch.setattr(info, "REPO", tmp_path)  # not a git checkout
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    assert info.git_commit() == "0123abc"
+    monkeypatch.delenv("UNIPO_COMMIT")
+    assert info.git_commit() is None

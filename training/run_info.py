@@ -54,13 +54,17 @@ class TrainOptions:
 # ---------------------------------------------------------------------------
 
 def git_commit() -> str | None:
+    """The checkout's commit (``+dirty`` with uncommitted changes to tracked files), or, where the code
+    is not a git checkout (a copy sent to a GPU machine), the commit named by ``UNIPO_COMMIT``."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=5)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
-        return (out.stdout.strip() + ("+dirty" if dirty else "")) if out.returncode == 0 else None
+        if out.returncode == 0:
+            dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                                   capture_output=True, text=True, timeout=5).stdout.strip()
+            return out.stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
-        return None
+        pass
+    return os.environ.get("UNIPO_COMMIT") or None
 
 
 def load_algorithm(name: str) -> AlgorithmSpec:
