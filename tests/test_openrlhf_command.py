@@ -290,3 +290,23 @@ def test_train_engine_openrlhf_writes_the_manifest_and_runs_with_absolute_paths(
     manifest = json.loads((tap / "manifest.json").read_text())
     assert manifest["algorithm"] == "dapo" and manifest["argv"] == argv and manifest["gaps"] == []
     assert f"--tap {tap}" in capsys.readouterr().out
+
+
+def test_preset_prompts_come_from_the_rl_pool_of_its_task(tmp_path, monkeypatch):
+    """A version-3 task directory (or one not made yet, which will be) gives RL the RL pool; a
+    version-2 one, with no rl.jsonl, its train.jsonl; the held-out set is the preset's eval.jsonl;
+    --eval-dataset '' means none."""
+    (tmp_path / "data" / "algorithms").mkdir(parents=True)
+    monkeypatch.setenv("UNIPO_ROOT", str(tmp_path))
+    gpu = C.RunOptions.from_preset("gpu")
+    assert (gpu.prompts, gpu.eval_dataset) == ("data/tasks-gpu/rl.jsonl", "data/tasks-gpu/eval.jsonl")
+    tasks = tmp_path / "data" / "tasks"
+    tasks.mkdir()
+    (tasks / "train.jsonl").write_text("")
+    assert C.RunOptions.from_preset("tiny").prompts == "data/tasks/train.jsonl"
+    (tasks / "rl.jsonl").write_text("")
+    assert C.RunOptions.from_preset("tiny").prompts == "data/tasks/rl.jsonl"
+    assert C.RunOptions.from_preset("tiny", prompts="mine.jsonl").prompts == "mine.jsonl"
+    monkeypatch.delenv("UNIPO_ROOT")
+    assert "--eval.dataset" not in C.build_command("dapo", C.RunOptions.from_preset("tiny", eval_dataset="")).openrlhf_args
+    assert "--eval.dataset" in C.build_command("dapo", C.RunOptions.from_preset("tiny")).openrlhf_args

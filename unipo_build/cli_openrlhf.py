@@ -32,8 +32,11 @@ def add_run_options(p, *, in_train: bool = False) -> None:
                             "preset (default %(default)s); the flags below override it")
         g.add_argument("--model", help="actor checkpoint, a local HF directory (default work/sft-<preset>)")
         g.add_argument("--rollouts", type=int, help="number of rollouts (default: the preset's)")
-    g.add_argument("--prompts", default=d.prompts, help="training prompts, JSONL (default %(default)s)")
-    g.add_argument("--eval-dataset", default=d.eval_dataset, help="held-out prompts, JSONL; '' for none")
+    g.add_argument("--prompts", help="training prompts, JSONL (default: the preset's task directory's RL pool, "
+                                     "rl.jsonl, or its train.jsonl where it has none: data/tasks for tiny, "
+                                     "data/tasks-gpu for gpu)")
+    g.add_argument("--eval-dataset", help="held-out prompts, JSONL; '' for none (default: the preset's task "
+                                          "directory's eval.jsonl)")
     g.add_argument("--input-key", default=d.input_key, help="prompt field of the JSONL (default %(default)s)")
     g.add_argument("--label-key", default=d.label_key, help="answer field of the JSONL (default %(default)s)")
     g.add_argument("--reward-file", default=d.reward_file, help="the reward_func file (default: training/reward.py)")
@@ -66,7 +69,7 @@ def add_run_options(p, *, in_train: bool = False) -> None:
 def options_from_args(args) -> RunOptions:
     """RunOptions from the preset, overridden by every flag given (`unipo train` says --steps for rollouts)."""
     return RunOptions.from_preset(
-        args.preset, model=args.model, prompts=args.prompts, eval_dataset=args.eval_dataset or None,
+        args.preset, model=args.model, prompts=args.prompts, eval_dataset=args.eval_dataset,
         input_key=args.input_key, label_key=args.label_key, reward_file=args.reward_file,
         prompts_per_step=args.prompts_per_step, group_size=args.group_size, max_new_tokens=args.max_new_tokens,
         max_len=args.max_len, rollouts=getattr(args, "rollouts", None) or getattr(args, "steps", None),

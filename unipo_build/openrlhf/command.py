@@ -27,6 +27,7 @@ import shlex
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from .. import project
 from ..specs import AlgorithmSpec, ResolvedAlgorithm, ResolvedComponent, load_algorithm, resolve
 from . import OPENRLHF_VERSION, TAP_FORMAT
 
@@ -66,12 +67,24 @@ class Gap:
                 "flags": list(self.flags)}
 
 
+def has_rl_pool(task_dir: str) -> bool:
+    """Whether RL prompts come from the task directory's RL pool (rl.jsonl): it has one, or it does not
+    exist yet and will be made with one (generator version 3). A version-2 directory has only the
+    SFT pool (train.jsonl), which its runs drew RL prompts from."""
+    try:
+        path = project.find_root() / task_dir
+    except project.ProjectError:
+        return True
+    return (path / "rl.jsonl").is_file() or not (path / "train.jsonl").is_file()
+
+
 @dataclass
 class RunOptions:
     """What a run needs besides the algorithm. Defaults match the in-house trainer's tiny preset."""
 
     model: str = "work/sft-tiny"  # actor (and reference, and critic) checkpoint: a local HF directory
-    prompts: str = "data/tasks/train.jsonl"  # JSONL with the prompt and label keys below
+    # JSONL with the prompt and label keys below; from_preset takes the preset's task directory's RL pool
+    prompts: str = "data/tasks/train.jsonl"
     eval_dataset: str | None = "data/tasks/eval.jsonl"
     input_key: str = "prompt"
     label_key: str = "answer"
@@ -105,8 +118,11 @@ class RunOptions:
         """The in-house trainer's preset (training/presets.py) as OpenRLHF run options."""
         from unipo_build.presets import get_preset
 
-        rl = get_preset(name).rl
-        base = dict(model=f"work/sft-{name}", prompts_per_step=rl.prompts_per_step, group_size=rl.group_size,
+        preset = get_preset(name)
+        rl = preset.rl
+        tasks = preset.task_dir
+        base = dict(model=f"work/sft-{name}", prompts=f"{tasks}/{'rl' if has_rl_pool(tasks) else 'train'}.jsonl",
+                    eval_dataset=f"{tasks}/eval.jsonl", prompts_per_step=rl.prompts_per_step, group_size=rl.group_size,
                     max_new_tokens=rl.max_new_tokens, lr=rl.lr, betas=tuple(rl.betas), grad_clip=rl.grad_clip,
                     temperature=rl.temperature, rollouts=rl.steps, eval_every=rl.eval_every, seed=rl.seed)
         base.update({k: v for k, v in changes.items() if v is not None})
