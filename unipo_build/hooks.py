@@ -325,3 +325,13 @@ def _build_other_sets(config):
 
 
 on_post_build = CombinedEvent(_finish_site, _build_other_sets)
+
+
+def on_serve(server, config, builder, **kwargs):
+    """Under ``mkdocs serve``, rebuild when a run of a further set changes too (views/site_data.py
+    watches the default set's)."""
+    shown, available = read_sets(config)
+    for run_set in available:
+        if not run_set.default:
+            server.watch(str(run_set.runs))
+    return server
