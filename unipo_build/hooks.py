@@ -314,7 +314,6 @@ def build_set(config, run_set: sets.RunSet) -> Path:
     return site_dir
 
 
-@event_priority(-100)  # last: after the search index and the run data of the default set are written
 def _build_other_sets(config):
     shown, available = read_sets(config)
     if not shown.default:
@@ -324,7 +323,10 @@ def _build_other_sets(config):
             build_set(config, run_set)
 
 
-on_post_build = CombinedEvent(_finish_site, _build_other_sets)
+def on_post_build(config):
+    # Material's search plugin has written this build's index (it runs before the hooks).
+    _finish_site(config)
+    _build_other_sets(config)
 
 
 def on_serve(server, config, builder, **kwargs):
