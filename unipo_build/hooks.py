@@ -3,19 +3,20 @@
 - ``on_config``: reads the run sets (``extra.unipo_sets``, ``unipo_build.sets``: a malformed
   entry stops the build with one line naming mkdocs.yml, the entry and the field), notes which
   set this build shows (``extra.unipo_set``) and, when more than one set is available, the sets
-  the header's set switch offers (``extra.unipo_set_switch``); checks that ``node_modules`` holds the browser libraries at the versions
-  pinned in ``package.json`` and that Vega-Lite matches Altair's schema, and that the runs the
-  build is pointed at exist (``UNIPO_RUNS`` or ``extra.unipo_runs``: ``unipo_build.runs``);
-  under ``UNIPO_STRICT_RUNS=1`` fails the build, with the validator's messages, if a run cannot
-  be read.
+  the header's set switch offers (``extra.unipo_set_switch``); checks that ``node_modules``
+  holds the browser libraries at the versions pinned in ``package.json`` and that Vega-Lite
+  matches Altair's schema, and that the runs the build is pointed at exist (``UNIPO_RUNS`` or
+  ``extra.unipo_runs``: ``unipo_build.runs``); under ``UNIPO_STRICT_RUNS=1`` fails the build,
+  with the validator's messages, if a run cannot be read.
 - ``on_page_content``: puts back the HTML that macros protected from Markdown
   (see ``unipo_build.macros.protect_html``), and adds the view scripts the page's macros asked
   for (``macros.use_scripts``): a page without a Step Inspector loads no inspector code.
 - ``on_page_context``: gives the template the set switch's links to the same page in each
   other set (``unipo_set_links``: relative, so they work under any subpath; the page's script
-  adds the reader's query and hash when they follow one); hands Material's search plugin the page as the index should read it
-  (``views/search_text.index_view``: words of neighbouring elements apart, hidden text left out)
-  and gives the page its own HTML back once the plugin has read it.
+  adds the reader's query and hash when they follow one); hands Material's search plugin the
+  page as the index should read it (``views/search_text.index_view``: words of neighbouring
+  elements apart, hidden text left out) and gives the page its own HTML back once the plugin
+  has read it.
 - ``on_post_page`` / ``on_post_template``: put the hashes of the theme's inline scripts into the
   page's Content-Security-Policy (``unipo_build.csp``).
 - ``on_post_build``: copies the libraries' dist files into ``site/assets/vendor/``, so that
@@ -26,6 +27,7 @@
   set under ``<site_dir>/<id>/`` (:func:`build_set`): the same config with ``extra.unipo_set`` set
   to that set, so every macro, chart, computed sentence and view reads that set's runs, and the
   set's pages have their own assets, run data and search index.
+- ``on_serve``: ``mkdocs serve`` rebuilds when a run of a further set changes.
 
 MkDocs loads this file by path, so it imports the package absolutely.
 """
