@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from site_build import REPO_ROOT, SiteBuild, build_site, free_port, sitemap_root
+from site_build import REPO_ROOT, SiteBuild, build_site, free_port, make_standin_set, sitemap_root
 
 
 @pytest.fixture(scope="session")
@@ -35,3 +35,16 @@ def built_site(site_build: SiteBuild) -> Path:
     if site_build.returncode not in (0, None):
         pytest.fail(f"mkdocs build --strict failed:\n{(site_build.log or '')[-6000:]}")
     return site_build.site_dir
+
+
+@pytest.fixture(scope="session")
+def standin_set(tmp_path_factory) -> Path:
+    return make_standin_set(tmp_path_factory.mktemp("standin") / "gpu")
+
+
+@pytest.fixture(scope="session")
+def sets_site_build(tmp_path_factory, standin_set) -> SiteBuild:
+    """The course built with the stand-in as its gpu set (UNIPO_SET_GPU_RUNS), once per session."""
+    url = f"http://127.0.0.1:{free_port()}/unipo/"
+    return build_site(tmp_path_factory.mktemp("sets-site"), site_url=url,
+                      extra_env={"UNIPO_SET_GPU_RUNS": str(standin_set)})

@@ -7,8 +7,10 @@ conftest shares.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -64,6 +66,25 @@ def build_site(
         timeout=900,
     )
     return SiteBuild(site_dir, proc.returncode, proc.stdout + proc.stderr, site_url)
+
+
+#: The runs of data/runs copied into the stand-in second set; GRPO's under a run id that exists
+#: only there, so a page that names it was built from the stand-in.
+STANDIN_RUNS = ("grpo", "dapo", "ppo", "reinforce")
+STANDIN_GRPO_ID = "grpo-standin"
+
+
+def make_standin_set(target: Path) -> Path:
+    """A second run set for tests only (never in data/): a few of data/runs' runs, GRPO's renamed."""
+    target.mkdir(parents=True, exist_ok=True)
+    for name in STANDIN_RUNS:
+        shutil.copytree(REPO_ROOT / "data" / "runs" / name, target / name)
+    header = target / "grpo" / "header.json"
+    data = json.loads(header.read_text(encoding="utf-8"))
+    data["run_id"] = STANDIN_GRPO_ID
+    header.write_text(json.dumps(data), encoding="utf-8")
+    (target / "grpo").rename(target / STANDIN_GRPO_ID)
+    return target
 
 
 def registered_macros() -> set[str]:

@@ -271,6 +271,7 @@ def build(run_paths: Sequence[str | Path], out: str | Path, *, site_url: str = "
                                      validation={"links": {"not_found": "info", "anchors": "info"}})
                 config.extra["unipo_runs"] = paths
                 config.extra["unipo_run_choice"] = {}
+                config.extra["unipo_sets"] = []  # these runs alone: no further run set, no set switch
                 config.plugins["unipo-explain"] = _plugin()
                 mkdocs_build(config)
             except MkDocsException as err:

@@ -1,22 +1,33 @@
 """MkDocs hooks (``hooks: [unipo_build/hooks.py]`` in mkdocs.yml).
 
-- ``on_config``: checks that ``node_modules`` holds the browser libraries at the versions
-  pinned in ``package.json`` and that Vega-Lite matches Altair's schema, and that the runs the
-  build is pointed at exist (``UNIPO_RUNS`` or ``extra.unipo_runs``: ``unipo_build.runs``);
-  under ``UNIPO_STRICT_RUNS=1`` fails the build, with the validator's messages, if a run cannot
-  be read.
+- ``on_config``: reads the run sets (``extra.unipo_sets``, ``unipo_build.sets``: a malformed
+  entry stops the build with one line naming mkdocs.yml, the entry and the field), notes which
+  set this build shows (``extra.unipo_set``) and, when more than one set is available, the sets
+  the header's set switch offers (``extra.unipo_set_switch``); checks that ``node_modules``
+  holds the browser libraries at the versions pinned in ``package.json`` and that Vega-Lite
+  matches Altair's schema, and that the runs the build is pointed at exist (``UNIPO_RUNS`` or
+  ``extra.unipo_runs``: ``unipo_build.runs``); under ``UNIPO_STRICT_RUNS=1`` fails the build,
+  with the validator's messages, if a run cannot be read.
 - ``on_page_content``: puts back the HTML that macros protected from Markdown
   (see ``unipo_build.macros.protect_html``), and adds the view scripts the page's macros asked
   for (``macros.use_scripts``): a page without a Step Inspector loads no inspector code.
-- ``on_page_context``: hands Material's search plugin the page as the index should read it
-  (``views/search_text.index_view``: words of neighbouring elements apart, hidden text left out)
-  and gives the page its own HTML back once the plugin has read it.
+- ``on_page_context``: gives the template the set switch's links to the same page in each
+  other set (``unipo_set_links``: relative, so they work under any subpath; the page's script
+  adds the reader's query and hash when they follow one); hands Material's search plugin the
+  page as the index should read it (``views/search_text.index_view``: words of neighbouring
+  elements apart, hidden text left out) and gives the page its own HTML back once the plugin
+  has read it.
 - ``on_post_page`` / ``on_post_template``: put the hashes of the theme's inline scripts into the
   page's Content-Security-Policy (``unipo_build.csp``).
 - ``on_post_build``: copies the libraries' dist files into ``site/assets/vendor/``, so that
   every page loads them from the site's own origin (vega-interpreter's ES module converted to a
   classic script), writes the palette (``views/palette.py``) as ``assets/palette.css`` and
-  ``assets/palette.json``, and puts the search index's formulas as text (``views/search_text.py``).
+  ``assets/palette.json``, and puts the search index's formulas as text (``views/search_text.py``);
+  then, in the default set's build only, builds the whole course again for every other available
+  set under ``<site_dir>/<id>/`` (:func:`build_set`): the same config with ``extra.unipo_set`` set
+  to that set, so every macro, chart, computed sentence and view reads that set's runs, and the
+  set's pages have their own assets, run data and search index.
+- ``on_serve``: ``mkdocs serve`` rebuilds when a run of a further set changes.
 
 MkDocs loads this file by path, so it imports the package absolutely.
 """
@@ -24,17 +35,20 @@ MkDocs loads this file by path, so it imports the package absolutely.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
+import time
 from pathlib import Path
+from urllib.parse import urljoin
 
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import CombinedEvent, event_priority
 
 from unipo_build import csp
 from unipo_build import macros as unipo_macros
-from unipo_build import project, runs, specs
+from unipo_build import project, runs, sets, specs
 from unipo_build.views import palette, search_text
 from unipo_build.views.common import site_root
 
@@ -60,6 +74,8 @@ CONVERTED_FILES: list[tuple[str, str, str]] = [
 ]
 
 FIX = "run `npm ci` in the repository root (or `bash .ci/setup-site.sh`)"
+
+log = logging.getLogger("mkdocs.plugins.unipo.sets")
 
 
 def _project_dir(config) -> Path:
@@ -126,7 +142,48 @@ def check_specs(root: Path) -> None:
         raise PluginError(str(err)) from None
 
 
+def read_sets(config) -> tuple[sets.RunSet, list[sets.RunSet]]:
+    """(the set this build shows, the sets available), or PluginError with sets.py's one line."""
+    root = _project_dir(config)
+    try:
+        shown = sets.shown_set(config.extra, root)
+        available = sets.available_sets(config.extra, root)
+    except (sets.SetsError, project.ProjectError) as err:
+        raise PluginError(str(err)) from None
+    if shown not in available:  # a further set's build whose runs went away since it started
+        raise PluginError(f"mkdocs.yml extra.unipo_sets: the set {shown.id!r} holds no runs in {shown.runs}")
+    return shown, available
+
+
+def note_sets(config) -> None:
+    """``extra.unipo_set`` (the id of the set shown), ``extra.unipo_set_label`` and
+    ``extra.unipo_set_switch`` (the sets the header offers: empty when there is only one)."""
+    shown, available = read_sets(config)
+    config.extra["unipo_set"] = shown.id
+    config.extra["unipo_set_label"] = shown.label
+    config.extra["unipo_set_default"] = shown.default
+    config.extra["unipo_set_switch"] = ([{"id": s.id, "label": s.label, "prefix": s.prefix} for s in available]
+                                        if len(available) > 1 else [])
+    if config.extra["unipo_set_switch"]:
+        # Material's header includes partials/alternate.html (its language selector, which this
+        # course does not use) when extra.alternate is set: the override there is the set switch.
+        config.extra["alternate"] = True
+
+
+def set_links(page_url: str, shown_prefix: str, switch: list[dict]) -> list[dict]:
+    """For the page at ``page_url`` (relative to its set's root) of the set whose pages live under
+    ``shown_prefix``: each set's link to the same page, relative to this page, and to its root."""
+    up = site_root(page_url) + "../" * shown_prefix.count("/")
+    out = []
+    for entry in switch:
+        root = up + entry["prefix"]
+        out.append({**entry, "current": entry["prefix"] == shown_prefix,
+                    "href": (root + page_url) or "./", "root": root or "./"})
+    return out
+
+
 def on_config(config):
+    note_sets(config)
     check_vendor(config)
     # The policy without script hashes, for overrides/main.html (the hashes come per page).
     config.extra["unipo_csp"] = csp.policy()
@@ -171,7 +228,16 @@ def _give_the_page_its_html(context, page, config, nav):
     return context
 
 
-on_page_context = CombinedEvent(_give_search_the_index_view, _give_the_page_its_html)
+def _set_switch(context, page, config, nav):
+    switch = config.extra.get("unipo_set_switch") or []
+    if switch and page is not None and page.url is not None:
+        shown = next(e for e in switch if e["id"] == config.extra["unipo_set"])
+        context["unipo_set_links"] = set_links(page.url, shown["prefix"], switch)
+        context["unipo_set_here"] = site_root(page.url) or "./"
+    return context
+
+
+on_page_context = CombinedEvent(_set_switch, _give_search_the_index_view, _give_the_page_its_html)
 
 
 def write_view_scripts(assets: Path) -> None:
@@ -199,7 +265,7 @@ def on_post_template(output_content, template_name, config):
     return output_content
 
 
-def on_post_build(config):
+def _finish_site(config):
     check_vendor(config)
     assets = Path(config.site_dir) / "assets"
     assets.mkdir(parents=True, exist_ok=True)
@@ -227,3 +293,49 @@ def on_post_build(config):
             raise PluginError(f"{node_modules / package / src}: {err}; {FIX}.") from None
         (vendor / dest).parent.mkdir(parents=True, exist_ok=True)
         (vendor / dest).write_text(text, encoding="utf-8")
+
+
+def build_set(config, run_set: sets.RunSet) -> Path:
+    """The course built again from ``config``'s file for ``run_set``, under ``<site_dir>/<id>/``:
+    the same docs, nav and strictness, ``extra.unipo_set`` naming the set (its runs then come from
+    ``unipo_build.runs.runs_source``, and its own build builds no further set)."""
+    from mkdocs.commands.build import build as mkdocs_build
+    from mkdocs.config import load_config
+
+    site_dir = Path(config.site_dir) / run_set.id
+    site_url = urljoin(config.site_url, f"{run_set.id}/") if config.site_url else None
+    nested = load_config(config.config_file_path, docs_dir=config.docs_dir, site_dir=str(site_dir),
+                         site_url=site_url, strict=config.strict, nav=config.nav,
+                         use_directory_urls=config.use_directory_urls)
+    nested.extra.update({k: v for k, v in config.extra.items() if k.startswith("unipo_") and k != "unipo_set"})
+    nested.extra["unipo_set"] = run_set.id
+    started = time.monotonic()
+    mkdocs_build(nested)
+    log.info("unipo: the set %r (%s) built under %s/ in %.1f s", run_set.id, run_set.label, site_dir,
+             time.monotonic() - started)
+    return site_dir
+
+
+def _build_other_sets(config):
+    shown, available = read_sets(config)
+    if not shown.default:
+        return  # a further set's own build: the default set's build builds them all
+    for run_set in available:
+        if not run_set.default:
+            build_set(config, run_set)
+
+
+def on_post_build(config):
+    # Material's search plugin has written this build's index (it runs before the hooks).
+    _finish_site(config)
+    _build_other_sets(config)
+
+
+def on_serve(server, config, builder, **kwargs):
+    """Under ``mkdocs serve``, rebuild when a run of a further set changes too (views/site_data.py
+    watches the default set's)."""
+    shown, available = read_sets(config)
+    for run_set in available:
+        if not run_set.default:
+            server.watch(str(run_set.runs))
+    return server

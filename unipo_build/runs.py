@@ -2,6 +2,10 @@
 
 Where the runs are (:func:`runs_source`), in order:
 
+0. when the build shows a set other than the default one (``extra.unipo_set``, set by the hook
+   that builds each further set of ``extra.unipo_sets`` under ``<site>/<id>/``: see
+   ``unipo_build.sets``), that set's runs directory, and nothing below; the run choices of
+   ``extra.unipo_run_choice`` are the default set's and do not apply to it;
 1. the environment variable ``UNIPO_RUNS``: one path, or several separated by ``os.pathsep``
    (``:`` on Linux and macOS), relative to the current directory;
 2. ``extra.unipo_runs`` in mkdocs.yml: one path or a list, relative to the config's directory;
@@ -154,6 +158,15 @@ def runs_source(root: str | Path | None = None, extra: Mapping[str, Any] | None 
     if not isinstance(raw_choice, Mapping):
         raise RunsError(f"mkdocs.yml extra.unipo_run_choice: a mapping of algorithm id to run id, not {raw_choice!r}")
     choice = tuple(sorted((str(k), str(v)) for k, v in raw_choice.items()))
+    if extra.get("unipo_set"):
+        from . import sets  # imports only project: no cycle
+
+        shown = sets.find_set(extra, str(extra["unipo_set"]), root_path, environ)
+        if not shown.default:
+            origin = f"mkdocs.yml extra.unipo_sets ({shown.id})"
+            if not shown.runs.is_dir():
+                raise RunsError(f"{origin}: no such directory: {shown.runs} (a directory of runs)")
+            return RunsSource((shown.runs,), origin, (), root_path)
     if environ.get(ENV_RUNS):
         origin = ENV_RUNS
         paths = [Path(p).expanduser() for p in environ[ENV_RUNS].split(os.pathsep) if p]
@@ -170,6 +183,16 @@ def runs_source(root: str | Path | None = None, extra: Mapping[str, Any] | None 
         raise RunsError(f"{origin}: no such directory: {', '.join(str(p) for p in missing)} (a runs directory, "
                         "or a run directory holding header.json and steps.jsonl)")
     return RunsSource(tuple(p.resolve() for p in paths), origin, choice, root_path)
+
+
+def set_source(run_set: Any, root: str | Path | None = None, extra: Mapping[str, Any] | None = None,
+               environ: Mapping[str, str] | None = None) -> RunsSource:
+    """The runs of one set of ``extra.unipo_sets`` (a ``sets.RunSet``), whichever set the build
+    shows: the default set's are the resolver's, another set's its directory."""
+    plain = {k: v for k, v in (extra or {}).items() if k != "unipo_set"}
+    if run_set.default:
+        return runs_source(root, plain, environ)
+    return runs_source(root, {**plain, "unipo_set": run_set.id}, environ)
 
 
 def _run_dirs(source: RunsSource) -> list[Path]:

@@ -13,11 +13,17 @@ the course builds exactly as before when no other set is present. Every other se
 when its runs directory exists and holds at least one run directory: a clone without the gpu set
 builds the tiny course alone, with no switch.
 
+The environment variable ``UNIPO_SET_<ID>_RUNS`` (the id upper-cased, ``-`` as ``_``: e.g.
+``UNIPO_SET_GPU_RUNS``) points a set other than the default at another runs directory without
+editing mkdocs.yml, as ``UNIPO_RUNS`` does for the default set; a relative path is taken from the
+current directory.
+
 Without ``extra.unipo_sets`` there is one set, ``default``, whose runs are the resolver's.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,8 +56,15 @@ def _has_runs(path: Path) -> bool:
     return path.is_dir() and any(p.is_dir() and not p.name.startswith(".") for p in path.iterdir())
 
 
-def declared_sets(extra: Mapping[str, Any] | None, root: str | Path | None = None) -> list[RunSet]:
+def env_name(set_id: str) -> str:
+    """The environment variable that overrides a (non-default) set's runs: ``UNIPO_SET_GPU_RUNS``."""
+    return f"UNIPO_SET_{set_id.upper().replace('-', '_')}_RUNS"
+
+
+def declared_sets(extra: Mapping[str, Any] | None, root: str | Path | None = None,
+                  environ: Mapping[str, str] | None = None) -> list[RunSet]:
     """Every set mkdocs.yml declares, present or not (SetsError for a malformed entry)."""
+    environ = os.environ if environ is None else environ
     raw = (extra or {}).get("unipo_sets")
     if not raw:
         return [RunSet(id="default", label="Runs", runs=None, default=True)]
@@ -75,21 +88,37 @@ def declared_sets(extra: Mapping[str, Any] | None, root: str | Path | None = Non
         if entry["id"] in {s.id for s in out}:
             raise SetsError(f"{where}.id: {entry['id']!r} is used twice")
         runs = Path(entry["runs"]).expanduser()
-        out.append(RunSet(id=entry["id"], label=entry["label"].strip(),
-                          runs=(runs if runs.is_absolute() else root_path / runs).resolve(), default=i == 0))
+        runs = runs if runs.is_absolute() else root_path / runs
+        override = environ.get(env_name(entry["id"])) if i > 0 else None
+        if override:
+            runs = Path(override).expanduser()
+            runs = runs if runs.is_absolute() else Path.cwd() / runs
+        out.append(RunSet(id=entry["id"], label=entry["label"].strip(), runs=runs.resolve(), default=i == 0))
     return out
 
 
-def available_sets(extra: Mapping[str, Any] | None, root: str | Path | None = None) -> list[RunSet]:
+def available_sets(extra: Mapping[str, Any] | None, root: str | Path | None = None,
+                   environ: Mapping[str, str] | None = None) -> list[RunSet]:
     """The sets this build shows: the default one always, every other one whose runs exist."""
-    sets = declared_sets(extra, root)
+    sets = declared_sets(extra, root, environ)
     return [s for s in sets if s.default or (s.runs is not None and _has_runs(s.runs))]
 
 
-def find_set(extra: Mapping[str, Any] | None, set_id: str, root: str | Path | None = None) -> RunSet:
+def find_set(extra: Mapping[str, Any] | None, set_id: str, root: str | Path | None = None,
+             environ: Mapping[str, str] | None = None) -> RunSet:
     """A declared set by id (SetsError naming the declared ids when there is none)."""
-    sets = declared_sets(extra, root)
+    sets = declared_sets(extra, root, environ)
     for s in sets:
         if s.id == set_id:
             return s
     raise SetsError(f"no run set {set_id!r} in mkdocs.yml extra.unipo_sets (sets: {', '.join(s.id for s in sets)})")
+
+
+def shown_set(extra: Mapping[str, Any] | None, root: str | Path | None = None,
+              environ: Mapping[str, str] | None = None) -> RunSet:
+    """The set a build shows: the one ``extra.unipo_set`` names (the hook sets it for each further
+    set's build), else the default set."""
+    shown = (extra or {}).get("unipo_set")
+    if shown:
+        return find_set(extra, str(shown), root, environ)
+    return declared_sets(extra, root, environ)[0]

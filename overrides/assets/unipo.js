@@ -633,7 +633,58 @@
 
   renderers.push({ name: "path-links", fn: wirePathLinks });
 
+  /* ---------------------------------------------------------------- run sets */
+
+  // The set switch (overrides/partials/alternate.html) and a further set's banner link to the
+  // same page in another set. The reader's place is the query and the hash (the step, token and
+  // rings chosen in the views), so a link, when followed, is that set's root plus the current
+  // address relative to the current set's root. Each link's root is read once from its href,
+  // resolved against the page it was written for (data-unipo-page): the header's links on the
+  // first load (instant navigation keeps the header and changes the address), the banner's
+  // after each navigation (Material writes a swapped-in element's href out in full).
+  var setRoots = {}; // set id -> absolute URL of its root
+  var shownSet = null;
+
+  function learnSetLinks(root) {
+    Array.prototype.forEach.call(root.querySelectorAll("a[data-unipo-set]:not([data-unipo-root])"), function (a) {
+      var page = a.getAttribute("data-unipo-page") || "";
+      var href = a.href.split("#")[0].split("?")[0];
+      if (href.slice(href.length - page.length) !== page) return;
+      var base = href.slice(0, href.length - page.length);
+      a.setAttribute("data-unipo-root", base);
+      var id = a.getAttribute("data-unipo-set");
+      if (!setRoots[id]) setRoots[id] = base;
+      if (a.getAttribute("aria-current") === "page") shownSet = id;
+    });
+  }
+
+  function followSetLinks() {
+    var here = location.href;
+    var mine = shownSet && setRoots[shownSet];
+    if (!mine || here.indexOf(mine) !== 0) return;
+    var rest = here.slice(mine.length);
+    Array.prototype.forEach.call(document.querySelectorAll("a[data-unipo-root]"), function (a) {
+      a.href = a.getAttribute("data-unipo-root") + rest;
+    });
+  }
+
+  function wireSetLinks() {
+    learnSetLinks(document);
+    if (!shownSet) return;
+    followSetLinks();
+    // The views write the reader's choices into the hash with replaceState, which fires no
+    // event: the links are brought up to date whenever the reader is about to follow one.
+    ["pointerover", "focusin", "pointerdown", "click"].forEach(function (type) {
+      document.addEventListener(type, function (event) {
+        if (event.target && event.target.closest && event.target.closest("a[data-unipo-root]")) followSetLinks();
+      }, true);
+    });
+    window.addEventListener("hashchange", followSetLinks);
+    window.addEventListener("popstate", followSetLinks);
+  }
+
   function start() {
+    wireSetLinks();
     var lastScheme = scheme();
     new MutationObserver(function () {
       var now = scheme();
@@ -646,7 +697,11 @@
     // Material's document$ replays the current page and emits after each instant navigation;
     // without Material's bundle, render the page once.
     if (window.document$ && typeof window.document$.subscribe === "function") {
-      window.document$.subscribe(renderPage);
+      window.document$.subscribe(function (doc) {
+        learnSetLinks(document);
+        followSetLinks();
+        renderPage(doc);
+      });
     } else {
       renderPage();
     }

@@ -47,7 +47,10 @@ def training_explorer(site: Site, run: Any, metrics: Sequence[str] | None = None
         return explorer.missing_run_html(name, cat.source.describe(), [r.id for r in cat.runs])
     if not found.ok:
         log.info("training_explorer: run %r failed to load: %s", found.id, found.error)
-    element_id = site.chart_id({"explorer": found.id, "metrics": list(metrics or [])}, prefix="unipo-explorer")
+    # Named by what the page asks for (an algorithm's id, usually), not by the run it resolves to:
+    # the same page built on another run set (unipo_build.sets) gives its explorer the same id, so
+    # the state a reader's link carries in the hash (step, group, token) opens there too.
+    element_id = site.chart_id({"explorer": name, "metrics": list(metrics or [])}, prefix="unipo-explorer")
     return explorer.explorer_html(found, metrics, inspector=inspector, element_id=element_id, page_url=site.page_url)
 
 
