@@ -43,9 +43,16 @@ def cards(html: str) -> dict[str, str]:
 
 def sides(card: str) -> dict[str, tuple[str, str]]:
     """set label -> (its figure, its sentence), as a reader reads them."""
-    found = re.findall(r'<div class="unipo-scale-side"><p class="unipo-scale-side-title">(.*?)</p>'
+    found = re.findall(r'<div class="unipo-scale-side"><p class="unipo-scale-side-title">(.*?)'
+                       r'<span class="unipo-scale-gist">(.*?)</span></p>'
                        r'<p class="unipo-scale-number">(.*?)</p><p>(.*?)</p></div>', card, re.S)
-    return {unescape(label): (unescape(number), unescape(text)) for label, number, text in found}
+    return {unescape(label): (unescape(number), unescape(text)) for label, _, number, text in found}
+
+
+def gists(card: str) -> dict[str, str]:
+    """set label -> the one line that names the set under it."""
+    return {unescape(label): unescape(gist) for label, gist in
+            re.findall(r'<p class="unipo-scale-side-title">(.*?)<span class="unipo-scale-gist">(.*?)</span>', card)}
 
 
 def verdicts(card: str) -> list[tuple[str, str]]:
@@ -168,6 +175,11 @@ def test_page_with_a_stand_in_second_set_words_each_side_by_the_chapters_macros(
     assert sides(found["filter_fill"])["CPU set (tiny)"][0].endswith("of 300 rollouts used every round")
     # copies of shipped runs: GRPO learned in both, so the held-out verdict is the same
     assert verdicts(found["heldout"])[0][0] == "same"
+    # each side names its set, from its runs' headers (the stand-in: 4 copies of tiny runs, 1 or 2 seeds)
+    assert gists(found["entropy"]) == {
+        "CPU set (tiny)": "tiny preset, 1,060,480 parameters, 100 rollouts, seeds: 3 per core algorithm",
+        "GPU set": "tiny preset, 1,060,480 parameters, 100 rollouts, seeds: 1 to 2 per core algorithm (no run of REINFORCE "
+                   "and PPO)"}
     # the sets are named from their headers
     facts = S.scale_sets_html(site)
     assert "GPU set" in facts and "4 in" in facts and "1 to 2 per core algorithm" in facts

@@ -243,7 +243,8 @@ def compare_readings(claim: ScaleClaim, base: Reading, other: Reading, base_labe
     way = {1: claim.up, -1: claim.down}
     if base.status == other.status and base.status in CLEAR and base.sign == other.sign:
         which = "as predicted" if base.status == "shown" else "against the prediction"
-        return "same", f"Holds at both scales: clear of the noise in both sets and the same way ({way[base.sign]}, {which})."
+        return "same", (f"Holds at both scales: clear of the noise in both sets and the same way "
+                        f"({way.get(base.sign, 'no change')}, {which}).")
     if base.status in CLEAR and other.status in CLEAR:
         return "differs", (f"Reverses at scale: clear of the noise in both sets, but {way.get(base.sign, 'one way')} "
                            f"in the {base_label} and {way.get(other.sign, 'the other way')} in the {other_label}.")
@@ -428,9 +429,17 @@ def scale_sets_html(site: Site) -> str:
 AGREEMENT_WORDS = {"same": "Same", "differs": "Differs", "missing": "Not measurable"}
 
 
-def _reading_html(label: str, reading: Reading) -> str:
+def set_gist(view: SetView) -> str:
+    """'tiny preset, 1,060,480 parameters, 100 rollouts, seeds: 3 per core algorithm': the set in one line."""
+    facts = dict(set_facts(view))
+    return (f"{facts['Preset']} preset, {facts['Model']}, {facts['Rollouts per run']} rollouts, "
+            f"seeds: {facts['Seeds']}")
+
+
+def _reading_html(label: str, gist: str, reading: Reading) -> str:
     number = reading.number or "not measurable"
-    return (f'<div class="unipo-scale-side"><p class="unipo-scale-side-title">{escape_text(label)}</p>'
+    return (f'<div class="unipo-scale-side"><p class="unipo-scale-side-title">{escape_text(label)}'
+            f'<span class="unipo-scale-gist">{escape_text(gist)}</span></p>'
             f'<p class="unipo-scale-number">{escape_text(number)}</p><p>{escape_text(reading.text)}</p></div>')
 
 
@@ -442,10 +451,11 @@ def scale_comparison_html(site: Site) -> str:
     base, others = present[0], present[1:]
     absent = [v for v in views if v.site is None]
     root = site_root(site.page_url)
+    gists = {v.run_set.id: set_gist(v) for v in present}
     cards = []
     for claim in SCALE_CLAIMS:
         readings = {v.run_set.id: claim.read(v.site) for v in present}
-        sides = "".join(_reading_html(v.run_set.label, readings[v.run_set.id]) for v in present)
+        sides = "".join(_reading_html(v.run_set.label, gists[v.run_set.id], readings[v.run_set.id]) for v in present)
         verdicts = [compare_readings(claim, readings[base.run_set.id], readings[o.run_set.id], base.run_set.label,
                                      o.run_set.label) for o in others]
         verdict_html = "".join(
