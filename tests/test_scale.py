@@ -240,3 +240,18 @@ def test_scale_page_links_and_anchors_resolve(built_site):
         if anchor:
             assert f'id="{anchor}"' in target.read_text(encoding="utf-8"), href
     assert len(re.findall(r'class="unipo-scale-claim"', article)) == len(S.SCALE_CLAIMS)
+
+
+def test_a_copy_of_the_course_built_on_the_second_set_still_reads_the_first_from_its_directory(tmp_path):
+    # the set switch may build the gpu copy of the course by pointing the runs resolver at the gpu runs:
+    # the scale page then still reads the default set from its own declared directory
+    gpu = stand_in(tmp_path, ["grpo"])
+    env = sets_env(gpu)
+    env.conf["extra"]["unipo_runs"] = str(gpu)
+    views = S.set_views(Site(env))
+    assert [v.where for v in views] == ["data/runs", S.project_relative(gpu, REPO_ROOT)]
+    assert views[0].site.catalog.source.paths == (RUNS.resolve(),)
+    assert views[1].site.catalog.source.paths == (gpu.resolve(),)
+    # a build on the default set reads it through the resolver, as the chapters do
+    plain = S.set_views(Site(sets_env(gpu)))
+    assert plain[0].site.catalog is Site(sets_env(gpu)).catalog
