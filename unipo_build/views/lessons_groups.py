@@ -265,7 +265,7 @@ def sharpening_words(m: Sharpening) -> str:
         return ("No run of this build evaluated both greedy and sampled answers at its start and end, so whether the "
                 "gap between them closed cannot be measured here.")
     head = (f"Across the {fmt_num(m.n)} runs of this build, greedy accuracy led sampled accuracy by "
-            f"{_points(m.start)} points on average before training and by {_points(m.end)} after it")
+            f"{share_points(m.start)} points on average before training and by {share_points(m.end)} after it")
     basis = ("each run's change is judged against its 95% interval, "
              + ("problem by problem" if m.paired else "from the accuracies alone where problems were not logged"))
     if len(m.closed) == m.n:
@@ -290,7 +290,8 @@ def sharpening_verdict_text(site: Site) -> str:
     return sharpening_words(sharpening_measure(site))
 
 
-def _points(value: float) -> str:
+def share_points(value: float) -> str:
+    """A share as percentage points, to two significant digits, signed only when negative: '3.8', '−1.2'."""
     text = fmt_num(100 * abs(value), 2)
     return (MINUS if value < 0 else "") + text
 

@@ -32,16 +32,15 @@ from ..sets import RunSet, SetsError, declared_sets
 from .claims import (
     CLAIMS,
     Result,
-    _gap_words,
     batch_fill_measure,
     batch_fill_words,
     claim_result,
     unmeasurable_text,
 )
 from .common import site_root
-from .effects import Side, pct, signed_pct
+from .effects import Side, pct, signed, signed_pct
 from .fmt import escape_text, fmt_num, fmt_pct, fmt_signed_points, note_html
-from .lessons_groups import _points, sharpening_measure, sharpening_words
+from .lessons_groups import share_points, sharpening_measure, sharpening_words
 from .run_facts import COURSE_ALGORITHMS
 from .seeds import algorithm_runs, runs_of
 from .site import AuthorError, Site, macro
@@ -131,7 +130,7 @@ def read_clip_higher(site: Site) -> Reading:
 
 
 def read_length_bias(site: Site) -> Reading:
-    return _effect_reading(site, "length_bias", "grpo", "dr_grpo", lambda r: _pair(r, _gap_words))
+    return _effect_reading(site, "length_bias", "grpo", "dr_grpo", lambda r: _pair(r, lambda v: signed(v, 2, "tokens")))
 
 
 def read_filter_fill(site: Site) -> Reading:
@@ -175,7 +174,7 @@ def read_sharpening(site: Site) -> Reading:
     if m.n == 0:
         return Reading(text, "", "unmeasurable", 0,
                        "no run evaluated both greedy and sampled answers at its start and end")
-    number = (f"greedy minus sampled: {_points(m.start)} \u2192 {_points(m.end)} points (mean of "
+    number = (f"greedy minus sampled: {share_points(m.start)} \u2192 {share_points(m.end)} points (mean of "
               f"{count_word(m.n)} run{'s' if m.n != 1 else ''}); closed clearly in {fmt_num(len(m.closed))}, "
               f"widened clearly in {fmt_num(len(m.opened))}")
     if len(m.closed) == m.n:
