@@ -298,7 +298,8 @@ def course_site(course_runs_dir, tmp_path_factory):
 
 COURSE_PAGES = ("index.html", "course/anatomy/index.html", "course/compare/objectives/index.html",
                 "course/compare/dynamics/index.html", "course/compare/aggregation/index.html",
-                "course/compare/choosing/index.html", "course/compare/ladder/index.html")
+                "course/compare/choosing/index.html", "course/compare/ladder/index.html",
+                "course/compare/scale/index.html")
 
 
 @pytest.mark.slow

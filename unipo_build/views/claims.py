@@ -3,6 +3,7 @@
     {{ effect("entropy_kept", "dapo", "grpo") }}     did entropy fall less under the first than the second?
     {{ effect("overlong_finish", "dapo") }}          did one algorithm's runs change as predicted?
     {{ length_verdict("grpo") }}                     wrong vs right answer lengths, start and end, with the change
+    {{ effect("length_grows", "grpo") }}             did one algorithm's answers grow longer?
 
 Each claim (:data:`CLAIMS`) measures a quantity on every run of each algorithm named (one run per
 seed), compares it with a predicted direction (``effects.compare`` or ``effects.direction``) and
@@ -213,6 +214,23 @@ def _all_correct(r: Result) -> str:
             f"training to the last; {r.verdict.reason} ({r.basis}).")
 
 
+def _length_grows(r: Result) -> str:
+    a = r.a
+    status = r.verdict.status
+    start = float(np.mean([v.start for v in a.values]))
+    end = float(np.mean([v.end for v in a.values]))
+    change = (("" if a.n == 1 else "on average ") + f"from {fmt_num(start, 3)} to {fmt_num(end, 3)} tokens between "
+              "the first tenth of training and the last")
+    if status == "shown":
+        return (f"In {_runs_of(a)} the mean answer length grew, {change} ({r.basis}): the policy moved towards longer "
+                "answers.")
+    if status == "contradicted":
+        return (f"In {_runs_of(a)} the mean answer length shrank, {change} ({r.basis}): the policy moved towards "
+                "shorter answers.")
+    return (f"In {_runs_of(a)} the mean answer length went {change}; {r.verdict.reason} ({r.basis}), so no growth "
+            "is shown.")
+
+
 CLAIMS: dict[str, Claim] = {
     "entropy_kept": Claim("entropy fell less under {a}{b}",
                           lambda: edge_change("entropy/mean", relative=True), +1, _entropy, "clip"),
@@ -226,6 +244,8 @@ CLAIMS: dict[str, Claim] = {
                          lambda: gap_change("length/incorrect", "length/correct"), +1, _length_bias, "aggregation"),
     "overlong_finish": Claim("{a}'s answers learned to finish before the cut-off",
                              lambda: edge_change("reward/shaping"), +1, _overlong, pair=False),
+    "length_grows": Claim("{a}'s answers grew longer over training",
+                          lambda: edge_change("length/mean"), +1, _length_grows, pair=False),
     "all_correct_grows": Claim("the share of all-correct groups grew over {a}'s training",
                                lambda: edge_change("groups/all_correct_frac"), +1, _all_correct, pair=False),
 }
@@ -269,15 +289,41 @@ def _needs_overlong(side: Side) -> Side:
 # Batch fullness under a refilling filter
 # ---------------------------------------------------------------------------
 
-def batch_fill_text(site: Site, name: str) -> str:
-    """What a refilling filter cost (rounds, answers generated per answer trained on) and whether
-    every batch was full: a rollout that used every round may train on fewer groups than asked."""
+@dataclass(frozen=True)
+class BatchFill:
+    """What a refilling filter cost over an algorithm's runs: ``reason`` says why nothing could be
+    measured (``total`` is then 0)."""
+
+    label: str
+    runs: int = 0  # runs with a sampling filter
+    cap: float | None = None  # the filter's max_rounds
+    rounds: tuple[float, ...] = ()  # rounds used, one per rollout of every run
+    generated: tuple[float, ...] = ()  # answers generated per answer trained on, per rollout
+    capped: int = 0  # rollouts that used every round
+    reason: str = ""
+
+    @property
+    def total(self) -> int:
+        return len(self.rounds)
+
+    @property
+    def measured(self) -> bool:
+        return self.total > 0
+
+    @property
+    def full(self) -> bool:
+        """Every batch was full: no rollout used all its rounds."""
+        return self.capped == 0
+
+
+def batch_fill_measure(site: Site, name: str) -> BatchFill:
+    """The rounds a refilling filter used per rollout, the answers generated per answer trained
+    on, and how many rollouts used every round (and so may have trained on fewer groups)."""
     label, runs = runs_named(site, name)
     runs = [r for r in runs if r.config is not None and not r.config.component("filter").is_none]
     if not runs:
-        return (f"Whether {label}'s batches were full cannot be measured in this build: it has no run of {label} "
-                "with a sampling filter.")
-    capped = total = 0
+        return BatchFill(label, reason=f"it has no run of {label} with a sampling filter")
+    capped = 0
     rounds_all, generated = [], []
     cap = None
     for run in runs:
@@ -290,20 +336,35 @@ def batch_fill_text(site: Site, name: str) -> str:
         if cap is None or len(rounds) == 0:
             continue
         rounds_all += rounds.tolist()
-        total += len(rounds)
         capped += int(np.sum(rounds >= cap))
-    if total == 0:
-        return f"Whether {label}'s batches were full cannot be measured: its runs do not log their sampling rounds."
-    seeds = f"{count_word(len(runs))} run" + ("" if len(runs) == 1 else "s")
-    cost = f"On average {label}'s sampler needed {fmt_num(float(np.mean(rounds_all)), 2)} of its {fmt_num(cap)} rounds"
-    cost += (f" and generated {fmt_num(float(np.mean(generated)), 2)} answers for every answer it trained on"
-             if generated else "") + f" ({seeds}). "
-    if capped == 0:
-        return cost + (f"Every batch was full: in all {fmt_num(total)} rollouts the sampler found enough mixed groups "
-                       "before its last round.")
-    return cost + (f"Not every batch was full: in {fmt_num(capped)} of {fmt_num(total)} rollouts "
-                   f"({fmt_pct(capped / total, 0)}) the sampler used all its rounds, and such a rollout trains on the "
-                   "mixed groups it found, which may be fewer than the batch asks for.")
+    return BatchFill(label, len(runs), cap, tuple(rounds_all), tuple(generated), capped,
+                     "" if rounds_all else "its runs do not log their sampling rounds")
+
+
+def batch_fill_words(fill: BatchFill) -> str:
+    """Whether every batch was full, with what the filter cost."""
+    label = fill.label
+    if fill.runs == 0:
+        return f"Whether {label}'s batches were full cannot be measured in this build: {fill.reason}."
+    if not fill.measured:
+        return f"Whether {label}'s batches were full cannot be measured: {fill.reason}."
+    seeds = f"{count_word(fill.runs)} run" + ("" if fill.runs == 1 else "s")
+    cost = (f"On average {label}'s sampler needed {fmt_num(float(np.mean(fill.rounds)), 2)} of its "
+            f"{fmt_num(fill.cap)} rounds")
+    cost += (f" and generated {fmt_num(float(np.mean(fill.generated)), 2)} answers for every answer it trained on"
+             if fill.generated else "") + f" ({seeds}). "
+    if fill.full:
+        return cost + (f"Every batch was full: in all {fmt_num(fill.total)} rollouts the sampler found enough mixed "
+                       "groups before its last round.")
+    return cost + (f"Not every batch was full: in {fmt_num(fill.capped)} of {fmt_num(fill.total)} rollouts "
+                   f"({fmt_pct(fill.capped / fill.total, 0)}) the sampler used all its rounds, and such a rollout "
+                   "trains on the mixed groups it found, which may be fewer than the batch asks for.")
+
+
+def batch_fill_text(site: Site, name: str) -> str:
+    """What a refilling filter cost (rounds, answers generated per answer trained on) and whether
+    every batch was full: a rollout that used every round may train on fewer groups than asked."""
+    return batch_fill_words(batch_fill_measure(site, name))
 
 
 # ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@ RLOO, and the closing gap between greedy and sampled held-out accuracy.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -233,42 +234,64 @@ def sharpening_rows(site: Site) -> list[tuple[Run, tuple[float, float, float, bo
     return out
 
 
-def sharpening_verdict_text(site: Site) -> str:
+@dataclass(frozen=True)
+class Sharpening:
+    """Greedy minus sampled held-out accuracy over every run with both at its start and end."""
+
+    n: int  # runs measured
+    closed: tuple[str, ...] = ()  # labels of the runs whose gap closed clearly
+    opened: tuple[str, ...] = ()  # ... and widened clearly
+    start: float = 0.0  # the mean gap before training (a share: 0.05 is 5 points)
+    end: float = 0.0  # ... and after it
+    paired: bool = True
+
+    @property
+    def within_noise(self) -> int:
+        return self.n - len(self.closed) - len(self.opened)
+
+
+def sharpening_measure(site: Site) -> Sharpening:
     rows = [(run, g) for run, g in sharpening_rows(site) if g is not None]
     if not rows:
+        return Sharpening(0)
+    closed = tuple(site.run_label(run) for run, (g0, g1, half, _) in rows if g1 - g0 < -half)
+    opened = tuple(site.run_label(run) for run, (g0, g1, half, _) in rows if g1 - g0 > half)
+    return Sharpening(len(rows), closed, opened, float(np.mean([g[0] for _, g in rows])),
+                      float(np.mean([g[1] for _, g in rows])), all(g[3] for _, g in rows))
+
+
+def sharpening_words(m: Sharpening) -> str:
+    if m.n == 0:
         return ("No run of this build evaluated both greedy and sampled answers at its start and end, so whether the "
                 "gap between them closed cannot be measured here.")
-    closed = [run for run, (g0, g1, half, _) in rows if g1 - g0 < -half]
-    opened = [run for run, (g0, g1, half, _) in rows if g1 - g0 > half]
-    starts = [g0 for _, (g0, _, _, _) in rows]
-    ends = [g1 for _, (_, g1, _, _) in rows]
-    paired = all(p for _, (_, _, _, p) in rows)
-    n = len(rows)
-    head = (f"Across the {fmt_num(n)} runs of this build, greedy accuracy led sampled accuracy by "
-            f"{_points(float(np.mean(starts)))} points on average before training and by {_points(float(np.mean(ends)))} "
-            "after it")
+    head = (f"Across the {fmt_num(m.n)} runs of this build, greedy accuracy led sampled accuracy by "
+            f"{share_points(m.start)} points on average before training and by {share_points(m.end)} after it")
     basis = ("each run's change is judged against its 95% interval, "
-             + ("problem by problem" if paired else "from the accuracies alone where problems were not logged"))
-    if len(closed) == n:
+             + ("problem by problem" if m.paired else "from the accuracies alone where problems were not logged"))
+    if len(m.closed) == m.n:
         return (f"{head}: the gap closed in every run, clear of the noise ({basis}). That is the mark of sharpening: "
                 "the policy samples its greedy answer more often.")
-    text = f"{head}. The gap closed clearly in {fmt_num(len(closed)) if closed else 'none'} of them"
-    if opened:
-        text += f" and widened clearly in {fmt_num(len(opened))} (" + ", ".join(site.run_label(r) for r in opened) + ")"
-    rest = n - len(closed) - len(opened)
-    if rest:
-        text += f"; in {fmt_num(rest)} the change is within the noise"
+    text = f"{head}. The gap closed clearly in {fmt_num(len(m.closed)) if m.closed else 'none'} of them"
+    if m.opened:
+        text += f" and widened clearly in {fmt_num(len(m.opened))} (" + ", ".join(m.opened) + ")"
+    if m.within_noise:
+        text += f"; in {fmt_num(m.within_noise)} the change is within the noise"
     text += f"; {basis}."
-    if len(opened) > len(closed):
+    if len(m.opened) > len(m.closed):
         return text + (" Where it widened, greedy accuracy rose by more than sampled accuracy: the policy's "
                        "likeliest answer improved faster than its samples caught up with it, so those runs do not "
                        "show sharpening in this measure.")
-    if len(closed) > len(opened):
+    if len(m.closed) > len(m.opened):
         return text + " Where it closed, the policy came to sample its greedy answer more often: sharpening."
     return text + " So these runs neither show sharpening nor rule it out."
 
 
-def _points(value: float) -> str:
+def sharpening_verdict_text(site: Site) -> str:
+    return sharpening_words(sharpening_measure(site))
+
+
+def share_points(value: float) -> str:
+    """A share as percentage points, to two significant digits, signed only when negative: '3.8', '−1.2'."""
     text = fmt_num(100 * abs(value), 2)
     return (MINUS if value < 0 else "") + text
 

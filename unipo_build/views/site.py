@@ -64,6 +64,7 @@ SITE_MODULES = (
     "unipo_build.views.lessons_groups",
     "unipo_build.views.guide_costs",
     "unipo_build.views.explain_pages",
+    "unipo_build.views.scale",
     "unipo_build.playgrounds.macros",
 )
 
@@ -151,6 +152,13 @@ class Site:
         if self._runs_where is not None:
             return runs.catalog_of(self._runs_where)
         return runs.catalog(runs.runs_source(self.root, self.extra))
+
+    def with_runs(self, where: Any) -> Site:
+        """The same build (page, root, specs, config) reading another runs catalogue: a
+        ``runs.catalog_of`` argument (a catalogue, a source, a path or several). Every macro's text
+        function, called with it, words its claim from those runs (the scale page puts two sets
+        side by side this way)."""
+        return Site(self.env, root=self.root, runs_where=where)
 
     def run(self, name: str | runs.Run) -> runs.Run | None:
         """A loaded run by id, directory name or algorithm id (the chosen run), or None."""

@@ -1,0 +1,490 @@
+"""Does it hold at scale? The course's computed claims, side by side for the run sets of the build.
+
+    {{ scale_sets() }}          each run set: label, preset, model size, rollouts, seeds, device; a
+                                declared set that holds no run yet: where it is read from and the
+                                command that makes it (HTML)
+    {{ scale_comparison() }}    one card per claim: each set's sentence, worded by the chapter's own
+                                function, its figure, and a verdict on whether the sets agree (HTML)
+
+The run sets are mkdocs.yml's ``extra.unipo_sets`` (``unipo_build.sets``). Each claim
+(:data:`SCALE_CLAIMS`) reads one set through a :class:`Site` bound to that set's runs
+(``Site.with_runs``) and calls the same measure and words as the chapter that makes it
+(``claims.claim_result`` and the claim's words, ``claims.batch_fill_measure``,
+``verdicts.learning_verdict_text``, ``lessons_groups.sharpening_measure``), so the sentence beside
+the tiny set is the chapter's sentence, and the one beside another set is what that chapter would
+say built on it. The verdict under a claim is computed from the two readings: the same direction
+at both scales, a difference, or not measurable in one of them, and why.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Literal, Sequence
+
+import numpy as np
+import yaml
+
+from .. import project, runs
+from ..paths import project_relative
+from ..sets import RunSet, SetsError, declared_sets
+from .claims import (
+    CLAIMS,
+    Result,
+    batch_fill_measure,
+    batch_fill_words,
+    claim_result,
+    unmeasurable_text,
+)
+from .common import site_root
+from .effects import Side, pct, signed, signed_pct
+from .fmt import escape_text, fmt_num, fmt_pct, fmt_signed_points, note_html
+from .lessons_groups import share_points, sharpening_measure, sharpening_words
+from .run_facts import COURSE_ALGORITHMS
+from .seeds import algorithm_runs, runs_of
+from .site import AuthorError, Site, macro
+from .spec_facts import and_names, count_word
+from .verdicts import changes_of, learning_verdict_text
+
+Status = Literal["shown", "contradicted", "unclear", "unmeasurable"]
+
+#: The command that trains a set, by the suite file the project keeps for it (data/suite-<id>.yaml;
+#: the default set's is data/suite.yaml).
+SUITE_COMMAND = "unipo suite --suite {suite} --out {out}"
+
+
+# ---------------------------------------------------------------------------
+# One claim read on one set
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Reading:
+    """A claim read on one set: the chapter's sentence, its figure, and what it found."""
+
+    text: str
+    number: str  # the figure(s) the sentence rests on, "" when nothing was measured
+    status: Status  # as ``effects.Verdict``: shown (as predicted, clear of the noise), contradicted, unclear
+    sign: int  # the direction measured: +1, -1, or 0 (none, or a yes/no finding)
+    reason: str = ""  # unmeasurable: why, in a reader's words
+    finding: str = ""  # a yes/no claim (a full batch): what was found, compared as is between sets
+
+
+@dataclass(frozen=True)
+class ScaleClaim:
+    key: str
+    title: str
+    question: str
+    chapter: str  # the page (docs path without .md, then #anchor) where the course makes the claim
+    chapter_title: str
+    read: Callable[[Site], Reading]
+    #: How the claim's direction reads, for the verdict: what +1 and -1 mean.
+    up: str
+    down: str
+
+
+def _sign(value: float) -> int:
+    return 0 if value == 0 or math.isnan(value) else (1 if value > 0 else -1)
+
+
+def _side_values(side: Side, fmt: Callable[[float], str]) -> str:
+    if side.n == 1:
+        return fmt(side.mean)
+    return f"{fmt(side.mean)} (mean of {count_word(side.n)} seeds)"
+
+
+def _effect_reading(site: Site, key: str, first: str, second: str | None,
+                    number: Callable[[Result], str]) -> Reading:
+    """A claim of ``claims.CLAIMS``, measured and worded as the ``effect`` macro does."""
+    claim = CLAIMS[key]
+    r = claim_result(site, key, first, second)
+    if r.verdict.status == "unmeasurable":
+        return Reading(unmeasurable_text(claim, r), "", "unmeasurable", 0, r.verdict.reason)
+    sign = _sign(r.a.mean - r.b.mean) if r.b is not None else _sign(r.a.mean)
+    return Reading(claim.words(r), number(r), r.verdict.status, sign, r.verdict.reason)
+
+
+def _start_end(r: Result, fmt: Callable[[float], str], unit: str = "") -> str:
+    """'29.6 → 43.6 tokens, mean of three seeds': the first tenth's value and the last's."""
+    a = r.a
+    start = float(np.mean([v.start for v in a.values]))
+    end = float(np.mean([v.end for v in a.values]))
+    seeds = "" if a.n == 1 else f", mean of {count_word(a.n)} seeds"
+    return f"{fmt(start)} \u2192 {fmt(end)}{unit}{seeds}"
+
+
+def _pair(r: Result, fmt: Callable[[float], str]) -> str:
+    return f"{r.a.name}: {_side_values(r.a, fmt)}; {r.b.name}: {_side_values(r.b, fmt)}"
+
+
+def read_length_growth(site: Site) -> Reading:
+    return _effect_reading(site, "length_grows", "grpo", None, lambda r: _start_end(r, lambda v: fmt_num(v, 3), " tokens"))
+
+
+def read_entropy(site: Site) -> Reading:
+    return _effect_reading(site, "entropy_kept", "dapo", "grpo", lambda r: _pair(r, signed_pct))
+
+
+def read_clip_higher(site: Site) -> Reading:
+    return _effect_reading(site, "fewer_high_clips", "dapo", "grpo", lambda r: _pair(r, pct))
+
+
+def read_length_bias(site: Site) -> Reading:
+    return _effect_reading(site, "length_bias", "grpo", "dr_grpo", lambda r: _pair(r, lambda v: signed(v, 2, "tokens")))
+
+
+def read_filter_fill(site: Site) -> Reading:
+    fill = batch_fill_measure(site, "dapo")
+    text = batch_fill_words(fill)
+    if not fill.measured:
+        return Reading(text, "", "unmeasurable", 0, fill.reason)
+    number = (f"{fmt_num(float(np.mean(fill.rounds)), 2)} of {fmt_num(fill.cap)} rounds"
+              + (f", {fmt_num(float(np.mean(fill.generated)), 2)} answers generated per answer trained on"
+                 if fill.generated else "")
+              + f"; {fmt_num(fill.capped)} of {fmt_num(fill.total)} rollouts used every round")
+    finding = "every batch was full" if fill.full else "not every batch was full"
+    return Reading(text, number, "shown" if fill.full else "contradicted", 0, finding=finding)
+
+
+def read_heldout(site: Site) -> Reading:
+    run, seeds = runs_of(site, "grpo")
+    text = learning_verdict_text(site, run, "grpo", seeds)
+    measured = [c for c in (changes_of(r)["greedy"] for r in (seeds or ([run] if run else []))) if c is not None]
+    if run is None:
+        return Reading(text, "", "unmeasurable", 0, "it has no GRPO run")
+    shown = changes_of(run)["greedy"]
+    if shown is None or not measured:
+        return Reading(text, "", "unmeasurable", 0,
+                       f"its {run.id} log has no held-out evaluation at both start and end")
+    directions = {c.direction for c in measured}
+    status: Status = ("shown" if directions == {"up"} else "contradicted" if directions == {"down"} else "unclear")
+    number = (f"{fmt_pct(shown.start)} \u2192 {fmt_pct(shown.end)} greedy, "
+              f"{fmt_signed_points(shown.change)} points [{fmt_signed_points(shown.low)}, "
+              f"{fmt_signed_points(shown.high)}]")
+    if len(measured) > 1:
+        number += "; seeds: " + ", ".join(fmt_signed_points(c.change) for c in measured)
+    reason = "" if status != "unclear" else (
+        "no seed's interval excludes zero" if directions == {"flat"} else "the seeds' intervals do not all agree")
+    return Reading(text, number, status, _sign(float(np.mean([c.change for c in measured]))), reason)
+
+
+def read_sharpening(site: Site) -> Reading:
+    m = sharpening_measure(site)
+    text = sharpening_words(m)
+    if m.n == 0:
+        return Reading(text, "", "unmeasurable", 0,
+                       "no run evaluated both greedy and sampled answers at its start and end")
+    number = (f"greedy minus sampled: {share_points(m.start)} \u2192 {share_points(m.end)} points (mean of "
+              f"{count_word(m.n)} run{'s' if m.n != 1 else ''}); closed clearly in {fmt_num(len(m.closed))}, "
+              f"widened clearly in {fmt_num(len(m.opened))}")
+    if len(m.closed) == m.n:
+        status: Status = "shown"
+    elif len(m.opened) > len(m.closed):
+        status = "contradicted"
+    else:
+        status = "unclear"
+    reason = "" if status != "unclear" else (
+        "the gap closed clearly in some runs and not in others" if m.closed else "no run's change is clear of the noise")
+    # closing is the predicted direction (sharpening): the sign is that of the change of the gap
+    return Reading(text, number, status, _sign(m.end - m.start), reason)
+
+
+SCALE_CLAIMS: tuple[ScaleClaim, ...] = (
+    ScaleClaim("length_growth", "Length growth", "Do GRPO's answers grow longer over training?",
+               "course/compare/dynamics#what-to-look-at", "Training dynamics", read_length_growth,
+               "longer", "shorter"),
+    ScaleClaim("entropy", "Entropy", "Does entropy fall less under DAPO than under GRPO?",
+               "course/compare/dynamics#what-to-look-at", "Training dynamics", read_entropy,
+               "DAPO's entropy fell less", "DAPO's entropy fell more"),
+    ScaleClaim("clip_higher", "Clip-higher", "Does DAPO's higher upper bound clip fewer tokens on the high side "
+               "than GRPO's?", "course/algorithms/dapo#the-training-run", "DAPO", read_clip_higher,
+               "DAPO clipped more", "DAPO clipped fewer"),
+    ScaleClaim("length_bias", "Length bias", "Do wrong answers drift longer, relative to right ones, under GRPO "
+               "than under Dr. GRPO?", "course/compare/aggregation#grpos-length-bias-in-the-logs", "Aggregation and length bias",
+               read_length_bias, "the drift was larger under GRPO", "the drift was larger under Dr. GRPO"),
+    ScaleClaim("filter_fill", "Filter fill", "Does DAPO's dynamic sampling fill every batch, and at what cost?",
+               "course/compare/choosing#1-how-many-of-your-groups-will-teach-nothing", "Choosing an algorithm",
+               read_filter_fill, "", ""),
+    ScaleClaim("heldout", "Held-out change", "Does GRPO get better on problems it never trained on?",
+               "course/compare/dynamics#did-they-learn-the-held-out-evaluation", "Training dynamics", read_heldout,
+               "a gain", "a drop"),
+    ScaleClaim("sharpening", "Sharpening", "Does the gap between greedy and sampled accuracy close?",
+               "course/compare/dynamics#sharpening-greedy-and-sampled-accuracy", "Training dynamics",
+               read_sharpening, "the gap widened", "the gap closed"),
+)
+
+
+# ---------------------------------------------------------------------------
+# The verdict between two sets
+# ---------------------------------------------------------------------------
+
+CLEAR = {"shown", "contradicted"}
+
+Agreement = Literal["same", "differs", "missing"]
+
+
+def compare_readings(claim: ScaleClaim, base: Reading, other: Reading, base_label: str,
+                     other_label: str) -> tuple[Agreement, str]:
+    """(same | differs | missing, one sentence) for a claim read on the default set and another."""
+    if base.status == "unmeasurable" and other.status == "unmeasurable":
+        return "missing", (f"Not measurable in either set: in the {base_label}, {base.reason}; in the "
+                           f"{other_label}, {other.reason}.")
+    for gone, kept, gone_label, kept_label in ((base, other, base_label, other_label),
+                                               (other, base, other_label, base_label)):
+        if gone.status == "unmeasurable":
+            return "missing", (f"Not visible in the {gone_label}: {gone.reason}. Only the {kept_label} measures it, "
+                               "so whether it holds at both scales cannot be said.")
+    if base.finding or other.finding:
+        if base.finding == other.finding:
+            return "same", f"The same in both sets: {base.finding}."
+        return "differs", (f"Differs: in the {base_label} {base.finding}, in the {other_label} "
+                           f"{other.finding}.")
+    way = {1: claim.up, -1: claim.down}
+    if base.status == other.status and base.status in CLEAR and base.sign == other.sign:
+        which = "as predicted" if base.status == "shown" else "against the prediction"
+        return "same", (f"Holds at both scales: clear of the noise in both sets and the same way "
+                        f"({way.get(base.sign, 'no change')}, {which}).")
+    if base.status in CLEAR and other.status in CLEAR:
+        return "differs", (f"Reverses at scale: clear of the noise in both sets, but {way.get(base.sign, 'one way')} "
+                           f"in the {base_label} and {way.get(other.sign, 'the other way')} in the {other_label}.")
+    if base.status in CLEAR or other.status in CLEAR:
+        clear, vague, clear_label, vague_label = ((base, other, base_label, other_label) if base.status in CLEAR
+                                                  else (other, base, other_label, base_label))
+        lean = ("though it points the same way" if vague.sign == clear.sign and vague.sign != 0
+                else "and it points the other way" if vague.sign == -clear.sign and vague.sign != 0 else "")
+        return "differs", (f"Clear only in the {clear_label} ({way.get(clear.sign, 'no change')}); in the "
+                           f"{vague_label} it is within the noise{', ' + lean if lean else ''}"
+                           f"{': ' + vague.reason if vague.reason else ''}.")
+    if base.sign == other.sign and base.sign != 0:
+        return "same", (f"Within the noise in both sets, though both point the same way ({way[base.sign]}): "
+                        "neither set shows it clearly.")
+    return "differs", "Within the noise in both sets, and they point different ways: neither set shows it."
+
+
+# ---------------------------------------------------------------------------
+# The sets: what each one is, or how to make it
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SetView:
+    run_set: RunSet
+    site: Site | None  # None: the set holds no run in this build
+    where: str  # its runs directory, relative to the project
+
+
+def _resolver_paths(site: Site) -> tuple[Path, ...]:
+    try:
+        return runs.runs_source(site.root, site.extra).paths
+    except runs.RunsError:
+        return ()
+
+
+def set_views(site: Site) -> list[SetView]:
+    """Every declared set, with a Site reading its runs (None for one that holds none yet).
+
+    The default set is read through the runs resolver (``UNIPO_RUNS``, ``extra.unipo_runs``), as
+    the course is; where the resolver points at another declared set's directory (a copy of the
+    course built on that set), the default set is read from its own declared directory instead."""
+    try:
+        declared = declared_sets(site.extra, site.root)
+    except SetsError as err:
+        raise AuthorError(str(err)) from err
+    resolved = _resolver_paths(site)
+    others = {s.runs for s in declared if not s.default and s.runs is not None}
+    out = []
+    for s in declared:
+        if s.default:
+            use_declared = s.runs is not None and len(resolved) == 1 and resolved[0] in others
+            where = s.runs if use_declared else None
+            view_site = site.with_runs(runs.catalog_of(where)) if use_declared else site.with_runs(
+                runs.catalog(runs.runs_source(site.root, site.extra)))
+            shown = ", ".join(project_relative(p, site.root) for p in ((where,) if use_declared else resolved))
+            out.append(SetView(s, view_site, shown))
+            continue
+        present = s.runs is not None and s.runs.is_dir() and any(
+            p.is_dir() and not p.name.startswith(".") for p in s.runs.iterdir())
+        out.append(SetView(s, site.with_runs(runs.catalog_of(s.runs)) if present else None,
+                           project_relative(s.runs, site.root)))
+    return out
+
+
+def _distinct(values: Sequence) -> list:
+    return sorted({v for v in values if v is not None}, key=str)
+
+
+def _range_text(values: Sequence[int | float], fmt: Callable = fmt_num) -> str:
+    values = _distinct(values)
+    if not values:
+        return "not recorded"
+    if len(values) == 1:
+        return fmt(values[0])
+    return f"{fmt(min(values))} to {fmt(max(values))}"
+
+
+def _device(hardware) -> str | None:
+    """'NVIDIA H100 80GB HBM3', or 'CPU (x86_64, 2 cores)'."""
+    if hardware is None:
+        return None
+    if hardware.device_name:
+        return hardware.device_name
+    detail = ", ".join(x for x in (hardware.cpu, f"{hardware.cores} cores" if hardware.cores else "") if x)
+    return hardware.device.upper() + (f" ({detail})" if detail else "")
+
+
+def set_facts(view: SetView) -> list[tuple[str, str]]:
+    """(label, value) rows naming a set from its runs' headers."""
+    cat = view.site.catalog
+    loaded = cat.loaded()
+    headers = [r.header for r in loaded]
+    rollouts = [int(r.reader.table.rollouts[-1]) + 1 for r in loaded if r.reader.table.n]
+    prompts = [h.hyperparameters.get("prompts_per_step") for h in headers]
+    group = [h.hyperparameters.get("group_size") for h in headers]
+    seeds = {a: len(algorithm_runs(view.site, a)) for a in COURSE_ALGORITHMS}
+    counts = _distinct([n for n in seeds.values() if n])
+    seed_text = ("none of the course's five algorithms" if not counts else
+                 f"{_range_text(counts)} per core algorithm" + (
+                     "" if all(seeds.values()) else
+                     f" (no run of {and_names([view.site.algorithm_name(a) for a, n in seeds.items() if not n])})"))
+    devices = _distinct([_device(h.hardware) for h in headers])
+    return [
+        ("Runs", f"{fmt_num(len(loaded))} in {view.where}"),
+        ("Preset", ", ".join(str(p) for p in _distinct([h.preset for h in headers])) or "not recorded"),
+        ("Model", _range_text([h.model.parameters for h in headers]) + " parameters"),
+        ("Rollouts per run", _range_text(rollouts)),
+        ("Batch", f"{_range_text(prompts)} prompts \u00d7 {_range_text(group)} answers"),
+        ("Seeds", seed_text),
+        ("Trained on", ", ".join(str(d) for d in devices) or "not recorded"),
+    ]
+
+
+def suite_file(root: Path, run_set: RunSet) -> Path | None:
+    """The suite file that trains a set: data/suite-<id>.yaml, or data/suite.yaml for the default set."""
+    for name in (f"suite-{run_set.id}.yaml",) + (("suite.yaml",) if run_set.default else ()):
+        path = root / project.RUNS.parent / name
+        if path.is_file():
+            return path
+    return None
+
+
+def _suite_summary(path: Path) -> str:
+    """'17 runs of the gpu preset, 200 rollouts each' from a suite file ("" if it does not read)."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return ""
+    if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
+        return ""
+    bits = [f"{fmt_num(len(data['runs']))} runs"]
+    if data.get("preset"):
+        bits.append(f"of the {data['preset']} preset")
+    text = " ".join(bits)
+    if isinstance(data.get("rollouts"), int):
+        text += f", {fmt_num(data['rollouts'])} rollouts each"
+    return text
+
+
+def missing_set_html(site: Site, view: SetView) -> str:
+    s = view.run_set
+    suite = suite_file(site.root, s)
+    where = escape_text(view.where)
+    text = (f"<p><strong>{escape_text(s.label)}</strong> is not in this build: mkdocs.yml "
+            f"(<code>extra.unipo_sets</code>, id <code>{escape_text(s.id)}</code>) reads it from "
+            f"<code>{where}</code>, which holds no run yet.</p>")
+    if suite is not None:
+        command = SUITE_COMMAND.format(suite=project_relative(suite, site.root), out=view.where)
+        summary = _suite_summary(suite)
+        text += (f"<p>It is made by <code>{escape_text(command)}</code>"
+                 + (f" ({escape_text(summary)})" if summary else "")
+                 + ", then the site is built again: this page then sets each claim of that set beside the "
+                 "column shown here.</p>")
+    else:
+        text += (f"<p>Train runs into <code>{where}</code> (<code>unipo train ALGO --out {where}/ALGO</code>; the "
+                 "README's Training section) and build the site again.</p>")
+    return (f'<div class="admonition warning unipo-scale-missing"><p class="admonition-title">'
+            f"{escape_text(s.label)}: not trained yet</p>{text}</div>")
+
+
+def scale_sets_html(site: Site) -> str:
+    views = set_views(site)
+    cards = []
+    for view in views:
+        if view.site is None:
+            cards.append(missing_set_html(site, view))
+            continue
+        rows = "".join(f"<div><dt>{escape_text(k)}</dt><dd>{escape_text(v)}</dd></div>" for k, v in set_facts(view))
+        default = " (the course's default)" if view.run_set.default and len(views) > 1 else ""
+        cards.append(f'<div class="unipo-scale-set"><p class="unipo-scale-set-title">'
+                     f"{escape_text(view.run_set.label)}{escape_text(default)}</p><dl>{rows}</dl></div>")
+    if len(views) == 1:
+        cards.append(note_html("mkdocs.yml declares no second run set (extra.unipo_sets), so there is nothing to set "
+                               "beside this one.", "warning", "One set only"))
+    return f'<div class="unipo-scale-sets">{"".join(cards)}</div>'
+
+
+# ---------------------------------------------------------------------------
+# The comparison
+# ---------------------------------------------------------------------------
+
+AGREEMENT_WORDS = {"same": "Same", "differs": "Differs", "missing": "Not measurable"}
+
+
+def set_gist(view: SetView) -> str:
+    """'tiny preset, 1,060,480 parameters, 100 rollouts, seeds: 3 per core algorithm': the set in one line."""
+    facts = dict(set_facts(view))
+    return (f"{facts['Preset']} preset, {facts['Model']}, {facts['Rollouts per run']} rollouts, "
+            f"seeds: {facts['Seeds']}")
+
+
+def _reading_html(label: str, gist: str, reading: Reading) -> str:
+    number = reading.number or "not measurable"
+    return (f'<div class="unipo-scale-side"><p class="unipo-scale-side-title">{escape_text(label)}'
+            f'<span class="unipo-scale-gist">{escape_text(gist)}</span></p>'
+            f'<p class="unipo-scale-number">{escape_text(number)}</p><p>{escape_text(reading.text)}</p></div>')
+
+
+def scale_comparison_html(site: Site) -> str:
+    """A card per claim: each present set's reading side by side, then the default set against each
+    other present set. Sets that hold no run are named once, above the cards."""
+    views = set_views(site)
+    present = [v for v in views if v.site is not None]
+    base, others = present[0], present[1:]
+    absent = [v for v in views if v.site is None]
+    root = site_root(site.page_url)
+    gists = {v.run_set.id: set_gist(v) for v in present}
+    cards = []
+    for claim in SCALE_CLAIMS:
+        readings = {v.run_set.id: claim.read(v.site) for v in present}
+        sides = "".join(_reading_html(v.run_set.label, gists[v.run_set.id], readings[v.run_set.id]) for v in present)
+        verdicts = [compare_readings(claim, readings[base.run_set.id], readings[o.run_set.id], base.run_set.label,
+                                     o.run_set.label) for o in others]
+        verdict_html = "".join(
+            f'<p class="unipo-scale-verdict unipo-scale-verdict--{kind}"><span class="unipo-scale-badge">'
+            f"{escape_text(AGREEMENT_WORDS[kind])}</span> {escape_text(text)}</p>" for kind, text in verdicts)
+        page, _, anchor = claim.chapter.partition("#")
+        href = f"{root}{page}/" + (f"#{anchor}" if anchor else "")
+        cards.append(
+            f'<section class="unipo-scale-claim" id="claim-{escape_text(claim.key)}">'
+            f'<p class="unipo-scale-claim-title"><strong>{escape_text(claim.title)}</strong>: '
+            f'{escape_text(claim.question)} <a href="{escape_text(href)}">{escape_text(claim.chapter_title)}</a></p>'
+            f'<div class="unipo-scale-sides">{sides}</div>{verdict_html}</section>')
+    lead = ""
+    if absent:
+        names = and_names([f"the {v.run_set.label} ({v.where})" for v in absent])
+        lead = note_html(f"Only the {base.run_set.label} is in this build, so each card shows its reading alone. "
+                         f"The column of {names} and the verdict between the sets appear here once "
+                         f"{'that directory holds' if len(absent) == 1 else 'those directories hold'} runs and the "
+                         "site is built again (the command is above).", "info", "One set in this build")
+    return lead + f'<div class="unipo-scale">{"".join(cards)}</div>'
+
+
+@macro(html=True)
+def scale_sets(site: Site) -> str:
+    """Each run set of the build named from its runs' headers, or how to make one that is missing (HTML)."""
+    return scale_sets_html(site)
+
+
+@macro(html=True)
+def scale_comparison(site: Site) -> str:
+    """Every computed claim of the course, worded by its chapter's code for each run set, with a
+    verdict on whether the sets agree (HTML)."""
+    return scale_comparison_html(site)
