@@ -266,7 +266,8 @@ def test_gpu_speed_benchmark_cpu_smoke(tmp_path):
     assert "sampling" in proc.stdout and "TFLOP/s" in proc.stdout
     table = prof.read_text()  # the profiled extra rollout: its operators, by self CPU time here
     assert table.startswith("gpu_speed --profile: one rollout of 4 prompts x 4 on cpu, sorted by self_cpu_time_total")
-    assert "Self CPU" in table and "aten::mm" in table and "aten::_log_softmax" in table
+    assert "Self CPU" in table and "# of Calls" in table
+    assert sum(line.lstrip().startswith("aten::") for line in table.splitlines()) >= 10  # operators, one a row
 
 
 def test_sampling_mismatch_sentence_from_the_logs(tmp_path):
