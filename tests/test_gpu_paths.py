@@ -335,7 +335,7 @@ def test_cuda_graph_decoder_matches_eager_and_a_full_forward(tiny):
 @pytest.mark.slow
 @cuda
 def test_cuda_trainer_takes_the_gpu_path(tiny, tmp_path, monkeypatch):
-    import training.rl as rl
+    from training import rl
 
     monkeypatch.setattr(rl, "score_response", coin_flip_score)
     run = rl.train(rl.TrainOptions(algorithm="grpo", steps=2, model=str(tiny[0]), out=str(tmp_path / "run"),
