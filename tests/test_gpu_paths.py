@@ -190,7 +190,7 @@ def _host_reads(tiny, tmp_path, algorithm, micro_rows):
     """Calls that read a tensor on the host (.cpu(), .item(), .tolist(), float()) made by each
     update and by the old / reference / value passes of one rollout on the GPU path, and the
     number of chunks each update ran. On a GPU each is a wait for the device."""
-    import training.rl as rl
+    from training import rl
 
     with pytest.MonkeyPatch.context() as monkeypatch:
         return _count_host_reads(rl, tiny, tmp_path, monkeypatch, algorithm, micro_rows)
@@ -335,7 +335,7 @@ def test_cuda_graph_decoder_matches_eager_and_a_full_forward(tiny):
 @pytest.mark.slow
 @cuda
 def test_cuda_trainer_takes_the_gpu_path(tiny, tmp_path, monkeypatch):
-    from training import rl
+    import training.rl as rl
 
     monkeypatch.setattr(rl, "score_response", coin_flip_score)
     run = rl.train(rl.TrainOptions(algorithm="grpo", steps=2, model=str(tiny[0]), out=str(tmp_path / "run"),
