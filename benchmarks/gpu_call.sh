@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU machine's one call for issue 20's speed figures: install the carried wheels, run the GPU
-# tests, then benchmarks/gpu_speed.py (ours alone, the pre-issue-20 path, 8 runs at once, TRL's
-# GRPOTrainer), everything written under $OUT. About 4-6 minutes on an H100 or H200; its
+# tests, then benchmarks/gpu_speed.py (ours alone and one more rollout of it under torch.profiler,
+# the pre-issue-20 path, 8 runs at once, TRL's GRPOTrainer), everything written under $OUT.
+# About 4-6 minutes on an H100 or H200; its
 # timeouts add up to under 9.5 minutes (run it with timeout_s 600).
 #
 # From the repository root, with the wheels of benchmarks/README.md ("GPU speed") in .whl/:
@@ -35,7 +36,7 @@ fi
 
 log "benchmark: ours, baseline, 8 at once, TRL"
 timeout "${BENCH_TIMEOUT:-330}" python3 benchmarks/gpu_speed.py --baseline --concurrent 8 --trl --json "$OUT/gpu_speed.json" \
-  --out-dir /tmp/gpu_speed_runs 2>&1 | tee "$OUT/gpu_speed.log"
+  --profile "$OUT/gpu_profile.txt" --out-dir /tmp/gpu_speed_runs 2>&1 | tee "$OUT/gpu_speed.log"
 rc=${PIPESTATUS[0]}
 if [ "$rc" -ne 0 ] && [ ! -s "$OUT/gpu_speed.json" ]; then
   log "benchmark failed (exit $rc): ours alone without CUDA graphs, to have a figure"

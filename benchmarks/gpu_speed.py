@@ -4,6 +4,7 @@ device's peak, peak GPU memory, N runs sharing the GPU, and TRL's GRPOTrainer on
     python benchmarks/gpu_speed.py                        # on a CUDA machine: the gpu preset, GRPO
     python benchmarks/gpu_speed.py --concurrent 8 --trl   # also 8 runs at once, and TRL
     python benchmarks/gpu_speed.py --device cpu --smoke   # a tiny shape on the CPU (the test runs this)
+    python benchmarks/gpu_speed.py --profile prof.txt     # also one profiled rollout: operators by device time
 
 What is timed: ``Trainer.run_rollout()`` of training/rl.py (algorithm ``grpo``: k3 KL in the loss,
 so a reference pass; 2 epochs x 1 minibatch), driven directly as benchmarks/trainer_speed.py does
@@ -90,6 +91,8 @@ def parse_args(argv=None):
     ap.add_argument("--micro-rows", type=int, default=None, help="override the preset's GPU micro-batch rows")
     ap.add_argument("--no-graphs", action="store_true", help="the static decoder without CUDA graphs")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--profile", default=None, metavar="PATH",
+                    help="after the timed rollouts, profile one more (torch.profiler) and write its table here")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the preset's)")
     ap.add_argument("--json", default=str(REPO / "benchmarks" / "results" / "gpu_speed.json"))
     ap.add_argument("--out-dir", default=None, help="keep the workers' run logs and results here")
@@ -182,7 +185,7 @@ def run_ours(args, model_path: str, out: Path, baseline: bool, index: int) -> di
     if args.no_graphs:
         overrides["cuda_graphs"] = False
     total = args.warmup + args.rollouts
-    t = Trainer(TrainOptions(algorithm="grpo", preset=args.preset, steps=total, seed=args.seed + index, out=str(out),
+    t = Trainer(TrainOptions(algorithm="grpo", preset=args.preset, steps=total + bool(args.profile), seed=args.seed + index, out=str(out),
                              model=model_path, device=args.device, progress=False, eval_every=10**9,
                              threads=args.threads, rl_overrides=overrides or None))
     if baseline:  # the path before issue 20, on this device: float32, CPU micro-batches, pruning decoder
@@ -228,6 +231,8 @@ def run_ours(args, model_path: str, out: Path, baseline: bool, index: int) -> di
             "old_ref_s": marks["update"] - marks["sampled"], "updates_s": t1 - marks["update"],
             "responses": b.size, "prompt_tokens": prompt_tokens, "generated_tokens": gen_tokens,
             "logprob_passes": passes, "epochs": t.rl.epochs, "updates": t.rl.epochs * t.rl.minibatches})
+    if args.profile and not baseline:
+        profile_rollout(t, args.device, Path(args.profile))
     m = [r for r in records if r["measured"]]
     n = len(m)
     seq = sum(r["prompt_tokens"] + r["generated_tokens"] for r in m) / n
@@ -291,6 +296,23 @@ def run_trl(args, model_path: str, out: Path) -> dict:
             "s_per_rollout": s["s_per_rollout"], "s_per_rollout_gen": s["s_per_rollout_gen"],
             "s_per_rollout_update": s["s_per_rollout_update"], "trl": trl.__version__,
             "transformers": transformers.__version__, "memory": memory(args.device), "per_rollout": side.records}
+
+
+def profile_rollout(trainer, device: str, path: Path, rows: int = 40) -> None:
+    """One more rollout under torch.profiler (CPU, and CUDA on a GPU), its operators by self device
+    time (self CPU time without CUDA) written to `path`: where a rollout's time goes, kernel by kernel."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    sync(device)
+    with profile(activities=activities) as prof:
+        trainer.run_rollout()
+        sync(device)
+    sort = "self_cuda_time_total" if device == "cuda" else "self_cpu_time_total"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"gpu_speed --profile: one rollout of {trainer.rl.prompts_per_step} prompts x "
+                    f"{trainer.rl.group_size} on {device}, sorted by {sort}\n\n"
+                    + prof.key_averages().table(sort_by=sort, row_limit=rows) + "\n")
 
 
 def worker(args) -> None:
@@ -410,7 +432,8 @@ def main(args) -> dict:
     model_path, model_desc = checkpoint(args, out)
     measured_rate = matmul_rate(args.device)  # before any run, on an idle card
 
-    proc, res = spawn(args, "ours", model_path, out, extra=["--rollouts", str(args.rollouts)])
+    profile = ["--profile", str(Path(args.profile).resolve())] if args.profile else []
+    proc, res = spawn(args, "ours", model_path, out, extra=["--rollouts", str(args.rollouts), *profile])
     ours = finish(proc, res, "ours")
     errors: dict[str, str] = {}
 

@@ -186,11 +186,73 @@ def test_bf16_path_trains_logs_both_logprobs_and_recomputes(tiny, tmp_path, monk
     assert problems == []
 
 
+def _host_reads(tiny, tmp_path, algorithm, micro_rows):
+    """Calls that read a tensor on the host (.cpu(), .item(), .tolist(), float()) made by each
+    update and by the old / reference / value passes of one rollout on the GPU path, and the
+    number of chunks each update ran. On a GPU each is a wait for the device."""
+    from training import rl
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        return _count_host_reads(rl, tiny, tmp_path, monkeypatch, algorithm, micro_rows)
+
+
+def _count_host_reads(rl, tiny, tmp_path, monkeypatch, algorithm, micro_rows):
+
+    counts, active = [], []
+
+    def counting(name):
+        original = getattr(torch.Tensor, name)
+
+        def wrapper(self, *args, **kwargs):
+            if active:
+                counts[-1][0] += 1
+            return original(self, *args, **kwargs)
+        monkeypatch.setattr(torch.Tensor, name, wrapper)
+
+    for name in ("cpu", "item", "tolist", "__float__"):
+        counting(name)
+
+    def watched(fn, label):
+        def wrapper(*args, **kwargs):
+            counts.append([0, label])
+            active.append(1)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                active.pop()
+        return wrapper
+
+    monkeypatch.setattr(rl.Trainer, "_update", watched(rl.Trainer._update, "update"))
+    monkeypatch.setattr(rl.Trainer, "_old_and_ref", watched(rl.Trainer._old_and_ref, "old_ref"))
+    monkeypatch.setattr(rl, "by_minibatch", watched(rl.by_minibatch, "pass"))
+    chunks = []
+    real_chunks = rl.length_chunks
+    monkeypatch.setattr(rl, "length_chunks", lambda *a: chunks.append(len(real_chunks(*a))) or real_chunks(*a))
+    _train(tiny[0], tmp_path / f"{algorithm}-{micro_rows}", monkeypatch, algorithm=algorithm, precision="bf16",
+           cuda_micro_rows=micro_rows)
+    return counts, chunks
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm", ["grpo", "ppo"])
+def test_an_update_reads_the_device_a_fixed_number_of_times(tiny, tmp_path, algorithm):
+    """Nothing in the chunk loops waits for the device: an update (and a pass of old, reference or
+    value log-probs) reads tensors on the host as often with 8 chunks of 2 rows as with 1 of 16.
+    grpo takes its old log-probs from the first update (fused), ppo from a separate pass and trains a
+    critic in each update."""
+    few, few_chunks = _host_reads(tiny, tmp_path, algorithm, 16)
+    many, many_chunks = _host_reads(tiny, tmp_path, algorithm, 2)
+    assert max(few_chunks) == 1 and min(many_chunks) == 8  # 16 rows: one chunk, or eight
+    assert [label for _, label in many] == [label for _, label in few]
+    assert [c for c, _ in many] == [c for c, _ in few]
+
+
 @pytest.mark.slow
 def test_gpu_speed_benchmark_cpu_smoke(tmp_path):
-    out = tmp_path / "gpu_speed.json"
+    out, prof = tmp_path / "gpu_speed.json", tmp_path / "profile.txt"
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_speed.py"), "--device", "cpu", "--smoke",
-                           "--json", str(out)], cwd=REPO, capture_output=True, text=True, timeout=600)
+                           "--json", str(out), "--profile", str(prof)], cwd=REPO, capture_output=True, text=True,
+                          timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["device"]["type"] == "cpu" and result["torch"] == torch.__version__
@@ -202,6 +264,10 @@ def test_gpu_speed_benchmark_cpu_smoke(tmp_path):
     assert ours["s_per_rollout"] == pytest.approx(sum(ours["phases"][k]["seconds"] for k in ours["phases"]), rel=1e-6)
     assert ours["peak_fraction"] is None  # no bf16 peak is claimed for a CPU
     assert "sampling" in proc.stdout and "TFLOP/s" in proc.stdout
+    table = prof.read_text()  # the profiled extra rollout: its operators, by self CPU time here
+    assert table.startswith("gpu_speed --profile: one rollout of 4 prompts x 4 on cpu, sorted by self_cpu_time_total")
+    assert "Self CPU" in table and "# of Calls" in table
+    assert sum(line.lstrip().startswith("aten::") for line in table.splitlines()) >= 10  # operators, one a row
 
 
 def test_sampling_mismatch_sentence_from_the_logs(tmp_path):

@@ -51,12 +51,55 @@ def by_minibatch(fn, batch: RolloutBatch, row_sets: list[list[int]]) -> torch.Te
     """fn(sub-batch) -> [rows, width] for each set of rows, assembled into [N, Tr] (zero padded).
 
     Each sub-batch is trimmed to its own longest row (select_rows), so a pass over the rollout
-    costs what its minibatches cost, not 128 rows padded to the longest answer.
+    costs what its minibatches cost, not 128 rows padded to the longest answer. The parts stay on
+    the model's device until the pass ends and come back in one copy (on a GPU a copy per part
+    would stall the host on every part).
     """
-    out = torch.zeros(batch.size, batch.response_mask.shape[1])
-    for rows in row_sets:
-        out[rows] = pad_columns(fn(select_rows(batch, rows)).float().cpu(), out.shape[1])
+    return rows_to_host(batch, row_sets, [[fn(select_rows(batch, rows)) for rows in row_sets]])[0]
+
+
+def rows_to_host(batch: RolloutBatch, row_sets: list[list[int]], passes: list[list[torch.Tensor]]) -> list[torch.Tensor]:
+    """For each pass, its parts (one [len(rows), width] per set of rows, on any device) written into
+    a zero [N, Tr] float32 tensor on the host at their rows; every pass comes back in one copy."""
+    width = batch.response_mask.shape[1]
+    joined = [torch.cat([pad_columns(part.detach().float(), width) for part in parts]) for parts in passes]
+    order = torch.tensor([r for rows in row_sets for r in rows], dtype=torch.long)
+    out = []
+    for host in to_host(joined):
+        full = torch.zeros(batch.size, width)
+        full[order] = host
+        out.append(full)
     return out
+
+
+def _segments(tensors: list[torch.Tensor]) -> tuple[torch.Tensor, list[tuple[int, int]]]:
+    """The tensors' bytes in one flat uint8 tensor, each segment starting at a multiple of 8 bytes
+    (so that a segment can be viewed back as any dtype); returns (bytes, [(start, length)])."""
+    flat, spans, at = [], [], 0
+    for t in tensors:
+        b = t.detach().contiguous().reshape(-1).view(torch.uint8)
+        pad = -b.numel() % 8
+        flat.append(nn.functional.pad(b, (0, pad)) if pad else b)
+        spans.append((at, b.numel()))
+        at += b.numel() + pad
+    return torch.cat(flat) if flat else torch.zeros(0, dtype=torch.uint8), spans
+
+
+def _unpack(data: torch.Tensor, spans, like: list[torch.Tensor]) -> list[torch.Tensor]:
+    return [data[a:a + n].view(t.dtype).view(t.shape) for (a, n), t in zip(spans, like)]
+
+
+def to_host(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Tensors of any dtypes and shapes on one device, copied to the host in a single transfer (the
+    bytes packed, copied once, viewed back): one wait for the device instead of one per tensor."""
+    data, spans = _segments(tensors)
+    return _unpack(data.cpu(), spans, tensors)
+
+
+def to_device(tensors: list[torch.Tensor], device: torch.device) -> list[torch.Tensor]:
+    """Host tensors of any dtypes uploaded to `device` in a single copy (the mirror of to_host)."""
+    data, spans = _segments(tensors)
+    return _unpack(data.to(device), spans, tensors)
 
 
 def concat_batches(batches: list[RolloutBatch]) -> RolloutBatch:

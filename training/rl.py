@@ -37,7 +37,8 @@ from unipo_build.schema import (EvalRecord, LengthProbe, PromptGroup, Response, 
 from unipo_build.specs import resolve
 
 from . import records
-from .batches import by_minibatch, concat_batches, length_chunks, pad_columns, select_rows
+from .batches import (by_minibatch, concat_batches, length_chunks, pad_columns, rows_to_host, select_rows,
+                      to_device, to_host)
 from .critic import Critic
 from .evaluate import evaluate
 from .generation import RolloutBatch, response_logprobs, sample_groups
@@ -410,17 +411,16 @@ class Trainer:
 
     def _old_and_ref(self, batch, row_sets):
         """Old and reference log-probs in one loop over the chunks (each chunk cut from the batch
-        once, both models run on it). Returns (old [N, Tr], reference [N, Tr] or None)."""
-        old = torch.zeros(batch.size, batch.response_mask.shape[1])
-        ref = torch.zeros_like(old) if self.reference is not None else None
+        once, both models run on it), copied to the host once at the end. Returns (old [N, Tr],
+        reference [N, Tr] or None)."""
+        old, ref = [], []
         for rows in row_sets:
             sub = select_rows(batch, rows)
-            old[rows] = pad_columns(response_logprobs(self.policy, sub, autocast=self.autocast)[0].float().cpu(),
-                                    old.shape[1])
-            if ref is not None:
-                ref[rows] = pad_columns(response_logprobs(self.reference, sub, autocast=self.autocast)[0].float().cpu(),
-                                        old.shape[1])
-        return old, ref
+            old.append(response_logprobs(self.policy, sub, autocast=self.autocast)[0])
+            if self.reference is not None:
+                ref.append(response_logprobs(self.reference, sub, autocast=self.autocast)[0])
+        out = rows_to_host(batch, row_sets, [old, ref] if self.reference is not None else [old])
+        return out[0], out[1] if self.reference is not None else None
 
     def _update(self, batch, rows, answers, shaped, comps, correct, mask, old_logp, ref_logp, values,
                 advantages, returns, rollout_kl, rollout_metrics, first, filtered, fill_old: bool = False) -> None:
@@ -431,6 +431,11 @@ class Trainer:
         whole minibatch first, so the step is the same as one pass over the minibatch. With
         `fill_old` this is the rollout's first update and its forward pass also writes the rollout's
         old log-probs (before the optimizer step), which the later updates read.
+
+        The host and the device meet twice per update: the inputs go up in one copy (rows in chunk
+        order, so that a chunk is a slice), and everything logged comes back in one copy after the
+        optimizer steps. Between them nothing waits for the device, so on a GPU the host queues the
+        next chunk while the device runs this one.
         """
         t0 = time.time()
         idx = torch.tensor(rows)
@@ -439,57 +444,52 @@ class Trainer:
             None if t is None else t[:, :width]
             for t in (mask, old_logp, ref_logp, values, advantages, returns, rollout_kl))
         weights = O.weights(self.cfg, mask[idx], dtype=torch.float32)
-        where = {r: i for i, r in enumerate(rows)}
-        out = {name: torch.zeros(len(rows), width) for name in ("logp", "entropy", "ratio", "objective", "kl")}
-        clip_side = torch.zeros(len(rows), width, dtype=torch.int8)
-        has_kl = False
-        J = torch.zeros((), dtype=torch.float64)
-        self.optimizer.zero_grad(set_to_none=True)
         chunks = length_chunks(batch, rows, self.micro_rows)
+        where = {r: i for i, r in enumerate(rows)}
+        order = torch.tensor([r for chunk in chunks for r in chunk])
+        at = torch.tensor([where[r] for chunk in chunks for r in chunk])  # minibatch positions, chunk order
+        named = {"mask": mask, "advantages": advantages, "old": None if fill_old else old_logp, "ref": ref_logp,
+                 "rollout_kl": rollout_kl, "values": values if self.critic is not None else None,
+                 "returns": returns if self.critic is not None else None}
+        named = {k: v[order] for k, v in named.items() if v is not None}
+        named["weights"] = weights[at]
+        dev = next(self.policy.parameters()).device
+        inputs = dict(zip(named, to_device(list(named.values()), dev)))
+        J = torch.zeros((), dtype=torch.float64, device=dev)
+        kept, has_kl, start = [], False, 0
+        self.optimizer.zero_grad(set_to_none=True)
         for chunk in chunks:
-            sub = select_rows(batch, chunk)
-            logp, entropy = response_logprobs(self.policy, sub, autocast=self.autocast)
-            dev, w = logp.device, logp.shape[1]
-            c, at = torch.tensor(chunk), torch.tensor([where[r] for r in chunk])
-            if fill_old:
-                old_logp[c, :w] = logp.detach().float().cpu()
-            terms = O.token_terms(self.cfg, logp=logp, old_logp=logp.detach() if fill_old else old_logp[c, :w].to(dev),
-                                  advantages=advantages[c, :w].to(dev), mask=mask[c, :w].to(dev),
-                                  ref_logp=ref_logp[c, :w].to(dev) if ref_logp is not None else None,
-                                  rollout_kl=rollout_kl[c, :w].to(dev) if rollout_kl is not None else None)
-            part = (weights[at, :w].to(dev) * terms.objective).sum()
+            logp, entropy = response_logprobs(self.policy, select_rows(batch, chunk), autocast=self.autocast)
+            part_of = {k: v[start:start + len(chunk), :logp.shape[1]] for k, v in inputs.items()}
+            start += len(chunk)
+            terms = O.token_terms(self.cfg, logp=logp, old_logp=logp.detach() if fill_old else part_of["old"],
+                                  advantages=part_of["advantages"], mask=part_of["mask"], ref_logp=part_of.get("ref"),
+                                  rollout_kl=part_of.get("rollout_kl"))
+            part = (part_of["weights"] * terms.objective).sum()
             (-part).backward()
-            J += part.detach().double().cpu()
-            for name, value in (("logp", logp), ("entropy", entropy), ("ratio", terms.ratio),
-                                ("objective", terms.objective), ("kl", terms.kl)):
-                if value is not None:
-                    out[name][at, :w] = value.detach().float().cpu()
-            clip_side[at, :w] = terms.clip_side.detach().cpu().to(torch.int8)
+            J += part.detach().double()
             has_kl = terms.kl is not None
-        J = float(J)
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.rl.grad_clip))
+            kept.append(torch.stack([pad_columns(v.detach().float(), width) for v in (
+                logp, entropy, terms.ratio, terms.objective, terms.kl if has_kl else torch.zeros_like(logp),
+                terms.clip_side)]))
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.rl.grad_clip)
         self.optimizer.step()
+        value_loss = self._critic_update(batch, chunks, mask, idx, inputs) if self.critic is not None else None
+        scalars = torch.stack([J, grad_norm.to(J), J if value_loss is None else value_loss])
+        host, scalars = to_host([torch.cat(kept, 1), scalars])
+        out = {}
+        for name, got in zip(("logp", "entropy", "ratio", "objective", "kl", "clip_side"), host):
+            out[name] = torch.zeros(len(rows), width)
+            out[name][at] = got
+        clip_side = out.pop("clip_side").to(torch.int8)
+        if fill_old:
+            old_logp[idx] = out["logp"]
+        J = float(scalars[0])
         metrics = dict(rollout_metrics)
-        metrics.update({"objective": J, "loss/policy": -J, "grad_norm": grad_norm,
+        metrics.update({"objective": J, "loss/policy": -J, "grad_norm": float(scalars[1]),
                         "lr": self.optimizer.param_groups[0]["lr"]})
         if self.critic is not None:
-            self.critic_optimizer.zero_grad(set_to_none=True)
-            tokens = float(mask[idx].sum())
-            value_loss = 0.0
-            for chunk in chunks:
-                sub = select_rows(batch, chunk)
-                new_values = self.critic(sub)
-                dev, w = new_values.device, new_values.shape[1]
-                c = torch.tensor(chunk)
-                chunk_mask = mask[c, :w].to(dev)
-                # the chunk's token mean, weighted by its share of the minibatch's tokens
-                part = clipped_value_loss(new_values, values[c, :w].to(dev), returns[c, :w].to(dev), chunk_mask,
-                                          self.cfg.param("advantage", "value_clip")) * (float(chunk_mask.sum()) / tokens)
-                part.backward()
-                value_loss += float(part.detach())
-            torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.rl.grad_clip)
-            self.critic_optimizer.step()
-            metrics["loss/value"] = value_loss
+            metrics["loss/value"] = float(scalars[2])
             ev = float(explained_variance(values[idx], returns[idx], mask[idx]))
             metrics["value/explained_variance"] = ev if ev == ev else None
         has_tokens = self._wants_detail()
@@ -524,6 +524,26 @@ class Trainer:
         self.writer.step(StepRecord(step=self.step, rollout=self.rollout, first_in_rollout=first, metrics=metrics,
                                     has_tokens=has_tokens))
         self.step += 1
+
+    def _critic_update(self, batch, chunks, mask, idx, inputs) -> torch.Tensor:
+        """The critic's step on the update's chunks; returns its value loss (float64, on the device).
+        Each chunk's token mean is weighted by its share of the minibatch's tokens, counted on the host."""
+        self.critic_optimizer.zero_grad(set_to_none=True)
+        tokens = float(mask[idx].sum())
+        row_tokens = mask.sum(-1).tolist()
+        value_loss = torch.zeros((), dtype=torch.float64, device=inputs["mask"].device)
+        start = 0
+        for chunk in chunks:
+            new_values = self.critic(select_rows(batch, chunk))
+            part_of = {k: inputs[k][start:start + len(chunk), :new_values.shape[1]] for k in ("mask", "values", "returns")}
+            start += len(chunk)
+            part = clipped_value_loss(new_values, part_of["values"], part_of["returns"], part_of["mask"],
+                                      self.cfg.param("advantage", "value_clip")) * (sum(row_tokens[r] for r in chunk) / tokens)
+            part.backward()
+            value_loss += part.detach().double()
+        torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.rl.grad_clip)
+        self.critic_optimizer.step()
+        return value_loss
 
     def _wants_detail(self) -> bool:
         """Token detail for every update of every ``detail_every``-th rollout and of the last one.
