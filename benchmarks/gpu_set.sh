@@ -55,7 +55,7 @@ EOF
 log "task data (level gpu, seed 0) and the warm start (stop rule of the gpu preset)"
 [ -f data/tasks-gpu/train.jsonl ] || python3 -m training.task --out data/tasks-gpu --level gpu --seed 0 | tail -3
 sha256sum data/tasks-gpu/*.jsonl | tee "$OUT/tasks-gpu.sha256"
-timeout "${SFT_TIMEOUT:-200}" python3 -m unipo_build.cli sft --preset gpu --device cuda --no-progress 2>&1 \
+timeout "${SFT_TIMEOUT:-230}" python3 -m unipo_build.cli sft --preset gpu --device cuda --no-progress 2>&1 \
   | tee "$OUT/sft.log" | tail -20
 [ -f work/sft-gpu/config.json ] || { log "no warm start: stopping"; pack; exit 1; }
 cat work/sft-gpu/sft_meta.json | python3 -c "import json,sys; m=json.load(sys.stdin); \
@@ -66,8 +66,11 @@ SMI=$!
 SUITE_S=$(($(left) - 35))
 log "suite: the 15 core runs at once, $SUITE_S s at most"
 # shellcheck disable=SC2086
+# --time-limit: each run stops taking rollouts when another one and its end evaluation would not
+# fit, and finishes (its header says how many of the suite's rollouts it trained); the outer timeout
+# is only the last resort.
 timeout -s INT -k 25 "$SUITE_S" python3 -m unipo_build.cli suite --suite data/suite-gpu.yaml --out data/runs-gpu \
-  --jobs 15 --device cuda --only $CORE 2>&1 | tee "$OUT/suite.log" | grep -v "^ *$"
+  --jobs 15 --device cuda --time-limit $((SUITE_S - 25)) --only $CORE 2>&1 | tee "$OUT/suite.log" | grep -v "^ *$"
 kill "$SMI" 2>/dev/null
 log "pack"
 pack

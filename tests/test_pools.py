@@ -252,3 +252,31 @@ def test_warm_start_overlap_finds_a_project_relative_sft_file_and_knows_the_ship
     assert warm_start_overlap(tmp_path / "ckpt", prompts, repo, tmp_path / "mine.jsonl")[3] is False
     assert warm_start_overlap(tmp_path / "ckpt", ["A prompt no task holds?"], repo) is None
     assert warm_start_overlap(tmp_path / "nothing", prompts, repo) is None  # no sft_meta.json: nothing to compare
+
+
+def test_time_limit_counts_the_next_rollout_and_the_end_evaluation():
+    """Hand-worked: 100 s allowed, rollouts of 10 s, an evaluation of 20 s, a margin of 1.25: at
+    60 s another fits (60 + 1.25 x 30 = 97.5), at 63 s it does not (100.5); the first rollout always."""
+    from training.run_info import TimeLimit
+
+    limit = TimeLimit(100, started=0.0)
+    assert limit.allows_another(now=99.0)  # nothing measured yet: the first rollout is always trained
+    limit.rollout_s, limit.eval_s = [8.0, 12.0], 20.0
+    assert limit.allows_another(now=60.0) and not limit.allows_another(now=63.0)
+    assert TimeLimit(None, 0.0).allows_another(now=1e9)
+    assert "Stopped after 2 of the 24 rollouts" in limit.note(2, 24)
+
+
+@pytest.mark.slow
+def test_a_run_past_its_time_limit_finishes_with_what_it_trained(tiny, pools, tmp_path, monkeypatch):
+    import training.rl as rl
+
+    monkeypatch.setattr(rl, "score_response", coin_flip_score)
+    model = warm_start(tiny, tmp_path / "sft", pools / "train.jsonl")
+    run = rl.train(_opts(model, pools, tmp_path / "run", steps=3, time_limit=0.001))
+    assert runlog.validate_run(run) == []
+    header = runlog.read_header(run)
+    assert header.finished_at is not None and "Stopped after 1 of the 3 rollouts" in header.notes
+    assert (header.hyperparameters.get("steps"), header.hyperparameters.get("steps_asked")) == (1, 3)
+    assert {r.rollout for r in runlog.iter_steps(run)} == {0}
+    assert [e.phase for e in runlog.iter_evals(run)] == ["start", "end"]

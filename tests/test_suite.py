@@ -91,6 +91,9 @@ def test_train_command_is_the_ordinary_cli(tmp_path):
     cmd = train_command(gpu, gpu.runs[0], tmp_path / "g", "cuda", resume=False)
     assert gpu.eval_every and cmd[cmd.index("--eval-every") + 1] == str(gpu.eval_every)
     assert cmd[cmd.index("--preset") + 1] == "gpu" and cmd[cmd.index("--steps") + 1] == str(gpu.rollouts)
+    assert "--time-limit" not in cmd
+    cmd = train_command(gpu, gpu.runs[0], tmp_path / "g", "cuda", resume=False, time_limit=312.4)
+    assert cmd[cmd.index("--time-limit") + 1] == "312"
 
 
 def test_a_copy_without_git_names_its_commit_from_the_environment(tmp_path, monkeypatch):

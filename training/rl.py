@@ -49,7 +49,7 @@ from .reward import score_response, total_reward
 from .runstate import (Interrupted, TrainError, check_out_dir, checkpoint_dir, checkpoint_interval, checkpoint_rollout,
                        clear_logged_steps, logged_updates, remove_checkpoints, replace_checkpoint, run_state)
 from .pools import check_rl_prompts, load_rows, memorisation_check
-from .run_info import TrainOptions, _Pieces, git_commit, load_algorithm, run_header  # noqa: F401 (the API)
+from .run_info import TimeLimit, TrainOptions, _Pieces, git_commit, load_algorithm, run_header  # noqa: F401 (the API)
 from .task import generate_task
 
 REPO = Path(__file__).resolve().parent.parent
@@ -567,8 +567,11 @@ class Trainer:
     def _train(self) -> Path:
         self.setup()
         total = self.rl.steps
+        limit = TimeLimit(self.opts.time_limit, self.started)
         if self.rollout == 0 and self.step == 0:
+            t0 = time.time()
             self.start_eval = self._evaluate("start")
+            limit.eval_s = time.time() - t0
             self.pool_eval = self._pool_accuracy()
         bar = None
         if self.opts.progress:
@@ -576,7 +579,8 @@ class Trainer:
 
             bar = tqdm(total=total, initial=self.rollout, desc=self.spec.id, unit="rollout", dynamic_ncols=True)
         try:
-            while self.rollout < total:
+            while self.rollout < total and limit.allows_another():
+                t0 = time.time()
                 self.run_rollout()
                 if bar is not None:
                     reward = self.last_metrics.get("reward/mean") or 0.0
@@ -586,12 +590,17 @@ class Trainer:
                     self._evaluate("periodic")
                 if self.rollout % self.checkpoint_every == 0 and self.rollout < total:
                     self._save_checkpoint()
+                limit.rollout_s.append(time.time() - t0)
         finally:
             if bar is not None:
                 bar.close()
         self._evaluate("end")
+        early = {} if self.rollout >= total else {
+            "notes": limit.note(self.rollout, total),
+            "hyperparameters": self.writer.header.hyperparameters.model_copy(update={"steps": self.rollout,
+                                                                                   "steps_asked": total})}
         self.writer.finish(finished_at=datetime.now(timezone.utc),
-                           wall_time_s=round(self.elapsed_before + time.time() - self.started, 1))
+                           wall_time_s=round(self.elapsed_before + time.time() - self.started, 1), **early)
         remove_checkpoints(self.out)
         return self.out
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -47,6 +48,36 @@ class TrainOptions:
     threads: int | None = None
     # Any other RLPreset field, e.g. {"prompts_per_step": 4, "group_size": 4} for smoke runs.
     rl_overrides: dict | None = None
+    # Seconds from the run's start (its process) by which it must be finished: see TimeLimit.
+    time_limit: float | None = None
+
+
+class TimeLimit:
+    """``unipo train --time-limit S``: a run that must end on time (a GPU lease) takes no further
+    rollout once that rollout and the end evaluation would not fit in S seconds from its start; it
+    then finishes as usual (end evaluation, header), having trained fewer rollouts than asked, and
+    says so in its header. The first rollout is always trained. A rollout's cost is the mean of the
+    ones before it (periodic evaluations and checkpoints included); the end evaluation's is the start
+    evaluation's, measured, with a margin (answers may grow longer)."""
+
+    MARGIN = 1.25
+
+    def __init__(self, seconds: float | None, started: float):
+        self.seconds, self.started = seconds, started
+        self.rollout_s: list[float] = []
+        self.eval_s = 0.0
+
+    def allows_another(self, now: float | None = None) -> bool:
+        if self.seconds is None or not self.rollout_s:
+            return True
+        now = (time.time() if now is None else now) - self.started
+        need = sum(self.rollout_s) / len(self.rollout_s) + self.eval_s
+        return now + self.MARGIN * need <= self.seconds
+
+    def note(self, done: int, asked: int) -> str:
+        return (f"Stopped after {done} of the {asked} rollouts asked for: --time-limit {self.seconds:g} s left no room "
+                f"for another rollout (about {sum(self.rollout_s) / len(self.rollout_s):.1f} s each here) and the end "
+                f"evaluation.")
 
 
 # ---------------------------------------------------------------------------

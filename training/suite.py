@@ -40,6 +40,9 @@ DEFAULT_SUITE = REPO / "data" / "suite.yaml"
 WORK = REPO / "work" / "suite"
 
 
+MIN_TIME_LEFT = 60  # seconds of --time-limit a run needs to be started: its setup, a rollout, its evaluations
+
+
 class SuiteRun(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -95,12 +98,15 @@ def run_state(run_dir: Path) -> str:
     return {"finished": "finished", "checkpointed": "resumable", "started": "stale"}[state]
 
 
-def train_command(suite: Suite, run: SuiteRun, out: Path, device: str, resume: bool) -> list[str]:
+def train_command(suite: Suite, run: SuiteRun, out: Path, device: str, resume: bool,
+                  time_limit: float | None = None) -> list[str]:
     cmd = [sys.executable, "-m", "unipo_build.cli", "train", run.algorithm, "--preset", suite.preset,
            "--steps", str(suite.rollouts), "--seed", str(run.seed), "--out", str(out), "--threads", "1",
            "--device", device, "--no-progress", "--detail-every", str(suite.detail_every if run.detail else 0)]
     if suite.eval_every is not None:
         cmd += ["--eval-every", str(suite.eval_every)]
+    if time_limit is not None:
+        cmd += ["--time-limit", f"{time_limit:.0f}"]
     return cmd + (["--resume"] if resume else [])
 
 
@@ -151,7 +157,7 @@ def ensure_inputs(suite: Suite, threads: int, device: str, say) -> None:
 
 def run_suite(suite_path: str | Path = DEFAULT_SUITE, out_dir: str | Path = REPO / "data" / "runs",
               jobs: int | None = None, only: list[str] | None = None, device: str = "auto",
-              dry_run: bool = False) -> int:
+              dry_run: bool = False, time_limit: float | None = None) -> int:
     suite = load_suite(suite_path)
     check_machine(suite, suite_path, device)
     out_dir = Path(out_dir)
@@ -181,6 +187,8 @@ def run_suite(suite_path: str | Path = DEFAULT_SUITE, out_dir: str | Path = REPO
         return 0
     started_all = time.time()
     ensure_inputs(suite, threads=jobs, device=device, say=say)
+    # --time-limit: each run gets what is left of it when it starts (unipo train --time-limit).
+    deadline = started_all + time_limit if time_limit is not None else None
     (WORK / "logs").mkdir(exist_ok=True)
     pending = list(todo)
     running: dict[str, tuple[subprocess.Popen, float]] = {}
@@ -197,7 +205,11 @@ def run_suite(suite_path: str | Path = DEFAULT_SUITE, out_dir: str | Path = REPO
                     aside.parent.mkdir(parents=True, exist_ok=True)
                     shutil.move(str(run_dir), str(aside))
                     say(f"{r.name}: interrupted before its first checkpoint; moved to {aside}, starting again")
-                cmd = train_command(suite, r, run_dir, device, state == "resumable")
+                left = None if deadline is None else deadline - time.time()
+                if left is not None and left < MIN_TIME_LEFT:
+                    say(f"{r.name}: not started, {max(left, 0):.0f} s of --time-limit left")
+                    continue
+                cmd = train_command(suite, r, run_dir, device, state == "resumable", left)
                 with open(WORK / "logs" / f"{r.name}.log", "a", encoding="utf-8") as fh:
                     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT,
                                             start_new_session=True)

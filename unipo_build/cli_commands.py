@@ -67,7 +67,8 @@ def _train(args: argparse.Namespace) -> int:
                             resume=args.resume, model=args.model, task=args.task, device=args.device,
                             progress=not args.no_progress, lr=args.lr, eval_every=args.eval_every,
                             eval_n=args.eval_n, detail_every=args.detail_every,
-                            checkpoint_every=args.checkpoint_every, threads=args.threads)
+                            checkpoint_every=args.checkpoint_every, threads=args.threads,
+                            time_limit=args.time_limit)
         try:
             run_dir = train(opts)
         except AlreadyFinished as err:
@@ -209,6 +210,10 @@ def register_train(sub) -> None:
     g.add_argument("--checkpoint-every", type=int,
                    help="rollouts between checkpoints (default: 10, fewer for a run under 40 rollouts)")
     g.add_argument("--no-progress", action="store_true", help="print no progress bars")
+    g.add_argument("--time-limit", type=float, metavar="SECONDS",
+                   help="finish within SECONDS of the start (a GPU lease): stop taking rollouts once another one and "
+                        "the end evaluation would not fit, then evaluate and finish as usual; the header says how "
+                        "many of --steps were trained")
     p.add_argument("--engine", choices=["unipo", "openrlhf"], default="unipo",
                    help="unipo: the in-house trainer (default); openrlhf: OpenRLHF 0.11.2 on a GPU node or Ray "
                         "cluster, with the same spec (see `unipo openrlhf command`)")
@@ -285,7 +290,7 @@ def _suite(args: argparse.Namespace) -> int:
         return 2
     try:
         return run_suite(args.suite or DEFAULT_SUITE, args.out, jobs=args.jobs, only=args.only,
-                         device=args.device, dry_run=args.dry_run)
+                         device=args.device, dry_run=args.dry_run, time_limit=args.time_limit)
     except SuiteError as err:
         print(str(err), file=sys.stderr)
         return 2
@@ -302,6 +307,9 @@ def register_suite(sub) -> None:
     p.add_argument("--only", nargs="+", metavar="NAME", help="train only these runs of the suite")
     p.add_argument("--device", default="auto", help="auto (a GPU if there is one), cpu or cuda")
     p.add_argument("--dry-run", action="store_true", help="list what would run, run nothing")
+    p.add_argument("--time-limit", type=float, metavar="SECONDS",
+                   help="finish within SECONDS (a GPU lease): each run gets what is left when it starts (unipo train "
+                        "--time-limit), and a run with under a minute left is not started")
     p.set_defaults(func=_suite)
 
 
