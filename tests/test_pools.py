@@ -280,3 +280,39 @@ def test_a_run_past_its_time_limit_finishes_with_what_it_trained(tiny, pools, tm
     assert (header.hyperparameters.get("steps"), header.hyperparameters.get("steps_asked")) == (1, 3)
     assert {r.rollout for r in runlog.iter_steps(run)} == {0}
     assert [e.phase for e in runlog.iter_evals(run)] == ["start", "end"]
+
+
+@pytest.mark.slow
+def test_a_non_finite_gradient_skips_the_step_and_three_in_a_row_stop_the_run(tiny, pools, tmp_path, monkeypatch):
+    """The H200 set lost one run to a NaN gradient norm: now the step is skipped (the weights stay as
+    they were), logged (grad_norm null, update/skipped 1), and only three in a row stop the run, in
+    one line naming the run, the step and the field."""
+    import training.rl as rl
+
+    monkeypatch.setattr(rl, "score_response", coin_flip_score)
+    model = warm_start(tiny, tmp_path / "sft", pools / "train.jsonl")
+    real, calls = torch.nn.utils.clip_grad_norm_, []
+
+    def nan_on(which):
+        def clip(params, max_norm, *a, **k):
+            calls.append(1)
+            norm = real(params, max_norm, *a, **k)
+            return torch.full_like(norm, float("nan")) if len(calls) in which else norm
+        return clip
+
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", nan_on({2}))
+    run = rl.train(_opts(model, pools, tmp_path / "run", steps=2))
+    steps = list(runlog.iter_steps(run))
+    assert [s.metrics["update/skipped"] for s in steps] == [0.0, 1.0, 0.0, 0.0]
+    assert steps[1].metrics["grad_norm"] is None and steps[0].metrics["grad_norm"] > 0
+    assert runlog.validate_run(run) == []
+
+    calls.clear()
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", nan_on({1, 2, 3}))
+    trainer = rl.Trainer(_opts(model, pools, tmp_path / "stops", steps=2))
+    trainer.setup()
+    before = [p.detach().clone() for p in trainer.policy.parameters()]
+    with pytest.raises(TrainError, match=r"stops: step 2: grad_norm: not finite in 3 updates in a row"):
+        trainer.run_rollout()
+        trainer.run_rollout()
+    assert all(torch.equal(a, b) for a, b in zip(before, trainer.policy.parameters()))

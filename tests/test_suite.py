@@ -96,16 +96,18 @@ def test_train_command_is_the_ordinary_cli(tmp_path):
     assert cmd[cmd.index("--time-limit") + 1] == "312"
 
 
-def test_a_copy_without_git_names_its_commit_from_the_environment(tmp_path, monkeypatch):
-    """A GPU machine gets the working tree without .git: the run header's commit then comes from
-    UNIPO_COMMIT (benchmarks/gpu_set.sh's caller sets it); in a checkout git wins."""
+def test_the_commit_comes_from_the_environment_when_named_else_from_git(tmp_path, monkeypatch):
+    """A GPU machine gets a copy of the tree whose .git (if any) may be an older checkout's: the H200's
+    copy reported the session's first commit +dirty. So UNIPO_COMMIT, set by the caller
+    (benchmarks/gpu_set.sh), wins; without it the checkout's HEAD; outside a checkout, None."""
     import training.run_info as info
 
-    monkeypatch.setenv("UNIPO_COMMIT", "0123abc")
+    monkeypatch.delenv("UNIPO_COMMIT", raising=False)
     head = info.git_commit()
-    assert head and head != "0123abc" and len(head.split("+")[0]) == 40  # this checkout
-    monkeypatch.setattr(info, "REPO", tmp_path)  # not a git checkout
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    assert head and len(head.split("+")[0]) == 40  # this checkout
+    monkeypatch.setenv("UNIPO_COMMIT", "0123abc")
     assert info.git_commit() == "0123abc"
     monkeypatch.delenv("UNIPO_COMMIT")
+    monkeypatch.setattr(info, "REPO", tmp_path)  # not a git checkout
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
     assert info.git_commit() is None

@@ -11,6 +11,9 @@ import copy
 import torch
 from torch import nn
 
+from unipo_build.components import clipped_value_loss
+
+from .batches import select_rows
 from .generation import RolloutBatch, positions_from_mask
 
 
@@ -33,3 +36,29 @@ class Critic(nn.Module):
         # The state before response token t is the position that predicts it.
         values = self.head(hidden[:, -(width + 1):-1].float()).squeeze(-1)
         return values * batch.response_mask.to(device)
+
+
+def critic_step(critic: Critic, optimizer, batch: RolloutBatch, chunks: list[list[int]], mask: torch.Tensor,
+                idx: torch.Tensor, inputs: dict, value_clip: float, grad_clip: float) -> torch.Tensor:
+    """The critic's step on an update's chunks; returns its value loss (float64, on the device).
+
+    `mask` is the rollout's response mask, `idx` the minibatch's rows, `inputs` the update's device
+    tensors (rows in chunk order: "mask", "values", "returns"). Each chunk's token mean is weighted
+    by its share of the minibatch's tokens, counted on the host.
+    """
+    optimizer.zero_grad(set_to_none=True)
+    tokens = float(mask[idx].sum())
+    row_tokens = mask.sum(-1).tolist()
+    value_loss = torch.zeros((), dtype=torch.float64, device=inputs["mask"].device)
+    start = 0
+    for chunk in chunks:
+        new_values = critic(select_rows(batch, chunk))
+        part_of = {k: inputs[k][start:start + len(chunk), :new_values.shape[1]] for k in ("mask", "values", "returns")}
+        start += len(chunk)
+        part = clipped_value_loss(new_values, part_of["values"], part_of["returns"], part_of["mask"],
+                                  value_clip) * (sum(row_tokens[r] for r in chunk) / tokens)
+        part.backward()
+        value_loss += part.detach().double()
+    nn.utils.clip_grad_norm_(critic.parameters(), grad_clip)
+    optimizer.step()
+    return value_loss

@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from unipo_build import objective as O
-from unipo_build.components import clipped_value_loss, explained_variance
+from unipo_build.components import explained_variance
 from unipo_build.paths import project_relative
 from unipo_build.runlog import RunWriter, read_header
 from unipo_build.schema import (EvalRecord, LengthProbe, PromptGroup, Response, RunHeader, StepRecord)
@@ -39,7 +39,7 @@ from unipo_build.specs import resolve
 from . import records
 from .batches import (by_minibatch, concat_batches, length_chunks, pad_columns, rows_to_host, select_rows,
                       to_device, to_host)
-from .critic import Critic
+from .critic import Critic, critic_step
 from .evaluate import evaluate
 from .generation import RolloutBatch, response_logprobs, sample_groups
 from .model import (load_policy, resolve_device, resolve_precision, set_threads, show_progress_bars,
@@ -473,8 +473,18 @@ class Trainer:
                 logp, entropy, terms.ratio, terms.objective, terms.kl if has_kl else torch.zeros_like(logp),
                 terms.clip_side)]))
         grad_norm = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.rl.grad_clip)
-        self.optimizer.step()
-        value_loss = self._critic_update(batch, chunks, mask, idx, inputs) if self.critic is not None else None
+        # One host read: a non-finite gradient (seen once in 19 bf16 runs on the H200) must not reach
+        # the weights. The step is skipped and logged; three in a row stop the run.
+        finite = bool(torch.isfinite(grad_norm))
+        self.nonfinite = 0 if finite else getattr(self, "nonfinite", 0) + 1
+        if finite:
+            self.optimizer.step()
+        elif self.nonfinite >= 3:
+            raise TrainError(f"{project_relative(self.out, REPO)}: step {self.step}: grad_norm: not finite in 3 updates "
+                             f"in a row; the run stops at its last checkpoint (unipo train --resume continues it)")
+        value_loss = (critic_step(self.critic, self.critic_optimizer, batch, chunks, mask, idx, inputs,
+                                  self.cfg.param("advantage", "value_clip"), self.rl.grad_clip)
+                      if self.critic is not None else None)
         scalars = torch.stack([J, grad_norm.to(J), J if value_loss is None else value_loss])
         host, scalars = to_host([torch.cat(kept, 1), scalars])
         out = {}
@@ -486,7 +496,8 @@ class Trainer:
             old_logp[idx] = out["logp"]
         J = float(scalars[0])
         metrics = dict(rollout_metrics)
-        metrics.update({"objective": J, "loss/policy": -J, "grad_norm": float(scalars[1]),
+        metrics.update({"objective": J, "loss/policy": -J, "grad_norm": float(scalars[1]) if finite else None,
+                        "update/skipped": 0.0 if finite else 1.0,
                         "lr": self.optimizer.param_groups[0]["lr"]})
         if self.critic is not None:
             metrics["loss/value"] = float(scalars[2])
@@ -524,26 +535,6 @@ class Trainer:
         self.writer.step(StepRecord(step=self.step, rollout=self.rollout, first_in_rollout=first, metrics=metrics,
                                     has_tokens=has_tokens))
         self.step += 1
-
-    def _critic_update(self, batch, chunks, mask, idx, inputs) -> torch.Tensor:
-        """The critic's step on the update's chunks; returns its value loss (float64, on the device).
-        Each chunk's token mean is weighted by its share of the minibatch's tokens, counted on the host."""
-        self.critic_optimizer.zero_grad(set_to_none=True)
-        tokens = float(mask[idx].sum())
-        row_tokens = mask.sum(-1).tolist()
-        value_loss = torch.zeros((), dtype=torch.float64, device=inputs["mask"].device)
-        start = 0
-        for chunk in chunks:
-            new_values = self.critic(select_rows(batch, chunk))
-            part_of = {k: inputs[k][start:start + len(chunk), :new_values.shape[1]] for k in ("mask", "values", "returns")}
-            start += len(chunk)
-            part = clipped_value_loss(new_values, part_of["values"], part_of["returns"], part_of["mask"],
-                                      self.cfg.param("advantage", "value_clip")) * (sum(row_tokens[r] for r in chunk) / tokens)
-            part.backward()
-            value_loss += part.detach().double()
-        torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.rl.grad_clip)
-        self.critic_optimizer.step()
-        return value_loss
 
     def _wants_detail(self) -> bool:
         """Token detail for every update of every ``detail_every``-th rollout and of the last one.

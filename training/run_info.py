@@ -85,8 +85,11 @@ class TimeLimit:
 # ---------------------------------------------------------------------------
 
 def git_commit() -> str | None:
-    """The checkout's commit (``+dirty`` with uncommitted changes to tracked files), or, where the code
-    is not a git checkout (a copy sent to a GPU machine), the commit named by ``UNIPO_COMMIT``."""
+    """The commit the code is at: ``UNIPO_COMMIT`` when set (a copy of the tree sent to a GPU machine,
+    whose .git, if it has one, may be an older checkout's), else the checkout's HEAD (``+dirty`` with
+    uncommitted changes to tracked files), else None."""
+    if os.environ.get("UNIPO_COMMIT"):
+        return os.environ["UNIPO_COMMIT"]
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=5)
         if out.returncode == 0:
@@ -95,7 +98,7 @@ def git_commit() -> str | None:
             return out.stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         pass
-    return os.environ.get("UNIPO_COMMIT") or None
+    return None
 
 
 def load_algorithm(name: str) -> AlgorithmSpec:

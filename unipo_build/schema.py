@@ -297,7 +297,10 @@ METRICS: dict[str, MetricInfo] = {
     "length/correct": _m("Length (correct)", "Mean length of correct responses; null if none.", "length", scope="rollout"),
     "length/incorrect": _m("Length (wrong)", "Mean length of wrong responses; null if none.", "length", scope="rollout"),
     "length/truncated_frac": _m("Truncated", "Fraction of responses that hit the generation budget.", "length", "worse", "rollout"),
-    "grad_norm": _m("Gradient norm", "Norm of the policy gradient before clipping.", "optimiser"),
+    "grad_norm": _m("Gradient norm", "Norm of the policy gradient before clipping; null when it was not finite "
+                                     "(the step was skipped).", "optimiser"),
+    "update/skipped": _m("Skipped update", "1 when the gradient was not finite and the optimizer step was skipped "
+                                           "(the weights unchanged), else 0.", "optimiser", "worse"),
     "lr": _m("Learning rate", "Policy learning rate at this update.", "optimiser"),
     "groups/zero_variance_frac": _m("Zero-variance groups", "Fraction of sampled groups whose rewards are all equal (zero advantage).", "groups", "worse", "rollout"),
     "groups/all_correct_frac": _m("All-correct groups", "Fraction of sampled groups where every response is correct.", "groups", scope="rollout"),
