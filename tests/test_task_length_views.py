@@ -52,6 +52,24 @@ def test_the_shipped_task_shows_one_real_row_in_three_styles():
     rows = {r["id"]: r for r in T.read_rows(Site().root / "data" / "tasks" / "eval.jsonl")}
     assert rows[row_id]["style"] == "check"
     assert html.count("<code") == 3 and rows[row_id]["solution"] in html
+    assert "this build does not hold" not in html  # the tiny set trained on data/tasks itself
+
+
+def test_a_set_trained_on_a_task_this_build_lacks_says_where_the_example_comes_from(tmp_path):
+    """The gpu set's runs name data/tasks-gpu, which the project does not ship: the welcome page's
+    example then comes from data/tasks, and the caption says so; with that directory present, the
+    example is the set's own task."""
+    gpu_runs = Site().root / "data" / "runs-gpu"
+    if not gpu_runs.is_dir():
+        pytest.skip("no gpu set in data/runs-gpu")
+    html = T.task_styles_html(Site(runs_where=gpu_runs))
+    assert "data/tasks/eval.jsonl, row" in html
+    assert "trained on data/tasks-gpu, which this build does not hold, so the example comes from data/tasks" in html
+    root = tmp_path / "project"
+    (root / "data" / "algorithms").mkdir(parents=True)
+    task.generate_task(root / "data" / "tasks-gpu", level="gpu", n_train=40, n_eval=40, n_rl=20)
+    html = T.task_styles_html(Site(root=root, runs_where=gpu_runs))
+    assert "data/tasks-gpu/eval.jsonl, row" in html and "does not hold" not in html
 
 
 PROBE = LengthProbe(prompts=4, group_size=2, budget=96, median_length=24.0, mean_length=30.0, within_group_sd=6.5,

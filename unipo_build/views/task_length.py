@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
 from .. import project
+from ..paths import project_relative
 from ..runs import Run
 from ..schema import LengthProbe
 from .fmt import escape_text, fmt_num, fmt_pct, note_html, table
@@ -88,8 +90,23 @@ def read_rows(path: Path, limit: int = 2000) -> list[dict]:
     return rows
 
 
+def shown_task_dir(site: Site) -> tuple[Path, str | None]:
+    """The task directory of the runs this build shows (the source most of them name, when the
+    project holds it), else data/tasks; and, when the runs trained on a task this build does not
+    hold, that task's name (the example then comes from data/tasks, and the page says so)."""
+    sources = Counter(r.header.task.source for r in site.catalog.loaded() if r.header.task.source)
+    default = project.task_dir(site.root)
+    if not sources:
+        return default, None
+    source = sources.most_common(1)[0][0]
+    path = Path(source) if Path(source).is_absolute() else site.root / source
+    if (path / "eval.jsonl").is_file():
+        return path, None
+    return default, (None if path.resolve() == default.resolve() else source)
+
+
 def task_styles_html(site: Site) -> str:
-    directory = project.task_dir(site.root)
+    directory, elsewhere = shown_task_dir(site)
     meta_path, data = directory / "meta.json", directory / "eval.jsonl"
     if not data.is_file():
         return note_html(f"There is no task data in {directory} (eval.jsonl), so no example can be shown.", "warning")
@@ -112,9 +129,12 @@ def task_styles_html(site: Site) -> str:
         items.append(f'<li style="margin:.6em 0"><p style="margin:0;font-weight:600">{head}</p>{meaning}'
                      f'<p style="margin:.2em 0"><code style="white-space:normal">{escape_text(styles[style])}</code>'
                      "</p></li>")
-    caption = (f"One held-out problem (data/tasks/eval.jsonl, row {row.get('id', '?')}) with its worked solution in "
+    where = project_relative(data, site.root)
+    caption = (f"One held-out problem ({where}, row {row.get('id', '?')}) with its worked solution in "
                f"each style, the answer {row.get('answer', '?')}: the row holds the longest, and the shorter ones are "
-               "parts of it.")
+               "parts of it."
+               + (f" The runs this page shows trained on {elsewhere}, which this build does not hold, so the "
+                  f"example comes from {project_relative(directory, site.root)}." if elsewhere else ""))
     return (f'<figure class="unipo-figure unipo-task-styles"><p style="margin:0"><strong>Prompt.</strong> '
             f"{escape_text(row.get('prompt', ''))}</p>"
             f'<ul style="list-style:none;padding-left:0">{"".join(items)}</ul>'
