@@ -143,3 +143,14 @@ def test_mkdocs_build_prints_the_malformed_set_and_stops(tmp_path, caplog):
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors == ["mkdocs.yml extra.unipo_sets[1].label: a non-empty string is required"], errors
     assert not (tmp_path / "site" / "index.html").exists()
+
+
+def test_a_config_outside_the_project_declares_sets_relative_to_itself(tmp_path):
+    """A test or a user's config that INHERITs the course's from another directory: the gpu set's
+    relative path points into that directory, which holds no runs, so the build shows one set
+    (it used to stop: 'not a UNIPO project')."""
+    extra = {"unipo_sets": [{"id": "tiny", "label": "CPU", "runs": "data/runs"},
+                            {"id": "gpu", "label": "GPU", "runs": "data/runs-gpu"}]}
+    declared = sets.declared_sets(extra, tmp_path, environ={})
+    assert [s.runs for s in declared] == [tmp_path / "data" / "runs", tmp_path / "data" / "runs-gpu"]
+    assert [s.id for s in sets.available_sets(extra, tmp_path, environ={})] == ["tiny"]

@@ -63,14 +63,17 @@ def env_name(set_id: str) -> str:
 
 def declared_sets(extra: Mapping[str, Any] | None, root: str | Path | None = None,
                   environ: Mapping[str, str] | None = None) -> list[RunSet]:
-    """Every set mkdocs.yml declares, present or not (SetsError for a malformed entry)."""
+    """Every set mkdocs.yml declares, present or not (SetsError for a malformed entry). A relative
+    ``runs`` is relative to `root`, the config's directory, as ``extra.unipo_runs`` is; it need not
+    be a UNIPO project (a config that INHERITs the course's from elsewhere simply has no further set
+    there)."""
     environ = os.environ if environ is None else environ
     raw = (extra or {}).get("unipo_sets")
     if not raw:
         return [RunSet(id="default", label="Runs", runs=None, default=True)]
     if not isinstance(raw, list):
         raise SetsError(f"mkdocs.yml extra.unipo_sets: a list of {{id, label, runs}}, not {type(raw).__name__}")
-    root_path = project.find_root(root)
+    root_path = Path(root).resolve() if root is not None else project.find_root()
     out: list[RunSet] = []
     for i, entry in enumerate(raw):
         where = f"mkdocs.yml extra.unipo_sets[{i}]"
