@@ -79,7 +79,7 @@ def parse_args(argv=None):
     ap.add_argument("--smoke", action="store_true", help="tiny preset and shape (4 prompts x 4, 12 tokens), 1+1 rollouts")
     ap.add_argument("--preset", default=None, help="default: gpu (tiny with --smoke)")
     ap.add_argument("--model", default=None,
-                    help="a local HF checkpoint; default work/sft-<preset> if it exists, else a random model of the "
+                    help="a local HF checkpoint; default the preset's warm start (work/sft-<preset>, else data/warm-start/<preset>) if it exists, else a random model of the "
                          "preset's shape with the task's tokenizer (its answers run to the budget: the worst case)")
     ap.add_argument("--rollouts", type=int, default=None, help="measured rollouts (default 10; 1 with --smoke)")
     ap.add_argument("--warmup", type=int, default=None, help="rollouts run first, not measured (default 2; 1 smoke)")
@@ -122,7 +122,9 @@ def checkpoint(args, scratch: Path) -> tuple[str, str]:
     """(path, description) of the model every side starts from."""
     if args.model:
         return args.model, os.path.relpath(args.model, REPO)
-    default = REPO / "work" / f"sft-{args.preset}"
+    from training.sft import warm_start_path
+
+    default = warm_start_path(args.preset, REPO)
     if (default / "config.json").is_file():
         return str(default), os.path.relpath(default, REPO)
     from training.model import build_model

@@ -111,3 +111,33 @@ def test_the_commit_comes_from_the_environment_when_named_else_from_git(tmp_path
     monkeypatch.setattr(info, "REPO", tmp_path)  # not a git checkout
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
     assert info.git_commit() is None
+
+
+def test_train_starts_from_a_warm_start_trained_here_else_the_shipped_one(tmp_path, monkeypatch):
+    """work/sft-<preset> (trained here) wins; else data/warm-start/<preset> (shipped, so a first
+    `unipo train` skips SFT); else work/sft-<preset>, where SFT writes (never into data/). The
+    trainer and the suite ask the same function."""
+    import training.rl as rl
+    import training.suite as suite_mod
+    from training.presets import TINY
+    from training.sft import warm_start_path
+    from training_fixtures import save_tiny_checkpoint
+
+    own, shipped = tmp_path / "work" / "sft-tiny", tmp_path / "data" / "warm-start" / "tiny"
+    assert warm_start_path("tiny", tmp_path) == own
+    save_tiny_checkpoint(shipped)
+    assert warm_start_path("tiny", tmp_path) == shipped
+    monkeypatch.setattr(rl, "REPO", tmp_path)
+    trainer = rl.Trainer.__new__(rl.Trainer)
+    trainer.opts = rl.TrainOptions(algorithm="grpo")
+    trainer.preset = TINY
+    assert trainer._warm_start() == str(shipped)  # no SFT run: it would take minutes and write work/
+    assert not own.exists()
+    save_tiny_checkpoint(own)
+    assert warm_start_path("tiny", tmp_path) == own and trainer._warm_start() == str(own)
+    monkeypatch.setattr(suite_mod, "REPO", tmp_path)
+    (tmp_path / "data" / "tasks").mkdir(parents=True)
+    (tmp_path / "data" / "tasks" / "train.jsonl").write_text("")
+    said = []
+    suite_mod.ensure_inputs(suite_mod.Suite(rollouts=1, runs=[]), threads=1, device="cpu", say=said.append)
+    assert said == []  # neither the task nor the warm start had to be made

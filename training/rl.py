@@ -118,9 +118,10 @@ class Trainer:
     def _warm_start(self) -> str:
         if self.opts.model:
             return self.opts.model
-        path = REPO / "work" / f"sft-{self.preset.name}"
+        from .sft import run_sft, warm_start_path
+
+        path = warm_start_path(self.preset.name, REPO)
         if not (path / "config.json").exists():
-            from .sft import run_sft
 
             print(f"no warm-start checkpoint at {project_relative(path)}: running SFT first", file=sys.stderr)
             if not (REPO / self.preset.task_dir).exists():

@@ -124,6 +124,22 @@ def save_checkpoint(model, tokenizer, out_dir: Path, meta: dict) -> None:
     (out_dir / "sft_meta.json").write_text(json.dumps(meta, indent=2) + "\n")
 
 
+#: Where the project ships a preset's warm start (data/warm-start/<preset>): a contributor's first
+#: `unipo train` starts from it instead of spending an hour on SFT.
+SHIPPED_WARM_STARTS = Path("data") / "warm-start"
+
+
+def warm_start_path(preset: str, repo: Path) -> Path:
+    """The checkpoint `unipo train` and `unipo suite` start a preset from: work/sft-<preset> when it
+    holds one (a warm start trained here wins), else the one the project ships in
+    data/warm-start/<preset>, else work/sft-<preset>, where SFT then writes one (never into data/)."""
+    own = repo / "work" / f"sft-{preset}"
+    shipped = repo / SHIPPED_WARM_STARTS / preset
+    if not (own / "config.json").is_file() and (shipped / "config.json").is_file():
+        return shipped
+    return own
+
+
 def run_sft(
     out_dir: str | Path,
     preset: str | Preset = "tiny",

@@ -143,9 +143,10 @@ def ensure_inputs(suite: Suite, threads: int, device: str, say) -> None:
 
         say(f"generating the task data in {tasks} (level {preset.task_level})")
         generate_task(tasks, level=preset.task_level)
-    sft_dir = REPO / "work" / f"sft-{suite.preset}"
+    from training.sft import run_sft, warm_start_path
+
+    sft_dir = warm_start_path(suite.preset, REPO)
     if not (sft_dir / "config.json").is_file():
-        from training.sft import run_sft
 
         say(f"training the warm start ({suite.warm_start_steps or 'preset'} SFT steps at most, stop rule of the "
             f"preset) into {sft_dir}")

@@ -174,7 +174,8 @@ def register_train(sub) -> None:
     p = sub.add_parser(
         "train", help="train an algorithm (or all) and log it token by token",
         description="Train ALGO with the in-house trainer (or on OpenRLHF with --engine openrlhf) and log the run "
-                    "token by token. The SFT warm start runs first if work/sft-<preset> does not exist. Ctrl-C stops "
+                    "token by token. The SFT warm start runs first if neither work/sft-<preset> nor the project's "
+                    "data/warm-start/<preset> holds one. Ctrl-C stops "
                     "a run; the same command with --resume continues it from its last checkpoint.")
     p.add_argument("algorithm", help="a spec id of data/algorithms (any case), a spec file, or 'all'")
     g = p.add_argument_group("what to train")
@@ -189,7 +190,7 @@ def register_train(sub) -> None:
                    help="continue an interrupted run in --out from its last checkpoint (or start it over if it had "
                         "none yet)")
     g.add_argument("--model", help="a local Hugging Face causal-LM checkpoint to start from "
-                                   "(default: the preset's warm start, work/sft-<preset>)")
+                                   "(default: the preset's warm start, work/sft-<preset>, else data/warm-start/<preset>)")
     g.add_argument("--task", help="a task directory (RL prompts from rl.jsonl, else train.jsonl; eval.jsonl held "
                                   "out) or one JSONL of prompt/answer pairs; refused if its prompts are in the warm "
                                   "start's SFT data (default: the preset's task directory, data/tasks for tiny, "
