@@ -198,10 +198,14 @@ def test_a_claim_the_second_set_cannot_measure_is_not_visible_there(tmp_path):
     assert verdicts(found["length_growth"])[0][0] != "missing"
 
 
-def test_page_without_the_second_set_names_it_and_the_command_that_makes_it(tmp_path):
-    site = Site(sets_env("data/runs-gpu"))
-    if (REPO_ROOT / "data" / "runs-gpu").is_dir() and any((REPO_ROOT / "data" / "runs-gpu").iterdir()):
-        pytest.skip("data/runs-gpu holds the gpu set: the absent case is tested with an empty directory below")
+def test_page_without_the_second_set_names_it_and_the_command_that_makes_it(tmp_path, monkeypatch):
+    monkeypatch.delenv("UNIPO_RUNS", raising=False)
+    root = tmp_path / "project"  # a project whose data/runs-gpu holds nothing yet (this one ships the set)
+    (root / "data" / "runs-gpu").mkdir(parents=True)
+    (root / "data" / "algorithms").mkdir()
+    (root / "data" / "runs").symlink_to(RUNS)
+    shutil.copyfile(REPO_ROOT / "data" / "suite-gpu.yaml", root / "data" / "suite-gpu.yaml")
+    site = Site(sets_env("data/runs-gpu"), root=root, runs_where=RUNS)
     sets_html = S.scale_sets_html(site)
     assert "GPU set: not trained yet" in sets_html
     assert "reads it from <code>data/runs-gpu</code>, which holds no run yet" in sets_html
@@ -212,6 +216,19 @@ def test_page_without_the_second_set_names_it_and_the_command_that_makes_it(tmp_
     for card in found.values():
         assert list(sides(card)) == ["CPU set (tiny)"] and verdicts(card) == []
     assert "Only the CPU set (tiny) is in this build" in comparison and "the GPU set (data/runs-gpu)" in comparison
+
+
+def test_a_build_on_other_runs_leaves_the_second_set_out_and_says_how_to_bring_it(monkeypatch):
+    """UNIPO_RUNS=your/runs builds the course on those alone: the page shows them and says which
+    variable brings the gpu set back (it is on disk, so not 'not trained yet')."""
+    if not any((REPO_ROOT / "data" / "runs-gpu").glob("*/header.json")):
+        pytest.skip("no gpu set in data/runs-gpu")
+    monkeypatch.setenv("UNIPO_RUNS", str(RUNS))
+    sets_html = S.scale_sets_html(Site(sets_env("data/runs-gpu")))
+    assert "GPU set: not in this build" in sets_html and "not trained yet" not in sets_html
+    assert "<code>UNIPO_SET_GPU_RUNS=data/runs-gpu</code> brings this set back" in sets_html
+    monkeypatch.setenv("UNIPO_SET_GPU_RUNS", str(REPO_ROOT / "data" / "runs-gpu"))
+    assert "not in this build" not in S.scale_sets_html(Site(sets_env("data/runs-gpu")))
 
 
 def test_an_empty_set_directory_without_a_suite_file_says_how_to_train_into_it(tmp_path):

@@ -154,3 +154,17 @@ def test_a_config_outside_the_project_declares_sets_relative_to_itself(tmp_path)
     declared = sets.declared_sets(extra, tmp_path, environ={})
     assert [s.runs for s in declared] == [tmp_path / "data" / "runs", tmp_path / "data" / "runs-gpu"]
     assert [s.id for s in sets.available_sets(extra, tmp_path, environ={})] == ["tiny"]
+
+
+def test_a_build_on_your_own_runs_shows_them_alone_unless_a_set_is_named_too(tmp_path):
+    """UNIPO_RUNS=your/runs: the course on those runs, without the shipped gpu set beside them (a
+    practitioner's logs, a test's stand-in); UNIPO_SET_GPU_RUNS brings a further set back."""
+    gpu = tmp_path / "data" / "runs-gpu"
+    (gpu / "grpo").mkdir(parents=True)
+    extra = {"unipo_sets": [{"id": "tiny", "label": "CPU", "runs": "data/runs"},
+                            {"id": "gpu", "label": "GPU", "runs": "data/runs-gpu"}]}
+    assert [s.id for s in sets.available_sets(extra, tmp_path, environ={})] == ["tiny", "gpu"]
+    mine = {"UNIPO_RUNS": str(tmp_path / "mine")}
+    assert [s.id for s in sets.available_sets(extra, tmp_path, environ=mine)] == ["tiny"]
+    both = {**mine, "UNIPO_SET_GPU_RUNS": str(gpu)}
+    assert [s.id for s in sets.available_sets(extra, tmp_path, environ=both)] == ["tiny", "gpu"]

@@ -100,11 +100,20 @@ def declared_sets(extra: Mapping[str, Any] | None, root: str | Path | None = Non
     return out
 
 
+#: The runs resolver's variable (unipo_build.runs.ENV_RUNS; that module imports this one).
+ENV_RUNS = "UNIPO_RUNS"
+
+
 def available_sets(extra: Mapping[str, Any] | None, root: str | Path | None = None,
                    environ: Mapping[str, str] | None = None) -> list[RunSet]:
-    """The sets this build shows: the default one always, every other one whose runs exist."""
+    """The sets this build shows: the default one always, every other one whose runs exist. A build
+    pointed at other runs with ``UNIPO_RUNS`` (your own logs, a test's) shows those alone: a further
+    set joins it only when its own ``UNIPO_SET_<ID>_RUNS`` names its runs too."""
+    environ = os.environ if environ is None else environ
+    own_runs = bool(environ.get(ENV_RUNS))
     sets = declared_sets(extra, root, environ)
-    return [s for s in sets if s.default or (s.runs is not None and _has_runs(s.runs))]
+    return [s for s in sets if s.default or (s.runs is not None and _has_runs(s.runs)
+                                             and (not own_runs or environ.get(env_name(s.id))))]
 
 
 def find_set(extra: Mapping[str, Any] | None, set_id: str, root: str | Path | None = None,

@@ -64,7 +64,7 @@ METRIC_COLOURS: dict[str, str] = {
     "mismatch/tis_min": "petrol", "mismatch/tis_below_1_frac": "brown",
     "length/mean": "brown", "length/correct": "forest", "length/incorrect": "brown", "length/truncated_frac": "brown",
     "sampled/length": "brown", "sampled/tokens": "brown",
-    "grad_norm": "grey", "lr": "petrol",
+    "grad_norm": "grey", "lr": "petrol", "update/skipped": "crimson",
     "groups/zero_variance_frac": "petrol", "groups/all_correct_frac": "forest", "groups/all_wrong_frac": "crimson",
     "sampling/generated_per_kept": "plum", "sampling/pass_rate": "petrol", "sampling/rounds": "grey",
     "time/wall_s": "grey", "time/rollout_s": "navy", "time/update_s": "plum",

@@ -28,7 +28,7 @@ import yaml
 
 from .. import project, runs
 from ..paths import project_relative
-from ..sets import RunSet, SetsError, declared_sets
+from ..sets import ENV_RUNS, RunSet, SetsError, available_sets, declared_sets, env_name
 from .claims import (
     CLAIMS,
     Result,
@@ -290,6 +290,7 @@ def set_views(site: Site) -> list[SetView]:
     except SetsError as err:
         raise AuthorError(str(err)) from err
     resolved = _resolver_paths(site)
+    shown_ids = {s.id for s in available_sets(site.extra, site.root)}  # a UNIPO_RUNS build shows its runs alone
     others = {s.runs for s in declared if not s.default and s.runs is not None}
     out = []
     for s in declared:
@@ -301,8 +302,7 @@ def set_views(site: Site) -> list[SetView]:
             shown = ", ".join(project_relative(p, site.root) for p in ((where,) if use_declared else resolved))
             out.append(SetView(s, view_site, shown))
             continue
-        present = s.runs is not None and s.runs.is_dir() and any(
-            p.is_dir() and not p.name.startswith(".") for p in s.runs.iterdir())
+        present = s.id in shown_ids
         out.append(SetView(s, site.with_runs(runs.catalog_of(s.runs)) if present else None,
                            project_relative(s.runs, site.root)))
     return out
@@ -387,6 +387,12 @@ def missing_set_html(site: Site, view: SetView) -> str:
     s = view.run_set
     suite = suite_file(site.root, s)
     where = escape_text(view.where)
+    if s.runs is not None and s.runs.is_dir() and any(p.is_dir() for p in s.runs.iterdir()):
+        text = (f"<p><strong>{escape_text(s.label)}</strong> is not in this build: it was built on the runs "
+                f"<code>{ENV_RUNS}</code> names, alone. <code>{escape_text(env_name(s.id))}={where}</code> brings "
+                "this set back beside them.</p>")
+        return (f'<div class="admonition info unipo-scale-missing"><p class="admonition-title">'
+                f"{escape_text(s.label)}: not in this build</p>{text}</div>")
     text = (f"<p><strong>{escape_text(s.label)}</strong> is not in this build: mkdocs.yml "
             f"(<code>extra.unipo_sets</code>, id <code>{escape_text(s.id)}</code>) reads it from "
             f"<code>{where}</code>, which holds no run yet.</p>")
