@@ -98,11 +98,16 @@ def shown_task_dir(site: Site) -> tuple[Path, str | None]:
     default = project.task_dir(site.root)
     if not sources:
         return default, None
-    source = sources.most_common(1)[0][0]
-    path = Path(source) if Path(source).is_absolute() else site.root / source
-    if (path / "eval.jsonl").is_file():
-        return path, None
-    return default, (None if path.resolve() == default.resolve() else source)
+    source = sources.most_common(1)[0][0]  # a log's text: read only inside the project, never trusted
+    try:
+        path = (site.root / source).resolve()
+        inside = path.is_relative_to(site.root.resolve())
+        if inside and (path / "eval.jsonl").is_file():
+            return path, None
+        same = path == default.resolve()
+    except (OSError, ValueError):
+        same = False
+    return default, (None if same else source[:120])
 
 
 def task_styles_html(site: Site) -> str:
