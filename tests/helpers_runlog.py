@@ -179,3 +179,21 @@ def write_metric_run(run_dir: Path, algorithm: str, *, seed: int = 0, rollouts: 
             writer.eval(record.model_copy(update={"step": step}) if record.phase == "end" else record)
     writer.finish(finished_at=CREATED)
     return run_dir
+
+
+def assert_logged_tokens_recompute(path) -> None:
+    """Every token file of a run reproduced by the site's numpy math (unipo_build.recompute), and
+    each step file's objective equal to its step's logged one (1e-5 relative)."""
+    import pytest
+
+    from unipo_build import runlog
+    from unipo_build.recompute import check_step
+
+    header = runlog.read_header(path)
+    metrics = {r.step: r.metrics for r in runlog.iter_steps(path)}
+    problems = []
+    for step in runlog.token_steps(path):
+        detail = runlog.read_step_detail(path, step)
+        problems += check_step(header.algorithm_config, detail)
+        assert detail.objective == pytest.approx(metrics[step]["objective"], rel=1e-5, abs=1e-9)
+    assert problems == []

@@ -18,11 +18,11 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers_runlog import assert_logged_tokens_recompute
 
 from training.suite import load_suite
 from unipo_build import runlog
 from unipo_build.moments import find_moment, find_moments
-from unipo_build.recompute import check_step
 from unipo_build.specs import ablation_spec_paths, load_specs
 from unipo_build.summary import summarize
 
@@ -84,14 +84,7 @@ def test_validates(path):
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
 def test_every_logged_token_recomputes(path):
-    header = runlog.read_header(path)
-    metrics = {r.step: r.metrics for r in runlog.iter_steps(path)}
-    problems = []
-    for step in runlog.token_steps(path):
-        detail = runlog.read_step_detail(path, step)
-        problems += check_step(header.algorithm_config, detail)
-        assert detail.objective == pytest.approx(metrics[step]["objective"], rel=1e-5, abs=1e-9)
-    assert problems == []
+    assert_logged_tokens_recompute(path)
 
 
 @pytest.mark.parametrize("algorithm,moment", [

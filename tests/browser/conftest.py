@@ -121,7 +121,15 @@ def site_url(site_build, built_site):
         if os.environ.get("UNIPO_REQUIRE_BROWSER") == "1":
             pytest.fail(reason)
         pytest.skip(reason)
-    server, url = _serve(built_site, site_build.site_url)
+    with serving(built_site, site_build.site_url) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def serving(site_dir, built_for: str | None = None):
+    """A built site served on 127.0.0.1 in a background thread (``_serve``'s address) until the
+    block ends; yields its base URL."""
+    server, url = _serve(site_dir, built_for)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="unipo-site", daemon=True)
     thread.start()

@@ -250,16 +250,8 @@ def served(hostile_build):
     _require_browser(harness)
     if hostile_build.returncode != 0:
         pytest.fail("the hostile site did not build:\n" + hostile_build.log[-4000:])
-    import threading
-
-    server, url = harness._serve(hostile_build.site, hostile_build.url)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with harness.serving(hostile_build.site, hostile_build.url) as url:
         yield url
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture

@@ -6,12 +6,9 @@ does the same; at 390 px the switch still shows both sets inside the header."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-
 from test_security import _browser_harness
 
 pytestmark = pytest.mark.browser
@@ -28,15 +25,9 @@ def sets_url(sets_site_build):
     if reason := harness._browser_missing():
         pytest.skip(reason)
     assert sets_site_build.returncode == 0, (sets_site_build.log or "")[-6000:]
-    server, url = harness._serve(sets_site_build.site_dir, sets_site_build.site_url)
-    assert url == sets_site_build.site_url, "the port the site was built for is taken"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with harness.serving(sets_site_build.site_dir, sets_site_build.site_url) as url:
+        assert url == sets_site_build.site_url, "the port the site was built for is taken"
         yield url
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _wait(driver, js: str, *args, what: str = "", timeout: float = 20.0):
