@@ -82,17 +82,25 @@ def _message(result) -> str:
 
 def test_ctrl_c_then_the_printed_command_finishes_the_run(policy, tmp_path):
     run = tmp_path / "run"
-    argv = ["train", "reinforce", "--model", str(policy), "--out", "run", "--steps", "4", "--eval-n", "8",
+    steps = 8
+    argv = ["train", "reinforce", "--model", str(policy), "--out", "run", "--steps", str(steps), "--eval-n", "8",
             "--threads", "1", "--no-progress"]
     meta = run / "checkpoint" / "meta.json"
-    # REINFORCE: one update per rollout; 4 rollouts checkpoint after each. Stop after the first checkpoint,
-    # once a step past it is logged.
-    result = _interrupt_when(argv, tmp_path, lambda: meta.exists() and _lines(run / "steps.jsonl") >
-                             json.loads(meta.read_text())["step"])
+
+    def past_first_checkpoint() -> bool:
+        # REINFORCE: one update per rollout, a checkpoint after each. Stop once a step past the first checkpoint
+        # is logged; the rollouts to spare keep the run from reaching its end between two polls on a loaded
+        # machine (with 4 rollouts it sometimes did, and the SIGINT then met a finished run).
+        try:
+            return _lines(run / "steps.jsonl") > json.loads(meta.read_text())["step"]
+        except (OSError, ValueError):  # no checkpoint yet, or one being replaced
+            return False
+
+    result = _interrupt_when(argv, tmp_path, past_first_checkpoint)
     line = _message(result)
     saved = json.loads(meta.read_text())
     logged = _lines(run / "steps.jsonl")
-    match = re.fullmatch(r"interrupted: run holds (\d+) of 4 rollouts \((\d+) updates? logged\) and its last checkpoint "
+    match = re.fullmatch(rf"interrupted: run holds (\d+) of {steps} rollouts \((\d+) updates? logged\) and its last checkpoint "
                          r"is after rollout (\d+); continue it with: (.*)", line)
     assert match, line
     assert int(match[2]) == logged and int(match[3]) == saved["rollout"] and int(match[1]) >= saved["rollout"]
@@ -108,8 +116,8 @@ def test_ctrl_c_then_the_printed_command_finishes_the_run(policy, tmp_path):
     finished = subprocess.run([str(UNIPO), *shlex.split(command)[1:]], cwd=tmp_path, capture_output=True, text=True,
                               timeout=600, env={**os.environ, "UNIPO_ROOT": str(ROOT)})
     assert finished.returncode == 0, finished.stderr[-2000:]
-    steps = [r.step for r in runlog.iter_steps(run)]  # iter_steps rejects gaps and repeats
-    assert steps == list(range(4)) and [r.rollout for r in runlog.iter_steps(run)] == steps
+    logged_steps = [r.step for r in runlog.iter_steps(run)]  # iter_steps rejects gaps and repeats
+    assert logged_steps == list(range(steps)) and [r.rollout for r in runlog.iter_steps(run)] == logged_steps
     assert [e.phase for e in runlog.iter_evals(run)] == ["start", "end"]
     assert runlog.validate_run(run) == []
     assert not [p for p in run.iterdir() if p.name.startswith("checkpoint")]

@@ -115,12 +115,18 @@ def _serve(site_dir: Path, built_for: str | None) -> tuple[ThreadingHTTPServer, 
     raise RuntimeError("could not start the site server")
 
 
-@pytest.fixture(scope="session")
-def site_url(site_build, built_site):
+def require_browser() -> None:
+    """Skip the calling fixture or test when Chromium or selenium is missing; fail it instead under
+    UNIPO_REQUIRE_BROWSER=1 (.ci/test.sh), where a missing browser is a broken machine, not a choice."""
     if reason := _browser_missing():
         if os.environ.get("UNIPO_REQUIRE_BROWSER") == "1":
             pytest.fail(reason)
         pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def site_url(site_build, built_site):
+    require_browser()
     with serving(built_site, site_build.site_url) as url:
         yield url
 

@@ -21,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -96,10 +95,7 @@ def _config_for(tmp: Path, docs: Path) -> Path:
 def explorer_site(request, tmp_path_factory):
     """Build the one-page site with the fixture run and serve it; yields its base URL."""
     harness = _harness(request)
-    if reason := harness._browser_missing():
-        if os.environ.get("UNIPO_REQUIRE_BROWSER") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
+    harness.require_browser()
     tmp = tmp_path_factory.mktemp("explorer-site")
     write_explorer_run(tmp / "runs" / "grpo-run")
     broken = tmp / "runs" / "broken-run"

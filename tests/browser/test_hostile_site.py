@@ -247,7 +247,7 @@ def hostile_build(tmp_path_factory) -> HostileBuild:
 @pytest.fixture(scope="module")
 def served(hostile_build):
     harness = _harness()
-    _require_browser(harness)
+    harness.require_browser()
     if hostile_build.returncode != 0:
         pytest.fail("the hostile site did not build:\n" + hostile_build.log[-4000:])
     with harness.serving(hostile_build.site, hostile_build.url) as url:
@@ -482,7 +482,7 @@ def test_numbers_at_their_bounds_render_without_errors(tmp_path):
     """Every float of every shipped run at the bound its field allows: each page renders its
     formulas and charts and drives its views with a clean console."""
     harness = _harness()
-    _require_browser(harness)
+    harness.require_browser()
     runs = tmp_path / "runs"
     for run in sorted(p for p in (REPO / "data" / "runs").iterdir() if p.is_dir()):
         extreme_run(run, runs / run.name)
@@ -545,13 +545,6 @@ def instant_sample(site: Path) -> list[str]:
                 "arithmatex" in text, "unipo-data" in text)
         kinds.setdefault(kind, page)
     return [page for page in _pages(site) if page in kinds.values() and page]
-
-
-def _require_browser(harness) -> None:
-    if reason := harness._browser_missing():
-        if os.environ.get("UNIPO_REQUIRE_BROWSER") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
 
 
 def _report(problems: list[str]) -> str:

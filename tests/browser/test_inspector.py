@@ -255,7 +255,7 @@ def test_teaching_moment_picker_opens_and_outlines_it(open_page, driver, console
           what="moment")
     if m.get("group") is not None:
         assert driver.execute_script(
-            f"return document.querySelector('.unipo-group.unipo-moment').dataset.group") == str(m["group"])
+            "return document.querySelector('.unipo-group.unipo-moment').dataset.group") == str(m["group"])
     assert console_errors(driver) == []
 
 

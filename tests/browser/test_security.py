@@ -166,8 +166,7 @@ def _browser_harness():
 @pytest.fixture
 def chromium():
     harness = _browser_harness()
-    if reason := harness._browser_missing():
-        pytest.skip(reason)
+    harness.require_browser()
     profile = tempfile.mkdtemp(prefix="unipo-chrome-")
     drv = harness.make_driver(profile)
     try:

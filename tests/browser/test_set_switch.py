@@ -22,8 +22,7 @@ PPO = "course/algorithms/ppo/"
 def sets_url(sets_site_build):
     """The two-set site served at the address it was built for (instant navigation needs it)."""
     harness = _browser_harness()
-    if reason := harness._browser_missing():
-        pytest.skip(reason)
+    harness.require_browser()
     assert sets_site_build.returncode == 0, (sets_site_build.log or "")[-6000:]
     with harness.serving(sets_site_build.site_dir, sets_site_build.site_url) as url:
         assert url == sets_site_build.site_url, "the port the site was built for is taken"
