@@ -234,24 +234,31 @@ def test_the_gpu_suite_file_is_valid_and_refused_without_cuda(tmp_path, monkeypa
     assert not (tmp_path / "work").exists() and not (tmp_path / "runs").exists()
 
 
-def test_warm_start_overlap_finds_a_project_relative_sft_file_and_knows_the_shipped_layout(tmp_path, monkeypatch):
+def test_warm_start_overlap_finds_a_project_relative_sft_file_and_knows_the_version_2_layout(tmp_path, monkeypatch):
     """sft_meta.json names data/tasks/train.jsonl relative to the project; found from any working directory.
-    RL prompts read from that very file of the version-2 data/tasks are the legacy case, any other not."""
+    RL prompts read from that very file of a version-2 task directory (no RL pool) are the legacy case;
+    the same prompts from another file, or from a version-3 directory's train.jsonl, are not."""
     from training.pools import warm_start_overlap
 
-    repo = Path(__file__).resolve().parents[1]
+    project = tmp_path / "project"
+    tasks = project / "data" / "tasks"
+    generate_task(tasks, seed=12, n_train=60, n_eval=10, version="2")
     (tmp_path / "ckpt").mkdir()
     (tmp_path / "ckpt" / "sft_meta.json").write_text(json.dumps({"sft_data": {"file": "data/tasks/train.jsonl"}}))
     monkeypatch.chdir(tmp_path)
-    rows = load_task(repo / "data" / "tasks" / "train.jsonl")
+    rows = load_task(tasks / "train.jsonl")
     prompts = [r["prompt"] for r in rows[:40]] + ["A prompt no task holds?"]
     distinct = len(set(prompts))
-    sft, shared, total, legacy = warm_start_overlap(tmp_path / "ckpt", prompts, repo,
-                                                    repo / "data" / "tasks" / "train.jsonl")
-    assert (sft, shared, total, legacy) == (repo / "data" / "tasks" / "train.jsonl", distinct - 1, distinct, True)
-    assert warm_start_overlap(tmp_path / "ckpt", prompts, repo, tmp_path / "mine.jsonl")[3] is False
-    assert warm_start_overlap(tmp_path / "ckpt", ["A prompt no task holds?"], repo) is None
-    assert warm_start_overlap(tmp_path / "nothing", prompts, repo) is None  # no sft_meta.json: nothing to compare
+    found = warm_start_overlap(tmp_path / "ckpt", prompts, project, tasks / "train.jsonl")
+    assert found == (project / "data" / "tasks" / "train.jsonl", distinct - 1, distinct, True)
+    assert warm_start_overlap(tmp_path / "ckpt", prompts, project, tmp_path / "mine.jsonl")[3] is False
+    assert warm_start_overlap(tmp_path / "ckpt", ["A prompt no task holds?"], project) is None
+    assert warm_start_overlap(tmp_path / "nothing", prompts, project) is None  # no sft_meta.json: nothing to compare
+
+    v3 = tmp_path / "v3" / "data" / "tasks"
+    generate_task(v3, seed=12, n_train=60, n_eval=10)
+    v3_prompts = [r["prompt"] for r in load_task(v3 / "train.jsonl")[:40]]
+    assert warm_start_overlap(tmp_path / "ckpt", v3_prompts, v3.parents[1], v3 / "train.jsonl")[3] is False
 
 
 def test_time_limit_counts_the_next_rollout_and_the_end_evaluation():
