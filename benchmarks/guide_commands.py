@@ -1,8 +1,8 @@
 """Time the guides' commands as a reader runs them, and record what each one writes.
 
 Walks docs/guides/contribute.md and docs/guides/own-logs.md on a fresh copy of the project, the
-way tests/test_guides.py does, but with the real warm start: it first runs `unipo sft --threads 1`
-(what the first `unipo train` of a fresh clone runs), then every command of the guides in order.
+way tests/test_guides.py does, but with a real warm start: it first runs `unipo sft --threads 1`
+(the guide quotes its time for a reader who makes their own), then every command of the guides in order.
 For each command it records the wall time and the bytes of the files it created or changed, and
 writes benchmarks/results/guide_commands.json, which the guides quote through the `measured`
 macro (unipo_build/views/guide_costs.py).
