@@ -7,6 +7,7 @@ dependencies into a fresh virtual environment (the dependencies come from this e
 site-packages through a path entry, which does not run this environment's editable-install
 hook), checks that ``unipo_build`` is imported from the fresh environment, and runs
 ``mkdocs build --strict`` there in isolated mode (``python -I``: the checkout is not on the path).
+The training pipeline installed so finds its task, warm start and suite in the project too.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ def _run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False, **kwargs)
 
 
-@pytest.mark.slow
-def test_site_builds_from_a_non_editable_install(tmp_path):
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """(python, its site-packages, an environment without UNIPO_* and PYTHON*) of a fresh non-editable install."""
+    tmp_path = tmp_path_factory.mktemp("install")
     wheels = tmp_path / "wheels"
     built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels),
                   str(REPO)])
@@ -52,6 +55,12 @@ def test_site_builds_from_a_non_editable_install(tmp_path):
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("UNIPO_", "PYTHON"))}
     env["NO_MKDOCS_2_WARNING"] = "1"
+    return python, fresh_site, env
+
+
+@pytest.mark.slow
+def test_site_builds_from_a_non_editable_install(installed, tmp_path):
+    python, _, env = installed
     site = tmp_path / "site"
     build = _run([str(python), "-I", "-m", "mkdocs", "build", "--strict", "-q", "--site-dir", str(site)],
                  cwd=REPO, env=env)
@@ -59,3 +68,22 @@ def test_site_builds_from_a_non_editable_install(tmp_path):
     dapo = (site / "reference" / "algorithms" / "dapo" / "index.html").read_text(encoding="utf-8")
     assert "unipo-objective" in dapo and "clip" in dapo
     assert (site / "assets" / "palette.css").is_file() and (site / "assets" / "views" / "explainer.js").is_file()
+
+
+@pytest.mark.slow
+def test_training_from_a_non_editable_install_reads_the_project(installed, tmp_path):
+    """From the project's directory, or from anywhere with UNIPO_ROOT, the installed pipeline's paths
+    (task, warm start, suite, default run directory) are the project's, not site-packages'."""
+    pytest.importorskip("torch")
+    python, fresh_site, env = installed
+    probe = ("import training, training.rl as rl, training.sft as sft, training.suite as suite; "
+             "print(training.__file__); print(rl.REPO); print(suite.DEFAULT_SUITE); "
+             "print(sft.warm_start_path('tiny', rl.REPO))")
+    for cwd, extra in ((REPO, {}), (tmp_path, {"UNIPO_ROOT": str(REPO)})):
+        out = _run([str(python), "-I", "-c", probe], cwd=cwd, env={**env, **extra})
+        assert out.returncode == 0, out.stderr[-3000:]
+        package, root, suite_file, warm_start = (Path(line) for line in out.stdout.split())
+        assert package.resolve().is_relative_to(fresh_site.resolve())
+        assert root == REPO and suite_file == REPO / "data" / "suite.yaml"
+        assert warm_start in (REPO / "work" / "sft-tiny", REPO / "data" / "warm-start" / "tiny")
+        assert (warm_start / "config.json").is_file()

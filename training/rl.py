@@ -36,6 +36,7 @@ from unipo_build.runlog import RunWriter, read_header
 from unipo_build.schema import (EvalRecord, LengthProbe, PromptGroup, Response, RunHeader, StepRecord)
 from unipo_build.specs import resolve
 
+from . import PROJECT
 from . import records
 from .batches import (by_minibatch, concat_batches, length_chunks, pad_columns, rows_to_host, select_rows,
                       to_device, to_host)
@@ -52,7 +53,7 @@ from .pools import check_rl_prompts, load_rows, memorisation_check
 from .run_info import TimeLimit, TrainOptions, _Pieces, git_commit, load_algorithm, run_header  # noqa: F401 (the API)
 from .task import generate_task
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = PROJECT  # the project root (training/__init__.py)
 
 
 # ---------------------------------------------------------------------------

@@ -19,11 +19,12 @@ from unipo_build.schema import Hardware, ModelInfo, RewardComponentInfo, RewardI
 from unipo_build.specs import AlgorithmSpec
 from unipo_build.specs import load_algorithm as specs_load_algorithm
 
+from . import PROJECT
 from .model import count_parameters
 from .runstate import TrainError
 from .tokenizer import token_pieces
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = PROJECT  # the project root (training/__init__.py)
 
 
 @dataclass

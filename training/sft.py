@@ -38,6 +38,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from . import PROJECT
 from training.evaluate import evaluate
 from training.model import (autocast_for, build_model, count_parameters, resolve_device, set_threads,
                             show_progress_bars, thread_count)
@@ -46,7 +47,8 @@ from training.task import POOL_FILES, check_pools, file_sha256, load_task, task_
 from training.tokenizer import save_tokenizer, task_corpus, train_tokenizer
 
 IGNORE = -100
-REPO = Path(__file__).resolve().parent.parent
+
+REPO = PROJECT  # the project root (training/__init__.py)
 
 
 def stored_path(path: Path) -> str:

@@ -33,9 +33,10 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from . import PROJECT
 from training.runstate import run_state as trainer_state
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = PROJECT  # the project root (training/__init__.py)
 DEFAULT_SUITE = REPO / "data" / "suite.yaml"
 WORK = REPO / "work" / "suite"
 

@@ -50,6 +50,15 @@ def find_root(root: str | Path | None = None, *, start: str | Path | None = None
                        f"directory or set {ENV_ROOT} to it")
 
 
+def root_or(fallback: str | Path) -> Path:
+    """find_root(), or ``fallback`` where no project is found (a caller's own checkout, when it runs
+    from a directory outside any project without ``UNIPO_ROOT``)."""
+    try:
+        return find_root()
+    except ProjectError:
+        return Path(fallback).resolve()
+
+
 def spec_dir(root: str | Path | None = None) -> Path:
     """``<root>/data/algorithms``: one spec file per algorithm."""
     return find_root(root) / SPECS
