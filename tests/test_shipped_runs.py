@@ -112,10 +112,13 @@ def test_all_correct_group_has_zero_advantage_everywhere():
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
 def test_the_memorisation_check_holds(path):
     """RL drew prompts the warm start never trained on: the start policy's sampled accuracy on the RL
-    pool and on the held-out set agree within 5 points (issue 20 item 1)."""
+    pool and on the held-out set agree within 5 points (issue 20 item 1). A short run evaluated on a few
+    hundred problems (the contribute guide's, --eval-n 200) carries the check, but two samples of 200
+    differ by 5 points by chance alone, so agreement is asked of the runs measured on 1,000 or more."""
     check = runlog.read_header(path).memorisation_check
-    assert check is not None and check.measure == "rl_pool" and check.pool_n >= 1000
-    assert check.agrees(), check.as_dict()
+    assert check is not None and check.measure == "rl_pool"
+    if check.pool_n >= 1000:
+        assert check.agrees(), check.as_dict()
 
 
 def test_the_shipped_task_and_warm_start_are_the_runs_own():
@@ -136,8 +139,13 @@ def test_the_shipped_task_and_warm_start_are_the_runs_own():
             assert header.task.source == "data/tasks" and header.task.n_train == meta["n_rl"], path.name
             # Greedy decoding of the same checkpoint on the same 1,500 problems: the warm start's own
             # final evaluation is every run's start, problem by problem.
+            # (Runs evaluated on all of them: a contributor's short run with --eval-n may start elsewhere.)
             start = next(runlog.iter_evals(path))
-            assert start.phase == "start" and start.correct_greedy == sft["final_eval"]["correct_greedy"], path.name
+            assert start.phase == "start", path.name
+            if start.n == sft["final_eval"]["n"]:
+                assert start.correct_greedy == sft["final_eval"]["correct_greedy"], (
+                    f"{path.name} does not start from data/warm-start/tiny: train it without a work/sft-tiny of "
+                    "your own so that it starts where the course's runs did")
 
 
 @pytest.mark.parametrize("algorithm", LEARNERS)
