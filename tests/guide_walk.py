@@ -9,6 +9,7 @@ the guides their measured figures. Neither changes the checkout they run from.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -28,26 +29,59 @@ SESSION_ONLY = ("UNIPO_SITE_DIR", "UNIPO_RUNS", "PYTEST_CURRENT_TEST", "PYTEST_A
 Runner = Callable[[str], subprocess.CompletedProcess]
 
 
-def fresh_copy(dest: Path) -> Path:
+def fresh_copy(dest: Path, root: Path = ROOT) -> Path:
     """The checkout's files (tracked, and new ones git does not ignore) in ``dest``, as a git repository.
 
-    Like a fresh clone with the working tree's changes: no .venv, site/ or work/. node_modules is
-    linked, standing in for `npm ci`.
+    Like a fresh clone with the working tree's changes: no .venv, site/, work/ or runs/, nor anything
+    else a reader made by following the guides (.gitignore; tests/test_guides.py checks it). node_modules
+    is linked, standing in for `npm ci`. ``root``: the checkout to copy (this one by default).
     """
     dest.mkdir(parents=True, exist_ok=True)
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
                             capture_output=True, check=True).stdout.decode().split("\0")
     for name in filter(None, listed):
-        source = ROOT / name
+        source = root / name
         if source.is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, dest / name)
-    if (ROOT / "node_modules").is_dir():
-        (dest / "node_modules").symlink_to(ROOT / "node_modules")
+    if (root / "node_modules").is_dir() and not (dest / "node_modules").exists():
+        (dest / "node_modules").symlink_to((root / "node_modules").resolve())
     git = ["git", "-c", "user.name=reader", "-c", "user.email=reader@example.invalid", "-c", "commit.gpgsign=false"]
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "fresh copy"]):
         subprocess.run(git + args, cwd=dest, check=True, capture_output=True)
     return dest
+
+
+#: Options whose value is a path a command writes or reads.
+PATH_OPTIONS = ("--out", "--tap", "--model", "--task", "--task-dir", "-d")
+
+
+def named_paths(command: str) -> list[str]:
+    """The relative paths a guide's command line names: option values (``--out runs/x``), the
+    sources of `unipo import FORMAT SOURCE`, words with a ``/`` or a file suffix, and the values of
+    ``VAR=a:b`` assignments. A heuristic for checking .gitignore, not a shell parser."""
+    words = shlex.split(command.removesuffix("\\"), comments=True)  # a continued line: its own words
+    while words and "=" in words[0] and not words[0].startswith("-"):  # UNIPO_RUNS=runs/a:data/runs mkdocs build
+        words = [*words[0].split("=", 1)[1].split(":"), *words[1:]]
+    found = []
+    for i, word in enumerate(words):
+        after_option = i > 0 and words[i - 1] in PATH_OPTIONS
+        import_source = i == 3 and words[:2] == ["unipo", "import"]
+        looks_like_path = "/" in word or Path(word).suffix in (".jsonl", ".json", ".yaml")
+        if (after_option or import_source or looks_like_path) and not word.startswith(("-", "/", ".")) \
+                and "://" not in word and "*" not in word and "<" not in word:
+            found.append(word)
+    return found
+
+
+def reader_paths() -> list[str]:
+    """Every path the guides' and the README's commands name outside the project's own top-level
+    folders (those git tracks): what a reader writes or brings into their checkout by following them."""
+    tracked = {name.split("/")[0] for name in subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True,
+                                                             text=True, check=True).stdout.splitlines()}
+    pages = [p.name for p in sorted((ROOT / "docs" / "guides").glob("*.md"))] + ["../../README.md"]
+    named = {path for page in pages for command in guide_commands(page) for path in named_paths(command)}
+    return sorted(path.rstrip("/") for path in named if path.split("/")[0] not in tracked)
 
 
 def activated_env(project: Path) -> dict[str, str]:

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from cli_helpers import ROOT, guide_commands
-from guide_walk import CONTRIBUTE, OWN_LOGS, fresh_copy, seed_warm_start, shell_runner, walk_contribute, walk_own_logs
+from guide_walk import (CONTRIBUTE, OWN_LOGS, fresh_copy, named_paths, reader_paths, seed_warm_start, shell_runner,
+                        walk_contribute, walk_own_logs)
 
 GUIDES = sorted(p.name for p in (ROOT / "docs" / "guides").glob("*.md") if p.name != "index.md")
 
@@ -58,6 +60,42 @@ def test_training_commands_say_what_they_cost(page):
             assert command in quoted, f"{page}: no measured(...) for `{command}`"
     for command in quoted:
         assert command in results["commands"], f"{page}: `{command}` was not measured (benchmarks/guide_commands.py)"
+
+
+def test_named_paths_of_a_command():
+    assert named_paths("unipo import trl trl-output --tap trl-tap --out runs/my-trl-run") == \
+        ["trl-output", "trl-tap", "runs/my-trl-run"]
+    assert named_paths("UNIPO_RUNS=runs/grpo-mine:data/runs mkdocs build      # your run") == ["runs/grpo-mine", "data/runs"]
+    assert named_paths("unipo import unipo my-unipo-log.jsonl --out runs/u") == ["my-unipo-log.jsonl", "runs/u"]
+    assert named_paths("python3 -m http.server -d site -b 127.0.0.1 8000") == ["site"]
+
+
+def test_what_the_guides_write_stays_out_of_git_and_of_fresh_copies(tmp_path):
+    """A reader's checkout after following the guides and the README: every path their commands name
+    outside the project's own folders (runs/grpo-mine, work/explain, the trainers' logs brought in,
+    ...) exists there. git must ignore each, and the tests' fresh copy of that checkout (which the
+    guide walks and the OpenRLHF guide test start from) must hold exactly the tracked files: an
+    untracked runs/grpo-mine made the own-logs walk's `unipo train --out runs/grpo-mine` and the
+    OpenRLHF guide's `UNIPO_RUNS=runs` build fail."""
+    made = reader_paths()
+    assert {"runs/grpo-mine", "work/explain", "trl-output", "my-unipo-log.jsonl", "runs/dapo-openrlhf"} <= set(made)
+    checkout = fresh_copy(tmp_path / "checkout")
+    for name in made:
+        path = checkout / name
+        if path.suffix:  # a log file
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("{}\n")
+        else:  # a run or log directory
+            path.mkdir(parents=True, exist_ok=True)
+            (path / "steps.jsonl").write_text("{}\n")
+    untracked = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=checkout,
+                               capture_output=True, text=True, check=True).stdout.splitlines()
+    assert untracked == [], f"not ignored by .gitignore: {untracked}"
+    copy = fresh_copy(tmp_path / "copy", root=checkout)
+    tracked = subprocess.run(["git", "ls-files"], cwd=checkout, capture_output=True, text=True, check=True).stdout
+    copied = subprocess.run(["git", "ls-files"], cwd=copy, capture_output=True, text=True, check=True).stdout
+    assert copied.splitlines() == tracked.splitlines()
+    assert [name for name in made if (copy / name).exists()] == []
 
 
 @pytest.mark.slow
