@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -218,6 +219,40 @@ def test_predecessor_that_does_not_exist(tmp_path):
         load_specs(tmp_path)
     msg = str(info.value)
     assert msg == f"{tmp_path / 'dapo.yaml'}: predecessor: no spec 'grpo_classic' in {tmp_path}"
+
+
+@pytest.mark.parametrize("cycle", [["dapo", "grpo"], ["dapo", "dr_grpo", "grpo"], ["grpo"]])
+def test_predecessor_cycle_is_refused_in_one_line(tmp_path, cycle):
+    """A cycle of predecessors (grpo -> dapo -> grpo, or a spec its own predecessor) used to hang
+    lineage() and with it the build; load_specs and lineage refuse it with one line naming the
+    cycle's first file and its predecessor field."""
+    for algorithm in ALGORITHMS:
+        shutil.copy(SPEC_DIR / f"{algorithm}.yaml", tmp_path)
+    for spec_id, predecessor in zip(cycle, cycle[1:] + cycle[:1]):
+        data = raw(spec_id)
+        data["predecessor"] = predecessor
+        write(tmp_path, data)
+    loop = " -> ".join(cycle + cycle[:1])
+    expected = (f"{tmp_path / (cycle[0] + '.yaml')}: predecessor: {cycle[1 % len(cycle)]!r} leads back to "
+                f"{cycle[0]!r} ({loop}: each names the next as its predecessor); a lineage must start at a spec "
+                f"without one")
+    with pytest.raises(SpecError) as info:
+        load_specs(tmp_path)
+    assert str(info.value) == expected
+    specs = {path.stem: load_spec(path) for path in tmp_path.glob("*.yaml")}  # past load_specs' check
+
+    def hung(*_):
+        raise AssertionError("lineage() did not end on a cycle of predecessors")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(10)
+    try:
+        with pytest.raises(SpecError) as info:
+            S.lineage(specs)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert str(info.value) == expected.replace(f"{tmp_path}/", "")
 
 
 def test_load_specs_collects_every_file(tmp_path):

@@ -217,13 +217,44 @@ def load_specs(directory: str | Path | None = None) -> dict[str, AlgorithmSpec]:
         if spec.predecessor is not None and spec.predecessor not in specs:
             errors.append(f"{directory / (spec.id + '.yaml')}: predecessor: no spec {spec.predecessor!r} "
                           f"in {directory}")
+    errors += [_cycle_problem(directory, cycle) for cycle in predecessor_cycles(specs)]
     if errors:
         raise SpecError("\n".join(errors))
     return specs
 
 
+def predecessor_cycles(specs: dict[str, AlgorithmSpec]) -> list[list[str]]:
+    """Each cycle of predecessors once (``[a, b]``: a's predecessor is b, b's is a), from its smallest id."""
+    cycles, seen = [], set()
+    for start in sorted(specs):
+        chain, at = [], start
+        while at in specs and at not in seen and at not in chain:
+            chain.append(at)
+            at = specs[at].predecessor
+        if at in chain:
+            cycle = chain[chain.index(at):]
+            first = cycle.index(min(cycle))
+            cycles.append(cycle[first:] + cycle[:first])
+        seen.update(chain)
+    return cycles
+
+
+def _cycle_problem(directory: Path | None, cycle: list[str]) -> str:
+    """One line naming the cycle's first spec file and its predecessor field."""
+    path = f"{cycle[0]}.yaml" if directory is None else directory / f"{cycle[0]}.yaml"
+    loop = " -> ".join([*cycle, cycle[0]])
+    return (f"{path}: predecessor: {cycle[1 % len(cycle)]!r} leads back to {cycle[0]!r} ({loop}: each names the "
+            f"next as its predecessor); a lineage must start at a spec without one")
+
+
 def lineage(specs: dict[str, AlgorithmSpec]) -> list[AlgorithmSpec]:
-    """Specs ordered so each comes after its predecessor (then by year, then id)."""
+    """Specs ordered so each comes after its predecessor (then by year, then id).
+
+    SpecError for a cycle of predecessors (load_specs refuses one first, naming its directory).
+    """
+    cycles = predecessor_cycles(specs)
+    if cycles:
+        raise SpecError(_cycle_problem(None, cycles[0]))
     ordered, placed = [], set()
     remaining = sorted(specs.values(), key=lambda s: (s.year, s.id))
     while remaining:
