@@ -1,6 +1,8 @@
 """`unipo import trl` on a recorded real TRL run (tests/fixtures/trl, made by `python tests/trl_support.py
-tests/fixtures/trl/run1`: TRL 1.16.0, GRPO, beta 0.04, two iterations, three steps, one group of two
-tapped) and on damaged copies of it. Needs no TRL: this is what a machine without it can check.
+tests/fixtures/trl`: TRL 1.16.0, GRPO, beta 0.04, two iterations, three steps, one group of two
+tapped) and on damaged copies of it; and the taps of two other recorded runs that must not join it (the
+same settings with seed 1: seed1, seed1-tap; the same seed with loss_type bnpo: bnpo, bnpo-tap). Needs no
+TRL: this is what a machine without it can check.
 """
 
 from __future__ import annotations
@@ -39,9 +41,10 @@ def copy(tmp_path) -> Path:
     return tmp_path / "in"
 
 
-def run_import(inp: Path, out: Path, *extra: str, tap: str = "run1-tap") -> subprocess.CompletedProcess:
+def run_import(inp: Path, out: Path, *extra: str, tap: str = "run1-tap", state: str = "run1"
+               ) -> subprocess.CompletedProcess:
     before = digest(inp)
-    proc = unipo("import", "trl", str(inp / "run1"), "--tap", str(inp / tap), "--out", str(out), *extra)
+    proc = unipo("import", "trl", str(inp / state), "--tap", str(inp / tap), "--out", str(out), *extra)
     assert digest(inp) == before  # nothing of the input changed
     return proc
 
@@ -200,3 +203,98 @@ def test_a_checkpoint_directory_is_read_when_the_state_was_not_saved(tmp_path):
     assert len((tmp_path / "out" / "steps.jsonl").read_text().splitlines()) == 3  # checkpoint-10: all 3 steps
     header = json.loads((tmp_path / "out" / "header.json").read_text())
     assert header["imported_from"]["files"][0]["path"].endswith("checkpoint-10/trainer_state.json")
+
+
+# ---------------------------------------------------------------------------
+# A tap joins one run: the four ways another run's tap was accepted before (issue 30)
+# ---------------------------------------------------------------------------
+
+def logged_loss(state: Path, step: int) -> float:
+    return next(e["loss"] for e in json.loads(state.read_text())["log_history"] if e.get("step") == step and "loss" in e)
+
+
+def test_the_tap_records_the_runs_identity_and_the_import_compares_it(tmp_path):
+    proc = unipo("import", "trl", str(FIXTURE / "run1"), "--tap", str(FIXTURE / "run1-tap"), "--out", str(tmp_path / "o"))
+    assert proc.returncode == 0, proc.stderr
+    manifest = json.loads((FIXTURE / "run1-tap" / "manifest.json").read_text())
+    assert (manifest["seed"], manifest["loss_type"], len(manifest["run"])) == (0, "grpo", 16)
+    header = json.loads((tmp_path / "o" / "header.json").read_text())
+    assert header["trl"]["tap_run"] == manifest["run"]
+    # Every tapped step's loss, both tapped generations' mean reward and length were compared with the log.
+    assert header["trl"]["cross_check"] == {"loss": 3, "reward": 2, "length": 2}
+
+
+def test_a_tap_of_a_run_with_another_seed_is_refused(copy, tmp_path):
+    """Same settings, seed 1: step 1's losses agree (both ~0: ratio 1, centred advantages), step 2's do not."""
+    line = one_line_error(run_import(copy, tmp_path / "out", tap="seed1-tap"), tmp_path / "out")
+    shard = copy / "seed1-tap" / "shard-rank0.jsonl"
+    assert line.startswith(f"{shard} (line ")
+    assert ", step 2): loss: the tap's loss of TRL step 2 is " in line
+    ours, theirs = logged_loss(copy / "seed1" / "trainer_state.json", 2), logged_loss(copy / "run1" / "trainer_state.json", 2)
+    assert f"is {ours:.6g} (the sum of its 2 micro-batches' losses)" in line and f"logs {theirs:.6g}" in line
+    assert "seed 1, loss_type grpo" in line and "recorded by another run" in line
+
+
+def test_a_shard_of_another_run_beside_the_first_is_refused(copy, tmp_path):
+    shutil.copy(copy / "seed1-tap" / "shard-rank0.jsonl", copy / "run1-tap" / "shard-rank1.jsonl")
+    line = one_line_error(run_import(copy, tmp_path / "out"), tmp_path / "out")
+    other = json.loads((copy / "seed1-tap" / "manifest.json").read_text())["run"]
+    mine = json.loads((copy / "run1-tap" / "manifest.json").read_text())["run"]
+    assert line.startswith(f"{copy / 'run1-tap' / 'shard-rank1.jsonl'} (line 1): run: this shard was recorded by "
+                           f"another run (run {other!r}; the tap's manifest.json: {mine!r})")
+
+
+def test_another_runs_lines_appended_to_a_shard_are_refused(copy, tmp_path):
+    shard = copy / "run1-tap" / "shard-rank0.jsonl"
+    first = len(shard.read_text().splitlines())
+    shard.write_text(shard.read_text() + (copy / "seed1-tap" / "shard-rank0.jsonl").read_text())
+    line = one_line_error(run_import(copy, tmp_path / "out"), tmp_path / "out")
+    assert line.startswith(f"{shard} (line {first + 1}): run: this shard was recorded by another run")
+    # The same lines with their identity rewritten to the first run's: the second shard record is refused.
+    mine = json.loads((copy / "run1-tap" / "manifest.json").read_text())["run"]
+    other = json.loads((copy / "seed1-tap" / "manifest.json").read_text())["run"]
+    shard.write_text(shard.read_text().replace(other, mine).replace('"seed": 1', '"seed": 0'))
+    line = one_line_error(run_import(copy, tmp_path / "out"), tmp_path / "out")
+    assert line.startswith(f"{shard} (line {first + 1}): kind: a second shard record in one file")
+    # ... and without that record, the rollout recorded twice.
+    lines = shard.read_text().splitlines()
+    del lines[first]
+    shard.write_text("\n".join(lines) + "\n")
+    line = one_line_error(run_import(copy, tmp_path / "out"), tmp_path / "out")
+    assert line.startswith(f"{shard} (line {first + 1}, step 0): rollout: rollout 0 was recorded twice in this shard "
+                           "(first at line 2)")
+
+
+def test_a_tap_of_a_run_with_another_loss_type_is_refused(copy, tmp_path):
+    """The bnpo run's output directory with the grpo run's tap (same seed, same generations): it was
+    labelled trl-grpo before; TRL's bnpo loss of step 1 is not the grpo tap's."""
+    line = one_line_error(run_import(copy, tmp_path / "out", state="bnpo"), tmp_path / "out")
+    assert line.startswith(f"{copy / 'run1-tap' / 'shard-rank0.jsonl'} (line ")
+    assert ", step 1): loss: the tap's loss of TRL step 1 is " in line
+    assert f"logs {logged_loss(copy / 'bnpo' / 'trainer_state.json', 1):.6g}" in line
+    assert "loss_type grpo" in line
+    # Its own tap imports, named for what it ran.
+    proc = run_import(copy, tmp_path / "bnpo", state="bnpo", tap="bnpo-tap")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "bnpo" / "header.json").read_text())["hyperparameters"]["loss_type"] == "bnpo"
+
+
+def test_a_tap_whose_identity_was_rewritten_is_still_refused_by_its_numbers(copy, tmp_path):
+    """The seed-1 tap made to claim the first run's fingerprint and seed: the logged losses still tell."""
+    mine = json.loads((copy / "run1-tap" / "manifest.json").read_text())["run"]
+    other = json.loads((copy / "seed1-tap" / "manifest.json").read_text())["run"]
+    for path in (copy / "seed1-tap").iterdir():
+        path.write_text(path.read_text().replace(other, mine).replace('"seed": 1', '"seed": 0'))
+    line = one_line_error(run_import(copy, tmp_path / "out", tap="seed1-tap"), tmp_path / "out")
+    assert "step 2): loss: the tap's loss of TRL step 2" in line
+
+
+def test_a_tap_with_a_micro_batch_too_many_is_refused(copy, tmp_path):
+    shard = copy / "run1-tap" / "shard-rank0.jsonl"
+    lines = shard.read_text().splitlines()
+    update = next(line for line in lines if json.loads(line)["kind"] == "update")
+    record = json.loads(update)
+    record["micro_step"] = 99
+    shard.write_text(shard.read_text() + json.dumps(record) + "\n")
+    line = one_line_error(run_import(copy, tmp_path / "out"), tmp_path / "out")
+    assert f"(line {len(lines) + 1}, step {record['step']}): step: 3 micro-batch records for TRL step" in line

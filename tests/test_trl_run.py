@@ -216,3 +216,39 @@ def test_the_tap_refuses_another_trl_release_and_other_trainers(tmp_path, monkey
     with pytest.raises(TapError, match=r"reads TRL 1\.16\.x internals; this is trl 1\.17\.0: pip install 'trl==1\.16\.\*'"):
         TrlTokenTap(tmp_path / "tap").install(object())
     assert not (tmp_path / "tap").exists()
+
+
+def test_taps_of_other_runs_are_refused(grpo_run, tmp_path):
+    """The four ways another run's tap was accepted (issue 30), built from real runs: a run with seed 1 and a
+    run with loss_type bnpo (same seed), beside the module's GRPO run. Each is refused with one line naming the
+    shard, the step and the field, and nothing is written."""
+    import shutil
+
+    run_trl(tmp_path / "seed1", loss_type="grpo", beta=0.04, num_iterations=2, max_steps=4, groups=1, seed=1)
+    run_trl(tmp_path / "bnpo", loss_type="bnpo", beta=0.04, num_iterations=2, max_steps=4, groups=1)
+
+    def refused(state: Path, tap: Path, name: str) -> str:
+        out = tmp_path / "runs" / name
+        proc = unipo("import", "trl", str(state), "--tap", str(tap), "--out", str(out))
+        assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert not out.exists()
+        return proc.stderr.strip()
+
+    line = refused(grpo_run / "trl-output", tmp_path / "seed1" / "tap", "seed")
+    assert "step " in line and ("loss:" in line or "rows.reward:" in line or "rows.length:" in line), line
+    beside = tmp_path / "beside"
+    shutil.copytree(grpo_run / "tap", beside)
+    shutil.copy(tmp_path / "seed1" / "tap" / "shard-rank0.jsonl", beside / "shard-rank1.jsonl")
+    assert refused(grpo_run / "trl-output", beside, "beside").startswith(f"{beside / 'shard-rank1.jsonl'} (line 1): run:")
+    appended = tmp_path / "appended"
+    shutil.copytree(grpo_run / "tap", appended)
+    with open(appended / "shard-rank0.jsonl", "a") as fh:
+        fh.write((tmp_path / "seed1" / "tap" / "shard-rank0.jsonl").read_text())
+    assert ": run: this shard was recorded by another run" in refused(grpo_run / "trl-output", appended, "appended")
+    line = refused(tmp_path / "bnpo" / "trl-output", grpo_run / "tap", "loss-type")
+    assert "step " in line and "loss: the tap's loss of TRL step" in line and "loss_type grpo" in line, line
+    # Each run with its own tap imports.
+    for name in ("seed1", "bnpo"):
+        proc = unipo("import", "trl", str(tmp_path / name / "trl-output"), "--tap", str(tmp_path / name / "tap"),
+                     "--out", str(tmp_path / "runs" / f"own-{name}"))
+        assert proc.returncode == 0, proc.stderr

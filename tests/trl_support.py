@@ -94,15 +94,22 @@ def run_trl(out: Path, *, loss_type: str = "grpo", beta: float = 0.04, num_itera
     return output_dir, tap_dir
 
 
+#: The recorded fixtures (tests/fixtures/trl): the run the import tests read, and two foreign runs whose
+#: taps must not join it: the same settings with another seed, and the same seed with loss_type bnpo.
+FIXTURE_RUNS = {"run1": {}, "seed1": {"seed": 1}, "bnpo": {"loss_type": "bnpo"}}
+
+
 if __name__ == "__main__":
-    # Regenerates tests/fixtures/trl/run1: python tests/trl_support.py tests/fixtures/trl/run1
+    # Regenerates tests/fixtures/trl: python tests/trl_support.py tests/fixtures/trl
+    # (NAME and NAME-tap for each of FIXTURE_RUNS: trainer_state.json and the tap directory)
     import shutil
-    import sys
     import tempfile
 
     dest = Path(sys.argv[1])
-    with tempfile.TemporaryDirectory() as tmp:
-        output_dir, tap_dir = run_trl(Path(tmp), groups=1)
-        dest.mkdir(parents=True, exist_ok=True)
-        shutil.copy(output_dir / "trainer_state.json", dest / "trainer_state.json")
-        shutil.copytree(tap_dir, dest.parent / (dest.name + "-tap"), dirs_exist_ok=True)
+    for name, settings in FIXTURE_RUNS.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            output_dir, tap_dir = run_trl(Path(tmp), groups=1, **settings)
+            (dest / name).mkdir(parents=True, exist_ok=True)
+            shutil.copy(output_dir / "trainer_state.json", dest / name / "trainer_state.json")
+            shutil.rmtree(dest / f"{name}-tap", ignore_errors=True)
+            shutil.copytree(tap_dir, dest / f"{name}-tap")

@@ -34,6 +34,12 @@ and the importer never need it.
 Files in the tap directory: ``manifest.json`` (the format, the TRL / transformers / torch versions,
 the trainer's GRPOConfig and the tap's options) and ``shard-rank<R>.jsonl`` per process, whose first
 line is a ``shard`` record with the same version stamp. One JSON object per line, flushed per record.
+
+Every file and record carries the run's identity: ``run`` (a fingerprint drawn when the tap is installed,
+the same on every process of one run: rank 0 draws it and the others receive it), ``seed`` and
+``loss_type``. ``unipo import trl`` refuses a shard or a record of another run, and compares the tap's
+losses and rewards with what TRL logged in trainer_state.json step by step (a tap of another run is
+refused even when its identity was rewritten).
 """
 
 from __future__ import annotations
@@ -47,7 +53,8 @@ from typing import Any
 
 from .token_text import token_pieces
 
-TAP_FORMAT = "unipo-trl-tap/1"
+#: 2: every file and record carries the run's identity (run fingerprint, seed, loss_type).
+TAP_FORMAT = "unipo-trl-tap/2"
 #: The TRL release line the tap reads the internals of (``_compute_loss``'s local names).
 TRL_SERIES = "1.16"
 ROW_KEY = "unipo_tap_row"
@@ -122,7 +129,9 @@ class TrlTokenTap:
         self._loss_code = inspect.unwrap(GRPOTrainer._compute_loss).__code__
         args = trainer.args
         self.tap_dir.mkdir(parents=True, exist_ok=True)
-        stamp = {"format": TAP_FORMAT, "trl_version": trl.__version__}
+        self.run = self._fingerprint(trainer)
+        stamp = {"format": TAP_FORMAT, "trl_version": trl.__version__, "run": self.run, "seed": args.seed,
+                 "loss_type": trainer.loss_type}
         rank = trainer.accelerator.process_index
         if rank == 0:
             manifest = {
@@ -160,6 +169,22 @@ class TrlTokenTap:
 
         trainer.add_callback(_Close())
         return trainer
+
+    @staticmethod
+    def _fingerprint(trainer) -> str:
+        """A fresh identity for this run, drawn on rank 0 and broadcast (one run, one fingerprint on every process).
+        Drawn from the operating system, not from torch or random: the tap must not move the run's random state."""
+        import os
+
+        token = os.urandom(8).hex()
+        accelerator = trainer.accelerator
+        if accelerator.num_processes > 1:
+            from accelerate.utils import broadcast_object_list
+
+            box = [token]
+            broadcast_object_list(box, from_process=0)
+            token = box[0]
+        return token
 
     def close(self) -> None:
         if self._handle is not None:
@@ -226,7 +251,7 @@ class TrlTokenTap:
                     sample[name] = _floats(output[key][i, :length])
             samples.append(sample)
         self._tapped = {rollout: tapped}  # the loss only ever trains on the latest generation batch
-        self._write({"kind": "generation", "rollout": rollout, "global_step": t.state.global_step,
+        self._write({"kind": "generation", "run": self.run, "rollout": rollout, "global_step": t.state.global_step,
                      "num_generations": G, "rows": rows, "samples": samples})
         return output
 
@@ -314,7 +339,7 @@ class TrlTokenTap:
             samples.append(sample)
         loss_value = float(loss.detach().item())
         self._write({
-            "kind": "update", "rollout": rollout, "step": t.state.global_step + 1, "micro_step": t._step,
+            "kind": "update", "run": self.run, "rollout": rollout, "step": t.state.global_step + 1, "micro_step": t._step,
             "loss": loss_value,
             "num_processes": processes,
             "loss_from_rows": None if row_loss is None else float(row_loss.sum().item()) * processes,

@@ -162,6 +162,18 @@ class Tap:
         self.generations: dict[int, dict] = {}            # rollout -> generation record
         self.updates: dict[int, list[dict]] = defaultdict(list)  # TRL step -> update records
         self.files: list[Path] = []
+        self.where: dict[int, tuple[Path, int]] = {}      # id(record) -> (shard, line), for error messages
+        #: rollout -> every row of that generation batch, over all shards (the generation records of all ranks)
+        self.rows: dict[int, list[dict]] = defaultdict(list)
+
+    def identity(self) -> str:
+        """The run the tap recorded, in words: its fingerprint, seed and loss_type."""
+        m = self.manifest
+        return f"run {m.get('run')}, seed {m.get('seed')}, loss_type {m.get('loss_type')}"
+
+    def loc(self, record: dict, step: int | None = None) -> K.Loc:
+        shard, line = self.where.get(id(record), (self.directory, None))
+        return K.Loc(str(shard), line=line, step=step)
 
 
 def _version_check(record: dict, loc: K.Loc) -> None:
@@ -172,6 +184,18 @@ def _version_check(record: dict, loc: K.Loc) -> None:
     if not version.startswith(TRL_SERIES + "."):
         raise loc.error(f"written by TRL {version}; this importer reads taps of TRL {TRL_SERIES}.x: train with "
                         f"trl=={TRL_SERIES}.* (pip install 'trl=={TRL_SERIES}.*')", "trl_version")
+
+
+IDENTITY = ("run", "seed", "loss_type")
+
+
+def _identity_check(record: dict, manifest: dict, loc: K.Loc, what: str) -> None:
+    """A shard of the tap must be the manifest's run (same fingerprint, seed and loss_type); a record, its run."""
+    for name in IDENTITY if what == "shard" else ("run",):
+        if record.get(name) != manifest.get(name):
+            raise loc.error(f"this {what} was recorded by another run ({name} {record.get(name)!r}; the tap's "
+                            f"manifest.json: {manifest.get(name)!r}): a tap directory holds the shards of one run only; "
+                            "give each run's TrlTokenTap its own directory and import the tap of this run alone", name)
 
 
 def _check_logp(values, loc: K.Loc, name: str) -> None:
@@ -233,14 +257,20 @@ def read_tap(directory: Path, notes: K.Notes) -> Tap:
     if not isinstance(manifest, dict) or not isinstance(manifest.get("trainer"), dict):
         raise LogError(str(path), "not a TRL tap manifest: no trainer section", field="trainer")
     _version_check(manifest, K.Loc(str(path)))
+    if not isinstance(manifest.get("run"), str):
+        raise LogError(str(path), "no run fingerprint: record the run again with this unipo's unipo_build.trl_tap",
+                       field="run")
     tap = Tap(directory)
     tap.manifest = manifest
     tap.files = [path] + sorted(directory.glob("shard-rank*.jsonl"))
     if len(tap.files) == 1:
         raise LogError(str(directory), "no shard-rank*.jsonl: the tap recorded nothing (was train() called after "
                                        "install()?)")
+    seen: dict[tuple, int] = {}  # (what, rank, rollout or step, micro_step) -> line, to refuse a record twice
     for shard in tap.files[1:]:
         lines = shard.read_bytes().split(b"\n")
+        named_rank = shard.name.removeprefix("shard-rank").removesuffix(".jsonl")
+        shard_seen = False
         for number, raw in enumerate(lines, start=1):
             if not raw.strip():
                 continue
@@ -255,23 +285,129 @@ def read_tap(directory: Path, notes: K.Notes) -> Tap:
             if missing:
                 notes.add(f"{shard.name} line {number}: {kind} record without {missing}, skipped")
                 continue
+            if kind in ("shard", "generation", "update"):
+                _identity_check(record, tap.manifest, loc, "shard" if kind == "shard" else f"{kind} record")
+                if kind != "shard" and not shard_seen:
+                    raise loc.error("a record before the shard's first line (a shard record): lines of another "
+                                    "file joined to this one? import the tap as TrlTokenTap wrote it", "kind")
+                if kind == "shard" and shard_seen:
+                    raise loc.error("a second shard record in one file: the lines of another shard were appended "
+                                    "to this one; import the tap as TrlTokenTap wrote it", "kind")
             if kind == "shard":
                 _version_check(record, loc)
+                if str(record.get("rank")) != named_rank:
+                    raise loc.error(f"the shard record says rank {record.get('rank')!r} but the file is named for rank "
+                                    f"{named_rank}: a shard renamed or copied from another run", "rank")
+                shard_seen = True
             elif kind == "generation":
                 loc.step = record.get("rollout")
+                key = ("generation", named_rank, record["rollout"])
+                if key in seen:
+                    raise loc.error(f"rollout {record['rollout']} was recorded twice in this shard (first at line "
+                                    f"{seen[key]}): two runs' records in one file", "rollout")
+                seen[key] = number
                 for s in record.get("samples", []):
                     for name in ("old_logp", "ref_logp", "sampling_logp"):
                         _check_logp(s.get(name), loc.at(f"row {s.get('row')}"), f"samples.{name}")
-                tap.generations[record["rollout"]] = record
+                tap.generations.setdefault(record["rollout"], record)
+                tap.rows[record["rollout"]] += record["rows"]
+                tap.where[id(record)] = (shard, number)
             elif kind == "update":
                 loc.step = record.get("step")
+                key = ("update", named_rank, record["step"], record["micro_step"])
+                if key in seen:
+                    raise loc.error(f"micro-batch {record['micro_step']} of step {record['step']} was recorded twice "
+                                    f"in this shard (first at line {seen[key]}): two runs' records in one file",
+                                    "micro_step")
+                seen[key] = number
                 for s in record.get("samples", []):
                     for name in ("logp", "old_logp"):
                         _check_logp(s.get(name), loc.at(f"row {s.get('row')}"), f"samples.{name}")
                 tap.updates[record["step"]].append(record)
+                tap.where[id(record)] = (shard, number)
             else:
                 notes.add(f"{shard.name} line {number}: unknown record kind {kind!r}, skipped")
     return tap
+
+
+# ---------------------------------------------------------------------------
+# The tap against trainer_state.json: one run, or a refusal
+# ---------------------------------------------------------------------------
+
+#: |tap - logged| allowed: TRL sums the float32 losses of the micro-batches, the tap the same values in float64.
+LOSS_ATOL, LOSS_RTOL = 1e-5, 1e-4
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= LOSS_ATOL + LOSS_RTOL * max(abs(a), abs(b))
+
+
+def _generation_step(rollout: int, trainer: dict) -> int | None:
+    """TRL's global step (from 1) whose first micro-batch generated ``rollout``; None when a step can hold
+    several generations (its logged reward is then their mean, not one generation's)."""
+    gas = int(trainer.get("gradient_accumulation_steps") or 1)
+    every = int(trainer.get("steps_per_generation") or gas) * int(trainer.get("num_iterations") or 1)
+    if every < gas:
+        return None
+    return (rollout * every) // gas + 1
+
+
+def cross_check(tap: Tap, logged: dict[int, dict], state_path: Path, notes: K.Notes) -> dict:
+    """Refuse a tap that another run recorded: each tapped step's loss (the sum of its micro-batches' losses over
+    the processes) must be the loss trainer_state.json logs for that step, and each tapped generation's mean reward
+    and mean completion length what TRL logged at the step that generated it. Returns what was compared."""
+    trainer = tap.manifest["trainer"]
+    processes = int(trainer.get("num_processes") or 1)
+    gas = int(trainer.get("gradient_accumulation_steps") or 1)
+    compared = {"loss": 0, "reward": 0, "length": 0}
+    source = f"{state_path.name}'s log_history"
+
+    def refuse(record, step, field, what, ours, theirs, how="") -> None:
+        raise tap.loc(record, step).error(
+            f"the tap's {what} of TRL step {step} is {ours:.6g}{how}; {source} logs {theirs:.6g}: the tap was recorded "
+            f"by another run than {state_path.parent} ({tap.identity()}): import the tap that this run's "
+            "TrlTokenTap wrote", field)
+
+    for step, updates in sorted(tap.updates.items()):
+        entry = logged.get(step)
+        if entry is None:
+            continue
+        expected = gas * processes
+        if len(updates) > expected:
+            first = sorted(updates, key=lambda u: tap.where.get(id(u), (None, 0))[1] or 0)[expected]
+            raise tap.loc(first, step).error(
+                f"{len(updates)} micro-batch records for TRL step {step}, where gradient_accumulation_steps "
+                f"{gas} x {processes} process(es) make {expected}: records of another run are in the tap", "step")
+        if len(updates) < expected:
+            notes.add("tapped steps with micro-batches missing from the tap (cut off?): their loss not compared")
+            continue
+        if K.is_number(entry.get("loss")):
+            ours = float(sum(u["loss"] for u in updates)) / processes
+            if not _close(ours, float(entry["loss"])):
+                refuse(updates[0], step, "loss", "loss", ours, float(entry["loss"]),
+                       f" (the sum of its {len(updates)} micro-batches' losses)")
+            compared["loss"] += 1
+    for rollout, rows in sorted(tap.rows.items()):
+        step = _generation_step(rollout, trainer)
+        entry = logged.get(step) if step is not None else None
+        if entry is None:
+            continue
+        record = tap.generations[rollout]
+        rewards = [r["reward"] for r in rows if K.is_number(r.get("reward"))]
+        if rewards and K.is_number(entry.get("reward")):
+            ours = float(np.mean(rewards))
+            if not _close(ours, float(entry["reward"])):
+                refuse(record, step, "rows.reward", f"mean reward of rollout {rollout}", ours, float(entry["reward"]),
+                       f" ({len(rewards)} completions)")
+            compared["reward"] += 1
+        lengths = [r["length"] for r in rows]
+        if lengths and K.is_number(entry.get("completions/mean_length")):
+            ours = float(np.mean(lengths))
+            if not _close(ours, float(entry["completions/mean_length"])):
+                refuse(record, step, "rows.length", f"mean completion length of rollout {rollout}", ours,
+                       float(entry["completions/mean_length"]))
+            compared["length"] += 1
+    return compared
 
 
 # ---------------------------------------------------------------------------
@@ -500,6 +636,7 @@ def import_trl(src: Path, stage: Path, *, algorithm: str | None = None, run_id: 
     state_path = _state_file(src)
     logged, summary = _log_history(state_path, notes)
     tap_data = read_tap(Path(tap), notes) if tap is not None else None
+    compared = cross_check(tap_data, logged, state_path, notes) if tap_data else None
     cfg, name, gaps = _algorithm(tap_data, algorithm, max_new_tokens, K.Loc(str(state_path)), notes)
     trainer = tap_data.manifest["trainer"] if tap_data else {}
     config = tap_data.manifest.get("config") or {} if tap_data else {}
@@ -545,6 +682,7 @@ def import_trl(src: Path, stage: Path, *, algorithm: str | None = None, run_id: 
         imported_from={"format": "trl", "path": str(src),
                        "files": [{"path": str(p), "sha256": K.sha256_file(p)} for p in files]},
         trl={"version": tap_data.manifest.get("trl_version") if tap_data else None, "gaps": gaps,
+             "tap_run": tap_data.manifest.get("run") if tap_data else None, "cross_check": compared,
              "summary": summary, "config": config or None},
     )
     writer = RunWriter(stage, header)
