@@ -3,6 +3,7 @@ stops and is recorded; a task whose pools overlap is refused before anything is 
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -99,9 +100,28 @@ def test_presets():
     assert TINY.sft.stop_greedy_accuracy == 0.29 and 0.25 <= gpu.sft.stop_greedy_accuracy <= 0.45
     assert (TINY.task_level, TINY.task_dir, TINY.needs_cuda) == ("tiny", "data/tasks", False)
     assert (gpu.task_level, gpu.task_dir, gpu.needs_cuda) == ("gpu", "data/tasks-gpu", True)
-    assert rl.logs_detail(0, 799) and rl.logs_detail(799, 799) and rl.logs_detail(25, 799) and not rl.logs_detail(26, 799)
     with pytest.raises(ValueError, match="unknown preset"):
         get_preset("huge")
+
+
+@pytest.mark.parametrize("preset, detailed", [
+    (TINY, {0, 25, 50, 75, 100, 125, 150, 175, 200, 225, 250, 275, 299}),  # every 25th and the last (300 rollouts)
+    (GPU, {*range(0, 500, 10), 499}),  # every 10th and the last (500 rollouts)
+])
+def test_token_detail_on_the_presets_rollouts(preset, detailed):
+    """The rule the trainer writes token files by (Trainer._wants_detail, every update of each
+    rollout it names): rollout 0, every detail_every-th and the last; detail_every 0 logs none."""
+    from types import SimpleNamespace
+
+    from training.rl import Trainer
+
+    def wanted(rl):
+        return {r for r in range(rl.steps) if Trainer._wants_detail(SimpleNamespace(rl=rl, rollout=r))}
+
+    assert wanted(preset.rl) == detailed
+    assert wanted(replace(preset.rl, steps=7, detail_every=3)) == {0, 3, 6}
+    assert wanted(replace(preset.rl, steps=8, detail_every=3)) == {0, 3, 6, 7}
+    assert wanted(replace(preset.rl, detail_every=0)) == set()
 
 
 def micro(base, **sft):

@@ -105,16 +105,11 @@ class RLPreset:
     eval_sampled: bool = True
     probe_prompts: int = 64  # length probe of the starting policy (run header); 0 skips it
     # Token-level detail in the run log: this many prompt groups (all G responses each) on every
-    # update of rollout 0, of every detail_every-th rollout, of the listed extra rollouts and of
-    # the last one.
+    # update of rollout 0, of every detail_every-th rollout and of the last one (0: none;
+    # training/rl.py's Trainer._wants_detail applies the rule).
     detail_groups: int = 4
     detail_every: int = 25
-    detail_steps: tuple[int, ...] = ()
     seed: int = 0
-
-    def logs_detail(self, step: int, last_step: int) -> bool:
-        """Whether `step` (0-based) gets token-level detail."""
-        return step == 0 or step == last_step or step % self.detail_every == 0 or step in self.detail_steps
 
 
 @dataclass(frozen=True)

@@ -64,11 +64,6 @@ def spec_dir(root: str | Path | None = None) -> Path:
     return find_root(root) / SPECS
 
 
-def default_runs_dir(root: str | Path | None = None) -> Path:
-    """``<root>/data/runs``: the runs that ship with the course."""
-    return find_root(root) / RUNS
-
-
 def task_dir(root: str | Path | None = None) -> Path:
     """``<root>/data/tasks``: the generated task data."""
     return find_root(root) / TASKS

@@ -136,13 +136,6 @@ class Settings:
         return PRESETS[self.preset].bumps
 
 
-def bump_arrays(bumps):
-    h = np.array([b.height for b in bumps], dtype=np.float64)
-    c = np.array([b.center for b in bumps], dtype=np.float64)
-    w = np.array([b.width for b in bumps], dtype=np.float64)
-    return h, c, w
-
-
 # ---------------------------------------------------------------------------
 # Closed forms
 # ---------------------------------------------------------------------------
