@@ -298,3 +298,29 @@ def test_a_tap_with_a_micro_batch_too_many_is_refused(copy, tmp_path):
     shard.write_text(shard.read_text() + json.dumps(record) + "\n")
     line = one_line_error(run_import(copy, tmp_path / "out"), tmp_path / "out")
     assert f"(line {len(lines) + 1}, step {record['step']}): step: 3 micro-batch records for TRL step" in line
+
+
+def test_two_objectives_of_a_step_agree_or_are_labelled(tmp_path):
+    """The token file's step objective (the run's components over the step) and steps.jsonl's (minus TRL's
+    loss): equal where TRL's convention has kinds (grpo), else labelled with the reason (bnpo with gradient
+    accumulation: TRL's token mean is per micro-batch)."""
+    for name, differ in (("run1", 0), ("bnpo", 1)):
+        out = tmp_path / name
+        proc = unipo("import", "trl", str(FIXTURE / name), "--tap", str(FIXTURE / f"{name}-tap"), "--out", str(out))
+        assert proc.returncode == 0, proc.stderr
+        header = json.loads((out / "header.json").read_text())
+        objectives = header["trl"]["objectives"]
+        assert (objectives["steps"], objectives["differ"]) == (3, differ)
+        steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+        for path in sorted((out / "tokens").glob("step_*.json")):
+            d = json.loads(path.read_text())
+            assert d["trl_objective"] == pytest.approx(steps[d["step"]]["metrics"]["objective"], rel=1e-6, abs=1e-9)
+            gap = abs(d["objective"] - d["trl_objective"])
+            if "objective_differs" in d:
+                assert gap > 1e-6 and "loss_type='bnpo' with gradient accumulation" in d["objective_differs"]
+                assert "two different things" in d["objective_differs"]
+                assert objectives["at_step"] == d["step"] and objectives["max_difference"] == pytest.approx(gap, rel=1e-3)
+            else:
+                assert gap <= 1e-6 * (1 + abs(d["trl_objective"]))
+        if differ:
+            assert "two objectives per step" in header["notes"] and objectives["reason"]

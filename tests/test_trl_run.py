@@ -190,6 +190,17 @@ def test_settings_without_a_kind_are_named_with_the_nearest(tmp_path):
         if r.truncated:
             assert set(t.mask) == {0} and set(t.weight) == {0.0}
     assert any(r.truncated for d, p, r, t in token_rows(details))
+    # TRL counts the masked completions in its per-answer mean, the nearest kind does not: the two objectives of
+    # a step part, and each token file says why (never silently different).
+    labelled = 0
+    for d in details:
+        extra = d.model_extra or {}
+        if abs(d.objective - extra["trl_objective"]) > 1e-6 * (1 + abs(extra["trl_objective"])):
+            assert "mask_truncated_completions" in extra["objective_differs"]
+            labelled += 1
+        else:
+            assert "objective_differs" not in extra
+    assert header.trl["objectives"]["differ"] == labelled
 
 
 def test_the_site_builds_with_the_trl_run(grpo_run, tmp_path):

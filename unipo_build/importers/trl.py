@@ -621,8 +621,32 @@ def _detail(tap: Tap, trl_step: int, index: int, rollout: int, cfg: ResolvedAlgo
             prompt = samples[members[0]].get("prompt", "")
             prompts.append(PromptGroup(index=g, prompt=prompt, contribution=contribution, responses=detailed))
     objective = float(sum(g.contribution for g in groups))
+    trl_loss = float(sum(u["loss"] / u.get("num_processes", 1) for u in updates))
+    extras = {}
+    if abs(objective + trl_loss) > OBJECTIVE_ATOL * (1.0 + abs(trl_loss)):
+        extras["objective_differs"] = objective_reason(tap.manifest["trainer"], gaps_seen.get("gaps", []))
     return StepDetail(step=index, rollout=rollout, objective=objective, groups=groups, prompts=prompts,
-                      trl_loss=float(sum(u["loss"] / u.get("num_processes", 1) for u in updates)))
+                      trl_loss=trl_loss, trl_objective=-trl_loss, **extras)
+
+
+#: The token file's step objective and minus TRL's loss agree to this (x (1 + |loss|)) where TRL's convention has
+#: kinds: both are float64 sums of the same float32 terms (tests/test_trl_run.py holds them to 1e-6).
+OBJECTIVE_ATOL = 1e-6
+
+#: The gaps that make the token file's objective another number than TRL's loss (the tokens carry TRL's own
+#: advantages, so an advantage gap does not).
+OBJECTIVE_SLOTS = ("aggregation", "filter", "kl", "ratio", "clip")
+
+
+def objective_reason(trainer: dict, gaps: list[dict]) -> str:
+    """Why a step's objective in the token file is not minus TRL's loss: what each one is, and the settings."""
+    gas = int(trainer.get("gradient_accumulation_steps") or 1)
+    settings = [g["trl"] for g in gaps if g["slot"] in OBJECTIVE_SLOTS]
+    return ("two different things: steps.jsonl's objective is minus TRL's loss, summed over the step's "
+            f"{gas} micro-batch{'es' if gas != 1 else ''}, each aggregated by loss_type={trainer.get('loss_type')} "
+            "over its own completions; the token file's is the run's components applied to the whole step's "
+            "completions (the tapped groups token by token, TRL's own loss for the others)"
+            + (": they part where TRL's settings have no kind: " + "; ".join(settings) if settings else ""))
 
 
 # ---------------------------------------------------------------------------
@@ -689,8 +713,9 @@ def import_trl(src: Path, stage: Path, *, algorithm: str | None = None, run_id: 
     notes.once("one step per logged TRL optimizer step (TRL's global step kept as source_step)")
     if not tap_data:
         notes.once("rollout = step (without --tap the generation schedule is unknown)")
-    gaps_seen: dict = {}
+    gaps_seen: dict = {"gaps": gaps}
     details = 0
+    differ: list[tuple[float, int]] = []
     trl_steps = sorted(logged)
     previous_rollout = None
     for index, trl_step in enumerate(trl_steps):
@@ -701,6 +726,8 @@ def import_trl(src: Path, stage: Path, *, algorithm: str | None = None, run_id: 
         if detail is not None:
             writer.step_detail(detail)
             details += 1
+            if getattr(detail, "objective_differs", None):
+                differ.append((abs(detail.objective - detail.trl_objective), index))
         writer.step(StepRecord(step=index, rollout=rollout, first_in_rollout=rollout != previous_rollout,
                                metrics=metrics, has_tokens=detail is not None, source_step=trl_step))
         previous_rollout = rollout
@@ -708,9 +735,20 @@ def import_trl(src: Path, stage: Path, *, algorithm: str | None = None, run_id: 
         skipped = sorted(set(tap_data.updates) - set(trl_steps))
         if skipped:
             notes.add(f"tapped TRL steps not in log_history, skipped (set logging_steps=1): {skipped[:20]}")
-        if gaps_seen:
+        largest = {k: v for k, v in gaps_seen.items() if k != "gaps"}
+        if largest:
             notes.once("largest differences to TRL's own values over the tapped tokens: "
-                       + ", ".join(f"{k} {v:.2e}" for k, v in gaps_seen.items()))
+                       + ", ".join(f"{k} {v:.2e}" for k, v in largest.items()))
+        worst = max(differ, default=None)
+        header_trl = writer.header.trl
+        header_trl["objectives"] = {
+            "steps": details, "differ": len(differ), "max_difference": worst[0] if worst else 0.0,
+            "at_step": worst[1] if worst else None,
+            "reason": objective_reason(trainer, gaps) if differ else None}
+        if differ:
+            notes.once(f"two objectives per step: the token file's (the run's components over the step) and "
+                       f"steps.jsonl's (minus TRL's loss) differ on {len(differ)} of {details} steps, by up to "
+                       f"{worst[0]:.3g} (step {worst[1]}): each token file names why (objective_differs)")
     prefix = (f"Imported from TRL's trainer_state.json ({len(trl_steps)} logged steps)"
               + (f" and its UNIPO tap ({details} steps with token detail)" if tap_data else "")
               + " by `unipo import trl`.")
