@@ -236,3 +236,43 @@ def test_serve_prints_the_url_and_serves_the_run(tmp_path, imported):
 def test_help_lists_explain():
     result = unipo("--help")
     assert result.returncode == 0 and "explain" in result.stdout
+
+
+def test_the_slot_panel_shows_the_gaps_the_import_found(tmp_path):
+    """A TRL run with scale_rewards='batch' and mask_truncated_completions (tests/fixtures/trl/gaps): its
+    components hold the nearest kinds (group z-score, no filter), and the panel must not call those slots
+    unchanged: both are modified, each row saying what TRL ran, as the run card's notes do."""
+    run = tmp_path / "runs" / "trl-gaps"
+    import_log("trl", FIXTURES / "trl" / "gaps", run, tap=FIXTURES / "trl" / "gaps-tap")
+    explain.build([run], tmp_path / "site")
+    raw = (tmp_path / "site" / "runs" / "gaps" / "index.html").read_text()
+    statuses = dict((slot, status) for status, slot in
+                    re.findall(r'<li class="unipo-diff-row unipo-diff-(\w+)" data-slot="(\w+)"', raw))
+    assert statuses["advantage"] == "modified" and statuses["filter"] == "modified"
+    assert statuses["ratio"] == statuses["aggregation"] == "unchanged"
+    text = page_text(tmp_path / "site" / "runs" / "gaps" / "index.html")
+    assert ("ran TRL's scale_rewards='batch' (the reward minus the group mean, over the std of the whole batch): no "
+            "kind expresses it; nearest: group_zscore (the group's own std)") in text
+    assert "ran TRL's mask_truncated_completions (truncated completions left out of the loss" in text
+    assert "changed: trainer setting without a kind" in text  # the filter's kind and parameters are the spec's
+    assert "The run trained 2 slots differently from the GRPO spec" in text
+
+
+def test_two_objectives_of_a_step_are_shown_with_the_reason(tmp_path):
+    """The bnpo TRL run with gradient accumulation (tests/fixtures/trl/bnpo): the token file's step objective
+    and minus TRL's loss part on one step; the run page names both, the gap and why."""
+    run = tmp_path / "runs" / "bnpo"
+    import_log("trl", FIXTURES / "trl" / "bnpo", run, tap=FIXTURES / "trl" / "bnpo-tap")
+    header = json.loads((run / "header.json").read_text())
+    step = header["trl"]["objectives"]["at_step"]
+    detail = json.loads((run / "tokens" / f"step_{step:06d}.json").read_text())
+    explain.build([run], tmp_path / "site")
+    text = page_text(tmp_path / "site" / "runs" / "bnpo" / "index.html")
+    assert "Two objectives per step On 1 of the 3 steps with token detail" in text
+    assert f"At step {step}: {detail['objective']:.6g} in the token file, {detail['trl_objective']:.6g} in steps.jsonl" in text
+    assert "loss_type='bnpo' with gradient accumulation (a token mean per micro-batch)" in text
+    # a run whose two objectives agree says nothing of it
+    run = tmp_path / "runs" / "run1"
+    import_log("trl", FIXTURES / "trl" / "run1", run, tap=FIXTURES / "trl" / "run1-tap")
+    explain.build([run], tmp_path / "site1")
+    assert "Two objectives per step" not in page_text(tmp_path / "site1" / "runs" / "run1" / "index.html")

@@ -96,17 +96,22 @@ def run_trl(out: Path, *, loss_type: str = "grpo", beta: float = 0.04, num_itera
 
 #: The recorded fixtures (tests/fixtures/trl): the run the import tests read, and two foreign runs whose
 #: taps must not join it: the same settings with another seed, and the same seed with loss_type bnpo.
-FIXTURE_RUNS = {"run1": {}, "seed1": {"seed": 1}, "bnpo": {"loss_type": "bnpo"}}
+#: gaps: settings without a kind (the batch std of scale_rewards='batch', masked truncated completions).
+FIXTURE_RUNS = {"run1": {}, "seed1": {"seed": 1}, "bnpo": {"loss_type": "bnpo"},
+                "gaps": {"scale_rewards": "batch", "mask_truncated_completions": True, "max_completion_length": 6}}
 
 
 if __name__ == "__main__":
     # Regenerates tests/fixtures/trl: python tests/trl_support.py tests/fixtures/trl
-    # (NAME and NAME-tap for each of FIXTURE_RUNS: trainer_state.json and the tap directory)
+    # (NAME and NAME-tap for each of FIXTURE_RUNS: trainer_state.json and the tap directory; names after the
+    # directory: only those)
     import shutil
     import tempfile
 
     dest = Path(sys.argv[1])
     for name, settings in FIXTURE_RUNS.items():
+        if sys.argv[2:] and name not in sys.argv[2:]:
+            continue
         with tempfile.TemporaryDirectory() as tmp:
             output_dir, tap_dir = run_trl(Path(tmp), groups=1, **settings)
             (dest / name).mkdir(parents=True, exist_ok=True)

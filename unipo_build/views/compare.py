@@ -16,6 +16,7 @@ any further request.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from typing import Any
 
 from ..render import escape_text, json_data
@@ -74,18 +75,27 @@ def compare_html(a: AlgorithmSpec, b: AlgorithmSpec) -> str:
     return _compare_html(a, b, components_of(a), components_of(b), diff_algorithms(a, b), b.name, b.id)
 
 
-def compare_run_html(spec: AlgorithmSpec, config: ResolvedAlgorithm, run_label: str, run_id: str) -> str:
+def compare_run_html(spec: AlgorithmSpec, config: ResolvedAlgorithm, run_label: str, run_id: str,
+                     gaps: dict[str, list[str]] | None = None) -> str:
     """A spec above a run's resolved components, slot by slot (``unipo explain``): what the run
     trained that the spec does not say. The spec's run-filled parameters (the normaliser) are the
-    run's where both use the same kind, so only real differences show."""
+    run's where both use the same kind, so only real differences show. ``gaps``: slot -> what the
+    trainer ran there that no kind expresses (an import's gaps): such a slot is modified even where
+    the nearest kind is the spec's, and its row says what the trainer did."""
     as_run = as_run_of(spec, config)
+    diffs = diff_algorithms(as_run, config)
+    gaps = {slot: lines for slot, lines in (gaps or {}).items() if lines}
+    if gaps:
+        diffs = [replace(d, status="modified", changed=d.changed or ("trainer setting without a kind",))
+                 if d.slot in gaps and d.status == "unchanged" else d for d in diffs]
     # The run's side has no words of its own: the spec's reasons are not the run's.
-    return _compare_html(spec, config, components_of(spec, as_run), components_of(None, config),
-                         diff_algorithms(as_run, config), run_label, run_id)
+    return _compare_html(spec, config, components_of(spec, as_run), components_of(None, config), diffs,
+                         run_label, run_id, gaps=gaps)
 
 
 def _compare_html(a: AlgorithmSpec, b: AlgorithmSpec | ResolvedAlgorithm, comps_a: dict[str, Component],
-                  comps_b: dict[str, Component], diffs, b_name: str, b_id: str) -> str:
+                  comps_b: dict[str, Component], diffs, b_name: str, b_id: str,
+                  gaps: dict[str, list[str]] | None = None) -> str:
     statuses = {d.slot: d.status for d in diffs}
     formulas = "".join(
         f'<div class="unipo-compare-formula" data-side="{side}"><p class="unipo-compare-formula-head">'
@@ -96,7 +106,8 @@ def _compare_html(a: AlgorithmSpec, b: AlgorithmSpec | ResolvedAlgorithm, comps_
     for d in diffs:
         changed = ""
         if d.status == "modified":
-            what = "component" if d.changed == ("kind",) else ", ".join(param_words(c) for c in d.changed)
+            what = "component" if d.changed == ("kind",) else ", ".join(
+                c if c == "trainer setting without a kind" else param_words(c) for c in d.changed)
             changed = f'<span class="unipo-diff-changed">changed: {escape_text(what)}</span>'
         why = comps_b[d.slot].explanation if d.status != "unchanged" else None
         if d.status == "unchanged":
@@ -114,7 +125,9 @@ def _compare_html(a: AlgorithmSpec, b: AlgorithmSpec | ResolvedAlgorithm, comps_
                     f'{changed}</summary>')
             body = (f'<div class="unipo-diff-sides">{sides}</div>'
                     + (f'<p class="unipo-diff-why"><span class="unipo-diff-algo">{escape_text(b_name)}</span> '
-                       f'{escape_text(why)}</p>' if why else ""))
+                       f'{escape_text(why)}</p>' if why else "")
+                    + "".join(f'<p class="unipo-diff-gap"><span class="unipo-diff-algo">{escape_text(b_name)}</span> '
+                              f'{escape_text(line)}</p>' for line in (gaps or {}).get(d.slot, [])))
             head, body = f'<details class="unipo-diff-detail">{head}', body + "</details>"
         (same if d.status == "unchanged" else rows).append(
             f'<li class="unipo-diff-row unipo-diff-{d.status}" data-slot="{d.slot}" data-status="{d.status}">'

@@ -99,6 +99,28 @@ def lacks(run: Run) -> list[str]:
     return out
 
 
+def import_gaps(header) -> dict[str, list[str]]:
+    """Slot -> what the trainer ran there that no kind expresses, as the import recorded it (TRL's header ``trl.gaps``,
+    OpenRLHF's ``openrlhf.gaps``, verl's and prime-rl's ``imported_from.gaps``): the run's components hold the
+    nearest kind, so the slot panel shows these slots as modified with these lines."""
+    extra = header.model_extra or {}
+    out: dict[str, list[str]] = {}
+
+    def add(slot, line):
+        if slot:
+            out.setdefault(str(slot), []).append(line)
+
+    for gap in (extra.get("trl") or {}).get("gaps") or []:
+        add(gap.get("slot"), f"ran TRL's {gap.get('trl')}: no kind expresses it; nearest: {gap.get('nearest')}")
+    for gap in (extra.get("openrlhf") or {}).get("gaps") or []:
+        add(gap.get("slot"), f"ran on OpenRLHF, which cannot do {gap.get('spec_says')}: {gap.get('nearest')}")
+    imported = extra.get("imported_from") if isinstance(extra.get("imported_from"), dict) else {}
+    for gap in imported.get("gaps") or []:
+        add(gap.get("slot"), f"ran {gap.get('setting')} = {gap.get('value')}: no kind expresses it; nearest: "
+                             f"{gap.get('nearest')}")
+    return out
+
+
 def _items(lines: list[str]) -> str:
     return "<ul>" + "".join(f"<li>{escape_text(line)}</li>" for line in lines) + "</ul>"
 
@@ -133,13 +155,17 @@ def explain_match(site: Site, run_id: str) -> str:
     """The nearest spec (first) above the run's resolved components (second), slot by slot."""
     run = run_of(site, run_id, "explain_match")
     match = match_of(site, run, "explain_match")
-    changed = sum(1 for d in match.diffs if d.changed)
+    gaps = import_gaps(run.header)
+    changed = sum(1 for d in match.diffs if d.changed or d.slot in gaps)
     verdict = (f"The run trained exactly the {match.spec.name} spec's components." if not changed else
                f"The run trained {changed} slot{'' if changed == 1 else 's'} differently from the {match.spec.name} "
                "spec: the chapter's words describe the spec, the views show what the run did.")
+    if gaps:
+        verdict += (" Slots marked for a trainer setting without a kind hold the nearest kind in the run's "
+                    "components; their rows say what the trainer ran.")
     head = (f'<p class="unipo-explain-match">Explained by <strong>{escape_text(match.spec.name)}</strong>: '
             f"{escape_text(match_sentence(site, run, match))}. {escape_text(verdict)}</p>")
-    return head + compare_run_html(match.spec, run.config, f"run {run.id}", run.id)
+    return head + compare_run_html(match.spec, run.config, f"run {run.id}", run.id, gaps=gaps)
 
 
 @macro(html=True, scripts=("explainer",))
@@ -168,7 +194,26 @@ def explain_run_card(site: Site, run_id: str) -> str:
                f"when the log was written or imported (the run header's notes)</p><p>{escape_text(notes)}</p></div>"
                if notes else '<p class="unipo-explain-derived">The run header has no notes: nothing was derived on '
                              "import.</p>")
-    return run_card_html(site, run, run.id) + lacking + derived
+    return run_card_html(site, run, run.id) + lacking + objectives_html(run) + derived
+
+
+def objectives_html(run: Run) -> str:
+    """Where an import found the token file's step objective and the trainer's own (steps.jsonl) apart: both
+    named, how far apart and why (``trl.objectives`` of the header); nothing where they agree."""
+    facts = ((run.header.model_extra or {}).get("trl") or {}).get("objectives") or {}
+    if not facts.get("differ"):
+        return ""
+    step = facts.get("at_step")
+    detail = run.reader.detail(step) if step is not None and step in run.token_steps() else None
+    extra = (detail.model_extra or {}) if detail is not None else {}
+    pair = (f" At step {step}: {detail.objective:.6g} in the token file, {extra['trl_objective']:.6g} "
+            "in steps.jsonl." if detail is not None and "trl_objective" in extra else "")
+    said = (f"On {fmt_num(facts['differ'])} of the {fmt_num(facts['steps'])} steps with token detail, the step "
+            "objective of the token file (the one the Step Inspector adds up) is not the Training Explorer's (minus "
+            f"TRL's loss): up to {fmt_num(facts['max_difference'])} apart." + pair)
+    why = f"They are {facts.get('reason') or 'two different things'}."
+    return ('<div class="admonition note unipo-explain-objectives"><p class="admonition-title">Two objectives per '
+            f"step</p><p>{escape_text(said)}</p><p>{escape_text(why)}</p></div>")
 
 
 assert set(TOKEN_ARRAYS) <= set(TokenArrays.model_fields)
