@@ -164,11 +164,30 @@ def test_sharpening_pairs_problems_and_reads_the_gap(tmp_path):
                        correct_greedy="1100", correct_sampled="1000")
     end = EvalRecord(step=2, phase="end", n=4, accuracy_greedy=0.5, accuracy_sampled=0.5, problems="eval rows 1-4",
                      correct_greedy="1100", correct_sampled="1100")
-    g0, g1, half, paired = LG.gap_interval(start, end)
+    g = LG.gap_reading(start, end)
     # per problem (g1 - s1) - (g0 - s0): 0, -1, 0, 0 -> mean -0.25, sd 0.5 -> half 1.96 * 0.5 / 2
-    assert (g0, g1, paired) == (0.25, 0.0, True) and half == pytest.approx(1.959963984540054 * 0.25)
-    unpaired = LG.gap_interval(start.model_copy(update={"correct_greedy": None}), end)
-    assert unpaired[3] is False and unpaired[2] > half
+    assert (g.start, g.end, g.paired) == (0.25, 0.0, True) and g.half == pytest.approx(1.959963984540054 * 0.25)
+    # the size's change, sign(end) d_end - sign(start) d_start with sign(0) = 0: -d_start = 0, -1, 0, 0: the same
+    assert g.size_change == -0.25 and g.size_half == pytest.approx(g.half)
+    unpaired = LG.gap_reading(start.model_copy(update={"correct_greedy": None}), end)
+    assert unpaired.paired is False and unpaired.half > g.half
+
+
+def test_the_size_of_a_gap_that_changes_sign():
+    """Sampled leads by 2 of 4 problems at the start (gap -0.5); greedy leads by 1 at the end
+    (+0.25): the signed change is +0.75, the size's change -0.25, and its per-problem terms
+    sign(end) d_end - sign(start) d_start = d_end + d_start are worked out by hand."""
+    start = EvalRecord(step=0, phase="start", n=4, accuracy_greedy=0.25, accuracy_sampled=0.75,
+                       problems="eval rows 1-4", correct_greedy="1000", correct_sampled="1110")
+    end = EvalRecord(step=2, phase="end", n=4, accuracy_greedy=0.5, accuracy_sampled=0.25,
+                     problems="eval rows 1-4", correct_greedy="1100", correct_sampled="0100")
+    g = LG.gap_reading(start, end)
+    assert (g.start, g.end) == (-0.5, 0.25) and g.size_change == pytest.approx(-0.25)
+    # d_start = 0, -1, -1, 0; d_end = 1, 0, 0, 0; d_end + d_start = 1, -1, -1, 0: mean -0.25, sd 0.9574
+    assert g.size_half == pytest.approx(1.959963984540054 * 0.957427 / 2, rel=1e-5)
+    # d_end - d_start = 1, 1, 1, 0: mean 0.75, sd 0.5
+    assert g.half == pytest.approx(1.959963984540054 * 0.25)
+    assert g.sampled_led and not g.closed and not g.widened
 
 
 def test_first_updates_and_ratio_extremes_from_the_metrics(tmp_path):
@@ -210,22 +229,37 @@ def _eval_pair(greedy_start, sampled_start, greedy_end, sampled_end, n=40):
     return [record("start", greedy_start, sampled_start), record("end", greedy_end, sampled_end)]
 
 
-@pytest.mark.parametrize("end_sampled, words", [
-    (0.5, "the gap closed in every run, clear of the noise"),
-    (0.1, "The gap closed clearly in none of them and widened clearly in 2 (DAPO, GRPO)"),
+@pytest.mark.parametrize("gaps, words", [
+    # greedy leads by 25 points, then the gap is 0: closed
+    ((0.5, 0.25, 0.5, 0.5), ["greedy accuracy led sampled accuracy in every run before training",
+                             "averaged 25 points before training and 0 after it",
+                             "its size shrank in every run, clear of the noise",
+                             "the policy samples its greedy answer more often."]),
+    # greedy leads by 25, then by 40: the gap widened
+    ((0.5, 0.25, 0.5, 0.1), ["averaged 25 points before training and 40 after it",
+                             "Its size shrank clearly in none and grew clearly in all 2",
+                             "those runs do not show sharpening in this measure."]),
+    # sampled leads by 25, then the two agree: the gap's size closed (the signed gap rose)
+    ((0.25, 0.5, 0.5, 0.5), ["sampled accuracy led greedy accuracy in every run before training",
+                             "averaged \u221225 points before training and 0 after it, 25 and 0 points in size",
+                             "its size shrank in every run, clear of the noise",
+                             "a closing gap means greedy decoding caught up with the samples"]),
+    # sampled leads by 25, greedy leads by 25 at the end: the size is unchanged and the sign crossed
+    ((0.25, 0.5, 0.5, 0.25), ["averaged \u221225 points before training and 25 after it, 25 and 25 points in size",
+                              "Its size shrank clearly in none; in 2 the change of its size is within the noise",
+                              "The gap changed sign, clear of zero at the end, in all 2",
+                              "neither show sharpening nor rule it out"]),
 ])
-def test_sharpening_verdict_follows_the_gap(tmp_path, end_sampled, words):
-    """Greedy leads sampled by 25 points at the start; at the end the gap is 0 (closed) or 40
-    points (widened): the sentence says which, and what that means for sharpening."""
+def test_sharpening_verdict_reads_the_size_of_the_gap(tmp_path, gaps, words):
+    """Hand-made start and end evaluations for each pattern the measure must tell apart: a gap
+    that closes, one that widens, one that starts with sampled ahead and closes (a signed measure
+    read this as widening), and one that changes sign at the same size."""
     for algorithm in ("grpo", "dapo"):
-        write_metric_run(tmp_path / algorithm, algorithm, rollouts=4, evals=_eval_pair(0.5, 0.25, 0.5, end_sampled))
+        write_metric_run(tmp_path / algorithm, algorithm, rollouts=4, evals=_eval_pair(*gaps))
     text = bound_macros(tmp_path)["sharpening_verdict"]()
-    assert text.startswith("Across the 2 runs of this build, greedy accuracy led sampled accuracy by 25 points")
-    assert words in text
-    if end_sampled == 0.5:
-        assert text.endswith("the policy samples its greedy answer more often.")
-    else:
-        assert "by 40 after it" in text and "so those runs do not show sharpening in this measure." in text
+    assert text.startswith("Across the 2 runs of this build, ")
+    for w in words:
+        assert w in text, (w, text)
 
 
 def test_first_updates_off_by_more_than_rounding_are_not_called_policy_gradient_steps(tmp_path):

@@ -207,10 +207,53 @@ def gap(record: EvalRecord) -> float | None:
     return record.accuracy_greedy - record.accuracy_sampled
 
 
-def gap_interval(start: EvalRecord, end: EvalRecord) -> tuple[float, float, float, bool] | None:
-    """(gap at start, gap at end, 95% half-width of the change, paired) for greedy minus sampled
-    accuracy; paired problem by problem when both evaluations logged their results, else four
-    independent binomial proportions."""
+@dataclass(frozen=True)
+class GapReading:
+    """Greedy minus sampled accuracy of one run at its start and end evaluations, read for its size.
+
+    ``half`` is the 95% half-width of the signed change (end - start); ``size_half`` that of the
+    change of the gap's size, |end| - |start|, taken problem by problem with each gap's sign held
+    at its estimate (the per-problem term is sign(end) * d_end - sign(start) * d_start); ``end_half``
+    that of the end gap itself, to tell a gap that crossed zero from one that merely reached it."""
+
+    start: float
+    end: float
+    half: float
+    size_half: float
+    end_half: float
+    paired: bool
+
+    @property
+    def size_change(self) -> float:
+        return abs(self.end) - abs(self.start)
+
+    @property
+    def closed(self) -> bool:
+        """The gap's size shrank, clear of the noise."""
+        return self.size_change < -self.size_half
+
+    @property
+    def widened(self) -> bool:
+        return self.size_change > self.size_half
+
+    @property
+    def crossed(self) -> bool:
+        """The gap changed sign: the other decoding leads at the end, clear of zero."""
+        return self.start * self.end < 0 and abs(self.end) > self.end_half
+
+    @property
+    def sampled_led(self) -> bool:
+        """Sampled accuracy was above greedy accuracy at the start."""
+        return self.start < 0
+
+
+def _sign(value: float) -> float:
+    return 1.0 if value > 0 else -1.0 if value < 0 else 0.0
+
+
+def gap_reading(start: EvalRecord, end: EvalRecord) -> GapReading | None:
+    """The gap at a run's start and end, with the intervals of its change, of its size's change
+    and of the end gap (paired when both evaluations logged per-problem results)."""
     g0, g1 = gap(start), gap(end)
     if g0 is None or g1 is None:
         return None
@@ -219,30 +262,42 @@ def gap_interval(start: EvalRecord, end: EvalRecord) -> tuple[float, float, floa
     if all(bits) and all(c is not None for c in counts):
         n = min(counts)
         d = np.array([[int(c) for c in b[:n]] for b in bits], dtype=np.float64)
-        per_problem = (d[2] - d[3]) - (d[0] - d[1])
-        half = Z95 * float(np.std(per_problem, ddof=1)) / math.sqrt(n) if n > 1 else float("inf")
-        return float(np.mean(d[0] - d[1])), float(np.mean(d[2] - d[3])), half, True
-    var = sum(p * (1 - p) / e.n for e in (start, end) for p in (e.accuracy_greedy, e.accuracy_sampled))
-    return g0, g1, Z95 * math.sqrt(var), False
+        d0, d1 = d[0] - d[1], d[2] - d[3]
+        g0, g1 = float(np.mean(d0)), float(np.mean(d1))
+
+        def half_of(per_problem: np.ndarray) -> float:
+            return Z95 * float(np.std(per_problem, ddof=1)) / math.sqrt(n) if n > 1 else float("inf")
+        return GapReading(g0, g1, half_of(d1 - d0), half_of(_sign(g1) * d1 - _sign(g0) * d0), half_of(d1), True)
+    var_start = sum(p * (1 - p) / start.n for p in (start.accuracy_greedy, start.accuracy_sampled))
+    var_end = sum(p * (1 - p) / end.n for p in (end.accuracy_greedy, end.accuracy_sampled))
+    half = Z95 * math.sqrt(var_start + var_end)
+    return GapReading(g0, g1, half, half, Z95 * math.sqrt(var_end), False)
 
 
-def sharpening_rows(site: Site) -> list[tuple[Run, tuple[float, float, float, bool] | None]]:
+def sharpening_rows(site: Site) -> list[tuple[Run, GapReading | None]]:
     out = []
     for run in site.catalog.loaded():
         start, end = start_and_end(run.evals)
-        out.append((run, gap_interval(start, end) if start is not None and end is not None else None))
+        out.append((run, gap_reading(start, end) if start is not None and end is not None else None))
     return out
 
 
 @dataclass(frozen=True)
 class Sharpening:
-    """Greedy minus sampled held-out accuracy over every run with both at its start and end."""
+    """The size of the gap between greedy and sampled held-out accuracy, over every run with both
+    at its start and end. Sharpening predicts that the gap closes: the policy samples its greedy
+    answer more often. The measure reads the gap's size, so a gap that starts with sampled ahead
+    and shrinks towards zero is a closing gap, and one that changes sign is named as such."""
 
     n: int  # runs measured
-    closed: tuple[str, ...] = ()  # labels of the runs whose gap closed clearly
-    opened: tuple[str, ...] = ()  # ... and widened clearly
-    start: float = 0.0  # the mean gap before training (a share: 0.05 is 5 points)
+    closed: tuple[str, ...] = ()  # labels of the runs whose gap's size shrank clearly
+    opened: tuple[str, ...] = ()  # ... and grew clearly
+    crossed: tuple[str, ...] = ()  # ... whose gap changed sign, clear of zero at the end
+    start: float = 0.0  # the mean signed gap (greedy minus sampled) before training (a share)
     end: float = 0.0  # ... and after it
+    start_size: float = 0.0  # the mean size of the gap before training
+    end_size: float = 0.0  # ... and after it
+    sampled_led: int = 0  # runs in which sampled accuracy led greedy at the start
     paired: bool = True
 
     @property
@@ -251,39 +306,76 @@ class Sharpening:
 
 
 def sharpening_measure(site: Site) -> Sharpening:
-    rows = [(run, g) for run, g in sharpening_rows(site) if g is not None]
+    rows = [(site.run_label(run), g) for run, g in sharpening_rows(site) if g is not None]
     if not rows:
         return Sharpening(0)
-    closed = tuple(site.run_label(run) for run, (g0, g1, half, _) in rows if g1 - g0 < -half)
-    opened = tuple(site.run_label(run) for run, (g0, g1, half, _) in rows if g1 - g0 > half)
-    return Sharpening(len(rows), closed, opened, float(np.mean([g[0] for _, g in rows])),
-                      float(np.mean([g[1] for _, g in rows])), all(g[3] for _, g in rows))
+    gaps = [g for _, g in rows]
+    return Sharpening(
+        len(rows),
+        closed=tuple(label for label, g in rows if g.closed),
+        opened=tuple(label for label, g in rows if g.widened),
+        crossed=tuple(label for label, g in rows if g.crossed),
+        start=float(np.mean([g.start for g in gaps])), end=float(np.mean([g.end for g in gaps])),
+        start_size=float(np.mean([abs(g.start) for g in gaps])), end_size=float(np.mean([abs(g.end) for g in gaps])),
+        sampled_led=sum(1 for g in gaps if g.sampled_led), paired=all(g.paired for g in gaps))
+
+
+def _named(count: int, labels: tuple[str, ...], total: int) -> str:
+    """'2 (GRPO, DAPO)'; 'all 3'; 'none'."""
+    if not labels:
+        return "none"
+    if len(labels) == total and total > 1:
+        return f"all {fmt_num(total)}"
+    return f"{fmt_num(count)} (" + ", ".join(labels) + ")"
+
+
+def _lead_words(m: Sharpening) -> str:
+    """Which decoding led at the start, in every run or in how many."""
+    if m.sampled_led == 0:
+        return "greedy accuracy led sampled accuracy in every run"
+    if m.sampled_led == m.n:
+        return "sampled accuracy led greedy accuracy in every run"
+    return (f"greedy accuracy led sampled accuracy in {fmt_num(m.n - m.sampled_led)} runs and sampled led greedy in "
+            f"{fmt_num(m.sampled_led)}")
 
 
 def sharpening_words(m: Sharpening) -> str:
     if m.n == 0:
         return ("No run of this build evaluated both greedy and sampled answers at its start and end, so whether the "
                 "gap between them closed cannot be measured here.")
-    head = (f"Across the {fmt_num(m.n)} runs of this build, greedy accuracy led sampled accuracy by "
-            f"{share_points(m.start)} points on average before training and by {share_points(m.end)} after it")
-    basis = ("each run's change is judged against its 95% interval, "
+    head = (f"Across the {fmt_num(m.n)} runs of this build, {_lead_words(m)} before training; the gap between them "
+            f"(greedy minus sampled) averaged {share_points(m.start)} points before training and "
+            f"{share_points(m.end)} after it, {share_points(m.start_size)} and {share_points(m.end_size)} points "
+            "in size")
+    basis = ("each run's change of the gap's size is judged against its 95% interval, "
              + ("problem by problem" if m.paired else "from the accuracies alone where problems were not logged"))
+    if m.sampled_led == m.n:
+        caveat = (" Here sampling beat the greedy answer at the start, so a closing gap means greedy decoding caught up "
+                  "with the samples, not only that the samples concentrated on the greedy answer.")
+    elif m.sampled_led:
+        caveat = (" Where sampling beat the greedy answer at the start, a closing gap means greedy decoding caught up "
+                  "with the samples.")
+    else:
+        caveat = ""
+    crossed = ""
+    if m.crossed:
+        crossed = (f" The gap changed sign, clear of zero at the end, in {_named(len(m.crossed), m.crossed, m.n)}: "
+                   "the decoding that trailed at the start led at the end.")
     if len(m.closed) == m.n:
-        return (f"{head}: the gap closed in every run, clear of the noise ({basis}). That is the mark of sharpening: "
-                "the policy samples its greedy answer more often.")
-    text = f"{head}. The gap closed clearly in {fmt_num(len(m.closed)) if m.closed else 'none'} of them"
+        return (f"{head}: its size shrank in every run, clear of the noise ({basis}). That is the mark of "
+                f"sharpening: the policy samples its greedy answer more often.{crossed}{caveat}")
+    text = f"{head}. Its size shrank clearly in {_named(len(m.closed), m.closed, m.n)}"
     if m.opened:
-        text += f" and widened clearly in {fmt_num(len(m.opened))} (" + ", ".join(m.opened) + ")"
+        text += f" and grew clearly in {_named(len(m.opened), m.opened, m.n)}"
     if m.within_noise:
-        text += f"; in {fmt_num(m.within_noise)} the change is within the noise"
-    text += f"; {basis}."
+        text += f"; in {fmt_num(m.within_noise)} the change of its size is within the noise"
+    text += f"; {basis}.{crossed}"
     if len(m.opened) > len(m.closed):
-        return text + (" Where it widened, greedy accuracy rose by more than sampled accuracy: the policy's "
-                       "likeliest answer improved faster than its samples caught up with it, so those runs do not "
-                       "show sharpening in this measure.")
+        return text + (" Where the gap grew, the decoding that led pulled further ahead of the other: those runs do "
+                       f"not show sharpening in this measure.{caveat}")
     if len(m.closed) > len(m.opened):
-        return text + " Where it closed, the policy came to sample its greedy answer more often: sharpening."
-    return text + " So these runs neither show sharpening nor rule it out."
+        return text + f" Where it shrank, greedy and sampled answers came to agree more often: sharpening.{caveat}"
+    return text + f" So these runs neither show sharpening nor rule it out.{caveat}"
 
 
 def sharpening_verdict_text(site: Site) -> str:
