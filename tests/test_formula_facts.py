@@ -233,3 +233,19 @@ def test_slot_counts_in_prose_come_from_the_diff():
     assert m["slot_diff_count"]("reinforce", "ppo", "added") == "three"
     assert m["slot_diff_count"]("dr_grpo", "dapo_dr") == "one"  # the filter alone
     assert m["slot_diff_count"]("grpo", "grpo") == "no"
+
+
+def test_truncated_importance_sampling_is_described_with_its_cap_and_its_logged_side():
+    """The anatomy chapter's TIS paragraph: the weight is capped at a constant above one (not at
+    one), masking is the other variant, the logs show only the lower side min(1, .), and this
+    trainer logs the weight without applying it."""
+    from unipo_build.project import find_root
+
+    text = (find_root() / "docs" / "course" / "anatomy.md").read_text(encoding="utf-8")
+    start = text.index("Truncated importance sampling (TIS")
+    paragraph = " ".join(text[start:text.index("\n\n", start)].split())
+    assert r"capped at a constant \(C\) above one (2 in their write-up)" in paragraph
+    assert r"w=\min(\pi_{\text{train}}/\pi_{\text{sample}},\,C)" in paragraph
+    assert "Masked importance sampling (MIS) drops a token, or a whole answer" in paragraph
+    assert r"the weight's lower side only, \(\min(1, \pi_{\text{train}}/\pi_{\text{sample}})\)" in paragraph
+    assert "logs the weight without applying it" in paragraph

@@ -293,6 +293,9 @@ def test_sampling_mismatch_sentence_from_the_logs(tmp_path):
                            "both log-probs.")
     assert "over their updates: GRPO 0.015; the largest single gap, 0.5." in text  # mean of 0.02, 0.015, 0.01
     assert "averages 0.99, and its smallest value on a token is 0.6." in text
+    # a weight one point below 1 on average is worded as a correction that would matter
+    assert "Applied, it would scale the average token's term down by at most 1" in text
+    assert text.endswith("enough to change what the update does.")
 
 
 # ---------------------------------------------------------------------------

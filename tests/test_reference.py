@@ -147,7 +147,7 @@ def test_ppo_formula_puts_the_kl_in_the_reward():
 def test_dapo_formula():
     rows = rows_of(F.objective_latex(SPECS["dapo"]))
     assert "1-0.2,1+0.28" in rows[1] and "unipo-slot-kl" not in "".join(rows)
-    assert r"\frac{1}{\sum_{i=1}^{G}|o_i|}" in rows[1]
+    assert r"\frac{B}{\sum_{j=1}^{BG}|o_j|}" in rows[1]
     assert slots_in(rows[2]) == {"filter", "shaping"}
     assert r"r_i\leftarrow r_i+R_{\text{length}}(o_i)" in rows[2]
     assert any(r"\begin{cases}" in row and "unipo-slot-shaping" in row for row in rows[3:])

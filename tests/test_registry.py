@@ -113,3 +113,25 @@ def test_recomputation_checks_weights_by_the_registrys_properties():
             assert f"is not the {kind} weight" in problems
         else:
             assert f"{kind} weights differ between tokens" in problems
+
+
+def test_the_token_mean_card_divides_by_the_batch_like_its_weights():
+    """DAPO's token mean weighs every token of the batch by one over all the batch's tokens. Its card
+    must say so: a normaliser written as one group's lengths (the paper's notation) would give the
+    tokens of a group of short answers a larger weight than the weights the objective computes.
+    Two groups of two answers, lengths (1, 3) and (2, 6): 12 tokens, every weight 1/12."""
+    kind = registry.kind("aggregation", "token_mean")
+    mask = np.zeros((4, 6))
+    for row, length in enumerate((1, 3, 2, 6)):
+        mask[row, :length] = 1.0
+    weights = np.asarray(kind.apply(mask, {}))
+    assert np.allclose(weights[mask > 0], 1 / 12) and np.all(weights[mask == 0] == 0)
+    tex = kind.latex({})
+    # inside the expectation over one group: B / (all the batch's tokens); averaged over the B = 2
+    # groups that is 1/12 a token, the weight above (one group's sum would give the first 1/4 / 2)
+    assert tex.startswith(r"\frac{B}{\sum_{j=1}^{BG}|o_j|}\sum_{i=1}^{G}")
+    B, total = 2, mask.sum()
+    assert B / total / B == pytest.approx(weights[0, 0])
+    assert r"\sum_{i=1}^{G}|o_i|" not in tex
+    terms = {t.key: t.symbol for t in kind.terms}
+    assert terms["total_length"] == r"\sum_{j=1}^{BG}|o_j|" and "batch" in kind.summary

@@ -431,8 +431,13 @@ register("aggregation", "seq_mean_token_mean", NoParams,
                                          + tex_fraction(w)))
 register("aggregation", "token_mean", NoParams,
          "One average over every token of the batch: every token weighs the same.",
-         lambda p: r"\frac{1}{\sum_{i=1}^{G}|o_i|}\sum_{i=1}^{G}\sum_{t=1}^{|o_i|}",
-         (Term("total_length", r"\sum_i|o_i|", "All response tokens together: each token weighs one over this, so long responses carry more of the total."),),
+         # The normaliser is the batch's: B groups of G responses. Inside the expectation over one
+         # group it reads B / (all the batch's tokens), so that averaging over the B groups gives each
+         # token the weight 1 / sum_j |o_j| that the weights below compute (verl token-mean; the DAPO
+         # paper writes the sum over one group's lengths inside its expectation).
+         lambda p: r"\frac{B}{\sum_{j=1}^{BG}|o_j|}\sum_{i=1}^{G}\sum_{t=1}^{|o_i|},\quad B=\text{groups in the batch}",
+         (Term("total_length", r"\sum_{j=1}^{BG}|o_j|", "All response tokens of the batch together (B groups of G responses): each token weighs one over this, so long responses carry more of the total."),
+          Term("B", r"B", "The number of prompt groups in the batch (in the update's minibatch).")),
          fn=C.token_mean_weights, apply=lambda mask, p: C.token_mean_weights(mask),
          label="mean over every token of the batch", weight_tex=r"w_{i,t}=\frac{1}{\sum_{j}|o_j|}",
          uniform_weights=True,

@@ -141,6 +141,11 @@ def _runs(n: int) -> str:
     return f"{count_word(n)} run" + ("" if n == 1 else "s")
 
 
+#: A truncated importance weight that scales terms down by less than this share (half a percent)
+#: on average is worded as a correction that would change little.
+NEGLIGIBLE_TIS_SHIFT = 0.005
+
+
 def sampling_mismatch_text(site: Site) -> str:
     runs = course_runs(site)[0]
     logged = [(r, m) for r in runs if (m := mismatch_summary(r)) is not None]
@@ -164,6 +169,10 @@ def sampling_mismatch_text(site: Site) -> str:
                   else f"{fmt_num(min(tis), 4)} to {fmt_num(max(tis), 4)} across these runs")
         text += (f" The truncated importance weight min(1, π_train/π_sample) averages {spread}"
                  + (f", and its smallest value on a token is {fmt_num(min(tis_min), 3)}." if tis_min else "."))
+        shift = 1.0 - min(tis)
+        text += (f" Applied, it would scale the average token's term down by at most {fmt_pct(shift, 2)}"
+                 + (", so in these runs the correction would change little." if shift < NEGLIGIBLE_TIS_SHIFT else
+                    ", enough to change what the update does."))
     return text
 
 
