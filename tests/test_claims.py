@@ -139,7 +139,8 @@ def test_the_words_follow_the_runs(worlds):
     assert works["entropy"].startswith("Entropy fell less under DAPO than under GRPO")
     assert "three seeds each" in works["entropy"] and "fell 5%" in works["entropy"] and "fell 38%" in works["entropy"]
     assert fails["entropy"].startswith("Entropy fell more under DAPO than under GRPO, not less")
-    assert "clip-higher did not keep entropy up" in fails["entropy"]
+    # DAPO and GRPO differ in five slots: the words do not lay the difference at clip-higher's door
+    assert "clip-higher" not in fails["entropy"] and "clip-higher" not in works["entropy"]
     assert works["high"].startswith("DAPO clipped fewer tokens on the high side than GRPO")
     assert fails["high"].startswith("DAPO clipped more tokens on the high side than GRPO, not fewer")
     # GRPO has three seeds, Dr. GRPO one: the words say so

@@ -87,7 +87,11 @@ def test_a_claim_a_catalogue_cannot_measure_says_why(tmp_path):
     assert fill.status == "unmeasurable" and fill.number == ""
     assert fill.reason == "it has no run of DAPO with a sampling filter"
     entropy = S.read_entropy(site)
-    assert entropy.status == "unmeasurable" and "DAPO" in entropy.reason
+    # the claim reads the ladder's clip-only rung, which this catalogue has no run of
+    assert entropy.status == "unmeasurable" and entropy.reason == "the build has no run of the + clip-higher rung"
+    assert entropy.text == ("Entropy along the DAPO ladder cannot be measured in this build: no rung has a finished "
+                            "run that logs entropy (entropy/mean).")
+    assert S.read_clip_higher(site).status == "unmeasurable"
 
 
 def test_filter_fill_is_the_shipped_dapo_runs_counted_by_hand():
@@ -124,16 +128,15 @@ def r(status, sign, reason="", finding=""):
 
 @pytest.mark.parametrize("base, other, kind, words", [
     (r("shown", 1), r("shown", 1), "same", "Holds at both scales: clear of the noise in both sets and the same way "
-                                           "(DAPO's entropy fell less, as predicted)."),
+                                           "(entropy fell less with the clip, as predicted)."),
     (r("contradicted", -1), r("contradicted", -1), "same", "against the prediction"),
-    (r("shown", 1), r("contradicted", -1), "differs", "Reverses at scale: clear of the noise in both sets, but DAPO's "
-                                                      "entropy fell less in the A and DAPO's entropy fell more in the B."),
+    (r("shown", 1), r("contradicted", -1), "differs", "Reverses at scale: clear of the noise in both sets, but entropy fell less with the clip in the A and entropy fell more with the clip in the B."),
     (r("shown", 1), r("unclear", 1, "the seeds of the two overlap"), "differs",
-     "Clear only in the A (DAPO's entropy fell less); in the B it is within the noise, though it points the same "
+     "Clear only in the A (entropy fell less with the clip); in the B it is within the noise, though it points the same "
      "way: the seeds of the two overlap."),
-    (r("unclear", -1, "x"), r("contradicted", -1), "differs", "Clear only in the B (DAPO's entropy fell more); in the A"),
+    (r("unclear", -1, "x"), r("contradicted", -1), "differs", "Clear only in the B (entropy fell more with the clip); in the A"),
     (r("unclear", 1, "x"), r("unclear", -1, "y"), "differs", "Within the noise in both sets, and they point different ways"),
-    (r("unclear", -1, "x"), r("unclear", -1, "y"), "same", "though both point the same way (DAPO's entropy fell more)"),
+    (r("unclear", -1, "x"), r("unclear", -1, "y"), "same", "though both point the same way (entropy fell more with the clip)"),
     (r("shown", 1), r("unmeasurable", 0, "the build has no run of DAPO"), "missing",
      "Not visible in the B: the build has no run of DAPO. Only the A measures it"),
     (r("unmeasurable", 0, "p"), r("unmeasurable", 0, "q"), "missing", "Not measurable in either set: in the A, p; in the B, q."),
@@ -159,8 +162,11 @@ def test_page_with_a_stand_in_second_set_words_each_side_by_the_chapters_macros(
     found = cards(html)
     assert list(found) == [c.key for c in S.SCALE_CLAIMS]
     chapter_tiny, chapter_gpu = bound_macros(RUNS), bound_macros(gpu)
-    calls = {"length_growth": ("effect", ("length_grows", "grpo")), "entropy": ("effect", ("entropy_kept", "dapo", "grpo")),
-             "clip_higher": ("effect", ("fewer_high_clips", "dapo", "grpo")),
+    # entropy and clip-higher read the ladder's clip-only rung (the chapters' ladder sentence); the
+    # clip-higher card words the rung pair with the chapters' claim
+    calls = {"length_growth": ("effect", ("length_grows", "grpo")), "entropy": ("ladder_entropy_verdict", ("dapo",)),
+             "clip_higher": ("effect", ("fewer_high_clips", "ladder_clip_higher", "ladder_no_kl",
+                                        ["the + clip-higher rung", "the GRPO \u2212 KL rung"])),
              "length_bias": ("effect", ("length_bias", "grpo", "dr_grpo")), "filter_fill": ("batch_fill", ("dapo",)),
              "heldout": ("learning_verdict", ("grpo",)), "sharpening": ("sharpening_verdict", ())}
     for key, (name, args) in calls.items():
@@ -175,6 +181,13 @@ def test_page_with_a_stand_in_second_set_words_each_side_by_the_chapters_macros(
     assert sides(found["filter_fill"])["CPU set (tiny)"][0].endswith("of 300 rollouts used every round")
     # copies of shipped runs: GRPO learned in both, so the held-out verdict is the same
     assert verdicts(found["heldout"])[0][0] == "same"
+    # every core algorithm has a held-out card, folded under one line with each set's gains
+    # (the stand-in holds no PPO or REINFORCE run: their cards say so on its side)
+    assert {"heldout_dapo", "heldout_dr_grpo", "heldout_ppo", "heldout_reinforce"} <= set(found)
+    summary = unescape(re.search(r"<summary>(Held-out change of each core algorithm.*?)</summary>", html).group(1))
+    assert summary.startswith("Held-out change of each core algorithm, points (CPU set (tiny) | GPU set): GRPO ")
+    assert "; PPO +19.7 to +20.4 | not measurable; REINFORCE +14.1 to +22.3 | not measurable" in summary
+    assert verdicts(found["heldout_ppo"])[0][0] == "missing"
     # each side names its set, from its runs' headers (the stand-in: 4 copies of tiny runs, 1 or 2 seeds)
     assert gists(found["entropy"]) == {
         "CPU set (tiny)": "tiny preset, 1,060,480 parameters, 100 rollouts, seeds: 3 per core algorithm",

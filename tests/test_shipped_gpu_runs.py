@@ -87,3 +87,23 @@ def test_group_methods_gain_beyond_noise_on_every_seed(path):
 def test_sampling_and_training_log_probs_are_both_logged():
     first = next(runlog.iter_steps(SHIPPED[0]))
     assert any(k.startswith("mismatch/") for k in first.metrics), sorted(first.metrics)
+
+
+def test_the_sharpening_measure_reads_each_grpo_seeds_gap_by_its_size():
+    """Issue 28: every GPU run starts with sampled accuracy above greedy, so a signed measure read
+    a gap that shrank or changed sign as a widening. Read by its size, each GRPO seed's gap either
+    shrank clearly or changed sign, and none grew; the verdict sentence names them so."""
+    from unipo_build.views import lessons_groups as LG
+    from unipo_build.views.site import Site
+
+    site = Site(root=ROOT, runs_where=RUNS)
+    rows = {run.id: g for run, g in LG.sharpening_rows(site) if g is not None}
+    grpo = [rid for rid in rows if rid == "grpo" or rid.startswith("grpo-s")]
+    assert grpo, "no GRPO run with greedy and sampled evaluations"
+    for rid in grpo:
+        g = rows[rid]
+        assert g.sampled_led and not g.widened and (g.closed or g.crossed), (rid, g)
+    words = LG.sharpening_verdict_text(site)
+    assert "sampled accuracy led greedy accuracy in every run before training" in words
+    m = LG.sharpening_measure(site)
+    assert {site.run_label(site.run(rid)) for rid in grpo} <= set(m.closed) | set(m.crossed)

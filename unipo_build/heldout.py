@@ -107,15 +107,17 @@ def problem_count(record: EvalRecord) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def compare(start: EvalRecord, end: EvalRecord, mode: Mode = "greedy") -> HeldOutChange | None:
-    """The change from `start` to `end` in `mode` accuracy; paired when both logged their problems."""
+def compare(start: EvalRecord, end: EvalRecord, mode: Mode = "greedy", rows: int | None = None) -> HeldOutChange | None:
+    """The change from `start` to `end` in `mode` accuracy; paired when both logged their problems
+    (on their common first rows, and on at most ``rows`` of them when given, so that changes of
+    several runs can be read on the same problems)."""
     a, b = getattr(start, f"accuracy_{mode}"), getattr(end, f"accuracy_{mode}")
     if a is None or b is None:
         return None
     bits_a, bits_b = getattr(start, f"correct_{mode}"), getattr(end, f"correct_{mode}")
     na, nb = problem_count(start), problem_count(end)
     if bits_a and bits_b and na is not None and nb is not None:
-        n = min(na, nb)
+        n = min(na, nb) if rows is None else min(na, nb, rows)
         return paired_change(bits_a[:n], bits_b[:n], mode)
     return unpaired_change(a, start.n, b, end.n, mode)
 

@@ -76,6 +76,12 @@ class Result:
     b: Side | None
     verdict: Verdict
     note: str  # the cause note (comparisons)
+    apart: tuple[str, ...] = ()  # comparisons: the slots in which the two sides' specs differ
+
+    @property
+    def slot_alone(self) -> bool:
+        """The two sides differ in the claim's slot and nothing else, so the slot is the cause."""
+        return len(self.apart) == 1
 
     @property
     def basis(self) -> str:
@@ -101,23 +107,34 @@ class Claim:
 # The words of each claim
 # ---------------------------------------------------------------------------
 
+def capitalised(text: str) -> str:
+    """A sentence that opens with a page's label ("the clip-higher rung ...") starts with a capital."""
+    return text[:1].upper() + text[1:]
+
+
 def unmeasurable_text(claim: "Claim", r: Result) -> str:
     b = claim.than.format(b=r.b.name) if r.b is not None else ""
     return f"Whether {claim.what.format(a=r.a.name, b=b)} cannot be measured in this build: {r.verdict.reason}."
 
 
 def _entropy(r: Result) -> str:
+    """Clip-higher is named as the cause only when the two sides differ in the clip alone (an
+    ablation rung and the rung before it); between DAPO and GRPO, five slots apart, the words say
+    what the runs show and the cause note lists the candidates."""
     a, b = r.a, r.b
     both = (f"from the first tenth of training to the last, entropy {values_text(a, relative_change_words, signed_pct)} "
             f"under {a.name} and {values_text(b, relative_change_words, signed_pct)} under {b.name} ({r.basis})")
     status = r.verdict.status
     if status == "shown":
-        return r.noted(f"Entropy fell less under {a.name} than under {b.name}: {both}. That is what clip-higher is "
-                       "meant to do.")
+        return r.noted(f"Entropy fell less under {a.name} than under {b.name}: {both}."
+                       + (" That is what clip-higher is meant to do." if r.slot_alone else ""))
     if status == "contradicted":
-        return r.noted(f"Entropy fell more under {a.name} than under {b.name}, not less: {both}. In these runs "
-                       "clip-higher did not keep entropy up.")
-    return r.noted(f"These runs neither show nor contradict that clip-higher keeps entropy up: {both}, and "
+        return r.noted(f"Entropy fell more under {a.name} than under {b.name}, not less: {both}."
+                       + (" In these runs clip-higher did not keep entropy up." if r.slot_alone else ""))
+    if r.slot_alone:
+        return r.noted(f"These runs neither show nor contradict that clip-higher keeps entropy up: {both}, and "
+                       f"{r.verdict.reason}.")
+    return r.noted(f"These runs do not show entropy falling less under {a.name} than under {b.name}: {both}, and "
                    f"{r.verdict.reason}.")
 
 
@@ -127,8 +144,8 @@ def _fewer_high(r: Result) -> str:
             f"after the first of each rollout ({r.basis})")
     status = r.verdict.status
     if status == "shown":
-        return r.noted(f"{a.name} clipped fewer tokens on the high side than {b.name}, as its higher upper bound "
-                       f"leads one to expect: {both}.")
+        expected = ", as its higher upper bound leads one to expect" if r.slot_alone else ""
+        return r.noted(f"{a.name} clipped fewer tokens on the high side than {b.name}{expected}: {both}.")
     if status == "contradicted":
         return r.noted(f"{a.name} clipped more tokens on the high side than {b.name}, not fewer: {both}. A higher "
                        "bound clips fewer tokens only if the ratios drift as far; how far they drift depends on "
@@ -273,7 +290,7 @@ def claim_result(site: Site, key: str, first: str, second: str | None = None,
     side_b = measure_side(name_b, runs_b, claim.measure())
     verdict = compare(side_a, side_b, claim.predicted)
     note = cause_note(name_a, name_b, runs_a, runs_b, claim.slot) if verdict.status != "unmeasurable" else ""
-    return Result(side_a, side_b, verdict, note)
+    return Result(side_a, side_b, verdict, note, tuple(slots_apart(runs_a, runs_b)))
 
 
 def _needs_overlong(side: Side) -> Side:
@@ -429,7 +446,7 @@ def effect(site: Site, claim: str, first: str, second: str | None = None, labels
     r = claim_result(site, claim, str(first), None if second is None else str(second), labels)
     if r.verdict.status == "unmeasurable":
         return unmeasurable_text(CLAIMS[claim], r)
-    return CLAIMS[claim].words(r)
+    return capitalised(CLAIMS[claim].words(r))
 
 
 @macro

@@ -34,15 +34,18 @@ from .claims import (
     Result,
     batch_fill_measure,
     batch_fill_words,
+    capitalised,
     claim_result,
     unmeasurable_text,
 )
 from .common import site_root
 from .effects import Side, pct, signed, signed_pct
+from .ladder_effects import entropy_ladder, entropy_ladder_words
 from .fmt import escape_text, fmt_num, fmt_pct, fmt_signed_points, note_html
 from .lessons_groups import share_points, sharpening_measure, sharpening_words
 from .run_facts import COURSE_ALGORITHMS
 from .seeds import algorithm_runs, runs_of
+from .set_differences import run_setup, set_differences_html
 from .site import AuthorError, Site, macro
 from .spec_facts import and_names, count_word
 from .verdicts import changes_of, learning_verdict_text
@@ -68,6 +71,7 @@ class Reading:
     sign: int  # the direction measured: +1, -1, or 0 (none, or a yes/no finding)
     reason: str = ""  # unmeasurable: why, in a reader's words
     finding: str = ""  # a yes/no claim (a full batch): what was found, compared as is between sets
+    short: str = ""  # the figure in a few characters, for a folded group's summary line
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,9 @@ class ScaleClaim:
     #: How the claim's direction reads, for the verdict: what +1 and -1 mean.
     up: str
     down: str
+    #: Claims of one group (the held-out change of each core algorithm) are folded together under
+    #: one summary line that gives each card's verdict, so the page keeps its height budget.
+    group: str = ""
 
 
 def _sign(value: float) -> int:
@@ -122,11 +129,33 @@ def read_length_growth(site: Site) -> Reading:
 
 
 def read_entropy(site: Site) -> Reading:
-    return _effect_reading(site, "entropy_kept", "dapo", "grpo", lambda r: _pair(r, signed_pct))
+    """Entropy and clip-higher, read on the ladder rung that changes the clip alone (DAPO against GRPO
+    differs in five slots and cannot isolate it), with the rung whose step is largest."""
+    m = entropy_ladder(site)
+    text = entropy_ladder_words(m)
+    if not m.measured:
+        return Reading(text, "", "unmeasurable", 0, m.reason)
+    r = m.clip
+    number = f"clip-only rung {signed_pct(r.a.mean)}, the rung before it {signed_pct(r.b.mean)}"
+    if m.high is not None and m.high.verdict.status != "unmeasurable":
+        number += f"; upper bound bound on {pct(m.high.a.mean)} of its tokens"
+    steps = m.clear_steps
+    number += ("; no rung's step clear of the noise" if not steps else "; steps clear of the noise: "
+               + ", ".join(f"{s.rung.name} {signed(100 * s.step, 0, 'points')}" for s in steps))
+    return Reading(text, number, r.verdict.status, _sign(r.a.mean - r.b.mean), r.verdict.reason)
 
 
 def read_clip_higher(site: Site) -> Reading:
-    return _effect_reading(site, "fewer_high_clips", "dapo", "grpo", lambda r: _pair(r, pct))
+    """Does the clip-only rung's higher upper bound clip fewer tokens on the high side?"""
+    m = entropy_ladder(site)
+    if m.high is None:
+        return Reading(f"Whether a higher upper bound clips fewer tokens cannot be measured in this build: {m.reason}.",
+                       "", "unmeasurable", 0, m.reason)
+    claim, r = CLAIMS["fewer_high_clips"], m.high
+    if r.verdict.status == "unmeasurable":
+        return Reading(unmeasurable_text(claim, r), "", "unmeasurable", 0, r.verdict.reason)
+    return Reading(capitalised(claim.words(r)), _pair(r, pct), r.verdict.status, _sign(r.a.mean - r.b.mean),
+                   r.verdict.reason)
 
 
 def read_length_bias(site: Site) -> Reading:
@@ -146,12 +175,12 @@ def read_filter_fill(site: Site) -> Reading:
     return Reading(text, number, "shown" if fill.full else "contradicted", 0, finding=finding)
 
 
-def read_heldout(site: Site) -> Reading:
-    run, seeds = runs_of(site, "grpo")
-    text = learning_verdict_text(site, run, "grpo", seeds)
+def read_heldout(site: Site, algorithm: str = "grpo") -> Reading:
+    run, seeds = runs_of(site, algorithm)
+    text = learning_verdict_text(site, run, algorithm, seeds)
     measured = [c for c in (changes_of(r)["greedy"] for r in (seeds or ([run] if run else []))) if c is not None]
     if run is None:
-        return Reading(text, "", "unmeasurable", 0, "it has no GRPO run")
+        return Reading(text, "", "unmeasurable", 0, f"it has no {site.algorithm_name(algorithm)} run")
     shown = changes_of(run)["greedy"]
     if shown is None or not measured:
         return Reading(text, "", "unmeasurable", 0,
@@ -165,7 +194,20 @@ def read_heldout(site: Site) -> Reading:
         number += "; seeds: " + ", ".join(fmt_signed_points(c.change) for c in measured)
     reason = "" if status != "unclear" else (
         "no seed's interval excludes zero" if directions == {"flat"} else "the seeds' intervals do not all agree")
-    return Reading(text, number, status, _sign(float(np.mean([c.change for c in measured]))), reason)
+    changes = sorted(c.change for c in measured)
+    short = (fmt_signed_points(changes[0]) if len(changes) == 1 else
+             f"{fmt_signed_points(changes[0])} to {fmt_signed_points(changes[-1])}")
+    return Reading(text, number, status, _sign(float(np.mean([c.change for c in measured]))), reason, short=short)
+
+
+HELDOUT_GROUP = "Held-out change of each core algorithm"
+
+
+def _heldout_claim(algorithm: str, name: str) -> ScaleClaim:
+    return ScaleClaim(f"heldout_{algorithm}" if algorithm != "grpo" else "heldout", f"Held-out change: {name}",
+                      f"Does {name} get better on problems it never trained on?",
+                      "course/compare/dynamics#did-they-learn-the-held-out-evaluation", "Training dynamics",
+                      lambda site: read_heldout(site, algorithm), "a gain", "a drop", HELDOUT_GROUP)
 
 
 def read_sharpening(site: Site) -> Reading:
@@ -174,9 +216,10 @@ def read_sharpening(site: Site) -> Reading:
     if m.n == 0:
         return Reading(text, "", "unmeasurable", 0,
                        "no run evaluated both greedy and sampled answers at its start and end")
-    number = (f"greedy minus sampled: {share_points(m.start)} \u2192 {share_points(m.end)} points (mean of "
-              f"{count_word(m.n)} run{'s' if m.n != 1 else ''}); closed clearly in {fmt_num(len(m.closed))}, "
-              f"widened clearly in {fmt_num(len(m.opened))}")
+    number = (f"size of greedy minus sampled: {share_points(m.start_size)} \u2192 {share_points(m.end_size)} points "
+              f"(signed: {share_points(m.start)} \u2192 {share_points(m.end)}; mean of {count_word(m.n)} "
+              f"run{'s' if m.n != 1 else ''}); shrank clearly in {fmt_num(len(m.closed))}, grew clearly in "
+              f"{fmt_num(len(m.opened))}, changed sign in {fmt_num(len(m.crossed))}")
     if len(m.closed) == m.n:
         status: Status = "shown"
     elif len(m.opened) > len(m.closed):
@@ -184,30 +227,33 @@ def read_sharpening(site: Site) -> Reading:
     else:
         status = "unclear"
     reason = "" if status != "unclear" else (
-        "the gap closed clearly in some runs and not in others" if m.closed else "no run's change is clear of the noise")
-    # closing is the predicted direction (sharpening): the sign is that of the change of the gap
-    return Reading(text, number, status, _sign(m.end - m.start), reason)
+        "the gap's size shrank clearly in some runs and not in others" if m.closed
+        else "no run's change of the gap's size is clear of the noise")
+    # closing is the predicted direction (sharpening): the sign is that of the change of the gap's size
+    return Reading(text, number, status, _sign(m.end_size - m.start_size), reason)
 
 
 SCALE_CLAIMS: tuple[ScaleClaim, ...] = (
     ScaleClaim("length_growth", "Length growth", "Do GRPO's answers grow longer over training?",
                "course/compare/dynamics#what-to-look-at", "Training dynamics", read_length_growth,
                "longer", "shorter"),
-    ScaleClaim("entropy", "Entropy", "Does entropy fall less under DAPO than under GRPO?",
-               "course/compare/dynamics#what-to-look-at", "Training dynamics", read_entropy,
-               "DAPO's entropy fell less", "DAPO's entropy fell more"),
-    ScaleClaim("clip_higher", "Clip-higher", "Does DAPO's higher upper bound clip fewer tokens on the high side "
-               "than GRPO's?", "course/algorithms/dapo#the-training-run", "DAPO", read_clip_higher,
-               "DAPO clipped more", "DAPO clipped fewer"),
+    ScaleClaim("entropy", "Entropy", "Does clip-higher alone (the ladder rung that changes only the clip) keep "
+               "entropy up, and which rung carries entropy's fall?", "course/algorithms/dapo#the-training-run", "DAPO",
+               read_entropy, "entropy fell less with the clip", "entropy fell more with the clip"),
+    ScaleClaim("clip_higher", "Clip-higher", "Does the higher upper bound clip fewer tokens on the high side than the "
+               "rung before it?", "course/algorithms/dapo#the-training-run", "DAPO", read_clip_higher,
+               "the wider clip clipped more", "the wider clip clipped fewer"),
     ScaleClaim("length_bias", "Length bias", "Do wrong answers drift longer, relative to right ones, under GRPO "
                "than under Dr. GRPO?", "course/compare/aggregation#grpos-length-bias-in-the-logs", "Aggregation and length bias",
                read_length_bias, "the drift was larger under GRPO", "the drift was larger under Dr. GRPO"),
     ScaleClaim("filter_fill", "Filter fill", "Does DAPO's dynamic sampling fill every batch, and at what cost?",
                "course/compare/choosing#1-how-many-of-your-groups-will-teach-nothing", "Choosing an algorithm",
                read_filter_fill, "", ""),
-    ScaleClaim("heldout", "Held-out change", "Does GRPO get better on problems it never trained on?",
-               "course/compare/dynamics#did-they-learn-the-held-out-evaluation", "Training dynamics", read_heldout,
-               "a gain", "a drop"),
+    _heldout_claim("grpo", "GRPO"),
+    _heldout_claim("dapo", "DAPO"),
+    _heldout_claim("dr_grpo", "Dr. GRPO"),
+    _heldout_claim("ppo", "PPO"),
+    _heldout_claim("reinforce", "REINFORCE"),
     ScaleClaim("sharpening", "Sharpening", "Does the gap between greedy and sampled accuracy close?",
                "course/compare/dynamics#sharpening-greedy-and-sampled-accuracy", "Training dynamics",
                read_sharpening, "the gap widened", "the gap closed"),
@@ -331,6 +377,16 @@ def _device(hardware) -> str | None:
     return hardware.device.upper() + (f" ({detail})" if detail else "")
 
 
+def _cut_short_text(loaded) -> str:
+    """'none', or '3 of 19 runs (ppo, ppo-s1, ppo-s2), after 15 to 16 of 24 rollouts (a time limit)'."""
+    cut = [s for s in (run_setup(r) for r in loaded) if s.cut_short]
+    if not cut:
+        return "none: every run trained the rollouts it asked for"
+    return (f"{fmt_num(len(cut))} of {fmt_num(len(loaded))} runs ({', '.join(s.run.id for s in cut)}), after "
+            f"{_range_text([s.rollouts for s in cut])} of {_range_text([s.asked for s in cut])} rollouts, by a time "
+            "limit")
+
+
 def set_facts(view: SetView) -> list[tuple[str, str]]:
     """(label, value) rows naming a set from its runs' headers."""
     cat = view.site.catalog
@@ -351,6 +407,7 @@ def set_facts(view: SetView) -> list[tuple[str, str]]:
         ("Preset", ", ".join(str(p) for p in _distinct([h.preset for h in headers])) or "not recorded"),
         ("Model", _range_text([h.model.parameters for h in headers]) + " parameters"),
         ("Rollouts per run", _range_text(rollouts)),
+        ("Stopped early", _cut_short_text(loaded)),
         ("Batch", f"{_range_text(prompts)} prompts \u00d7 {_range_text(group)} answers"),
         ("Seeds", seed_text),
         ("Trained on", ", ".join(str(d) for d in devices) or "not recorded"),
@@ -448,6 +505,28 @@ def _reading_html(label: str, gist: str, reading: Reading) -> str:
             f'<p class="unipo-scale-number">{escape_text(number)}</p><p>{escape_text(reading.text)}</p></div>')
 
 
+def _folded(cards: list[tuple[ScaleClaim, str, str]], labels: list[str]) -> list[str]:
+    """The cards in order, each group's run of cards folded under a summary that gives each card's
+    figures on every set (held-out points: "GRPO +20.7 to +22.6 | +15.9 to +18.8")."""
+    out, i = [], 0
+    while i < len(cards):
+        claim, html, _ = cards[i]
+        if not claim.group:
+            out.append(html)
+            i += 1
+            continue
+        j = i
+        while j < len(cards) and cards[j][0].group == claim.group:
+            j += 1
+        members = cards[i:j]
+        figures = "; ".join(f"{c.title.split(': ', 1)[-1]} {short}" for c, _, short in members)
+        out.append(f'<details class="abstract unipo-scale-fold"><summary>{escape_text(claim.group)}, points '
+                   f"({escape_text(' | '.join(labels))}): {escape_text(figures)}</summary>"
+                   f"{''.join(h for _, h, _ in members)}</details>")
+        i = j
+    return out
+
+
 def scale_comparison_html(site: Site) -> str:
     """A card per claim: each present set's reading side by side, then the default set against each
     other present set. Sets that hold no run are named once, above the cards."""
@@ -457,7 +536,7 @@ def scale_comparison_html(site: Site) -> str:
     absent = [v for v in views if v.site is None]
     root = site_root(site.page_url)
     gists = {v.run_set.id: set_gist(v) for v in present}
-    cards = []
+    cards: list[tuple[ScaleClaim, str, str]] = []  # (claim, its card, its figures in a few words)
     for claim in SCALE_CLAIMS:
         readings = {v.run_set.id: claim.read(v.site) for v in present}
         sides = "".join(_reading_html(v.run_set.label, gists[v.run_set.id], readings[v.run_set.id]) for v in present)
@@ -468,11 +547,12 @@ def scale_comparison_html(site: Site) -> str:
             f"{escape_text(AGREEMENT_WORDS[kind])}</span> {escape_text(text)}</p>" for kind, text in verdicts)
         page, _, anchor = claim.chapter.partition("#")
         href = f"{root}{page}/" + (f"#{anchor}" if anchor else "")
-        cards.append(
+        cards.append((claim, (
             f'<section class="unipo-scale-claim" id="claim-{escape_text(claim.key)}">'
             f'<p class="unipo-scale-claim-title"><strong>{escape_text(claim.title)}</strong>: '
             f'{escape_text(claim.question)} <a href="{escape_text(href)}">{escape_text(claim.chapter_title)}</a></p>'
-            f'<div class="unipo-scale-sides">{sides}</div>{verdict_html}</section>')
+            f'<div class="unipo-scale-sides">{sides}</div>{verdict_html}</section>'),
+            " | ".join(readings[v.run_set.id].short or "not measurable" for v in present)))
     lead = ""
     if absent:
         names = and_names([f"the {v.run_set.label} ({v.where})" for v in absent])
@@ -480,7 +560,73 @@ def scale_comparison_html(site: Site) -> str:
                          f"The column of {names} and the verdict between the sets appear here once "
                          f"{'that directory holds' if len(absent) == 1 else 'those directories hold'} runs and the "
                          "site is built again (the command is above).", "info", "One set in this build")
-    return lead + f'<div class="unipo-scale">{"".join(cards)}</div>'
+    labels = [v.run_set.label for v in present]
+    return lead + f'<div class="unipo-scale">{"".join(_folded(cards, labels))}</div>'
+
+
+#: The scale of the papers the course's claims come from, for the sentence that sets the sets beside
+#: them: (paper, model parameters, prompts per step, answers per prompt), as each paper reports.
+PAPER_SCALES = (
+    ("DeepSeekMath's GRPO (arXiv 2402.03300)", 7e9, 1024, 64),
+    ("DAPO (arXiv 2503.14476, Qwen2.5-32B)", 32e9, 512, 16),
+)
+
+def _orders(ratio: float) -> int:
+    """Orders of magnitude in a ratio, to the nearest whole one."""
+    return int(round(math.log10(ratio))) if ratio >= 1 else 0
+
+
+def _orders_words(low: int, high: int) -> str:
+    """'two to three orders', 'one order'."""
+    if low == high:
+        return f"{count_word(low)} order" + ("" if low == 1 else "s")
+    return f"{count_word(low)} to {count_word(high)} orders"
+
+
+def scale_gist_text(site: Site) -> str:
+    """The sets' model size, rollouts and batch, set beside the papers' (how far below them the
+    largest set is, in orders of magnitude of parameters)."""
+    present = [v for v in set_views(site) if v.site is not None]
+    parts, largest = [], 0
+    for view in present:
+        headers = [r.header for r in view.site.catalog.loaded()]
+        params = _distinct([h.model.parameters for h in headers])
+        if params:
+            largest = max(largest, max(params))
+        facts = dict(set_facts(view))
+        parts.append(f"{view.run_set.label}: a model of {facts['Model']}, {facts['Rollouts per run']} rollouts of "
+                     f"{facts['Batch']}")
+    if not parts:
+        return "No run set of this build holds runs."
+    text = "The runs here are small. " + "; ".join(parts) + "."
+    if largest:
+        low, high = (_orders(p / largest) for p in (min(x[1] for x in PAPER_SCALES), max(x[1] for x in PAPER_SCALES)))
+        span = _orders_words(low, high)
+        papers = and_names([f"{name}: {p / 1e9:g} billion parameters, {fmt_num(prompts)} prompts \u00d7 "
+                            f"{fmt_num(g)} answers per step" for name, p, prompts, g in PAPER_SCALES])
+        text += (f" The papers trained far larger models on far larger batches ({papers}): the largest model here is "
+                 f"{span} of magnitude smaller. A claim that holds in both sets holds at these two small scales, not "
+                 "at theirs.")
+    return text
+
+
+@macro
+def scale_gist(site: Site) -> str:
+    """A sentence: each set's model size, rollouts and batch, against the papers'."""
+    return scale_gist_text(site)
+
+
+def scale_differences_html(site: Site) -> str:
+    """Each present set's core runs: how they were trained and their gains at matched updates."""
+    present = [(v.run_set.label, v.site) for v in set_views(site) if v.site is not None]
+    return set_differences_html(site, present)
+
+
+@macro(html=True)
+def scale_differences(site: Site) -> str:
+    """What the sets differ in besides scale: updates, runs cut short, epochs, answers per kept one,
+    the learning rate, held-out gains, and gains at matched updates (HTML)."""
+    return scale_differences_html(site)
 
 
 @macro(html=True)
