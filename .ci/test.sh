@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # The whole test suite: .venv with torch (CPU) and the train + dev + trl extras, OpenRLHF's Python
 # code for the parity test, the browser libraries from npm, Chromium for the browser tests,
-# then pytest. Arguments go to pytest.
+# then pytest. Arguments go to pytest; --install-only (first) installs all of it and runs no test.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$REPO_ROOT"
+
+install_only=0
+if [ "${1:-}" = "--install-only" ]; then
+  install_only=1
+  shift
+fi
 
 ensure_venv
 # torch first and pinned, so that no later requirement lets pip pick another build.
@@ -24,6 +30,10 @@ if ! have_browser; then
   else
     echo "warning: /usr/bin/chromium or /usr/bin/chromedriver missing: browser tests will be skipped" >&2
   fi
+fi
+if [ "$install_only" = 1 ]; then
+  say "installed torch 2.13.0 and the train, dev and trl extras into .venv (no test run): source .venv/bin/activate"
+  exit 0
 fi
 if have_browser; then
   export UNIPO_REQUIRE_BROWSER=1

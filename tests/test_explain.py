@@ -245,12 +245,12 @@ def test_the_slot_panel_shows_the_gaps_the_import_found(tmp_path):
     run = tmp_path / "runs" / "trl-gaps"
     import_log("trl", FIXTURES / "trl" / "gaps", run, tap=FIXTURES / "trl" / "gaps-tap")
     explain.build([run], tmp_path / "site")
-    raw = (tmp_path / "site" / "runs" / "gaps" / "index.html").read_text()
+    raw = (tmp_path / "site" / "runs" / "trl-gaps" / "index.html").read_text()
     statuses = dict((slot, status) for status, slot in
                     re.findall(r'<li class="unipo-diff-row unipo-diff-(\w+)" data-slot="(\w+)"', raw))
     assert statuses["advantage"] == "modified" and statuses["filter"] == "modified"
     assert statuses["ratio"] == statuses["aggregation"] == "unchanged"
-    text = page_text(tmp_path / "site" / "runs" / "gaps" / "index.html")
+    text = page_text(tmp_path / "site" / "runs" / "trl-gaps" / "index.html")
     assert ("ran TRL's scale_rewards='batch' (the reward minus the group mean, over the std of the whole batch): no "
             "kind expresses it; nearest: group_zscore (the group's own std)") in text
     assert "ran TRL's mask_truncated_completions (truncated completions left out of the loss" in text

@@ -254,7 +254,7 @@ def test_site_builds_with_imported_runs_alone(verl_run, prime_run, tmp_path):
     assert 'data-run="prime-dr_grpo"' in page
     # the GRPO chapter's views (inspector, anatomy, guided examples) run on the prime-rl run, the one with tokens
     page = (tmp_path / "site" / "course" / "algorithms" / "grpo" / "index.html").read_text()
-    assert 'data-run="prime-grpo"' in page and "verl_grpo" in page
+    assert 'data-run="prime-grpo"' in page and "The other, verl (seed 1)" in page
 
 
 def test_prime_rl_token_detail_is_capped_but_every_group_counts(tmp_path):
@@ -412,7 +412,7 @@ def test_verl_config_no_spec_has(verl_run, tmp_path):
     assert header.algorithm == "verl_grpo" and header.algorithm_config.kind("aggregation") == "token_mean"
     assert header.algorithm_config.kind("kl") == "none" and header.algorithm_config.kind("advantage") == "group_zscore"
     # grpo differs in two slots (kl, aggregation), dr_grpo in two (advantage, aggregation): both are named
-    assert "no spec has all of verl's kinds; nearest: dr_grpo and grpo (5 of 7 slots alike)" in header.notes
+    assert "no spec has all of verl's kinds, nearest: dr_grpo and grpo (5 of 7 slots alike)" in header.notes
     assert unipo("validate", out).stdout.strip() == f"{out}: valid"
 
 

@@ -129,7 +129,7 @@ def _sft(args: argparse.Namespace) -> int:
 
 def _summary(args: argparse.Namespace) -> int:
     from unipo_build import runlog
-    from unipo_build.summary import summarize
+    from unipo_build.summary import summarize, summary_lines
 
     try:
         result = summarize(args.run_dir, with_moments=not args.no_moments)
@@ -139,20 +139,7 @@ def _summary(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        for key, value in result.items():
-            if key == "moments":
-                for name, where in value.items():
-                    print(f"  moment {name}: {where if where else 'not in this run'}")
-            elif key == "memorisation_check" and value:
-                verdict = ("agree" if value["agree"] else "disagree: the RL prompts look memorised")
-                pool = (f"RL pool sampled {value['pool_sampled']:.3f} ({value['pool_n']} prompts), "
-                        if value.get("pool_sampled") is not None else "")
-                print(f"{key}: {pool}training reward at rollout 0 {value['train_reward']:.3f}, held-out sampled "
-                      f"{value['heldout_sampled']:.3f}, gap {value['gap_points']:+.1f} points "
-                      f"({'RL pool' if pool else 'rollout 0'} minus held-out): {verdict} "
-                      f"(within {value['tolerance_points']:g}; from the {value['source']})")
-            else:
-                print(f"{key}: {value}")
+        print("\n".join(summary_lines(result)))
     return 0
 
 
@@ -329,11 +316,35 @@ def _cmd_import(args: argparse.Namespace) -> int:
     except (LogError, OutputError, FileNotFoundError) as err:
         print(str(err), file=sys.stderr)
         return 1
-    config = "with its spec's components" if header.algorithm_config is not None else "algorithm_config null"
-    print(f"{args.out}: run {header.run_id!r}, algorithm {header.algorithm!r} ({config})")
-    if header.notes:
-        print(header.notes)
+    print("\n".join(import_report(Path(args.out), header)))
     return 0
+
+
+#: Notes an import prints (what was skipped, approximated or left unknown); the others (metric names mapped,
+#: values derived by rule) stay in the header's notes, which the run card shows in full.
+ATTENTION = ("skipped", "no kind", "not expressible", "unknown", "nearest", "two objectives", "left out", "ignored",
+             "not understood", "--algorithm", "spec directory", "no spec")
+
+
+def import_report(out: Path, header) -> list[str]:
+    """What an import prints: the run in one line, its size, the notes that need a reader's attention (at most 8,
+    each at most 200 characters), and where the full notes are."""
+    config = "with its spec's components" if header.algorithm_config is not None else "algorithm_config null"
+    lines = [f"{out}: run {header.run_id!r}, algorithm {header.algorithm!r} ({config})"]
+    steps = sum(1 for line in (out / "steps.jsonl").open() if line.strip()) if (out / "steps.jsonl").is_file() else 0
+    tokens = len(list((out / "tokens").glob("step_*.json"))) if (out / "tokens").is_dir() else 0
+    lines.append(f"  {steps} step{'' if steps == 1 else 's'}, {tokens} with token detail")
+    notes = (header.notes or "").split(" Derived or changed on import: ", 1)
+    items = [n.strip().rstrip(".") for n in notes[1].split("; ")] if len(notes) == 2 else []
+    shown = [n for n in items if any(word in n for word in ATTENTION)]
+    for note in shown[:8]:
+        lines.append("  ! " + (note if len(note) <= 200 else note[:197] + "..."))
+    rest = len(items) - min(len(shown), 8)
+    if items:
+        lines.append((f"  {rest} more note{'' if rest == 1 else 's'} (metric names mapped, values derived): " if rest
+                      else "  ") + f"all {len(items)} in {out / 'header.json'} (notes) and on the run card of "
+                     f"`unipo explain {out}`")
+    return lines
 
 
 def register_import(sub) -> None:
@@ -355,7 +366,9 @@ def register_import(sub) -> None:
                                "TRL's output_dir (trl), a run directory (verl, prime-rl)")
     p.add_argument("--out", required=True, help="the run directory to create (new or empty)")
     p.add_argument("--algorithm", help="the algorithm (a spec id such as grpo); overrides the log's header")
-    p.add_argument("--run-id", help="the run's id (default: from the file or directory name)")
+    p.add_argument("--run-id", help="the run's id (default: trl, prime-rl and verl: the --out directory's name; the others: "
+                                    "the id the log records, else the file or directory name); refused when a run "
+                                    "beside --out has it")
     p.add_argument("--max-new-tokens", type=int,
                    help="the generation budget, when the algorithm divides by it (Dr. GRPO) and the log lacks it")
     p.add_argument("--tap", help="openrlhf and trl: the UNIPO token tap's directory (manifest.json and shards), "

@@ -71,3 +71,83 @@ def summarize(run_dir: str | Path, *, with_moments: bool = True) -> dict:
     if with_moments:
         out["moments"] = {name: (m.as_dict() if m else None) for name, m in find_moments(run_dir).items()}
     return out
+
+
+# ---------------------------------------------------------------------------
+# As text: what `unipo summary RUN` prints (80 columns, no bit strings)
+# ---------------------------------------------------------------------------
+
+WIDTH = 80
+
+
+def _wrap(text: str, indent: str = "", width: int = WIDTH) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_on_hyphens=False) or [indent]
+
+
+def _num(value, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}g}"
+
+
+def _pct(value) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def summary_lines(result: dict) -> list[str]:
+    """``summarize``'s result as lines of at most 80 characters: the figures a reader asks for, in words; the
+    per-problem correctness strings of the evaluations are left to ``--json``."""
+    lines: list[str] = []
+    setup = ", ".join(f"{k} {result[k]}" for k in ("preset", "seed") if result.get(k) is not None)
+    lines += _wrap(f"run {result['run_id']}: algorithm {result['algorithm']}" + (f" ({setup})" if setup else ""))
+    wall = result.get("wall_time_s")
+    lines += _wrap(f"{result['steps']} updates over {result['rollouts']} rollouts"
+                   + (f", wall time {wall:.0f} s" if wall is not None else ""), "  ")
+    first, last = result.get("reward_mean_first_10pct"), result.get("reward_mean_last_10pct")
+    if first is not None:
+        lines += _wrap(f"training reward (mean of the first / last 10% of updates): {_num(first)} -> {_num(last)}")
+    start, end = result.get("eval_start"), result.get("eval_end")
+    if start or end:
+        lines.append("held-out evaluations (start -> end):")
+        for mode in ("greedy", "sampled"):
+            change = (result.get("heldout_change") or {}).get(mode)
+            key = f"accuracy_{mode}"
+            text = f"{mode}: {_pct((start or {}).get(key))} -> {_pct((end or {}).get(key))}"
+            if change:
+                low, high = change.get("ci95") or (None, None)
+                text += f" ({100 * change['change']:+.1f} points"
+                if low is not None:
+                    text += f", 95% CI {100 * low:+.1f} to {100 * high:+.1f}"
+                text += f", n {change['n']}{', paired' if change.get('paired') else ''})"
+            lines += _wrap(text, "  ")
+        length = "mean_length" if start and start.get("mean_length") is not None else None
+        if length:
+            lines += _wrap(f"mean length (greedy): {_num((start or {}).get('mean_length'))} -> "
+                           f"{_num((end or {}).get('mean_length'))} tokens", "  ")
+    probe = result.get("length_probe")
+    if probe:
+        lines += _wrap(f"length probe before training: median {_num(probe.get('median_length'))} tokens of a "
+                       f"{probe.get('budget')}-token budget, {_pct(probe.get('truncated'))} truncated, accuracy "
+                       f"{_pct(probe.get('accuracy'))}")
+    check = result.get("memorisation_check")
+    if check:
+        pool = (f"RL pool sampled {check['pool_sampled']:.3f} ({check['pool_n']} prompts), "
+                if check.get("pool_sampled") is not None else "")
+        verdict = "agree" if check["agree"] else "disagree: the RL prompts look memorised"
+        lines += _wrap(f"memorisation_check: {pool}training reward at rollout 0 {check['train_reward']:.3f}, held-out "
+                       f"sampled {check['heldout_sampled']:.3f}, gap {check['gap_points']:+.1f} points: {verdict} "
+                       f"(within {check['tolerance_points']:g}; from the {check['source']})")
+    moments = result.get("moments")
+    if moments:
+        lines.append("teaching moments (where the Step Inspector opens):")
+        for name, where in moments.items():
+            if not where:
+                lines.append(f"  {name:<20} not in this run")
+                continue
+            parts = [f"step {where['step']}"] + [f"{k} {where[k]}" for k in ("group", "response", "token")
+                                                 if where.get(k) is not None]
+            if where.get("value") is not None:
+                parts.append(f"value {_num(where['value'], 4)}")
+            lines += _wrap(f"{name:<20} {', '.join(parts)}", "  ")
+    return lines

@@ -20,15 +20,38 @@ from pydantic import ValidationError
 
 from ..runlog import LogErrors, validation_errors
 from ..schema import RunHeader
-from .common import OutputError, discard, publish, staging_dir
+from .common import OutputError, discard, publish, run_id_from, staging_dir
 from .openrlhf_tb import import_openrlhf
 from .prime_rl import import_prime_rl
 from .trl import import_trl
 from .unipo_format import import_unipo
 from .verl import import_verl
 
+#: Formats whose run id (without --run-id) is the --out directory's name: their source directory's name is the
+#: trainer's output folder or experiment name (TRL's output_dir, prime-rl's run directory, verl's experiment_name),
+#: which two runs often share.
+OUT_NAMED = ("trl", "prime-rl", "verl")
+
 FORMATS = {"unipo": import_unipo, "openrlhf": import_openrlhf, "trl": import_trl, "verl": import_verl,
            "prime-rl": import_prime_rl}
+
+
+def same_id_beside(out: Path, run_id: str) -> Path | None:
+    """A run directory next to ``out`` (in its parent) whose header has ``run_id``; None if there is none."""
+    import json
+
+    parent = out.parent
+    if not parent.is_dir():
+        return None
+    for sibling in sorted(parent.iterdir()):
+        if sibling.name.startswith(".") or sibling.resolve() == out.resolve() or not (sibling / "header.json").is_file():
+            continue
+        try:
+            if json.loads((sibling / "header.json").read_text(encoding="utf-8")).get("run_id") == run_id:
+                return sibling
+        except (OSError, ValueError, AttributeError):
+            continue
+    return None
 
 
 def import_log(fmt: str, src: str | Path, out: str | Path, *, algorithm: str | None = None,
@@ -49,10 +72,17 @@ def import_log(fmt: str, src: str | Path, out: str | Path, *, algorithm: str | N
     if tap is not None and fmt not in ("openrlhf", "trl"):
         raise OutputError("--tap goes with the openrlhf and trl formats (the UNIPO token tap's shards)")
     extra = {"tap": Path(tap)} if tap is not None else {}
+    if run_id is None and fmt in OUT_NAMED:
+        run_id = run_id_from(out)
     stage = staging_dir(out, src)
     try:
         header = FORMATS[fmt](src, stage, algorithm=algorithm, run_id=run_id, max_new_tokens=max_new_tokens,
                               **extra)
+        clash = same_id_beside(out, header.run_id)
+        if clash is not None:
+            raise OutputError(f"{out}: the run id {header.run_id!r} is already the id of {clash} beside it (a site "
+                              f"built from {out.parent} would show only one of them): pass --run-id NAME, or choose "
+                              "another --out; nothing was written")
         publish(stage, out)
     except ValidationError as err:
         # A value the schema's bounds refuse (text too long, a number out of range): named by

@@ -222,13 +222,31 @@ def _normalise(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
-def known_specs() -> dict[str, AlgorithmSpec]:
+def known_specs(notes: Notes | None = None) -> dict[str, AlgorithmSpec]:
     """The project's specs; none outside a project or when a spec is broken (the import then keeps
-    the log's own algorithm name)."""
+    the log's own algorithm name). With ``notes``, the run's notes say which spec directory the run was
+    matched against, or that none was found and why (an import run outside the project must not lose
+    its nearest spec silently)."""
+    from .. import project
+
     try:
-        return load_specs()
-    except (SpecError, ProjectError):
+        directory = project.spec_dir()
+    except ProjectError:
+        if notes is not None:
+            notes.once(f"no spec directory found (no {project.SPECS} at or above {Path.cwd()}, and "
+                       f"{project.ENV_ROOT} unset): the run is matched to no spec, so no nearest spec is named "
+                       f"(import from inside the project, or set {project.ENV_ROOT})")
         return {}
+    try:
+        specs = load_specs(directory)
+    except SpecError as err:
+        if notes is not None:
+            notes.once(f"the specs of {directory} do not load ({str(err).splitlines()[0]}): the run is matched to "
+                       "no spec")
+        return {}
+    if notes is not None:
+        notes.once(f"matched against the specs of {directory}")
+    return specs
 
 
 def algorithm_id(name: str, notes: Notes | None = None) -> str:

@@ -147,7 +147,7 @@ def import_openrlhf(src: Path, stage: Path, *, algorithm: str | None = None, run
     start = min(walls)
 
     loc = K.Loc(str(src))
-    specs = K.known_specs()
+    specs = K.known_specs(notes)
     config, name = None, algorithm or "unknown"
     effective = None
     if tap_data is not None and tap_data.manifest is not None:

@@ -61,7 +61,7 @@ def choose(trainer: str, name: str, components: dict[str, dict], gaps: list[Gap]
 
     ``ref_logprobs`` False: the log has no reference log-probs, so a spec's KL term in the loss cannot be
     computed for its tokens; that slot is imported as ``none`` and the notes say so."""
-    specs = K.known_specs()
+    specs = K.known_specs(notes)
     extras: dict[str, Any] = {"gaps": [asdict(g) for g in gaps]} if gaps else {}
     if algorithm is not None:
         spec_id = K.match_spec(algorithm, specs)
@@ -106,7 +106,7 @@ def choose(trainer: str, name: str, components: dict[str, dict], gaps: list[Gap]
         return spec_id, config, extras
     near, score = K.nearest_specs(components, specs)
     if near:
-        notes.once(f"no spec has all of {trainer}'s kinds; nearest: {' and '.join(near)} ({score} of {len(SLOTS)} "
+        notes.once(f"no spec has all of {trainer}'s kinds, nearest: {' and '.join(near)} ({score} of {len(SLOTS)} "
                    "slots alike)")
     return run_id, config, extras
 

@@ -482,7 +482,7 @@ def trl_components(trainer: dict, loc: K.Loc) -> tuple[dict, list[dict]]:
 
 def _algorithm(tap: Tap | None, algorithm: str | None, max_new_tokens: int | None, loc: K.Loc,
                notes: K.Notes) -> tuple[ResolvedAlgorithm | None, str, list[dict]]:
-    specs = K.known_specs()
+    specs = K.known_specs(notes)
     if algorithm is not None:
         spec_id = K.match_spec(algorithm, specs)
         if spec_id is None:
@@ -506,12 +506,12 @@ def _algorithm(tap: Tap | None, algorithm: str | None, max_new_tokens: int | Non
         nearest = loss_type  # TRL names this loss after that algorithm
     run_name = name or f"trl-{loss_type}"
     if name is None and nearest is not None:
-        notes.once(f"no spec has exactly these components; nearest spec: {nearest}")
+        notes.once(f"no spec has exactly these components, nearest spec: {nearest}")
     cfg = ResolvedAlgorithm.model_validate({"id": re.sub(r"[^a-z0-9_]", "_", run_name.lower()),
                                             "name": f"TRL GRPOTrainer, loss_type={loss_type}",
                                             "components": comps})
     for g in gaps:
-        notes.once(f"no kind for TRL's {g['trl']} ({g['slot']}); nearest: {g['nearest']}")
+        notes.once(f"no kind for TRL's {g['trl']} ({g['slot']}), nearest kind: {g['nearest']}")
     return cfg, run_name, gaps
 
 

@@ -222,7 +222,7 @@ def build_header(raw: dict, src: Path, *, algorithm: str | None, run_id: str | N
     if not isinstance(hparams, dict):
         raise loc.error(f"expected an object, got {K._type_name(hparams)}", "hparams")
     hparams = K.free_form(hparams, notes, "hparams")
-    specs = K.known_specs()
+    specs = K.known_specs(notes)
     spec_id = K.match_spec(name, specs)
     config = None
     if spec_id is not None:
