@@ -14,8 +14,9 @@ from training.generation import decode, eos_ids_of, make_generator, pad_id_of
 from training.reward import score_response
 
 
-def decode_texts(model, tokenizer, prompts, temperature, max_new_tokens, batch_size, generator):
-    """Responses (text, token count) for `prompts`, decoded in fixed batches (deterministic order)."""
+def decode_texts(model, tokenizer, prompts, temperature, max_new_tokens, batch_size, generator, on_batch=None):
+    """Responses (text, token count) for `prompts`, decoded in fixed batches (deterministic order);
+    ``on_batch(k)`` is called after each batch of k prompts (a progress bar's update)."""
     eos_ids, pad_id = eos_ids_of(model, tokenizer), pad_id_of(tokenizer)
     texts, lengths = [], []
     for start in range(0, len(prompts), batch_size):
@@ -25,7 +26,20 @@ def decode_texts(model, tokenizer, prompts, temperature, max_new_tokens, batch_s
         n_tok = r_mask.sum(-1).long().tolist()
         texts += tokenizer.batch_decode([r_ids[i, :k].tolist() for i, k in enumerate(n_tok)], skip_special_tokens=True)
         lengths += n_tok
+        if on_batch is not None:
+            on_batch(len(chunk))
     return texts, lengths
+
+
+def _progress(total: int, desc: str):
+    """A bar over the problems an evaluation decodes, on a terminal, when progress bars are on (``unipo train`` and
+    ``unipo sft`` turn them off with --no-progress, through transformers' switch: training.model.show_progress_bars);
+    it disappears when the evaluation ends."""
+    from tqdm import tqdm
+    from transformers.utils import logging as hf_logging
+
+    return tqdm(total=total, desc=desc, unit="problem", leave=False, dynamic_ncols=True,
+                disable=None if hf_logging.is_progress_bar_enabled() else True)
 
 
 def score_mode(rows, texts, lengths) -> dict:
@@ -57,6 +71,7 @@ def evaluate(
     max_new_tokens: int = 128,
     batch_size: int = 500,
     seed: int = 0,
+    desc: str = "held-out evaluation",
 ) -> dict:
     """Accuracy of `model` on the first `n` eval rows (all if None).
 
@@ -65,7 +80,7 @@ def evaluate(
     per-mode "correct_*" (one character per problem, "1" right / "0" wrong, in row order, so two
     evaluations of the same rows can be compared problem by problem), "format_*", "mean_length_*"
     and "by_level_*" (accuracy per task level). Greedy is deterministic; sampled is deterministic
-    given `seed`.
+    given `seed`. On a terminal with progress bars on, a bar (``desc``) counts the problems decoded.
     """
     rows = eval_rows[:n] if n else list(eval_rows)
     if not rows:
@@ -75,9 +90,12 @@ def evaluate(
     model.eval()
     out: dict = {"n": len(rows), "accuracy_greedy": None, "accuracy_sampled": None}
     modes = [("greedy", 0.0)] * greedy + [("sampled", temperature)] * sampled
+    bar = _progress(len(rows) * len(modes), desc)
     for mode, temp in modes:
         generator = make_generator(model, seed) if temp > 0 else None
-        texts, lengths = decode_texts(model, tokenizer, prompts, temp, max_new_tokens, batch_size, generator)
+        bar.set_postfix_str(mode)
+        texts, lengths = decode_texts(model, tokenizer, prompts, temp, max_new_tokens, batch_size, generator,
+                                      on_batch=bar.update)
         scored = score_mode(rows, texts, lengths)
         out[f"accuracy_{mode}"] = scored["accuracy"]
         out[f"correct_{mode}"] = scored["correct"]
@@ -85,6 +103,7 @@ def evaluate(
         out[f"mean_length_{mode}"] = scored["mean_length"]
         if "by_level" in scored:
             out[f"by_level_{mode}"] = scored["by_level"]
+    bar.close()
     out["mean_length"] = out.get("mean_length_greedy", out.get("mean_length_sampled"))
     model.train(was_training)
     return out
