@@ -48,10 +48,10 @@ def test_killed_run_resumes_without_losing_or_repeating_a_step(tmp_path):
     run = tmp_path / "run"
     options = dict(algorithm="grpo", steps=6, model=str(checkpoint), out=str(run), progress=False, eval_n=4,
                    eval_every=100, detail_every=1, checkpoint_every=2,
-                   rl_overrides={"prompts_per_step": 2, "group_size": 4, "max_new_tokens": 8})
+                   # two minibatches, so that the update order (update_rng) matters as much as the prompts drawn
+                   rl_overrides={"prompts_per_step": 2, "group_size": 4, "max_new_tokens": 8, "minibatches": 2})
     proc = _launch(options)
-    spec = load_algorithm("grpo")
-    per_rollout = spec.defaults.epochs * spec.defaults.minibatches  # updates per rollout: GRPO's spec defaults
+    per_rollout = load_algorithm("grpo").defaults.epochs * 2  # updates per rollout: GRPO's epochs, 2 minibatches
     deadline = time.time() + 600
     # Kill after the checkpoint at rollout 2 exists and at least one later step is logged.
     while time.time() < deadline:
@@ -66,11 +66,17 @@ def test_killed_run_resumes_without_losing_or_repeating_a_step(tmp_path):
         pytest.fail("trainer did not reach a checkpoint in time")
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    checkpointed = json.loads((run / "checkpoint" / "meta.json").read_text())["step"]
+    meta = json.loads((run / "checkpoint" / "meta.json").read_text())
+    checkpointed = meta["step"]
     assert _steps_logged(run) > checkpointed  # there is something after the checkpoint to discard
+    # the random generators' states are saved as data (version, 625 ints, gauss), not as code to evaluate
+    for name in ("prompt_rng", "update_rng"):
+        assert isinstance(meta[name], list) and len(meta[name][1]) == 625, name
 
     resumed = _launch({**options, "resume": True})
+    uninterrupted = _launch({**options, "out": str(tmp_path / "uninterrupted")})
     assert resumed.wait(timeout=900) == 0, resumed.stderr.read()[-2000:]
+    assert uninterrupted.wait(timeout=900) == 0, uninterrupted.stderr.read()[-2000:]
 
     steps = [r.step for r in runlog.iter_steps(run)]  # iter_steps itself rejects gaps and repeats
     assert steps == list(range(6 * per_rollout))
@@ -81,3 +87,33 @@ def test_killed_run_resumes_without_losing_or_repeating_a_step(tmp_path):
     assert phases == ["start", "end"]
     assert not (run / "checkpoint").exists()  # removed once the run finished
     assert runlog.validate_run(run) == []
+    # the resumed run is the uninterrupted one: every update's metrics and token file, every evaluation
+    assert _logged(run) == _logged(tmp_path / "uninterrupted")
+
+
+def _logged(run: Path) -> dict:
+    """A run's logged numbers, without wall-clock times."""
+    steps = [{**r.model_dump(), "metrics": {k: v for k, v in r.metrics.items() if not k.startswith("time/")}}
+             for r in runlog.iter_steps(run)]
+    tokens = {s: runlog.read_step_detail(run, s).model_dump() for s in runlog.token_steps(run)}
+    evals = [e.model_dump() for e in runlog.iter_evals(run)]
+    return {"steps": steps, "tokens": tokens, "evals": evals}
+
+
+def test_random_state_is_read_as_data():
+    """A checkpoint's random states are JSON data; one written before that (the state's repr) is
+    read as a literal, so that a crafted meta.json runs no code."""
+    import random
+
+    from training.runstate import rng_from_state, rng_state
+
+    rng, reference = random.Random(3), random.Random(3)
+    rng.random()
+    expected = [reference.random() for _ in range(6)][1:]
+    saved = json.loads(json.dumps(rng_state(rng)))
+    for data in (saved, repr(rng.getstate())):
+        again = random.Random()
+        again.setstate(rng_from_state(data))
+        assert [again.random() for _ in range(5)] == expected
+    with pytest.raises(ValueError):
+        rng_from_state("__import__('os').getcwd()")

@@ -23,7 +23,7 @@ import math
 import random
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -48,12 +48,36 @@ from .model import (load_policy, resolve_device, resolve_precision, set_threads,
 from .presets import get_preset
 from .reward import score_response, total_reward
 from .runstate import (Interrupted, TrainError, check_out_dir, checkpoint_dir, checkpoint_interval, checkpoint_rollout,
-                       clear_logged_steps, logged_updates, remove_checkpoints, replace_checkpoint, run_state)
+                       clear_logged_steps, logged_updates, remove_checkpoints, replace_checkpoint, rng_from_state,
+                       rng_state, run_state)
 from .pools import check_rl_prompts, load_rows, memorisation_check
 from .run_info import TimeLimit, TrainOptions, _Pieces, git_commit, load_algorithm, run_header  # noqa: F401 (the API)
 from .task import generate_task
 
 REPO = PROJECT  # the project root (training/__init__.py)
+
+
+@dataclass
+class TrainBatch:
+    """One rollout's kept groups, scored and prepared: what each of its updates reads.
+
+    Tensors are [N, Tr] over the batch's rows (N responses, Tr the longest answer) unless noted;
+    None where the spec needs none (no reference model, no critic, no KL in the reward).
+    """
+
+    batch: RolloutBatch
+    answers: list[str]  # one per prompt group
+    shaped: torch.Tensor  # [N] rewards after shaping
+    comps: dict[str, torch.Tensor]  # [N] reward components ("correct", "format", "shaping")
+    mask: torch.Tensor
+    old_logp: torch.Tensor  # filled by the first update when it computes them itself (fill_old)
+    ref_logp: torch.Tensor | None
+    values: torch.Tensor | None
+    advantages: torch.Tensor
+    returns: torch.Tensor | None
+    rollout_kl: torch.Tensor | None
+    metrics: dict  # the rollout's metrics, logged with each of its updates
+    filtered: list  # groups the sampling filter dropped (logged with the rollout's first update)
 
 
 # ---------------------------------------------------------------------------
@@ -182,8 +206,8 @@ class Trainer:
                 "sample_gen": self.sample_gen.get_state(),
             }
             torch.save(state, folder / "state.pt")
-            meta = {"step": self.step, "rollout": self.rollout, "prompt_rng": repr(self.prompt_rng.getstate()),
-                    "update_rng": repr(self.update_rng.getstate()),
+            meta = {"step": self.step, "rollout": self.rollout, "prompt_rng": rng_state(self.prompt_rng),
+                    "update_rng": rng_state(self.update_rng),
                     "elapsed": self.elapsed_before + time.time() - self.started,
                     "created_at": self.writer.header.created_at.isoformat()}
             (folder / "meta.json").write_text(json.dumps(meta))
@@ -208,8 +232,8 @@ class Trainer:
             self.critic.load_state_dict(state["critic"])
             self.critic_optimizer.load_state_dict(state["critic_optimizer"])
         self.sample_gen.set_state(state["sample_gen"])
-        self.prompt_rng.setstate(eval(meta["prompt_rng"], {"__builtins__": {}}))  # a tuple of ints
-        self.update_rng.setstate(eval(meta["update_rng"], {"__builtins__": {}}))
+        self.prompt_rng.setstate(rng_from_state(meta["prompt_rng"]))
+        self.update_rng.setstate(rng_from_state(meta["update_rng"]))
         self.step, self.rollout = meta["step"], meta["rollout"]
         self.elapsed_before = meta["elapsed"]
         self._created_at = datetime.fromisoformat(meta["created_at"])
@@ -401,13 +425,14 @@ class Trainer:
             correct=correct, lengths=lengths, truncated=batch.truncated, group_size=G, **stats)
         rollout_seconds = time.time() - t0
         rollout_metrics["time/rollout_s"] = rollout_seconds
+        prepared = TrainBatch(batch=batch, answers=answers, shaped=shaped, comps=comps, mask=mask, old_logp=old_logp,
+                              ref_logp=ref_logp, values=values, advantages=advantages, returns=returns,
+                              rollout_kl=rollout_kl, metrics=rollout_metrics, filtered=filtered)
         first = True
         for chunks in plans:
             for chunk in chunks:
-                rows = [r for g in chunk for r in batch.group(g)]
-                self._update(batch, rows, answers, shaped, comps, correct, mask, old_logp, ref_logp,
-                             values, advantages, returns, rollout_kl, rollout_metrics, first,
-                             filtered if first else [], fill_old=fill_old and first)
+                self._update(prepared, [r for g in chunk for r in batch.group(g)], first=first,
+                             fill_old=fill_old and first)
                 first = False
         self.rollout += 1
 
@@ -424,9 +449,8 @@ class Trainer:
         out = rows_to_host(batch, row_sets, [old, ref] if self.reference is not None else [old])
         return out[0], out[1] if self.reference is not None else None
 
-    def _update(self, batch, rows, answers, shaped, comps, correct, mask, old_logp, ref_logp, values,
-                advantages, returns, rollout_kl, rollout_metrics, first, filtered, fill_old: bool = False) -> None:
-        """One optimizer step on the minibatch `rows`: J = sum w * objective over its tokens.
+    def _update(self, prepared: TrainBatch, rows: list[int], first: bool, fill_old: bool = False) -> None:
+        """One optimizer step on the minibatch `rows` of the rollout: J = sum w * objective over its tokens.
 
         The forward and backward passes run on chunks of similar length (length_chunks) and their
         gradients add up: J is linear in the rows and the aggregation weights are computed on the
@@ -440,11 +464,14 @@ class Trainer:
         next chunk while the device runs this one.
         """
         t0 = time.time()
+        batch, answers, shaped, comps = prepared.batch, prepared.answers, prepared.shaped, prepared.comps
+        correct, filtered = comps["correct"], prepared.filtered if first else []
         idx = torch.tensor(rows)
         width = max(int(batch.response_mask[idx].sum(-1).max()), 1)  # wider columns are padding here
         mask, old_logp, ref_logp, values, advantages, returns, rollout_kl = (
             None if t is None else t[:, :width]
-            for t in (mask, old_logp, ref_logp, values, advantages, returns, rollout_kl))
+            for t in (prepared.mask, prepared.old_logp, prepared.ref_logp, prepared.values, prepared.advantages,
+                      prepared.returns, prepared.rollout_kl))
         weights = O.weights(self.cfg, mask[idx], dtype=torch.float32)
         chunks = length_chunks(batch, rows, self.micro_rows)
         where = {r: i for i, r in enumerate(rows)}
@@ -497,7 +524,7 @@ class Trainer:
         if fill_old:
             old_logp[idx] = out["logp"]
         J = float(scalars[0])
-        metrics = dict(rollout_metrics)
+        metrics = dict(prepared.metrics)
         metrics.update({"objective": J, "loss/policy": -J, "grad_norm": float(scalars[1]) if finite else None,
                         "update/skipped": 0.0 if finite else 1.0,
                         "lr": self.optimizer.param_groups[0]["lr"]})

@@ -11,6 +11,7 @@ No torch here: the suite and the CLI read states without loading the trainer.
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 from pathlib import Path
@@ -125,3 +126,18 @@ def clear_logged_steps(out: Path) -> None:
         (out / name).write_text("", encoding="utf-8")
     for token_file in (out / "tokens").glob("step_*.json"):
         token_file.unlink()
+
+
+def rng_state(rng) -> list:
+    """A ``random.Random``'s state as JSON data: [version, [625 ints], gauss_next]."""
+    version, internal, gauss_next = rng.getstate()
+    return [version, list(internal), gauss_next]
+
+
+def rng_from_state(saved) -> tuple:
+    """What ``random.Random.setstate`` takes, from :func:`rng_state`'s data (or, from a checkpoint
+    written before it, the state's repr, read as a literal: nothing in it is evaluated)."""
+    if isinstance(saved, str):
+        saved = ast.literal_eval(saved)
+    version, internal, gauss_next = saved
+    return version, tuple(internal), gauss_next
