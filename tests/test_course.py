@@ -279,7 +279,27 @@ def test_figures_on_real_logs(course_macros):
     assert 'class="unipo-vega"' in lengths
     assert "GRPO" in m["eval_compare"]()
     assert m["length_verdict"]("grpo").startswith("In the first tenth of training wrong GRPO answers were")
-    assert "No run of this hybrid" in m["hybrid_status"]() or "hybrid" in m["hybrid_status"]()
+
+
+@pytest.mark.parametrize("names, hybrids", [
+    (("grpo", "dapo"), []),  # a filter (DAPO's) without the constant normaliser
+    (("grpo", "dapo_dr"), ["dapo_dr"]),
+    (("dr_grpo", "dapo_dr", "ladder_dynamic_sampling"), ["dapo_dr"]),  # normaliser alone, filter alone: neither
+])
+def test_hybrid_status_names_exactly_the_hybrid_runs(names, hybrids, tmp_path):
+    """The chapter's sentence on the DAPO-filter-with-constant-normaliser hybrid: built from shipped
+    runs, it names the runs that pair the two and no other, and says there is none when none does."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for name in names:
+        (runs / name).symlink_to(SHIPPED / name, target_is_directory=True)
+    text = bound_macros(runs)["hybrid_status"]()
+    if not hybrids:
+        assert text.startswith("No run of this hybrid is part of this build"), text
+        return
+    assert text.startswith(f"This build has {'a run' if len(hybrids) == 1 else 'runs'} of such a hybrid: "), text
+    named = re.findall(r"(\w+) \(", text.split(": ", 1)[1])
+    assert named == [get_run(name, runs).id for name in hybrids], text
 
 
 # ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@ token objective and step objective is reproduced by the site's numpy math to 1e-
 from __future__ import annotations
 
 import json
+import zlib
 
 import pytest
 
@@ -29,10 +30,10 @@ def tiny_checkpoint(tmp_path_factory):
     return save_tiny_checkpoint(tmp_path_factory.mktemp("tiny-policy"))
 
 
-def _train(algorithm, checkpoint, out, monkeypatch, steps=2, **extra):
+def _train(algorithm, checkpoint, out, monkeypatch, steps=2, score=coin_flip_score, **extra):
     import training.rl as rl
 
-    monkeypatch.setattr(rl, "score_response", coin_flip_score)
+    monkeypatch.setattr(rl, "score_response", score)
     opts = rl.TrainOptions(algorithm=algorithm, steps=steps, model=str(checkpoint), out=str(out), progress=False,
                            eval_n=8, detail_every=1, rl_overrides=dict(SMOKE), **extra)
     return rl.train(opts)
@@ -73,18 +74,35 @@ def test_first_update_of_a_rollout_is_on_policy(tiny_checkpoint, tmp_path, monke
     assert max(moved) > 1e-4  # later updates of the rollout are off-policy
 
 
+def every_third_answer_always_right(text: str, label) -> dict:
+    """coin_flip_score, except that every answer whose label hashes to 0 mod 3 is right: about a third
+    of the prompt groups are all right, which DAPO's filter must drop, on every rollout."""
+    if zlib.crc32(str(label).encode()) % 3 == 0:
+        return {"correct": 1.0, "format": 0.0, "parsed_answer": None}
+    return coin_flip_score(text, label)
+
+
 def test_dynamic_sampling_drops_and_refills(tiny_checkpoint, tmp_path, monkeypatch):
-    run = _train("dapo", tiny_checkpoint, tmp_path / "dapo", monkeypatch, steps=2)
+    """DAPO's filter drops the groups whose answers are all right or all wrong, trains on none of them
+    (they are logged without tokens), and samples further prompts until the batch is full again."""
+    run = _train("dapo", tiny_checkpoint, tmp_path / "dapo", monkeypatch, steps=2,
+                 score=every_third_answer_always_right)
     steps = list(runlog.iter_steps(run))
     assert steps, "DAPO made no update"
-    for record in steps:
-        assert 0 < record.metrics["sampling/pass_rate"] <= 1
-    dropped = [g for s in runlog.token_steps(run) for g in runlog.read_step_detail(run, s).prompts if g.filtered]
+    firsts = [s for s in steps if s.first_in_rollout]
+    assert len(firsts) == 2  # an update in each rollout: the refill filled the batch
+    for record in firsts:  # each rollout dropped groups and sampled again to refill
+        assert 0 < record.metrics["sampling/pass_rate"] < 1
+        assert record.metrics["sampling/rounds"] >= 2
+    details = [runlog.read_step_detail(run, s) for s in runlog.token_steps(run)]
+    dropped = [g for d in details for g in d.prompts if g.filtered]
+    assert dropped, "no dropped group was logged"
     for group in dropped:
         correct = [r.correct for r in group.responses]
         assert all(correct) or not any(correct)
         assert all(r.tokens is None for r in group.responses)
-    kept = [g for s in runlog.token_steps(run) for g in runlog.read_step_detail(run, s).prompts if not g.filtered]
+    kept = [g for d in details for g in d.prompts if not g.filtered]
+    assert len({g.prompt for g in kept}) >= SMOKE["prompts_per_step"]
     for group in kept:
         correct = [r.correct for r in group.responses]
         assert any(correct) and not all(correct)
