@@ -51,14 +51,17 @@ def sitemap_root(site_dir: Path) -> str | None:
 
 
 def build_site(
-    site_dir: Path, *, site_url: str | None = None, extra_env: dict[str, str] | None = None
+    site_dir: Path, *, site_url: str | None = None, extra_env: dict[str, str] | None = None,
+    tool: str = "mkdocs",
 ) -> SiteBuild:
-    """Run ``mkdocs build --strict`` into ``site_dir`` in a subprocess."""
+    """Run ``mkdocs build --strict`` into ``site_dir`` in a subprocess (``tool="properdocs"``: the
+    same build with ProperDocs, the maintained MkDocs 1.x fork, reading mkdocs.yml)."""
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1", **(extra_env or {}))
     if site_url:
         env["UNIPO_SITE_URL"] = site_url
+    config = ["--config-file", str(REPO_ROOT / "mkdocs.yml")] if tool != "mkdocs" else []
     proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
+        [sys.executable, "-m", tool, "build", "--strict", "--site-dir", str(site_dir), *config],
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,
