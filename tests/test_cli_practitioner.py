@@ -107,3 +107,15 @@ def test_the_training_extras_install_without_running_the_tests():
         "installed torch 2.13.0 and the train, dev and trl extras into .venv (no test run): source .venv/bin/activate"
         "\x1b[0m")
     assert "bash .ci/test.sh --install-only" in (ROOT / "README.md").read_text()
+
+
+def test_summary_answers_the_practitioners_questions():
+    result = unipo("summary", ROOT / "data" / "runs" / "grpo", "--no-moments")
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    start = lines.index("diagnoses (what practitioners ask of a run):")
+    assert lines[start + 1] == "  [fine] The loss is (about) 0: is it training?"
+    assert sum(line.startswith("  [") for line in lines[start:]) == 8
+    assert "taught in docs/course/algorithms/ppo.md (trl#3120)" in result.stdout
+    data = json.loads(unipo("summary", ROOT / "data" / "runs" / "grpo", "--json", "--no-moments").stdout)
+    assert [d["verdict"] for d in data["diagnoses"]] == ["fine"] * 8

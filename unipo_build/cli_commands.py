@@ -132,7 +132,7 @@ def _summary(args: argparse.Namespace) -> int:
     from unipo_build.summary import summarize, summary_lines
 
     try:
-        result = summarize(args.run_dir, with_moments=not args.no_moments)
+        result = summarize(args.run_dir, with_moments=not args.no_moments, with_diagnoses=True)
     except (runlog.LogError, runlog.LogErrors) as err:
         print(str(err), file=sys.stderr)
         return 1
@@ -234,8 +234,11 @@ def register_train(sub) -> None:
     p = sub.add_parser("summary", help="a run in a few numbers, with its teaching moments",
                        description="Print a run in a few numbers: steps and rollouts, the mean reward over the "
                                    "first and last 10%% of updates, the held-out evaluations at the start and the "
-                                   "end, the wall time, and where each teaching moment is (the step the Step "
-                                   "Inspector opens on).")
+                                   "end, the wall time, where each teaching moment is (the step the Step "
+                                   "Inspector opens on), and the answer to each question practitioners ask of a run "
+                                   "(is it training although the loss is 0, why is clip_ratio 0, ...): a figure, a "
+                                   "verdict (fine, look here, or not measurable and why), the steps and the "
+                                   "chapter. Text at 80 columns; --json for everything.")
     p.add_argument("run_dir", help="a run directory (header.json, steps.jsonl, ...)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
     p.add_argument("--no-moments", action="store_true", help="skip the teaching moments (faster on a long run)")

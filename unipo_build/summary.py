@@ -39,7 +39,9 @@ def memorisation_check(reader, start) -> tuple[MemorisationCheck | None, str | N
         return None, None
 
 
-def summarize(run_dir: str | Path, *, with_moments: bool = True) -> dict:
+def summarize(run_dir: str | Path, *, with_moments: bool = True, with_diagnoses: bool = False) -> dict:
+    """The run in a few numbers (``unipo summary``); ``with_diagnoses``: the answers to the practitioners'
+    questions too (``unipo_build.diagnose``, a list of their ``as_dict()``)."""
     reader = reader_for(run_dir)
     header, table = reader.header, reader.table
     _, rewards = table.series("reward/mean")
@@ -70,6 +72,10 @@ def summarize(run_dir: str | Path, *, with_moments: bool = True) -> dict:
     }
     if with_moments:
         out["moments"] = {name: (m.as_dict() if m else None) for name, m in find_moments(run_dir).items()}
+    if with_diagnoses:
+        from .diagnose import diagnose
+
+        out["diagnoses"] = [d.as_dict() for d in diagnose(reader)]
     return out
 
 
@@ -150,4 +156,22 @@ def summary_lines(result: dict) -> list[str]:
             if where.get("value") is not None:
                 parts.append(f"value {_num(where['value'], 4)}")
             lines += _wrap(f"{name:<20} {', '.join(parts)}", "  ")
+    if result.get("diagnoses"):
+        lines += diagnosis_text(result["diagnoses"])
+    return lines
+
+
+def diagnosis_text(diagnoses: list[dict]) -> list[str]:
+    """The diagnoses (``Diagnosis.as_dict()``) as lines of at most 80 characters: question and verdict, the figure
+    (or what the log lacks), the steps that show it and the chapter that teaches it."""
+    lines = ["diagnoses (what practitioners ask of a run):"]
+    for d in diagnoses:
+        lines += _wrap(f"[{d['verdict']}] {d['question']}", "  ")
+        body = d["figure"] if d["verdict"] != "not measurable" else (
+            f"not measurable: {d['lacks']}" + (f" ({d['figure']})" if d["figure"] else ""))
+        if body:
+            lines += _wrap(body, "      ")
+        tail = (f"steps {', '.join(map(str, d['steps']))}; " if d["steps"] else "") + \
+            f"taught in docs/{d['chapter']['path']} ({d['source']})"
+        lines += _wrap(tail, "      ")
     return lines
