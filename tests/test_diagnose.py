@@ -68,7 +68,7 @@ def test_reward_std_without_a_gradient(tmp_path):
     found = run_of(tmp_path, change=late)
     d = found["zero_grad_with_std"]
     assert d.verdict == LOOK and d.figure.startswith("40 of 80 updates have reward std > 0 and gradient norm 0")
-    assert "100.0% of the groups have zero reward variance" in d.figure and d.steps == [40, 41, 42, 43, 44]
+    assert "on them every group has zero reward variance" in d.figure and d.steps == [40, 41, 42, 43, 44]
     assert found["loss_zero"].verdict == FINE  # most updates still move
 
 
@@ -157,3 +157,10 @@ def test_sampler_and_learner_from_the_trainers_mismatch_metric(tmp_path):
     d = run_of(tmp_path, "off", change=lambda f, v: {"mismatch/logp_abs_mean": 0.05 if f > 0.9 else 5e-4}
                )["sampler_learner"]
     assert d.verdict == LOOK and "above 0.01 on 8 updates" in d.figure and d.steps == [72, 73, 74, 75, 76]
+
+
+def test_a_zero_gradient_with_mixed_groups_points_at_the_mask(tmp_path):
+    late = lambda f, v: {"grad_norm": 0.0, "groups/zero_variance_frac": 0.25} if f > 0.5 else {}  # noqa: E731
+    d = run_of(tmp_path, change=late)["zero_grad_with_std"]
+    assert d.verdict == LOOK and "only 25.0% of the groups have zero reward variance" in d.figure
+    assert "the loss kept no token of the others" in d.figure

@@ -276,3 +276,25 @@ def test_two_objectives_of_a_step_are_shown_with_the_reason(tmp_path):
     import_log("trl", FIXTURES / "trl" / "run1", run, tap=FIXTURES / "trl" / "run1-tap")
     explain.build([run], tmp_path / "site1")
     assert "Two objectives per step" not in page_text(tmp_path / "site1" / "runs" / "run1" / "index.html")
+
+
+def test_the_run_page_answers_the_practitioners_questions(tmp_path):
+    """The TRL run with masked truncations (tests/fixtures/trl/gaps): most of its updates have a zero gradient, and
+    its page says so in a card whose steps open in the page's Step Inspector."""
+    from unipo_build.diagnose import diagnose
+
+    run = tmp_path / "runs" / "trl-gaps"
+    import_log("trl", FIXTURES / "trl" / "gaps", run, tap=FIXTURES / "trl" / "gaps-tap")
+    explain.build([run], tmp_path / "site")
+    raw = (tmp_path / "site" / "runs" / "trl-gaps" / "index.html").read_text()
+    found = diagnose(run)
+    cards = re.findall(r'class="admonition (\w+) unipo-diagnosis" data-key="(\w+)" data-verdict="([^"]+)"', raw)
+    assert [(k, v) for _, k, v in cards] == [(d.key, d.verdict) for d in found]
+    loss = next(d for d in found if d.key == "loss_zero")
+    assert loss.verdict == "look here" and loss.steps
+    text = page_text(tmp_path / "site" / "runs" / "trl-gaps" / "index.html")
+    assert loss.figure in text and "Taught in From the policy gradient to a loss" in text
+    for step in loss.steps:
+        assert f'href="#explorer-run-inspector:step={step}"' in raw
+    assert 'id="unipo-explorer-run-inspector"' in raw  # the Step Inspector those links open
+    assert raw.count('class="unipo-explorer"') == 1

@@ -185,10 +185,15 @@ def zero_grad_with_std(reader: RunReader) -> Diagnosis:
         return Diagnosis("zero_grad_with_std", q, FINE, f"no update has reward std > 0 with a zero gradient "
                          f"({int(np.sum(~np.isnan(grad)))} updates with both logged)", ch, src)
     zv = table.column("groups/zero_variance_frac")[hit]
-    why = (f"; on them {_pct(float(np.nanmean(zv)))} of the groups have zero reward variance (every answer scored "
-           "alike): the batch's std is not 0, each group's is, so every advantage is 0"
-           if not np.all(np.isnan(zv)) else "; groups/zero_variance_frac is not logged to tell whether every group "
-           "had zero variance")
+    if np.all(np.isnan(zv)):
+        why = "; groups/zero_variance_frac is not logged to tell whether every group had zero variance"
+    elif float(np.nanmin(zv)) >= 1.0 - 1e-9:
+        why = (f"; on them every group has zero reward variance (every answer of a prompt scored alike): the batch's "
+               "std is not 0, each group's is, so every advantage is 0")
+    else:
+        why = (f"; on them only {_pct(float(np.nanmean(zv)))} of the groups have zero reward variance, so the "
+               "advantages are not all 0: the loss kept no token of the others (masked truncations, a filter or a "
+               "mask dropping them)")
     return Diagnosis("zero_grad_with_std", q, LOOK, f"{int(hit.sum())} of {table.n} updates have reward std > 0 and "
                      f"gradient norm 0{why}", ch, src, steps=_first(table.steps, hit))
 

@@ -7,7 +7,8 @@ Python API from the project's own ``mkdocs.yml`` (its theme, hooks, macros and e
 the docs directory, the nav and the runs replaced: ``UNIPO_RUNS`` names exactly the given runs.
 
 Pages: ``index.md`` (the runs and where each is explained), ``runs/<run id>.md`` (the run card
-with what the log lacks and what was derived, the nearest spec against the run's components,
+with what the log lacks and what was derived, the diagnoses (``unipo_build.diagnose``: one card per
+question practitioners ask of a run), the nearest spec against the run's components,
 the Training Explorer with its Step Inspector, the Algorithm Explainer with the run's
 components) and ``course/algorithms/<spec>.md`` (the chapter, as the course has it). A link of
 the chapter to a page this site does not have becomes plain text.
@@ -150,6 +151,13 @@ This is {{{{ explain_summary("{rid}") }}}}.
 
 {{{{ explain_run_card("{rid}") }}}}
 
+## Diagnosis
+
+What practitioners ask of a run, answered from this one: each card's figure, its verdict, the
+steps that show it (they open in the Step Inspector below) and the chapter that teaches it.
+
+{{{{ explain_diagnoses("{rid}") }}}}
+
 ## Against the nearest spec
 
 The spec this run is explained by (first) above the components the run trained with (second),
@@ -163,8 +171,7 @@ Each ring is one metric of the run, the angle the update. Click a step to open i
 Inspector under the chart, then a token there: its numbers show beside it and in the Algorithm
 Explainer below.
 
-{{% set run = explain_run("{rid}") %}}
-{{{{ training_explorer(run) }}}}
+{{{{ explain_explorer("{rid}") }}}}
 
 ## Algorithm Explainer
 

@@ -6,6 +6,9 @@
     {{ explain_match("my-run") }}            the nearest spec above the run's resolved components, slot by slot
     {{ explain_objective_card("my-run") }}   the Algorithm Explainer with the run's own components
     {{ explain_run_card("my-run") }}         the run card, what the log lacks and what was derived on import
+    {{ explain_diagnoses("my-run") }}        one card per question practitioners ask of a run (unipo_build.diagnose)
+    {{ explain_explorer("my-run") }}         the Training Explorer with its Step Inspector, under the ids the
+                                             diagnoses' step links name (one per page)
 
 A run is named by its exact id here, never by an algorithm id: a practitioner's run called ``ppo``
 that trained GRPO is still that run. The spec a run is explained by is :func:`diff.nearest_spec`'s:
@@ -14,9 +17,10 @@ the one its header names, else the one whose components differ from the run's in
 
 from __future__ import annotations
 
+from ..diagnose import LOOK, UNMEASURABLE, diagnose
 from ..runs import Run
 from ..schema import TokenArrays
-from . import explainer
+from . import explainer, explorer
 from .compare import compare_run_html
 from .diff import SpecMatch, nearest_spec
 from .fmt import escape_text, fmt_num
@@ -39,6 +43,12 @@ KEY_METRICS = {
     "clip/frac_high": "clip",
     "clip/frac_low": "clip",
 }
+
+
+#: The run page's Training Explorer (one per page); its Step Inspector is EXPLORER_ID-inspector, and a link to
+#: "#<that id without 'unipo-'>:step=N" opens step N in it (UNIPO.state, inspector.js).
+EXPLORER_ID = "unipo-explorer-run"
+INSPECTOR_VIEW = EXPLORER_ID.removeprefix("unipo-") + "-inspector"
 
 
 def run_of(site: Site, run_id: str, macro_name: str) -> Run:
@@ -195,6 +205,50 @@ def explain_run_card(site: Site, run_id: str) -> str:
                if notes else '<p class="unipo-explain-derived">The run header has no notes: nothing was derived on '
                              "import.</p>")
     return run_card_html(site, run, run.id) + lacking + objectives_html(run) + derived
+
+
+@macro(html=True, scripts=("explorer", "inspector"))
+def explain_explorer(site: Site, run_id: str) -> str:
+    """The run's Training Explorer and Step Inspector, under the fixed ids the diagnoses link to."""
+    run = run_of(site, run_id, "explain_explorer")
+    return explorer.explorer_html(run, None, inspector=True, element_id=EXPLORER_ID, page_url=site.page_url)
+
+
+VERDICT_CLASS = {"fine": "success", LOOK: "warning", UNMEASURABLE: "note"}
+
+
+@macro(html=True)
+def explain_diagnoses(site: Site, run_id: str) -> str:
+    """One card per question practitioners ask of a run: the question, the verdict, the figure it rests on (or
+    what the log lacks), the steps that show it (links that open them in the Step Inspector below) and the
+    chapter that teaches it (a link where this site has the chapter)."""
+    run = run_of(site, run_id, "explain_diagnoses")
+    match = match_of(site, run, "explain_diagnoses")
+    found = diagnose(run.reader)
+    cards = []
+    for d in found:
+        body = d.figure if d.verdict != UNMEASURABLE else f"The log lacks it: {d.lacks}." + (
+            f" ({d.figure})" if d.figure else "")
+        steps = ""
+        if d.steps:
+            links = ", ".join(f'<a class="unipo-diagnosis-step" href="#{INSPECTOR_VIEW}:step={s}">step {s}</a>'
+                              for s in d.steps)
+            steps = f'<p class="unipo-diagnosis-steps">Where it shows (opens in the Step Inspector): {links}</p>'
+        chapter = d.chapter
+        title = escape_text(chapter.title)
+        taught = (f'<a href="../../{chapter.path.removesuffix(".md")}/">{title}</a>' if chapter.spec == match.spec.id
+                  else f"{title} (the course's <code>docs/{escape_text(chapter.path)}</code>)")
+        cards.append(
+            f'<div class="admonition {VERDICT_CLASS[d.verdict]} unipo-diagnosis" data-key="{d.key}" '
+            f'data-verdict="{escape_text(d.verdict)}"><p class="admonition-title">{escape_text(d.question)} '
+            f'<span class="unipo-diagnosis-verdict">{escape_text(d.verdict)}</span></p>'
+            f"<p>{escape_text(body)}</p>{steps}"
+            f'<p class="unipo-diagnosis-source">Taught in {taught}; asked in {escape_text(d.source)}.</p></div>')
+    look = sum(d.verdict == LOOK for d in found)
+    lead = (f'<p class="unipo-diagnoses-summary">{look} of {len(found)} questions point somewhere to look'
+            if look else f'<p class="unipo-diagnoses-summary">Nothing to look at on the {len(found)} questions')
+    lead += "; each answer is computed from this run's log alone.</p>"
+    return f'<div class="unipo-diagnoses">{lead}{"".join(cards)}</div>'
 
 
 def objectives_html(run: Run) -> str:
