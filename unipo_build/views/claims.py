@@ -26,18 +26,15 @@ from .effects import (Side, Verdict, compare, direction, edge_change, gap_change
                       relative_change_words, run_mean, signed, signed_pct, values_text)
 from .fmt import fmt_num, fmt_pct
 from .run_facts import course_runs
+from .seeds import algorithm_runs
 from .site import AuthorError, Site, macro
 from .spec_facts import and_names, count_word
-
-
-def seed_order(run: Run) -> tuple:
-    return (run.header.seed is None, run.header.seed or 0, run.id)
 
 
 def runs_named(site: Site, name: str) -> tuple[str, list[Run]]:
     """(label, runs): every loaded run of an algorithm id in seed order, or the one run of a run id.
     The label is the spec's name, else the name the runs' logs give their algorithm."""
-    runs = sorted(site.catalog.of_algorithm(name), key=seed_order)
+    runs = algorithm_runs(site, name)
     if runs:
         label = site.algorithm_name(name)
         if label == name and runs[0].config is not None:
