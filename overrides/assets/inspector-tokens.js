@@ -32,7 +32,8 @@
     return null;
   };
 
-  /** Select a token: outlined, its numbers under its response, reported to the explainer. */
+  /** Select a token: outlined, its numbers under its response, reported to the explainer;
+   * options: quiet (the state came from the URL: nothing written), reveal (the reader chose it). */
   methods.select = function (item, options) {
     options = options || {};
     this.deselect(true);
@@ -43,7 +44,9 @@
     this.rove(item.node);
     this.showReadout(item);
     this.container.setAttribute("data-selected", [item.groupKey, item.response, item.t].join(":"));
-    if (!options.quiet) this.save(false);
+    // The reader's click (or Enter) is a new history entry, as a guided path's step is: Back
+    // returns to the token chosen before (or none), on this page.
+    if (!options.quiet) this.save(true);
     // The numbers follow the token: when they run off the screen's foot, the token moves to the top (scroll-margin: views.css).
     var values = this.readout && this.readout.querySelector(".unipo-readout-values");
     if (options.reveal && values && !inViewport(values, 0)) item.node.scrollIntoView({ block: "start" });
@@ -63,7 +66,7 @@
     this.selected = null;
     this.container.removeAttribute("data-selected");
     if (had) this.cleared();
-    if (!quiet) this.save(false);
+    if (!quiet) this.save(true); // closing the numbers is undone by Back too
   };
 
   /** No token is selected any more: the page's Algorithm Explainer stops showing one. */
@@ -121,7 +124,7 @@
       values.appendChild(el("div", { class: "unipo-readout-value", "data-key": "weight", "data-value": String(tk.weight[item.t]) },
         [el("dt", { text: "Aggregation weight" }), el("dd", { class: "unipo-num", text: fmt(tk.weight[item.t]) })]));
     }
-    var head = [el("strong", { class: "unipo-readout-token", text: "\u201c" + V.isolate(item.text) + "\u201d" }),
+    var head = [el("strong", { class: "unipo-readout-token", text: V.tokenLabel(item.text) }),
       el("span", { class: "unipo-fact", text: "step " + this.step + " \u00b7 group " + item.group + " \u00b7 response #" + item.response + " \u00b7 token " + item.t })];
     if (tk.clip && tk.clip[item.t]) head.push(el("span", { class: "unipo-mark unipo-mark--clipped", text: tk.clip[item.t] > 0 ? "clipped high" : "clipped low" }));
     if (!tk.mask[item.t]) head.push(el("span", { class: "unipo-mark", text: "not in the objective" }));

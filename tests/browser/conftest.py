@@ -13,6 +13,10 @@ Fixtures
 - ``console_errors(driver)``: SEVERE browser console entries (favicon 404s ignored).
 - ``screenshot(path, name, scheme="default", width=1280)``: a full-page PNG in
   $UNIPO_SCREENSHOTS (default /tmp/unipo-shots); returns its path.
+- ``run_set``: a test that checks a view takes it to run on each run set the build shows
+  (parametrized: ``""`` for the default set at the site's root, ``"gpu/"`` for the gpu set); prefix
+  its page paths with it. The gpu set is in a plain build whenever data/runs-gpu holds runs; a
+  reused UNIPO_SITE_DIR built without it skips that case, saying so.
 
 Every test in this directory is marked ``browser``. Without Chromium and chromedriver the
 tests are skipped, unless UNIPO_REQUIRE_BROWSER=1 (set by .ci/test.sh), which fails them.
@@ -290,6 +294,20 @@ def open_page(driver, site_url):
         return driver
 
     return _open
+
+
+#: The run sets a view's test runs on: (id, the path prefix of its pages in the built site).
+RUN_SETS = (("tiny", ""), ("gpu", "gpu/"))
+
+
+@pytest.fixture(params=[prefix for _, prefix in RUN_SETS], ids=[name for name, _ in RUN_SETS])
+def run_set(request, built_site) -> str:
+    """The path prefix of one run set's pages (see RUN_SETS); the gpu set's case is skipped only when
+    the built site has no gpu set (a build on other runs, or a clone without data/runs-gpu)."""
+    prefix = request.param
+    if prefix and not (Path(built_site) / prefix / "index.html").is_file():
+        pytest.skip(f"the built site has no {prefix!r} set (data/runs-gpu holds no runs, or UNIPO_RUNS names other runs)")
+    return prefix
 
 
 @pytest.fixture(name="wait_rendered")

@@ -124,6 +124,42 @@ def test_group_and_token_survive_reload_back_and_a_shared_link(open_page, driver
     assert console_errors(driver) == []
 
 
+def test_back_after_token_clicks_stays_on_the_page(open_page, driver, run_set, console_errors):
+    """Each token click is a history entry (issue 33): Back undoes the last click and stays on the
+    page, down to the state before the first one; Forward redoes it. On both run sets."""
+    open_page(run_set + GRPO)
+    driver.execute_script("window.unipoSameDocument = true")
+    page = driver.execute_script("return location.pathname")
+    uid = _explorer_inspector(driver)
+    driver.execute_script("document.getElementById(arguments[0]).scrollIntoView()", uid)
+    _wait(driver, "return document.getElementById(arguments[0]).dataset.ready === '1'", uid, what="inspector ready")
+    before = _istate(driver, uid)
+    entries = driver.execute_script("return history.length")
+    tokens = driver.find_elements(By.CSS_SELECTOR, f"#{uid} .unipo-group .unipo-tok:not(.unipo-tok--masked)")
+    assert len(tokens) >= 4
+    picked = []
+    for token in (tokens[1], tokens[3]):
+        _center_click(driver, token)
+        _wait(driver, "return document.getElementById(arguments[0]).dataset.selected !== arguments[1] && "
+                      "document.getElementById(arguments[0]).dataset.selected", uid, picked[-1] if picked else before["selected"],
+              what="the clicked token selected")
+        picked.append(_istate(driver, uid)["selected"])
+    assert picked[0] != picked[1]
+    assert driver.execute_script("return history.length") == entries + 2, "each token click adds one history entry"
+    driver.back()
+    _wait(driver, "return document.getElementById(arguments[0]).dataset.selected === arguments[1]", uid, picked[0],
+          what="the first token again after Back")
+    driver.back()
+    _wait(driver, "return (document.getElementById(arguments[0]).dataset.selected || null) === arguments[1]", uid,
+          before["selected"], what="the state before the first click after a second Back")
+    assert driver.execute_script("return location.pathname") == page
+    assert driver.execute_script("return window.unipoSameDocument") is True, "Back left the page"
+    driver.forward()
+    _wait(driver, "return document.getElementById(arguments[0]).dataset.selected === arguments[1]", uid, picked[0],
+          what="Forward redoes the first click")
+    assert console_errors(driver) == []
+
+
 def test_one_value_per_quantity_and_float_noise_reads_zero(open_page, driver, console_errors):
     """In the readout, the token objective and KL are shown once each and agree with the card."""
     open_page(GRPO)
@@ -266,7 +302,13 @@ def test_a_chapter_compares_any_two_algorithms_and_keeps_the_pair_in_the_url(ope
     assert other == "dr_grpo"
     weight = driver.execute_script("return +document.querySelector('#' + arguments[0] + ' [data-key=other_weight]').dataset.value", uid)
     assert weight > 0
-    # Back (to the entry before the pair was chosen): the default pair again
+    # Back undoes the token click (a history entry of its own), the pair stays; Back again goes to
+    # the entry before the pair was chosen: the default pair
+    clicked = driver.execute_script("return document.getElementById(arguments[0]).dataset.selected", uid)
+    driver.back()
+    _wait(driver, "return document.getElementById(arguments[0]).dataset.selected !== arguments[1]", uid, clicked,
+          what="the token click undone")
+    assert driver.execute_script("return document.querySelector('.unipo-compare-selector').dataset.pair") == "dr_grpo|dapo"
     driver.back()
     _wait(driver, "return document.querySelector('.unipo-compare-selector').dataset.pair === 'grpo|dapo'", what="pair after Back")
     assert console_errors(driver) == []
