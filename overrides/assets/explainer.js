@@ -81,7 +81,7 @@
 
   function tokenLabel(ctx) {
     return "Step " + ctx.step.step + ", group " + ctx.group.index + ", response #" + ctx.response.index +
-      ", token " + ctx.t + " \u201c" + V.isolate(ctx.tokens.text[ctx.t]) + "\u201d";
+      ", token " + ctx.t + " " + V.tokenLabel(ctx.tokens.text[ctx.t]);
   }
 
   function liveRatio(ctx) {

@@ -115,6 +115,14 @@
     return "\u2068" + text + "\u2069";
   };
 
+  /** A token named in a sentence or a heading, as every view writes it (views/common.py
+   * token_label): between quotes, a space as \u00b7, a line break as \u21b5, a tab as \u2192, no text
+   * as \u2205, inside isolates. */
+  V.tokenLabel = function (text) {
+    var shown = String(text).replace(/ /g, "\u00b7").replace(/\n/g, "\u21b5").replace(/\t/g, "\u2192") || "\u2205";
+    return "\u201c" + V.isolate(shown) + "\u201d";
+  };
+
   /** createElement with attributes, classes and children (strings become text nodes). */
   function el(tag, attrs, children) {
     var node = document.createElement(tag);

@@ -21,6 +21,15 @@ EVENT_OPEN_STEP = "unipo:open-step"
 EVENT_TOKEN = "unipo:token"
 
 
+def token_label(text: str) -> str:
+    """A token named in a sentence, a heading or a table, as every view writes it: between quotes,
+    a space as ·, a line break as ↵, a tab as →, no text as ∅ (the Step Inspector's Tokens display),
+    inside Unicode isolates (render.isolate). Not escaped: escape it as any text.
+    views-common.js ``tokenLabel`` writes the same."""
+    shown = text.replace(" ", "\u00b7").replace("\n", "\u21b5").replace("\t", "\u2192") or "\u2205"
+    return "\u201c\u2068" + shown + "\u2069\u201d"
+
+
 def site_root(page_url: str | None) -> str:
     """Relative path from a page to the site root: '' for the home page, '../../' for 'a/b/'.
 

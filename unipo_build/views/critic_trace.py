@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ..moments import MOMENT_NAMES, find_moment
-from ..render import escape_text, isolate, vega_embed
+from ..render import escape_text, vega_embed
 from ..runs import Run
 from ..schema import PromptGroup, Response, StepDetail
+from .common import token_label
 from .fmt import fmt_num, legend_html, note_html
 from .palette import role
 from .site import AuthorError, Site, macro
@@ -143,7 +144,7 @@ def critic_trace_data(run: Run, moment: str | None = None) -> CriticTrace | None
         rows.append({
             "t": i,
             "token": t.text[i],
-            "label": f"{i} \u201c{isolate(t.text[i])}\u201d",
+            "label": f"{i} {token_label(t.text[i])}",
             "value": t.value[i],
             "return": t.return_[i],
             "advantage": t.advantage[i],

@@ -20,6 +20,7 @@ from typing import Any
 from ..numbers import NOISE
 from ..render import escape_text
 from ..specs import REGISTRY
+from .common import token_label
 from .fmt import fmt_num, fmt_signed, math_inline, note_html
 from .inspector import kl_in_loss_beta
 from .site import Site, macro
@@ -108,9 +109,7 @@ def kl_only_token(run) -> KlOnlyToken | None:
 KL_TERM_TEX = r"-\beta\,\mathbb{D}"
 
 
-def _token_text(text: str) -> str:
-    shown = text.replace(" ", "\u00b7").replace("\n", "\u21b5") or "\u2205"
-    return "\u201c\u2068" + shown + "\u2069\u201d"
+_token_text = token_label  # the one way a token is named (views/common.py)
 
 
 def all_correct_path(site: Site, run_name: str) -> str:
