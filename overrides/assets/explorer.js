@@ -464,6 +464,19 @@
       this.magOut.textContent = (index > 0 ? factor : 1) + "\u00d7";
       this.focusInput.disabled = s.mag === 0;
     }
+    // From the other run set's page (the set switch, unipo.js crossSetHash): its steps are points of
+    // its own run, placed at the same fraction of training here.
+    var of = Number(params.of);
+    var crossing = params.of !== undefined && isFinite(of) && of > 0;
+    var last = this.last;
+    var first = this.first;
+    function mapped(value) {
+      var x = Number(value);
+      if (!crossing || value === undefined || value === "" || !isFinite(x)) return value;
+      return String(Math.min(last, Math.max(first, Math.round(Math.min(1, Math.max(0, x / of)) * last))));
+    }
+    var asked = params.step;
+    params = Object.assign({}, params, { step: mapped(params.step), around: mapped(params.around) });
     var around = Number(params.around);
     if (s.mag > 0 && isFinite(around)) this.setFocusStep(around, true);
     var step = Number(params.step);
@@ -475,9 +488,17 @@
     if (params.step !== undefined && !stepOk) bad.push("step " + params.step);
     s.picked = stepOk ? step : -1;
     // A link that names what this run does not have: the default, and one line saying so.
-    window.UNIPO.state.note(this.id, bad.length ? "The link names " + bad.join(", ") +
-      ", which this run does not have; the chart shows its default there." : null, this.statusEl);
+    var lines = [];
+    if (bad.length) lines.push("The link names " + bad.join(", ") + ", which this run does not have; the chart shows its default there.");
+    if (crossing && asked !== undefined && stepOk) {
+      lines.push("From the " + window.UNIPO.state.setLabel(params.from || "other set") + ": step " + asked + " of " + of +
+        " there is " + Math.round(100 * Math.min(1, Math.max(0, Number(asked) / of))) + "% of the way through training; here that is step " +
+        step + " of " + last + ".");
+    }
+    window.UNIPO.state.note(this.id, lines.length ? lines.join(" ") : null, this.statusEl);
+    this.section.toggleAttribute("data-mapped", crossing);
     this.updateChips();
+    if (crossing) this.save(false); // written back as this set's own steps (no of=, from=)
     if (!initial) {
       this.push();
       if (s.picked >= this.first) this.dispatchOpen(s.picked, false);

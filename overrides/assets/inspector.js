@@ -64,6 +64,11 @@
 
   /* ------------------------------------------------------------ helpers */
 
+  /** The logged step nearest to ``x`` (the earlier one on a tie). */
+  function nearestStep(steps, x) {
+    return steps.reduce(function (best, s) { return Math.abs(s - x) < Math.abs(best - x) ? s : best; }, steps[0]);
+  }
+
   function dark() {
     return window.UNIPO && window.UNIPO.scheme && window.UNIPO.scheme() === "slate";
   }
@@ -195,11 +200,35 @@
       if (!moment) notes.push("teaching moment \u201c" + params.moment + "\u201d");
     }
     var step = moment ? moment.open_step : this.data.step;
+    var mapped = null; // {kind, text}: how a step named by another run set's page was placed here
+    var keep = true; // whether the link's group and token are this step's
     if (params.step !== undefined) {
       var asked = Number(params.step);
-      if (params.step !== "" && isFinite(asked) && this.steps.indexOf(asked) >= 0) step = asked;
-      else notes.push("step " + params.step);
+      var number = params.step !== "" && isFinite(asked);
+      var of = Number(params.of);
+      if (number && params.of !== undefined && isFinite(of) && of > 0) {
+        // From the other run set's page (the set switch): its step is a point of its own run.
+        var where = "From the " + window.UNIPO.state.setLabel(params.from || "other set") + ": ";
+        if (moment) {
+          mapped = { kind: "moment", text: where + "its teaching moment \u201c" + moment.label + "\u201d (step " + asked +
+            " there) opens as this run's own, at step " + moment.open_step + "." };
+          keep = false;
+        } else {
+          var fraction = Math.min(1, Math.max(0, asked / of));
+          step = nearestStep(this.steps, fraction * this.data.last_step);
+          keep = step === asked;
+          mapped = { kind: "fraction", text: where + "step " + asked + " of " + of + " there is " + Math.round(100 * fraction) +
+            "% of the way through training; here that is step " + step + " of " + this.data.last_step +
+            " (the nearest with token detail)" + (keep ? "." : ", with this step's own groups.") };
+        }
+      } else if (number && this.steps.indexOf(asked) >= 0) {
+        step = asked;
+      } else {
+        notes.push("step " + params.step);
+        if (number) step = nearestStep(this.steps, asked); // the nearest step that has token detail
+      }
     }
+    if (!keep) params = { colour: params.colour, view: params.view, moment: params.moment };
     var token = null;
     if (params.token) {
       var rt = params.token.split(".").map(Number);
@@ -209,10 +238,11 @@
     var fromUrl = Object.keys(params).length > 0;
     this.mark = moment || (!fromUrl || step === this.data.step ? this.data.moment : null);
     this.showAll = false;
-    return this.open(step, { group: params.group || null, token: token, selectMoment: !token && !params.group, quiet: true,
-                             missing: notes })
+    // A step mapped from the other set is written back as this set's own (no of=, from=).
+    return this.open(step, { group: params.group || null, token: token, selectMoment: !token && !params.group, quiet: !mapped,
+                             missing: notes, mapped: mapped })
       .then(function () {
-        if (options.initial && fromUrl && window.UNIPO.state.isFirst(self.id)) {
+        if (options.initial && fromUrl && window.UNIPO.state.isFirst(self.id) && !window.UNIPO.state.placeHeld()) {
           var target = (self.selected && self.selected.node) || self.container;
           target.scrollIntoView({ block: self.selected ? "center" : "start" });
         }
@@ -232,6 +262,15 @@
     if (this.mode === "tokens") p.view = "tokens";
     if (this.mark && this.mark !== this.data.moment && this.mark.open_step === this.step) p.moment = this.mark.name;
     return p;
+  };
+
+  /** data-at-moment: the teaching moment this inspector shows now (its step and group), which the
+   * set switch carries to the other set's page (unipo.js crossSetHash). */
+  Inspector.prototype.noteMoment = function () {
+    var m = this.mark;
+    var at = m && m.open_step === this.step && (m.group === null || m.group === undefined || String(m.group) === String(this.groupKey).replace(/f$/, ""));
+    if (at) this.container.setAttribute("data-at-moment", m.name);
+    else this.container.removeAttribute("data-at-moment");
   };
 
   Inspector.prototype.save = function (push) {
@@ -324,7 +363,7 @@
     options = options || {};
     var self = this;
     if (this.steps.indexOf(step) < 0) {
-      var nearest = this.steps.reduce(function (best, s) { return Math.abs(s - step) < Math.abs(best - step) ? s : best; }, this.steps[0]);
+      var nearest = nearestStep(this.steps, step);
       this.status.textContent = "Step " + step + " has no token detail; showing the nearest step that has, " + nearest + ".";
       step = nearest;
     } else {
@@ -349,7 +388,7 @@
       if (options.group && !wanted) missing.push("group " + options.group);
       var group = wanted || defaultGroup(detail, self.mark);
       self.renderStep();
-      self.showGroup(group ? groupKey(group) : null, { quiet: true });
+      self.showGroup(group ? groupKey(group) : null, { quiet: true, response: options.token ? options.token.response : null });
       self.updateNav();
       if (self.mark && self.mark.open_step === step) self.highlightMoment(options.selectMoment && !options.token, options.scroll);
       if (options.token) {
@@ -360,11 +399,15 @@
       if (missing.length) {
         // A link (or a history entry) named what this inspector does not have: its default, and why.
         self.status.textContent = "The link names " + missing.join(", ") + ", which this inspector does not have; showing step " +
-          step + (group ? ", group " + group.index : "") + " instead.";
+          step + (group ? ", group " + group.index : "") + " instead." + (options.mapped ? " " + options.mapped.text : "");
         self.container.setAttribute("data-state-note", "1");
       } else {
+        if (options.mapped) self.status.textContent = options.mapped.text + (self.status.textContent ? " " + self.status.textContent : "");
         self.container.removeAttribute("data-state-note");
       }
+      if (options.mapped) self.container.setAttribute("data-mapped", options.mapped.kind);
+      else self.container.removeAttribute("data-mapped");
+      self.noteMoment();
       if (!options.quiet) self.save(!!options.push);
       self.container.setAttribute("data-ready", "1");
     }).catch(function (err) {
@@ -448,7 +491,11 @@
     if (Math.abs(detail.objective) < NOISE) {
       out.push(el("details", { class: "unipo-step-note" }, [el("summary", { text: "Why is J \u2248 0?" }), el("p", { text: ZERO_OBJECTIVE_NOTE })]));
     }
-    out.push(el("ul", { class: "unipo-bars" }, rows));
+    // Only the open group's bar is in the page while the list is folded (foldBars): a step of 64
+    // groups would otherwise put 64 rows (hundreds of nodes) in every inspector.
+    this.barRows = rows;
+    this.barList = el("ul", { class: "unipo-bars" });
+    out.push(this.barList);
     var toggle = el("button", { type: "button", class: "unipo-bars-toggle", "aria-expanded": "false" });
     toggle.addEventListener("click", function () {
       self.folded = !self.folded;
@@ -476,10 +523,15 @@
     if (!this.barsBox) return;
     var n = this.detail.groups.length;
     // a group is open: one of the bars, or a dropped group (then no bar shows, its list stays)
-    var open = !!this.barsBox.querySelector(".unipo-bar-row--open, .unipo-filtered-list .unipo-group-btn[aria-pressed='true']");
+    var openRows = this.barRows.filter(function (row) { return row.classList.contains("unipo-bar-row--open"); });
+    var open = openRows.length > 0 || !!this.barsBox.querySelector(".unipo-filtered-list .unipo-group-btn[aria-pressed='true']");
     var folded = this.folded && open;
     if (folded) this.barsBox.setAttribute("data-folded", "1");
     else this.barsBox.removeAttribute("data-folded");
+    var rows = folded ? openRows : this.barRows;
+    if (this.barList.children.length !== rows.length || rows.some(function (row, i) { return this.barList.children[i] !== row; }, this)) {
+      this.barList.replaceChildren.apply(this.barList, rows);
+    }
     this.barsToggle.hidden = !open || n < 2;
     this.barsToggle.setAttribute("aria-expanded", folded ? "false" : "true");
     this.barsToggle.textContent = folded ? "Show all " + n + " groups' contributions" : "Show only the open group's";
@@ -499,7 +551,8 @@
     return button;
   };
 
-  /** Open one group (its key) below the bars; options: push, quiet. */
+  /** Open one group (its key) below the bars; options: push, quiet, response (one to render even
+   * when the group's responses are folded: a token the URL names). */
   Inspector.prototype.showGroup = function (key, options) {
     options = options || {};
     var self = this;
@@ -513,17 +566,24 @@
     Object.keys(this.groupButtons).forEach(function (k) {
       self.groupButtons[k].setAttribute("aria-pressed", k === key ? "true" : "false");
     });
-    Array.prototype.forEach.call(this.barsBox.querySelectorAll(".unipo-bar-row"), function (row) {
+    this.barRows.forEach(function (row) {
       row.classList.toggle("unipo-bar-row--open", row.getAttribute("data-key") === key);
     });
     this.foldBars();
     this.groupView.id = this.uid + "-groupview";
-    this.groupView.replaceChildren(g ? this.renderGroup(g) : el("p", { class: "unipo-group-note", text: "No group of this step was logged token by token." }));
+    this.groupView.replaceChildren(g ? this.renderGroup(g, options.response) : el("p", { class: "unipo-group-note", text: "No group of this step was logged token by token." }));
     this.recolour();
+    if (this.detail) this.noteMoment();
     if (!options.quiet) this.save(!!options.push);
   };
 
-  Inspector.prototype.renderGroup = function (g) {
+  /** As inspector.py responses_shown: a group of up to 8 responses (the tiny set's group size)
+   * shows every one, a larger group its first 4, the rest one click away, so a set that samples
+   * more answers per prompt keeps its pages within the length and node budgets. */
+  var RESPONSES_ALL = 8;
+  var RESPONSES_SHOWN = 4;
+
+  Inspector.prototype.renderGroup = function (g, need) {
     var self = this;
     var n = g.responses.length;
     var nCorrect = g.responses.filter(function (r) { return r.correct; }).length;
@@ -556,22 +616,35 @@
     var zero = zeroAdvantageNote(g, this.data.config);
     if (zero) children.push(el("p", { class: "unipo-group-note unipo-group-note--zero", text: zero }));
     var columns = el("li", { class: "unipo-response-head", "aria-hidden": "true" }, RESPONSE_HEAD.map(function (t) { return el("span", { text: t }); }));
-    var list = el("ol", { class: "unipo-responses" }, [columns].concat(g.responses.map(function (r) { return self.renderResponse(g, r); })));
-    children.push(list);
     // A teaching moment about one response (a clipped token, the longest wrong answer) shows it
-    // alone until the reader asks for the rest of its group.
+    // alone until the reader asks for the rest of its group; a large group shows its first
+    // RESPONSES_SHOWN (and any response a link names). The others are rendered when asked for.
     var m = this.mark;
     var focus = !this.showAll && m && m.step === this.detail.step && m.group === g.index && !g.filtered &&
       m.response !== null && m.response !== undefined && g.responses.some(function (r) { return r.index === m.response; });
-    if (focus) {
-      Array.prototype.forEach.call(list.querySelectorAll(".unipo-response"), function (li) {
-        if (Number(li.getAttribute("data-response")) !== m.response) li.classList.add("unipo-response--folded");
-      });
+    var limit = g.responses.length <= RESPONSES_ALL ? g.responses.length : RESPONSES_SHOWN;
+    var shown = g.responses.filter(function (r, i) {
+      if (self.showAll) return true;
+      if (focus) return r.index === m.response || r.index === need;
+      return i < limit || r.index === need;
+    });
+    var list = el("ol", { class: "unipo-responses" }, [columns].concat(shown.map(function (r) { return self.renderResponse(g, r); })));
+    children.push(list);
+    if (shown.length < g.responses.length) {
+      var rest = g.responses.length - shown.length;
       var more = el("button", { type: "button", class: "unipo-btn unipo-responses-more",
-        text: "Show the group's other " + (g.responses.length - 1) + " responses" });
+        text: "Show the group's other " + rest + " response" + (rest === 1 ? "" : "s") });
       more.addEventListener("click", function () {
         self.showAll = true;
-        Array.prototype.forEach.call(list.querySelectorAll(".unipo-response--folded"), function (li) { li.classList.remove("unipo-response--folded"); });
+        var rendered = {};
+        Array.prototype.forEach.call(list.querySelectorAll(".unipo-response"), function (li) { rendered[li.getAttribute("data-response")] = li; });
+        var after = list.firstChild; // the column heads
+        g.responses.forEach(function (r) {
+          var li = rendered[String(r.index)] || self.renderResponse(g, r);
+          after.after(li);
+          after = li;
+        });
+        self.recolour();
         more.remove();
       });
       children.push(more);
@@ -722,6 +795,23 @@
       ]),
       el("span", { class: "unipo-legend-note", text: q.description + " " + how })
     );
+    this.clearTicks();
+  };
+
+  /** A middle tick (0 on a diverging scale) whose label would touch an end's label is left out:
+   * the ends say the range, and the note says where the scale is centred. Measured after layout
+   * (the bar's width is the page's); a hidden legend is measured when it is drawn again. */
+  Inspector.prototype.clearTicks = function () {
+    var ticks = this.legend.querySelectorAll(".unipo-legend-tick");
+    if (ticks.length < 3) return;
+    var first = ticks[0].getBoundingClientRect();
+    var last = ticks[ticks.length - 1].getBoundingClientRect();
+    if (!first.width || !last.width) return;
+    var gap = 4;
+    Array.prototype.slice.call(ticks, 1, -1).forEach(function (tick) {
+      var r = tick.getBoundingClientRect();
+      if (r.left < first.right + gap || r.right > last.left - gap) tick.remove();
+    });
   };
 
   Inspector.prototype.setMode = function (mode, quiet) {

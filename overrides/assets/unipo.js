@@ -464,6 +464,16 @@
     },
     parse: parseHash,
     format: formatHash,
+    /** Whether the page is being brought to the place the reader had on the other run set's page
+     * (the set switch): a view restoring its state then leaves the scrolling alone. */
+    placeHeld: function () {
+      return placeHeld;
+    },
+    /** The label of run set ``id`` as the header's switch names it (else the id). */
+    setLabel: function (id) {
+      var link = document.querySelector('.unipo-sets a[data-unipo-set="' + String(id).replace(/["\\]/g, "") + '"] .unipo-sets__label');
+      return link ? link.textContent.trim() : String(id);
+    },
   };
 
   /** A watcher's view is on the shown page: its element (given, or "unipo-" + its id). */
@@ -658,14 +668,122 @@
     });
   }
 
+  /**
+   * The hash as the other set should read it. Each set trained its own runs for its own number
+   * of steps, so a view's step means "this far into training": every entry naming a step (or a
+   * magnified stretch) gets the run's last step (of=) and this set's id (from=), and the view
+   * there maps it to the same fraction of its own run; an inspector showing a teaching moment
+   * names it (moment=), and the other set opens its own moment of that name. The view there
+   * writes its state back without them. A plain anchor passes as it is.
+   */
+  function crossSetHash(hash) {
+    var entries = parseHash(hash);
+    if (!entries.length) return hash;
+    entries.forEach(function (e) {
+      var view = document.getElementById("unipo-" + e.id);
+      if (!view || !view.hasAttribute("data-last-step")) return;
+      if (e.params.step === undefined && e.params.around === undefined) return;
+      e.params.of = view.getAttribute("data-last-step");
+      e.params.from = shownSet;
+      var moment = view.getAttribute("data-at-moment");
+      if (moment && e.params.step === view.getAttribute("data-step")) e.params.moment = moment;
+    });
+    return formatHash(entries);
+  }
+
   function followSetLinks() {
     var here = location.href;
     var mine = shownSet && setRoots[shownSet];
     if (!mine || here.indexOf(mine) !== 0) return;
-    var rest = here.slice(mine.length);
+    var rest = here.slice(mine.length).split("#")[0] + crossSetHash(location.hash);
     Array.prototype.forEach.call(document.querySelectorAll("a[data-unipo-root]"), function (a) {
       a.href = a.getAttribute("data-unipo-root") + rest;
     });
+  }
+
+  /* The reader's place on the page, kept across the switch: the section in view (the last
+   * heading above the top of the viewport, under the header) and how far into it the reader has
+   * scrolled. The other set's page is another build of the same page, with views of other sizes:
+   * it opens at the same heading, that far into the section (at most its length). Kept for the
+   * one page load that follows the switch, in this tab (sessionStorage: both sets share the
+   * origin). */
+  var PLACE_KEY = "unipo:set-place";
+  var placeHeld = false; // a place is being restored: the views do not scroll to their own state
+
+  function headerBottom() {
+    var header = document.querySelector(".md-header");
+    return header ? Math.max(0, header.getBoundingClientRect().bottom) : 0;
+  }
+
+  function pageHeadings() {
+    return Array.prototype.filter.call(pageRoot().querySelectorAll("article h1[id], article h2[id], article h3[id], article h4[id]"),
+      function (h) { return h.getClientRects().length > 0; });
+  }
+
+  function readPlace() {
+    var top = headerBottom();
+    var found = null;
+    pageHeadings().forEach(function (h) {
+      if (h.getBoundingClientRect().top <= top + 1) found = h;
+    });
+    if (!found || window.scrollY < 1) return null;
+    return { id: found.id, offset: Math.round(top - found.getBoundingClientRect().top) };
+  }
+
+  function savePlace(link) {
+    var place = readPlace();
+    try {
+      if (!place) sessionStorage.removeItem(PLACE_KEY);
+      else sessionStorage.setItem(PLACE_KEY, JSON.stringify({ page: link.href.split("#")[0], id: place.id,
+                                                              offset: place.offset, at: Date.now() }));
+    } catch (err) { /* storage off: the switch opens the page as a link would */ }
+  }
+
+  function takePlace() {
+    var raw = null;
+    try {
+      raw = sessionStorage.getItem(PLACE_KEY);
+      sessionStorage.removeItem(PLACE_KEY);
+    } catch (err) {
+      return null;
+    }
+    var place = null;
+    try { place = raw && JSON.parse(raw); } catch (err) { return null; }
+    if (!place || place.page !== location.href.split("#")[0] || !(Date.now() - place.at < 60000)) return null;
+    return place;
+  }
+
+  function goToPlace(place) {
+    var heading = document.getElementById(place.id);
+    if (!heading) return false;
+    var headings = pageHeadings();
+    var next = headings[headings.indexOf(heading) + 1];
+    var top = heading.getBoundingClientRect().top + window.scrollY;
+    var length = next ? next.getBoundingClientRect().top + window.scrollY - top : Infinity;
+    var offset = Math.max(0, Math.min(place.offset, length - 1));
+    window.scrollTo(0, Math.max(0, top - headerBottom() + offset));
+    return true;
+  }
+
+  /** Restore the place the switch kept: now, and again once the page's first pass is drawn (its
+   * charts and formulas change heights above); the reader's own scrolling ends it. */
+  function restorePlace() {
+    var place = takePlace();
+    if (!place || !document.getElementById(place.id)) return;
+    placeHeld = true;
+    document.documentElement.setAttribute("data-unipo-place", place.id);
+    var stop = function () { placeHeld = false; };
+    ["wheel", "touchstart", "keydown", "pointerdown"].forEach(function (type) {
+      window.addEventListener(type, stop, { once: true, passive: true });
+    });
+    var again = function (n) {
+      if (!placeHeld) return;
+      goToPlace(place);
+      if (n > 0) setTimeout(function () { again(n - 1); }, 250);
+      else placeHeld = false;
+    };
+    goToPlace(place);
+    document.addEventListener("unipo:rendered", function () { again(8); }, { once: true });
   }
 
   function wireSetLinks() {
@@ -676,7 +794,10 @@
     // event: the links are brought up to date whenever the reader is about to follow one.
     ["pointerover", "focusin", "pointerdown", "click"].forEach(function (type) {
       document.addEventListener(type, function (event) {
-        if (event.target && event.target.closest && event.target.closest("a[data-unipo-root]")) followSetLinks();
+        var link = event.target && event.target.closest ? event.target.closest("a[data-unipo-root]") : null;
+        if (!link) return;
+        followSetLinks();
+        if (type === "click" && link.getAttribute("aria-current") !== "page") savePlace(link);
       }, true);
     });
     window.addEventListener("hashchange", followSetLinks);
@@ -685,6 +806,7 @@
 
   function start() {
     wireSetLinks();
+    restorePlace();
     var lastScheme = scheme();
     new MutationObserver(function () {
       var now = scheme();

@@ -143,3 +143,148 @@ def test_the_switch_fits_a_phone_header(own_driver, sets_url, scheme):
     assert box["shown"] == ["tiny", "gpu"], box  # the ids on a phone
     assert box["names"] == ["CPU set (tiny)tiny", "GPU setgpu"], box  # the labels stay in the text a reader's aids read
     assert box["fg"] != box["bg"] and box["otherFg"] != box["headerBg"], box
+
+
+# ------------------------------------------------------------------ the reader's place (issue 33)
+# On the course as built (tests/conftest.py site_build): the tiny set and the shipped gpu set,
+# whose runs trained for other numbers of steps and whose views have other sizes.
+
+_PLACE_JS = """
+const top = document.querySelector('.md-header').getBoundingClientRect().bottom;
+const hs = [...document.querySelectorAll('article h1[id], article h2[id], article h3[id], article h4[id]')];
+let found = null;
+for (const h of hs) if (h.getBoundingClientRect().top <= top + 1) found = h;
+return found ? {id: found.id, offset: Math.round(top - found.getBoundingClientRect().top), y: Math.round(scrollY)}
+             : {id: null, offset: null, y: Math.round(scrollY)};
+"""
+
+
+def _settled(driver, heading: str, what: str) -> dict:
+    """The reader's place once the page has stopped moving (two reads 0.3 s apart agree), in the
+    section under ``heading``."""
+    js = ("const p = (function () {" + _PLACE_JS + "})(); const last = window.__unipoPlace; window.__unipoPlace = p;"
+          "return p.id === arguments[0] && last && last.y === p.y && last.offset === p.offset && p;")
+    return _browser_harness().wait_js(driver, js, heading, what=what, poll=0.3)
+
+
+def _gpu_site(built_site) -> None:
+    if not (built_site / "gpu" / "index.html").is_file():
+        pytest.skip("this build has no gpu set (data/runs-gpu holds no runs, or UNIPO_RUNS names other runs)")
+
+
+def _insp_data(driver, uid: str) -> dict:
+    return driver.execute_script("return window.UNIPOViews.readData(document.getElementById(arguments[0]))", uid)
+
+
+@pytest.mark.parametrize("start, other", [("", "gpu"), ("gpu/", "tiny")])
+def test_the_switch_keeps_the_section_in_view(driver, site_url, built_site, start, other):
+    """Scrolled into "Which tokens reach the upper bound?" on the DAPO chapter, with no hash: the
+    other set's DAPO chapter opens in that section, as far into it as the reader was."""
+    _gpu_site(built_site)
+    harness = _browser_harness()
+    _open(driver, site_url + start + DAPO)
+    assert driver.execute_script("return location.hash") == ""
+    heading = "which-tokens-reach-the-upper-bound"
+    driver.execute_script("""const h = document.getElementById(arguments[0]);
+        const header = document.querySelector('.md-header').getBoundingClientRect().bottom;
+        window.scrollTo(0, h.getBoundingClientRect().top + scrollY - header + 120);""", heading)
+    before = _settled(driver, heading, "the reader in the section")
+    assert before["y"] > 3000 and before["offset"] > 20, before
+    driver.execute_script("arguments[0].click()", _switch(driver, other))
+    target = site_url + ("gpu/" if other == "gpu" else "") + DAPO
+    _landed(driver, target, f"the DAPO chapter of the {other} set")
+    assert driver.execute_script("return location.hash") == ""
+    # the place holds once the page's formulas, charts and views are drawn
+    harness.wait_rendered(driver, everything=False)
+    after = _settled(driver, heading, "the same section in the other set")
+    assert after["y"] > 3000 and abs(after["offset"] - before["offset"]) <= 40, (before, after)
+    assert harness.console_errors(driver) == []
+
+
+def test_a_step_maps_to_the_same_point_of_training_in_the_other_set(driver, site_url, built_site):
+    """A token chosen at a step of the tiny GRPO run opens, on the gpu set, the step at the same
+    fraction of training (the nearest with token detail), with a note naming the mapping; the hash
+    then names the gpu set's own step."""
+    _gpu_site(built_site)
+    harness = _browser_harness()
+    _open(driver, site_url + GRPO)
+    uid = driver.execute_script("return document.querySelector('.unipo-explorer[data-run]').getAttribute('data-inspector')")
+    driver.execute_script("document.getElementById(arguments[0]).scrollIntoView()", uid)
+    _wait(driver, "return document.getElementById(arguments[0]).dataset.ready === '1'", uid, what="inspector ready")
+    tiny = _insp_data(driver, uid)
+    # a step well into training: the third-last with token detail
+    step = tiny["steps"][-3]
+    driver.execute_script("const s = document.getElementById(arguments[0] + '-step'); s.value = String(arguments[1]);"
+                          "s.dispatchEvent(new Event('change'));", uid, step)
+    _wait(driver, "return document.getElementById(arguments[0]).dataset.step === String(arguments[1]) && "
+                  "document.getElementById(arguments[0]).dataset.ready === '1'", uid, step, what="the step opened")
+    _pick_token(driver)
+    assert f"step={step}" in driver.execute_script("return location.hash")
+    driver.execute_script("arguments[0].click()", _switch(driver, "gpu"))
+    _landed(driver, site_url + "gpu/" + GRPO, "the GRPO chapter of the gpu set")
+    _wait(driver, "const i = document.getElementById(arguments[0]); return i && i.dataset.mapped", uid,
+          what="the mapped step on the gpu page")
+    gpu = _insp_data(driver, uid)
+    fraction = step / tiny["last_step"]
+    want = min(gpu["steps"], key=lambda s: (abs(s - fraction * gpu["last_step"]), s))
+    state = driver.execute_script("const i = document.getElementById(arguments[0]);"
+                                  "return {step: i.dataset.step, mapped: i.dataset.mapped, note: i.dataset.stateNote || null,"
+                                  " status: i.querySelector('.unipo-inspector-status').textContent, hash: location.hash};", uid)
+    assert state["step"] == str(want) and state["mapped"] == "fraction" and state["note"] is None, state
+    assert state["status"].startswith(f"From the CPU set (tiny): step {step} of {tiny['last_step']} there is "
+                                      f"{round(100 * fraction)}% of the way through training; here that is step {want} "
+                                      f"of {gpu['last_step']}"), state
+    assert f"step={want}" in state["hash"] and "of=" not in state["hash"] and "from=" not in state["hash"], state
+    assert harness.console_errors(driver) == []
+
+
+def test_a_teaching_moment_maps_to_the_other_sets_own(driver, site_url, built_site):
+    """An inspector showing a teaching moment both sets' runs have opens that moment of the other
+    set's run, and says so."""
+    _gpu_site(built_site)
+    harness = _browser_harness()
+    _open(driver, site_url + GRPO)
+    uid = driver.execute_script("return document.querySelector('.unipo-explorer[data-run]').getAttribute('data-inspector')")
+    driver.execute_script("document.getElementById(arguments[0]).scrollIntoView()", uid)
+    _wait(driver, "return document.getElementById(arguments[0]).dataset.ready === '1'", uid, what="inspector ready")
+    tiny = {m["name"]: m for m in _insp_data(driver, uid)["moments"]}
+    gpu_html = (built_site / "gpu" / GRPO / "index.html").read_text(encoding="utf-8")
+    both = [name for name in tiny if f'"name":"{name}"' in gpu_html.split(f'id="{uid}-data"', 1)[1].split("</template>", 1)[0]]
+    if not both:
+        pytest.skip("no teaching moment in both sets' GRPO runs")
+    name = both[0]
+    driver.execute_script("const s = document.getElementById(arguments[0] + '-moment'); s.value = arguments[1];"
+                          "s.dispatchEvent(new Event('change'));", uid, name)
+    _wait(driver, "return document.getElementById(arguments[0]).dataset.atMoment === arguments[1] && "
+                  "document.getElementById(arguments[0]).dataset.ready === '1'", uid, name, what="the moment opened")
+    driver.execute_script("arguments[0].click()", _switch(driver, "gpu"))
+    _landed(driver, site_url + "gpu/" + GRPO, "the GRPO chapter of the gpu set")
+    _wait(driver, "const i = document.getElementById(arguments[0]); return i && i.dataset.mapped", uid,
+          what="the mapped moment on the gpu page")
+    gpu = {m["name"]: m for m in _insp_data(driver, uid)["moments"]}
+    state = driver.execute_script("const i = document.getElementById(arguments[0]);"
+                                  "return {step: i.dataset.step, mapped: i.dataset.mapped, at: i.dataset.atMoment || null,"
+                                  " status: i.querySelector('.unipo-inspector-status').textContent};", uid)
+    assert state["mapped"] == "moment" and state["step"] == str(gpu[name]["open_step"]) and state["at"] == name, state
+    assert state["status"].startswith(f"From the CPU set (tiny): its teaching moment \u201c{gpu[name]['label']}\u201d"), state
+    assert harness.console_errors(driver) == []
+
+
+def test_a_link_naming_a_step_the_set_lacks_lands_on_the_nearest(driver, site_url, built_site):
+    """Bad input: a shared link naming a step, group and token the gpu run did not log keeps the
+    honest note and opens the nearest step with token detail, never an error."""
+    _gpu_site(built_site)
+    harness = _browser_harness()
+    _open(driver, site_url + "gpu/" + GRPO)
+    uid = driver.execute_script("return document.querySelector('.unipo-explorer[data-run]').getAttribute('data-inspector')")
+    steps = _insp_data(driver, uid)["steps"]
+    asked = steps[-1] * 10 + 7
+    driver.get(site_url + "gpu/" + GRPO + f"#{uid[len('unipo-'):]}:step={asked},group=5,token=5.20")
+    _wait(driver, "const i = document.getElementById(arguments[0]); return i && i.dataset.ready === '1'", uid,
+          what="the inspector from the link")
+    state = driver.execute_script("const i = document.getElementById(arguments[0]);"
+                                  "return {step: i.dataset.step, note: i.dataset.stateNote || null,"
+                                  " status: i.querySelector('.unipo-inspector-status').textContent};", uid)
+    assert state["step"] == str(steps[-1]) and state["note"] == "1", state
+    assert state["status"].startswith(f"The link names step {asked}") and f"showing step {steps[-1]}" in state["status"], state
+    assert harness.console_errors(driver) == []

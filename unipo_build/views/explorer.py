@@ -510,6 +510,8 @@ def explorer_html(run: Run, metrics: Sequence[str] | None = None, *, inspector: 
         meta += f" · task {header.task.name}"
     html_parts = [
         f'<section class="unipo-explorer" id="{escape_text(uid)}" data-run="{escape_text(run.id)}"'
+        # its last step: a link from another run set maps its step to the same fraction of training
+        f' data-last-step="{series.last_step}"'
         f'{f" data-inspector={chr(34)}{escape_text(uid)}-inspector{chr(34)}" if inspector else ""}>',
         f'<p class="unipo-explorer__title"><strong>{escape_text(_run_title(run))}</strong> '
         f'<span class="unipo-explorer__meta">{escape_text(meta)}</span></p>',

@@ -233,6 +233,21 @@ def zero_advantage_note(group: PromptGroup, beta: float | None) -> str | None:
     return text + ": its contribution is 0."
 
 
+#: A group of up to RESPONSES_ALL responses (the tiny set's group size) shows every one; a larger
+#: group (the gpu set's 16) its first RESPONSES_SHOWN, the rest one click away (inspector.js has
+#: the same two numbers).
+RESPONSES_ALL = 8
+RESPONSES_SHOWN = 4
+
+
+def responses_shown(n: int) -> int:
+    """How many of a group's ``n`` responses show before the reader asks for the rest."""
+    return n if n <= RESPONSES_ALL else RESPONSES_SHOWN
+#: How many groups' bars the server writes while the list is folded (hidden but for the open one):
+#: every one up to the tiny set's 16 groups per update, else the open one alone.
+GROUPS_SHOWN = 16
+
+
 def group_html(uid: str, group: PromptGroup, beta: float | None = None, focus: int | None = None,
                name: str | None = None) -> str:
     """One logged group: head, prompt, answer, notes, and its responses as text (inspector.js
@@ -262,14 +277,20 @@ def group_html(uid: str, group: PromptGroup, beta: float | None = None, focus: i
         body.append(f'<p class="unipo-group-note unipo-group-note--zero">{escape_text(zero)}</p>')
     key = group_key(group)
     focus = focus if any(r.index == focus for r in group.responses) else None
-    items = "".join(
-        f'<li class="unipo-response{" unipo-response--folded" if focus is not None and r.index != focus else ""}"'
-        f'{_attrs(id=f"{uid}-g{key}-r{r.index}", data_response=r.index)}>'
-        f'{_response_meta(r)}<div class="unipo-tokens unipo-tokens--plain">{escape_text(r.text)}</div></li>'
-        for r in group.responses)
-    body.append(f'<ol class="unipo-responses">{RESPONSE_HEAD}{items}</ol>')
-    if focus is not None:
-        body.append(f'<p class="unipo-responses-more">The group\'s other {len(group.responses) - 1} responses are '
+
+    def item(r: Response) -> str:
+        return (f'<li class="unipo-response"{_attrs(id=f"{uid}-g{key}-r{r.index}", data_response=r.index)}>'
+                f'{_response_meta(r)}<div class="unipo-tokens unipo-tokens--plain">{escape_text(r.text)}</div></li>')
+
+    # A moment's response alone, else responses_shown: inspector.js renders the others when the
+    # reader asks, so a set that samples more answers per prompt keeps its pages within the node
+    # and height budgets.
+    limit = responses_shown(len(group.responses))
+    shown = [r for i, r in enumerate(group.responses) if (r.index == focus if focus is not None else i < limit)]
+    rest = [r for r in group.responses if all(r is not x for x in shown)]
+    body.append(f'<ol class="unipo-responses">{RESPONSE_HEAD}{"".join(item(r) for r in shown)}</ol>')
+    if rest:
+        body.append(f'<p class="unipo-responses-more">The group\'s other {len(rest)} responses are '
                     'folded (the Step Inspector shows them with JavaScript).</p>')
     return (f'<section class="{cls}"{_attrs(id=f"{uid}-g{key}", data_group=group.index, data_key=key, data_filtered="1" if group.filtered else None)}>'
             f'{"".join(body)}</section>')
@@ -314,7 +335,13 @@ def group_bars_html(uid: str, detail: StepDetail, config, open_key: str | None =
     largest = max((abs(g.contribution) for g in groups), default=0.0)
     beta = kl_in_loss_beta(config)
     group_based = config is None or config.component("advantage").group_baseline
-    rows = []
+    # folded whenever a group is open, a dropped one included (then no bar shows, the list stays)
+    folded = folded and bool(open_key) and any(group_key(g) == open_key for g in (*groups, *detail.filtered_groups))
+    # Folded, the other groups' bars are hidden; an update of more groups than the tiny set's leaves
+    # them out of the page (inspector.js draws them when the reader unfolds the list), so its pages
+    # keep the node budget.
+    folded_rows = folded and len(groups) > GROUPS_SHOWN
+    rows: list[str] = []
     for g in groups:
         width = _bar_width(g.contribution, largest)
         sign = "zero" if width == 0 else ("pos" if g.contribution > 0 else "neg")
@@ -324,6 +351,8 @@ def group_bars_html(uid: str, detail: StepDetail, config, open_key: str | None =
                 if zero_adv else "")
         detailed = '<span class="unipo-mark unipo-mark--detailed">tokens</span>' if g.detailed else ""
         is_open = " unipo-bar-row--open" if open_key == str(g.index) else ""
+        if folded_rows and not is_open:
+            continue
         rows.append(
             f'<li class="unipo-bar-row unipo-bar-row--{sign}{is_open}"{_attrs(data_group=g.index, data_key=g.index, data_detailed="1" if g.detailed else None)}>'
             f'<span class="unipo-bar-label">Group {g.index}</span>'
@@ -340,8 +369,6 @@ def group_bars_html(uid: str, detail: StepDetail, config, open_key: str | None =
         filtered = (f'<div class="unipo-filtered-list"><span class="unipo-label">Dropped by the sampling filter '
                     f'before this update ({len(detail.filtered_groups)} logged)</span><ul>{items}</ul></div>')
     n_detailed = sum(1 for g in groups if g.detailed)
-    # folded whenever a group is open, a dropped one included (then no bar shows, the list stays)
-    folded = folded and bool(open_key) and any(group_key(g) == open_key for g in (*groups, *detail.filtered_groups))
     return (f'<div class="unipo-step-objective"{" data-folded" if folded else ""}><p class="unipo-step-j">Step objective '
             f'<strong>{escape_text(j_text(detail.objective))}</strong>, the sum of the {len(groups)} groups\' '
             f'contributions; {n_detailed} were logged token by token (marked \u201ctokens\u201d).</p>'
@@ -360,6 +387,12 @@ def step_html(uid: str, detail: StepDetail, config, open_group: PromptGroup | No
     return (f'<div class="unipo-inspector-step"{_attrs(data_step=detail.step)}>'
             f'<p class="unipo-step-title">Step {detail.step} <span class="unipo-fact">rollout {detail.rollout}</span></p>'
             f'{group_bars_html(uid, detail, config, open_key, folded)}<div class="unipo-group-view">{group}</div></div>')
+
+
+def last_step(run: Run, token_steps: list[int]) -> int:
+    """The run's last logged step (its metrics), else its last step with token detail."""
+    table = run.reader.table
+    return int(table.steps[-1]) if table.n else int(token_steps[-1])
 
 
 def _uid(*parts: Any) -> str:
@@ -435,6 +468,9 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
         "algorithm": found.header.algorithm,
         "title": found.header.title or found.id,
         "steps": steps,
+        # the run's last logged step: a link from another run set maps its step to the same
+        # fraction of training here (inspector.js mapStep)
+        "last_step": last_step(found, steps),
         "step": open_step,
         "moments": entries,
         "moment": next((e for e in entries if e["name"] == chosen_moment.name), None) if chosen_moment else None,
@@ -455,7 +491,7 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
                f'<span class="unipo-fact">{len(steps)} steps with token detail</span></p>')
     notes_html = "".join(note_html(n) for n in notes)
     moment_attr = chosen_moment.name if chosen_moment is not None else None
-    return (f'<div class="unipo-inspector"{_attrs(id=uid, data_run=found.id, data_algorithm=found.header.algorithm, data_site_root=root, data_step=open_step, data_group=data["group"], data_moment=moment_attr)}>'
+    return (f'<div class="unipo-inspector"{_attrs(id=uid, data_run=found.id, data_algorithm=found.header.algorithm, data_site_root=root, data_step=open_step, data_last_step=data["last_step"], data_group=data["group"], data_moment=moment_attr)}>'
             f'{json_data(data, data_id=uid + "-data")}'
             f'{caption}{notes_html}<div class="unipo-inspector-controls" hidden></div>{status}'
             f'<div class="unipo-inspector-body">'
