@@ -222,3 +222,23 @@ def main() -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def prime_sequence_channels(step: int, micro_step: int, idx: int, export_idx: int, prompt: list[int],
+                            completion: list[int], trainer_lp: list[float], inference_lp: list[float], advantage: float,
+                            reward: float | None, **kwargs) -> dict:
+    """The same sequence in the token export layout of prime-rl commit 004274e (TokenExporter.export: export_step and
+    run_id after step and before env_name; ``_export_columns``: per-token ``losses`` channels and ``rewards``; no
+    rl_weights, ce_weights or ref_kl_weights), with the sample's reward on each of its tokens."""
+    old = prime_sequence(step, micro_step, idx, export_idx, prompt, completion, trainer_lp, inference_lp, advantage,
+                         **kwargs)
+    n = len(old["token_ids"])
+    head = {"schema_version": 1, "step": step, "export_step": step, "rank": 0, "micro_step": micro_step,
+            "micro_sequence_idx": idx, "export_sequence_idx": export_idx, "run_id": None, "env_name": old["env_name"]}
+    columns = {"token_ids": old["token_ids"], "position_ids": old["position_ids"], "loss_mask": old["loss_mask"],
+               "advantages": old["advantages"],
+               "losses": [{"rl": {"advantage": a, "mask": m}} for a, m in zip(old["advantages"], old["loss_mask"])],
+               "rewards": [reward] * n}
+    rest = ("inference_logprobs", "trainer_logprobs", "entropy", "mismatch_kl", "log_importance_ratio",
+            "importance_ratio", "prob_delta", "is_masked", "is_masked_high", "is_masked_low")
+    return {**head, **columns, **{k: old[k] for k in rest}}

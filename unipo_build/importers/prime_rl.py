@@ -19,6 +19,12 @@ file is written by:
 - the configs: ``src/prime_rl/entrypoints/rl.py``, ``write_subconfigs``: ``<run>/configs/trainer.json``
   and ``orchestrator.json`` (``write_config``: ``rl.json`` with both, for a single-node run).
 
+prime-rl changed the export's fields without moving ``schema_version`` from 1: :func:`export_layout` tells the
+layout by the fields of a line (:data:`LAYOUTS`: 559b447's above; 004274e's adds ``export_step`` and ``run_id``
+after ``step`` and per-token ``losses`` channels and ``rewards``, and drops the three ``*_weights``), refuses a
+line in neither and an export that mixes two; 004274e's ``rewards`` (the sample's reward on each token) become
+the responses' rewards.
+
 Mapping: one canonical step per trainer step in the metrics (``optim/lr`` -> lr, ``optim/grad_norm``
 -> grad_norm, ``entropy/all/mean`` -> entropy/mean, ``mismatch_kl/all/mean`` kept by name, others by
 name). A step with a token export gets a token file: its sequences grouped by their identical prompt
@@ -63,6 +69,13 @@ from .trainer_config import Gap, choose, get, numeric
 
 PRIME_RL_COMMIT = "559b447"
 EXPORT_SCHEMA = 1
+#: prime-rl changed its token export's fields without moving schema_version from 1: the layout is told by the
+#: fields a line holds. Commit -> (what marks it, the fields that mark it). Both hold what the import reads (READ).
+LAYOUTS = {
+    "559b447": ("per-loss weights", frozenset({"rl_weights", "ce_weights", "ref_kl_weights"})),
+    "004274e": ("loss channels and rewards", frozenset({"losses", "rewards", "export_step", "run_id"})),
+}
+READ = ("token_ids", "loss_mask", "advantages", "inference_logprobs", "trainer_logprobs")
 LOGPROB_TOLERANCE = 1e-4  # a float32 log-prob of a certain token rounds to a tiny positive number at most
 DETAIL_GROUPS = 4  # groups of a step kept token by token, as the in-house trainer's detail_groups (presets.py)
 DETAIL_TOKENS = 2048  # and at most this many tokens: a step file of the site stays under its 300 KB budget
@@ -166,6 +179,30 @@ def _column(row: dict, name: str, keep: np.ndarray, loc: K.Loc, *, required: boo
     return np.asarray(picked, dtype=np.float64)
 
 
+def export_layout(row: dict, loc: K.Loc) -> str:
+    """The commit whose token export layout ``row`` is in (:data:`LAYOUTS`), told by its fields; a LogError naming
+    the fields for a line in neither (or missing what the import reads)."""
+    keys = set(row)
+    version = row.get("schema_version")
+    if version != EXPORT_SCHEMA:
+        raise loc.error(f"is {version!r}; this importer reads prime-rl's token export schema {EXPORT_SCHEMA} "
+                        f"(the layouts of prime-rl {', '.join(LAYOUTS)}): import it with a matching unipo version",
+                        "schema_version")
+    lacking = [name for name in READ if name not in keys]
+    if lacking:
+        raise loc.error(f"a token export line without {', '.join(lacking)}: not prime-rl's token export (every layout "
+                        f"of {', '.join(LAYOUTS)} has {', '.join(READ)})", lacking[0])
+    found = [commit for commit, (_, marks) in LAYOUTS.items() if marks <= keys]
+    if len(found) != 1:
+        known = "; ".join(f"{commit}: {', '.join(sorted(marks))} ({what})" for commit, (what, marks) in LAYOUTS.items())
+        extra = sorted(keys - set(READ) - {"schema_version", "step", "rank", "micro_step", "micro_sequence_idx",
+                                              "export_sequence_idx", "env_name"})
+        raise loc.error(f"a token export layout this importer does not know (schema_version 1 with the fields "
+                        f"{', '.join(extra) or 'none beyond the common ones'}); it tells prime-rl's layouts by their "
+                        f"fields: {known}; import it with a unipo that reads this prime-rl", "schema_version")
+    return found[0]
+
+
 def _sequence(row: dict, loc: K.Loc, skipped: list[str], notes: K.Notes):
     """(prompt ids, TokenInputs, masked sides, prime-rl's ratio) of one exported sequence, or None (listed in
     skipped)."""
@@ -212,19 +249,25 @@ def _sequence(row: dict, loc: K.Loc, skipped: list[str], notes: K.Notes):
         and len(row["importance_ratio"]) == n else None
     inputs = K.TokenInputs(loc=loc, ids=tok[keep].tolist(), text=[], logp=lp.tolist(), old_logp=old.tolist(),
                            advantage=adv.tolist(), entropy=None if entropy is None else entropy.tolist())
+    rewards = row.get("rewards")  # the layout of 004274e: the sample's reward on each of its tokens
+    if isinstance(rewards, list) and len(rewards) == n:
+        value = rewards[first]
+        inputs.extras["reward"] = float(value) if K.is_number(value) and math.isfinite(value) else None
     return tuple(tok[:first].tolist()), inputs, sides, None if ratio is None else ratio.tolist()
 
 
-def _step_detail(step: int, g: int, d: Path, config, skipped: list[str], notes: K.Notes) -> StepDetail | None:
+def _step_detail(step: int, g: int, d: Path, config, skipped: list[str], notes: K.Notes,
+                 layout: dict | None = None) -> StepDetail | None:
+    layout = {} if layout is None else layout
     groups: dict[tuple[int, ...], list] = {}
     for path in sorted(d.glob("rank_*.jsonl")):
         for line, row in K.jsonl_objects(path, skipped):
             loc = K.Loc(str(path), line=line, step=g)
-            version = row.get("schema_version")
-            if version != EXPORT_SCHEMA:
-                raise loc.error(f"is {version!r}; this importer reads prime-rl's token export schema {EXPORT_SCHEMA} "
-                                f"(prime-rl {PRIME_RL_COMMIT}): import it with a matching unipo version",
-                                "schema_version")
+            found = export_layout(row, loc)
+            if layout.setdefault("commit", found) != found:
+                raise loc.error(f"a line in the layout of prime-rl {found} ({LAYOUTS[found][0]}) in an export whose "
+                                f"lines so far are in that of {layout['commit']} ({LAYOUTS[layout['commit']][0]}): "
+                                "exports of two prime-rl versions mixed", "schema_version")
             seq = _sequence(row, loc, skipped, notes)
             if seq is not None:
                 groups.setdefault(seq[0], []).append(seq[1:])
@@ -257,7 +300,8 @@ def _step_detail(step: int, g: int, d: Path, config, skipped: list[str], notes: 
             tokens = TokenArrays(ids=inputs.ids, text=text, logp=inputs.logp, old_logp=inputs.old_logp,
                                  advantage=inputs.advantage, ratio=out.ratio, clip=out.clip, weight=out.weight,
                                  objective=out.objective, mask=[1] * len(inputs.ids), entropy=inputs.entropy, **extra)
-            responses.append(Response(index=r_index, text="".join(text), reward=None, length=len(inputs.ids),
+            responses.append(Response(index=r_index, text="".join(text), reward=inputs.extras.get("reward"),
+                                      length=len(inputs.ids),
                                       contribution=out.contribution, tokens=tokens))
         if detailed:
             text = "".join(_token_text(t) for t in prompt)
@@ -269,6 +313,15 @@ def _step_detail(step: int, g: int, d: Path, config, skipped: list[str], notes: 
         summaries.append(GroupSummary(index=index, size=len(members), contribution=contrib, detailed=detailed))
         total += contrib
     return StepDetail(step=step, rollout=step, objective=total, groups=summaries, prompts=prompts)
+
+
+def _first_layout(exports: dict[int, Path]) -> dict:
+    """{"commit": ...} of the export's first line (the layout every other line must share), {} without one."""
+    for g in sorted(exports):
+        for path in sorted(exports[g].glob("rank_*.jsonl")):
+            for line, row in K.jsonl_objects(path, []):
+                return {"commit": export_layout(row, K.Loc(str(path), line=line, step=g))}
+    return {}
 
 
 def _export_steps(src: Path) -> dict[int, Path]:
@@ -311,13 +364,19 @@ def import_prime_rl(src: Path, stage: Path, *, algorithm: str | None = None, run
 
     files = [p for p in (cfg_path, metrics_path if metrics_path.is_file() else None) if p is not None]
     files += [p for d in exports.values() for p in d.glob("rank_*.jsonl")]
+    layout = _first_layout(exports)
+    with_rewards = layout.get("commit") == "004274e"
+    if layout:
+        notes.once(f"token export layout of prime-rl {layout['commit']} ({LAYOUTS[layout['commit']][0]}), told by its "
+                   "fields")
     mtimes = [p.stat().st_mtime for p in files] or [src.stat().st_mtime]
     model = get(trainer, "model.name")
     header = RunHeader(
         run_id=K.check_run_id(run_id or K.run_id_from(src.resolve())),
         algorithm=spec_id, algorithm_config=config, title=f"{src.name} (imported from prime-rl)",
         task=TaskInfo(name="unknown (not in prime-rl's export)", source=str(src)),
-        reward=RewardInfo(description="the environment's rubric (prime-rl's export holds no rewards)"),
+        reward=RewardInfo(description="the environment's rubric" + ("" if with_rewards else
+                                                                     " (prime-rl's export holds no rewards)")),
         model=ModelInfo(name=str(model or "unknown (not in prime-rl's configs)"), checkpoint=model),
         hyperparameters={k: v for k, v in {
             "group_size": get(orchestrator, "group_size"),
@@ -325,11 +384,13 @@ def import_prime_rl(src: Path, stage: Path, *, algorithm: str | None = None, run
             "temperature": get(orchestrator, "train.sampling.temperature"), "lr": get(trainer, "optim.lr"),
             "steps": get(orchestrator, "max_steps") or get(trainer, "max_steps"),
             "batch_size": get(orchestrator, "batch_size")}.items() if v is not None},
-        engine="prime-rl", software={"prime-rl": f"token export schema {EXPORT_SCHEMA} (commit {PRIME_RL_COMMIT})"},
+        engine="prime-rl", software={"prime-rl": f"token export schema {EXPORT_SCHEMA}, layout of commit "
+                                                 f"{layout.get('commit', PRIME_RL_COMMIT)}"},
         created_at=datetime.fromtimestamp(min(mtimes), tz=timezone.utc),
         finished_at=datetime.fromtimestamp(max(mtimes), tz=timezone.utc),
         imported_from={"format": "prime-rl", "path": str(src), "config": str(cfg_path) if cfg_path else None, **extras},
-        missing=["rewards (responses' reward is null)", "prompt and token text (token ids only: each shown as <id>)",
+        missing=(["rewards (responses' reward is null)"] if not with_rewards else []) + [
+                 "prompt and token text (token ids only: each shown as <id>)",
                  "reference log-probs", "correctness", "held-out evaluations", "problem ids (groups are sequences "
                  "with identical prompt tokens)"],
     )
@@ -354,7 +415,7 @@ def import_prime_rl(src: Path, stage: Path, *, algorithm: str | None = None, run
                 break
             metrics = pending.pop(g)
             i = len(written)
-            detail = _step_detail(i, g, exports[g], config, skipped, notes) if g in exports else None
+            detail = _step_detail(i, g, exports[g], config, skipped, notes, layout) if g in exports else None
             if detail is not None:
                 writer.step_detail(detail)
                 if metrics.get("objective") is None:
@@ -396,8 +457,8 @@ def import_prime_rl(src: Path, stage: Path, *, algorithm: str | None = None, run
     if skipped:
         notes.once(f"skipped {len(skipped)} unreadable line(s) or sequence(s), listed in imported_from.skipped")
         writer.header.imported_from["skipped"] = skipped[:200]
-    notes.once("missing from prime-rl's export (see the header's missing): rewards, text (token ids only), reference "
-               "log-probs, correctness, evaluations")
+    notes.once("missing from prime-rl's export (see the header's missing): " + ("" if with_rewards else "rewards, ")
+               + "text (token ids only), reference log-probs, correctness, evaluations")
     prefix = f"Imported from prime-rl ({len(written)} steps, {len(exports)} with a token export) by `unipo import prime-rl`."
     writer.finish(notes=notes.text(prefix))
     return writer.header
