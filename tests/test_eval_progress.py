@@ -42,7 +42,7 @@ def test_an_evaluation_shows_its_progress_on_a_terminal(setup, monkeypatch, prog
         show_progress_bars(True)
     shown = screen.getvalue()
     if progress:
-        assert "held-out evaluation" in shown and "/24" in shown  # 12 problems, greedy and sampled
+        assert "evaluation" in shown and "/24" in shown  # 12 problems, greedy and sampled
         assert "24/24" in shown or "20/24" in shown
     else:
         assert shown == ""

@@ -71,7 +71,7 @@ def evaluate(
     max_new_tokens: int = 128,
     batch_size: int = 500,
     seed: int = 0,
-    desc: str = "held-out evaluation",
+    desc: str = "evaluation",
 ) -> dict:
     """Accuracy of `model` on the first `n` eval rows (all if None).
 

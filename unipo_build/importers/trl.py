@@ -163,8 +163,9 @@ class Tap:
         self.updates: dict[int, list[dict]] = defaultdict(list)  # TRL step -> update records
         self.files: list[Path] = []
         self.where: dict[int, tuple[Path, int]] = {}      # id(record) -> (shard, line), for error messages
-        #: rollout -> every row of that generation batch, over all shards (the generation records of all ranks)
+        #: rollout -> every row (and every tapped sample) of that generation batch, over all shards (all ranks)
         self.rows: dict[int, list[dict]] = defaultdict(list)
+        self.samples: dict[int, list[dict]] = defaultdict(list)
 
     def identity(self) -> str:
         """The run the tap recorded, in words: its fingerprint, seed and loss_type."""
@@ -311,6 +312,7 @@ def read_tap(directory: Path, notes: K.Notes) -> Tap:
                         _check_logp(s.get(name), loc.at(f"row {s.get('row')}"), f"samples.{name}")
                 tap.generations.setdefault(record["rollout"], record)
                 tap.rows[record["rollout"]] += record["rows"]
+                tap.samples[record["rollout"]] += record["samples"]
                 tap.where[id(record)] = (shard, number)
             elif kind == "update":
                 loc.step = record.get("step")
@@ -533,8 +535,9 @@ def _detail(tap: Tap, trl_step: int, index: int, rollout: int, cfg: ResolvedAlgo
     generation = tap.generations.get(rollout)
     if not updates or generation is None:
         return None
-    rows = {r["row"]: r for r in generation["rows"]}
-    samples = {s["row"]: s for s in generation["samples"]}
+    # Every process wrote the rows of its own part of the generation batch: all of them, from every shard.
+    rows = {r["row"]: r for r in tap.rows[rollout]}
+    samples = {s["row"]: s for s in tap.samples[rollout]}
     # Every row of the step, with its loss tokens and TRL's share of the loss.
     order, loss_tokens, engine_share, engine_weight, trained = [], {}, {}, {}, {}
     for u in sorted(updates, key=lambda u: u["micro_step"]):
