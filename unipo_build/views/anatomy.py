@@ -14,7 +14,6 @@ import math
 
 import numpy as np
 
-from ..render import isolate
 from ..runs import Run
 from ..schema import PromptGroup, Response
 from . import inspector
@@ -22,11 +21,50 @@ from .anatomy_pick import (AnatomyPick, Movement, chosen_token, get_pick, group_
                            token_objective_tex, weight_tex)
 from .fmt import (NOISE, escape_text, fmt_num, fmt_objective, fmt_pct, fmt_signed, fraction_text, math_display,
                   note_html, table, tex_num)
+from .common import token_label
 from .run_facts import missing_run_text
 from .site import AuthorError, Site, macro
 
 ANATOMY_BEATS = ("summary", "prompts", "responses", "rewards", "advantages", "tokens", "token_objective",
                  "aggregation", "update")
+
+
+#: What the tiny set shows in full (its updates: 16 groups of 8 answers) is shown in full. An update
+#: with more (the gpu set's: 64 groups of 16) lists half as many, the groups the page follows always
+#: among them, and folds the rest just below (a <details> the reader opens), so the page keeps the
+#: height budget of a course page (DESIGN.md, "Budgets": 10,000 px at 1280 px) and leaves nothing
+#: out. The answers of a group fold as the Step Inspector's do (inspector.responses_shown).
+GROUPS_ALL = 16
+GROUPS_SHOWN = 8
+
+
+def groups_shown(n: int) -> int:
+    """How many of an update's ``n`` groups a list shows before its fold."""
+    return n if n <= GROUPS_ALL else GROUPS_SHOWN
+
+
+def split_shown(items: list, limit: int, keep=lambda item: False) -> tuple[list, list]:
+    """(the first ``limit`` items and every other one ``keep`` names, the rest), in order."""
+    shown = [x for i, x in enumerate(items) if i < limit or keep(x)]
+    rest = [x for x in items if all(x is not y for y in shown)]
+    return shown, rest
+
+
+def folded(html: str, n: int, what: str) -> str:
+    """``html`` (the rest of a list or a table) folded under "The other n <what>"; "" for none."""
+    if not n:
+        return ""
+    return (f'<details class="unipo-fold"><summary>{escape_text(f"The other {n} {what}")}</summary>'
+            f"{html}</details>")
+
+
+def _folded_table(head: list[str], rows: list[list[str]], what: str, caption: str | None = None,
+                  numeric: tuple[int, ...] = ()) -> str:
+    """A table of a group's answers: those inspector.responses_shown shows, the others in a second
+    table folded below it."""
+    shown, rest = split_shown(rows, inspector.responses_shown(len(rows)))
+    return (table(head, shown, caption=caption, numeric=numeric)
+            + folded(table(head, rest, numeric=numeric), len(rest), what))
 
 
 def _group_kind(n_correct: int | None, size: int) -> str:
@@ -105,8 +143,12 @@ def beat_prompts(pick: AnatomyPick) -> str:
     """The update's groups as a list (readable at any width): counts, kind, and the prompt text
     for the groups whose tokens were logged."""
     prompts = {p.index: p for p in pick.detail.prompts if not p.filtered}
+    followed = {x.index for x in (pick.mixed, pick.all_correct) if x is not None}
+    groups, rest = split_shown(list(pick.detail.groups), groups_shown(len(pick.detail.groups)),
+                               lambda g: g.index in followed)
     items = []
-    for g in pick.detail.groups:
+    more = []
+    for g in list(groups) + list(rest):
         p = prompts.get(g.index)
         counts = f"{g.n_correct} of {g.size} right" if g.n_correct is not None else f"{g.size} answers"
         head = (f"<strong>Group {escape_text(g.index)}</strong> · {escape_text(counts)} · "
@@ -119,7 +161,7 @@ def beat_prompts(pick: AnatomyPick) -> str:
             body = f"<br>{escape_text(p.prompt)}{answer}"
         else:
             body = '<br><span style="opacity:.75">Tokens not logged for this group.</span>'
-        items.append(f"<li>{head}{body}</li>")
+        (items if any(g is x for x in groups) else more).append(f"<li>{head}{body}</li>")
     for g in pick.detail.filtered_groups:
         p = next((q for q in pick.detail.prompts if q.index == g.index and q.filtered), None)
         text = f"<br>{escape_text(p.prompt)}" if p else ""
@@ -127,7 +169,7 @@ def beat_prompts(pick: AnatomyPick) -> str:
         items.append(f"<li><strong>{escape_text(name)}</strong> · {escape_text(f'{g.n_correct} of {g.size} right')} · "
                      f"dropped by the sampling filter{text}</li>")
     return (f'<p><strong>The {len(pick.detail.groups)} groups of update {escape_text(pick.step)}</strong></p>'
-            f'<ul>{"".join(items)}</ul>')
+            f'<ul>{"".join(items)}</ul>' + folded(f'<ul>{"".join(more)}</ul>', len(more), "groups"))
 
 
 def _which_group(pick: AnatomyPick, group: str) -> PromptGroup | None:
@@ -153,7 +195,7 @@ def beat_responses(pick: AnatomyPick, group: str) -> str:
                      escape_text(_correct_text(r)) + f"<br><small>{escape_text(fmt_num(r.length))} tokens</small>"])
     head = (f'<p><strong>Prompt (group {escape_text(g.index)}):</strong> {escape_text(g.prompt)} '
             f"<strong>Reference answer:</strong> {escape_text(g.answer if g.answer is not None else '–')}</p>")
-    return head + table(["#", "The answer as sampled", "Verdict"], rows)
+    return head + _folded_table(["#", "The answer as sampled", "Verdict"], rows, "answers")
 
 
 def beat_rewards(pick: AnatomyPick, group: str) -> str:
@@ -172,8 +214,8 @@ def beat_rewards(pick: AnatomyPick, group: str) -> str:
     if wtext:
         caption += f"; r = {wtext}" + (" + shaping" if "shaping" in comp_names else "")
     n = len(comp_names)
-    return (math_display(vector) + table(["#", "Verdict"] + [escape_text(k) for k in comp_names] + ["r"],
-                                           rows, caption=caption, numeric=tuple(range(2, 3 + n))))
+    return (math_display(vector) + _folded_table(["#", "Verdict"] + [escape_text(k) for k in comp_names] + ["r"],
+                                                   rows, "rewards", caption=caption, numeric=tuple(range(2, 3 + n))))
 
 
 def beat_advantages(pick: AnatomyPick, group: str) -> str:
@@ -191,8 +233,8 @@ def beat_advantages(pick: AnatomyPick, group: str) -> str:
             for r, a in zip(g.responses, ar.advantages)]
     check = ("The advantages recomputed here equal the ones the trainer logged." if ar.matches else
              "The recomputed advantages differ from the logged ones: the log was written with another convention.")
-    return formulas + table(["#", "r", "Â, recomputed", "Â, logged"], rows,
-                             numeric=(1, 2, 3)) + f"<p>{escape_text(check)}</p>"
+    return formulas + _folded_table(["#", "r", "Â, recomputed", "Â, logged"], rows, "advantages",
+                                     numeric=(1, 2, 3)) + f"<p>{escape_text(check)}</p>"
 
 
 def beat_tokens(site: Site, pick: AnatomyPick) -> str:
@@ -214,7 +256,7 @@ def beat_token_objective(pick: AnatomyPick) -> str:
     lines = token_objective_tex(config, response, t)
     lines.append(weight_tex(config, pick.detail, response, t))
     intro = (f"<p>Token {t} of response {response.index} in group {g.index}, the text "
-             f"<code>{escape_text(isolate(tok.text[t]))}</code>, is the one the policy was least sure of when it wrote "
+             f"<code>{escape_text(token_label(tok.text[t]))}</code>, is the one the policy was least sure of when it wrote "
              f"that answer (probability {escape_text(fmt_pct(math.exp(tok.old_logp[t])))}); the answer is "
              f"{'right' if response.correct else 'wrong'}, so its advantage is "
              f"{escape_text(fmt_num(tok.advantage[t], 4))}:</p>")
@@ -222,7 +264,7 @@ def beat_token_objective(pick: AnatomyPick) -> str:
     rows = []
     for i in range(lo, hi):
         mark = " ◀" if i == t else ""
-        rows.append([f"{escape_text(i)}: <code>{escape_text(isolate(tok.text[i]))}</code>{mark}",
+        rows.append([f"{escape_text(i)}: <code>{escape_text(token_label(tok.text[i]))}</code>{mark}",
                      escape_text(fmt_num(tok.ratio[i], 5)), escape_text(fmt_num(tok.advantage[i], 4)),
                      escape_text(fmt_num(tok.kl[i], 3) if tok.kl is not None else "–"),
                      escape_text(fmt_num(tok.objective[i], 5)), escape_text(fraction_text(tok.weight[i]))])
@@ -233,18 +275,25 @@ def beat_token_objective(pick: AnatomyPick) -> str:
 
 
 def beat_aggregation(pick: AnatomyPick) -> str:
-    rows = []
-    total = 0.0
-    for g in pick.detail.groups:
-        total += g.contribution
-        rows.append([escape_text(str(g.index)) + escape_text(_group_label(pick, g.index)),
-                     escape_text(_group_kind(g.n_correct, g.size)),
-                     escape_text(f"{g.n_correct}/{g.size}" if g.n_correct is not None else "–"),
-                     escape_text(fmt_objective(g.contribution))])
+    def row(g) -> list[str]:
+        return [escape_text(str(g.index)) + escape_text(_group_label(pick, g.index)),
+                escape_text(_group_kind(g.n_correct, g.size)),
+                escape_text(f"{g.n_correct}/{g.size}" if g.n_correct is not None else "–"),
+                escape_text(fmt_objective(g.contribution))]
+
+    followed = {x.index for x in (pick.mixed, pick.all_correct) if x is not None}
+    groups, rest = split_shown(list(pick.detail.groups), groups_shown(len(pick.detail.groups)),
+                               lambda g: g.index in followed)
+    total = sum(g.contribution for g in pick.detail.groups)
+    rows = [row(g) for g in groups]
+    if rest:
+        rows.append([escape_text(f"The other {len(rest)} groups (listed below)"), "", "",
+                     escape_text(fmt_objective(sum(g.contribution for g in rest)))])
     rows.append(["<strong>Sum: the step objective J</strong>", "", "",
                  f"<strong>{escape_text(fmt_objective(total))}</strong>"])
-    return table(["Group", "Kind", "Correct", "Contribution Σ w·ℓ"], rows,
-                  caption=f"Each group's share of the objective of update {pick.step}", numeric=(2, 3))
+    head = ["Group", "Kind", "Correct", "Contribution Σ w·ℓ"]
+    return (table(head, rows, caption=f"Each group's share of the objective of update {pick.step}", numeric=(2, 3))
+            + folded(table(head, [row(g) for g in rest], numeric=(2, 3)), len(rest), "groups' shares"))
 
 
 def beat_update(pick: AnatomyPick) -> str:
@@ -263,9 +312,9 @@ def beat_update(pick: AnatomyPick) -> str:
     rows = [[escape_text(m.index), escape_text("✓ right" if m.correct else "✗ wrong"),
              escape_text(fmt_num(m.advantage, 3)), escape_text(fmt_signed(m.mean_delta, 3)),
              escape_text(fmt_pct(m.frac_up, 0))] for m in moves]
-    shown = table(["#", "Verdict", "Â", "Mean Δ log π per token", "Tokens up"], rows,
-                   caption=(f"Group {pick.mixed.index}: log-probabilities at update {pick.later_step} minus those at "
-                            f"update {pick.step}"), numeric=(2, 3, 4))
+    shown = _folded_table(["#", "Verdict", "Â", "Mean Δ log π per token", "Tokens up"], rows, "answers",
+                          caption=(f"Group {pick.mixed.index}: log-probabilities at update {pick.later_step} minus "
+                                   f"those at update {pick.step}"), numeric=(2, 3, 4))
     return html + shown + f"<p>{escape_text(movement_sentence(moves, pick))}</p>"
 
 

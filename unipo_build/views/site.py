@@ -235,14 +235,27 @@ class Site:
         unipo_macros.use_scripts(self.env, names)
 
 
+#: A view whose macro may write a note instead of it (a run this build lacks: the gpu set has no
+#: dapo_dr or gspo run): its script loads only when the page holds its element.
+VIEW_MARKERS = {"explorer": 'class="unipo-explorer"', "inspector": 'class="unipo-inspector"'}
+
+
+def scripts_for(definition: MacroDef, out: Any) -> tuple[str, ...]:
+    """The view scripts a macro's output needs: those it declares, less an explorer or inspector
+    script when the HTML it wrote holds no such view."""
+    if not (definition.html and isinstance(out, str)):
+        return definition.scripts
+    return tuple(name for name in definition.scripts if name not in VIEW_MARKERS or VIEW_MARKERS[name] in out)
+
+
 def bind(site: Site, definition: MacroDef) -> Callable:
     """``definition.fn`` with ``site`` as its first argument, named as the macro."""
     fn = definition.fn
 
     def bound(*args: Any, **kwargs: Any) -> Any:
-        if definition.scripts:
-            site.use_scripts(definition.scripts)
         out = fn(site, *args, **kwargs) if definition.with_site else fn(*args, **kwargs)
+        if definition.scripts:
+            site.use_scripts(scripts_for(definition, out))
         if definition.html:
             return site.protect(out)
         if isinstance(out, str) and not definition.markdown:
