@@ -119,3 +119,25 @@ def test_summary_answers_the_practitioners_questions():
     assert "taught in docs/course/algorithms/ppo.md (trl#3120)" in result.stdout
     data = json.loads(unipo("summary", ROOT / "data" / "runs" / "grpo", "--json", "--no-moments").stdout)
     assert [d["verdict"] for d in data["diagnoses"]] == ["fine"] * 8
+
+
+def test_an_import_shows_its_progress_on_a_terminal(tmp_path, monkeypatch):
+    """An import's step loop shows a bar on a terminal (tqdm), and nothing where the output is not one."""
+    import io
+
+    import pytest
+
+    pytest.importorskip("tqdm")
+    from unipo_build.importers import import_log
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    screen = Terminal()
+    monkeypatch.setattr("sys.stderr", screen)
+    import_log("trl", TRL / "run1", tmp_path / "run", tap=TRL / "run1-tap")
+    assert "importing TRL steps" in screen.getvalue() and "/3 [" in screen.getvalue()  # of the 3 logged steps
+    monkeypatch.setattr("sys.stderr", io.StringIO())
+    result = import_trl(TRL / "run1", TRL / "run1-tap", tmp_path / "piped")
+    assert result.returncode == 0 and "importing" not in result.stderr

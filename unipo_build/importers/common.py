@@ -496,6 +496,16 @@ def jsonl_objects(path: Path, skipped: list[str]) -> Iterator[tuple[int, dict]]:
             yield number, value
 
 
+def progress(iterable, *, desc: str, unit: str = "step", total: int | None = None):
+    """``iterable`` with a progress bar on a terminal (tqdm, when installed: the train extra), gone when done; as
+    it is elsewhere (a pipe, a test, the site's environment without tqdm)."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return iterable
+    return tqdm(iterable, desc=desc, unit=unit, total=total, leave=False, dynamic_ncols=True, disable=None)
+
+
 def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as fh:

@@ -220,7 +220,7 @@ def import_openrlhf(src: Path, stage: Path, *, algorithm: str | None = None, run
         if beyond:
             notes.add("tapped rollouts without a TensorBoard step (ignored)", len(beyond))
     evals = []
-    for i, g in enumerate(global_steps):
+    for i, g in enumerate(K.progress(global_steps, desc="importing OpenRLHF steps")):
         metrics = per_step[i]
         if metrics.get("objective") is None and metrics.get("loss/policy") is not None:
             metrics["objective"] = -metrics["loss/policy"]

@@ -428,7 +428,8 @@ def import_prime_rl(src: Path, stage: Path, *, algorithm: str | None = None, run
 
     if metrics_path.is_file():
         newest = -1
-        for line, row in K.jsonl_objects(metrics_path, skipped):
+        for line, row in K.progress(K.jsonl_objects(metrics_path, skipped), desc="importing prime-rl metrics",
+                                    unit="line"):
             g = row.get("step")
             if not isinstance(g, int) or isinstance(g, bool) or g < 0:
                 skipped.append(f"{metrics_path}: line {line}: no integer step")

@@ -721,7 +721,7 @@ def import_trl(src: Path, stage: Path, *, algorithm: str | None = None, run_id: 
     differ: list[tuple[float, int]] = []
     trl_steps = sorted(logged)
     previous_rollout = None
-    for index, trl_step in enumerate(trl_steps):
+    for index, trl_step in enumerate(K.progress(trl_steps, desc="importing TRL steps")):
         loc = K.Loc(str(state_path), step=trl_step)
         metrics = _metrics(logged[trl_step], loc, notes)
         rollout = _rollout_of(trl_step, trainer) if tap_data else index

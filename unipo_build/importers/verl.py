@@ -518,7 +518,8 @@ def import_verl(src: Path, stage: Path, *, algorithm: str | None = None, run_id:
         last = g
 
     if metrics_path is not None:
-        for line, row in (_console_rows(console, skipped) if console is not None else K.jsonl_objects(metrics_path, skipped)):
+        rows = _console_rows(console, skipped) if console is not None else K.jsonl_objects(metrics_path, skipped)
+        for line, row in K.progress(rows, desc="importing verl metrics", unit="line"):
             g, data = row.get("step"), row.get("data")
             if not isinstance(g, int) or isinstance(g, bool) or g < 0 or not isinstance(data, dict):
                 skipped.append(f"{metrics_path}: line {line}: not {{\"step\": N, \"data\": {{...}}}}")
