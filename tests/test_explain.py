@@ -298,3 +298,48 @@ def test_the_run_page_answers_the_practitioners_questions(tmp_path):
         assert f'href="#explorer-run-inspector:step={step}"' in raw
     assert 'id="unipo-explorer-run-inspector"' in raw  # the Step Inspector those links open
     assert raw.count('class="unipo-explorer"') == 1
+
+
+def test_watch_rebuilds_as_the_run_writes_new_steps(tmp_path, imported):
+    """--watch --serve: a run that logs another step (as a training run appends to steps.jsonl) is rebuilt and
+    served with it; a step cut mid-write keeps the previous site and says so; Ctrl-C ends it with 0."""
+    import signal
+    import time
+
+    run = tmp_path / "runs" / "grpo_small"
+    shutil.copytree(imported, run)
+    out = tmp_path / "watched"
+    proc = subprocess.Popen([str(UNIPO), "explain", str(run), "--out", str(out), "--serve", "--port", "0", "--watch",
+                             "--interval", "0.3"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        match = re.fullmatch(r"built a site for 1 run: open (http://127\.0\.0\.1:\d+/); watching the run for new "
+                             r"steps \(Ctrl-C stops\)\n", line)
+        assert match, (line, proc.stderr.read() if proc.poll() is not None else "")
+        url = match.group(1)
+        page = urllib.request.urlopen(url + "runs/grpo_small/", timeout=10).read().decode()
+        assert "a grpo run of 3 updates" in html.unescape(page).replace("GRPO", "grpo")
+        steps = run / "steps.jsonl"
+        last = json.loads(steps.read_text().splitlines()[-1])
+        new = {**last, "step": last["step"] + 1, "rollout": last["rollout"] + 1, "first_in_rollout": True,
+               "has_tokens": False}
+        with steps.open("a") as fh:
+            fh.write(json.dumps(new)[:20])  # a line half written: the build must not use it
+        time.sleep(1.5)
+        with steps.open("a") as fh:
+            fh.write(json.dumps(new)[20:] + "\n")
+        deadline = time.time() + 120
+        line = proc.stdout.readline()
+        assert re.fullmatch(r"rebuilt at \d\d:\d\d:\d\d: 4 steps logged; reload the page\n", line), line
+        assert time.time() < deadline
+        page = urllib.request.urlopen(url + "runs/grpo_small/", timeout=10).read().decode()
+        assert "run of 4 updates" in html.unescape(page)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=30)
+        err = proc.stderr.read()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert code == 0, err
+    # the half-written line, if a poll saw it, was refused in one line and the previous site kept
+    assert all(line.startswith("unipo explain: not rebuilt (") for line in err.splitlines() if line.strip()), err

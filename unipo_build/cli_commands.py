@@ -438,6 +438,8 @@ def _explain(args: argparse.Namespace) -> int:
             server.server_close()
         return 1
     n = len(args.runs)
+    if args.watch:
+        return _explain_watch(args, server, url, index)
     if server is None:
         print(f"built a site for {n} run{'' if n == 1 else 's'}: open {index}")
         print(f"(the Step Inspector fetches steps over HTTP, which a page opened from a file cannot: serve it with "
@@ -452,6 +454,33 @@ def _explain(args: argparse.Namespace) -> int:
         pass
     finally:
         server.server_close()
+    return 0
+
+
+def _explain_watch(args: argparse.Namespace, server, url: str, index: Path) -> int:
+    """--watch: rebuild whenever the runs write new steps (serving the site meanwhile with --serve) until Ctrl-C."""
+    import threading
+
+    from unipo_build import explain
+
+    n = len(args.runs)
+    where = f"open {url}" if server else f"open {index} (or serve {args.out})"
+    print(f"built a site for {n} run{'' if n == 1 else 's'}: {where}; watching the run{'' if n == 1 else 's'} for "
+          "new steps (Ctrl-C stops)", flush=True)
+    if server is not None:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def say(line: str, err: bool = False) -> None:
+        print(line, file=sys.stderr if err else sys.stdout, flush=True)
+
+    try:
+        explain.watch(args.runs, args.out, site_url=url, interval=args.interval, say=say)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
     return 0
 
 
@@ -470,6 +499,11 @@ def register_explain(sub) -> None:
                         "replaced; any other directory is refused")
     p.add_argument("--serve", action="store_true", help="serve the site on 127.0.0.1 until Ctrl-C and print its URL")
     p.add_argument("--port", type=int, default=8000, help="the port of --serve (default %(default)s; 0: a free one)")
+    p.add_argument("--watch", action="store_true",
+                   help="keep the site up to date while the runs train: rebuild when their files change (a run "
+                        "directory that `unipo train` writes; with --serve, reload the page), until Ctrl-C")
+    p.add_argument("--interval", type=float, default=2.0, metavar="SECONDS",
+                   help="--watch: how often to look at the runs' files (default %(default)s)")
     p.set_defaults(func=_explain)
 
 

@@ -301,6 +301,62 @@ def build(run_paths: Sequence[str | Path], out: str | Path, *, site_url: str = "
     return out / "index.html"
 
 
+def signature(run_paths: Sequence[str | Path]) -> tuple:
+    """What the runs' files are now (name, size, modification time of each): a training run that writes a step, an
+    evaluation or a token file changes it."""
+    found = []
+    for raw in run_paths:
+        run = Path(raw)
+        names = [run / runlog.HEADER, run / runlog.STEPS, run / runlog.EVALS]
+        tokens = run / runlog.TOKENS_DIR
+        if tokens.is_dir():
+            names += sorted(tokens.glob("*.json"))
+        for path in names:
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            found.append((str(path), stat.st_size, stat.st_mtime_ns))
+    return tuple(found)
+
+
+def watch(run_paths: Sequence[str | Path], out: str | Path, *, site_url: str, interval: float = 2.0,
+          say=print, stop=lambda: False) -> None:
+    """Rebuild the site whenever the runs' files change (``--watch``): a change is built once it has held still for
+    one ``interval`` (a step half written waits); a build that fails (a line cut mid-write) says so in one line and
+    keeps the previous site. Runs until ``stop()`` is true or Ctrl-C."""
+    import time
+
+    built = signature(run_paths)
+    seen = built
+    while not stop():
+        time.sleep(interval)
+        now = signature(run_paths)
+        if now == built:
+            seen = now
+            continue
+        if now != seen:  # still changing: wait until it holds still
+            seen = now
+            continue
+        try:
+            build(run_paths, out, site_url=site_url)
+        except ExplainError as err:
+            say(f"unipo explain: not rebuilt ({err}); the site shows the previous build, still watching", err=True)
+        else:
+            steps = sum(_count_steps(Path(p)) for p in run_paths)
+            say(f"rebuilt at {datetime.now().strftime('%H:%M:%S')}: {steps} step{'' if steps == 1 else 's'} logged; "
+                "reload the page")
+        built = seen = now
+
+
+def _count_steps(run: Path) -> int:
+    try:
+        with (run / runlog.STEPS).open("rb") as fh:
+            return sum(1 for line in fh if line.strip())
+    except OSError:
+        return 0
+
+
 def quiet_mkdocs() -> None:
     """MkDocs' INFO lines (pages built, files copied) are not the command's output: warnings only."""
     logging.getLogger("mkdocs").setLevel(logging.WARNING)
