@@ -224,15 +224,38 @@ def test_the_tap_records_the_runs_identity_and_the_import_compares_it(tmp_path):
     assert header["trl"]["cross_check"] == {"loss": 3, "reward": 2, "length": 2}
 
 
+def test_a_run_logged_every_other_step_is_compared_by_its_logging_windows(copy, tmp_path):
+    """logging_steps=2: Trainer.log averages the loss over the steps since the last log, and TRL its metrics over
+    the generations made since; the tap's steps 1-2 are compared with what was logged at step 2 (and a tap of
+    another run is still refused there)."""
+    state = copy / "run1" / "trainer_state.json"
+    data = json.loads(state.read_text())
+    entries = {e["step"]: e for e in data["log_history"] if "loss" in e}
+    merged = {**entries[1], **{k: v for k, v in entries[2].items()}, "loss": (entries[1]["loss"] + entries[2]["loss"]) / 2}
+    data["log_history"] = [merged, entries[3]] + [e for e in data["log_history"] if "train_runtime" in e]
+    state.write_text(json.dumps(data))
+    proc = run_import(copy, tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "out" / "header.json").read_text())["trl"]["cross_check"] == \
+        {"loss": 2, "reward": 2, "length": 2}
+    merged["loss"] += 0.01
+    state.write_text(json.dumps(data))
+    line = one_line_error(run_import(copy, tmp_path / "bad"), tmp_path / "bad")
+    assert ", step 2): loss: the tap's loss of TRL steps 1-2 (their mean) is " in line
+
+
 def test_a_tap_of_a_run_with_another_seed_is_refused(copy, tmp_path):
-    """Same settings, seed 1: step 1's losses agree (both ~0: ratio 1, centred advantages), step 2's do not."""
+    """Same settings, seed 1: step 1's losses agree (both ~0: ratio 1, centred advantages), the rewards of the
+    generation TRL logged at step 1 do not."""
     line = one_line_error(run_import(copy, tmp_path / "out", tap="seed1-tap"), tmp_path / "out")
     shard = copy / "seed1-tap" / "shard-rank0.jsonl"
-    assert line.startswith(f"{shard} (line ")
-    assert ", step 2): loss: the tap's loss of TRL step 2 is " in line
-    ours, theirs = logged_loss(copy / "seed1" / "trainer_state.json", 2), logged_loss(copy / "run1" / "trainer_state.json", 2)
-    assert f"is {ours:.6g} (the sum of its 2 micro-batches' losses)" in line and f"logs {theirs:.6g}" in line
+    assert line.startswith(f"{shard} (line 2, step 1): rows.reward: the tap's mean reward of rollout 0 is ")
+    ours = np.mean([r["reward"] for r in json.loads(shard.read_text().splitlines()[1])["rows"]])
+    theirs = next(e["reward"] for e in json.loads((copy / "run1" / "trainer_state.json").read_text())["log_history"]
+                  if e.get("step") == 1)
+    assert f"is {ours:.6g}; trainer_state.json's log_history logs {theirs:.6g} at TRL step 1" in line
     assert "seed 1, loss_type grpo" in line and "recorded by another run" in line
+    assert abs(logged_loss(copy / "seed1" / "trainer_state.json", 1) - logged_loss(copy / "run1" / "trainer_state.json", 1)) < 1e-5
 
 
 def test_a_shard_of_another_run_beside_the_first_is_refused(copy, tmp_path):
@@ -271,7 +294,7 @@ def test_a_tap_of_a_run_with_another_loss_type_is_refused(copy, tmp_path):
     line = one_line_error(run_import(copy, tmp_path / "out", state="bnpo"), tmp_path / "out")
     assert line.startswith(f"{copy / 'run1-tap' / 'shard-rank0.jsonl'} (line ")
     assert ", step 1): loss: the tap's loss of TRL step 1 is " in line
-    assert f"logs {logged_loss(copy / 'bnpo' / 'trainer_state.json', 1):.6g}" in line
+    assert f"logs {logged_loss(copy / 'bnpo' / 'trainer_state.json', 1):.6g} at TRL step 1" in line
     assert "loss_type grpo" in line
     # Its own tap imports, named for what it ran.
     proc = run_import(copy, tmp_path / "bnpo", state="bnpo", tap="bnpo-tap")
@@ -286,7 +309,7 @@ def test_a_tap_whose_identity_was_rewritten_is_still_refused_by_its_numbers(copy
     for path in (copy / "seed1-tap").iterdir():
         path.write_text(path.read_text().replace(other, mine).replace('"seed": 1', '"seed": 0'))
     line = one_line_error(run_import(copy, tmp_path / "out", tap="seed1-tap"), tmp_path / "out")
-    assert "step 2): loss: the tap's loss of TRL step 2" in line
+    assert "step 1): rows.reward: the tap's mean reward of rollout 0" in line
 
 
 def test_a_tap_with_a_micro_batch_too_many_is_refused(copy, tmp_path):

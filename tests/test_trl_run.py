@@ -263,3 +263,14 @@ def test_taps_of_other_runs_are_refused(grpo_run, tmp_path):
         proc = unipo("import", "trl", str(tmp_path / name / "trl-output"), "--tap", str(tmp_path / name / "tap"),
                      "--out", str(tmp_path / "runs" / f"own-{name}"))
         assert proc.returncode == 0, proc.stderr
+
+
+def test_a_run_logged_every_other_step_imports_against_its_logging_windows(tmp_path):
+    """logging_steps=2 (TRL's default is 10): Trainer.log averages the loss over the steps since the last log and
+    TRL its metrics over the generations made since; the import compares the tap window by window."""
+    run_trl(tmp_path, max_steps=4, groups=1, logging_steps=2)
+    state = json.loads((tmp_path / "trl-output" / "trainer_state.json").read_text())
+    assert [e["step"] for e in state["log_history"] if "loss" in e] == [2, 4]
+    run = import_run(tmp_path)
+    header = json.loads((run / "header.json").read_text())
+    assert header["trl"]["cross_check"] == {"loss": 2, "reward": 2, "length": 2}

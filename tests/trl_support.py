@@ -52,7 +52,8 @@ def run_trl(out: Path, *, loss_type: str = "grpo", beta: float = 0.04, num_itera
             max_steps: int = 3, groups: int | None = None, every: int = 1, tap: bool = True,
             mask_truncated_completions: bool = False, epsilon_high: float | None = None,
             scale_rewards: str = "group", importance_sampling_level: str = "token",
-            max_completion_length: int = 12, use_bias_correction_kl: bool = False, seed: int = 0) -> tuple[Path, Path]:
+            max_completion_length: int = 12, use_bias_correction_kl: bool = False, seed: int = 0,
+            logging_steps: int = 1) -> tuple[Path, Path]:
     """Train for ``max_steps`` optimizer steps; returns (TRL's output_dir, the tap directory)."""
     import torch
     from datasets import Dataset
@@ -77,7 +78,7 @@ def run_trl(out: Path, *, loss_type: str = "grpo", beta: float = 0.04, num_itera
     dataset = Dataset.from_list([{"prompt": r["prompt"], "answer": r["answer"]} for r in rows[:64]])
     output_dir, tap_dir = out / "trl-output", out / "tap"
     args = GRPOConfig(
-        output_dir=str(output_dir), use_cpu=True, report_to=[], logging_steps=1, save_strategy="no",
+        output_dir=str(output_dir), use_cpu=True, report_to=[], logging_steps=logging_steps, save_strategy="no",
         max_steps=max_steps, per_device_train_batch_size=4, gradient_accumulation_steps=2, num_generations=4,
         max_completion_length=max_completion_length, learning_rate=3e-3, beta=beta, num_iterations=num_iterations,
         loss_type=loss_type, epsilon_high=epsilon_high, scale_rewards=scale_rewards,

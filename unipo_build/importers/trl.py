@@ -355,26 +355,30 @@ def _generation_step(rollout: int, trainer: dict) -> int | None:
 
 
 def cross_check(tap: Tap, logged: dict[int, dict], state_path: Path, notes: K.Notes) -> dict:
-    """Refuse a tap that another run recorded: each tapped step's loss (the sum of its micro-batches' losses over
-    the processes) must be the loss trainer_state.json logs for that step, and each tapped generation's mean reward
-    and mean completion length what TRL logged at the step that generated it. Returns what was compared."""
+    """Refuse a tap that another run recorded: what the tap holds must be what TRL logged. Trainer.log averages over
+    the steps since the previous log (``logging_steps``), so each logged step's window (previous logged step, this
+    one] is compared where the tap holds all of it: the mean of its steps' losses (a step's loss: the sum of its
+    micro-batches' losses over the processes) against ``loss``, and the mean over its generations of their mean
+    reward and mean completion length against ``reward`` and ``completions/mean_length``. Returns what was
+    compared (windows)."""
     trainer = tap.manifest["trainer"]
     processes = int(trainer.get("num_processes") or 1)
     gas = int(trainer.get("gradient_accumulation_steps") or 1)
+    expected = gas * processes
     compared = {"loss": 0, "reward": 0, "length": 0}
     source = f"{state_path.name}'s log_history"
 
     def refuse(record, step, field, what, ours, theirs, how="") -> None:
         raise tap.loc(record, step).error(
-            f"the tap's {what} of TRL step {step} is {ours:.6g}{how}; {source} logs {theirs:.6g}: the tap was recorded "
+            f"the tap's {what} is {ours:.6g}{how}; {source} logs {theirs:.6g} at TRL step {step}: the tap was recorded "
             f"by another run than {state_path.parent} ({tap.identity()}): import the tap that this run's "
             "TrlTokenTap wrote", field)
 
+    def span(first: int, last: int) -> str:
+        return f"TRL step {last}" if first == last else f"TRL steps {first}-{last} (their mean)"
+
+    step_loss: dict[int, float] = {}
     for step, updates in sorted(tap.updates.items()):
-        entry = logged.get(step)
-        if entry is None:
-            continue
-        expected = gas * processes
         if len(updates) > expected:
             first = sorted(updates, key=lambda u: tap.where.get(id(u), (None, 0))[1] or 0)[expected]
             raise tap.loc(first, step).error(
@@ -383,32 +387,45 @@ def cross_check(tap: Tap, logged: dict[int, dict], state_path: Path, notes: K.No
         if len(updates) < expected:
             notes.add("tapped steps with micro-batches missing from the tap (cut off?): their loss not compared")
             continue
-        if K.is_number(entry.get("loss")):
-            ours = float(sum(u["loss"] for u in updates)) / processes
-            if not _close(ours, float(entry["loss"])):
-                refuse(updates[0], step, "loss", "loss", ours, float(entry["loss"]),
-                       f" (the sum of its {len(updates)} micro-batches' losses)")
-            compared["loss"] += 1
-    for rollout, rows in sorted(tap.rows.items()):
+        step_loss[step] = float(sum(u["loss"] for u in updates)) / processes
+    per_generation = {}
+    for rollout, rows in tap.rows.items():
         step = _generation_step(rollout, trainer)
-        entry = logged.get(step) if step is not None else None
-        if entry is None:
-            continue
-        record = tap.generations[rollout]
         rewards = [r["reward"] for r in rows if K.is_number(r.get("reward"))]
-        if rewards and K.is_number(entry.get("reward")):
-            ours = float(np.mean(rewards))
-            if not _close(ours, float(entry["reward"])):
-                refuse(record, step, "rows.reward", f"mean reward of rollout {rollout}", ours, float(entry["reward"]),
-                       f" ({len(rewards)} completions)")
-            compared["reward"] += 1
-        lengths = [r["length"] for r in rows]
-        if lengths and K.is_number(entry.get("completions/mean_length")):
-            ours = float(np.mean(lengths))
-            if not _close(ours, float(entry["completions/mean_length"])):
-                refuse(record, step, "rows.length", f"mean completion length of rollout {rollout}", ours,
-                       float(entry["completions/mean_length"]))
-            compared["length"] += 1
+        per_generation[rollout] = (step, float(np.mean(rewards)) if rewards else None,
+                                   float(np.mean([r["length"] for r in rows])) if rows else None)
+    schedule = _generation_step(0, trainer) is not None
+    previous = 0
+    for step in sorted(logged):
+        entry, window = logged[step], range(previous + 1, step + 1)
+        previous = step
+        if K.is_number(entry.get("loss")) and window and all(s in step_loss for s in window):
+            ours = float(np.mean([step_loss[s] for s in window]))
+            if not _close(ours, float(entry["loss"])):
+                first = tap.updates[window[0]][0]
+                refuse(first, step, "loss", f"loss of {span(window[0], step)}", ours, float(entry["loss"]),
+                       f" (the sum of each step's {expected} micro-batches' losses)")
+            compared["loss"] += 1
+        if not schedule:
+            continue
+        # The generations TRL made in this window: every rollout whose generating step falls in it.
+        per_rollout = int(trainer.get("steps_per_generation") or gas) * int(trainer.get("num_iterations") or 1)
+        rollouts = [r for r in range(((window[0] - 1) * gas) // per_rollout, (step * gas) // per_rollout + 1)
+                    if _generation_step(r, trainer) in window] if window else []
+        if not rollouts or not all(r in per_generation for r in rollouts):
+            continue
+        record = tap.generations[rollouts[0]]
+        for field, index, metric, what in (("rows.reward", 1, "reward", "mean reward"),
+                                           ("rows.length", 2, "completions/mean_length", "mean completion length")):
+            values = [per_generation[r][index] for r in rollouts]
+            if any(v is None for v in values) or not K.is_number(entry.get(metric)):
+                continue
+            ours = float(np.mean(values))
+            named = (f"rollout {rollouts[0]}" if len(rollouts) == 1 else
+                     f"rollouts {rollouts[0]}-{rollouts[-1]} (the mean of their means)")
+            if not _close(ours, float(entry[metric])):
+                refuse(record, step, field, f"{what} of {named}", ours, float(entry[metric]))
+            compared["reward" if index == 1 else "length"] += 1
     return compared
 
 
