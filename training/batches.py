@@ -2,17 +2,41 @@
 
 A rollout is 128 rows padded to the longest prompt and the longest answer. Every forward pass the
 trainer makes works on a subset of rows (a minibatch), and pays for the widest row it holds, so
-these helpers cut the padding columns that no selected row needs.
+these helpers cut the padding columns that no selected row needs. TrainBatch is what each update of
+a rollout reads (training/rl.py's Trainer._update).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
 
 from .generation import RolloutBatch
+
+
+@dataclass
+class TrainBatch:
+    """One rollout's kept groups, scored and prepared: what each of its updates reads.
+
+    Tensors are [N, Tr] over the batch's rows (N responses, Tr the longest answer) unless noted;
+    None where the spec needs none (no reference model, no critic, no KL in the reward).
+    """
+
+    batch: RolloutBatch
+    answers: list[str]  # one per prompt group
+    shaped: torch.Tensor  # [N] rewards after shaping
+    comps: dict[str, torch.Tensor]  # [N] reward components ("correct", "format", "shaping")
+    mask: torch.Tensor
+    old_logp: torch.Tensor  # filled by the first update when it computes them itself (fill_old)
+    ref_logp: torch.Tensor | None
+    values: torch.Tensor | None
+    advantages: torch.Tensor
+    returns: torch.Tensor | None
+    rollout_kl: torch.Tensor | None
+    metrics: dict  # the rollout's metrics, logged with each of its updates
+    filtered: list  # groups the sampling filter dropped (logged with the rollout's first update)
 
 
 def select_rows(batch: RolloutBatch, rows: list[int]) -> RolloutBatch:

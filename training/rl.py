@@ -23,7 +23,7 @@ import math
 import random
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -38,8 +38,8 @@ from unipo_build.specs import resolve
 
 from . import PROJECT
 from . import records
-from .batches import (by_minibatch, concat_batches, length_chunks, pad_columns, rows_to_host, select_rows,
-                      to_device, to_host)
+from .batches import (TrainBatch, by_minibatch, concat_batches, length_chunks, pad_columns, rows_to_host,
+                      select_rows, to_device, to_host)
 from .critic import Critic, critic_step
 from .evaluate import evaluate
 from .generation import RolloutBatch, response_logprobs, sample_groups
@@ -55,29 +55,6 @@ from .run_info import TimeLimit, TrainOptions, _Pieces, git_commit, load_algorit
 from .task import generate_task
 
 REPO = PROJECT  # the project root (training/__init__.py)
-
-
-@dataclass
-class TrainBatch:
-    """One rollout's kept groups, scored and prepared: what each of its updates reads.
-
-    Tensors are [N, Tr] over the batch's rows (N responses, Tr the longest answer) unless noted;
-    None where the spec needs none (no reference model, no critic, no KL in the reward).
-    """
-
-    batch: RolloutBatch
-    answers: list[str]  # one per prompt group
-    shaped: torch.Tensor  # [N] rewards after shaping
-    comps: dict[str, torch.Tensor]  # [N] reward components ("correct", "format", "shaping")
-    mask: torch.Tensor
-    old_logp: torch.Tensor  # filled by the first update when it computes them itself (fill_old)
-    ref_logp: torch.Tensor | None
-    values: torch.Tensor | None
-    advantages: torch.Tensor
-    returns: torch.Tensor | None
-    rollout_kl: torch.Tensor | None
-    metrics: dict  # the rollout's metrics, logged with each of its updates
-    filtered: list  # groups the sampling filter dropped (logged with the rollout's first update)
 
 
 # ---------------------------------------------------------------------------
