@@ -40,6 +40,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from training.decode_loop import decode_loop
+
 
 def supports(model) -> bool:
     """True for a plain LlamaForCausalLM (SiLU MLP, no tensor-parallel split, no sliding window)."""
@@ -155,35 +157,26 @@ class LlamaDecoder:
         causal = torch.ones(tp, tp, dtype=torch.bool, device=device).tril()
         prefill_mask = (causal[None] & valid[:, None, :tp]) | torch.eye(tp, dtype=torch.bool, device=device)[None]
         logits = self._forward(ids, positions, caches, 0, prefill_mask[:, None])
-        next_position = positions[:, -1:] + 1
+        state = {"caches": caches, "valid": valid, "position": positions[:, -1:] + 1}
 
-        response = torch.full((n, max_new_tokens), pad_id, dtype=torch.long, device=device)
-        response_mask = torch.zeros((n, max_new_tokens), device=device)
-        logps = torch.zeros((n, max_new_tokens), device=device)
-        active = torch.arange(n, device=device)  # original row of each running row
-        done = torch.zeros(n, dtype=torch.bool, device=device)  # finished rows not yet dropped
-        steps = 0
-        for step in range(max_new_tokens):
-            tok, lp = pick(logits)
-            live = ~done
-            rows = active[live]
-            response[rows, step], logps[rows, step], response_mask[rows, step] = tok[live], lp[live], 1.0
-            steps = step + 1
-            done = done | torch.isin(tok, eos)
-            if step == max_new_tokens - 1 or bool(done.all()):
-                break
-            if int(done.sum()) * 4 >= len(active):  # a quarter has finished: drop the finished rows
-                keep = (~done).nonzero().squeeze(1)
-                caches = [(k.index_select(0, keep), v.index_select(0, keep)) for k, v in caches]
-                valid, active, tok, done = valid[keep], active[keep], tok[keep], done[keep]
-                next_position = next_position[keep]
-            # Finished rows that stay for now are fed padding; what they compute is never recorded.
-            tok = torch.where(done, torch.full_like(tok, pad_id), tok)
+        def drop(done: torch.Tensor) -> torch.Tensor | None:
+            """Finished rows leave the batch once they are a quarter of it (one index_select of the cache)."""
+            if int(done.sum()) * 4 < len(done):
+                return None
+            keep = (~done).nonzero().squeeze(1)
+            state["caches"] = [(k.index_select(0, keep), v.index_select(0, keep)) for k, v in state["caches"]]
+            state["valid"], state["position"] = state["valid"][keep], state["position"][keep]
+            return keep
+
+        def advance(tok: torch.Tensor, step: int) -> torch.Tensor:
             pos = tp + step
-            valid[:, pos] = True
-            logits = self._forward(tok[:, None], next_position, caches, pos, valid[:, None, None, :pos + 1])
-            next_position = next_position + 1
-        return response[:, :steps], response_mask[:, :steps], logps[:, :steps]
+            state["valid"][:, pos] = True
+            logits = self._forward(tok[:, None], state["position"], state["caches"], pos,
+                                   state["valid"][:, None, None, :pos + 1])
+            state["position"] = state["position"] + 1
+            return logits
+
+        return decode_loop(logits, max_new_tokens, pick, eos, pad_id, advance, drop)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -326,21 +319,9 @@ class StaticDecoder(LlamaDecoder):
             logits = self._forward(full_ids, positions, plan.caches, 0, prefill_mask[:, None])[:n]
         plan.pos.copy_(positions[:, -1:] + 1)
 
-        response = torch.full((n, max_new_tokens), pad_id, dtype=torch.long, device=device)
-        response_mask = torch.zeros((n, max_new_tokens), device=device)
-        logps = torch.zeros((n, max_new_tokens), device=device)
-        done = torch.zeros(n, dtype=torch.bool, device=device)
-        pad = torch.full((n,), pad_id, dtype=torch.long, device=device)
-        for step in range(max_new_tokens):
-            tok, lp = pick(logits)
-            live = ~done
-            response[:, step] = torch.where(live, tok, pad)
-            logps[:, step] = torch.where(live, lp, torch.zeros_like(lp))
-            response_mask[:, step] = live.float()
-            done = done | torch.isin(tok, eos)
-            if step == max_new_tokens - 1 or (step % DONE_CHECK == DONE_CHECK - 1 and bool(done.all())):
-                break
-            plan.tok[:n, 0] = torch.where(done, pad, tok)
+        def advance(tok: torch.Tensor, step: int) -> torch.Tensor:
+            """Every row stays to the end: one shape, one captured step (a finished row is fed padding)."""
+            plan.tok[:n, 0] = tok
             plan.slot.fill_(tps + step)
             if plan.graph is not None:
                 plan.graph.replay()
@@ -349,8 +330,9 @@ class StaticDecoder(LlamaDecoder):
                 with ctx:
                     logits = self._step(plan)[:n]
             plan.pos.add_(1)
-        steps = int(response_mask.sum(0).nonzero().max()) + 1 if bool(response_mask.any()) else 1
-        return response[:, :steps], response_mask[:, :steps], logps[:, :steps]
+            return logits
+
+        return decode_loop(logits, max_new_tokens, pick, eos, pad_id, advance, check_every=DONE_CHECK)
 
 
 _STATIC: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
