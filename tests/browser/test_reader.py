@@ -92,6 +92,7 @@ def test_same_page_links_scroll_and_keep_the_inspectors_state(open_page, driver,
         .find(x => x.getAttribute('aria-pressed') === 'false'); if (b) b.click(); return b ? b.dataset.key : 'none';""", uid)
     pushes = 1 if other == "none" else 2
     picked = _pick(driver, uid)
+    pushes += 1  # the token click is an entry of its own (issue 33)
     chosen = _state(driver, uid)
     assert chosen["step"] == str(steps[1]) and chosen["selected"].endswith(f":{picked['r']}:{picked['t']}")
     short = uid.replace("unipo-", "")
@@ -116,7 +117,7 @@ def test_same_page_links_scroll_and_keep_the_inspectors_state(open_page, driver,
     driver.back()
     _wait(driver, "return location.hash === arguments[0]", chosen["hash"])
     assert _state(driver, uid)["step"] == chosen["step"]
-    for _ in range(pushes):  # the group, then the step: back to the page as it was loaded
+    for _ in range(pushes):  # the token, the group, then the step: back to the page as it was loaded
         driver.back()
     _wait(driver, "return document.getElementById(arguments[0]).dataset.step === arguments[1]", uid, first["step"])
     assert _state(driver, uid)["marker"] == "kept"
@@ -131,8 +132,8 @@ def test_same_page_links_scroll_and_keep_the_inspectors_state(open_page, driver,
     assert console_errors(driver) == []
 
 
-def test_a_group_button_opens_that_group_in_place(open_page, driver, console_errors):
-    open_page(CHAPTER)
+def test_a_group_button_opens_that_group_in_place(open_page, driver, run_set, console_errors):
+    open_page(run_set + CHAPTER)
     uid = _inspector(driver)
     driver.execute_script("window.__unipoSamePage = 'kept'")
     # the bars are folded to the open group's: unfold them first
@@ -157,8 +158,9 @@ def test_a_group_button_opens_that_group_in_place(open_page, driver, console_err
 # ---------------------------------------------------------------------------- feedback where the reader looks
 
 
-def test_a_selected_token_stays_outlined_and_its_numbers_are_in_view(open_page, driver, built_site, console_errors):
-    open_page(CHAPTER)
+def test_a_selected_token_stays_outlined_and_its_numbers_are_in_view(open_page, driver, built_site, run_set,
+                                                                    console_errors):
+    open_page(run_set + CHAPTER)
     uid = _inspector(driver)
     picked = _pick(driver, uid)
     token = driver.execute_script(
@@ -179,7 +181,7 @@ def test_a_selected_token_stays_outlined_and_its_numbers_are_in_view(open_page, 
     assert box["response"] == picked["r"]
     assert 0 <= box["top"] and box["bottom"] <= driver.execute_script("return innerHeight")
     info = driver.execute_script("const i = document.getElementById(arguments[0]); return [i.dataset.run, +i.dataset.step]", uid)
-    detail = json.loads((built_site / "assets" / "runs" / info[0] / "steps" / f"step_{info[1]:06d}.json").read_text())
+    detail = json.loads((built_site / run_set / "assets" / "runs" / info[0] / "steps" / f"step_{info[1]:06d}.json").read_text())
     group = next(g for g in detail["prompts"] if str(g["index"]) == picked["g"] and not g.get("filtered"))
     tokens = next(r for r in group["responses"] if r["index"] == picked["r"])["tokens"]
     shown = driver.execute_script("return Object.fromEntries([...document.querySelectorAll('.unipo-token-readout .unipo-readout-value[data-key]')]"
@@ -193,11 +195,11 @@ def test_a_selected_token_stays_outlined_and_its_numbers_are_in_view(open_page, 
 
 
 @pytest.mark.parametrize("scheme", ["default", "slate"])
-def test_every_legend_spans_the_steps_values(open_page, driver, built_site, scheme, console_errors):
-    open_page(CHAPTER, scheme=scheme)
+def test_every_legend_spans_the_steps_values(open_page, driver, built_site, scheme, run_set, console_errors):
+    open_page(run_set + CHAPTER, scheme=scheme)
     uid = _inspector(driver)
     info = driver.execute_script("const i = document.getElementById(arguments[0]); return [i.dataset.run, +i.dataset.step]", uid)
-    detail = json.loads((built_site / "assets" / "runs" / info[0] / "steps" / f"step_{info[1]:06d}.json").read_text())
+    detail = json.loads((built_site / run_set / "assets" / "runs" / info[0] / "steps" / f"step_{info[1]:06d}.json").read_text())
     select = Select(driver.find_element(By.ID, uid + "-quantity"))
     checked = 0
     for q in TS.QUANTITIES:

@@ -236,10 +236,12 @@ def test_hostile_log_runs_no_script_and_shows_text_literally(hostile_site, chrom
                 "return document.querySelector('.unipo-explainer').getAttribute('data-live-ready')"):
             time.sleep(0.1)
         where = driver.execute_script("return document.querySelector('.unipo-explainer .unipo-live-where').textContent")
-        # between the bidi isolates U+2068 and U+2069 (render.isolate / V.isolate)
-        assert f"token {index} \u201c\u2068{HOSTILE[index]}\u2069\u201d" in where
+        # named as every view names a token (views/common.py token_label: a space as ·), between
+        # the bidi isolates U+2068 and U+2069 (render.isolate / V.isolate)
+        from unipo_build.views.common import token_label
+        assert f"token {index} {token_label(HOSTILE[index])}" in where
         readout = driver.execute_script("return document.querySelector('.unipo-readout-token').textContent")
-        assert readout == f"\u201c\u2068{HOSTILE[index]}\u2069\u201d"
+        assert readout == token_label(HOSTILE[index])
     # Raw-token mode rewrites every token's text: still text.
     button = driver.find_element(By.CSS_SELECTOR, ".unipo-inspector .unipo-mode-btn[data-mode=tokens]")
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", button)

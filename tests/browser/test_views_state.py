@@ -75,8 +75,8 @@ def _walk_path(driver, path: str) -> list:
 # ------------------------------------------------------------------ item 1 and 2: state, token card
 
 
-def test_group_and_token_survive_reload_back_and_a_shared_link(open_page, driver, console_errors):
-    open_page(GRPO)
+def test_group_and_token_survive_reload_back_and_a_shared_link(open_page, driver, run_set, console_errors):
+    open_page(run_set + GRPO)
     uid = _explorer_inspector(driver)
     short = uid[len("unipo-"):]
     driver.execute_script("document.getElementById(arguments[0]).scrollIntoView()", uid)
