@@ -623,10 +623,15 @@
     var focus = !this.showAll && m && m.step === this.detail.step && m.group === g.index && !g.filtered &&
       m.response !== null && m.response !== undefined && g.responses.some(function (r) { return r.index === m.response; });
     var limit = g.responses.length <= RESPONSES_ALL ? g.responses.length : RESPONSES_SHOWN;
+    // the first right and the first wrong answer show too (inspector.py first_of_each_verdict)
+    var sides = {};
+    g.responses.forEach(function (r) {
+      if ((r.correct === true || r.correct === false) && sides[r.correct] === undefined) sides[r.correct] = r.index;
+    });
     var shown = g.responses.filter(function (r, i) {
       if (self.showAll) return true;
       if (focus) return r.index === m.response || r.index === need;
-      return i < limit || r.index === need;
+      return i < limit || r.index === need || r.index === sides[true] || r.index === sides[false];
     });
     var list = el("ol", { class: "unipo-responses" }, [columns].concat(shown.map(function (r) { return self.renderResponse(g, r); })));
     children.push(list);

@@ -58,11 +58,16 @@ def folded(html: str, n: int, what: str) -> str:
             f"{html}</details>")
 
 
-def _folded_table(head: list[str], rows: list[list[str]], what: str, caption: str | None = None,
-                  numeric: tuple[int, ...] = ()) -> str:
-    """A table of a group's answers: those inspector.responses_shown shows, the others in a second
-    table folded below it."""
-    shown, rest = split_shown(rows, inspector.responses_shown(len(rows)))
+def _folded_table(head: list[str], rows: list[list[str]], what: str, verdicts: list[bool | None],
+                  caption: str | None = None, numeric: tuple[int, ...] = ()) -> str:
+    """A table of a group's answers (``verdicts``: each row's right or wrong): those
+    inspector.responses_shown shows, and the first right and the first wrong one wherever they
+    are (a mixed group keeps both sides in view); the others in a second table folded below it."""
+    first = {v: verdicts.index(v) for v in (True, False) if v in verdicts}
+    limit = inspector.responses_shown(len(rows))
+    kept = [i < limit or i in first.values() for i in range(len(rows))]
+    shown = [r for r, k in zip(rows, kept) if k]
+    rest = [r for r, k in zip(rows, kept) if not k]
     return (table(head, shown, caption=caption, numeric=numeric)
             + folded(table(head, rest, numeric=numeric), len(rest), what))
 
@@ -195,7 +200,8 @@ def beat_responses(pick: AnatomyPick, group: str) -> str:
                      escape_text(_correct_text(r)) + f"<br><small>{escape_text(fmt_num(r.length))} tokens</small>"])
     head = (f'<p><strong>Prompt (group {escape_text(g.index)}):</strong> {escape_text(g.prompt)} '
             f"<strong>Reference answer:</strong> {escape_text(g.answer if g.answer is not None else '–')}</p>")
-    return head + _folded_table(["#", "The answer as sampled", "Verdict"], rows, "answers")
+    return head + _folded_table(["#", "The answer as sampled", "Verdict"], rows, "answers",
+                                [r.correct for r in g.responses])
 
 
 def beat_rewards(pick: AnatomyPick, group: str) -> str:
@@ -215,7 +221,7 @@ def beat_rewards(pick: AnatomyPick, group: str) -> str:
         caption += f"; r = {wtext}" + (" + shaping" if "shaping" in comp_names else "")
     n = len(comp_names)
     return (math_display(vector) + _folded_table(["#", "Verdict"] + [escape_text(k) for k in comp_names] + ["r"],
-                                                   rows, "rewards", caption=caption, numeric=tuple(range(2, 3 + n))))
+                                                   rows, "rewards", [r.correct for r in g.responses], caption=caption, numeric=tuple(range(2, 3 + n))))
 
 
 def beat_advantages(pick: AnatomyPick, group: str) -> str:
@@ -234,7 +240,7 @@ def beat_advantages(pick: AnatomyPick, group: str) -> str:
     check = ("The advantages recomputed here equal the ones the trainer logged." if ar.matches else
              "The recomputed advantages differ from the logged ones: the log was written with another convention.")
     return formulas + _folded_table(["#", "r", "Â, recomputed", "Â, logged"], rows, "advantages",
-                                     numeric=(1, 2, 3)) + f"<p>{escape_text(check)}</p>"
+                                     [r.correct for r in g.responses], numeric=(1, 2, 3)) + f"<p>{escape_text(check)}</p>"
 
 
 def beat_tokens(site: Site, pick: AnatomyPick) -> str:
@@ -313,7 +319,7 @@ def beat_update(pick: AnatomyPick) -> str:
              escape_text(fmt_num(m.advantage, 3)), escape_text(fmt_signed(m.mean_delta, 3)),
              escape_text(fmt_pct(m.frac_up, 0))] for m in moves]
     shown = _folded_table(["#", "Verdict", "Â", "Mean Δ log π per token", "Tokens up"], rows, "answers",
-                          caption=(f"Group {pick.mixed.index}: log-probabilities at update {pick.later_step} minus "
+                          [m.correct for m in moves], caption=(f"Group {pick.mixed.index}: log-probabilities at update {pick.later_step} minus "
                                    f"those at update {pick.step}"), numeric=(2, 3, 4))
     return html + shown + f"<p>{escape_text(movement_sentence(moves, pick))}</p>"
 

@@ -240,6 +240,16 @@ RESPONSES_ALL = 8
 RESPONSES_SHOWN = 4
 
 
+def first_of_each_verdict(responses: list[Response]) -> set[int]:
+    """The indices of a group's first right and first wrong response: a folded group shows both,
+    so a mixed group keeps its two sides in view (inspector.js does the same)."""
+    out: dict[bool, int] = {}
+    for r in responses:
+        if r.correct is not None:
+            out.setdefault(bool(r.correct), r.index)
+    return set(out.values())
+
+
 def responses_shown(n: int) -> int:
     """How many of a group's ``n`` responses show before the reader asks for the rest."""
     return n if n <= RESPONSES_ALL else RESPONSES_SHOWN
@@ -286,7 +296,9 @@ def group_html(uid: str, group: PromptGroup, beta: float | None = None, focus: i
     # reader asks, so a set that samples more answers per prompt keeps its pages within the node
     # and height budgets.
     limit = responses_shown(len(group.responses))
-    shown = [r for i, r in enumerate(group.responses) if (r.index == focus if focus is not None else i < limit)]
+    sides = first_of_each_verdict(group.responses)
+    shown = [r for i, r in enumerate(group.responses)
+             if (r.index == focus if focus is not None else i < limit or r.index in sides)]
     rest = [r for r in group.responses if all(r is not x for x in shown)]
     body.append(f'<ol class="unipo-responses">{RESPONSE_HEAD}{"".join(item(r) for r in shown)}</ol>')
     if rest:
