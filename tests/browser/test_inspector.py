@@ -36,8 +36,8 @@ def _wait(driver, js: str, timeout: float = 20.0, what: str = ""):
     raise AssertionError(f"timed out waiting for {what or js} (last value {value!r})")
 
 
-def _open_views(open_page, driver, **kwargs):
-    drv = open_page(PAGE, **kwargs)
+def _open_views(open_page, driver, run_set: str = "", **kwargs):
+    drv = open_page(run_set + PAGE, **kwargs)
     if not driver.execute_script("return document.querySelector('.unipo-inspector') !== null"):
         pytest.skip("the views page has no Step Inspector: no GRPO run in the runs directory (data/runs)")
     # an inspector renders its tokens when it comes near the viewport
@@ -64,8 +64,8 @@ def _explainer_values(driver) -> dict:
         return out;""")
 
 
-def _token_file(built_site: Path, run: str, step: int) -> dict:
-    return json.loads((built_site / "assets" / "runs" / run / "steps" / f"step_{step:06d}.json").read_text())
+def _token_file(built_site: Path, run: str, step: int, run_set: str = "") -> dict:
+    return json.loads((built_site / run_set / "assets" / "runs" / run / "steps" / f"step_{step:06d}.json").read_text())
 
 
 def _rgb_hex(css: str) -> str:
@@ -114,12 +114,12 @@ def test_views_page_loads_without_console_errors(open_page, driver, console_erro
     assert console_errors(driver) == []
 
 
-def test_clicking_a_token_fills_the_explainer_with_the_logs_numbers(open_page, driver, built_site, console_errors):
-    _open_views(open_page, driver)
+def test_clicking_a_token_fills_the_explainer_with_the_logs_numbers(open_page, driver, built_site, run_set, console_errors):
+    _open_views(open_page, driver, run_set)
     pick = _pick_token(driver)
     _click(driver, ".unipo-inspector .unipo-tok", pick["index"])
     _wait(driver, "return document.querySelector('.unipo-explainer').getAttribute('data-live-ready')", what="explainer")
-    response = _find(_token_file(built_site, pick["run"], pick["step"]), pick["g"], pick["r"])
+    response = _find(_token_file(built_site, pick["run"], pick["step"], run_set), pick["g"], pick["r"])
     tokens, t = response["tokens"], pick["t"]
     shown = _explainer_values(driver)
     for key in ("ratio", "objective", "logp", "old_logp", "advantage", "weight"):
@@ -158,8 +158,8 @@ def test_clicking_a_formula_part_opens_its_card(open_page, driver, console_error
     assert console_errors(driver) == []
 
 
-def test_switching_the_colour_quantity_recolours_the_tokens(open_page, driver, built_site, console_errors):
-    _open_views(open_page, driver)
+def test_switching_the_colour_quantity_recolours_the_tokens(open_page, driver, built_site, run_set, console_errors):
+    _open_views(open_page, driver, run_set)
     colours_js = "return [...document.querySelectorAll('.unipo-inspector .unipo-tok')].map(t => t.style.backgroundColor)"
     before = driver.execute_script(colours_js)
     select = Select(driver.find_element(By.CSS_SELECTOR, ".unipo-inspector .unipo-quantity-select"))
@@ -173,7 +173,7 @@ def test_switching_the_colour_quantity_recolours_the_tokens(open_page, driver, b
         return {run: i.dataset.run, step: +i.dataset.step,
                 toks: [...i.querySelectorAll('.unipo-tok:not(.unipo-tok--masked)')].map(t => [+t.dataset.g, +t.dataset.r,
                       +t.dataset.t, getComputedStyle(t).backgroundColor, getComputedStyle(t).color])};""")
-    detail = _token_file(built_site, info["run"], info["step"])
+    detail = _token_file(built_site, info["run"], info["step"], run_set)
     q = TS.quantity("ratio")
     scale = TS.scale_for(q, [TS.coloured_value(q, v) for p in detail["prompts"] for r in p["responses"]
                              if r.get("tokens") for v, m in zip(r["tokens"]["ratio"], r["tokens"]["mask"]) if m])
@@ -185,8 +185,8 @@ def test_switching_the_colour_quantity_recolours_the_tokens(open_page, driver, b
     assert console_errors(driver) == []
 
 
-def test_keyboard_tab_to_a_token_and_enter_selects_it(open_page, driver, console_errors):
-    _open_views(open_page, driver)
+def test_keyboard_tab_to_a_token_and_enter_selects_it(open_page, driver, run_set, console_errors):
+    _open_views(open_page, driver, run_set)
     _click(driver, ".unipo-inspector .unipo-mode-btn[data-mode=tokens]")
     active = None
     for _ in range(40):
@@ -212,8 +212,8 @@ def test_keyboard_tab_to_a_token_and_enter_selects_it(open_page, driver, console
     assert console_errors(driver) == []
 
 
-def test_previous_and_next_load_other_steps(open_page, driver, console_errors):
-    _open_views(open_page, driver)
+def test_previous_and_next_load_other_steps(open_page, driver, run_set, console_errors):
+    _open_views(open_page, driver, run_set)
     steps = driver.execute_script(
         "return UNIPO.data(document.querySelector('.unipo-inspector').id + '-data').steps")
     if len(steps) < 2:
