@@ -164,3 +164,22 @@ def test_a_zero_gradient_with_mixed_groups_points_at_the_mask(tmp_path):
     d = run_of(tmp_path, change=late)["zero_grad_with_std"]
     assert d.verdict == LOOK and "only 25.0% of the groups have zero reward variance" in d.figure
     assert "the loss kept no token of the others" in d.figure
+
+
+def test_the_course_run_card_shows_the_same_cards():
+    """A chapter's run card carries the run's diagnosis cards (folded), the same ones unipo explain shows,
+    each chapter linked into the course."""
+    import re
+
+    from site_build import bound_macros
+    from unipo_build.runs import catalog_of
+
+    shipped = ROOT / "data" / "runs"
+    run = catalog_of(shipped).get("grpo")
+    html = bound_macros(shipped)["run_card"]("grpo")
+    cards = re.findall(r'unipo-diagnosis" data-key="(\w+)" data-verdict="([^"]+)"', html)
+    assert cards == [(d.key, d.verdict) for d in diagnose(run.reader)]
+    assert '<details class="unipo-run-diagnoses"><summary><span class="unipo-label">Diagnosis</span> Nothing to look ' \
+           "at on the 8 questions" in html
+    # a page's own URL is unknown outside a build: the chapter links are relative to the site's root
+    assert re.search(r'<a href="[./]*course/[a-z_/]+/">', html)

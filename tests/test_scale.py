@@ -17,6 +17,7 @@ import pytest
 from helpers_runlog import write_metric_run
 from site_build import REPO_ROOT, MacroEnv, bound_macros
 from unipo_build.views import scale as S
+from unipo_build.views import scale_sets as SS
 from unipo_build.views.site import Site
 
 RUNS = REPO_ROOT / "data" / "runs"
@@ -194,7 +195,7 @@ def test_page_with_a_stand_in_second_set_words_each_side_by_the_chapters_macros(
         "GPU set": "tiny preset, 1,060,480 parameters, 100 rollouts, seeds: 1 to 2 per core algorithm (no run of REINFORCE "
                    "and PPO)"}
     # the sets are named from their headers
-    facts = S.scale_sets_html(site)
+    facts = SS.scale_sets_html(site)
     assert "GPU set" in facts and "4 in" in facts and "1 to 2 per core algorithm" in facts
     assert "(no run of REINFORCE and PPO)" in facts and "not trained yet" not in facts
 
@@ -219,7 +220,7 @@ def test_page_without_the_second_set_names_it_and_the_command_that_makes_it(tmp_
     (root / "data" / "runs").symlink_to(RUNS)
     shutil.copyfile(REPO_ROOT / "data" / "suite-gpu.yaml", root / "data" / "suite-gpu.yaml")
     site = Site(sets_env("data/runs-gpu"), root=root, runs_where=RUNS)
-    sets_html = S.scale_sets_html(site)
+    sets_html = SS.scale_sets_html(site)
     assert "GPU set: not trained yet" in sets_html
     assert "reads it from <code>data/runs-gpu</code>, which holds no run yet" in sets_html
     assert "<code>unipo suite --suite data/suite-gpu.yaml --out data/runs-gpu</code>" in sets_html
@@ -237,11 +238,11 @@ def test_a_build_on_other_runs_leaves_the_second_set_out_and_says_how_to_bring_i
     if not any((REPO_ROOT / "data" / "runs-gpu").glob("*/header.json")):
         pytest.skip("no gpu set in data/runs-gpu")
     monkeypatch.setenv("UNIPO_RUNS", str(RUNS))
-    sets_html = S.scale_sets_html(Site(sets_env("data/runs-gpu")))
+    sets_html = SS.scale_sets_html(Site(sets_env("data/runs-gpu")))
     assert "GPU set: not in this build" in sets_html and "not trained yet" not in sets_html
     assert "<code>UNIPO_SET_GPU_RUNS=data/runs-gpu</code> brings this set back" in sets_html
     monkeypatch.setenv("UNIPO_SET_GPU_RUNS", str(REPO_ROOT / "data" / "runs-gpu"))
-    assert "not in this build" not in S.scale_sets_html(Site(sets_env("data/runs-gpu")))
+    assert "not in this build" not in SS.scale_sets_html(Site(sets_env("data/runs-gpu")))
 
 
 def test_an_empty_set_directory_without_a_suite_file_says_how_to_train_into_it(tmp_path):
@@ -249,7 +250,7 @@ def test_an_empty_set_directory_without_a_suite_file_says_how_to_train_into_it(t
     empty.mkdir()
     env = MacroEnv(conf={"extra": {"unipo_sets": [{"id": "tiny", "label": "CPU set (tiny)", "runs": "data/runs"},
                                                    {"id": "big", "label": "Big set", "runs": str(empty)}]}})
-    html = S.scale_sets_html(Site(env))
+    html = SS.scale_sets_html(Site(env))
     assert "Big set: not trained yet" in html and "unipo train ALGO --out" in html and "unipo suite" not in html
 
 
@@ -278,10 +279,10 @@ def test_a_copy_of_the_course_built_on_the_second_set_still_reads_the_first_from
     gpu = stand_in(tmp_path, ["grpo"])
     env = sets_env(gpu)
     env.conf["extra"]["unipo_runs"] = str(gpu)
-    views = S.set_views(Site(env))
-    assert [v.where for v in views] == ["data/runs", S.project_relative(gpu, REPO_ROOT)]
+    views = SS.set_views(Site(env))
+    assert [v.where for v in views] == ["data/runs", SS.project_relative(gpu, REPO_ROOT)]
     assert views[0].site.catalog.source.paths == (RUNS.resolve(),)
     assert views[1].site.catalog.source.paths == (gpu.resolve(),)
     # a build on the default set reads it through the resolver, as the chapters do
-    plain = S.set_views(Site(sets_env(gpu)))
+    plain = SS.set_views(Site(sets_env(gpu)))
     assert plain[0].site.catalog is Site(sets_env(gpu)).catalog

@@ -17,11 +17,12 @@ the one its header names, else the one whose components differ from the run's in
 
 from __future__ import annotations
 
-from ..diagnose import LOOK, UNMEASURABLE, diagnose
+from ..diagnose import diagnose
 from ..runs import Run
 from ..schema import TokenArrays
 from . import explainer, explorer
 from .compare import compare_run_html
+from .diagnoses import diagnoses_html
 from .diff import SpecMatch, nearest_spec
 from .fmt import escape_text, fmt_num
 from .site import AuthorError, Site, macro
@@ -204,7 +205,8 @@ def explain_run_card(site: Site, run_id: str) -> str:
                f"when the log was written or imported (the run header's notes)</p><p>{escape_text(notes)}</p></div>"
                if notes else '<p class="unipo-explain-derived">The run header has no notes: nothing was derived on '
                              "import.</p>")
-    return run_card_html(site, run, run.id) + lacking + objectives_html(run) + derived
+    # the diagnoses have a section of their own on this page, with links into its Step Inspector
+    return run_card_html(site, run, run.id, with_diagnoses=False) + lacking + objectives_html(run) + derived
 
 
 @macro(html=True, scripts=("explorer", "inspector"))
@@ -214,9 +216,6 @@ def explain_explorer(site: Site, run_id: str) -> str:
     return explorer.explorer_html(run, None, inspector=True, element_id=EXPLORER_ID, page_url=site.page_url)
 
 
-VERDICT_CLASS = {"fine": "success", LOOK: "warning", UNMEASURABLE: "note"}
-
-
 @macro(html=True)
 def explain_diagnoses(site: Site, run_id: str) -> str:
     """One card per question practitioners ask of a run: the question, the verdict, the figure it rests on (or
@@ -224,31 +223,12 @@ def explain_diagnoses(site: Site, run_id: str) -> str:
     chapter that teaches it (a link where this site has the chapter)."""
     run = run_of(site, run_id, "explain_diagnoses")
     match = match_of(site, run, "explain_diagnoses")
-    found = diagnose(run.reader)
-    cards = []
-    for d in found:
-        body = d.figure if d.verdict != UNMEASURABLE else f"The log lacks it: {d.lacks}." + (
-            f" ({d.figure})" if d.figure else "")
-        steps = ""
-        if d.steps:
-            links = ", ".join(f'<a class="unipo-diagnosis-step" href="#{INSPECTOR_VIEW}:step={s}">step {s}</a>'
-                              for s in d.steps)
-            steps = f'<p class="unipo-diagnosis-steps">Where it shows (opens in the Step Inspector): {links}</p>'
-        chapter = d.chapter
+
+    def taught(chapter) -> str:
         title = escape_text(chapter.title)
-        taught = (f'<a href="../../{chapter.path.removesuffix(".md")}/">{title}</a>' if chapter.spec == match.spec.id
-                  else f"{title} (the course's <code>docs/{escape_text(chapter.path)}</code>)")
-        cards.append(
-            f'<div class="admonition {VERDICT_CLASS[d.verdict]} unipo-diagnosis" data-key="{d.key}" '
-            f'data-verdict="{escape_text(d.verdict)}"><p class="admonition-title">{escape_text(d.question)} '
-            f'<span class="unipo-diagnosis-verdict">{escape_text(d.verdict)}</span></p>'
-            f"<p>{escape_text(body)}</p>{steps}"
-            f'<p class="unipo-diagnosis-source">Taught in {taught}; asked in {escape_text(d.source)}.</p></div>')
-    look = sum(d.verdict == LOOK for d in found)
-    lead = (f'<p class="unipo-diagnoses-summary">{look} of {len(found)} questions point somewhere to look'
-            if look else f'<p class="unipo-diagnoses-summary">Nothing to look at on the {len(found)} questions')
-    lead += "; each answer is computed from this run's log alone.</p>"
-    return f'<div class="unipo-diagnoses">{lead}{"".join(cards)}</div>'
+        return (f'<a href="../../{chapter.path.removesuffix(".md")}/">{title}</a>' if chapter.spec == match.spec.id
+                else f"{title} (the course's <code>docs/{escape_text(chapter.path)}</code>)")
+    return diagnoses_html(diagnose(run.reader), step_href=lambda s: f"#{INSPECTOR_VIEW}:step={s}", chapter_html=taught)
 
 
 def objectives_html(run: Run) -> str:

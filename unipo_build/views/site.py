@@ -65,6 +65,9 @@ SITE_MODULES = (
     "unipo_build.views.guide_costs",
     "unipo_build.views.explain_pages",
     "unipo_build.views.scale",
+    "unipo_build.views.scale_sets",
+    "unipo_build.views.set_differences",
+    "unipo_build.views.ladder_effects",
     "unipo_build.playgrounds.macros",
 )
 

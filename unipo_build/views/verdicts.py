@@ -16,8 +16,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..diagnose import diagnose
 from ..heldout import HeldOutChange, accuracy_curve, problem_count, run_change
 from ..runs import Run
+from .common import site_root
+from .diagnoses import diagnoses_html, diagnoses_summary
 from .fmt import escape_text, fmt_num, fmt_pct, fmt_signed_points, note_html, table, two_lines
 from .run_facts import course_runs, run_summary
 from .seeds import and_list, runs_of, seed_text, spread, still_training, training_text, with_seed
@@ -161,7 +164,8 @@ def updates_text(per_rollout, epochs, minibatches) -> str:
             f"minibatch{'es' if minibatches != 1 else ''})")
 
 
-def run_card_html(site: Site, run: Run | None, name: str) -> str:
+def run_card_html(site: Site, run: Run | None, name: str, *, with_diagnoses: bool = True) -> str:
+    """The run's settings (folded), its held-out evaluations and (``with_diagnoses``) its diagnosis cards."""
     if run is None:
         return note_html(f"There is no {name} run in this build, so its settings and evaluation cannot be shown. "
                          "Train it (see the README) or point UNIPO_RUNS at a directory of runs, then rebuild.",
@@ -223,7 +227,22 @@ def run_card_html(site: Site, run: Run | None, name: str) -> str:
     card = (f'<details class="unipo-run-card-details"><summary><span class="unipo-label">Run card</span> '
             f'{escape_text(h.run_id)}: {escape_text(gist)} <span class="unipo-run-card-hint">(open for every '
             f'setting)</span></summary><dl class="unipo-run-facts">{items}</dl></details>')
-    return f'<div class="unipo-run-card">{card}{evals_html(run)}</div>'
+    diagnoses = run_diagnoses_html(site, run) if with_diagnoses else ""
+    return f'<div class="unipo-run-card">{card}{evals_html(run)}{diagnoses}</div>'
+
+
+def run_diagnoses_html(site: Site, run: Run) -> str:
+    """The run's diagnosis cards (``unipo_build.diagnose``), folded under one line that says how many
+    questions point somewhere to look; each chapter links into this course."""
+    found = diagnose(run.reader)
+    root = site_root(site.page_url)
+
+    def taught(chapter) -> str:
+        return f'<a href="{escape_text(root + chapter.path.removesuffix(".md"))}/">{escape_text(chapter.title)}</a>'
+    return (f'<details class="unipo-run-diagnoses"><summary><span class="unipo-label">Diagnosis</span> '
+            f"{escape_text(diagnoses_summary(found))} (the questions practitioners ask of a run; open for the "
+            "answers)</summary>"
+            f"{diagnoses_html(found, chapter_html=taught)}</details>")
 
 
 def problems_text(record, total: int | None) -> str:
