@@ -179,7 +179,7 @@ def test_the_course_run_card_shows_the_same_cards():
     html = bound_macros(shipped)["run_card"]("grpo")
     cards = re.findall(r'unipo-diagnosis" data-key="(\w+)" data-verdict="([^"]+)"', html)
     assert cards == [(d.key, d.verdict) for d in diagnose(run.reader)]
-    assert '<details class="unipo-run-diagnoses"><summary><span class="unipo-label">Diagnosis</span> Nothing to look ' \
+    assert '<details class="unipo-fold unipo-run-diagnoses"><summary><span class="unipo-label">Diagnosis</span> Nothing to look ' \
            "at on the 8 questions" in html
     # a page's own URL is unknown outside a build: the chapter links are relative to the site's root
     assert re.search(r'<a href="[./]*course/[a-z_/]+/">', html)

@@ -239,7 +239,7 @@ def run_diagnoses_html(site: Site, run: Run) -> str:
 
     def taught(chapter) -> str:
         return f'<a href="{escape_text(root + chapter.path.removesuffix(".md"))}/">{escape_text(chapter.title)}</a>'
-    return (f'<details class="unipo-run-diagnoses"><summary><span class="unipo-label">Diagnosis</span> '
+    return (f'<details class="unipo-fold unipo-run-diagnoses"><summary><span class="unipo-label">Diagnosis</span> '
             f"{escape_text(diagnoses_summary(found))} (the questions practitioners ask of a run; open for the "
             "answers)</summary>"
             f"{diagnoses_html(found, chapter_html=taught)}</details>")
