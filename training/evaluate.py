@@ -38,7 +38,9 @@ def _progress(total: int, desc: str):
     from tqdm import tqdm
     from transformers.utils import logging as hf_logging
 
-    return tqdm(total=total, desc=desc, unit="problem", leave=False, dynamic_ncols=True,
+    # mininterval 0: the bar moves once per decoded batch (a few per evaluation), so every batch is drawn,
+    # however fast the batches come
+    return tqdm(total=total, desc=desc, unit="problem", leave=False, dynamic_ncols=True, mininterval=0,
                 disable=None if hf_logging.is_progress_bar_enabled() else True)
 
 
