@@ -108,7 +108,8 @@ def test_contribute_guide_walk(tmp_path):
         assert "TODO(author)" not in (project / path).read_text(), path
     assert "data/algorithms/rloo.yaml: valid" in done["unipo validate data/algorithms/rloo.yaml"].stdout
     assert "data/runs/rloo: valid" in done["unipo validate data/runs/rloo"].stdout
-    assert "algorithm: rloo" in done["unipo summary data/runs/rloo"].stdout
+    summary = done["unipo summary data/runs/rloo"].stdout
+    assert summary.startswith("run rloo: algorithm rloo") and "teaching moments" in summary
     header = json.loads((project / "data" / "runs" / "rloo" / "header.json").read_text())
     assert header["algorithm_config"]["components"]["advantage"]["kind"] == "leave_one_out"
     chapter = (project / "site" / "course" / "algorithms" / "rloo" / "index.html").read_text()
