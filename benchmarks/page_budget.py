@@ -19,6 +19,7 @@ an explorer chart exists. Each load is cold: the browser cache is disabled.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import os
@@ -31,6 +32,7 @@ import threading
 import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Iterator
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE_BUDGET = 500_000
@@ -69,6 +71,23 @@ def build(site_dir: Path, runs: str | None) -> tuple[float, str]:
     if proc.returncode != 0:
         sys.exit(f"mkdocs build failed:\n{(proc.stdout + proc.stderr)[-4000:]}")
     return seconds, proc.stdout + proc.stderr
+
+
+@contextlib.contextmanager
+def site_to_measure(site_dir: Path | None, runs: str | None, what: str = "the site") -> Iterator[tuple[Path, float | None]]:
+    """(the site, its build time): ``site_dir`` as it is (build time None), else ``what`` built into a
+    temporary directory that is removed afterwards. The one way the benchmarks get a site to measure."""
+    if site_dir:
+        yield site_dir.resolve(), None
+        return
+    temp = tempfile.mkdtemp(prefix="unipo-bench-")
+    try:
+        print(f"building {what} ...", flush=True)
+        seconds, _ = build(Path(temp) / "site", runs)
+        print(f"built in {seconds:.1f} s", flush=True)
+        yield Path(temp) / "site", seconds
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def page_sizes(site: Path) -> list[tuple[str, int]]:
@@ -163,16 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
 
-    temp = None
-    build_s = None
-    if args.site_dir:
-        site = args.site_dir.resolve()
-    else:
-        temp = tempfile.mkdtemp(prefix="unipo-budget-")
-        site = Path(temp) / "site"
-        print("building the site ...", flush=True)
-        build_s, _ = build(site, args.runs)
-    try:
+    with site_to_measure(args.site_dir, args.runs) as (site, build_s):
         pages = page_sizes(site)
         steps = step_files(site)
         largest_step = max(steps, key=lambda p: p.stat().st_size) if steps else None
@@ -225,9 +235,6 @@ def main(argv: list[str] | None = None) -> int:
                 "first_chart_ms": chart,
                 "site_bytes": total,
             }, indent=2) + "\n", encoding="utf-8")
-    finally:
-        if temp:
-            shutil.rmtree(temp, ignore_errors=True)
     return 0
 
 

@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from page_budget import build  # noqa: E402  (the one way the benchmarks build the site)
+from page_budget import site_to_measure  # noqa: E402  (the one way the benchmarks get a site to measure)
 from reader_budget import COURSE_PREFIXES, HEIGHT_BUDGET, NODE_BUDGET, course_pages, measure  # noqa: E402
 
 #: A reference page's budget (benchmarks/README.md, "Page budgets").
@@ -90,16 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--site-dir", type=Path, help="measure this built site instead of building one")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
-    temp = None
-    if args.site_dir:
-        site = args.site_dir.resolve()
-    else:
-        temp = tempfile.mkdtemp(prefix="unipo-budgets-")
-        site = Path(temp) / "site"
-        print("building the site (every run set) ...", flush=True)
-        seconds, _ = build(site, None)
-        print(f"built in {seconds:.1f} s", flush=True)
-    try:
+    with site_to_measure(args.site_dir, None, "the site (every run set)") as (site, _):
         started = time.strftime("%Y-%m-%d %H:%M")
         figures = measure_sets(site)
         if isinstance(figures, str):
@@ -125,9 +114,6 @@ def main(argv: list[str] | None = None) -> int:
         print("\nwithin budget" if not over else f"\n{len(over)} over budget:\n  " + "\n  ".join(over))
         if args.json:
             args.json.write_text(json.dumps({"measured": started, "pages": figures}, indent=2) + "\n", encoding="utf-8")
-    finally:
-        if temp:
-            shutil.rmtree(temp, ignore_errors=True)
     return 0
 
 

@@ -34,7 +34,6 @@ import argparse
 import functools
 import json
 import os
-import re
 import shutil
 import statistics
 import sys
@@ -45,7 +44,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from page_budget import build  # noqa: E402  (the one way the benchmarks build the site)
+from page_budget import site_to_measure  # noqa: E402  (the one way the benchmarks get a site to measure)
 
 NODE_BUDGET = 4000
 HEIGHT_BUDGET = 10_000
@@ -189,16 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
 
-    temp = None
-    if args.site_dir:
-        site = args.site_dir.resolve()
-    else:
-        temp = tempfile.mkdtemp(prefix="unipo-reader-")
-        site = Path(temp) / "site"
-        print("building the site ...", flush=True)
-        seconds, _ = build(site, args.runs)
-        print(f"built in {seconds:.1f} s", flush=True)
-    try:
+    with site_to_measure(args.site_dir, args.runs) as (site, _):
         pages = [p.strip("/") + "/" for p in args.page] if args.page else course_pages(site, args.all_pages)
         if not pages:
             print(f"not measured: no {'' if args.all_pages else 'course '}pages in {site} (is it a built site?)")
@@ -248,9 +238,6 @@ def main(argv: list[str] | None = None) -> int:
             args.json.write_text(json.dumps({
                 "measured": started, "load_average": [load_before, load_after], "cpus": os.cpu_count(),
                 "pages": figures}, indent=2) + "\n", encoding="utf-8")
-    finally:
-        if temp:
-            shutil.rmtree(temp, ignore_errors=True)
     return 0
 
 
