@@ -48,11 +48,18 @@ def _landed(driver, url: str, what: str) -> None:
     _browser_harness().wait_rendered(driver)
 
 
-def _pick_token(driver) -> tuple[str, dict]:
-    """Select a token in the GRPO chapter's Step Inspector; (the page's hash, the selection)."""
+def _inspector_ready(driver) -> str:
+    """The id of the page's Step Inspector (the GRPO chapter's Explorer names it), scrolled into view
+    and drawn."""
     uid = driver.execute_script("return document.querySelector('.unipo-explorer[data-run]').getAttribute('data-inspector')")
     driver.execute_script("document.getElementById(arguments[0]).scrollIntoView()", uid)
     _wait(driver, "return document.getElementById(arguments[0]).dataset.ready === '1'", uid, what="inspector ready")
+    return uid
+
+
+def _pick_token(driver) -> tuple[str, dict]:
+    """Select a token in the GRPO chapter's Step Inspector; (the page's hash, the selection)."""
+    uid = _inspector_ready(driver)
     tokens = driver.find_elements(By.CSS_SELECTOR, f"#{uid} .unipo-group .unipo-tok:not(.unipo-tok--masked)")
     token = tokens[min(4, len(tokens) - 1)]
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", token)
@@ -208,9 +215,7 @@ def test_a_step_maps_to_the_same_point_of_training_in_the_other_set(driver, site
     _gpu_site(built_site)
     harness = _browser_harness()
     _open(driver, site_url + GRPO)
-    uid = driver.execute_script("return document.querySelector('.unipo-explorer[data-run]').getAttribute('data-inspector')")
-    driver.execute_script("document.getElementById(arguments[0]).scrollIntoView()", uid)
-    _wait(driver, "return document.getElementById(arguments[0]).dataset.ready === '1'", uid, what="inspector ready")
+    uid = _inspector_ready(driver)
     tiny = _insp_data(driver, uid)
     # a step well into training: the third-last with token detail
     step = tiny["steps"][-3]
@@ -244,9 +249,7 @@ def test_a_teaching_moment_maps_to_the_other_sets_own(driver, site_url, built_si
     _gpu_site(built_site)
     harness = _browser_harness()
     _open(driver, site_url + GRPO)
-    uid = driver.execute_script("return document.querySelector('.unipo-explorer[data-run]').getAttribute('data-inspector')")
-    driver.execute_script("document.getElementById(arguments[0]).scrollIntoView()", uid)
-    _wait(driver, "return document.getElementById(arguments[0]).dataset.ready === '1'", uid, what="inspector ready")
+    uid = _inspector_ready(driver)
     tiny = {m["name"]: m for m in _insp_data(driver, uid)["moments"]}
     gpu_html = (built_site / "gpu" / GRPO / "index.html").read_text(encoding="utf-8")
     both = [name for name in tiny if f'"name":"{name}"' in gpu_html.split(f'id="{uid}-data"', 1)[1].split("</template>", 1)[0]]
