@@ -75,6 +75,13 @@ class ScaleClaim:
     #: Claims of one group (the held-out change of each core algorithm) are folded together under
     #: one summary line that gives each card's verdict, so the page keeps its height budget.
     group: str = ""
+    #: The algorithm a per-algorithm claim is about: "{name}" in the title and question is its spec's name.
+    algorithm: str = ""
+
+    def worded(self, site: Site) -> tuple[str, str]:
+        """(title, question), with the algorithm named as its spec names it."""
+        name = site.algorithm_name(self.algorithm) if self.algorithm else ""
+        return self.title.format(name=name), self.question.format(name=name)
 
 
 def _sign(value: float) -> int:
@@ -190,11 +197,11 @@ def read_heldout(site: Site, algorithm: str = "grpo") -> Reading:
 HELDOUT_GROUP = "Held-out change of each core algorithm"
 
 
-def _heldout_claim(algorithm: str, name: str) -> ScaleClaim:
-    return ScaleClaim(f"heldout_{algorithm}" if algorithm != "grpo" else "heldout", f"Held-out change: {name}",
-                      f"Does {name} get better on problems it never trained on?",
+def _heldout_claim(algorithm: str) -> ScaleClaim:
+    return ScaleClaim(f"heldout_{algorithm}" if algorithm != "grpo" else "heldout", "Held-out change: {name}",
+                      "Does {name} get better on problems it never trained on?",
                       "course/compare/dynamics#did-they-learn-the-held-out-evaluation", "Training dynamics",
-                      lambda site: read_heldout(site, algorithm), "a gain", "a drop", HELDOUT_GROUP)
+                      lambda site: read_heldout(site, algorithm), "a gain", "a drop", HELDOUT_GROUP, algorithm)
 
 
 def read_sharpening(site: Site) -> Reading:
@@ -236,11 +243,7 @@ SCALE_CLAIMS: tuple[ScaleClaim, ...] = (
     ScaleClaim("filter_fill", "Filter fill", "Does DAPO's dynamic sampling fill every batch, and at what cost?",
                "course/compare/choosing#1-how-many-of-your-groups-will-teach-nothing", "Choosing an algorithm",
                read_filter_fill, "", ""),
-    _heldout_claim("grpo", "GRPO"),
-    _heldout_claim("dapo", "DAPO"),
-    _heldout_claim("dr_grpo", "Dr. GRPO"),
-    _heldout_claim("ppo", "PPO"),
-    _heldout_claim("reinforce", "REINFORCE"),
+    *(_heldout_claim(algorithm) for algorithm in ("grpo", "dapo", "dr_grpo", "ppo", "reinforce")),
     ScaleClaim("sharpening", "Sharpening", "Does the gap between greedy and sampled accuracy close?",
                "course/compare/dynamics#sharpening-greedy-and-sampled-accuracy", "Training dynamics",
                read_sharpening, "the gap widened", "the gap closed"),
@@ -322,7 +325,7 @@ def _folded(cards: list[tuple[ScaleClaim, str, str]], labels: list[str]) -> list
         while j < len(cards) and cards[j][0].group == claim.group:
             j += 1
         members = cards[i:j]
-        figures = "; ".join(f"{c.title.split(': ', 1)[-1]} {short}" for c, _, short in members)
+        figures = "; ".join(short for _, _, short in members)
         out.append(f'<details class="abstract unipo-scale-fold"><summary>{escape_text(claim.group)}, points '
                    f"({escape_text(' | '.join(labels))}): {escape_text(figures)}</summary>"
                    f"{''.join(h for _, h, _ in members)}</details>")
@@ -339,7 +342,7 @@ def scale_comparison_html(site: Site) -> str:
     absent = [v for v in views if v.site is None]
     root = site_root(site.page_url)
     gists = {v.run_set.id: set_gist(v) for v in present}
-    cards: list[tuple[ScaleClaim, str, str]] = []  # (claim, its card, its figures in a few words)
+    cards: list[tuple[ScaleClaim, str, str]] = []  # (claim, its card, its figures in a few words, named)
     for claim in SCALE_CLAIMS:
         readings = {v.run_set.id: claim.read(v.site) for v in present}
         sides = "".join(_reading_html(v.run_set.label, gists[v.run_set.id], readings[v.run_set.id]) for v in present)
@@ -350,12 +353,14 @@ def scale_comparison_html(site: Site) -> str:
             f"{escape_text(AGREEMENT_WORDS[kind])}</span> {escape_text(text)}</p>" for kind, text in verdicts)
         page, _, anchor = claim.chapter.partition("#")
         href = f"{root}{page}/" + (f"#{anchor}" if anchor else "")
+        title, question = claim.worded(site)
+        short = " | ".join(readings[v.run_set.id].short or "not measurable" for v in present)
         cards.append((claim, (
             f'<section class="unipo-scale-claim" id="claim-{escape_text(claim.key)}">'
-            f'<p class="unipo-scale-claim-title"><strong>{escape_text(claim.title)}</strong>: '
-            f'{escape_text(claim.question)} <a href="{escape_text(href)}">{escape_text(claim.chapter_title)}</a></p>'
+            f'<p class="unipo-scale-claim-title"><strong>{escape_text(title)}</strong>: '
+            f'{escape_text(question)} <a href="{escape_text(href)}">{escape_text(claim.chapter_title)}</a></p>'
             f'<div class="unipo-scale-sides">{sides}</div>{verdict_html}</section>'),
-            " | ".join(readings[v.run_set.id].short or "not measurable" for v in present)))
+            f"{site.algorithm_name(claim.algorithm)} {short}" if claim.algorithm else short))
     lead = ""
     if absent:
         names = and_names([f"the {v.run_set.label} ({v.where})" for v in absent])

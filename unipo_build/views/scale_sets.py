@@ -25,7 +25,7 @@ from ..sets import ENV_RUNS, RunSet, SetsError, available_sets, declared_sets, e
 from .fmt import escape_text, fmt_num, note_html
 from .run_facts import COURSE_ALGORITHMS
 from .seeds import algorithm_runs
-from .set_differences import run_setup, set_differences_html
+from .set_differences import rollouts_of, set_differences_html
 from .site import AuthorError, Site, macro
 from .spec_facts import and_names, count_word
 
@@ -102,12 +102,13 @@ def _device(hardware) -> str | None:
 
 def _cut_short_text(loaded) -> str:
     """'none', or '3 of 19 runs (ppo, ppo-s1, ppo-s2), after 15 to 16 of 24 rollouts (a time limit)'."""
-    cut = [s for s in (run_setup(r) for r in loaded) if s.cut_short]
+    cut = [(r, *rollouts_of(r)) for r in loaded]
+    cut = [(r, done, asked) for r, done, asked in cut if done < asked]
     if not cut:
         return "none: every run trained the rollouts it asked for"
-    return (f"{fmt_num(len(cut))} of {fmt_num(len(loaded))} runs ({', '.join(s.run.id for s in cut)}), after "
-            f"{_range_text([s.rollouts for s in cut])} of {_range_text([s.asked for s in cut])} rollouts, by a time "
-            "limit")
+    return (f"{fmt_num(len(cut))} of {fmt_num(len(loaded))} runs ({', '.join(r.id for r, _, _ in cut)}), after "
+            f"{_range_text([done for _, done, _ in cut])} of {_range_text([asked for _, _, asked in cut])} rollouts, "
+            "by a time limit")
 
 
 def set_facts(view: SetView) -> list[tuple[str, str]]:

@@ -60,16 +60,23 @@ class RunSetup:
         return self.rising is not None and self.rising.direction == "up"
 
 
-def run_setup(run: Run) -> RunSetup:
+def rollouts_of(run: Run) -> tuple[int, int]:
+    """(rollouts trained, rollouts asked for): more asked than trained when a time limit stopped the run."""
     table_ = run.reader.table
     rollouts = int(table_.rollouts[-1]) + 1 if table_.n else 0
     hp = run.header.hyperparameters
-    asked = hp.get("steps_asked") or hp.get("steps") or rollouts
+    return rollouts, int(hp.get("steps_asked") or hp.get("steps") or rollouts)
+
+
+def run_setup(run: Run) -> RunSetup:
+    table_ = run.reader.table
+    rollouts, asked = rollouts_of(run)
+    hp = run.header.hyperparameters
     per_kept = table_.column("sampling/generated_per_kept")[table_.first_in_rollout] if table_.n else np.array([])
     per_kept = per_kept[~np.isnan(per_kept)]
     evals = [e for e in run.evals if e.accuracy_greedy is not None]
     rising = heldout_compare(evals[-2], evals[-1]) if len(evals) >= 3 else None
-    return RunSetup(run, rollouts, int(asked), int(table_.n), hp.get("lr"),
+    return RunSetup(run, rollouts, asked, int(table_.n), hp.get("lr"),
                     float(np.mean(per_kept)) if len(per_kept) else None, changes_of(run)["greedy"], rising)
 
 
