@@ -279,11 +279,12 @@ def relative_gains_words(site: Site, label: str, setups: dict[str, list[RunSetup
             f"points), {parts} of it.")
 
 
-def cut_short_words(site: Site, setups: dict[str, list[RunSetup]] | None = None) -> str:
+def cut_short_words(site: Site, setups: dict[str, list[RunSetup]] | None = None, where: str = "this build") -> str:
+    """Which core runs stopped before the rollouts they asked for (``where``: how the runs' set is named)."""
     setups = core_setups(site) if setups is None else setups
     cut = [s for runs in setups.values() for s in runs if s.cut_short]
     if not cut:
-        return "Every core run of this build trained all the rollouts it asked for."
+        return f"Every core run of {where} trained all the rollouts it asked for."
     names = and_names([f"{s.run.id} ({fmt_num(s.rollouts)} of {fmt_num(s.asked)} rollouts, {fmt_num(s.updates)} "
                        "updates)" for s in cut])
     return (f"Not every run trained all the rollouts it asked for: {names} stopped early, by a time limit (the note in "
@@ -321,7 +322,8 @@ def set_differences_html(site: Site, views: Sequence[tuple[str, Site]]) -> str:
         gap = matched_gap(view, setups)
         leads.append(relative_gains_words(site, label, setups))
         parts.append(f'<div class="unipo-scale-setup"><p class="unipo-scale-set-title">{escape_text(label)}</p>'
-                     f"<p>{escape_text(cut_short_words(view, setups))} {escape_text(matched_words(site, label, gap))}</p>"
+                     f"<p>{escape_text(cut_short_words(view, setups, f'the {label}'))} "
+                     f"{escape_text(matched_words(site, label, gap))}</p>"
                      f'<details class="abstract"><summary>{escape_text(label)}: the runs, and their gains at '
                      f"matched updates (two tables)</summary>{setup_table(site, label, setups)}"
                      f"{matched_table(site, label, setups)}</details></div>")
