@@ -12,7 +12,13 @@ filter, shaping). Each kind is registered here once, with everything the project
 - its **formula pieces**: the TeX of its definition (``latex``), its terms with tooltips,
   an aggregation's per-token weight (``weight_tex``) and what that weight means;
 - its **worked example** (``worked``): the arithmetic of one group, one token or one weight with
-  logged numbers, as TeX lines (the anatomy page shows them).
+  logged numbers, as TeX lines (the anatomy page shows them);
+- its **explainer data** (``explain``, made by :func:`explain`): what the Algorithm Explainer and
+  the card beside a token in the Step Inspector show for it, the rows of its live table (a label,
+  how the value is computed, the value and the logged field it is checked against) and the
+  sentences that explain a token's numbers, as templates the browser fills from the token's log
+  (overrides/assets/explainer.js renders them and never asks for a kind by name). A kind without
+  it cannot be explained, and the site build and ``unipo validate`` say so (:func:`explainer_problem`).
 
 Nothing else in the project branches on a kind's name: code asks the registry. Adding a kind is
 one ``register(...)`` call here and its function in ``components.py``.
@@ -35,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Literal
 
@@ -99,6 +106,8 @@ class Kind:
     worked: Callable[..., Any] | None = None
     # Fills the run_resolved parameters: resolve(params, max_new_tokens) -> params.
     resolve: Callable[[dict, int], dict] | None = None
+    # What the browser says about the kind (explain(...)); compared and hashed by name, not by it.
+    explain: dict | None = field(default=None, compare=False)
 
     @property
     def is_none(self) -> bool:
@@ -145,6 +154,202 @@ def scoped() -> Iterator[dict[str, dict[str, Kind]]]:
 
 
 _fmt = param_text
+
+
+# --- what the browser says about a kind ------------------------------------
+#
+# The Algorithm Explainer (overrides/assets/explainer.js) shows a selected token's numbers slot by
+# slot. What it shows for a kind is data, sent to the browser with the run's configuration
+# (objective.browser_config): a list of items, each a row of the slot's live table or a sentence.
+# Texts are templates: ``{expression}`` is replaced by the expression's value (a number as the
+# site writes numbers, ``raw(x)`` as it is, ``fmtq(x)`` as a quantity whose rounding noise reads
+# 0*); a text may instead be ``cases(...)``, the first text whose condition holds. Expressions
+# read the token's log and what the browser recomputes from it, through these names only:
+#
+# ============== ==============================================================================
+# token.F        the selected token's logged field F (logp, old_logp, ref_logp, advantage, kl,
+#                value, return, weight, clip, ...); null when the log has none
+# calc.F         recomputed by the browser's math port: the token's ratio, surrogate, clip_side,
+#                kl, objective (and the clip's eps_low, eps_high); advantage (a group kind's, from
+#                the group's rewards), weight (the aggregation's, from counts), shaping (the
+#                response's reward term)
+# response.F     the token's response as logged (reward, length, contribution, reward_components)
+# group.F        its group: rewards (list), size, n_correct, and what the log holds of it
+# step.F         the update as logged (objective, filtered_groups, ...)
+# update.F       responses (N, the responses of the update), groups
+# length         the response's length in tokens
+# params.F       the kind's parameters (the registry's defaults where the log has none)
+# counts.F       an aggregation's counts: responses, length, and those its ``counts`` reads
+# ratio_symbol   the algorithm's ratio as plain text (ρ, or GSPO's sᵢ)
+# ============== ==============================================================================
+#
+# with numbers, 'strings', null, true, false, + - * /, comparisons, && || !, a ? b : c, and the functions below.
+
+#: The names an explainer expression may start with, and the functions it may call.
+EXPLAIN_ROOTS = ("token", "calc", "response", "group", "step", "update", "length", "params", "counts",
+                 "ratio_symbol")
+EXPLAIN_FUNCTIONS = ("mean", "std", "min", "max", "sum", "round", "count", "has", "raw", "fmtq", "nums", "join")
+#: The row each slot's kinds must show (the card beside a token and the tests read it by key).
+EXPLAIN_REQUIRED_ROW = {"ratio": "ratio", "advantage": "advantage", "clip": "surrogate", "aggregation": "weight"}
+_ITEM_KEYS = {"row": {"row", "how", "value", "text", "key", "check", "when"}, "say": {"say", "when", "class"}}
+
+
+def row(label: Any, how: Any = "", value: str | None = None, *, key: str | None = None, check: str | None = None,
+        when: str | None = None, text: Any = None) -> dict:
+    """A row of a live table: ``label`` and ``how`` (templates), its ``value`` (an expression) or
+    ``text`` (a template), ``key`` (the quantity, data-key in the page), ``check`` (the logged value it is
+    checked against: the row then says whether the log agrees) and ``when`` (shown only when it holds)."""
+    out = {"row": label, "how": how, "value": value, "text": text, "key": key, "check": check, "when": when}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def say(text: Any, *, when: str | None = None, cls: str | None = None) -> dict:
+    """A sentence about the token's numbers (a template), shown when ``when`` holds."""
+    out = {"say": text, "when": when, "class": cls}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def cases(*pairs: tuple[str | None, str]) -> list[dict]:
+    """A text chosen by condition: the first (condition, template) whose condition holds; None: otherwise."""
+    return [{"when": w, "text": t} if w is not None else {"text": t} for w, t in pairs]
+
+
+def explain(*items: dict, counts: dict[str, str] | None = None) -> dict:
+    """A kind's explainer data: its items in order (rows and sentences); an aggregation's ``counts``
+    names the counts its weight needs beyond N and the length, each an expression (token_mean reads
+    the update's token count from the logged weight)."""
+    out: dict[str, Any] = {"items": list(items)}
+    if counts:
+        out["counts"] = dict(counts)
+    return out
+
+
+_TOKEN = re.compile(
+    r"\s*(?:(?P<num>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)|(?P<str>'(?:[^'\\]|\\.)*')"
+    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)(?P<call>\s*\()?"
+    r"|(?P<op>==|!=|<=|>=|&&|\|\||[-+*/<>!?:(),]))")
+
+
+def expression_problem(expr: str) -> str | None:
+    """What is wrong with an explainer expression (a name or function the browser does not know,
+    a character it cannot read), or None. The browser parses the rest."""
+    pos = 0
+    while pos < len(expr):
+        m = _TOKEN.match(expr, pos)
+        if m is None or m.end() == pos:
+            if expr[pos:].strip() == "":
+                break
+            return f"cannot read {expr[pos:].strip()[:20]!r} in {expr!r}"
+        pos = m.end()
+        if m.group("name"):
+            name = m.group("name")
+            if m.group("call"):
+                if name not in EXPLAIN_FUNCTIONS:
+                    return f"unknown function {name!r} in {expr!r} (known: {', '.join(EXPLAIN_FUNCTIONS)})"
+            elif name.split(".")[0] not in EXPLAIN_ROOTS and name not in ("null", "true", "false"):
+                return f"unknown name {name!r} in {expr!r} (names start with {', '.join(EXPLAIN_ROOTS)})"
+    return None
+
+
+def placeholders(template: str) -> list[str] | str:
+    """The expressions of a template's ``{...}`` placeholders, or what is wrong with its braces."""
+    out, i = [], 0
+    while i < len(template):
+        if template[i] == "}":
+            return f"a '}}' without its '{{' in {template!r}"
+        if template[i] != "{":
+            i += 1
+            continue
+        depth, j, quote = 1, i + 1, False
+        while j < len(template) and depth:
+            c = template[j]
+            if quote:
+                quote = c != "'" or template[j - 1] == "\\"
+            elif c == "'":
+                quote = True
+            elif c == "{":
+                depth += 1
+            elif c == "}":
+                depth -= 1
+            j += 1
+        if depth:
+            return f"a '{{' without its '}}' in {template!r}"
+        out.append(template[i + 1:j - 1])
+        i = j
+    return out
+
+
+def _template_problem(template: Any) -> str | None:
+    if isinstance(template, list):
+        for case in template:
+            if not isinstance(case, dict) or not isinstance(case.get("text"), str):
+                return "a case without its text"
+            problem = (expression_problem(case["when"]) if "when" in case else None) or _template_problem(case["text"])
+            if problem:
+                return problem
+        return None if template else "cases() with no case"
+    if not isinstance(template, str):
+        return f"a text that is not a template: {template!r}"
+    found = placeholders(template)
+    if isinstance(found, str):
+        return found
+    for expr in found:
+        if problem := expression_problem(expr):
+            return problem
+    return None
+
+
+def explainer_problem(k: Kind) -> str | None:
+    """Why the browser cannot explain ``k``, in one line naming the kind and what is missing; None
+    when its explainer data is complete."""
+    where = f"{k.slot} kind {k.name!r}"
+    data = k.explain
+    if data is None:
+        return (f"{where} has no explainer data: give its register() call explain=explain(...) with the rows and "
+                "sentences the Algorithm Explainer shows for it (docs/guides/contribute.md, step 3)")
+    items = data.get("items") if isinstance(data, dict) else None
+    if not items:
+        return f"{where}: its explainer data has no items (rows or sentences) to show"
+    keys = set()
+    for n, item in enumerate(items, 1):
+        sort = "row" if "row" in item else "say" if "say" in item else None
+        if sort is None:
+            return f"{where}: explainer item {n} is neither a row() nor a say()"
+        if extra := set(item) - _ITEM_KEYS[sort]:
+            return f"{where}: explainer item {n} has unknown fields {', '.join(sorted(extra))}"
+        if sort == "row" and "value" not in item and "text" not in item:
+            return f"{where}: explainer row {n} ({item['row']!r}) has neither a value nor a text"
+        keys.add(item.get("key"))
+        for field_ in ("value", "check", "when"):
+            if field_ in item and (problem := expression_problem(item[field_])):
+                return f"{where}: explainer item {n} {field_}: {problem}"
+        for field_ in ("row", "how", "text", "say"):
+            if field_ in item and (problem := _template_problem(item[field_])):
+                return f"{where}: explainer item {n} {field_}: {problem}"
+    for name, expr in (data.get("counts") or {}).items():
+        if problem := expression_problem(expr):
+            return f"{where}: explainer counts {name}: {problem}"
+    need = EXPLAIN_REQUIRED_ROW.get(k.slot)
+    if need and need not in keys:
+        return f"{where}: its explainer data has no row with key {need!r} (every {k.slot} kind shows one)"
+    return None
+
+
+def check_explainable() -> None:
+    """Every registered kind can be explained in the browser, or a ValueError with the first one-line problem."""
+    for slot in SLOTS:
+        for k in REGISTRY[slot].values():
+            if problem := explainer_problem(k):
+                raise ValueError(problem)
+
+
+def explainer_data(k: Kind) -> dict | None:
+    """The kind's explainer data as the browser reads it: its items and counts, the kind's name and
+    label, and its parameters' defaults (for a log that leaves one out)."""
+    if k.explain is None:
+        return None
+    defaults = {name: f.default for name, f in k.params.model_fields.items() if not f.is_required()}
+    return {**k.explain, "kind": k.name, "defaults": defaults}
 
 
 # --- advantage -------------------------------------------------------------
@@ -223,6 +428,12 @@ def _loo_worked(rewards: list[float], advantages: list[float], params: dict) -> 
         + str(G - 1) + "}=" + tex_num(a) for r, a, _ in _distinct(rewards, advantages)]
 
 
+# What the Explainer shows of a group kind: the group's rewards and its mean, then the kind's rows.
+_GROUP_REWARDS = (say("Rewards of the group's {raw(group.size)} responses: {nums(group.rewards)} (this response: "
+                      "{response.reward})."),
+                  row("mean of the group", "baseline", "mean(group.rewards)", key="reward_mean"))
+_STD = "std(group.rewards, params.std_ddof)"
+
 register("advantage", "group_zscore", ZScoreParams,
          "Each reward minus its group's mean, divided by the group's standard deviation.",
          lambda p: r"\hat{A}_{i,t}=\frac{r_i-\operatorname{mean}(\{r_j\}_{j=1}^{G})}{\operatorname{std}_{%s}(\{r_j\}_{j=1}^{G})+\epsilon}"
@@ -230,18 +441,34 @@ register("advantage", "group_zscore", ZScoreParams,
          (_A, _R, _MEAN,
           Term("std", r"\operatorname{std}", "The spread of rewards in the group. Dividing by it makes near-solved and near-hopeless prompts count as much as 50/50 ones.")),
          fn=C.group_zscore_advantage, group_baseline=True, label="group z-score", worked=_zscore_worked,
+         explain=explain(
+             *_GROUP_REWARDS,
+             row("std of the group", cases(("params.std_ddof == 1", "sample std (divides by n − 1 = {raw(group.size - 1)})"),
+                                           (None, "population std (divides by n = {raw(group.size)})")),
+                 _STD, key="reward_std"),
+             row("ε", "added to the std", "params.eps", key="eps"),
+             row("advantage Â", cases(("max(group.rewards) == min(group.rewards)", "every reward is equal: 0 for the whole group"),
+                                      (None, "(rᵢ − mean) / (std + ε) = ({response.reward} − {mean(group.rewards)}) / "
+                                             "({" + _STD + "} + {params.eps})")),
+                 "calc.advantage", key="advantage", check="token.advantage")),
          apply=lambda rewards, p: C.group_zscore_advantage(rewards, std_ddof=p.get("std_ddof", 1), eps=p.get("eps", 1e-6)))
 register("advantage", "group_mean", NoParams,
          "Each reward minus its group's mean; no division by the spread.",
          lambda p: r"\hat{A}_{i,t}=r_i-\operatorname{mean}(\{r_j\}_{j=1}^{G})",
          (_A, _R, _MEAN),
          fn=C.group_mean_advantage, group_baseline=True, label="group mean", worked=_mean_worked,
+         explain=explain(*_GROUP_REWARDS,
+                         row("advantage Â", "rᵢ − mean = {response.reward} − {mean(group.rewards)}", "calc.advantage",
+                             key="advantage", check="token.advantage")),
          apply=lambda rewards, p: C.group_mean_advantage(rewards))
 register("advantage", "leave_one_out", NoParams,
          "Each reward minus the mean reward of the other responses to the same prompt.",
          lambda p: r"\hat{A}_{i,t}=r_i-\frac{1}{G-1}\sum_{j\neq i}r_j",
          (_A, _R),
          fn=C.leave_one_out_advantage, group_baseline=True, label="leave-one-out baseline", worked=_loo_worked,
+         explain=explain(*_GROUP_REWARDS,
+                         row("advantage Â", "rᵢ − mean of the other {raw(group.size - 1)} rewards", "calc.advantage",
+                             key="advantage", check="token.advantage")),
          apply=lambda rewards, p: C.leave_one_out_advantage(rewards))
 
 
@@ -273,21 +500,43 @@ register("advantage", "gae", GaeParams,
           Term("value", r"V(s_t)", "The critic's estimate of the reward still to come from this token on."),
           Term("gamma", r"\gamma", "Discount per token (1: a reward at the end counts fully for every token)."),
           Term("lambda", r"\lambda", "Trades bias (small) against variance (large) in the advantage.")),
-         fn=C.gae_advantage, needs_critic=True, label="critic (GAE)", apply=_gae)
+         fn=C.gae_advantage, needs_critic=True, label="critic (GAE)", apply=_gae,
+         explain=explain(
+             row("reward rᵢ", "on the last token (plus −β·KL on every token)", "response.reward", key="reward"),
+             row("critic value V(sₜ)", "the critic's prediction at this token", "token.value", key="value",
+                 when="has(token.value)"),
+             row("return Rₜ", "the λ-return, the critic's target", "token.return", key="return", when="has(token.return)"),
+             row("advantage Â", "Rₜ − V(sₜ) (GAE, γ {params.gamma}, λ {params.lam})", "token.return - token.value",
+                 key="advantage", check="token.advantage", when="has(token.value) && has(token.return)"),
+             row("advantage Â", "as logged", "token.advantage", key="advantage",
+                 when="!(has(token.value) && has(token.return))")))
 register("advantage", "reinforce_return", ReturnParams,
          "The reward to go, minus a batch-wide baseline (or none).",
          lambda p: r"\hat{A}_{i,t}=\sum_{t'\ge t}\gamma^{t'-t}r_{i,t'}%s" % (
              r"-\operatorname{mean}_{\text{batch}}(r)" if p["baseline"] == "batch_mean" else ""),
          (_A, Term("return", r"r_{i,t'}", "Per-token reward: the answer's reward sits on the last token; a KL penalty, if any, on every token."),
           Term("baseline", r"\operatorname{mean}_{\text{batch}}", "One baseline for the whole batch, shared by every prompt: easy and hard prompts are judged against the same bar.")),
-         fn=C.reward_to_go, label="batch baseline", apply=_reinforce_return)
+         fn=C.reward_to_go, label="batch baseline", apply=_reinforce_return,
+         explain=explain(
+             row("reward rᵢ", "the response's reward", "response.reward", key="reward"),
+             row("return Gₜ", "reward to go from this token", "token.return", key="return", when="has(token.return)"),
+             row("baseline", cases(("params.baseline == 'batch_mean'", "mean reward of the batch (Gₜ − Â)"), (None, "none")),
+                 "token.return - token.advantage", key="baseline", when="has(token.return)"),
+             row("advantage Â", "Gₜ − baseline", "token.advantage", key="advantage")))
 register("advantage", "whitened_return", WhitenParams,
          "The reward to go, whitened over the whole batch (REINFORCE++).",
          lambda p: r"\hat{A}_{i,t}=\frac{G_{i,t}-\operatorname{mean}_{\text{batch}}(G)}{\operatorname{std}_{\text{batch}}(G)}",
          (_A, Term("return", r"G_{i,t}", "The reward to go from token t."),),
-         fn=C.batch_whiten, label="batch-whitened return", apply=_whitened_return)
+         fn=C.batch_whiten, label="batch-whitened return", apply=_whitened_return,
+         explain=explain(
+             row("return Gₜ", "reward to go from this token", "token.return", key="return", when="has(token.return)"),
+             row("advantage Â", "whitened over the batch", "token.advantage", key="advantage")))
 
 # --- ratio -----------------------------------------------------------------
+
+# The Explainer's rows of a ratio taken against the sampling policy: the two log-probabilities.
+_LOGPS = (row("log πθ(token)", "the policy being trained, at this update", "token.logp", key="logp"),
+          row("log πold(token)", "the policy that sampled it", "token.old_logp", key="old_logp"))
 
 register("ratio", "token", NoParams,
          "The token's probability under the current policy over its probability when it was sampled.",
@@ -297,21 +546,25 @@ register("ratio", "token", NoParams,
           Term("old_policy", r"\pi_{\theta_{\text{old}}}", "The policy that sampled the responses (frozen during this rollout's updates).")),
          fn=C.token_ratio, apply=lambda logp, old_logp, mask, p: C.token_ratio(logp, old_logp), symbol_text="\u03c1",
          worked=lambda logp, old_logp, rho: (r"\rho=\exp\big(" + tex_num(logp) + "-(" + tex_num(old_logp)
-                                              + r")\big)=" + tex_num(rho, 5)), label="per-token ratio")
+                                              + r")\big)=" + tex_num(rho, 5)), label="per-token ratio",
+         explain=explain(*_LOGPS, row("ratio ρ", "exp(log πθ − log πold)", "calc.ratio", key="ratio", check="token.ratio")))
 register("ratio", "sequence", NoParams,
          "One ratio per response: the geometric mean of its token ratios (GSPO).",
          lambda p: r"s_{i}=\left(\frac{\pi_\theta(o_i\mid q)}{\pi_{\theta_{\text{old}}}(o_i\mid q)}\right)^{1/|o_i|}",
          (Term("ratio", r"s_i", "Sequence ratio: the length-normalised likelihood ratio of the whole response, shared by all its tokens."),),
          fn=C.sequence_ratio, apply=lambda logp, old_logp, mask, p: C.sequence_ratio(logp, old_logp, mask),
          symbol_text="s\u1d62",
-         worked=lambda logp, old_logp, rho: r"s_i=" + tex_num(rho, 5) + r"\ \text{(the whole response's ratio)}", label="sequence ratio (one per response)")
+         worked=lambda logp, old_logp, rho: r"s_i=" + tex_num(rho, 5) + r"\ \text{(the whole response's ratio)}", label="sequence ratio (one per response)",
+         explain=explain(*_LOGPS, row("sequence ratio sᵢ", "exp(mean over the {raw(length)} tokens of log πθ − log πold)",
+                                      "calc.ratio", key="ratio")))
 register("ratio", "none", NoParams,
          "No importance ratio: the plain score-function (REINFORCE) objective, one update per sample.",
          lambda p: r"\rho_{i,t}=\frac{\pi_\theta(o_{i,t}\mid q,o_{i,<t})}{\operatorname{sg}[\pi_\theta(o_{i,t}\mid q,o_{i,<t})]}=1",
          (Term("ratio", r"\rho_{i,t}", "Always 1 in value; its gradient is that of log pi, so rho A has the REINFORCE gradient A grad log pi."),
           Term("sg", r"\operatorname{sg}", "Stop-gradient: treated as a constant when differentiating.")),
          fn=C.self_ratio, apply=lambda logp, old_logp, mask, p: C.self_ratio(logp), symbol_text="\u03c1",
-         worked=lambda logp, old_logp, rho: r"\rho=1\ \text{(no importance ratio)}", label="no ratio (plain policy gradient)")
+         worked=lambda logp, old_logp, rho: r"\rho=1\ \text{(no importance ratio)}", label="no ratio (plain policy gradient)",
+         explain=explain(row("ratio ρ", "πθ / sg[πθ] = exp(log πθ − log πθ)", "calc.ratio", key="ratio")))
 
 # --- clip ------------------------------------------------------------------
 
@@ -344,16 +597,38 @@ _CLIP_AFTER = ("It does not bound the ratio: the ratio itself can move on, pushe
 _CLIP_TERM = ("Once the ratio has left [1 - eps, 1 + eps] in the direction the advantage pushes, the term is "
               "constant and the token's gradient is zero. " + _CLIP_AFTER)
 
+# The Explainer's rows of a clipped surrogate: the bounds, both branches of the min, and which won.
+_CLIPPED = "min(max(calc.ratio, 1 - calc.eps_low), 1 + calc.eps_high)"
+_CLIP_ROWS = explain(
+    row("bounds", "[1 − {calc.eps_low}, 1 + {calc.eps_high}]", text="[{1 - calc.eps_low}, {1 + calc.eps_high}]"),
+    row("unclipped {ratio_symbol}·Â", "{calc.ratio} × {token.advantage}", "calc.ratio * token.advantage", key="unclipped"),
+    row("clipped clip({ratio_symbol})·Â", "{" + _CLIPPED + "} × {token.advantage}", _CLIPPED + " * token.advantage",
+        key="clipped"),
+    row("ℓ = min(…)", "the smaller of the two", "calc.surrogate", key="surrogate"),
+    say(cases(("calc.clip_side == 1", "The clipped branch won on the high side: {ratio_symbol} > {1 + calc.eps_high} with "
+               "Â > 0, so this token no longer pushes its probability up (its gradient is 0)."),
+              ("calc.clip_side == -1", "The clipped branch won on the low side: {ratio_symbol} < {1 - calc.eps_low} with "
+               "Â < 0, so this token no longer pushes its probability down (its gradient is 0)."),
+              ("calc.ratio * token.advantage == " + _CLIPPED + " * token.advantage",
+               "Both branches are equal: {ratio_symbol} is inside the bounds (or Â = 0), so the gradient flows unclipped."),
+              (None, "The unclipped branch is the smaller: {ratio_symbol} is outside the bounds on the side the advantage "
+                     "pushes away from, so the gradient still flows.")), cls="unipo-live-branch"),
+    say("The log says clip side {raw(token.clip)}, the recomputation {raw(calc.clip_side)}.",
+        when="has(token.clip) && token.clip != calc.clip_side", cls="unipo-live-warn"))
+
 register("clip", "none", NoParams, "No clipping: the surrogate is the ratio times the advantage.",
          lambda p: r"\ell_{i,t}=\rho_{i,t}\,\hat{A}_{i,t}",
-         fn=C.clipped_surrogate, bounds=lambda p: (None, None), worked=_clip_worked, label="no clip")
+         fn=C.clipped_surrogate, bounds=lambda p: (None, None), worked=_clip_worked, label="no clip",
+         explain=explain(row("ℓ = {ratio_symbol}·Â", "{calc.ratio} × {token.advantage} (nothing is clipped)", "calc.surrogate",
+                             key="surrogate")))
 register("clip", "symmetric", SymmetricClip,
          "PPO's pessimistic clip: once the ratio leaves [1 - eps, 1 + eps] in the advantage's direction, the token stops pushing.",
          lambda p: r"\ell_{i,t}=\min\!\big(\rho_{i,t}\hat{A}_{i,t},\ \operatorname{clip}(\rho_{i,t},1-%s,1+%s)\,\hat{A}_{i,t}\big)"
          % (_fmt(p["eps"]), _fmt(p["eps"])),
          (Term("clip", r"\operatorname{clip}", _CLIP_TERM),
           Term("min", r"\min", "The pessimistic choice: the smaller of the clipped and unclipped objectives.")),
-         fn=C.clipped_surrogate, bounds=lambda p: (p["eps"], p["eps"]), worked=_clip_worked, label="symmetric clip")
+         fn=C.clipped_surrogate, bounds=lambda p: (p["eps"], p["eps"]), worked=_clip_worked, label="symmetric clip",
+         explain=_CLIP_ROWS)
 register("clip", "asymmetric", AsymmetricClip,
          "Separate lower and upper bounds, 1 - eps_low and 1 + eps_high: once the ratio has left them in the advantage's direction, the term stops pushing.",
          lambda p: r"\ell_{i,t}=\min\!\big(\rho_{i,t}\hat{A}_{i,t},\ \operatorname{clip}(\rho_{i,t},1-%s,1+%s)\,\hat{A}_{i,t}\big)"
@@ -361,7 +636,8 @@ register("clip", "asymmetric", AsymmetricClip,
          (Term("clip", r"\operatorname{clip}", "Asymmetric bounds: the term stops pushing up once the ratio exceeds "
                "1 + eps_high and stops pushing down once it falls below 1 - eps_low. " + _CLIP_AFTER),
           Term("min", r"\min", "The pessimistic choice: the smaller of the clipped and unclipped objectives.")),
-         fn=C.clipped_surrogate, bounds=lambda p: (p["eps_low"], p["eps_high"]), worked=_clip_worked, label="asymmetric clip (clip-higher)")
+         fn=C.clipped_surrogate, bounds=lambda p: (p["eps_low"], p["eps_high"]), worked=_clip_worked, label="asymmetric clip (clip-higher)",
+         explain=_CLIP_ROWS)
 
 # --- kl --------------------------------------------------------------------
 
@@ -395,11 +671,28 @@ def _kl_loss_worked(surrogate: float, beta: float, kl: float, objective: float) 
             + tex_num(objective, 5))
 
 
-register("kl", "none", NoParams, "No KL term: nothing ties the policy to the reference model.", lambda p: "", label="no KL penalty")
+def _kl_how(policy: str) -> list[dict]:
+    """Schulman's estimators in plain text (the Explainer's row of D), with ``policy`` as log π."""
+    lp = "log " + policy
+    return cases(("params.estimator == 'k1'", f"{lp} − log πref"),
+                 ("params.estimator == 'k2'", f"½ (log πref − {lp})²"),
+                 ("params.estimator == 'k3'", f"exp(log πref − {lp}) − (log πref − {lp}) − 1"),
+                 (None, "{raw(params.estimator)}"))
+
+
+_KL_ROWS = (row("β", "KL coefficient", "params.beta", key="beta"),)
+
+register("kl", "none", NoParams, "No KL term: nothing ties the policy to the reference model.", lambda p: "", label="no KL penalty",
+         explain=explain(say("This algorithm has no KL term: nothing ties the policy to the reference model.")))
 register("kl", "in_loss", KlParams,
          "A KL penalty subtracted from every token's objective (GRPO style).",
          lambda p: r"-\beta\,\mathbb{D}_{i,t},\quad \mathbb{D}_{i,t}=%s,\quad \beta=%s" % (kl_latex(p["estimator"]), _fmt(p["beta"])),
-         _KL_TERMS, fn=C.kl_estimate, kl_place="loss", worked=_kl_loss_worked, label="KL penalty in the loss")
+         _KL_TERMS, fn=C.kl_estimate, kl_place="loss", worked=_kl_loss_worked, label="KL penalty in the loss",
+         explain=explain(
+             row("log πref(token)", "the frozen reference model", "token.ref_logp", key="ref_logp", when="has(token.ref_logp)"),
+             row("D ({raw(params.estimator)})", _kl_how("πθ"), "calc.kl", key="kl", check="token.kl"),
+             *_KL_ROWS,
+             row("−β·D", "subtracted from this token's objective", "-params.beta * calc.kl", key="kl_term")))
 register("kl", "in_reward", KlParams,
          "A KL penalty folded into the per-token reward before advantages are computed (RLHF / PPO style).",
          lambda p: (r"r_{i,t}=-\beta\,\mathbb{D}_{i,t}+[t=|o_i|]\,r_i,\quad \mathbb{D}_{i,t}=%s,\quad \beta=%s"
@@ -409,7 +702,13 @@ register("kl", "in_reward", KlParams,
                "computed once at sampling time with the sampling policy: a constant in the reward, with no gradient "
                "of its own."),
           _KL_TERMS[2]),
-         fn=C.kl_estimate, kl_place="reward", label="KL penalty in the reward")
+         fn=C.kl_estimate, kl_place="reward", label="KL penalty in the reward",
+         explain=explain(
+             row("D ({raw(params.estimator)})", [{**c, "text": "estimated when the response was sampled: " + c["text"]}
+                                                 for c in _kl_how("πold")], "calc.kl", key="kl"),
+             *_KL_ROWS,
+             row("−β·D", "added to this token's reward before the advantage", "-params.beta * calc.kl", key="kl_term"),
+             say("The penalty is already inside the advantage Â; nothing is subtracted from the objective.")))
 
 # --- aggregation -----------------------------------------------------------
 
@@ -425,6 +724,7 @@ register("aggregation", "seq_mean_token_mean", NoParams,
          fn=C.seq_mean_token_mean_weights, apply=lambda mask, p: C.seq_mean_token_mean_weights(mask),
          label="mean per response, then over responses", weight_tex=r"w_{i,t}=\frac{1}{N\,|o_i|}",
          weights_from_counts=True,
+         explain=explain(row("weight w", "1 / (N · |oᵢ|) = 1 / ({raw(update.responses)} × {raw(length)})", "calc.weight", key="weight", check="token.weight")),
          weight_meaning="A token of a short response weighs more than a token of a long one; every response "
                         "carries the same total weight.",
          worked=lambda w, n, length, p: (r"w=\frac{1}{N\,|o_i|}=\frac{1}{" + str(n) + r"\times" + str(length) + "}="
@@ -441,6 +741,9 @@ register("aggregation", "token_mean", NoParams,
          fn=C.token_mean_weights, apply=lambda mask, p: C.token_mean_weights(mask),
          label="mean over every token of the batch", weight_tex=r"w_{i,t}=\frac{1}{\sum_{j}|o_j|}",
          uniform_weights=True,
+         # its weight is one over the update's tokens, which a step's log holds only as that weight
+         explain=explain(row("weight w", "1 / Σ|oⱼ| = 1 / {raw(counts.tokens)} (the update's tokens, from the log)", "calc.weight", key="weight", check="token.weight"),
+                         counts={"tokens": "token.weight > 0 ? round(1 / token.weight) : null"}),
          weight_meaning="Every token weighs the same; a long response carries more of the total than a short one.",
          worked=lambda w, n, length, p: r"w=\frac{1}{\sum_j|o_j|}=\frac{1}{" + str(round(1.0 / w) if w > 0 else 0) + "}")
 register("aggregation", "constant_normalizer", ConstantNormalizer,
@@ -453,6 +756,7 @@ register("aggregation", "constant_normalizer", ConstantNormalizer,
          resolve=lambda p, max_new_tokens: {**p, "normalizer": p["normalizer"] or max_new_tokens},
          fn=C.constant_normalizer_weights, apply=lambda mask, p: C.constant_normalizer_weights(mask, p.get("normalizer")),
          label="sum divided by a constant", weight_tex=r"w_{i,t}=\frac{1}{N\,L}", weights_from_counts=True,
+         explain=explain(row("weight w", "1 / (N · L) = 1 / ({raw(update.responses)} × {raw(params.normalizer)})", "calc.weight", key="weight", check="token.weight")),
          weight_meaning="A constant: no length enters the weight, for the token or for the batch.",
          worked=lambda w, n, length, p: (r"w=\frac{1}{N\,L}=\frac{1}{" + str(n) + r"\times" + str(p.get("normalizer"))
                                          + "}=" + tex_fraction(w)))
@@ -463,6 +767,7 @@ register("aggregation", "seq_mean_token_sum", NoParams,
          fn=C.seq_mean_token_sum_weights, apply=lambda mask, p: C.seq_mean_token_sum_weights(mask),
          label="sum per response, then mean over responses", weight_tex=r"w_{i,t}=\frac{1}{N}",
          weights_from_counts=True,
+         explain=explain(row("weight w", "1 / N = 1 / {raw(update.responses)}", "calc.weight", key="weight", check="token.weight")),
          weight_meaning="Token objectives are summed per response: a long response carries more in proportion to "
                         "its length.",
          worked=lambda w, n, length, p: r"w=\frac{1}{N}=\frac{1}{" + str(n) + "}=" + tex_fraction(w))
@@ -473,12 +778,27 @@ class DynamicSampling(_Params):
     max_rounds: int = Field(10, ge=1, description="At most this many sampling rounds to fill the batch with informative groups (verl: max_num_gen_batches, 10).")
 
 
-register("filter", "none", NoParams, "Every sampled group is trained on.", lambda p: "", label="no filter")
+register("filter", "none", NoParams, "Every sampled group is trained on.", lambda p: "", label="no filter",
+         explain=explain(say(cases(
+             ("group.n_correct == 0 || group.n_correct == group.size",
+              "This token's group has {raw(group.n_correct)}/{raw(group.size)} correct answers. Every group is trained on, including this one although "
+              "its advantages are all 0."),
+             (None, "This token's group has {raw(group.n_correct)}/{raw(group.size)} correct answers. Every group is trained on.")))))
 register("filter", "dynamic_sampling", DynamicSampling,
          "Groups where every response is right, or every one wrong, are dropped and the batch is refilled.",
          lambda p: r"\text{s.t.}\ \ 0<\big|\{o_i : o_i\ \text{correct}\}\big|<G",
          (Term("filter", r"0<|\{\cdot\}|<G", "Keep a group only if some but not all of its responses are correct: otherwise every advantage is zero."),),
-         fn=C.dynamic_sampling_keep, apply=lambda correct, p: C.dynamic_sampling_keep(correct), label="dynamic sampling")
+         fn=C.dynamic_sampling_keep, apply=lambda correct, p: C.dynamic_sampling_keep(correct), label="dynamic sampling",
+         explain=explain(
+             say(cases(("group.n_correct > 0 && group.n_correct < group.size",
+                        "This token's group has {raw(group.n_correct)}/{raw(group.size)} correct answers: 0 < {raw(group.n_correct)} < {raw(group.size)}, "
+                        "so the filter kept it."),
+                       (None, "This token's group has {raw(group.n_correct)}/{raw(group.size)} correct answers: the filter would have dropped it."))),
+             say(cases(("count(step.filtered_groups) > 0",
+                        "Before this update the filter dropped {raw(count(step.filtered_groups))} logged group(s): "
+                        "{join(step.filtered_groups, 'group {raw(index)} ({raw(n_correct)}/{raw(size)} correct)', ', ')}."),
+                       (None, "The log lists no dropped groups for this step (drops are logged on the first update of a "
+                              "rollout).")))))
 
 # --- shaping ---------------------------------------------------------------
 
@@ -502,7 +822,11 @@ def _resolve_overlong(p: dict, max_new_tokens: int) -> dict:
     return p
 
 
-register("shaping", "none", NoParams, "The reward is used as it is.", lambda p: "", label="no shaping")
+#: Overlong shaping's rows need its two lengths (a run fills them in: resolve).
+_BUDGET = "has(params.max_length) && has(params.cache_length)"
+
+register("shaping", "none", NoParams, "The reward is used as it is.", lambda p: "", label="no shaping",
+         explain=explain(say("The reward is used as it is: rᵢ = {response.reward}.")))
 register("shaping", "overlong", OverlongShaping,
          "A soft length penalty added to the reward as a response nears the generation budget.",
          lambda p: (r"R_{\text{length}}(y)=\begin{cases}0,&|y|\le L_{\max}-L_{\text{cache}}\\ %s\frac{(L_{\max}-L_{\text{cache}})-|y|}{L_{\text{cache}}},&L_{\max}-L_{\text{cache}}<|y|\le L_{\max}\\ -%s,&|y|>L_{\max}\end{cases}"
@@ -511,4 +835,12 @@ register("shaping", "overlong", OverlongShaping,
           Term("L_cache", r"L_{\text{cache}}", "The stretch before the budget over which the penalty ramps from 0 to its floor.")),
          run_resolved=("max_length", "cache_length"), resolve=_resolve_overlong,
          fn=C.overlong_penalty,
-         apply=lambda lengths, p: C.overlong_penalty(lengths, p["max_length"], p["cache_length"], p.get("penalty", 1.0)), label="overlong penalty")
+         apply=lambda lengths, p: C.overlong_penalty(lengths, p["max_length"], p["cache_length"], p.get("penalty", 1.0)), label="overlong penalty",
+         explain=explain(
+             row("|oᵢ|", "this response's length", "response.length", key="length"),
+             row("L_max, L_cache", "the budget and the ramp before it", text="{raw(params.max_length)}, {raw(params.cache_length)}",
+                 when=_BUDGET),
+             row("R_length", cases(("response.length <= params.max_length - params.cache_length", "0: shorter than L_max − L_cache"),
+                                   (None, "penalty × (L_max − L_cache − |oᵢ|) / L_cache")),
+                 "calc.shaping", key="shaping", check="response.reward_components.shaping", when=_BUDGET),
+             row("reward rᵢ", "after shaping", "response.reward", key="reward")))

@@ -25,10 +25,6 @@
   var findToken = V.findToken;
   var sum = M.sum, mean = M.mean, std = M.std;
 
-  function kindOf(cfg, slot) {
-    return cfg.components[slot].kind;
-  }
-
   function paramOf(cfg, slot, name, fallback) {
     var p = cfg.components[slot].params || {};
     return p[name] === undefined || p[name] === null ? fallback : p[name];
@@ -84,30 +80,316 @@
       ", token " + ctx.t + " " + V.tokenLabel(ctx.tokens.text[ctx.t]);
   }
 
-  function liveRatio(ctx) {
-    var cfg = ctx.cfg, tk = ctx.tokens, t = ctx.t, b = ctx.b;
-    var kind = kindOf(cfg, "ratio");
-    var rows = [];
-    if (kind === "none") {
-      rows.push(row("ratio \u03c1", "\u03c0\u03b8 / sg[\u03c0\u03b8] = exp(log \u03c0\u03b8 \u2212 log \u03c0\u03b8)", b.ratio[t], "ratio"));
-    } else {
-      rows.push(row("log \u03c0\u03b8(token)", "the policy being trained, at this update", tk.logp[t], "logp"));
-      rows.push(row("log \u03c0old(token)", "the policy that sampled it", tk.old_logp[t], "old_logp"));
-      if (kind === "sequence") {
-        rows.push(row("sequence ratio s\u1d62", "exp(mean over the " + sum(tk.mask) + " tokens of log \u03c0\u03b8 \u2212 log \u03c0old)", b.ratio[t], "ratio"));
-      } else {
-        rows.push(row("ratio \u03c1", "exp(log \u03c0\u03b8 \u2212 log \u03c0old)", b.ratio[t], "ratio", checkText(b.ratio[t], tk.ratio[t])));
-      }
+  /* ====================================================== a kind's explainer data */
+
+  /*
+   * What a block says about its slot's kind comes from the kind's registry entry
+   * (unipo_build/registry.py, explain(...)), sent with the configuration as
+   * cfg.components[slot].explain: rows and sentences whose texts are templates ("{expression}")
+   * and whose values are expressions over the token's log and what the math port recomputes from
+   * it (registry.py lists the names). This code evaluates them; it never asks for a kind by name.
+   */
+
+  var TOKEN_RE = /\s*(?:(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)|('(?:[^'\\]|\\.)*')|([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)|(==|!=|<=|>=|&&|\|\||[-+*\/<>!?:(),]))/y;
+
+  function tokenize(src) {
+    var out = [];
+    TOKEN_RE.lastIndex = 0;
+    while (TOKEN_RE.lastIndex < src.length) {
+      if (/^\s*$/.test(src.slice(TOKEN_RE.lastIndex))) break;
+      var at = TOKEN_RE.lastIndex;
+      var m = TOKEN_RE.exec(src);
+      if (!m || TOKEN_RE.lastIndex === at) throw new Error("cannot read the expression " + src);
+      if (m[1] !== undefined) out.push({ t: "num", v: Number(m[1]) });
+      else if (m[2] !== undefined) out.push({ t: "str", v: m[2].slice(1, -1).replace(/\\(.)/g, "$1") });
+      else if (m[3] !== undefined) out.push({ t: "name", v: m[3] });
+      else out.push({ t: "op", v: m[4] });
     }
+    return out;
+  }
+
+  function absent(x) {
+    return x === null || x === undefined || (typeof x === "number" && isNaN(x));
+  }
+
+  /** The value of ``src`` in ``scope`` (a function of a dotted name). Arithmetic on a missing value is null. */
+  function evaluate(src, scope) {
+    var toks = tokenize(src), i = 0;
+    function peek(v) { return toks[i] && toks[i].t === "op" && toks[i].v === v; }
+    function take(v) {
+      if (!peek(v)) throw new Error("expected " + v + " in " + src);
+      i++;
+    }
+    function arith(op, a, b) {
+      if (absent(a) || absent(b)) return null;
+      return op === "+" ? a + b : op === "-" ? a - b : op === "*" ? a * b : a / b;
+    }
+    function compare(op, a, b) {
+      if (op === "==") return a === b;
+      if (op === "!=") return a !== b;
+      if (absent(a) || absent(b)) return false;
+      return op === "<" ? a < b : op === "<=" ? a <= b : op === ">" ? a > b : a >= b;
+    }
+    function primary() {
+      var tok = toks[i++];
+      if (!tok) throw new Error("the expression ends too soon: " + src);
+      if (tok.t === "num" || tok.t === "str") return tok.v;
+      if (tok.t === "op" && tok.v === "(") {
+        var v = ternary();
+        take(")");
+        return v;
+      }
+      if (tok.t === "op" && tok.v === "-") { var x = primary(); return absent(x) ? null : -x; }
+      if (tok.t === "op" && tok.v === "!") return !primary();
+      if (tok.t !== "name") throw new Error("unexpected " + tok.v + " in " + src);
+      if (tok.v === "null") return null;
+      if (tok.v === "true" || tok.v === "false") return tok.v === "true";
+      if (peek("(")) {
+        i++;
+        var args = [];
+        while (!peek(")")) {
+          args.push(ternary());
+          if (!peek(")")) take(",");
+        }
+        take(")");
+        var fn = FUNCTIONS[tok.v];
+        if (!fn) throw new Error("unknown function " + tok.v + " in " + src);
+        return fn.apply(scope, args);
+      }
+      return scope(tok.v);
+    }
+    function product() {
+      var v = primary();
+      while (peek("*") || peek("/")) { var op = toks[i++].v; v = arith(op, v, primary()); }
+      return v;
+    }
+    function total() {
+      var v = product();
+      while (peek("+") || peek("-")) { var op = toks[i++].v; v = arith(op, v, product()); }
+      return v;
+    }
+    function comparison() {
+      var v = total();
+      if (peek("==") || peek("!=") || peek("<") || peek("<=") || peek(">") || peek(">=")) {
+        var op = toks[i++].v;
+        v = compare(op, v, total());
+      }
+      return v;
+    }
+    function conjunction() {
+      var v = comparison();
+      while (peek("&&")) { i++; var w = comparison(); v = v && w; }
+      return v;
+    }
+    function disjunction() {
+      var v = conjunction();
+      while (peek("||")) { i++; var w = conjunction(); v = v || w; }
+      return v;
+    }
+    function ternary() {
+      var c = disjunction();
+      if (!peek("?")) return c;
+      i++;
+      var a = ternary();
+      take(":");
+      var b = ternary();
+      return c ? a : b;
+    }
+    var value = ternary();
+    if (i < toks.length) throw new Error("unexpected " + toks[i].v + " in " + src);
+    return value;
+  }
+
+  function listOf(xs) {
+    return absent(xs) ? [] : Array.prototype.slice.call(xs);
+  }
+
+  function extreme(pick, args) {
+    var xs = args.length === 1 && typeof args[0] === "object" ? listOf(args[0]) : Array.prototype.slice.call(args);
+    if (xs.some(absent)) return null;
+    return pick.apply(null, xs);
+  }
+
+  /** The functions an expression may call (registry.EXPLAIN_FUNCTIONS); ``this`` is the scope. */
+  var FUNCTIONS = {
+    mean: function (xs) { return mean(listOf(xs)); },
+    std: function (xs, ddof) { return std(listOf(xs), ddof); },
+    min: function () { return extreme(Math.min, arguments); },
+    max: function () { return extreme(Math.max, arguments); },
+    sum: function (xs) { return sum(listOf(xs)); },
+    round: function (x) { return absent(x) || !isFinite(x) ? null : Math.round(x); },
+    count: function (xs) { return listOf(xs).length; },
+    has: function (x) { return !absent(x); },
+    raw: function (x) { return absent(x) ? "\u2013" : String(x); },
+    fmtq: function (x) { return fmtQ(x); },
+    nums: function (xs) { return listOf(xs).map(function (x) { return fmt(x); }).join(", "); },
+    join: function (xs, template, sep) {
+      var outer = this;
+      return listOf(xs).map(function (item) {
+        return fill(template, function (name) {
+          var v = pathOf(item, name.split("."));
+          return v === undefined ? outer(name) : v;
+        });
+      }).join(sep === undefined ? ", " : sep);
+    },
+  };
+
+  function pathOf(obj, parts) {
+    var v = obj;
+    for (var k = 0; k < parts.length; k++) {
+      if (v === null || v === undefined || typeof v !== "object") return undefined;
+      v = v[parts[k]];
+    }
+    return v;
+  }
+
+  /** A template with its "{expression}" placeholders filled (a number as the site writes numbers). */
+  function fill(template, scope) {
+    var out = "", i = 0;
+    while (i < template.length) {
+      var open = template.indexOf("{", i);
+      if (open < 0) { out += template.slice(i); break; }
+      out += template.slice(i, open);
+      var depth = 1, j = open + 1, quote = false;
+      for (; j < template.length && depth; j++) {
+        var c = template[j];
+        if (quote) quote = !(c === "'" && template[j - 1] !== "\\");
+        else if (c === "'") quote = true;
+        else if (c === "{") depth++;
+        else if (c === "}") depth--;
+      }
+      if (depth) throw new Error("a '{' without its '}' in " + template);
+      var v = evaluate(template.slice(open + 1, j - 1), scope);
+      out += typeof v === "string" ? v : fmt(v);
+      i = j;
+    }
+    return out;
+  }
+
+  /** A text of the data: a template, or cases (the first whose condition holds). */
+  function textOf(text, scope) {
+    if (text === undefined || text === null) return "";
+    if (typeof text === "string") return fill(text, scope);
+    for (var k = 0; k < text.length; k++) {
+      if (text[k].when === undefined || evaluate(text[k].when, scope)) return fill(text[k].text, scope);
+    }
+    return "";
+  }
+
+  /** The slot's explainer data, or an error naming the kind the site cannot explain. */
+  function explainOf(cfg, slot) {
+    var comp = cfg.components[slot];
+    if (!comp.explain) throw new Error("this site has no explainer data for the " + slot + " kind \u201c" + comp.kind + "\u201d");
+    return comp.explain;
+  }
+
+  /** The names an expression reads for the token of ``ctx`` in ``slot`` (registry.py lists them). */
+  function scopeOf(ctx, slot, extra) {
+    var cfg = ctx.cfg, tk = ctx.tokens, t = ctx.t, b = ctx.b;
+    var data = cfg.components[slot].explain || {};
+    var params = cfg.components[slot].params || {};
+    var cache = {};
+    function rewards() { return groupRewards(ctx.group); }
+    var computed = {
+      "calc.advantage": function () { return M.groupAdvantages(cfg, rewards())[ctx.group.responses.indexOf(ctx.response)]; },
+      "calc.weight": function () { return M.tokenWeight(cfg, extra && extra.counts); },
+      "calc.shaping": function () {
+        var comp = cfg.components.shaping;
+        var fn = comp.fn && M.FUNCTIONS[comp.fn];
+        return fn ? fn(ctx.response.length, withDefaults(comp)) : null;
+      },
+      "group.rewards": rewards,
+      "group.size": function () { return ctx.group.responses.length; },
+      "group.n_correct": function () { return ctx.group.responses.filter(function (r) { return r.correct; }).length; },
+      "update.responses": function () { return sum(ctx.step.groups.map(function (g) { return g.size; })); },
+      "update.groups": function () { return ctx.step.groups.length; },
+      length: function () { return sum(tk.mask); },
+      ratio_symbol: function () { return cfg.components.ratio.symbol || "\u03c1"; },
+    };
+    return function scope(name) {
+      if (name in cache) return cache[name];
+      var parts = name.split("."), root = parts[0], v;
+      if (computed[name]) v = computed[name]();
+      else if (root === "token") v = tk[parts[1]] ? tk[parts[1]][t] : null;
+      else if (root === "calc") v = Array.isArray(b[parts[1]]) ? b[parts[1]][t] : b[parts[1]];
+      else if (root === "params") {
+        v = params[parts[1]];
+        if (absent(v)) v = (data.defaults || {})[parts[1]];
+      } else if (root === "counts") v = extra && extra.counts ? extra.counts[parts[1]] : null;
+      else if (root === "response") v = pathOf(ctx.response, parts.slice(1));
+      else if (root === "group") v = pathOf(ctx.group, parts.slice(1));
+      else if (root === "step") v = pathOf(ctx.step, parts.slice(1));
+      else throw new Error("unknown name " + name);
+      cache[name] = v === undefined ? null : v;
+      return cache[name];
+    };
+  }
+
+  /** A component's parameters with its kind's defaults where the log leaves one out. */
+  function withDefaults(comp) {
+    var out = {}, defaults = (comp.explain || {}).defaults || {}, params = comp.params || {};
+    Object.keys(defaults).forEach(function (k) { out[k] = defaults[k]; });
+    Object.keys(params).forEach(function (k) { if (!absent(params[k])) out[k] = params[k]; });
+    return out;
+  }
+
+  /** An aggregation's counts: N, the response's length, and those its kind's data reads from the log. */
+  function countsOf(ctx) {
+    var counts = { responses: sum(ctx.step.groups.map(function (g) { return g.size; })), length: sum(ctx.tokens.mask) };
+    var wanted = explainOf(ctx.cfg, "aggregation").counts || {};
+    var scope = scopeOf(ctx, "aggregation", { counts: counts });
+    Object.keys(wanted).forEach(function (name) {
+      var v = evaluate(wanted[name], scope);
+      if (!absent(v) && isFinite(v)) counts[name] = v;
+    });
+    return counts;
+  }
+
+  /** The kind's items for this token, in order: table rows ({row}) and sentences ({say}). */
+  function kindItems(ctx, slot, extra) {
+    var scope = scopeOf(ctx, slot, extra);
+    var out = [];
+    explainOf(ctx.cfg, slot).items.forEach(function (item) {
+      if (item.when !== undefined && !evaluate(item.when, scope)) return;
+      if (item.say !== undefined) {
+        out.push({ say: textOf(item.say, scope), cls: item["class"] || null });
+        return;
+      }
+      var value = item.value !== undefined ? evaluate(item.value, scope) : textOf(item.text, scope);
+      var logged = item.check !== undefined ? evaluate(item.check, scope) : null;
+      out.push({ row: row(textOf(item.row, scope), textOf(item.how, scope), value, item.key || null,
+                          item.check !== undefined && typeof value === "number" ? checkText(value, logged) : "") });
+    });
+    return out;
+  }
+
+  /** Items as the page shows them: consecutive rows in one table, each sentence a paragraph. */
+  function nodesOf(items) {
+    var nodes = [], rows = null;
+    items.forEach(function (item) {
+      if (item.row) {
+        if (!rows) { rows = []; nodes.push(rows); }
+        rows.push(item.row);
+      } else {
+        rows = null;
+        nodes.push(para(item.say, item.cls));
+      }
+    });
+    return nodes.map(function (n) { return Array.isArray(n) ? table(n) : n; });
+  }
+
+  function liveRatio(ctx) {
+    var tk = ctx.tokens, t = ctx.t;
+    var items = kindItems(ctx, "ratio");
     if (tk.sample_logp) {
       // Mixed-precision runs log the log-prob the token was sampled with beside the training pass's:
       // the second ratio, and the truncated importance-sampling weight min(1, it).
       var mismatch = Math.exp(tk.old_logp[t] - tk.sample_logp[t]);
-      rows.push(row("log \u03c0sample(token)", "the log-prob it was sampled with (the decoding pass)", tk.sample_logp[t], "sample_logp"));
-      rows.push(row("sampling ratio", "\u03c0old / \u03c0sample = exp(log \u03c0old \u2212 log \u03c0sample): training pass against sampling pass", mismatch, "sample_ratio"));
-      rows.push(row("truncated IS weight", "min(1, \u03c0old / \u03c0sample)", Math.min(1, mismatch), "tis_weight"));
+      items.push({ row: row("log \u03c0sample(token)", "the log-prob it was sampled with (the decoding pass)", tk.sample_logp[t], "sample_logp") });
+      items.push({ row: row("sampling ratio", "\u03c0old / \u03c0sample = exp(log \u03c0old \u2212 log \u03c0sample): training pass against sampling pass", mismatch, "sample_ratio") });
+      items.push({ row: row("truncated IS weight", "min(1, \u03c0old / \u03c0sample)", Math.min(1, mismatch), "tis_weight") });
     }
-    return [table(rows)];
+    return nodesOf(items);
   }
 
   function groupRewards(group) {
@@ -115,121 +397,23 @@
   }
 
   function liveAdvantage(ctx) {
-    var cfg = ctx.cfg, tk = ctx.tokens, t = ctx.t;
-    var kind = kindOf(cfg, "advantage");
-    var r = ctx.response.reward;
-    var rows = [];
-    var out = [];
-    var logged = tk.advantage[t];
     var unrecorded = groupRewards(ctx.group).some(function (x) { return x === null || x === undefined; });
-    if (cfg.components.advantage.group_baseline && unrecorded) {
+    if (ctx.cfg.components.advantage.group_baseline && unrecorded) {
       // An imported log without rewards (prime-rl's token export): nothing to recompute the advantage from.
-      out.push(para("The log does not record this group's rewards, so the advantage cannot be recomputed here: it is the trainer's own."));
-      rows.push(row("advantage \u00c2", "as logged", logged, "advantage"));
-    } else if (cfg.components.advantage.group_baseline) {
-      var rewards = groupRewards(ctx.group);
-      var pos = ctx.group.responses.indexOf(ctx.response);
-      out.push(para("Rewards of the group's " + rewards.length + " responses: " +
-        rewards.map(function (x) { return fmt(x); }).join(", ") + " (this response: " + fmt(r) + ")."));
-      var m = mean(rewards);
-      rows.push(row("mean of the group", "baseline", m, "reward_mean"));
-      var computed;
-      if (kind === "group_zscore") {
-        var ddof = paramOf(cfg, "advantage", "std_ddof", 1);
-        var eps = paramOf(cfg, "advantage", "eps", 1e-6);
-        var s = std(rewards, ddof);
-        rows.push(row("std of the group", ddof === 1 ? "sample std (divides by n \u2212 1 = " + (rewards.length - 1) + ")" : "population std (divides by n = " + rewards.length + ")", s, "reward_std"));
-        rows.push(row("\u03b5", "added to the std", eps, "eps"));
-        computed = M.groupAdvantages(cfg, rewards)[pos];
-        var how = Math.max.apply(null, rewards) === Math.min.apply(null, rewards)
-          ? "every reward is equal: 0 for the whole group"
-          : "(r\u1d62 \u2212 mean) / (std + \u03b5) = (" + fmt(r) + " \u2212 " + fmt(m) + ") / (" + fmt(s) + " + " + fmt(eps) + ")";
-        rows.push(row("advantage \u00c2", how, computed, "advantage", checkText(computed, logged)));
-      } else if (kind === "group_mean") {
-        computed = M.groupAdvantages(cfg, rewards)[pos];
-        rows.push(row("advantage \u00c2", "r\u1d62 \u2212 mean = " + fmt(r) + " \u2212 " + fmt(m), computed, "advantage", checkText(computed, logged)));
-      } else {
-        computed = M.groupAdvantages(cfg, rewards)[pos];
-        rows.push(row("advantage \u00c2", "r\u1d62 \u2212 mean of the other " + (rewards.length - 1) + " rewards", computed, "advantage", checkText(computed, logged)));
-      }
-    } else if (kind === "gae") {
-      rows.push(row("reward r\u1d62", "on the last token (plus \u2212\u03b2\u00b7KL on every token)", r, "reward"));
-      if (tk.value) rows.push(row("critic value V(s\u209c)", "the critic's prediction at this token", tk.value[t], "value"));
-      if (tk.return) rows.push(row("return R\u209c", "the \u03bb-return, the critic's target", tk.return[t], "return"));
-      if (tk.value && tk.return) {
-        var gae = tk.return[t] - tk.value[t];
-        rows.push(row("advantage \u00c2", "R\u209c \u2212 V(s\u209c) (GAE, \u03b3 " + fmt(paramOf(cfg, "advantage", "gamma", 1)) + ", \u03bb " + fmt(paramOf(cfg, "advantage", "lam", 0.95)) + ")", gae, "advantage", checkText(gae, logged)));
-      } else {
-        rows.push(row("advantage \u00c2", "as logged", logged, "advantage"));
-      }
-    } else if (kind === "reinforce_return") {
-      rows.push(row("reward r\u1d62", "the response's reward", r, "reward"));
-      if (tk.return) {
-        rows.push(row("return G\u209c", "reward to go from this token", tk.return[t], "return"));
-        rows.push(row("baseline", paramOf(cfg, "advantage", "baseline", "batch_mean") === "batch_mean" ? "mean reward of the batch (G\u209c \u2212 \u00c2)" : "none", tk.return[t] - logged, "baseline"));
-      }
-      rows.push(row("advantage \u00c2", "G\u209c \u2212 baseline", logged, "advantage"));
-    } else {
-      if (tk.return) rows.push(row("return G\u209c", "reward to go from this token", tk.return[t], "return"));
-      rows.push(row("advantage \u00c2", "whitened over the batch", logged, "advantage"));
+      return nodesOf([
+        { say: "The log does not record this group's rewards, so the advantage cannot be recomputed here: it is the trainer's own." },
+        { row: row("advantage \u00c2", "as logged", ctx.tokens.advantage[ctx.t], "advantage") }]);
     }
-    out.push(table(rows));
-    return out;
+    return nodesOf(kindItems(ctx, "advantage"));
   }
 
   function liveClip(ctx) {
-    var tk = ctx.tokens, t = ctx.t, b = ctx.b;
-    // The clip acts on the algorithm's own ratio: a token's ρ, or GSPO's sequence ratio sᵢ.
-    var r = ctx.cfg.components.ratio.symbol || "\u03c1";
-    var rho = b.ratio[t], a = tk.advantage[t];
-    var rows = [];
-    if (b.eps_low === null && b.eps_high === null) {
-      rows.push(row("\u2113 = " + r + "\u00b7\u00c2", fmt(rho) + " \u00d7 " + fmt(a) + " (nothing is clipped)", b.surrogate[t], "surrogate"));
-      return [table(rows)];
-    }
-    var low = 1 - b.eps_low, high = 1 + b.eps_high;
-    var unclipped = rho * a;
-    var clippedValue = Math.min(Math.max(rho, low), high) * a;
-    rows.push(row("bounds", "[1 \u2212 " + fmt(b.eps_low) + ", 1 + " + fmt(b.eps_high) + "]", "[" + fmt(low) + ", " + fmt(high) + "]"));
-    rows.push(row("unclipped " + r + "\u00b7\u00c2", fmt(rho) + " \u00d7 " + fmt(a), unclipped, "unclipped"));
-    rows.push(row("clipped clip(" + r + ")\u00b7\u00c2", fmt(Math.min(Math.max(rho, low), high)) + " \u00d7 " + fmt(a), clippedValue, "clipped"));
-    rows.push(row("\u2113 = min(\u2026)", "the smaller of the two", b.surrogate[t], "surrogate"));
-    var side = b.clip_side[t];
-    var branch;
-    if (side === 1) branch = "The clipped branch won on the high side: " + r + " > " + fmt(high) + " with \u00c2 > 0, so this token no longer pushes its probability up (its gradient is 0).";
-    else if (side === -1) branch = "The clipped branch won on the low side: " + r + " < " + fmt(low) + " with \u00c2 < 0, so this token no longer pushes its probability down (its gradient is 0).";
-    else if (unclipped === clippedValue) branch = "Both branches are equal: " + r + " is inside the bounds (or \u00c2 = 0), so the gradient flows unclipped.";
-    else branch = "The unclipped branch is the smaller: " + r + " is outside the bounds on the side the advantage pushes away from, so the gradient still flows.";
-    var logged = tk.clip ? tk.clip[t] : null;
-    var out = [table(rows), para(branch, "unipo-live-branch")];
-    if (logged !== null && logged !== side) out.push(para("The log says clip side " + logged + ", the recomputation " + side + ".", "unipo-live-warn"));
-    return out;
+    // The clip acts on the algorithm's own ratio (ratio_symbol: a token's ρ, or GSPO's sequence ratio sᵢ).
+    return nodesOf(kindItems(ctx, "clip"));
   }
 
-  var KL_HOW = {
-    k1: "log \u03c0\u03b8 \u2212 log \u03c0ref",
-    k2: "\u00bd (log \u03c0ref \u2212 log \u03c0\u03b8)\u00b2",
-    k3: "exp(log \u03c0ref \u2212 log \u03c0\u03b8) \u2212 (log \u03c0ref \u2212 log \u03c0\u03b8) \u2212 1",
-  };
-
   function liveKl(ctx) {
-    var cfg = ctx.cfg, tk = ctx.tokens, t = ctx.t, b = ctx.b;
-    var kind = kindOf(cfg, "kl");
-    if (kind === "none") return [para("This algorithm has no KL term: nothing ties the policy to the reference model.")];
-    var est = paramOf(cfg, "kl", "estimator");
-    var beta = paramOf(cfg, "kl", "beta");
-    var rows = [];
-    if (kind === "in_loss") {
-      if (tk.ref_logp) rows.push(row("log \u03c0ref(token)", "the frozen reference model", tk.ref_logp[t], "ref_logp"));
-      rows.push(row("D (" + est + ")", KL_HOW[est] || est, b.kl[t], "kl", tk.kl ? checkText(b.kl[t], tk.kl[t]) : ""));
-      rows.push(row("\u03b2", "KL coefficient", beta, "beta"));
-      rows.push(row("\u2212\u03b2\u00b7D", "subtracted from this token's objective", -beta * b.kl[t], "kl_term"));
-      return [table(rows)];
-    }
-    rows.push(row("D (" + est + ")", "estimated when the response was sampled: " + (KL_HOW[est] || est).replace(/\u03c0\u03b8/g, "\u03c0old"), b.kl ? b.kl[t] : null, "kl"));
-    rows.push(row("\u03b2", "KL coefficient", beta, "beta"));
-    rows.push(row("\u2212\u03b2\u00b7D", "added to this token's reward before the advantage", b.kl ? -beta * b.kl[t] : null, "kl_term"));
-    return [table(rows), para("The penalty is already inside the advantage \u00c2; nothing is subtracted from the objective.")];
+    return nodesOf(kindItems(ctx, "kl"));
   }
 
   function liveObjective(ctx) {
@@ -244,86 +428,30 @@
   }
 
   function liveAggregation(ctx) {
-    var cfg = ctx.cfg, tk = ctx.tokens, t = ctx.t, b = ctx.b, step = ctx.step;
-    var kind = kindOf(cfg, "aggregation");
-    var n = sum(step.groups.map(function (g) { return g.size; }));
-    var length = sum(tk.mask);
+    var tk = ctx.tokens, t = ctx.t, b = ctx.b, step = ctx.step;
+    var counts = countsOf(ctx);
     var logged = tk.weight[t];
-    var rows = [];
-    var w, how;
-    if (kind === "seq_mean_token_mean") {
-      w = M.tokenWeight(cfg, { responses: n, length: length });
-      how = "1 / (N \u00b7 |o\u1d62|) = 1 / (" + n + " \u00d7 " + length + ")";
-    } else if (kind === "token_mean") {
-      var total = Math.round(1 / logged);
-      w = M.tokenWeight(cfg, { responses: n, length: length, tokens: total });
-      how = "1 / \u03a3|o\u2c7c| = 1 / " + total + " (the update's tokens, from the log)";
-    } else if (kind === "constant_normalizer") {
-      var L = paramOf(cfg, "aggregation", "normalizer");
-      w = M.tokenWeight(cfg, { responses: n, length: length });
-      how = "1 / (N \u00b7 L) = 1 / (" + n + " \u00d7 " + L + ")";
-    } else {
-      w = M.tokenWeight(cfg, { responses: n, length: length });
-      how = "1 / N = 1 / " + n;
-    }
-    rows.push(row("N", "responses in this update (" + step.groups.length + " groups)", n, "n_responses"));
-    rows.push(row("|o\u1d62|", "this response's length", length, "length"));
-    rows.push(row("weight w", how, w, "weight", checkText(w, logged)));
-    rows.push(row("w \u00b7 objective", fmt(logged) + " \u00d7 " + fmtQ(b.objective[t]), logged * b.objective[t], "weighted"));
+    var items = [
+      { row: row("N", "responses in this update (" + step.groups.length + " groups)", counts.responses, "n_responses") },
+      { row: row("|o\u1d62|", "this response's length", counts.length, "length") },
+    ].concat(kindItems(ctx, "aggregation", { counts: counts }));
+    items.push({ row: row("w \u00b7 objective", fmt(logged) + " \u00d7 " + fmtQ(b.objective[t]), logged * b.objective[t], "weighted") });
     var contribution = 0;
     for (var i = 0; i < tk.weight.length; i++) contribution += tk.weight[i] * tk.objective[i];
-    rows.push(row("this response", "\u03a3\u209c w \u00b7 objective", contribution, "response_contribution", checkText(contribution, ctx.response.contribution)));
+    items.push({ row: row("this response", "\u03a3\u209c w \u00b7 objective", contribution, "response_contribution", checkText(contribution, ctx.response.contribution)) });
     if (ctx.group.contribution !== null && ctx.group.contribution !== undefined) {
-      rows.push(row("its group", "sum over the group's responses", ctx.group.contribution, "group_contribution"));
+      items.push({ row: row("its group", "sum over the group's responses", ctx.group.contribution, "group_contribution") });
     }
-    rows.push(row("step objective J", "sum over every group of the update", step.objective, "step_objective"));
-    return [table(rows)];
+    items.push({ row: row("step objective J", "sum over every group of the update", step.objective, "step_objective") });
+    return nodesOf(items);
   }
 
   function liveFilter(ctx) {
-    var cfg = ctx.cfg, step = ctx.step;
-    var kind = kindOf(cfg, "filter");
-    var g = ctx.group;
-    var k = g.responses.filter(function (r) { return r.correct; }).length;
-    var G = g.responses.length;
-    var out = [];
-    if (kind === "none") {
-      out.push(para("This token's group has " + k + "/" + G + " correct answers. Every group is trained on" +
-        (k === 0 || k === G ? ", including this one although its advantages are all 0." : ".")));
-      return out;
-    }
-    out.push(para("This token's group has " + k + "/" + G + " correct answers: " +
-      (k > 0 && k < G ? "0 < " + k + " < " + G + ", so the filter kept it." : "the filter would have dropped it.")));
-    var dropped = step.filtered_groups || [];
-    out.push(para(dropped.length
-      ? "Before this update the filter dropped " + dropped.length + " logged group(s): " +
-        dropped.map(function (d) { return "group " + d.index + " (" + d.n_correct + "/" + d.size + " correct)"; }).join(", ") + "."
-      : "The log lists no dropped groups for this step (drops are logged on the first update of a rollout)."));
-    return out;
+    return nodesOf(kindItems(ctx, "filter"));
   }
 
   function liveShaping(ctx) {
-    var cfg = ctx.cfg;
-    var kind = kindOf(cfg, "shaping");
-    var resp = ctx.response;
-    var out = [];
-    if (kind === "none") {
-      out.push(para("The reward is used as it is: r\u1d62 = " + fmt(resp.reward) + "."));
-      return out;
-    }
-    var rows = [];
-    var maxLength = paramOf(cfg, "shaping", "max_length");
-    var cache = paramOf(cfg, "shaping", "cache_length");
-    rows.push(row("|o\u1d62|", "this response's length", resp.length, "length"));
-    if (maxLength && cache) {
-      var pen = M.overlongPenalty(resp.length, maxLength, cache, paramOf(cfg, "shaping", "penalty"));
-      var comp = resp.reward_components ? resp.reward_components.shaping : undefined;
-      rows.push(row("L_max, L_cache", "the budget and the ramp before it", maxLength + ", " + cache));
-      rows.push(row("R_length", resp.length <= maxLength - cache ? "0: shorter than L_max \u2212 L_cache" : "penalty \u00d7 (L_max \u2212 L_cache \u2212 |o\u1d62|) / L_cache", pen, "shaping", comp === undefined ? "" : checkText(pen, comp)));
-    }
-    rows.push(row("reward r\u1d62", "after shaping", resp.reward, "reward"));
-    out.push(table(rows));
-    return out;
+    return nodesOf(kindItems(ctx, "shaping"));
   }
 
   var LIVE = {
@@ -465,11 +593,9 @@
 
   /** What the other algorithm's aggregation would weigh this same token with. */
   function compareAggregation(ctx, other) {
-    var tk = ctx.tokens, t = ctx.t, step = ctx.step;
-    var n = sum(step.groups.map(function (g) { return g.size; }));
-    var length = sum(tk.mask);
-    var counts = { responses: n, length: length };
-    if (kindOf(ctx.cfg, "aggregation") === "token_mean" && tk.weight[t] > 0) counts.tokens = Math.round(1 / tk.weight[t]);
+    var tk = ctx.tokens, t = ctx.t;
+    var counts = countsOf(ctx); // N, the length, and the counts this algorithm's aggregation reads from the log
+    var n = counts.responses, length = counts.length;
     var out = [];
     var same = other.status && other.status.status === "unchanged";
     out.push(para(other.name + " aggregates by " + other.label + (same ? ", as this algorithm does." : ".")));
@@ -554,7 +680,7 @@
       });
     }
     part("Clipped surrogate \u2113", "clip", liveClip);
-    if (kindOf(cfg, "kl") !== "none") part("KL penalty", "kl", liveKl);
+    if (cfg.components.kl.kl_place) part("KL penalty", "kl", liveKl);
     part("Token objective", "objective", liveObjective);
     part("Aggregation", "aggregation", liveAggregation);
     var other = comparisonFor(algorithm);

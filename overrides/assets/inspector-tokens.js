@@ -17,7 +17,7 @@
   var methods = {};
 
   function klBeta(cfg) {
-    return cfg && cfg.components.kl.kind === "in_loss" ? cfg.components.kl.params.beta : null;
+    return cfg && cfg.components.kl.kl_place === "loss" ? cfg.components.kl.params.beta : null; // a KL in the loss (the registry's kl_place)
   }
 
   function inViewport(node, margin) {

@@ -15,7 +15,9 @@
 When the reader selects a token in a Step Inspector of a run of the same algorithm (the
 ``unipo:token`` event), explainer.js fills each card's ``.unipo-live`` block with that token's
 numbers, recomputed in the browser from the logged inputs with a port of unipo_build.components
-(tests/test_views_explainer.py holds it equal to unipo_build.recompute.breakdown).
+(tests/test_views_explainer.py holds it equal to unipo_build.recompute.breakdown). What a block
+says about the slot's kind (its rows, the sentence on the token's numbers) is the kind's explainer
+data in the registry (``registry.explain``), sent with the configuration (``explainer_config``).
 
 The formula is composed by the project's one composer, ``formula.objective_latex``; the
 comparison view (compare.py) colours the same formula slot by slot. Each slot names the function
@@ -31,6 +33,7 @@ from typing import Any, Callable
 
 from ..formula import objective_latex, with_ratio
 from ..objective import browser_config
+from ..registry import explainer_data
 from ..render import escape_text, json_data
 from ..specs import REGISTRY, SLOTS, AlgorithmSpec, Kind, ResolvedAlgorithm, ResolvedComponent, Term
 from .diff import SLOT_LABELS
@@ -83,6 +86,17 @@ def components_of(spec: AlgorithmSpec | None, config: ResolvedAlgorithm | None =
         tooltips = dict(spec.components[slot].tooltips) if same_kind else {}
         out[slot] = Component(slot, kind, params, explanation, tooltips)
     return {slot: replace(c, ratio_kind=out["ratio"].kind) for slot, c in out.items()}
+
+
+def explainer_config(cfg: ResolvedAlgorithm) -> dict:
+    """The configuration the browser explains a token with: ``objective.browser_config`` (each
+    slot's kind, parameters, function and properties, which unipo-math.js dispatches on) with each
+    slot's explainer data (``registry.explainer_data``: the rows and sentences explainer.js shows
+    for that kind), so the browser never asks for a kind by name."""
+    out = browser_config(cfg)
+    for slot, comp in out["components"].items():
+        comp["explain"] = explainer_data(cfg.component(slot))
+    return out
 
 
 #: Placeholder for a slot's diff class in compare data: ``UNIPODIFF-<slot>`` becomes
@@ -271,7 +285,7 @@ def objective_card(spec: AlgorithmSpec, *, config: ResolvedAlgorithm | None = No
         + "</div></div>")
     shown = config if config is not None else ResolvedAlgorithm(id=spec.id, name=spec.name, components={
         s: ResolvedComponent(kind=c.name, params=c.params) for s, c in comps.items()})
-    data = {"algorithm": spec.id, "name": spec.name, "run": run_id, "config": browser_config(shown),
+    data = {"algorithm": spec.id, "name": spec.name, "run": run_id, "config": explainer_config(shown),
             "card_of_slot": CARD_OF_SLOT}
     paper = spec.paper
     if paper is None:

@@ -34,12 +34,12 @@ from typing import Any
 from .. import runlog
 from ..moments import MOMENT_NAMES, Moment, find_moments
 from ..numbers import NOISE, fmt_num, fmt_objective
-from ..objective import browser_config
 from ..render import escape_text, json_data
 from ..runs import Run, RunCatalog, catalog_of
 from ..schema import PromptGroup, Response, StepDetail
 from . import fmt as F
 from .common import EVENT_OPEN_STEP, EVENT_TOKEN, site_root, step_path
+from .explainer import explainer_config
 from .palette import TOKEN_DIVERGING, TOKEN_DIVERGING_DARK, TOKEN_SEQUENTIAL, TOKEN_SEQUENTIAL_DARK
 from .token_scale import DEFAULT_QUANTITY, MIN_TINT, QUANTITIES, QUANTITY_KEYS  # noqa: F401
 
@@ -487,7 +487,8 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
         "moments": entries,
         "moment": next((e for e in entries if e["name"] == chosen_moment.name), None) if chosen_moment else None,
         "group": group_key(open_group) if open_group is not None else None,
-        "config": browser_config(config) if config is not None else None,
+        # with each kind's explainer data: the card beside a selected token (explainer.js)
+        "config": explainer_config(config) if config is not None else None,
         # the token ramps: the page's text colour reads on every token (palette.text_safe)
         "ramps": {"diverging": list(TOKEN_DIVERGING), "diverging_dark": list(TOKEN_DIVERGING_DARK),
                   "sequential": list(TOKEN_SEQUENTIAL), "sequential_dark": list(TOKEN_SEQUENTIAL_DARK),
