@@ -47,8 +47,9 @@ def test_an_import_prints_a_few_lines_and_where_the_notes_are(tmp_path):
     assert len(lines) <= 12 and len(result.stdout) < 1200, result.stdout
     assert lines[0] == f"{out}: run 'my-run', algorithm 'grpo' (with its spec's components)"
     assert lines[1] == "  3 steps, 3 with token detail"
-    assert any(line.startswith("  ! no kind for TRL's scale_rewards='batch'") for line in lines)
-    assert any(line.startswith("  ! no kind for TRL's mask_truncated_completions") for line in lines)
+    assert any(line.startswith("  ! TRL's scale_rewards = 'batch'") and "has no kind" in line for line in lines)
+    assert any(line.startswith("  ! TRL's mask_truncated_completions = True") and "has no kind" in line
+               for line in lines)
     header = json.loads((out / "header.json").read_text())
     n = len(header["notes"].split(" Derived or changed on import: ", 1)[1].split("; "))
     assert lines[-1].endswith(f"all {n} in {out / 'header.json'} (notes) and on the run card of "

@@ -89,8 +89,8 @@ def test_shipped_run_site_has_every_view_and_only_its_runs(shipped_site):
 def test_a_variant_is_explained_by_the_nearest_spec(shipped_site):
     out, _ = shipped_site
     text = page_text(out / "runs/ladder_no_kl/index.html")
-    assert ("explained by GRPO: its header names 'ladder_no_kl', not one of the course's algorithms; GRPO is the one "
-            "whose components differ from the run's in the fewest slots (1 of 7: kl)") in text
+    assert ("explained by GRPO: its header names 'ladder_no_kl', not one of the course's algorithms; GRPO is the "
+            "nearest: the fewest slots of another kind, then of other parameters (1 of 7: kl)") in text
     assert "From GRPO to run ladder_no_kl: − 1 removed = 6 unchanged" in text
     assert "no token-level detail" in text and "token-level detail: the Step Inspector" in text
     raw = (out / "runs/ladder_no_kl/index.html").read_text()
@@ -251,9 +251,9 @@ def test_the_slot_panel_shows_the_gaps_the_import_found(tmp_path):
     assert statuses["advantage"] == "modified" and statuses["filter"] == "modified"
     assert statuses["ratio"] == statuses["aggregation"] == "unchanged"
     text = page_text(tmp_path / "site" / "runs" / "trl-gaps" / "index.html")
-    assert ("ran TRL's scale_rewards='batch' (the reward minus the group mean, over the std of the whole batch): no "
+    assert ("ran scale_rewards = 'batch' (the reward minus the group mean, over the std of the whole batch): no "
             "kind expresses it; nearest: group_zscore (the group's own std)") in text
-    assert "ran TRL's mask_truncated_completions (truncated completions left out of the loss" in text
+    assert "ran mask_truncated_completions = True (truncated completions left out of the loss" in text
     assert "changed: trainer setting without a kind" in text  # the filter's kind and parameters are the spec's
     assert "The run trained 2 slots differently from the GRPO spec" in text
 
@@ -270,7 +270,11 @@ def test_two_objectives_of_a_step_are_shown_with_the_reason(tmp_path):
     text = page_text(tmp_path / "site" / "runs" / "bnpo" / "index.html")
     assert "Two objectives per step On 1 of the 3 steps with token detail" in text
     assert f"At step {step}: {detail['objective']:.6g} in the token file, {detail['trl_objective']:.6g} in steps.jsonl" in text
-    assert "loss_type='bnpo' with gradient accumulation (a token mean per micro-batch)" in text
+    assert "loss_type = 'bnpo' with gradient accumulation (a token mean per micro-batch)" in text
+    # the import's note (on the run card) and the page name one spec for the run: the same rule (matching.py)
+    assert "explained by GRPO: its header names 'trl-bnpo'" in text
+    assert ("no spec has all of TRL's kinds, nearest spec: grpo (1 of 7 slots of another kind (aggregation); other "
+            "parameters in advantage)") in text
     # a run whose two objectives agree says nothing of it
     run = tmp_path / "runs" / "run1"
     import_log("trl", FIXTURES / "trl" / "run1", run, tap=FIXTURES / "trl" / "run1-tap")

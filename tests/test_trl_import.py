@@ -340,7 +340,7 @@ def test_two_objectives_of_a_step_agree_or_are_labelled(tmp_path):
             assert d["trl_objective"] == pytest.approx(steps[d["step"]]["metrics"]["objective"], rel=1e-6, abs=1e-9)
             gap = abs(d["objective"] - d["trl_objective"])
             if "objective_differs" in d:
-                assert gap > 1e-6 and "loss_type='bnpo' with gradient accumulation" in d["objective_differs"]
+                assert gap > 1e-6 and "loss_type = 'bnpo' with gradient accumulation" in d["objective_differs"]
                 assert "two different things" in d["objective_differs"]
                 assert objectives["at_step"] == d["step"] and objectives["max_difference"] == pytest.approx(gap, rel=1e-3)
             else:

@@ -155,7 +155,7 @@ def test_other_loss_types_recompute_exactly(tmp_path, settings, algorithm, aggre
     header, steps, details = load_run(import_run(tmp_path))
     cfg = header.algorithm_config
     assert header.algorithm == algorithm and cfg.kind("aggregation") == aggregation
-    assert header.trl["gaps"] == []
+    assert "gaps" not in header.imported_from
     for d in details:
         assert check_step(cfg, d) == []
         assert all(g.detailed for g in d.groups)
@@ -177,10 +177,12 @@ def test_settings_without_a_kind_are_named_with_the_nearest(tmp_path):
     proc = unipo("import", "trl", str(tmp_path / "trl-output"), "--tap", str(tmp_path / "tap"), "--out", str(run))
     assert proc.returncode == 0, proc.stderr
     header, steps, details = load_run(run)
-    gaps = {g["slot"]: g for g in header.trl["gaps"]}
-    assert "use_bias_correction_kl" in gaps["kl"]["trl"] and gaps["kl"]["nearest"] == "k3 in the loss"
-    assert "mask_truncated_completions" in gaps["filter"]["trl"]
-    assert "no kind for TRL's use_bias_correction_kl" in proc.stdout
+    gaps = {g["slot"]: g for g in header.imported_from["gaps"]}
+    assert gaps["kl"] == {"setting": "use_bias_correction_kl", "value": "True (the KL times the ratio)", "slot": "kl",
+                          "nearest": "k3 in the loss"}
+    assert gaps["filter"]["setting"] == "mask_truncated_completions"
+    assert ("TRL's use_bias_correction_kl = True (the KL times the ratio) has no kind in the registry's kl slot "
+            "(nearest: k3 in the loss)") in proc.stdout
     # TRL's term is beta x KL x ratio (engine_kl = KL x ratio): ours, beta x KL, is higher by beta x KL x (ratio - 1)
     for d, p, r, t in token_rows(details):
         live = np.asarray(t.mask, dtype=bool)

@@ -38,8 +38,8 @@ from . import project, runlog
 from .reader import check_run
 from .runs import ENV_RUNS, ENV_STRICT, is_run_dir
 from .schema import RunHeader
+from .matching import SpecMatch, nearest_spec
 from .specs import SpecError, load_specs
-from .views.diff import SpecMatch, nearest_spec
 
 #: The file that marks a directory as ``unipo explain``'s output (and so safe to replace).
 MARKER = ".unipo-explain.json"

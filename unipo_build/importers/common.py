@@ -31,8 +31,8 @@ import numpy as np
 
 from .. import components as C
 from .. import objective as O
+from ..matching import nearest_spec
 from ..project import ProjectError
-from ..registry import SLOTS
 from ..runlog import LogError, validate_run
 from ..specs import REGISTRY, AlgorithmSpec, ResolvedAlgorithm, SpecError, load_specs, resolve
 
@@ -272,13 +272,21 @@ CLIP_KEYS = ("clip_eps", "eps_clip", "eps_clip_low_high", "clip_range")
 KL_COEF_KEYS = ("init_kl_coef", "kl_coef", "beta")
 
 
-def nearest_specs(components: dict[str, dict], specs: dict[str, AlgorithmSpec]) -> tuple[list[str], int]:
-    """The specs with the most slots of the same kind as ``components`` (all of them, in id order, when
-    several tie), and that number: a trainer's run that matches every slot takes the first one's id."""
-    scores = {spec_id: sum(spec.components[s].kind == components[s]["kind"] for s in SLOTS)
-              for spec_id, spec in sorted(specs.items())}
-    best = max(scores.values(), default=0)
-    return [spec_id for spec_id, n in scores.items() if n == best], best
+def nearest_algorithm(config: ResolvedAlgorithm, specs: dict[str, AlgorithmSpec], trainer: str,
+                      notes: Notes) -> str:
+    """The algorithm id an import writes for a trainer's own components: the nearest spec's
+    (:func:`unipo_build.matching.nearest_spec`, the rule ``unipo explain`` names a run's spec by) when it has all of
+    the run's kinds, else ``config.id``. The notes name the nearest spec and how it differs, so the import note and
+    the explain page of the run name the same spec."""
+    match = nearest_spec(None, config, specs)
+    if match is None:
+        return config.id
+    if match.exact_kinds:
+        if match.params_changed:
+            notes.once(f"{match.spec.id}'s kinds with {trainer}'s parameters in {', '.join(match.params_changed)}")
+        return match.spec.id
+    notes.once(f"no spec has all of {trainer}'s kinds, nearest spec: {match.spec.id} ({match.how()})")
+    return config.id
 
 
 def _first(hparams: dict, keys: tuple[str, ...]) -> tuple[str | None, Any]:

@@ -62,10 +62,11 @@ from typing import Any
 
 import numpy as np
 
+from ..matching import Gap
 from ..runlog import LogError, RunWriter
 from ..schema import GroupSummary, ModelInfo, PromptGroup, Response, RewardInfo, RunHeader, StepDetail, StepRecord, TaskInfo, TokenArrays
 from . import common as K
-from .trainer_config import Gap, choose, get, numeric
+from .trainer_config import choose, get, numeric
 
 PRIME_RL_COMMIT = "559b447"
 EXPORT_SCHEMA = 1

@@ -1,13 +1,15 @@
 """A trainer's own configuration (verl's Hydra config, prime-rl's resolved configs) onto the registry.
 
 An importer translates its trainer's settings slot by slot into registry kinds (``unipo_build.specs.
-REGISTRY``). A setting no kind expresses is a :class:`Gap`: the setting, what the trainer did, and the
-nearest kind, as ``unipo_build.openrlhf.command`` names OpenRLHF's gaps. :func:`choose` then
+REGISTRY``). A setting no kind expresses is a :class:`unipo_build.matching.Gap`: the setting, what the
+trainer did, and the nearest kind (the one Gap type of every importer). :func:`choose` then
 
-- with no gap: attaches the translated components; the algorithm is the spec whose kinds all match
-  (its id), else ``<trainer>_<name>`` with the nearest spec noted;
+- with no gap: attaches the translated components; the algorithm is the nearest spec
+  (:func:`unipo_build.matching.nearest_spec`, the rule ``unipo explain`` names a run's spec by) when it
+  has all of the run's kinds (its id), else ``<trainer>_<name>`` with that nearest spec noted;
 - with gaps and no ``--algorithm``: stops with one line naming the config file, the setting, the
-  nearest kind and what to do (pass ``--algorithm SPEC`` to import with that spec's components);
+  nearest kind and what to do (pass ``--algorithm SPEC``, the nearest spec of the translated
+  components as the example, to import with that spec's components);
 - with ``--algorithm SPEC``: attaches that spec's components and records every gap (and every slot
   where the spec differs from what the trainer ran) in the run card's notes and in the header's
   ``imported_from.gaps``.
@@ -16,26 +18,13 @@ nearest kind, as ``unipo_build.openrlhf.command`` names OpenRLHF's gaps. :func:`
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..matching import Gap, nearest_spec
 from ..registry import SLOTS
 from ..runlog import LogError
 from ..specs import REGISTRY, ResolvedAlgorithm, resolve
 from . import common as K
-
-
-@dataclass(frozen=True)
-class Gap:
-    """One setting of the trainer that no registry kind expresses."""
-
-    setting: str  # the config key, e.g. "algorithm.adv_estimator"
-    value: str  # what it was set to
-    slot: str
-    nearest: str  # the nearest kind, e.g. "group_mean"
-
-    def line(self) -> str:
-        return f"{self.setting} = {self.value} has no kind in the registry's {self.slot} slot (nearest: {self.nearest})"
 
 
 def get(config: Any, dotted: str, default: Any = None) -> Any:
@@ -62,7 +51,7 @@ def choose(trainer: str, name: str, components: dict[str, dict], gaps: list[Gap]
     ``ref_logprobs`` False: the log has no reference log-probs, so a spec's KL term in the loss cannot be
     computed for its tokens; that slot is imported as ``none`` and the notes say so."""
     specs = K.known_specs(notes)
-    extras: dict[str, Any] = {"gaps": [asdict(g) for g in gaps]} if gaps else {}
+    extras: dict[str, Any] = {"gaps": [g.as_dict() for g in gaps]} if gaps else {}
     if algorithm is not None:
         spec_id = K.match_spec(algorithm, specs)
         if spec_id is None:
@@ -83,32 +72,19 @@ def choose(trainer: str, name: str, components: dict[str, dict], gaps: list[Gap]
                 notes.once(f"{trainer} ran {slot} {ran['kind']} {ran['params'] or ''}".rstrip()
                            + f"; the run card shows --algorithm {spec_id}'s {config[slot]['kind']}")
         return spec_id, _validated(config, spec_id, spec.name), extras
-    if gaps:
-        first = gaps[0]
-        more = f" (and {len(gaps) - 1} more setting(s))" if len(gaps) > 1 else ""
-        near, _ = K.nearest_specs({**components, **{g.slot: {"kind": g.nearest.split(" ")[0]} for g in gaps}}, specs)
-        raise LogError(config_file, f"{first.value!r} has no kind in the registry's {first.slot} slot{more} "
-                                    f"(nearest: {first.nearest}); pass --algorithm SPEC (e.g. --algorithm "
-                                    f"{near[0] if near else 'grpo'}) to import it with that spec's components, the difference "
-                                    "listed in the run card", field=first.setting)
     run_id = re.sub(r"[^a-z0-9_]+", "_", f"{trainer}_{name}".lower()).strip("_")[:64]
     config = _validated(components, run_id, f"{name} ({trainer})")
-    components = config.model_dump()["components"]
-    matching = [sid for sid, spec in sorted(specs.items())
-                if all(spec.components[s].kind == components[s]["kind"] for s in SLOTS)]
-    if matching:
-        spec_id = matching[0]
+    if gaps:
+        match, first = nearest_spec(None, config, specs), gaps[0]
+        more = f" (and {len(gaps) - 1} more setting(s))" if len(gaps) > 1 else ""
+        raise LogError(config_file, f"{first.value!r} has no kind in the registry's {first.slot} slot{more} "
+                                    f"(nearest: {first.nearest}); pass --algorithm SPEC (e.g. --algorithm "
+                                    f"{match.spec.id if match else 'grpo'}) to import it with that spec's components, "
+                                    "the difference listed in the run card", field=first.setting)
+    spec_id = K.nearest_algorithm(config, specs, trainer, notes)
+    if spec_id != run_id:
         config = config.model_copy(update={"id": spec_id, "name": specs[spec_id].name})
-        differs = [s for s in SLOTS if resolve(specs[spec_id], max_new_tokens=max_new_tokens or 1)
-                   .model_dump()["components"][s]["params"] != components[s]["params"]]
-        if differs:
-            notes.once(f"{spec_id}'s kinds with {trainer}'s parameters in {', '.join(differs)}")
-        return spec_id, config, extras
-    near, score = K.nearest_specs(components, specs)
-    if near:
-        notes.once(f"no spec has all of {trainer}'s kinds, nearest: {' and '.join(near)} ({score} of {len(SLOTS)} "
-                   "slots alike)")
-    return run_id, config, extras
+    return spec_id, config, extras
 
 
 def numeric(data: dict, notes: K.Notes, trainer: str) -> dict:

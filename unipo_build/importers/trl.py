@@ -23,10 +23,12 @@ gives the aggregation (grpo: mean per response then over responses; dapo: one to
 generation batch; dr_grpo: sum over G x max_completion_length; bnpo: token mean; luspo: sum per
 response, mean over responses), scale_rewards the advantage (group: group z-score with sample std and
 TRL's 1e-4; none: group mean), importance_sampling_level the ratio, epsilon / epsilon_high the clip
-and beta the KL (k3 in the loss, as TRL computes it). A setting the registry has no kind for is
-named with the nearest kind in the header (``trl.gaps``) and the notes, and the import goes on with
-the nearest; a loss_type whose surrogate has no kind at all (cispo, sapo, vespo) stops the import
-unless ``--algorithm`` names the spec to view it against.
+and beta the KL (k3 in the loss, as TRL computes it). The run's algorithm is the nearest spec
+(``common.nearest_algorithm``: ``unipo explain``'s rule) when it has all of these kinds, else
+``trl-<loss_type>`` with that nearest spec in the notes. A setting the registry has no kind for is
+named with the nearest kind in the header (``imported_from.gaps``, :class:`unipo_build.matching.Gap`)
+and the notes, and the import goes on with the nearest; a loss_type whose surrogate has no kind at
+all (cispo, sapo, vespo) stops the import unless ``--algorithm`` names the spec to view it against.
 
 Token files: every tapped rollout gives, for each optimizer step that trained on it, a token file of
 that step: every group of the step (its size, reward mean and share of the objective) and the tapped
@@ -52,6 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import objective as O
+from ..matching import Gap
 from ..runlog import LogError, RunWriter
 from ..schema import (GroupSummary, Hyperparameters, ModelInfo, PromptGroup, Response, RewardInfo, RunHeader,
                       StepDetail, StepRecord, TaskInfo, TokenArrays)
@@ -155,12 +158,12 @@ def _metrics(raw: dict, loc: K.Loc, notes: K.Notes) -> dict[str, float | None]:
 # GRPOConfig -> the registry's components
 # ---------------------------------------------------------------------------
 
-def trl_components(trainer: dict, loc: K.Loc) -> tuple[dict, list[dict]]:
+def trl_components(trainer: dict, loc: K.Loc) -> tuple[dict, list[Gap]]:
     """(components, gaps) of the run's GRPOConfig; a LogError for a loss_type with no kind."""
-    gaps: list[dict] = []
+    gaps: list[Gap] = []
 
-    def gap(slot: str, setting: str, nearest: str) -> None:
-        gaps.append({"slot": slot, "trl": setting, "nearest": nearest})
+    def gap(slot: str, setting: str, value: str, nearest: str) -> None:
+        gaps.append(Gap(setting, value, slot, nearest))
 
     loss_type = trainer.get("loss_type")
     if loss_type in NO_KIND:
@@ -177,10 +180,10 @@ def trl_components(trainer: dict, loc: K.Loc) -> tuple[dict, list[dict]]:
     else:
         comps["advantage"] = {"kind": "group_zscore", "params": {"std_ddof": 1, "eps": 1e-4}}
         if scale == "batch":
-            gap("advantage", "scale_rewards='batch' (the reward minus the group mean, over the std of the whole "
-                             "batch)", "group_zscore (the group's own std)")
+            gap("advantage", "scale_rewards", "'batch' (the reward minus the group mean, over the std of the whole "
+                                              "batch)", "group_zscore (the group's own std)")
     if trainer.get("multi_objective_aggregation", "sum_then_normalize") == "normalize_then_sum":
-        gap("advantage", "multi_objective_aggregation='normalize_then_sum'", "the z-score of the summed reward")
+        gap("advantage", "multi_objective_aggregation", "'normalize_then_sum'", "the z-score of the summed reward")
     level = trainer.get("importance_sampling_level", "token")
     comps["ratio"] = {"kind": "sequence" if level == "sequence" else "token", "params": {}}
     low, high = float(trainer.get("epsilon_low", 0.2)), float(trainer.get("epsilon_high", 0.2))
@@ -193,36 +196,38 @@ def trl_components(trainer: dict, loc: K.Loc) -> tuple[dict, list[dict]]:
     comps["aggregation"] = {"kind": kind, "params": {"normalizer": int(trainer["max_completion_length"])}
                             if kind == "constant_normalizer" else {}}
     if loss_type == "bnpo" and int(trainer.get("gradient_accumulation_steps", 1)) > 1:
-        gap("aggregation", "loss_type='bnpo' with gradient accumulation (a token mean per micro-batch)",
+        gap("aggregation", "loss_type", "'bnpo' with gradient accumulation (a token mean per micro-batch)",
             "token_mean over the whole step")
     if loss_type == "dapo" and (trainer.get("steps_per_generation") != trainer.get("gradient_accumulation_steps")):
-        gap("aggregation", "loss_type='dapo' with steps_per_generation != gradient_accumulation_steps (tokens "
-                           "divided by the generation batch's count)", "token_mean over the step")
+        gap("aggregation", "loss_type", "'dapo' with steps_per_generation != gradient_accumulation_steps (tokens "
+                                        "divided by the generation batch's count)", "token_mean over the step")
     comps["filter"] = {"kind": "none", "params": {}}
     comps["shaping"] = {"kind": "none", "params": {}}
     if trainer.get("mask_truncated_completions"):
-        gap("filter", "mask_truncated_completions (truncated completions left out of the loss, still counted "
-                      "in the batch)", "filter none, their tokens kept with mask 0")
+        gap("filter", "mask_truncated_completions", "True (truncated completions left out of the loss, still "
+                                                    "counted in the batch)", "filter none, their tokens kept with mask 0")
     config = trainer.get("config") or {}
     if config.get("delta") is not None:
-        gap("clip", f"delta={config['delta']} (two-sided clip of the ratio)", comps["clip"]["kind"])
+        gap("clip", "delta", f"{config['delta']} (two-sided clip of the ratio)", comps["clip"]["kind"])
     if config.get("use_bias_correction_kl"):
-        gap("kl", "use_bias_correction_kl (the KL times the ratio)", "k3 in the loss")
+        gap("kl", "use_bias_correction_kl", "True (the KL times the ratio)", "k3 in the loss")
     if (config.get("top_entropy_quantile") or 1.0) < 1.0:
-        gap("filter", f"top_entropy_quantile={config['top_entropy_quantile']} (only high-entropy tokens trained)",
+        gap("filter", "top_entropy_quantile", f"{config['top_entropy_quantile']} (only high-entropy tokens trained)",
             "every token trained")
     if config.get("off_policy_mask_threshold") is not None:
-        gap("filter", "off_policy_mask_threshold (off-policy sequences with negative advantage dropped)", "none")
+        gap("filter", "off_policy_mask_threshold", f"{config['off_policy_mask_threshold']} (off-policy sequences "
+                                                   "with negative advantage dropped)", "none")
     if config.get("use_vllm") and config.get("vllm_importance_sampling_correction"):
-        gap("ratio", "vLLM importance-sampling correction (the loss times pi_old / pi_sampler)",
+        gap("ratio", "vllm_importance_sampling_correction", "True (vLLM's log-probs: the loss times pi_old / "
+                                                            "pi_sampler)",
             "the ratio to pi_old alone (the sampler's log-probs kept as sample_logp in the token files)")
     if config.get("entropy_coef"):
-        gap("kl", f"entropy_coef={config['entropy_coef']} (an entropy bonus in the loss)", "no entropy term")
+        gap("kl", "entropy_coef", f"{config['entropy_coef']} (an entropy bonus in the loss)", "no entropy term")
     return comps, gaps
 
 
 def _algorithm(tap: Tap | None, algorithm: str | None, max_new_tokens: int | None, loc: K.Loc,
-               notes: K.Notes) -> tuple[ResolvedAlgorithm | None, str, list[dict]]:
+               notes: K.Notes) -> tuple[ResolvedAlgorithm | None, str, list[Gap]]:
     specs = K.known_specs(notes)
     if algorithm is not None:
         spec_id = K.match_spec(algorithm, specs)
@@ -239,20 +244,15 @@ def _algorithm(tap: Tap | None, algorithm: str | None, max_new_tokens: int | Non
     trainer = {**tap.manifest["trainer"], "config": tap.manifest.get("config") or {}}
     trainer.setdefault("multi_objective_aggregation", trainer["config"].get("multi_objective_aggregation"))
     comps, gaps = trl_components(trainer, K.Loc(str(tap.directory / MANIFEST)))
-    loss_type = trainer.get("loss_type")
-    near, same = K.nearest_specs(comps, specs)
-    nearest = near[0] if near else None
-    name = nearest if same == len(comps) else None
-    if loss_type in specs:
-        nearest = loss_type  # TRL names this loss after that algorithm
-    run_name = name or f"trl-{loss_type}"
-    if name is None and nearest is not None:
-        notes.once(f"no spec has exactly these components, nearest spec: {nearest}")
-    cfg = ResolvedAlgorithm.model_validate({"id": re.sub(r"[^a-z0-9_]", "_", run_name.lower()),
-                                            "name": f"TRL GRPOTrainer, loss_type={loss_type}",
+    own = f"trl-{trainer.get('loss_type')}"
+    cfg = ResolvedAlgorithm.model_validate({"id": re.sub(r"[^a-z0-9_]", "_", own.lower()),
+                                            "name": f"TRL GRPOTrainer, loss_type={trainer.get('loss_type')}",
                                             "components": comps})
+    spec_id = K.nearest_algorithm(cfg, specs, "TRL", notes)
+    run_name = own if spec_id == cfg.id else spec_id
+    cfg = cfg.model_copy(update={"id": spec_id})
     for g in gaps:
-        notes.once(f"no kind for TRL's {g['trl']} ({g['slot']}), nearest kind: {g['nearest']}")
+        notes.once(f"TRL's {g.line()}")
     return cfg, run_name, gaps
 
 
@@ -380,10 +380,10 @@ OBJECTIVE_ATOL = 1e-6
 OBJECTIVE_SLOTS = ("aggregation", "filter", "kl", "ratio", "clip")
 
 
-def objective_reason(trainer: dict, gaps: list[dict]) -> str:
+def objective_reason(trainer: dict, gaps: list[Gap]) -> str:
     """Why a step's objective in the token file is not minus TRL's loss: what each one is, and the settings."""
     gas = int(trainer.get("gradient_accumulation_steps") or 1)
-    settings = [g["trl"] for g in gaps if g["slot"] in OBJECTIVE_SLOTS]
+    settings = [f"{g.setting} = {g.value}" for g in gaps if g.slot in OBJECTIVE_SLOTS]
     return ("two different things: steps.jsonl's objective is minus TRL's loss, summed over the step's "
             f"{gas} micro-batch{'es' if gas != 1 else ''}, each aggregated by loss_type={trainer.get('loss_type')} "
             "over its own completions; the token file's is the run's components applied to the whole step's "
@@ -446,8 +446,9 @@ def import_trl(src: Path, stage: Path, *, algorithm: str | None = None, run_id: 
         engine="trl", created_at=started, finished_at=finished,
         steps_per_rollout=per_rollout // gas if tap_data and per_rollout % gas == 0 and per_rollout >= gas else None,
         imported_from={"format": "trl", "path": str(src),
-                       "files": [{"path": str(p), "sha256": K.sha256_file(p)} for p in files]},
-        trl={"version": tap_data.manifest.get("trl_version") if tap_data else None, "gaps": gaps,
+                       "files": [{"path": str(p), "sha256": K.sha256_file(p)} for p in files],
+                       **({"gaps": [g.as_dict() for g in gaps]} if gaps else {})},
+        trl={"version": tap_data.manifest.get("trl_version") if tap_data else None,
              "tap_run": tap_data.manifest.get("run") if tap_data else None, "cross_check": compared,
              "summary": summary, "config": config or None},
     )

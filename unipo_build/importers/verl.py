@@ -65,10 +65,11 @@ from typing import Any, Iterator
 
 import yaml
 
+from ..matching import Gap
 from ..runlog import LogError, RunWriter
 from ..schema import EvalRecord, ModelInfo, RewardInfo, RunHeader, StepRecord, TaskInfo
 from . import common as K
-from .trainer_config import Gap, choose, get, numeric
+from .trainer_config import choose, get, numeric
 
 VERL_VERSION = "0.8.0.dev"
 

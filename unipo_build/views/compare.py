@@ -21,7 +21,8 @@ from typing import Any
 
 from ..render import escape_text, json_data
 from ..specs import SLOTS, AlgorithmSpec, ResolvedAlgorithm, lineage
-from .diff import DIFF_STYLES, SLOT_LABELS, STATUSES, as_run_of, diff_algorithms, diff_sentence, summary_counts
+from ..matching import as_run_of
+from .diff import DIFF_STYLES, SLOT_LABELS, STATUSES, diff_algorithms, diff_sentence, summary_counts
 from .explainer import DIFF_PLACEHOLDER, PARAM_WORDS, Component, components_of, kind_label, objective_formula, param_words
 from .fmt import math_display
 

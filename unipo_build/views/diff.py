@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..specs import SLOTS, AlgorithmSpec, ResolvedAlgorithm, ResolvedComponent, lineage
+from ..matching import KIND, Algorithm, slot_changes, slot_config
+from ..specs import SLOTS
 from .palette import role
 
 STATUSES = ("unchanged", "modified", "added", "removed")
@@ -76,31 +77,17 @@ class SlotDiff:
                 "badge": self.badge}
 
 
-Algorithm = AlgorithmSpec | ResolvedAlgorithm | Mapping[str, tuple[str, Mapping[str, Any]]]
-
-
-def slot_config(algorithm: Algorithm, slot: str) -> tuple[str, dict[str, Any]]:
-    """(kind, parameters) of one slot; a spec's parameters with the registry's defaults filled in."""
-    if isinstance(algorithm, AlgorithmSpec):
-        return algorithm.components[slot].kind, algorithm.params(slot)
-    if isinstance(algorithm, ResolvedAlgorithm):
-        comp = algorithm.components[slot]
-        return comp.kind, dict(comp.params)
-    kind, params = algorithm[slot]
-    return kind, dict(params)
-
-
 def slot_status(kind_a: str, params_a: Mapping[str, Any], kind_b: str, params_b: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
-    """The status of one slot and what changed (see the module docstring)."""
-    if kind_a == kind_b:
-        keys = sorted(set(params_a) | set(params_b))
-        changed = tuple(k for k in keys if params_a.get(k) != params_b.get(k))
+    """The status of one slot and what changed (see the module docstring; what changed is
+    :func:`unipo_build.matching.slot_changes`, the comparison the nearest-spec rule counts)."""
+    changed = slot_changes(kind_a, params_a, kind_b, params_b)
+    if changed != (KIND,):
         return ("modified" if changed else "unchanged"), changed
     if kind_a == NONE_KIND:
-        return "added", ("kind",)
+        return "added", changed
     if kind_b == NONE_KIND:
-        return "removed", ("kind",)
-    return "modified", ("kind",)
+        return "removed", changed
+    return "modified", changed
 
 
 def diff_slot(a: Algorithm, b: Algorithm, slot: str) -> SlotDiff:
@@ -130,54 +117,3 @@ def diff_sentence(name_a: str, name_b: str, diffs: list[SlotDiff]) -> str:
     counts = summary_counts(diffs)
     parts = [f"{counts[s]} {s}" for s in ("modified", "added", "removed", "unchanged") if counts[s]]
     return f"From {name_a} to {name_b}: " + ", ".join(parts) + " (of the " + str(len(diffs)) + " slots)."
-
-
-# ---------------------------------------------------------------------------
-# The spec nearest to a run's resolved components (``unipo explain``)
-# ---------------------------------------------------------------------------
-
-def as_run_of(spec: AlgorithmSpec, config: ResolvedAlgorithm) -> ResolvedAlgorithm:
-    """The spec's components with the parameters a run fills in (the constant normaliser, the
-    overlong lengths) taken from ``config`` where both use the same kind: a spec leaves them null,
-    so without this every Dr. GRPO run would differ from the Dr. GRPO spec in its normaliser."""
-    components = {}
-    for slot in SLOTS:
-        kind, params = spec.component(slot), spec.params(slot)
-        if config.kind(slot) == kind.name:
-            for name in kind.run_resolved:
-                if params.get(name) is None:
-                    params[name] = config.param(slot, name)
-        components[slot] = ResolvedComponent(kind=kind.name, params=params)
-    return ResolvedAlgorithm(id=spec.id, name=spec.name, components=components)
-
-
-@dataclass(frozen=True)
-class SpecMatch:
-    """A spec and how a run's components differ from it (the spec first, the run second)."""
-
-    spec: AlgorithmSpec
-    diffs: list[SlotDiff]
-    #: The run's header names this spec (its ``algorithm`` is the spec's id).
-    by_id: bool
-
-    @property
-    def kinds_changed(self) -> int:
-        return sum(1 for d in self.diffs if "kind" in d.changed)
-
-    @property
-    def params_changed(self) -> int:
-        return sum(1 for d in self.diffs if d.changed and "kind" not in d.changed)
-
-
-def nearest_spec(algorithm: str, config: ResolvedAlgorithm | None,
-                 specs: Mapping[str, AlgorithmSpec]) -> SpecMatch | None:
-    """The spec a run is explained by: the one its header names (``algorithm``), else the one
-    whose components differ from the run's in the fewest slots (another kind counts before other
-    parameters; ties go to the earlier spec of the lineage). None when the run has no resolved
-    components (an imported run of an algorithm the registry cannot express): nothing matches."""
-    if config is None or not specs:
-        return None
-    order = {spec.id: i for i, spec in enumerate(lineage(dict(specs)))}
-    matches = [SpecMatch(spec, diff_algorithms(as_run_of(spec, config), config), spec.id == algorithm)
-               for spec in specs.values()]
-    return min(matches, key=lambda m: (not m.by_id, m.kinds_changed, m.params_changed, order[m.spec.id]))

@@ -11,19 +11,20 @@
                                              diagnoses' step links name (one per page)
 
 A run is named by its exact id here, never by an algorithm id: a practitioner's run called ``ppo``
-that trained GRPO is still that run. The spec a run is explained by is :func:`diff.nearest_spec`'s:
-the one its header names, else the one whose components differ from the run's in the fewest slots.
+that trained GRPO is still that run. The spec a run is explained by is :func:`matching.nearest_spec`'s, the
+rule the importers' notes name theirs by: the one its header names, else the one whose components differ from
+the run's in the fewest slots.
 """
 
 from __future__ import annotations
 
 from ..diagnose import diagnose
+from ..matching import SpecMatch, header_gaps, nearest_spec
 from ..runs import Run
 from ..schema import TokenArrays
 from . import explainer, explorer
 from .compare import compare_run_html
 from .diagnoses import diagnoses_html
-from .diff import SpecMatch, nearest_spec
 from .fmt import escape_text, fmt_num
 from .site import AuthorError, Site, macro
 from .verdicts import run_card_html
@@ -75,7 +76,7 @@ def match_sentence(site: Site, run: Run, match: SpecMatch) -> str:
     else:
         changed = [d.slot for d in match.diffs if d.changed]
         how = (f"its header names {run.header.algorithm!r}, not one of the course's algorithms; {spec.name} is the "
-               f"one whose components differ from the run's in the fewest slots")
+               "nearest: the fewest slots of another kind, then of other parameters")
         how += f" ({len(changed)} of {len(match.diffs)}: {', '.join(changed)})" if changed else " (none)"
     return how
 
@@ -111,24 +112,17 @@ def lacks(run: Run) -> list[str]:
 
 
 def import_gaps(header) -> dict[str, list[str]]:
-    """Slot -> what the trainer ran there that no kind expresses, as the import recorded it (TRL's header ``trl.gaps``,
-    OpenRLHF's ``openrlhf.gaps``, verl's and prime-rl's ``imported_from.gaps``): the run's components hold the
-    nearest kind, so the slot panel shows these slots as modified with these lines."""
-    extra = header.model_extra or {}
+    """Slot -> what the trainer ran there that no kind expresses, as the import recorded it (the importers'
+    ``imported_from.gaps``, :class:`matching.Gap`; OpenRLHF's approximations of a spec, ``openrlhf.gaps``): the
+    run's components hold the nearest kind, so the slot panel shows these slots as modified with these lines."""
     out: dict[str, list[str]] = {}
-
-    def add(slot, line):
-        if slot:
-            out.setdefault(str(slot), []).append(line)
-
-    for gap in (extra.get("trl") or {}).get("gaps") or []:
-        add(gap.get("slot"), f"ran TRL's {gap.get('trl')}: no kind expresses it; nearest: {gap.get('nearest')}")
-    for gap in (extra.get("openrlhf") or {}).get("gaps") or []:
-        add(gap.get("slot"), f"ran on OpenRLHF, which cannot do {gap.get('spec_says')}: {gap.get('nearest')}")
-    imported = extra.get("imported_from") if isinstance(extra.get("imported_from"), dict) else {}
-    for gap in imported.get("gaps") or []:
-        add(gap.get("slot"), f"ran {gap.get('setting')} = {gap.get('value')}: no kind expresses it; nearest: "
-                             f"{gap.get('nearest')}")
+    for gap in header_gaps(header):
+        out.setdefault(gap.slot, []).append(f"ran {gap.setting} = {gap.value}: no kind expresses it; nearest: "
+                                            f"{gap.nearest}")
+    for gap in ((header.model_extra or {}).get("openrlhf") or {}).get("gaps") or []:
+        if gap.get("slot"):
+            out.setdefault(str(gap["slot"]), []).append(f"ran on OpenRLHF, which cannot do {gap.get('spec_says')}: "
+                                                        f"{gap.get('nearest')}")
     return out
 
 
