@@ -110,12 +110,14 @@ def clip_bounds(cfg: ResolvedAlgorithm) -> tuple[float | None, float | None]:
 
 
 def token_terms(cfg: ResolvedAlgorithm, *, logp, old_logp, advantages, mask, ref_logp=None,
-                rollout_kl=None) -> TokenTerms:
+                rollout_kl=None, kl=None) -> TokenTerms:
     """Ratio, clipped surrogate, KL and the per-token objective for every token.
 
     objective_{i,t} = surrogate_{i,t} - beta * KL_{i,t} when the KL sits in the loss;
     = surrogate_{i,t} otherwise (a KL in the reward is already inside the advantage, and
-    ``rollout_kl`` is then reported as the token's KL).
+    ``rollout_kl`` is then reported as the token's KL). The KL in the loss is the spec's
+    estimator from ``ref_logp`` (:func:`reference_kl`), or ``kl`` where given: the per-token KL
+    a trainer logged, (B, T), which an importer keeps as the trainer computed it.
     """
     xp = array_namespace(logp)
     mask_f = xp.astype(mask, logp.dtype)
@@ -124,15 +126,17 @@ def token_terms(cfg: ResolvedAlgorithm, *, logp, old_logp, advantages, mask, ref
     surrogate, side = C.clipped_surrogate(rho, advantages, eps_low, eps_high)
     surrogate = surrogate * mask_f
     side = side * xp.astype(mask, side.dtype)
-    kl = None
     objective = surrogate
     if kl_in_loss(cfg):
-        if ref_logp is None:
-            raise ValueError("the KL sits in the loss: ref_logp is required")
-        kl = C.kl_estimate(logp, ref_logp, cfg.param("kl", "estimator")) * mask_f
+        if kl is None:
+            if ref_logp is None:
+                raise ValueError("the KL sits in the loss: ref_logp is required (or the logged kl)")
+            kl = reference_kl(cfg, logp, ref_logp, mask_f)
         objective = surrogate - cfg.param("kl", "beta") * kl
     elif kl_in_reward(cfg):
         kl = rollout_kl
+    else:
+        kl = None
     return TokenTerms(ratio=rho * mask_f, surrogate=surrogate, clip_side=side, kl=kl, objective=objective)
 
 
@@ -150,10 +154,16 @@ def step_objective(cfg: ResolvedAlgorithm, objective, mask):
     return xp.sum(w * objective), w
 
 
+def reference_kl(cfg: ResolvedAlgorithm, logp, ref_logp, mask):
+    """Per-token KL estimate (the spec's estimator) of the policy whose log-probs are ``logp`` from the
+    reference, 0 on padding."""
+    xp = array_namespace(logp)
+    return C.kl_estimate(logp, ref_logp, cfg.param("kl", "estimator")) * xp.astype(mask, logp.dtype)
+
+
 def rollout_kl(cfg: ResolvedAlgorithm, old_logp, ref_logp, mask):
     """Per-token KL of the sampling policy from the reference, for a KL in the reward."""
-    xp = array_namespace(old_logp)
-    return C.kl_estimate(old_logp, ref_logp, cfg.param("kl", "estimator")) * xp.astype(mask, old_logp.dtype)
+    return reference_kl(cfg, old_logp, ref_logp, mask)
 
 
 def aggregation_weights(kind: str, mask, normalizer: float | None = None):

@@ -406,8 +406,17 @@ def _pad(rows: list[list[float]], width: int) -> np.ndarray:
     return out
 
 
+#: How a run of an algorithm the registry cannot express is read token by token: the token ratio, no clip, no KL,
+#: one token mean over the logged tokens of the step (its advantage is the one the log holds).
+UNKNOWN = ResolvedAlgorithm.model_validate({"id": "unknown", "name": "unknown", "components": {
+    "advantage": {"kind": "group_mean"}, "ratio": {"kind": "token"}, "clip": {"kind": "none"}, "kl": {"kind": "none"},
+    "aggregation": {"kind": "token_mean"}, "filter": {"kind": "none"}, "shaping": {"kind": "none"}}})
+
+
 def derive_tokens(cfg: ResolvedAlgorithm | None, responses: list[TokenInputs], notes: Notes) -> list[TokenOutputs]:
-    """Ratio, clip side, aggregation weight and (when not logged) objective of every token.
+    """Ratio, clip side, aggregation weight and (when not logged) objective of every token, by
+    ``objective.token_terms`` and ``objective.weights`` with the run's components (:data:`UNKNOWN`'s
+    for an unknown algorithm, ``cfg`` None):
 
     - ratio: the spec's ratio from the log-probs (token: exp(logp - old_logp); sequence: the
       geometric mean of the response's token ratios; none: 1); unknown algorithm: token ratio.
@@ -417,51 +426,44 @@ def derive_tokens(cfg: ResolvedAlgorithm | None, responses: list[TokenInputs], n
       sample of the minibatch, so a group-size-dependent weight is that of the sample);
       unknown algorithm: one over the number of logged tokens of the step (a token mean).
     - objective: as logged; otherwise the spec's surrogate minus beta x KL when the KL is in
-      the loss (KL as logged, else the spec's estimator from ref_logp); unknown: ratio x A.
+      the loss (KL as logged, else the spec's estimator from ref_logp; a response with neither
+      has its objective without the KL term, noted); unknown: ratio x A.
     """
     if not responses:
         return []
+    algo = cfg if cfg is not None else UNKNOWN
     width = max(1, max(len(r.ids) for r in responses))
     mask = _pad([[1.0] * len(r.ids) for r in responses], width)
     logp = _pad([r.logp for r in responses], width)
-    old = _pad([r.old_logp for r in responses], width)
-    adv = _pad([r.advantage for r in responses], width)
+    in_loss = O.kl_in_loss(algo)
+    kl_in_loss = None
+    if in_loss:
+        # The spec's estimate where the reference's log-probs are logged (a response without them: the policy's
+        # own, an estimate of 0), replaced by the KL the trainer logged where it did.
+        ref = _pad([r.ref_logp if r.ref_logp is not None else r.logp for r in responses], width)
+        kl_in_loss = np.asarray(O.reference_kl(algo, logp, ref, mask))
+        for i, r in enumerate(responses):
+            if r.kl is not None:
+                kl_in_loss[i, : len(r.kl)] = r.kl
     with np.errstate(over="ignore", invalid="ignore"):
-        if cfg is not None:
-            ratio = np.asarray(O.ratio(cfg, logp, old, mask)) * mask
-            eps_low, eps_high = O.clip_bounds(cfg)
-            surrogate, side = C.clipped_surrogate(ratio, adv, eps_low, eps_high)
-            side = side * mask.astype(np.int8)
-        else:
-            ratio = np.exp(logp - old) * mask
-            surrogate, side = ratio * adv, np.zeros(mask.shape, dtype=np.int8)
-        surrogate = surrogate * mask
-        if mask.sum() == 0:
-            weights = np.zeros_like(mask)
-        elif cfg is not None:
-            weights = np.asarray(O.weights(cfg, mask))
-        else:
-            weights = mask / mask.sum()
-        beta = cfg.param("kl", "beta") if cfg is not None and cfg.kind("kl") == "in_loss" else None
-        estimator = cfg.param("kl", "estimator") if beta is not None else None
+        terms = O.token_terms(algo, logp=logp, old_logp=_pad([r.old_logp for r in responses], width),
+                              advantages=_pad([r.advantage for r in responses], width), mask=mask, kl=kl_in_loss)
+        ratio, side, derived = np.asarray(terms.ratio), np.asarray(terms.clip_side), np.asarray(terms.objective)
+        weights = np.zeros_like(mask) if mask.sum() == 0 else np.asarray(O.weights(algo, mask))
 
     outputs = []
     for i, r in enumerate(responses):
         n = len(r.ids)
         kl = r.kl
-        if kl is None and beta is not None and r.ref_logp is not None:
-            kl = C.kl_estimate(np.asarray(r.logp), np.asarray(r.ref_logp), estimator).tolist()
+        if kl is None and in_loss and r.ref_logp is not None:
+            kl = kl_in_loss[i, :n].tolist()
             notes.add("token kl computed from ref_log_probs with the spec's estimator")
         if r.objective is not None:
             objective = list(r.objective)
         else:
-            derived = surrogate[i, :n]
-            if beta is not None:
-                if kl is not None:
-                    derived = derived - beta * np.asarray(kl)
-                else:
-                    notes.add("token objective derived without its KL term (no ref_log_probs or token_kl logged)")
-            objective = derived.tolist()
+            if in_loss and kl is None:
+                notes.add("token objective derived without its KL term (no ref_log_probs or token_kl logged)")
+            objective = derived[i, :n].tolist()
             notes.add("token objective derived from the spec's math (token_objective not logged)"
                       if cfg is not None else "token objective derived as ratio x advantage (algorithm unknown)")
         row_ratio = ratio[i, :n]
