@@ -19,7 +19,7 @@ from unipo_build.formula import objective_latex
 from unipo_build.project import spec_dir
 from unipo_build.registry import REGISTRY, NoParams, Term
 from unipo_build.specs import load_spec, resolve
-from unipo_build.views.explainer import objective_card
+from unipo_build.views.explainer import explainer_config, objective_card
 from unipo_build.views.reference import component_catalogue_markdown
 
 
@@ -35,7 +35,9 @@ def _register_median():
         lambda p: r"\hat{A}_{i,t}=r_i-\operatorname{median}(\{r_j\}_{j=1}^{G})",
         (Term("median", r"\operatorname{median}", "The middle reward of the group."),),
         fn=group_median_advantage, group_baseline=True, label="group median",
-        apply=lambda rewards, p: group_median_advantage(rewards))
+        apply=lambda rewards, p: group_median_advantage(rewards),
+        explain=registry.explain(registry.row("advantage Â", "rᵢ − median = {response.reward} − median of the group",
+                                              "token.advantage", key="advantage")))
 
 
 def _spec_using(tmp_path, kind: str):
@@ -64,6 +66,9 @@ def test_a_kind_added_to_the_registry_is_trained_shown_and_explained(tmp_path):
         card = objective_card(spec, uid="median-card")
         assert "Each reward minus its group&#x27;s median." in card and "The middle reward of the group." in card
         assert "The median is robust to one odd reward." in card
+        # the browser's configuration carries what the explainer shows for it
+        assert explainer_config(cfg)["components"]["advantage"]["explain"]["items"][0]["row"] == "advantage Â"
+        registry.check_explainable()
         # the components reference lists it, with the function that computes it
         catalogue = component_catalogue_markdown({"median_po": spec})
         assert "group_median" in catalogue and "group_median_advantage" in catalogue
@@ -135,3 +140,116 @@ def test_the_token_mean_card_divides_by_the_batch_like_its_weights():
     assert r"\sum_{i=1}^{G}|o_i|" not in tex
     terms = {t.key: t.symbol for t in kind.terms}
     assert terms["total_length"] == r"\sum_{j=1}^{BG}|o_j|" and "batch" in kind.summary
+
+
+# ---------------------------------------------------------------------------
+# What the browser says about a kind: its explainer data (registry.explain)
+# ---------------------------------------------------------------------------
+
+import re  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import kinds_for_tests as K  # noqa: E402 (the tests' own kinds, never shipped)
+
+ASSETS = Path(__file__).resolve().parents[1] / "overrides" / "assets"
+NO_DATA = (f"advantage kind '{K.NAME}' has no explainer data: give its register() call explain=explain(...) with "
+           "the rows and sentences the Algorithm Explainer shows for it (docs/guides/contribute.md, step 3)")
+
+
+def test_every_shipped_kind_has_complete_explainer_data():
+    for slot, kinds in REGISTRY.items():
+        for name, kind in kinds.items():
+            assert registry.explainer_problem(kind) is None, (slot, name)
+            data = registry.explainer_data(kind)
+            assert data["kind"] == name and data["items"], (slot, name)
+            # a parameter's default is sent with it (a log that leaves one out reads the registry's)
+            assert set(data["defaults"]) <= set(kind.params.model_fields), (slot, name)
+            if slot in registry.EXPLAIN_REQUIRED_ROW:
+                assert registry.EXPLAIN_REQUIRED_ROW[slot] in [i.get("key") for i in data["items"]], (slot, name)
+    registry.check_explainable()
+    assert registry.explainer_data(registry.kind("advantage", "group_zscore"))["defaults"] == {"std_ddof": 1, "eps": 1e-6}
+
+
+def test_the_browser_asks_for_no_kind_by_name():
+    """explainer.js and inspector-tokens.js compare no kind with a name: what they say about a kind
+    is its data (the test kind of tests/browser/test_kind_from_data.py is explained with no JS change)."""
+    names = sorted({name for kinds in REGISTRY.values() for name in kinds})
+    for script in ("explainer.js", "inspector-tokens.js"):
+        js = (ASSETS / script).read_text(encoding="utf-8")
+        assert "kindOf" not in js and not re.search(r"components(\.\w+|\[[^\]]+\])\.kind\s*[!=]=", js), script
+        for name in names:
+            quoted = r"[\"']" + re.escape(name) + r"[\"']"
+            assert not re.search(r"[!=]==?\s*" + quoted + "|" + quoted + r"\s*[!=]==?", js), (script, name)
+
+
+def test_a_kind_without_explainer_data_is_refused_in_one_line(tmp_path):
+    from mkdocs.exceptions import PluginError
+
+    from unipo_build import hooks
+    from unipo_build.cli import validate_path
+
+    with registry.scoped():
+        kind = K.register_standardised(with_explainer=False)
+        assert registry.explainer_problem(kind) == NO_DATA
+        with pytest.raises(ValueError) as err:
+            registry.check_explainable()
+        assert str(err.value) == NO_DATA
+        # the site build stops before any page renders, with that line (MkDocs prints it)
+        with pytest.raises(PluginError) as err:
+            hooks.check_kinds()
+        assert str(err.value) == NO_DATA
+        # `unipo validate` of a spec using it names the file and the field
+        spec = _spec_using(tmp_path, K.NAME)
+        assert validate_path(spec, None) == [f"{spec}: components.advantage.kind: {NO_DATA}"]
+    registry.check_explainable()  # gone with its scope
+
+
+def test_a_run_using_a_kind_without_explainer_data_stops_unipo_explain(tmp_path, caplog):
+    """Through the build itself: `unipo explain` of a run whose configuration names the kind."""
+    import json
+
+    from unipo_build import explain
+    from unipo_build.importers import import_log
+
+    with registry.scoped():
+        K.register_standardised(with_explainer=False)
+        run = tmp_path / "runs" / "grpo_small"
+        import_log("unipo", Path(__file__).resolve().parent / "fixtures" / "unipo" / "grpo_small.json", run)
+        header = json.loads((run / "header.json").read_text(encoding="utf-8"))
+        header["algorithm_config"]["components"]["advantage"]["kind"] = K.NAME
+        (run / "header.json").write_text(json.dumps(header), encoding="utf-8")
+        with caplog.at_level("ERROR"), pytest.raises(explain.ExplainError, match="the site build stopped"):
+            explain.build([run], tmp_path / "site")
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [NO_DATA]
+    assert not (tmp_path / "site").exists()
+
+
+def _with(**change):
+    """The test kind's explainer data with one item changed (or added)."""
+    items = [dict(i) for i in registry.explain(
+        registry.row("advantage Â", "{response.reward}", "calc.advantage", key="advantage"))["items"]]
+    items[0].update(change)
+    return {"items": items}
+
+
+@pytest.mark.parametrize("data, missing", [
+    ({"items": []}, "its explainer data has no items (rows or sentences) to show"),
+    ({"items": [{"row": "advantage Â", "key": "advantage"}]}, "explainer row 1 ('advantage Â') has neither a value nor a text"),
+    ({"items": [{"note": "x"}]}, "explainer item 1 is neither a row() nor a say()"),
+    (_with(colour="red"), "explainer item 1 has unknown fields colour"),
+    (_with(value="token.advantage * reward"), "explainer item 1 value: unknown name 'reward' in 'token.advantage * reward'"),
+    (_with(value="median(group.rewards)"), "explainer item 1 value: unknown function 'median' in 'median(group.rewards)'"),
+    (_with(how="({response.reward)"), "explainer item 1 how: a '{' without its '}'"),
+    (_with(how=registry.cases(("group.size # 2", "x"))), "explainer item 1 how: cannot read '# 2'"),
+    (_with(key="adv"), "its explainer data has no row with key 'advantage' (every advantage kind shows one)"),
+])
+def test_incomplete_explainer_data_names_the_kind_and_what_is_missing(data, missing):
+    with registry.scoped():
+        kind = K.register_standardised()
+        kind = registry.register("advantage", kind.name, kind.params, kind.summary, kind.latex, kind.terms,
+                                 fn=kind.fn, apply=kind.apply, group_baseline=True, explain=data)
+        problem = registry.explainer_problem(kind)
+    assert problem is not None and "\n" not in problem
+    assert problem.startswith(f"advantage kind '{K.NAME}': ") and missing in problem, problem

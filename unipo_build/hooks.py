@@ -48,7 +48,7 @@ from mkdocs.plugins import CombinedEvent, event_priority
 
 from unipo_build import csp
 from unipo_build import macros as unipo_macros
-from unipo_build import project, runs, sets, specs
+from unipo_build import project, registry, runs, sets, specs
 from unipo_build.views import palette, search_text
 from unipo_build.views.common import site_root
 
@@ -142,6 +142,15 @@ def check_specs(root: Path) -> None:
         raise PluginError(str(err)) from None
 
 
+def check_kinds() -> None:
+    """Every registered kind can be explained in the browser: a kind without its explainer data
+    (registry.explain) stops the build with one line naming the kind and what is missing."""
+    try:
+        registry.check_explainable()
+    except ValueError as err:
+        raise PluginError(str(err)) from None
+
+
 def read_sets(config) -> tuple[sets.RunSet, list[sets.RunSet]]:
     """(the set this build shows, the sets available), or PluginError with sets.py's one line."""
     root = _project_dir(config)
@@ -192,6 +201,7 @@ def on_config(config):
     except (runs.RunsError, project.ProjectError) as err:
         raise PluginError(str(err)) from None
     check_specs(_project_dir(config))
+    check_kinds()
     # UNIPO_STRICT_RUNS=1: a run that cannot be read fails the build here, with the validator's
     # messages, before any page is rendered.
     failure = runs.strict_failure(source)

@@ -152,7 +152,7 @@
           if (!peek(")")) take(",");
         }
         take(")");
-        var fn = FUNCTIONS[tok.v];
+        var fn = Object.prototype.hasOwnProperty.call(FUNCTIONS, tok.v) ? FUNCTIONS[tok.v] : null;
         if (!fn) throw new Error("unknown function " + tok.v + " in " + src);
         return fn.apply(scope, args);
       }
@@ -237,7 +237,7 @@
   function pathOf(obj, parts) {
     var v = obj;
     for (var k = 0; k < parts.length; k++) {
-      if (v === null || v === undefined || typeof v !== "object") return undefined;
+      if (v === null || v === undefined || typeof v !== "object" || !Object.prototype.hasOwnProperty.call(v, parts[k])) return undefined;
       v = v[parts[k]];
     }
     return v;
@@ -306,19 +306,25 @@
       length: function () { return sum(tk.mask); },
       ratio_symbol: function () { return cfg.components.ratio.symbol || "\u03c1"; },
     };
+    // the roots of a dotted name (registry.EXPLAIN_ROOTS), each given the name's other parts
+    var roots = {
+      token: function (parts) { return tk[parts[0]] ? tk[parts[0]][t] : null; },
+      calc: function (parts) { return Array.isArray(b[parts[0]]) ? b[parts[0]][t] : b[parts[0]]; },
+      params: function (parts) {
+        var v = params[parts[0]];
+        return absent(v) ? (data.defaults || {})[parts[0]] : v;
+      },
+      counts: function (parts) { return extra && extra.counts ? extra.counts[parts[0]] : null; },
+      response: function (parts) { return pathOf(ctx.response, parts); },
+      group: function (parts) { return pathOf(ctx.group, parts); },
+      step: function (parts) { return pathOf(ctx.step, parts); },
+    };
     return function scope(name) {
-      if (name in cache) return cache[name];
-      var parts = name.split("."), root = parts[0], v;
-      if (computed[name]) v = computed[name]();
-      else if (root === "token") v = tk[parts[1]] ? tk[parts[1]][t] : null;
-      else if (root === "calc") v = Array.isArray(b[parts[1]]) ? b[parts[1]][t] : b[parts[1]];
-      else if (root === "params") {
-        v = params[parts[1]];
-        if (absent(v)) v = (data.defaults || {})[parts[1]];
-      } else if (root === "counts") v = extra && extra.counts ? extra.counts[parts[1]] : null;
-      else if (root === "response") v = pathOf(ctx.response, parts.slice(1));
-      else if (root === "group") v = pathOf(ctx.group, parts.slice(1));
-      else if (root === "step") v = pathOf(ctx.step, parts.slice(1));
+      if (Object.prototype.hasOwnProperty.call(cache, name)) return cache[name];
+      var parts = name.split(".");
+      var v;
+      if (Object.prototype.hasOwnProperty.call(computed, name)) v = computed[name]();
+      else if (Object.prototype.hasOwnProperty.call(roots, parts[0])) v = roots[parts[0]](parts.slice(1));
       else throw new Error("unknown name " + name);
       cache[name] = v === undefined ? null : v;
       return cache[name];

@@ -1,0 +1,107 @@
+"""A kind the browser has never seen is explained from its registry entry alone.
+
+tests/kinds_for_tests.py registers ``group_standardised``, an advantage kind that exists only in
+the tests, with its explainer data. A run that uses it (tests/fixtures/unipo/grpo_small.json
+through `unipo import unipo`, its configuration naming the test kind) is built by `unipo explain`;
+in Chromium a clicked token fills the Algorithm Explainer's advantage block with the kind's own
+sentence and rows, filled from the token's log, with explainer.js unchanged (it names no kind).
+(tests/test_registry.py: the same kind without explainer data stops the build with one line.)
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import sys
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from selenium.webdriver.common.by import By
+
+from test_security import _browser_harness, chromium  # noqa: F401 (chromium is a fixture)
+from unipo_build import explain, registry
+from unipo_build.importers import import_log
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import kinds_for_tests as K  # noqa: E402 (the tests' own module, tests/)
+
+pytestmark = pytest.mark.browser
+
+TESTS = Path(__file__).resolve().parents[1]
+FIXTURE = TESTS / "fixtures" / "unipo" / "grpo_small.json"
+EXPLAINER_JS = TESTS.parent / "overrides" / "assets" / "explainer.js"
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def _run_using_the_test_kind(root: Path) -> Path:
+    """The fixture imported, its configuration's advantage switched to the test kind."""
+    run = root / "runs" / "grpo_small"  # its run id, from the fixture
+    import_log("unipo", FIXTURE, run)
+    header = json.loads((run / "header.json").read_text(encoding="utf-8"))
+    header["algorithm_config"]["components"]["advantage"]["kind"] = K.NAME
+    (run / "header.json").write_text(json.dumps(header), encoding="utf-8")
+    return run
+
+
+@pytest.fixture(scope="module")
+def standardised_site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("kind-from-data")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root / "site")))
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    with registry.scoped():
+        K.register_standardised()
+        run = _run_using_the_test_kind(root)
+        explain.build([run], root / "site", site_url=url)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield root / "site", url
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_token_of_a_run_using_a_new_kind_is_explained_from_its_data(standardised_site, chromium):
+    site, url = standardised_site
+    # explainer.js is the project's, unchanged: the new kind's name is nowhere in it
+    shipped = (site / "assets" / "explainer.js").read_text(encoding="utf-8")
+    assert shipped == EXPLAINER_JS.read_text(encoding="utf-8") and K.NAME not in shipped
+    harness = _browser_harness()
+    driver = chromium
+    driver.get(url + "runs/grpo_small/")
+    harness.wait_rendered(driver)
+    driver.execute_script("document.querySelector('.unipo-inspector').scrollIntoView()")
+    harness.wait_js(driver, "return document.querySelector('.unipo-inspector').getAttribute('data-ready') === '1'",
+                    what="the Step Inspector")
+    token = driver.find_elements(By.CSS_SELECTOR, ".unipo-inspector .unipo-tok")[0]
+    assert (token.get_attribute("data-g"), token.get_attribute("data-r"), token.get_attribute("data-t")) == ("0", "0", "0")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", token)
+    token.click()
+    card = "document.querySelector('.unipo-explainer[data-run=\"grpo_small\"]')"
+    harness.wait_js(driver, f"return {card}.getAttribute('data-live-ready')", what="the Algorithm Explainer")
+    block = driver.execute_script(f"return {card}.querySelector('.unipo-live[data-live=\"advantage\"]').textContent")
+    # Step 0, group 0 of the fixture: rewards 1 and 0; this response's reward is 1. The kind's
+    # sentence, filled in the browser: mean 0.5; sample std (n - 1) sqrt(0.5) = 0.7071; eps 1e-6.
+    assert ("Test kind: the 2 rewards of this group (1, 0) are standardised, this response's reward 1 "
+            "against their mean 0.5.") in block, block
+    assert "spread of the group" in block and "std with n \u2212 1 in the divisor" in block
+    assert "standardised: (1 \u2212 0.5) / (0.7071 + 1 \u00d7 10\u207b\u2076)" in block, block
+    assert "\u2713 equals the log" in block  # 0.5 / (0.7071068 + 1e-6) = 0.7071058, logged 0.7071068
+    values = driver.execute_script(f"""const out = {{}};
+        for (const el of {card}.querySelectorAll('.unipo-live[data-live="advantage"] .unipo-num-value[data-key]'))
+          out[el.dataset.key] = +el.dataset.value;
+        return out;""")
+    assert values["reward_std"] == pytest.approx(0.5 ** 0.5, abs=1e-12)
+    assert values["advantage"] == pytest.approx(0.5 / (0.5 ** 0.5 + 1e-6), abs=1e-12)
+    # the other blocks are the shipped kinds' (GRPO's ratio, clip, KL, weight), as before
+    weight = driver.execute_script(f"return {card}.querySelector('.unipo-live[data-live=\"aggregation\"]').textContent")
+    assert re.search(r"1 / \(N \u00b7 \|o\u1d62\|\) = 1 / \(2 \u00d7 2\)", weight), weight
+    errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE" and "favicon" not in e["message"]]
+    assert errors == []
