@@ -243,6 +243,9 @@ def _with(**change):
     (_with(value="median(group.rewards)"), "explainer item 1 value: unknown function 'median' in 'median(group.rewards)'"),
     (_with(how="({response.reward)"), "explainer item 1 how: a '{' without its '}'"),
     (_with(how=registry.cases(("group.size # 2", "x"))), "explainer item 1 how: cannot read '# 2'"),
+    (_with(when="has(token.value) &&"), "explainer item 1 when: the expression ends too soon"),
+    (_with(value="(calc.advantage"), "explainer item 1 value: expected ')', found 'the end'"),
+    (_with(check="token.advantage token.weight"), "explainer item 1 check: unexpected 'token.weight'"),
     (_with(key="adv"), "its explainer data has no row with key 'advantage' (every advantage kind shows one)"),
 ])
 def test_incomplete_explainer_data_names_the_kind_and_what_is_missing(data, missing):

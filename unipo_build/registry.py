@@ -230,24 +230,105 @@ _TOKEN = re.compile(
     r"|(?P<op>==|!=|<=|>=|&&|\|\||[-+*/<>!?:(),]))")
 
 
-def expression_problem(expr: str) -> str | None:
-    """What is wrong with an explainer expression (a name or function the browser does not know,
-    a character it cannot read), or None. The browser parses the rest."""
-    pos = 0
-    while pos < len(expr):
+class _Unreadable(ValueError):
+    pass
+
+
+def _tokens(expr: str) -> list[tuple[str, str]]:
+    """(sort, text) of each token: num, str, name, call (a function's name and its '('), op."""
+    out, pos = [], 0
+    while expr[pos:].strip():
         m = _TOKEN.match(expr, pos)
         if m is None or m.end() == pos:
-            if expr[pos:].strip() == "":
-                break
-            return f"cannot read {expr[pos:].strip()[:20]!r} in {expr!r}"
+            raise _Unreadable(f"cannot read {expr[pos:].strip()[:20]!r} in {expr!r}")
         pos = m.end()
         if m.group("name"):
-            name = m.group("name")
-            if m.group("call"):
-                if name not in EXPLAIN_FUNCTIONS:
-                    return f"unknown function {name!r} in {expr!r} (known: {', '.join(EXPLAIN_FUNCTIONS)})"
-            elif name.split(".")[0] not in EXPLAIN_ROOTS and name not in ("null", "true", "false"):
-                return f"unknown name {name!r} in {expr!r} (names start with {', '.join(EXPLAIN_ROOTS)})"
+            out.append(("call" if m.group("call") else "name", m.group("name")))
+        else:
+            sort = next(k for k in ("num", "str", "op") if m.group(k) is not None)
+            out.append((sort, m.group(sort)))
+    return out
+
+
+def _parse(expr: str, toks: list[tuple[str, str]]) -> None:
+    """Reads ``toks`` with the grammar explainer.js evaluates (``evaluate``), or raises _Unreadable."""
+    at = 0
+
+    def peek(*ops: str) -> bool:
+        return at < len(toks) and toks[at][0] == "op" and toks[at][1] in ops
+
+    def take(op: str) -> None:
+        nonlocal at
+        if not peek(op):
+            found = toks[at][1] if at < len(toks) else "the end"
+            raise _Unreadable(f"expected {op!r}, found {found!r} in {expr!r}")
+        at += 1
+
+    def primary() -> None:
+        nonlocal at
+        if at >= len(toks):
+            raise _Unreadable(f"the expression ends too soon: {expr!r}")
+        sort, text = toks[at]
+        at += 1
+        if sort in ("num", "str", "name"):
+            return
+        if sort == "call":
+            while not peek(")"):
+                ternary()
+                if not peek(")"):
+                    take(",")
+            take(")")
+        elif text == "(":
+            ternary()
+            take(")")
+        elif text in ("-", "!"):
+            primary()
+        else:
+            raise _Unreadable(f"unexpected {text!r} in {expr!r}")
+
+    def binary(operand: Callable[[], None], *ops: str, once: bool = False) -> Callable[[], None]:
+        def read() -> None:
+            nonlocal at
+            operand()
+            while peek(*ops):
+                at += 1
+                operand()
+                if once:
+                    break
+        return read
+
+    product = binary(primary, "*", "/")
+    total = binary(product, "+", "-")
+    comparison = binary(total, "==", "!=", "<", "<=", ">", ">=", once=True)
+    disjunction = binary(binary(comparison, "&&"), "||")
+
+    def ternary() -> None:
+        nonlocal at
+        disjunction()
+        if peek("?"):
+            at += 1
+            ternary()
+            take(":")
+            ternary()
+
+    ternary()
+    if at < len(toks):
+        raise _Unreadable(f"unexpected {toks[at][1]!r} in {expr!r}")
+
+
+def expression_problem(expr: str) -> str | None:
+    """What is wrong with an explainer expression (a name or function the browser does not know,
+    something its grammar cannot read), or None."""
+    try:
+        toks = _tokens(expr)
+        _parse(expr, toks)
+    except _Unreadable as err:
+        return str(err)
+    for sort, name in toks:
+        if sort == "call" and name not in EXPLAIN_FUNCTIONS:
+            return f"unknown function {name!r} in {expr!r} (known: {', '.join(EXPLAIN_FUNCTIONS)})"
+        if sort == "name" and name.split(".")[0] not in EXPLAIN_ROOTS and name not in ("null", "true", "false"):
+            return f"unknown name {name!r} in {expr!r} (names start with {', '.join(EXPLAIN_ROOTS)})"
     return None
 
 
