@@ -1,83 +1,128 @@
 #!/usr/bin/env bash
-# The GPU machine's one call that makes the gpu set (issue 20 item 4): install the carried wheels,
-# make data/tasks-gpu and the gpu warm start (stopped by the preset's rule), then train the suite's
-# 15 core runs (five algorithms x three seeds) at once with `unipo suite`, and send back the
-# finished runs, the warm start's meta, the suite's logs and a GPU memory/utilisation trace.
-# If time is left, one run alone under torch.profiler (benchmarks/gpu_speed.py --profile).
+# The GPU machine's one call that makes the gpu set (issue 32): install the carried wheels, make
+# data/tasks-gpu and the gpu warm start (stopped by the preset's rule), then train every run of
+# data/suite-gpu.yaml at once (19: five algorithms x three seeds and the DAPO ladder's four rungs)
+# with `unipo suite --time-limit`, under CUDA MPS when the machine allows it (the runs' many small
+# kernels then run side by side instead of taking turns), and send back the finished runs, the
+# warm start's meta, the logs, an nvidia-smi trace and the set's report.
 #
 # From the repository root, with the wheels of benchmarks/README.md ("GPU speed") in .whl/:
 #     UNIPO_COMMIT=$(git rev-parse HEAD) bash benchmarks/gpu_set.sh   # timeout_s 600; BUDGET (s) bounds it
-# Everything is written under $OUT; what finished before a timeout is still packed.
+# Everything is written under $OUT (four files: runs-gpu.tar.gz holds the runs and every log). The
+# runs are packed as soon as the suite ends, and every 60 s while it runs, so a call cut short still
+# returns the runs that finished. The runs go to work/gpu-set/runs-gpu (not data/runs-gpu, which
+# holds the shipped set: the suite would skip those runs as finished).
 set -uo pipefail
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-# Fifteen runs share one GPU: allocate in growable segments so that each run's reserved memory stays
-# near what it uses (about 7.3 GB at peak) instead of its fragmented high-water mark.
+# Many runs share one GPU: allocate in growable segments so that each run's reserved memory stays
+# near what it uses instead of its fragmented high-water mark.
 export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 OUT=${OUT:-/tmp/gpu_set_out}
-mkdir -p "$OUT"
+RUNS=work/gpu-set/runs-gpu
+LOGS=work/gpu-set/logs
+mkdir -p "$OUT" "$LOGS"
 T0=$(date +%s)
-BUDGET=${BUDGET:-575}
+BUDGET=${BUDGET:-570}
 left() { echo $((BUDGET - ($(date +%s) - T0))); }
-log() { echo "== $(date -u +%T) (+$(($(date +%s) - T0)) s) $*" | tee -a "$OUT/steps.log"; }
-CORE="grpo dapo dr_grpo ppo reinforce grpo-s1 dapo-s1 dr_grpo-s1 reinforce-s1 ppo-s1 grpo-s2 dapo-s2 dr_grpo-s2 reinforce-s2 ppo-s2"
+log() { echo "== $(date -u +%T) (+$(($(date +%s) - T0)) s) $*" | tee -a "$LOGS/steps.log"; }
 
 log "install wheels"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
   || { log "wheel install failed"; exit 1; }
 export PYTHONPATH="/tmp/site:$PWD"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/nvidia-smi.csv"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$LOGS/nvidia-smi.csv"
 python3 -c "import sys, os, torch, transformers, pydantic; print(sys.version.split()[0], torch.__version__, \
-transformers.__version__, pydantic.VERSION, torch.cuda.get_device_name(), os.cpu_count(), 'cores')" | tee "$OUT/versions.txt"
+transformers.__version__, pydantic.VERSION, torch.cuda.get_device_name(), os.cpu_count(), 'cores')" | tee "$LOGS/versions.txt"
 
 pack() {
-  # Finished runs only (their header has finished_at), the warm start's meta, the suite's logs.
-  python3 - "$OUT" <<'EOF'
-import json, sys, tarfile
+  # Finished runs only (their header has finished_at), without checkpoints; the warm start's meta;
+  # the suite's summary and logs; this call's logs. Written to a temporary name, then renamed.
+  python3 - "$OUT" "$RUNS" "$LOGS" <<'EOF'
+import json, os, sys, tarfile
 from pathlib import Path
-out = Path(sys.argv[1])
-runs = Path("data/runs-gpu")
+out, runs, logs = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 done = [d for d in sorted(runs.iterdir()) if (d / "header.json").is_file()
         and json.loads((d / "header.json").read_text()).get("finished_at")] if runs.is_dir() else []
-with tarfile.open(out / "runs-gpu.tar.gz", "w:gz") as tar:
+tmp = out / f"runs-gpu.tar.gz.{os.getpid()}"
+with tarfile.open(tmp, "w:gz") as tar:
     for d in done:
         tar.add(d, arcname=f"runs-gpu/{d.name}", filter=lambda t: None if "/checkpoint" in t.name else t)
     for extra in ("work/sft-gpu/sft_meta.json", "data/tasks-gpu/meta.json", "work/suite/summary.json",
                   "work/suite/suite.log"):
         if Path(extra).is_file():
             tar.add(extra, arcname=extra)
-    if Path("work/suite/logs").is_dir():
-        tar.add("work/suite/logs", arcname="work/suite/logs")
+    for folder in ("work/suite/logs", str(logs)):
+        if Path(folder).is_dir():
+            tar.add(folder, arcname=folder)
+os.replace(tmp, out / "runs-gpu.tar.gz")
 print(f"packed {len(done)} finished runs: {' '.join(d.name for d in done)}")
 EOF
-  ls -la "$OUT"
 }
 
 log "task data (level gpu, seed 0) and the warm start (stop rule of the gpu preset)"
 [ -f data/tasks-gpu/train.jsonl ] || python3 -m training.task --out data/tasks-gpu --level gpu --seed 0 | tail -3
-sha256sum data/tasks-gpu/*.jsonl | tee "$OUT/tasks-gpu.sha256"
+sha256sum data/tasks-gpu/*.jsonl | tee "$LOGS/tasks-gpu.sha256"
 timeout "${SFT_TIMEOUT:-230}" python3 -m unipo_build.cli sft --preset gpu --device cuda --no-progress 2>&1 \
-  | tee "$OUT/sft.log" | tail -20
+  | tee "$LOGS/sft.log" | tail -8
 [ -f work/sft-gpu/config.json ] || { log "no warm start: stopping"; pack; exit 1; }
-cat work/sft-gpu/sft_meta.json | python3 -c "import json,sys; m=json.load(sys.stdin); \
+python3 -c "import json; m=json.load(open('work/sft-gpu/sft_meta.json')); \
 print({k: m[k] for k in m if k in ('stopped_at_step','stop_accuracy_greedy','stop_rule','seconds','final_eval')})"
 
-nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv -l 5 > "$OUT/gpu-trace.csv" 2>/dev/null &
+# CUDA MPS: one server holds the card and the runs' kernels share it concurrently. Probed with two
+# clients at once (bf16 product, expandable-segment allocations, a CUDA graph replay); if the probe
+# fails the server is stopped and the runs take turns on the card as before. The card's own
+# settings (compute mode, clocks) are left as they are.
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+MPS=off
+if command -v nvidia-cuda-mps-control >/dev/null && nvidia-cuda-mps-control -d; then
+  probe='import torch
+x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+y = (x @ x).float().sum()
+buf = torch.zeros(1 << 20, device="cuda")
+s = torch.cuda.Stream()
+s.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(s):
+    buf.add_(1)
+torch.cuda.current_stream().wait_stream(s)
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    buf.add_(1)
+g.replay()
+torch.cuda.synchronize()
+assert float(buf[0]) == 3.0 and torch.isfinite(y)
+print("probe ok")'
+  timeout 60 python3 -c "$probe" > /tmp/mps-probe-1.log 2>&1 & p1=$!
+  timeout 60 python3 -c "$probe" > /tmp/mps-probe-2.log 2>&1 & p2=$!
+  if wait $p1 && wait $p2; then MPS=on; else
+    cat /tmp/mps-probe-*.log | tail -20
+    echo quit | nvidia-cuda-mps-control; sleep 2
+  fi
+fi
+log "CUDA MPS: $MPS"
+echo "mps=$MPS" >> "$LOGS/versions.txt"
+
+nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv -l 5 > "$LOGS/gpu-trace.csv" 2>/dev/null &
 SMI=$!
-SUITE_S=$(($(left) - 35))
-log "suite: the 15 core runs at once, $SUITE_S s at most"
-# shellcheck disable=SC2086
+rm -f /tmp/gpu-set-stop
+( while [ ! -f /tmp/gpu-set-stop ]; do
+    for _ in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 5; [ -f /tmp/gpu-set-stop ] && exit 0; done
+    pack > /dev/null 2>&1
+  done ) &
+PACKER=$!
+SUITE_S=$(($(left) - 30))
+log "suite: all runs at once, $SUITE_S s at most"
 # --time-limit: each run stops taking rollouts when another one and its end evaluation would not
 # fit, and finishes (its header says how many of the suite's rollouts it trained); the outer timeout
 # is only the last resort.
-timeout -s INT -k 25 "$SUITE_S" python3 -m unipo_build.cli suite --suite data/suite-gpu.yaml --out data/runs-gpu \
-  --jobs 15 --device cuda --time-limit $((SUITE_S - 25)) --only $CORE 2>&1 | tee "$OUT/suite.log" | grep -v "^ *$"
+timeout -s INT -k 20 "$SUITE_S" python3 -m unipo_build.cli suite --suite data/suite-gpu.yaml --out "$RUNS" \
+  --jobs 19 --device cuda --time-limit $((SUITE_S - 25)) 2>&1 | tee "$LOGS/suite.log" | grep -v "^ *$"
 kill "$SMI" 2>/dev/null
+touch /tmp/gpu-set-stop; wait "$PACKER"
+[ "$MPS" = on ] && echo quit | nvidia-cuda-mps-control
 log "pack"
+cp "$LOGS/gpu-trace.csv" "$OUT/"
 pack
-
-if [ "$(left)" -gt 75 ] && grep -q -- "--profile" benchmarks/gpu_speed.py; then
-  log "one run alone with a profiled rollout ($(left) s left)"
-  timeout $(($(left) - 10)) python3 benchmarks/gpu_speed.py --rollouts 4 --json "$OUT/gpu_speed_alone.json" \
-    --profile "$OUT/profile.txt" --out-dir /tmp/gpu_speed_runs 2>&1 | tail -30
-fi
+python3 benchmarks/gpu_set_report.py --runs "$RUNS" --trace "$LOGS/gpu-trace.csv" --json "$OUT/gpu_set.json" 2>&1 \
+  | tee "$OUT/report.txt"
 log "done"

@@ -353,3 +353,106 @@ def test_cuda_trainer_takes_the_gpu_path(tiny, tmp_path, monkeypatch):
     for s in steps:
         problems += check_step(header.algorithm_config, runlog.read_step_detail(run, s.step))
     assert problems == []
+
+
+# ---------------------------------------------------------------------------
+# Passes bounded by tokens, step files bounded by bytes (the gpu preset's settings)
+# ---------------------------------------------------------------------------
+
+def _lengths_batch(lengths, prompt_width):
+    """What length_chunks reads of a rollout: the response mask and the prompt width."""
+    from types import SimpleNamespace
+
+    width = max(lengths)
+    mask = torch.tensor([[1.0] * n + [0.0] * (width - n) for n in lengths])
+    return SimpleNamespace(response_mask=mask, prompt_width=prompt_width)
+
+
+def test_length_chunks_by_rows_and_by_tokens():
+    """Lengths 10, 3, 7, 20, 5, 1 (rows 0-5), prompts 4 wide: in length order rows 5, 1, 4, 2, 0, 3
+    of widths 5, 7, 9, 11, 14, 24. By rows (4 a pass): [5, 1, 4, 2] and [0, 3]. With 30 tokens a
+    pass as well: 3 x 9 = 27 fits, a fourth row of width 11 would make 44; then 2 x 14 = 28; the row
+    of width 24 alone (3 x 24 > 30). A row wider than the budget still gets a pass of its own."""
+    from training.batches import length_chunks
+
+    b = _lengths_batch([10, 3, 7, 20, 5, 1], prompt_width=4)
+    rows = list(range(6))
+    assert length_chunks(b, rows, 4) == [[5, 1, 4, 2], [0, 3]]
+    assert length_chunks(b, rows, 4, 30) == [[5, 1, 4], [2, 0], [3]]
+    assert length_chunks(b, rows, 2, 30) == [[5, 1], [4, 2], [0], [3]]  # rows still cap a pass
+    assert length_chunks(b, rows, 4, 20) == [[5, 1], [4], [2], [0], [3]]  # 24 > 20: alone
+    for chunk in length_chunks(b, rows, 4, 30):
+        widest = max(4 + int(b.response_mask[r].sum()) for r in chunk)
+        assert len(chunk) == 1 or len(chunk) * widest <= 30
+
+
+def _view(group_lengths):
+    """A MinibatchView of one group per entry, two responses each of the given token counts; the
+    first group all correct, the second all wrong, the rest mixed."""
+    from training.records import MinibatchView
+
+    rows = [(g, n, ok) for g, (n, ok_pair) in enumerate(zip(group_lengths, [(1, 1), (0, 0)] + [(1, 0)] * 8))
+            for ok in ok_pair]
+    width = max(group_lengths)
+    mask = torch.tensor([[1.0] * n + [0.0] * (width - n) for _, n, _ in rows])
+    grid = torch.linspace(-1.0, -0.1, len(rows) * width).reshape(len(rows), width) * mask
+    correct = torch.tensor([float(ok) for *_, ok in rows])
+    return MinibatchView(
+        group_index=[g for g, *_ in rows], prompts=[f"prompt {g}" for g in range(len(group_lengths))],
+        answers=[str(g) for g in range(len(group_lengths))], response_text=["answer"] * len(rows),
+        token_ids=[[5] * n for _, n, _ in rows], token_text=[["x"] * n for _, n, _ in rows], rewards=correct,
+        reward_components={"correct": correct}, correct=correct, truncated=torch.zeros(len(rows), dtype=torch.bool),
+        mask=mask, logp=grid, old_logp=grid, ref_logp=None, values=None, advantages=(correct - 0.5)[:, None] * mask,
+        returns=None, kl=None, ratio=mask.clone(), clip_side=torch.zeros_like(mask, dtype=torch.int8), entropy=-grid,
+        weights=mask / mask.sum(), objective=grid * 0.5, group_advantage=True)
+
+
+def test_step_detail_keeps_to_its_byte_limit():
+    """Groups are detailed in the order of choice (all-correct, all-wrong, mixed) while the written
+    file stays within max_bytes; one that does not fit is passed over for the next, and the first is
+    always detailed. Sizes are of the file as the run log writes it (runlog.dumps and a newline)."""
+    from training.records import step_detail
+
+    def detail(view, groups=3, **kw):
+        d = step_detail(view, step=0, rollout=0, objective=0.0, detail_groups=groups, **kw)
+        return d, len(runlog.dumps(d)) + 1, {g.index for g in d.groups if g.detailed}
+
+    view = _view([4, 40, 6])  # group 1 (all wrong, second in the order) is the long one
+    _, full, everything = detail(view)
+    assert everything == {0, 1, 2}
+    _, one, first = detail(view, max_bytes=1)
+    assert first == {0}  # nothing fits 1 byte: the first group all the same
+    _, with_long, _ = detail(view, groups=2)  # groups 0 and 1
+    _, size, kept = detail(view, max_bytes=with_long - 1)
+    assert kept == {0, 2} and size <= with_long - 1  # group 1 passed over, group 2 still fits
+    _, size, kept = detail(view, max_bytes=full - 1)
+    assert kept == {0, 1} and size == with_long  # the last one is the one left out
+    d, size, kept = detail(view, max_bytes=full)
+    assert kept == {0, 1, 2} and size == full
+    assert [p.index for p in d.prompts] == [0, 1, 2] and all(r.tokens for p in d.prompts for r in p.responses)
+    assert one < size
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm", ["grpo", "ppo"])
+def test_token_bounded_passes_train_exactly_and_step_files_keep_their_limit(tiny, tmp_path, monkeypatch, algorithm):
+    """The gpu preset's settings on the GPU path: passes of at most 120 tokens (several a rollout,
+    sized by answer length) give the first update of each rollout ratios of exactly 1 (the old
+    log-probs were taken on the same passes), every step recomputes, and no step file passes its
+    byte limit unless it details a single group."""
+    limit = 6_000
+    run = _train(tiny[0], tmp_path / algorithm, monkeypatch, algorithm=algorithm, steps=2, precision="bf16",
+                 cuda_micro_tokens=120, detail_bytes=limit)
+    header = runlog.read_header(run)
+    assert header.hyperparameters.get("micro_tokens") == 120 and header.hyperparameters.get("detail_bytes") == limit
+    assert runlog.validate_run(run) == []
+    detailed = []
+    for s in runlog.iter_steps(run):
+        detail = runlog.read_step_detail(run, s.step)
+        assert check_step(header.algorithm_config, detail) == []
+        size = (run / "tokens" / runlog.token_file_name(s.step)).stat().st_size
+        detailed.append(sum(g.detailed for g in detail.groups))
+        assert size <= limit or detailed[-1] == 1
+        if s.first_in_rollout:
+            assert s.metrics["ratio/min"] == s.metrics["ratio/max"] == 1.0
+    assert min(detailed) < header.hyperparameters["detail_groups"]  # the limit took groups out

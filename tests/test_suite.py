@@ -86,10 +86,11 @@ def test_train_command_is_the_ordinary_cli(tmp_path):
     cmd = train_command(suite, plain, tmp_path / plain.name, "cpu", resume=True)
     assert cmd[cmd.index("--detail-every") + 1] == "0" and cmd[-1] == "--resume"
     assert cmd[cmd.index("--threads") + 1] == "1"
-    assert "--eval-every" not in cmd  # the preset's
+    assert "--eval-every" not in cmd and "--checkpoint-every" not in cmd  # the preset's, unipo train's
     gpu = load_suite(DEFAULT_SUITE.parent / "suite-gpu.yaml")
     cmd = train_command(gpu, gpu.runs[0], tmp_path / "g", "cuda", resume=False)
     assert gpu.eval_every and cmd[cmd.index("--eval-every") + 1] == str(gpu.eval_every)
+    assert cmd[cmd.index("--checkpoint-every") + 1] == str(gpu.checkpoint_every) == str(gpu.rollouts)
     assert cmd[cmd.index("--preset") + 1] == "gpu" and cmd[cmd.index("--steps") + 1] == str(gpu.rollouts)
     assert "--time-limit" not in cmd
     cmd = train_command(gpu, gpu.runs[0], tmp_path / "g", "cuda", resume=False, time_limit=312.4)

@@ -55,16 +55,32 @@ def select_rows(batch: RolloutBatch, rows: list[int]) -> RolloutBatch:
                    response_ids=[batch.response_ids[i] for i in rows], texts=[batch.texts[i] for i in rows])
 
 
-def length_chunks(batch: RolloutBatch, rows: list[int], size: int) -> list[list[int]]:
+def length_chunks(batch: RolloutBatch, rows: list[int], size: int, max_tokens: int | None = None) -> list[list[int]]:
     """`rows` sorted by response length (ties by row) and cut into runs of at most `size` rows.
 
     A forward pass over a chunk of similar lengths pays for its own longest answer, not for the
     minibatch's: answers here run from 10 to 90 tokens. Deterministic, so the old log-probs can be
     computed on exactly the chunks the first update will use.
+
+    With `max_tokens`, a chunk also ends before its rows x (prompt width + its longest answer) would
+    pass it (a chunk holds one row at least): a pass's memory is then bounded by tokens, not rows,
+    and short answers share a pass (fewer, larger passes) while long ones take smaller ones.
     """
     lengths = batch.response_mask.sum(-1)
     ordered = sorted(rows, key=lambda r: (int(lengths[r]), r))
-    return [ordered[i:i + size] for i in range(0, len(ordered), size)]
+    if max_tokens is None:
+        return [ordered[i:i + size] for i in range(0, len(ordered), size)]
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    for r in ordered:  # ascending length: the row being added is the chunk's widest
+        width = batch.prompt_width + max(int(lengths[r]), 1)
+        if current and (len(current) >= size or (len(current) + 1) * width > max_tokens):
+            chunks.append(current)
+            current = []
+        current.append(r)
+    if current:
+        chunks.append(current)
+    return chunks
 
 
 def pad_columns(x: torch.Tensor, width: int) -> torch.Tensor:

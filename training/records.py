@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from unipo_build.components import CLIP_HIGH, CLIP_LOW
+from unipo_build.runlog import dumps
 from unipo_build.schema import GroupSummary, PromptGroup, Response, StepDetail, TokenArrays
 
 
@@ -70,8 +71,9 @@ def group_summaries(view: MinibatchView) -> list[GroupSummary]:
     return out
 
 
-def choose_detail_groups(summaries: list[GroupSummary], limit: int) -> set[int]:
-    """Which groups get token detail: one all-correct, one all-wrong, then mixed ones.
+def detail_order(summaries: list[GroupSummary]) -> list[int]:
+    """The groups in the order they get token detail: one all-correct, one all-wrong, then mixed ones,
+    then the other all-correct and all-wrong ones.
 
     Teaching moments need each kind; the rest are taken in order so the choice is
     deterministic and independent of the numbers.
@@ -79,12 +81,7 @@ def choose_detail_groups(summaries: list[GroupSummary], limit: int) -> set[int]:
     all_correct = [s.index for s in summaries if s.n_correct == s.size]
     all_wrong = [s.index for s in summaries if s.n_correct == 0]
     mixed = [s.index for s in summaries if 0 < s.n_correct < s.size]
-    chosen: list[int] = []
-    for pool in (all_correct[:1], all_wrong[:1], mixed, all_correct[1:], all_wrong[1:]):
-        for g in pool:
-            if len(chosen) < limit and g not in chosen:
-                chosen.append(g)
-    return set(chosen)
+    return all_correct[:1] + all_wrong[:1] + mixed + all_correct[1:] + all_wrong[1:]
 
 
 def response_record(view: MinibatchView, row: int, with_tokens: bool) -> Response:
@@ -115,30 +112,50 @@ def response_record(view: MinibatchView, row: int, with_tokens: bool) -> Respons
 
 
 def step_detail(view: MinibatchView, *, step: int, rollout: int, objective: float, detail_groups: int,
-                filtered: list[PromptGroup] | None = None) -> StepDetail:
+                filtered: list[PromptGroup] | None = None, max_bytes: int | None = None) -> StepDetail:
+    """The step file of one update: every group's summary, token detail for `detail_groups` groups
+    (detail_order) and the filter's dropped groups.
+
+    With `max_bytes`, a group is detailed only if the file (as the run log writes it) stays within
+    that many bytes with it; a group that does not fit is passed over for the next in the order, and
+    the first group is always detailed.
+    """
     summaries = group_summaries(view)
-    chosen = choose_detail_groups(summaries, detail_groups)
-    prompts_by_group = dict(zip([g for g, _ in _groups(view)], zip(view.prompts, view.answers)))
-    prompts = []
-    for (g, rows), summary in zip(_groups(view), summaries):
-        summary.detailed = g in chosen
-        if g not in chosen:
-            continue
-        responses = []
-        for i, row in enumerate(rows):
-            r = response_record(view, row, with_tokens=True)
-            r.index = i
-            responses.append(r)
-        prompt, answer = prompts_by_group[g]
-        prompts.append(PromptGroup(index=g, prompt=prompt, answer=answer, contribution=summary.contribution,
-                                   responses=responses))
+    rows_of = dict(_groups(view))
+    prompts_by_group = dict(zip(rows_of, zip(view.prompts, view.answers)))
     filtered = filtered or []
     filtered_summaries = [GroupSummary(index=p.index, size=len(p.responses),
                                        n_correct=sum(bool(r.correct) for r in p.responses),
                                        reward_mean=sum(r.reward for r in p.responses) / len(p.responses),
                                        filtered=True, contribution=0.0, detailed=True) for p in filtered]
+    by_index = {s.index: s for s in summaries}
+
+    def detailed(g: int) -> PromptGroup:
+        responses = []
+        for i, row in enumerate(rows_of[g]):
+            r = response_record(view, row, with_tokens=True)
+            r.index = i
+            responses.append(r)
+        prompt, answer = prompts_by_group[g]
+        return PromptGroup(index=g, prompt=prompt, answer=answer, contribution=by_index[g].contribution,
+                           responses=responses)
+
+    def size(groups: dict[int, PromptGroup]) -> int:
+        for s in summaries:
+            s.detailed = s.index in groups
+        return len(dumps(StepDetail(step=step, rollout=rollout, objective=objective, groups=summaries,
+                                    filtered_groups=filtered_summaries,
+                                    prompts=[groups[g] for g in rows_of if g in groups] + filtered))) + 1
+
+    chosen: dict[int, PromptGroup] = {}
+    for g in detail_order(summaries)[:detail_groups]:
+        group = detailed(g)
+        if max_bytes is None or not chosen or size({**chosen, g: group}) <= max_bytes:
+            chosen[g] = group
+    for s in summaries:
+        s.detailed = s.index in chosen
     return StepDetail(step=step, rollout=rollout, objective=objective, groups=summaries,
-                      filtered_groups=filtered_summaries, prompts=prompts + filtered)
+                      filtered_groups=filtered_summaries, prompts=[chosen[g] for g in rows_of if g in chosen] + filtered)
 
 
 def update_metrics(view: MinibatchView) -> dict[str, float | None]:

@@ -104,6 +104,7 @@ class Trainer:
             raise TrainError(str(err)) from None
         self.gpu_path = self.device.type == "cuda" or self.autocast is not None
         self.micro_rows = self.rl.cuda_micro_rows if self.gpu_path else self.rl.micro_rows
+        self.micro_tokens = self.rl.cuda_micro_tokens if self.gpu_path else None
         self.static_decode = self.gpu_path and self.rl.cuda_graphs
 
     # -- setup ---------------------------------------------------------------
@@ -379,7 +380,8 @@ class Trainer:
             plans.append([sorted(order[i::self.rl.minibatches]) for i in range(self.rl.minibatches)
                           if order[i::self.rl.minibatches]])
         row_sets = [part for chunk in plans[0]
-                    for part in length_chunks(batch, [r for g in chunk for r in batch.group(g)], self.micro_rows)]
+                    for part in length_chunks(batch, [r for g in chunk for r in batch.group(g)], self.micro_rows,
+                                              self.micro_tokens)]
         # On the GPU path, when the first update covers every row (one minibatch) and nothing needs the
         # old log-probs before it (no KL in the reward), the first update's own forward pass gives
         # them: the same rows, chunks and weights as a separate pass, one pass fewer, ratio exactly 1.
@@ -450,7 +452,7 @@ class Trainer:
             for t in (prepared.mask, prepared.old_logp, prepared.ref_logp, prepared.values, prepared.advantages,
                       prepared.returns, prepared.rollout_kl))
         weights = O.weights(self.cfg, mask[idx], dtype=torch.float32)
-        chunks = length_chunks(batch, rows, self.micro_rows)
+        chunks = length_chunks(batch, rows, self.micro_rows, self.micro_tokens)
         where = {r: i for i, r in enumerate(rows)}
         order = torch.tensor([r for chunk in chunks for r in chunk])
         at = torch.tensor([where[r] for chunk in chunks for r in chunk])  # minibatch positions, chunk order
@@ -536,6 +538,7 @@ class Trainer:
         if has_tokens:
             self.writer.step_detail(records.step_detail(view, step=self.step, rollout=self.rollout, objective=J,
                                                         detail_groups=self.rl.detail_groups,
+                                                        max_bytes=self.rl.detail_bytes,
                                                         filtered=self._filtered_records(filtered)))
         self.last_metrics = metrics
         self.writer.step(StepRecord(step=self.step, rollout=self.rollout, first_in_rollout=first, metrics=metrics,

@@ -120,11 +120,14 @@ def run_header(trainer, checkpoint: str, n_train: int, n_eval: int, task_source:
             name="shaping", description=f"{trainer.cfg.kind('shaping')} shaping term added to the reward.", weight=1.0))
     params = count_parameters(trainer.policy)
     hyper = {k: v for k, v in asdict(trainer.rl).items()
-             if not isinstance(v, tuple) and k not in ("precision", "cuda_micro_rows", "cuda_graphs")}
+             if not isinstance(v, tuple) and k not in ("precision", "cuda_micro_rows", "cuda_micro_tokens", "cuda_graphs")
+             and not (k == "detail_bytes" and v is None)}
     if trainer.gpu_path:  # what this run did, not the preset's alternatives
         hyper.update(micro_rows=trainer.micro_rows, precision="bf16" if trainer.autocast else "fp32",
                      static_decoder=trainer.static_decode,
                      cuda_graphs=trainer.static_decode and trainer.device.type == "cuda")
+        if trainer.micro_tokens is not None:
+            hyper["micro_tokens"] = trainer.micro_tokens
     model = ModelInfo(name=trainer.preset.name if not trainer.opts.model else project_relative(trainer.opts.model, REPO),
                       architecture=type(trainer.policy).__name__, parameters=params,
                       checkpoint=project_relative(checkpoint, REPO),

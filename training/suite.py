@@ -60,6 +60,8 @@ class Suite(BaseModel):
     detail_every: int = Field(50, ge=1)
     eval_every: int | None = Field(None, ge=1, description="Rollouts between periodic held-out evaluations "
                                                            "(default: the preset's).")
+    checkpoint_every: int | None = Field(None, ge=1, description="Rollouts between checkpoints (default: unipo "
+                                                                 "train's, about four a run).")
     runs: list[SuiteRun]
     ladders: dict[str, list[str]] = Field(default_factory=dict)
 
@@ -106,6 +108,8 @@ def train_command(suite: Suite, run: SuiteRun, out: Path, device: str, resume: b
            "--device", device, "--no-progress", "--detail-every", str(suite.detail_every if run.detail else 0)]
     if suite.eval_every is not None:
         cmd += ["--eval-every", str(suite.eval_every)]
+    if suite.checkpoint_every is not None:
+        cmd += ["--checkpoint-every", str(suite.checkpoint_every)]
     if time_limit is not None:
         cmd += ["--time-limit", f"{time_limit:.0f}"]
     return cmd + (["--resume"] if resume else [])

@@ -94,8 +94,12 @@ class RLPreset:
     #   sampler's 2 GB cache; 256 would reach about 9 GB when every answer runs to the budget.
     # - cuda_graphs: sample with a static, preallocated KV cache whose decoding step is one CUDA
     #   graph replay (training/llama_decode.py); False keeps the CPU's loop.
+    # - cuda_micro_tokens (None: rows alone): a pass also ends before its rows x (prompt width + its
+    #   longest answer) would pass this many tokens (training/batches.py length_chunks), so memory is
+    #   bounded by tokens while short answers share larger passes.
     precision: str = "auto"
     cuda_micro_rows: int = 128
+    cuda_micro_tokens: int | None = None
     cuda_graphs: bool = True
     steps: int = 300  # rollouts
     eval_every: int = 50  # held-out eval at the start, every eval_every rollouts and at the end
@@ -109,6 +113,10 @@ class RLPreset:
     # training/rl.py's Trainer._wants_detail applies the rule).
     detail_groups: int = 4
     detail_every: int = 25
+    # A step file's size limit in bytes (None: none): groups are taken in the order of choice while
+    # the file stays within it, one group at least (training/records.py step_detail). The site
+    # fetches a step's file when the step is opened: benchmarks/page_budget.py's 300 KB.
+    detail_bytes: int | None = None
     seed: int = 0
 
 
@@ -137,7 +145,12 @@ GPU = Preset(
     # Target 35% greedy: the middle of the 25-45% band issue 20 asks of the gpu warm start.
     sft=SFTPreset(batch_size=256, lr=6e-4, warmup_steps=200, max_steps=4000, eval_every=100, eval_n=1000,
                   eval_batch_size=1000, stop_greedy_accuracy=0.35),
-    rl=RLPreset(prompts_per_step=64, group_size=16, lr=2e-5, steps=500, eval_every=50, detail_every=10),
+    # Passes of up to 256 rows and 8,192 tokens: about 2.3 GB of saved activations at most (280 KB
+    # a token; 128 rows of the longest answers took 4.5 GB), so that 19 runs share one H200
+    # (139 GiB) beside their 2 GB decoding caches, and rollouts of short answers take larger passes. Groups of 16 answers make
+    # four detailed groups reach 440 KB: the step files keep to the site's 300 KB.
+    rl=RLPreset(prompts_per_step=64, group_size=16, lr=2e-5, steps=500, eval_every=50, detail_every=10,
+                cuda_micro_rows=256, cuda_micro_tokens=8_192, detail_bytes=300_000),
     task_dir="data/tasks-gpu",
     task_level="gpu",
     needs_cuda=True,
