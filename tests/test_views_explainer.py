@@ -305,3 +305,93 @@ def test_objective_card_escapes_spec_text(monkeypatch):
     html = objective_card(spec)
     assert "<script>alert(1)" not in html and "<img src=x" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+# ---------------------------------------------------------------------------
+# The template engine of a kind's explainer data (registry.explain) in node
+# ---------------------------------------------------------------------------
+
+from unipo_build.registry import expression_problem  # noqa: E402
+
+EXPLAINER_JS = ROOT / "overrides" / "assets" / "explainer.js"
+# explainer.js with the page's globals stubbed: its template engine, V.explainTemplates.
+ENGINE = r"""
+const common = require(process.argv[1]);
+globalThis.UNIPO_MATH = require(process.argv[2]);
+globalThis.UNIPOViews = Object.assign({ el: () => ({}), readData: () => null, findToken: () => null }, common);
+globalThis.UNIPO = { register: () => {} };
+globalThis.document = { addEventListener: () => {} };
+require(process.argv[3]);
+const T = globalThis.UNIPOViews.explainTemplates;
+let input = "";
+process.stdin.on("data", (d) => (input += d));
+process.stdin.on("end", () => {
+  const out = JSON.parse(input).map(([sort, src, names]) => {
+    const scope = (name) => { if (!(name in names)) throw new Error("unknown name " + name); return names[name]; };
+    try {
+      return { ok: sort === "fill" ? T.fill(src, scope) : T.evaluate(src, scope) };
+    } catch (err) {
+      return { error: err.message };
+    }
+  });
+  process.stdout.write(JSON.stringify(out));
+});
+"""
+
+
+def run_engine(cases: list) -> list:
+    proc = subprocess.run([NODE, "-e", ENGINE, str(COMMON_JS), str(MATH_JS), str(EXPLAINER_JS)], input=json.dumps(cases),
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+NAMES = {"token.advantage": -0.5, "token.value": None, "calc.ratio": 1.25, "params.beta": 0.04, "params.std_ddof": 1,
+         "params.estimator": "k3", "group.rewards": [1, 0, 0, 1], "group.size": 4, "response.reward": 1,
+         "step.filtered_groups": [{"index": 3, "n_correct": 0, "size": 4}, {"index": 7, "n_correct": 4, "size": 4}]}
+
+
+@needs_node
+@pytest.mark.parametrize("expr, value", [
+    ("-params.beta * calc.ratio", -0.05),  # unary minus binds to its operand: (-0.04) x 1.25
+    ("1 + 2 * 3 - 4 / 2", 5),
+    ("token.value * 2", None),  # arithmetic on a value the log lacks is null
+    ("has(token.value) ? 1 : token.advantage", -0.5),
+    ("!(has(token.value) && has(token.advantage))", True),
+    ("params.estimator == 'k3' && group.size > 3", True),
+    ("token.value < 1", False),  # an ordering with a missing value is false
+    ("max(group.rewards) == min(group.rewards)", False),
+    ("mean(group.rewards)", 0.5),
+    ("std(group.rewards, params.std_ddof)", (1 / 3) ** 0.5),  # sample std of 1, 0, 0, 1: sqrt(1/3)
+    ("round(1 / 0.0625)", 16),
+    ("count(step.filtered_groups)", 2),
+])
+def test_the_engine_evaluates_what_the_registry_accepts(expr, value):
+    assert expression_problem(expr) is None
+    (got,) = run_engine([["evaluate", expr, NAMES]])
+    assert "ok" in got, got
+    assert got["ok"] == (pytest.approx(value) if isinstance(value, float) else value)
+
+
+@needs_node
+@pytest.mark.parametrize("expr", ["group.size >", "(calc.ratio", "has(token.value", "calc.ratio calc.ratio",
+                                  "1 < 2 < 3", "token.advantage ? 1", "calc.ratio # 2", "* 2"])
+def test_the_engine_refuses_what_the_registry_refuses(expr):
+    """registry.expression_problem reads the grammar explainer.js evaluates: what one refuses, the other does."""
+    assert expression_problem(expr) is not None
+    (got,) = run_engine([["evaluate", expr, NAMES]])
+    assert "error" in got, got
+
+
+@needs_node
+def test_the_engine_fills_templates_as_the_site_writes_numbers():
+    cases = [["fill", "Rewards: {nums(group.rewards)} (this response: {response.reward}); n \u2212 1 = {raw(group.size - 1)}", NAMES],
+             ["fill", "dropped {raw(count(step.filtered_groups))}: {join(step.filtered_groups, 'group {raw(index)} "
+                      "({raw(n_correct)}/{raw(size)} correct)', ', ')}.", NAMES],
+             ["fill", "\u03b2 {params.beta}, ratio {calc.ratio}, std {std(group.rewards, params.std_ddof)}, {fmtq(1e-9)}", NAMES],
+             ["fill", "{raw(token.value)} and {token.value}", NAMES]]
+    got = [c.get("ok", c.get("error")) for c in run_engine(cases)]
+    assert got == ["Rewards: 1, 0, 0, 1 (this response: 1); n \u2212 1 = 3",
+                   "dropped 2: group 3 (0/4 correct), group 7 (4/4 correct).",
+                   "\u03b2 0.04, ratio 1.25, std 0.5774, 0*",
+                   "\u2013 and \u2013"]

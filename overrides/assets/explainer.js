@@ -384,6 +384,9 @@
     return nodes.map(function (n) { return Array.isArray(n) ? table(n) : n; });
   }
 
+  // The template engine alone (tests/test_views_explainer.py runs it in node beside registry.py's check).
+  V.explainTemplates = { evaluate: evaluate, fill: fill, textOf: textOf };
+
   function liveRatio(ctx) {
     var tk = ctx.tokens, t = ctx.t;
     var items = kindItems(ctx, "ratio");
