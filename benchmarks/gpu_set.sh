@@ -69,31 +69,15 @@ python3 -c "import json; m=json.load(open('work/sft-gpu/sft_meta.json')); \
 print({k: m[k] for k in m if k in ('stopped_at_step','stop_accuracy_greedy','stop_rule','seconds','final_eval')})"
 
 # CUDA MPS: one server holds the card and the runs' kernels share it concurrently. Probed with two
-# clients at once (bf16 product, expandable-segment allocations, a CUDA graph replay); if the probe
+# clients at once (benchmarks/mps_probe.py: bf16 product, growable allocations, a graph replay); if the probe
 # fails the server is stopped and the runs take turns on the card as before. The card's own
 # settings (compute mode, clocks) are left as they are.
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
 MPS=off
 if command -v nvidia-cuda-mps-control >/dev/null && nvidia-cuda-mps-control -d; then
-  probe='import torch
-x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-y = (x @ x).float().sum()
-buf = torch.zeros(1 << 20, device="cuda")
-s = torch.cuda.Stream()
-s.wait_stream(torch.cuda.current_stream())
-with torch.cuda.stream(s):
-    buf.add_(1)
-torch.cuda.current_stream().wait_stream(s)
-g = torch.cuda.CUDAGraph()
-with torch.cuda.graph(g):
-    buf.add_(1)
-g.replay()
-torch.cuda.synchronize()
-assert float(buf[0]) == 3.0 and torch.isfinite(y)
-print("probe ok")'
-  timeout 60 python3 -c "$probe" > /tmp/mps-probe-1.log 2>&1 & p1=$!
-  timeout 60 python3 -c "$probe" > /tmp/mps-probe-2.log 2>&1 & p2=$!
+  timeout 60 python3 benchmarks/mps_probe.py > /tmp/mps-probe-1.log 2>&1 & p1=$!
+  timeout 60 python3 benchmarks/mps_probe.py > /tmp/mps-probe-2.log 2>&1 & p2=$!
   if wait $p1 && wait $p2; then MPS=on; else
     cat /tmp/mps-probe-*.log | tail -20
     echo quit | nvidia-cuda-mps-control; sleep 2
