@@ -24,6 +24,7 @@ CORE = {
     "unipo_build", "unipo_build.components", "unipo_build.downsample", "unipo_build.formula",
     "unipo_build.moments", "unipo_build.numbers", "unipo_build.objective", "unipo_build.presets",
     "unipo_build.project", "unipo_build.reader", "unipo_build.recompute", "unipo_build.registry",
+    "unipo_build.kinds_loss", "unipo_build.kinds_reward",
     "unipo_build.render", "unipo_build.runlog", "unipo_build.schema", "unipo_build.specs", "unipo_build.summary",
     "unipo_build.matching",
     "unipo_build.heldout", "unipo_build.limits", "unipo_build.paths", "unipo_build.token_text",
