@@ -48,10 +48,14 @@ def plateau(path: Path) -> dict | None:
             "difference_points": 100 * (at_end - last.correct_greedy.count("1") / n)}
 
 
-def run_rows(runs: Path) -> list[dict]:
-    rows = []
+def run_rows(runs: Path) -> tuple[list[dict], list[str]]:
+    """(a row per finished run, the names of the runs that did not finish)."""
+    rows, unfinished = [], []
     for path in sorted(p for p in runs.iterdir() if (p / "header.json").is_file()):
         header = runlog.read_header(path)
+        if header.finished_at is None:
+            unfinished.append(path.name)
+            continue
         s = summarize(path, with_moments=False)
         greedy = s["heldout_change"]["greedy"]
         check = s["memorisation_check"] or {}
@@ -71,7 +75,7 @@ def run_rows(runs: Path) -> list[dict]:
             "memorisation_gap_points": check.get("gap_points"),
             "rollout0_gap_points": check.get("rollout_gap_points"), "memorisation_agree": check.get("agree"),
         })
-    return rows
+    return rows, unfinished
 
 
 def set_rate(rows: list[dict]) -> dict:
@@ -100,7 +104,9 @@ def main() -> int:
     ap.add_argument("--trace", help="gpu-trace.csv written by benchmarks/gpu_set.sh")
     ap.add_argument("--json", help="also write the figures here")
     args = ap.parse_args()
-    rows = run_rows(Path(args.runs))
+    rows, unfinished = run_rows(Path(args.runs))
+    if unfinished:
+        print(f"not finished (left out): {', '.join(unfinished)}")
     print(f"{'run':24s} {'rollouts':>9s} {'wall s':>7s} {'s/roll':>6s}  greedy held-out (paired change, 95% CI)"
           f"   last periodic -> end   skipped   memorisation gap")
     for r in rows:
@@ -123,7 +129,7 @@ def main() -> int:
     print(f"\nthe set: {rate['rollouts']} rollouts of {rate['runs']} runs in {rate['span_s']:.0f} s: "
           f"{rate['rollouts_per_s']:.2f} rollouts per second; at a plateau: "
           f"{sum(r['at_plateau'] for r in rows)} of {len(rows)} runs; updates skipped: {sum(r['skipped_updates'] for r in rows)}")
-    out = {"benchmark": "gpu_set", "runs": rows, "by_algorithm": summary, "set": rate}
+    out = {"benchmark": "gpu_set", "runs": rows, "unfinished": unfinished, "by_algorithm": summary, "set": rate}
     if args.trace:
         out["gpu_trace"] = trace_figures(Path(args.trace))
         print(f"\nGPU while the suite ran: peak {out['gpu_trace']['peak_memory_gib']:.1f} GiB, mean utilisation "

@@ -107,3 +107,34 @@ def test_the_sharpening_measure_reads_each_grpo_seeds_gap_by_its_size():
     assert "sampled accuracy led greedy accuracy in every run before training" in words
     m = LG.sharpening_measure(site)
     assert {site.run_label(site.run(rid)) for rid in grpo} <= set(m.closed) | set(m.crossed)
+
+
+def test_the_set_report_reads_the_plateau_and_leaves_out_unfinished_runs(tmp_path):
+    """benchmarks/gpu_set_report.py: the plateau test compares the last periodic evaluation (grpo's
+    at step 32: 237 of its 500 problems, the logged 0.474) with the end one on the same 500 problems;
+    a run whose header has no finished_at is named and left out, not read as finished."""
+    import json
+    import shutil
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gpu_set_report as report
+
+    grpo = RUNS / "grpo"
+    flat = report.plateau(grpo)
+    periodic = [json.loads(line) for line in (grpo / "evals.jsonl").read_text().splitlines()
+                if json.loads(line)["phase"] == "periodic"][-1]
+    end = [json.loads(line) for line in (grpo / "evals.jsonl").read_text().splitlines()
+           if json.loads(line)["phase"] == "end"][0]
+    assert flat["periodic_step"] == periodic["step"] and flat["n"] == periodic["n"] == 500
+    assert flat["periodic"] == pytest.approx(periodic["accuracy_greedy"])
+    assert flat["end"] == end["correct_greedy"][:500].count("1") / 500
+    assert flat["difference_points"] == pytest.approx(100 * (flat["end"] - flat["periodic"]))
+    shutil.copytree(grpo, tmp_path / "grpo")
+    shutil.copytree(RUNS / "dapo", tmp_path / "dapo")
+    header = json.loads((tmp_path / "dapo" / "header.json").read_text())
+    del header["finished_at"]
+    (tmp_path / "dapo" / "header.json").write_text(json.dumps(header))
+    rows, unfinished = report.run_rows(tmp_path)
+    assert [r["run"] for r in rows] == ["grpo"] and unfinished == ["dapo"]
+    assert rows[0]["plateau"] == flat and rows[0]["s_per_rollout"] == pytest.approx(rows[0]["wall_s"] / rows[0]["rollouts"])
