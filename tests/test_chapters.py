@@ -28,7 +28,7 @@ from unipo_build import runlog
 from unipo_build.views import advantage_noise as AN
 from unipo_build.views import critic_trace as CT
 from unipo_build.views import run_facts as RF
-from unipo_build.views.fmt import percent_text
+from unipo_build.numbers import percent_text
 from unipo_build.views.site import AuthorError, Site
 from unipo_build.moments import find_moment
 from unipo_build.runs import get_run

@@ -33,7 +33,7 @@ from unipo_build.views import anatomy as AN
 from unipo_build.views import anatomy_pick as AP
 from unipo_build.views import dynamics as D
 from unipo_build.views import family_tree as T
-from unipo_build.views import fmt as F
+from unipo_build import numbers as F
 from unipo_build.views import palette
 from unipo_build.views import run_facts as RF
 from unipo_build.views import verdicts as V
@@ -64,6 +64,27 @@ def test_numbers_are_formatted_for_prose():
     assert F.fraction_text(1 / 144) == "1/144"
     assert F.fraction_text(np.float32(1 / 144)) == "1/144"  # logged weights are float32
     assert F.tex_num(-0.5) == "-0.5" and F.tex_num(1e-6) == "10^{-6}"
+
+
+def test_one_number_formatter():
+    """unipo_build.numbers is the only module that formats numbers: no other module defines a fmt*
+    function (the inspector had its own fmt, fmt_signed, fmt_contribution), and the views' HTML
+    helpers neither define nor re-export one (a second import path for a number)."""
+    import ast
+    from pathlib import Path
+    package = Path(F.__file__).parent
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path.name == "numbers.py" and path.parent == package:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found += [f"{path.relative_to(package)}:{node.name}" for node in ast.walk(tree)
+                  if isinstance(node, ast.FunctionDef) and (node.name == "fmt" or node.name.startswith("fmt_")
+                                                            or node.name == "percent_text")]
+    assert found == []
+    import unipo_build.views.fmt as html_helpers
+    assert not [name for name in vars(F) if not name.startswith("_") and callable(getattr(F, name))
+                and getattr(html_helpers, name, None) is getattr(F, name)]
 
 
 def test_weight_shares_of_a_short_and_a_long_response():

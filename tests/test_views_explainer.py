@@ -27,7 +27,7 @@ from unipo_build.runs import discover, runs_source
 from unipo_build.schema import TokenArrays
 from unipo_build.specs import REGISTRY, ResolvedAlgorithm, load_specs, resolve
 from unipo_build.views.explainer import objective_card, objective_formula
-from unipo_build.views.inspector import fmt
+from unipo_build.numbers import fmt_num, fmt_objective, fmt_signed
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The browser's one math port (explainer, inspector helpers and playgrounds use it).
@@ -250,7 +250,10 @@ def test_js_number_format_matches_python():
     values = [0.0, 1.0, -1.0, 0.5, 1e-6, -1.5e-4, 0.0012345, 0.7246, -0.7246, 12.5, 1234.0, 12345.6, 1.0e-9,
               3.14159, -2.5e7, 0.001, 1 / 3]
     js = run_js([["fmt", v] for v in values], COMMON_JS)
-    assert js == [fmt(v) for v in values]
+    assert js == [fmt_num(v, 4) for v in values]
+    # the signed and objective forms the inspector prints are ports of numbers.fmt_signed / fmt_objective
+    js = run_js([["fmtSigned", v, 4] for v in values] + [["fmtObjective", v, True] for v in values], COMMON_JS)
+    assert js == [fmt_signed(v, 4) for v in values] + [fmt_objective(v, 4, signed=True) for v in values]
 
 
 # ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import pytest
 from helpers_runlog import make_detail, make_header, make_step
 from unipo_build.runlog import RunWriter
 from unipo_build.schema import GroupSummary, PromptGroup, Response
+from unipo_build import numbers as N
 from unipo_build.views import inspector as I
 
 HOSTILE = ['<img src=x onerror=alert(1)>', '</script><script>alert(1)</script>', '{{ 7*7 }}', '{% raw %}']
@@ -219,14 +220,22 @@ def test_available_quantities(runs):
 
 
 def test_numbers_for_people():
-    assert I.fmt(0) == "0" and I.fmt(0.5) == "0.5" and I.fmt(-0.7246) == "\u22120.7246"
-    assert I.fmt(1e-6) == "1 \u00d7 10\u207b\u2076" and I.fmt(-1.533e-4) == "\u22121.533 \u00d7 10\u207b\u2074"
-    assert I.fmt(12345.6) == "12,350" and I.fmt(None) == "\u2013"
-    assert I.fmt_signed(0.25) == "+0.25" and I.fmt_signed(-0.25) == "\u22120.25"
+    # the inspector prints through the one formatter, unipo_build.numbers, at 4 significant digits
+    assert N.fmt_num(0, 4) == "0" and N.fmt_num(0.5, 4) == "0.5" and N.fmt_num(-0.7246, 4) == "\u22120.7246"
+    assert N.fmt_num(1e-6, 4) == "1 \u00d7 10\u207b\u2076" and N.fmt_num(-1.533e-4, 4) == "\u22121.533 \u00d7 10\u207b\u2074"
+    assert N.fmt_num(12345.6, 4) == "12,350" and N.fmt_num(None, 4) == "\u2013"
+    assert N.fmt_signed(0.25, 4) == "+0.25" and N.fmt_signed(-0.25, 4) == "\u22120.25"
+    # no sign on what prints as 0 (negative zero included), none on a missing value
+    assert N.fmt_signed(0.0) == "0" and N.fmt_signed(-0.0) == "0" and N.fmt_signed(None) == "\u2013"
+    assert N.fmt_signed(float("nan")) == "nan"
     # an objective or a contribution below float32 noise is zero to the precision shown
-    assert I.fmt_contribution(5.274e-10) == "\u2248 0" and I.fmt_contribution(-3e-9) == "\u2248 0"
-    assert I.fmt_contribution(0.01476) == "+0.01476" and I.j_text(5.274e-10) == "J \u2248 0"
-    assert I.j_text(-0.002958) == "J = \u22120.002958"
+    assert N.fmt_objective(5.274e-10, signed=True) == "\u2248 0" and N.fmt_objective(-3e-9, signed=True) == "\u2248 0"
+    assert N.fmt_objective(0.01476, signed=True) == "+0.01476" and N.fmt_objective(0.01476) == "0.01476"
+    assert N.fmt_objective(-0.01476, signed=True) == "\u22120.01476" and N.fmt_objective(None, signed=True) == "\u2013"
+    assert I.j_text(5.274e-10) == "J \u2248 0"
+    assert I.j_text(-0.002958) == "J = \u22120.002958" and I.j_text(0.002958) == "J = +0.002958"
+    # the inspector has no formatter of its own any more
+    assert not any(hasattr(I, name) for name in ("fmt", "fmt_contribution"))
 
 
 def test_an_imported_log_without_rewards_or_correctness(tmp_path):

@@ -1,9 +1,15 @@
 """Numbers as a reader sees them: in prose and inside formulas. Pure functions, no HTML.
 
-The site's views quote numbers with :func:`fmt_num` (true minus sign, thousands separators,
-tiny values as 2.49 × 10⁻⁵) and write them into TeX with :func:`tex_num`; the registry's worked
-examples (``unipo_build.registry``) use :func:`tex_num` too, so a formula on a page and the
-same formula in a card print a number the same way.
+The project's one number formatter: every view, the registry and the CLI import from here (the
+site's HTML helpers in ``views/fmt.py`` do not re-export it). Views quote numbers with
+:func:`fmt_num` (true minus sign, thousands separators, tiny values as 2.49 × 10⁻⁵), signed ones
+with :func:`fmt_signed`, objectives and contributions with :func:`fmt_objective`, shares with
+:func:`fmt_pct` / :func:`percent_text`, and write numbers into TeX with :func:`tex_num`; the
+registry's worked examples (``unipo_build.registry``) use :func:`tex_num` too, so a formula on a
+page and the same formula in a card print a number the same way. In the browser,
+``overrides/assets/views-common.js`` ports :func:`fmt_num`, :func:`fmt_signed` and
+:func:`fmt_objective` (``fmt``, ``fmtSigned``, ``fmtObjective``; tests/test_views_explainer.py
+compares them).
 """
 
 from __future__ import annotations
@@ -50,17 +56,22 @@ def fmt_num(value: float | int | None, digits: int = 3, minus: str = MINUS) -> s
     return (whole + ("." + frac if frac else "")).replace("-", minus)
 
 
-def fmt_objective(value: float | None, digits: int = 4) -> str:
+def fmt_objective(value: float | None, digits: int = 4, signed: bool = False) -> str:
     """An objective or a contribution: '≈ 0' when it is rounding noise (sums of float32 values
-    that cancel exactly in exact arithmetic), else :func:`fmt_num`."""
+    that cancel exactly in exact arithmetic), else :func:`fmt_num` (:func:`fmt_signed` with
+    ``signed``: the Step Inspector's contributions, +0.01476)."""
     if value is None:
         return "–"
-    return "\u2248 0" if abs(value) < NOISE else fmt_num(value, digits)
+    if abs(value) < NOISE:
+        return "\u2248 0"
+    return fmt_signed(value, digits) if signed else fmt_num(value, digits)
 
 
-def fmt_signed(value: float, digits: int = 3) -> str:
+def fmt_signed(value: float | None, digits: int = 3) -> str:
+    """:func:`fmt_num` with a '+' on a positive number that does not print as 0 (−0.25, 0, +0.25);
+    None prints as '–'."""
     text = fmt_num(value, digits)
-    return text if text.startswith(MINUS) or text == "0" else "+" + text
+    return "+" + text if value is not None and value > 0 and text != "0" else text
 
 
 def fmt_pct(value: float | None, decimals: int = 1) -> str:
@@ -82,6 +93,15 @@ def fmt_signed_points(value: float, decimals: int = 1) -> str:
     if float(text) == 0:
         return f"{0:.{decimals}f}"
     return ("+" + text) if not text.startswith("-") else MINUS + text[1:]
+
+
+def percent_text(share: float) -> str:
+    """A share as a percentage a reader can take in: whole percent, finer only near 0 and 100
+    (0%, 0.4%, 43%, 99.6%, 100%)."""
+    pct = 100.0 * share
+    if pct == 0.0 or pct == 100.0 or 1.0 <= pct <= 99.0:
+        return f"{pct:.0f}%"
+    return f"{pct:.1f}%"
 
 
 def fraction_text(value: float, max_denominator: int = 100_000, rel_tol: float = 1e-6) -> str:

@@ -18,7 +18,7 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
 
 from unipo_build.views import token_scale as TS
-from unipo_build.views.inspector import fmt
+from unipo_build.numbers import fmt_num
 
 pytestmark = pytest.mark.browser
 
@@ -125,7 +125,7 @@ def test_clicking_a_token_fills_the_explainer_with_the_logs_numbers(open_page, d
     for key in ("ratio", "objective", "logp", "old_logp", "advantage", "weight"):
         text, full = shown[key]
         logged = tokens[key][t]
-        assert text == fmt(logged), (key, text, logged)  # equal to the displayed precision
+        assert text == fmt_num(logged, 4), (key, text, logged)  # equal to the displayed precision
         assert float(full) == pytest.approx(logged, rel=1e-5, abs=1e-6), key
     # the readout in the inspector lists the same logged numbers
     readout = driver.execute_script(

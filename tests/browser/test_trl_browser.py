@@ -52,7 +52,7 @@ def _wait(driver, js: str, what: str, timeout: float = 30.0):
 def test_a_trl_run_opens_in_the_step_inspector_and_explainer(trl_site, driver, console_errors):
     from test_inspector import _click, _explainer_values, _find
 
-    from unipo_build.views.inspector import fmt
+    from unipo_build.numbers import fmt_num
 
     url, site = trl_site
     driver.get(f"{url}{RUN}/")
@@ -75,7 +75,7 @@ def test_a_trl_run_opens_in_the_step_inspector_and_explainer(trl_site, driver, c
         shown = _explainer_values(driver)
         for key in ("ratio", "objective", "logp", "old_logp", "advantage", "weight"):
             text, full = shown[key]
-            assert text == fmt(tokens[key][pick["t"]]), (key, text)
+            assert text == fmt_num(tokens[key][pick["t"]], 4), (key, text)
         notes = driver.execute_script(
             "return [...document.querySelectorAll('.unipo-explainer .unipo-num-note')].map(e => e.textContent)")
         warnings = driver.execute_script(

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from unipo_build import render
+from unipo_build.numbers import param_text
 from unipo_build.objective import response_weight_shares
 from unipo_build.views.palette import ALGORITHMS, DIVERGING, DIVERGING_DARK, SEQUENTIAL, SEQUENTIAL_DARK, colour_name
 from unipo_build.views.site import Site, macro
@@ -102,12 +103,6 @@ def _shape_controls() -> dict[str, Control]:
 CONTROLS = {"objective": _objective_controls, "gdpo": _gdpo_controls, "shapes": _shape_controls}
 
 
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
-
-
 def control_html(page: str, control: Control) -> str:
     e = render.escape_text
     attrs = f'data-pg-control="{e(control.name)}" data-pg-page="{e(page)}"'
@@ -129,9 +124,9 @@ def control_html(page: str, control: Control) -> str:
     choices = render.json_for_script(list(control.choices)).replace('"', "&quot;")
     field = (f'<input type="range" min="0" max="{len(control.choices) - 1}" step="1" value="{index}" {attrs} '
              f'data-pg-choices="{choices}" aria-label="{e(control.label)}: {e(control.help)}" '
-             f'aria-valuetext="{e(_fmt(control.default))}">')
+             f'aria-valuetext="{e(param_text(control.default))}">')
     return (f'<label class="pg-control pg-range"{title}><span class="pg-label">{e(control.label)}</span>'
-            f'{field}<output>{e(_fmt(control.default))}</output></label>')
+            f'{field}<output>{e(param_text(control.default))}</output></label>')
 
 
 def controls_html(page: str, names: list[str] | tuple[str, ...]) -> str:

@@ -14,13 +14,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from ..numbers import percent_text
 from ..reader import token_digest
 from ..registry import REGISTRY
 from ..render import escape_text, vega_embed
 from ..runs import Run
 from ..schema import Response, StepDetail
 from .critic_trace import resolve_run
-from .fmt import legend_html, note_html, percent_text
+from .fmt import legend_html, note_html
 from .palette import role
 from .site import Site, macro
 

@@ -13,11 +13,12 @@ from typing import Sequence
 
 from .. import objective as O
 from ..components import length_mask
+from ..numbers import fmt_num, fmt_pct, fraction_text
 from ..registry import REGISTRY, SLOTS
 from ..specs import AlgorithmSpec, lineage
 from .diff import SLOT_LABELS
 from .explainer import components_of, kind_label
-from .fmt import escape_text, fmt_num, fmt_pct, fraction_text, math_inline, table
+from .fmt import escape_text, math_inline, table
 from .site import AuthorError, Site, macro
 
 #: Parameters the slot matrix leaves out (they do not tell the algorithms apart).

@@ -14,13 +14,13 @@ import math
 
 import numpy as np
 
+from ..numbers import NOISE, fmt_num, fmt_objective, fmt_pct, fmt_signed, fraction_text, tex_num
 from ..runs import Run
 from ..schema import PromptGroup, Response
 from . import inspector
 from .anatomy_pick import (AnatomyPick, Movement, chosen_token, get_pick, group_arithmetic, movements,
                            token_objective_tex, weight_tex)
-from .fmt import (NOISE, escape_text, fmt_num, fmt_objective, fmt_pct, fmt_signed, fraction_text, math_display,
-                  note_html, table, tex_num)
+from .fmt import escape_text, math_display, note_html, table
 from .common import token_label
 from .run_facts import missing_run_text
 from .site import AuthorError, Site, macro

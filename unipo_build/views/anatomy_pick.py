@@ -17,7 +17,7 @@ from ..reader import token_digest
 from ..registry import REGISTRY
 from ..runs import Run
 from ..schema import PromptGroup, Response, StepDetail
-from .fmt import tex_num
+from ..numbers import tex_num
 
 
 @dataclass

@@ -31,11 +31,12 @@ from typing import Sequence
 import numpy as np
 
 from ..heldout import accuracy_curve
+from ..numbers import fmt_num, fmt_pct
 from ..render import vega_embed
 from ..runs import Run
 from ..schema import METRICS, metric_info
 from .dynamics import absent_reason
-from .fmt import escape_text, fmt_num, fmt_pct, legend_html, note_html
+from .fmt import escape_text, legend_html, note_html
 from .palette import algorithm_colour
 from .run_facts import course_runs
 from .seeds import algorithm_runs, finished_runs, still_training

@@ -20,11 +20,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..numbers import fmt_num, fmt_pct
 from ..runs import Run
 from ..specs import SLOTS
 from .effects import (Side, Verdict, compare, direction, edge_change, gap_change, measure_side, pct,
                       relative_change_words, run_mean, signed, signed_pct, values_text)
-from .fmt import fmt_num, fmt_pct
 from .run_facts import course_runs
 from .seeds import algorithm_runs
 from .site import AuthorError, Site, macro

@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ..moments import MOMENT_NAMES, find_moment
+from ..numbers import fmt_num
 from ..render import escape_text, vega_embed
 from ..runs import Run
 from ..schema import PromptGroup, Response, StepDetail
 from .common import token_label
-from .fmt import fmt_num, legend_html, note_html
+from .fmt import legend_html, note_html
 from .palette import role
 from .site import AuthorError, Site, macro
 

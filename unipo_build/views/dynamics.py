@@ -13,7 +13,8 @@ from typing import Sequence
 
 from ..render import vega_embed
 from ..schema import METRICS, metric_info
-from .fmt import escape_text, fmt_num, fmt_pct, legend_html, note_html, panel_grid
+from ..numbers import fmt_num, fmt_pct
+from .fmt import escape_text, legend_html, note_html, panel_grid
 from .palette import algorithm_colour
 from .run_facts import course_runs
 from .series import POINTS_PER_LINE, SMOOTH_FRACTION, robust_domain, round_to, run_series

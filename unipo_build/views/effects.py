@@ -32,7 +32,7 @@ import numpy as np
 
 from ..runs import Run
 from ..schema import metric_info
-from .fmt import MINUS, fmt_num, fmt_pct
+from ..numbers import MINUS, fmt_num, fmt_pct
 from .series import raw_series
 
 Status = Literal["shown", "contradicted", "unclear", "unmeasurable"]

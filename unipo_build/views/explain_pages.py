@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from ..diagnose import diagnose
 from ..matching import SpecMatch, header_gaps, nearest_spec
+from ..numbers import fmt_num
 from ..runs import Run
 from ..schema import TokenArrays
 from . import explainer, explorer
 from .compare import compare_run_html
 from .diagnoses import diagnoses_html
-from .fmt import escape_text, fmt_num
+from .fmt import escape_text
 from .site import AuthorError, Site, macro
 from .verdicts import run_card_html
 

@@ -32,12 +32,13 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from ..formula import objective_latex, with_ratio
+from ..numbers import fmt_num
 from ..objective import browser_config
 from ..registry import explainer_data
 from ..render import escape_text, json_data
 from ..specs import REGISTRY, SLOTS, AlgorithmSpec, Kind, ResolvedAlgorithm, ResolvedComponent, Term
 from .diff import SLOT_LABELS
-from .fmt import fmt_num, math_display, math_inline
+from .fmt import math_display, math_inline
 from .source_links import Repo, source_html
 
 # ---------------------------------------------------------------------------

@@ -1,22 +1,20 @@
-"""The site's one module of formatting and HTML helpers: numbers, tables, notes, formulas, legends.
+"""The site's HTML helpers: tables, notes, formulas, legends.
 
 Every view builds its HTML from these, so a note, a table or a legend looks the same on every
 page. Text from a log or a spec goes through ``render.escape_text`` here; TeX goes into
 ``<span class="arithmatex">\\(..\\)</span>`` / ``<div class="arithmatex">\\[..\\]</div>``, escaped as
-text, for unipo.js to typeset with KaTeX. Numbers are formatted by ``unipo_build.numbers``.
+text, for unipo.js to typeset with KaTeX. Numbers are not formatted here: views import
+``unipo_build.numbers``, the project's one number formatter.
 """
 
 from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from ..numbers import (MINUS, NOISE, fmt_num, fmt_objective, fmt_pct, fmt_points, fmt_signed,  # noqa: F401
-                       fmt_signed_points, fraction_text, param_text, tex_fraction, tex_num)
 from ..render import escape_text
 
-__all__ = ["MINUS", "NOISE", "fmt_num", "fmt_objective", "fmt_pct", "fmt_points", "fmt_signed", "fmt_signed_points",
-           "fraction_text", "param_text", "tex_fraction", "tex_num", "escape_text", "table", "two_lines", "note_html", "math_inline",
-           "math_display", "legend_html", "code", "join_words", "percent_text"]
+__all__ = ["escape_text", "table", "two_lines", "note_html", "math_inline", "math_display", "panel_grid", "legend_html",
+           "code", "join_words"]
 
 NOTE_TITLES = {"note": "Note", "warning": "Not in this build", "info": "About this figure"}
 
@@ -101,10 +99,3 @@ def join_words(items: Sequence[str]) -> str:
         return "".join(items)
     return "; ".join(items[:-1]) + "; and " + items[-1]
 
-
-def percent_text(share: float) -> str:
-    """A share as a percentage a reader can take in: whole percent, finer only near 0 and 100."""
-    pct = 100.0 * share
-    if pct == 0.0 or pct == 100.0 or 1.0 <= pct <= 99.0:
-        return f"{pct:.0f}%"
-    return f"{pct:.1f}%"

@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..numbers import NOISE
+from ..numbers import NOISE, fmt_num, fmt_signed
 from ..render import escape_text
 from ..specs import REGISTRY
 from .common import token_label
-from .fmt import fmt_num, fmt_signed, math_inline, note_html
+from .fmt import math_inline, note_html
 from .inspector import kl_in_loss_beta
 from .site import Site, macro
 

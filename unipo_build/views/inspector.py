@@ -33,7 +33,7 @@ from typing import Any
 
 from .. import runlog
 from ..moments import MOMENT_NAMES, Moment, find_moments
-from ..numbers import NOISE, fmt_num, fmt_objective
+from ..numbers import NOISE, fmt_num, fmt_objective, fmt_signed
 from ..render import escape_text, json_data
 from ..runs import Run, RunCatalog, catalog_of
 from ..schema import PromptGroup, Response, StepDetail
@@ -42,22 +42,6 @@ from .common import EVENT_OPEN_STEP, EVENT_TOKEN, site_root, step_path
 from .explainer import explainer_config
 from .palette import TOKEN_DIVERGING, TOKEN_DIVERGING_DARK, TOKEN_SEQUENTIAL, TOKEN_SEQUENTIAL_DARK
 from .token_scale import DEFAULT_QUANTITY, MIN_TINT, QUANTITIES, QUANTITY_KEYS  # noqa: F401
-
-
-def fmt(value: float | None, digits: int = 4) -> str:
-    """A number in the inspector: ``numbers.fmt_num`` to 4 significant digits (views-common.js ``fmt``)."""
-    return fmt_num(value, digits)
-
-
-def fmt_signed(value: float | None, digits: int = 4) -> str:
-    text = fmt(value, digits)
-    return "+" + text if value is not None and value > 0 and text != "0" else text
-
-
-def fmt_contribution(value: float | None) -> str:
-    """An objective or a contribution: '≈ 0' when it is float32 rounding noise, else signed."""
-    text = fmt_objective(value, 4)
-    return "+" + text if value is not None and value >= NOISE else text
 
 
 def available_quantities(detail: StepDetail) -> list[str]:
@@ -175,9 +159,9 @@ def note_html(text: str, kind: str = "note") -> str:
 
 def reward_text(response: Response) -> str:
     """'reward 1 (correct 1, format 0)': plain text, escaped where it is placed."""
-    text = f"reward {fmt(response.reward)}"
+    text = f"reward {fmt_num(response.reward, 4)}"
     if response.reward_components:
-        text += " (" + ", ".join(f"{k} {fmt(v)}" for k, v in response.reward_components.items()) + ")"
+        text += " (" + ", ".join(f"{k} {fmt_num(v, 4)}" for k, v in response.reward_components.items()) + ")"
     return text
 
 
@@ -185,10 +169,10 @@ def response_facts(response: Response) -> str:
     """Every fact of a response in words (read by screen readers, and the row's tooltip)."""
     facts = [reward_text(response)]
     if response.advantage is not None:
-        facts.append(f"advantage {fmt_signed(response.advantage)}")
+        facts.append(f"advantage {fmt_signed(response.advantage, 4)}")
     facts.append(f"{response.length} tokens")
     if response.contribution is not None and not response.filtered:
-        facts.append(f"contribution {fmt_contribution(response.contribution)}")
+        facts.append(f"contribution {fmt_objective(response.contribution, signed=True)}")
     if response.truncated:
         facts.append("truncated at the generation budget")
     if response.filtered:
@@ -203,11 +187,11 @@ def _response_meta(response: Response) -> str:
     # the reward, advantage and marks are read in the screen-reader sentence (unipo-sr), once
     extra = "".join(f'<span class="unipo-mark unipo-mark--{k}" aria-hidden="true">{k}</span>'
                     for k, on in (("truncated", response.truncated), ("filtered", response.filtered)) if on)
-    advantage = fmt_signed(response.advantage) if response.advantage is not None else "\u2013"
+    advantage = fmt_signed(response.advantage, 4) if response.advantage is not None else "\u2013"
     return (f'<span class="unipo-response-meta" title="{escape_text(response_facts(response))}">'
             f'<span class="unipo-response-index">#{response.index}</span>'
             f'<span class="unipo-response-mark unipo-response-mark--{mark[0]}" aria-hidden="true">{mark[1]}</span>'
-            f'<span class="unipo-response-reward" aria-hidden="true">{escape_text(fmt(response.reward))}</span>'
+            f'<span class="unipo-response-reward" aria-hidden="true">{escape_text(fmt_num(response.reward, 4))}</span>'
             f'<span class="unipo-response-adv" aria-hidden="true">{escape_text(advantage)}</span>'
             f'<span class="unipo-sr">{escape_text(mark[0] + ", " + response_facts(response))}</span>{extra}</span>')
 
@@ -228,7 +212,7 @@ def zero_advantage_note(group: PromptGroup, beta: float | None) -> str | None:
     why = "equally rewarded" if not known else "right" if n_correct == n else "wrong" if n_correct == 0 else "equally rewarded"
     text = f"Every advantage in this group is 0 (all {n} answers {why}), so its tokens push nothing through the policy gradient"
     if beta:
-        return text + (f"; its contribution is only the KL term −β·KL (β = {fmt(beta)}), which still "
+        return text + (f"; its contribution is only the KL term −β·KL (β = {fmt_num(beta, 4)}), which still "
                        "pulls each token toward the reference model.")
     return text + ": its contribution is 0."
 
@@ -274,7 +258,7 @@ def group_html(uid: str, group: PromptGroup, beta: float | None = None, focus: i
     if group.filtered:
         head.append('<span class="unipo-mark unipo-mark--filtered">dropped by the sampling filter</span>')
     elif group.contribution is not None:
-        head.append(f'<span class="unipo-fact">contribution {escape_text(fmt_contribution(group.contribution))}</span>')
+        head.append(f'<span class="unipo-fact">contribution {escape_text(fmt_objective(group.contribution, signed=True))}</span>')
     body = [f'<div class="unipo-group-head">{"".join(head)}</div>',
             f'<p class="unipo-prompt"><span class="unipo-label">Prompt</span> {escape_text(group.prompt)}</p>']
     if group.answer is not None:
@@ -319,7 +303,7 @@ ZERO_OBJECTIVE_NOTE = ("J is 0 up to rounding. That is the value of the objectiv
 def zero_advantage_title(beta: float | None) -> str:
     """The zero-advantage mark's explanation (inspector.js zeroAdvantageTitle)."""
     return ("Every answer got the same reward, so the policy gradient gets nothing from this group"
-            + (f"; only the KL term \u2212\u03b2\u00b7KL (\u03b2 = {fmt(beta)}) acts on its tokens." if beta
+            + (f"; only the KL term \u2212\u03b2\u00b7KL (\u03b2 = {fmt_num(beta, 4)}) acts on its tokens." if beta
                else ": it contributes 0."))
 
 
@@ -336,7 +320,7 @@ def _bar_width(value: float, largest: float) -> float:
 
 def j_text(value: float) -> str:
     """'J = +0.0123', or 'J ≈ 0' when the objective is rounding noise (inspector.js jText)."""
-    text = fmt_contribution(value)
+    text = fmt_objective(value, signed=True)
     return f"J {text}" if text.startswith("\u2248") else f"J = {text}"
 
 
@@ -370,7 +354,7 @@ def group_bars_html(uid: str, detail: StepDetail, config, open_key: str | None =
             f'<span class="unipo-bar-label">Group {g.index}</span>'
             f'<span class="unipo-bar-track" aria-hidden="true"><span class="unipo-bar unipo-bar--{sign}" '
             f'style="width:{width:.1f}%"></span></span>'
-            f'<span class="unipo-bar-value">{escape_text(fmt_contribution(g.contribution))}</span>'
+            f'<span class="unipo-bar-value">{escape_text(fmt_objective(g.contribution, signed=True))}</span>'
             f'<span class="unipo-bar-facts">{escape_text(" · ".join(facts))}{detailed}{note}</span></li>')
     filtered = ""
     if detail.filtered_groups:

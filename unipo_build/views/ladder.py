@@ -24,12 +24,13 @@ from typing import Sequence
 import yaml
 
 from ..heldout import HeldOutChange
+from ..numbers import fmt_num, fmt_pct, fmt_signed_points
 from ..render import vega_embed
 from ..runs import Run
 from ..specs import AlgorithmSpec
 from .diff import SLOT_LABELS, SlotDiff, diff_algorithms
 from .explainer import components_of, kind_label
-from .fmt import escape_text, fmt_num, fmt_pct, fmt_signed_points, note_html, table, two_lines
+from .fmt import escape_text, note_html, table, two_lines
 from .palette import ALGORITHMS, role
 from .seeds import algorithm_runs, finished_runs, seed_text, spread, training_text
 from .series import edge_means, raw_series

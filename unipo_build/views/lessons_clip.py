@@ -25,7 +25,8 @@ from ..reader import token_digest
 from ..render import vega_embed
 from ..runs import Run
 from ..schema import StepDetail
-from .fmt import escape_text, fmt_num, fmt_pct, note_html, panel_grid, table
+from ..numbers import fmt_num, fmt_pct
+from .fmt import escape_text, note_html, panel_grid, table
 from .palette import algorithm_colour
 from .run_facts import course_runs, missing_run_text
 from .claims import runs_named

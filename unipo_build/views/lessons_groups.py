@@ -23,7 +23,8 @@ from ..registry import kind as registry_kind
 from ..render import vega_embed
 from ..runs import Run
 from ..schema import EvalRecord, StepDetail
-from .fmt import MINUS, escape_text, fmt_num, fmt_pct, note_html, table
+from ..numbers import MINUS, fmt_num, fmt_pct
+from .fmt import escape_text, note_html, table
 from .palette import ALGORITHMS, algorithm_colour, role
 from .run_facts import course_runs, missing_run_text
 from .site import Site, macro

@@ -39,7 +39,8 @@ from ..runs import Run
 from ..schema import METRICS
 from ..specs import SLOTS
 from ..summary import summarize
-from .fmt import fmt_num, fmt_pct, join_words, percent_text
+from ..numbers import fmt_num, fmt_pct, percent_text
+from .fmt import join_words
 from .series import edge_means, raw_series
 from .site import AuthorError, Site, macro
 

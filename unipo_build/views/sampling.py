@@ -29,10 +29,11 @@ from typing import Sequence
 
 import numpy as np
 
+from ..numbers import fmt_num, fmt_pct
 from ..render import vega_embed
 from ..runs import Run
 from .dynamics import DASHES, x_encoding
-from .fmt import escape_text, fmt_num, fmt_pct, legend_html, note_html, table
+from .fmt import escape_text, legend_html, note_html, table
 from .palette import algorithm_colour
 from .run_facts import course_runs
 from .seeds import algorithm_runs, seed_text, training_text

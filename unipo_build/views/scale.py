@@ -22,6 +22,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
+from ..numbers import fmt_num, fmt_pct, fmt_signed_points
 from .claims import (
     CLAIMS,
     Result,
@@ -34,7 +35,7 @@ from .claims import (
 from .common import site_root
 from .effects import Side, pct, signed, signed_pct
 from .ladder_effects import entropy_ladder, entropy_ladder_words
-from .fmt import escape_text, fmt_num, fmt_pct, fmt_signed_points, note_html
+from .fmt import escape_text, note_html
 from .lessons_groups import share_points, sharpening_measure, sharpening_words
 from .seeds import runs_of
 from .scale_sets import set_gist, set_views

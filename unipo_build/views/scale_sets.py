@@ -22,7 +22,8 @@ import yaml
 from .. import project, runs
 from ..paths import project_relative
 from ..sets import ENV_RUNS, RunSet, SetsError, available_sets, declared_sets, env_name
-from .fmt import escape_text, fmt_num, note_html
+from ..numbers import fmt_num
+from .fmt import escape_text, note_html
 from .run_facts import COURSE_ALGORITHMS
 from .seeds import algorithm_runs
 from .set_differences import rollouts_of, set_differences_html

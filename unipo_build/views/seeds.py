@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from ..runs import Run
-from .fmt import fmt_num
+from ..numbers import fmt_num
 from .run_facts import COURSE_ALGORITHMS
 from .site import Site, macro
 

@@ -25,7 +25,8 @@ import numpy as np
 
 from ..heldout import HeldOutChange, compare as heldout_compare, problem_count
 from ..runs import Run
-from .fmt import escape_text, fmt_num, fmt_signed_points, note_html, table, two_lines
+from ..numbers import fmt_num, fmt_signed_points
+from .fmt import escape_text, note_html, table, two_lines
 from .run_facts import COURSE_ALGORITHMS
 from .seeds import algorithm_runs
 from .site import Site, macro

@@ -16,9 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..formula import with_ratio
+from ..numbers import fmt_num, fmt_pct
 from ..specs import SLOTS, AlgorithmSpec, lineage
 from .diff import STATUSES, diff_algorithms
-from .fmt import fmt_num, fmt_pct, math_display
+from .fmt import math_display
 from .site import AuthorError, Site, macro
 
 NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",

@@ -32,7 +32,8 @@ from .. import project
 from ..paths import project_relative
 from ..runs import Run
 from ..schema import LengthProbe
-from .fmt import escape_text, fmt_num, fmt_pct, note_html, table
+from ..numbers import fmt_num, fmt_pct
+from .fmt import escape_text, note_html, table
 from .run_facts import course_runs
 from .seeds import algorithm_runs, and_list, seed_text
 from .site import AuthorError, Site, macro

@@ -18,10 +18,11 @@ from typing import Any, Sequence
 
 from ..diagnose import diagnose
 from ..heldout import HeldOutChange, accuracy_curve, problem_count, run_change
+from ..numbers import fmt_num, fmt_pct, fmt_signed_points
 from ..runs import Run
 from .common import site_root
 from .diagnoses import diagnoses_html, diagnoses_summary
-from .fmt import escape_text, fmt_num, fmt_pct, fmt_signed_points, note_html, table, two_lines
+from .fmt import escape_text, note_html, table, two_lines
 from .run_facts import course_runs, run_summary
 from .seeds import and_list, runs_of, seed_text, spread, still_training, training_text, with_seed
 from .site import Site, macro
