@@ -456,3 +456,47 @@ def test_token_bounded_passes_train_exactly_and_step_files_keep_their_limit(tiny
         if s.first_in_rollout:
             assert s.metrics["ratio/min"] == s.metrics["ratio/max"] == 1.0
     assert min(detailed) < header.hyperparameters["detail_groups"]  # the limit took groups out
+
+
+@pytest.mark.slow
+def test_a_non_finite_gradient_is_skipped_and_traced_to_its_chunk(tiny, tmp_path, monkeypatch, capsys):
+    """A chunk whose backward pass gives NaN (here: whichever chunk holds the first response the
+    policy scores, its forward values untouched, as on the GPU lease where the logged objectives were
+    finite) makes the update's gradient non-finite: the step is skipped and logged (update/skipped),
+    and the run's log names that chunk as the one with non-finite gradients while its log-probs and
+    the other chunks' gradients are finite. Both updates of the rollout are skipped, as on the lease:
+    the batch and the weights are the same for the second."""
+    import training.rl as rl
+
+    class NanGrad(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * float("nan")
+
+    poisoned: list[str] = []
+    real = rl.response_logprobs
+
+    def poisoning(model, mb, **kw):
+        logp, entropy = real(model, mb, **kw)
+        poisoned[:] = poisoned or [mb.texts[0]]
+        return (NanGrad.apply(logp) if poisoned[0] in mb.texts else logp), entropy
+
+    monkeypatch.setattr(rl, "response_logprobs", poisoning)
+    run = _train(tiny[0], tmp_path / "nan", monkeypatch, algorithm="dr_grpo", steps=1, precision="bf16",
+                 cuda_micro_rows=4)
+    steps = list(runlog.iter_steps(run))
+    assert [s.metrics["update/skipped"] for s in steps] == [1.0, 1.0]
+    assert all(s.metrics["grad_norm"] is None for s in steps)
+    lines = [json.loads(line.split(": ", 1)[1]) for line in capsys.readouterr().err.splitlines()
+             if line.startswith("non-finite gradient: ")]
+    assert [r["step"] for r in lines] == [0, 1]
+    for record in lines:
+        bad = [c for c in record["chunks"] if not c["grad_finite"]]
+        assert len(bad) == 1 and bad[0]["logp_finite"] and bad[0]["part_finite"] and bad[0]["first_bad_params"]
+        assert len(record["chunks"]) == 4 and all(c["logp_finite"] and c["grad_finite"]
+                                                  for c in record["chunks"] if c is not bad[0])
+        assert sum(c["rows"] for c in record["chunks"]) == 16

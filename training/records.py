@@ -158,6 +158,23 @@ def step_detail(view: MinibatchView, *, step: int, rollout: int, objective: floa
                       filtered_groups=filtered_summaries, prompts=[chosen[g] for g in rows_of if g in chosen] + filtered)
 
 
+def filtered_records(filtered: list, limit: int = 2) -> list[PromptGroup]:
+    """The sampling filter's dropped groups for a step file: texts and (shaped) rewards only, never
+    trained on. `filtered` holds (batch, group, answer, reward, components) as the trainer keeps them."""
+    out = []
+    for batch, g, answer, reward, comps in filtered[:limit]:
+        responses = []
+        for i, row in enumerate(batch.group(g)):
+            responses.append(Response(
+                index=i, text=batch.texts[row], reward=float(reward[row]),
+                reward_components={k: float(v[row]) for k, v in comps.items()},
+                length=int(batch.response_mask[row].sum()), correct=bool(comps["correct"][row]),
+                filtered=True, truncated=bool(batch.truncated[row]), contribution=0.0))
+        out.append(PromptGroup(index=1000 + len(out), prompt=batch.prompts[g], answer=answer, filtered=True,
+                               contribution=0.0, responses=responses))
+    return out
+
+
 def update_metrics(view: MinibatchView) -> dict[str, float | None]:
     """Metrics of one update, computed over the minibatch's real tokens."""
     m = view.mask.bool()

@@ -33,11 +33,11 @@ from unipo_build import objective as O
 from unipo_build.components import explained_variance
 from unipo_build.paths import project_relative
 from unipo_build.runlog import RunWriter, read_header
-from unipo_build.schema import (EvalRecord, LengthProbe, PromptGroup, Response, RunHeader, StepRecord)
+from unipo_build.schema import (EvalRecord, LengthProbe, RunHeader, StepRecord)
 from unipo_build.specs import resolve
 
 from . import PROJECT
-from . import records
+from . import nonfinite, records
 from .batches import (TrainBatch, by_minibatch, concat_batches, length_chunks, pad_columns, rows_to_host,
                       select_rows, to_device, to_host)
 from .critic import Critic, critic_step
@@ -338,21 +338,6 @@ class Trainer:
                      sampled_lengths=lengths)
         return (concat_batches(kept_batches) if kept_batches else None), kept_answers, filtered_groups, stats
 
-    def _filtered_records(self, filtered, limit: int = 2) -> list[PromptGroup]:
-        """Dropped groups for the step detail: texts and (shaped) rewards only; never trained on."""
-        out = []
-        for batch, g, answer, reward, comps in filtered[:limit]:
-            responses = []
-            for i, row in enumerate(batch.group(g)):
-                responses.append(Response(
-                    index=i, text=batch.texts[row], reward=float(reward[row]),
-                    reward_components={k: float(v[row]) for k, v in comps.items()},
-                    length=int(batch.response_mask[row].sum()), correct=bool(comps["correct"][row]),
-                    filtered=True, truncated=bool(batch.truncated[row]), contribution=0.0))
-            out.append(PromptGroup(index=1000 + len(out), prompt=batch.prompts[g], answer=answer, filtered=True,
-                                   contribution=0.0, responses=responses))
-        return out
-
     def run_rollout(self) -> None:
         t0 = time.time()
         batch, answers, filtered, stats = self._sample_rollout()
@@ -466,14 +451,17 @@ class Trainer:
         J = torch.zeros((), dtype=torch.float64, device=dev)
         kept, has_kl, start = [], False, 0
         self.optimizer.zero_grad(set_to_none=True)
-        for chunk in chunks:
+
+        def chunk_part(chunk, start):  # one chunk's forward pass: (its share of J, logp, entropy, token terms)
             logp, entropy = response_logprobs(self.policy, select_rows(batch, chunk), autocast=self.autocast)
             part_of = {k: v[start:start + len(chunk), :logp.shape[1]] for k, v in inputs.items()}
-            start += len(chunk)
             terms = O.token_terms(self.cfg, logp=logp, old_logp=logp.detach() if fill_old else part_of["old"],
                                   advantages=part_of["advantages"], mask=part_of["mask"], ref_logp=part_of.get("ref"),
                                   rollout_kl=part_of.get("rollout_kl"))
-            part = (part_of["weights"] * terms.objective).sum()
+            return (part_of["weights"] * terms.objective).sum(), logp, entropy, terms
+        for chunk in chunks:
+            part, logp, entropy, terms = chunk_part(chunk, start)
+            start += len(chunk)
             (-part).backward()
             J += part.detach().double()
             has_kl = terms.kl is not None
@@ -481,15 +469,17 @@ class Trainer:
                 logp, entropy, terms.ratio, terms.objective, terms.kl if has_kl else torch.zeros_like(logp),
                 terms.clip_side)]))
         grad_norm = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.rl.grad_clip)
-        # One host read: a non-finite gradient (seen once in 19 bf16 runs on the H200) must not reach
-        # the weights. The step is skipped and logged; three in a row stop the run.
+        # One host read: a non-finite gradient must not reach the weights. The step is skipped, logged and
+        # its chunks examined (training/nonfinite.py); three in a row stop the run.
         finite = bool(torch.isfinite(grad_norm))
         self.nonfinite = 0 if finite else getattr(self, "nonfinite", 0) + 1
         if finite:
             self.optimizer.step()
-        elif self.nonfinite >= 3:
-            raise TrainError(f"{project_relative(self.out, REPO)}: step {self.step}: grad_norm: not finite in 3 updates "
-                             f"in a row; the run stops at its last checkpoint (unipo train --resume continues it)")
+        else:
+            nonfinite.report(self.policy, batch, chunks, chunk_part, step=self.step, rollout=self.rollout)
+            if self.nonfinite >= 3:
+                raise TrainError(f"{project_relative(self.out, REPO)}: step {self.step}: grad_norm: not finite in 3 "
+                                 f"updates in a row; the run stops at its last checkpoint (unipo train --resume continues it)")
         value_loss = (critic_step(self.critic, self.critic_optimizer, batch, chunks, mask, idx, inputs,
                                   self.cfg.param("advantage", "value_clip"), self.rl.grad_clip)
                       if self.critic is not None else None)
@@ -539,7 +529,7 @@ class Trainer:
             self.writer.step_detail(records.step_detail(view, step=self.step, rollout=self.rollout, objective=J,
                                                         detail_groups=self.rl.detail_groups,
                                                         max_bytes=self.rl.detail_bytes,
-                                                        filtered=self._filtered_records(filtered)))
+                                                        filtered=records.filtered_records(filtered)))
         self.last_metrics = metrics
         self.writer.step(StepRecord(step=self.step, rollout=self.rollout, first_in_rollout=first, metrics=metrics,
                                     has_tokens=has_tokens))
