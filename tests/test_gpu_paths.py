@@ -500,3 +500,32 @@ def test_a_non_finite_gradient_is_skipped_and_traced_to_its_chunk(tiny, tmp_path
         assert len(record["chunks"]) == 4 and all(c["logp_finite"] and c["grad_finite"]
                                                   for c in record["chunks"] if c is not bad[0])
         assert sum(c["rows"] for c in record["chunks"]) == 16
+
+
+@pytest.mark.slow
+def test_held_out_evaluations_run_without_the_static_decoders_cache(tiny, tmp_path, monkeypatch):
+    """On the GPU path the sampler's static cache (2 GB for the gpu preset) is dropped before each
+    held-out evaluation, whose own decoder needs as much again, and built again by the next rollout:
+    a run's memory peak is the larger of the two, not their sum. Every evaluation (start, the RL
+    pool's at the start, periodic, end) finds no static decoder; every rollout builds it again."""
+    import training.llama_decode as LD
+    import training.rl as rl
+
+    seen = []
+    real_eval, real_sample = rl.evaluate, rl.Trainer._sample_rollout
+
+    def evaluating(model, *a, **kw):
+        seen.append(("eval", model in LD._STATIC))
+        return real_eval(model, *a, **kw)
+
+    def sampling(self):
+        out = real_sample(self)
+        seen.append(("rollout", self.policy in LD._STATIC))
+        return out
+
+    monkeypatch.setattr(rl, "evaluate", evaluating)
+    monkeypatch.setattr(rl.Trainer, "_sample_rollout", sampling)
+    _train(tiny[0], tmp_path / "evals", monkeypatch, steps=2, precision="bf16", eval_every=1)
+    assert [kind for kind, _ in seen] == ["eval", "eval", "rollout", "eval", "rollout", "eval"]
+    assert [has for kind, has in seen if kind == "eval"] == [False, False, False, False]
+    assert all(has for kind, has in seen if kind == "rollout")

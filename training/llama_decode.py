@@ -344,3 +344,14 @@ def static_decoder(model) -> StaticDecoder:
     if dec is None:
         dec = _STATIC[model] = StaticDecoder(model)
     return dec
+
+
+def release_static_decoder(model) -> bool:
+    """Drop the model's StaticDecoder, its cache and graphs (the next static decode builds them again).
+
+    A held-out evaluation decodes with the pruning decoder in float32, whose cache for 500 rows
+    (about 2 GB for the gpu preset, twice that while finished rows are dropped) would otherwise sit
+    beside the static one's 2 GB: on 2026-11-27 that sum filled an H200 shared by 19 runs. Returns
+    whether there was one to drop.
+    """
+    return _STATIC.pop(model, None) is not None

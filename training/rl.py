@@ -43,6 +43,7 @@ from .batches import (TrainBatch, by_minibatch, concat_batches, length_chunks, p
 from .critic import Critic, critic_step
 from .evaluate import evaluate
 from .generation import RolloutBatch, response_logprobs, sample_groups
+from .llama_decode import release_static_decoder
 from .model import (load_policy, resolve_device, resolve_precision, set_threads, show_progress_bars,
                     thread_count)
 from .presets import get_preset
@@ -227,6 +228,7 @@ class Trainer:
         compared problem by problem on the rows they share.
         """
         n = len(self.eval_rows) if phase != "periodic" else min(self.rl.eval_periodic_n, len(self.eval_rows))
+        release_static_decoder(self.policy)  # its cache would sit beside the evaluation's (llama_decode)
         result = evaluate(self.policy, self.tokenizer, self.eval_rows, n=n, max_new_tokens=self.rl.max_new_tokens,
                           greedy=self.rl.eval_greedy, sampled=self.rl.eval_sampled,
                           temperature=self.rl.temperature, seed=self.opts.seed + 7)
