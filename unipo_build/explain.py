@@ -255,9 +255,9 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
 def build(run_paths: Sequence[str | Path], out: str | Path, *, site_url: str = "http://127.0.0.1:8000/",
           root: str | Path | None = None) -> Path:
     """Check the runs and ``out``, build the site, move it to ``out``; returns its index.html."""
-    from mkdocs.commands.build import build as mkdocs_build
-    from mkdocs.config import load_config
     from mkdocs.exceptions import MkDocsException
+
+    from unipo_build import site_build
 
     try:
         root = Path(root).resolve() if root is not None else project.find_root()
@@ -273,14 +273,11 @@ def build(run_paths: Sequence[str | Path], out: str | Path, *, site_url: str = "
         paths = [str(run.path) for run in runs]
         with _environment({ENV_RUNS: os.pathsep.join(paths), ENV_STRICT: "1"}):
             try:
-                config = load_config(str(root / "mkdocs.yml"), docs_dir=str(stage / "docs"),
-                                     site_dir=str(stage / "site"), nav=nav, site_url=site_url,
-                                     validation={"links": {"not_found": "info", "anchors": "info"}})
-                config.extra["unipo_runs"] = paths
-                config.extra["unipo_run_choice"] = {}
-                config.extra["unipo_sets"] = []  # these runs alone: no further run set, no set switch
-                config.plugins["unipo-explain"] = _plugin()
-                mkdocs_build(config)
+                # these runs alone: no further run set, no set switch
+                site_build.build(root / "mkdocs.yml", extra={"unipo_runs": paths, "unipo_run_choice": {}, "unipo_sets": []},
+                                 plugins={"unipo-explain": _plugin()}, docs_dir=str(stage / "docs"),
+                                 site_dir=str(stage / "site"), nav=nav, site_url=site_url,
+                                 validation={"links": {"not_found": "info", "anchors": "info"}})
             except MkDocsException as err:
                 raise ExplainError(f"the site build stopped: {str(err).strip().splitlines()[0]}") from None
         site = stage / "site"

@@ -50,7 +50,7 @@ from unipo_build import csp
 from unipo_build import macros as unipo_macros
 from unipo_build import project, registry, runs, sets, specs
 from unipo_build.views import palette, search_text
-from unipo_build.views.common import site_root
+from unipo_build.views.common import browser_data_html, site_root
 
 #: (npm package, path inside the package, path under site/assets/vendor/).
 VENDOR_FILES: list[tuple[str, str, str]] = [
@@ -196,6 +196,8 @@ def on_config(config):
     check_vendor(config)
     # The policy without script hashes, for overrides/main.html (the hashes come per page).
     config.extra["unipo_csp"] = csp.policy()
+    # the event names and the step-file name, for every page's scripts (overrides/main.html, unipo.js)
+    config.extra["unipo_browser"] = browser_data_html()
     try:
         source = runs.runs_source(_project_dir(config), config.extra)
     except (runs.RunsError, project.ProjectError) as err:
@@ -309,18 +311,15 @@ def build_set(config, run_set: sets.RunSet) -> Path:
     """The course built again from ``config``'s file for ``run_set``, under ``<site_dir>/<id>/``:
     the same docs, nav and strictness, ``extra.unipo_set`` naming the set (its runs then come from
     ``unipo_build.runs.runs_source``, and its own build builds no further set)."""
-    from mkdocs.commands.build import build as mkdocs_build
-    from mkdocs.config import load_config
+    from unipo_build.site_build import build
 
     site_dir = Path(config.site_dir) / run_set.id
     site_url = urljoin(config.site_url, f"{run_set.id}/") if config.site_url else None
-    nested = load_config(config.config_file_path, docs_dir=config.docs_dir, site_dir=str(site_dir),
-                         site_url=site_url, strict=config.strict, nav=config.nav,
-                         use_directory_urls=config.use_directory_urls)
-    nested.extra.update({k: v for k, v in config.extra.items() if k.startswith("unipo_") and k != "unipo_set"})
-    nested.extra["unipo_set"] = run_set.id
+    extra = {k: v for k, v in config.extra.items() if k.startswith("unipo_") and k != "unipo_set"}
     started = time.monotonic()
-    mkdocs_build(nested)
+    build(config.config_file_path, extra={**extra, "unipo_set": run_set.id}, docs_dir=config.docs_dir,
+          site_dir=str(site_dir), site_url=site_url, strict=config.strict, nav=config.nav,
+          use_directory_urls=config.use_directory_urls)
     log.info("unipo: the set %r (%s) built under %s/ in %.1f s", run_set.id, run_set.label, site_dir,
              time.monotonic() - started)
     return site_dir
