@@ -28,6 +28,7 @@ from unipo_build.schema import TokenArrays
 from unipo_build.specs import REGISTRY, ResolvedAlgorithm, load_specs, resolve
 from unipo_build.views.explainer import objective_card, objective_formula
 from unipo_build.numbers import fmt_num, fmt_objective, fmt_signed
+from unipo_build.views.common import EVENTS
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The browser's one math port (explainer, inspector helpers and playgrounds use it).
@@ -321,8 +322,9 @@ EXPLAINER_JS = ROOT / "overrides" / "assets" / "explainer.js"
 ENGINE = r"""
 const common = require(process.argv[1]);
 globalThis.UNIPO_MATH = require(process.argv[2]);
-globalThis.UNIPOViews = Object.assign({ el: () => ({}), readData: () => null, findToken: () => null }, common);
-globalThis.UNIPO = { register: () => {} };
+const events = JSON.parse(process.argv[4]); // the page's browser data (views/common.py EVENTS)
+globalThis.UNIPOViews = Object.assign({ el: () => ({}), readData: () => null, findToken: () => null, events }, common);
+globalThis.UNIPO = { register: () => {}, events };
 globalThis.document = { addEventListener: () => {} };
 require(process.argv[3]);
 const T = globalThis.UNIPOViews.explainTemplates;
@@ -343,7 +345,8 @@ process.stdin.on("end", () => {
 
 
 def run_engine(cases: list) -> list:
-    proc = subprocess.run([NODE, "-e", ENGINE, str(COMMON_JS), str(MATH_JS), str(EXPLAINER_JS)], input=json.dumps(cases),
+    proc = subprocess.run([NODE, "-e", ENGINE, str(COMMON_JS), str(MATH_JS), str(EXPLAINER_JS), json.dumps(EVENTS)],
+                          input=json.dumps(cases),
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)

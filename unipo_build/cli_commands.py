@@ -335,7 +335,8 @@ def import_report(out: Path, header) -> list[str]:
     config = "with its spec's components" if header.algorithm_config is not None else "algorithm_config null"
     lines = [f"{out}: run {header.run_id!r}, algorithm {header.algorithm!r} ({config})"]
     steps = sum(1 for line in (out / "steps.jsonl").open() if line.strip()) if (out / "steps.jsonl").is_file() else 0
-    tokens = len(list((out / "tokens").glob("step_*.json"))) if (out / "tokens").is_dir() else 0
+    from unipo_build.runlog import token_steps
+    tokens = len(token_steps(out))
     lines.append(f"  {steps} step{'' if steps == 1 else 's'}, {tokens} with token detail")
     notes = (header.notes or "").split(" Derived or changed on import: ", 1)
     items = [n.strip().rstrip(".") for n in notes[1].split("; ")] if len(notes) == 2 else []

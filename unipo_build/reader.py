@@ -354,6 +354,6 @@ def check_run(run_dir: str | Path, *, known_algorithms: set[str] | None = None, 
         named = {runlog.token_file_name(step) for step in steps}
         result.warnings += [runlog.LogError(str(path), f"ignored: token files are named {runlog.token_file_name(0)}, "
                                             "six digits or more")
-                            for path in sorted(folder.glob("step_*.json")) if path.name not in named]
+                            for path in sorted(folder.glob(runlog.TOKEN_FILE_GLOB)) if path.name not in named]
     del errors[limit:]
     return result

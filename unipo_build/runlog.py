@@ -33,8 +33,17 @@ SIGNIFICANT_DIGITS = 7  # metrics, evaluations, headers: float32 precision keeps
 TOKEN_SIGNIFICANT_DIGITS = 9
 
 
+#: A step's token file is ``step_000012.json``: prefix, the step to this many digits, suffix. The one
+#: definition: the site copies the files under the same names (views/common.step_path) and the
+#: browser builds their URLs from these three (views/common.browser_data, views-common.js stepUrl).
+TOKEN_FILE_PREFIX = "step_"
+TOKEN_FILE_DIGITS = 6
+TOKEN_FILE_SUFFIX = ".json"
+TOKEN_FILE_GLOB = f"{TOKEN_FILE_PREFIX}*{TOKEN_FILE_SUFFIX}"
+
+
 def token_file_name(step: int) -> str:
-    return f"step_{step:06d}.json"
+    return f"{TOKEN_FILE_PREFIX}{step:0{TOKEN_FILE_DIGITS}d}{TOKEN_FILE_SUFFIX}"
 
 
 @dataclass
@@ -154,8 +163,9 @@ class RunWriter:
                         if json.loads(line)["step"] <= limit:
                             kept.append(line)
             atomic_write_text(path, "".join(kept))
-        for token_file in (self.dir / TOKENS_DIR).glob("step_*.json"):
-            if int(token_file.stem.split("_")[1]) > step:
+        for token_file in (self.dir / TOKENS_DIR).glob(TOKEN_FILE_GLOB):
+            logged = token_step_of(token_file.name)
+            if logged is not None and logged > step:
                 token_file.unlink()
 
     def _append(self, name: str, record: BaseModel) -> None:
@@ -360,7 +370,7 @@ def iter_evals(run_dir: str | Path) -> Iterator[EvalRecord]:
         yield record
 
 
-_TOKEN_FILE = re.compile(r"^step_(\d{6,})\.json$")
+_TOKEN_FILE = re.compile("^" + re.escape(TOKEN_FILE_PREFIX) + r"(\d{%d,})" % TOKEN_FILE_DIGITS + re.escape(TOKEN_FILE_SUFFIX) + "$")
 
 
 def token_step_of(name: str) -> int | None:
@@ -376,14 +386,14 @@ def token_steps(run_dir: str | Path) -> list[int]:
     folder = Path(run_dir) / TOKENS_DIR
     if not folder.is_dir():
         return []
-    return sorted(step for p in folder.glob("step_*.json") if (step := token_step_of(p.name)) is not None)
+    return sorted(step for p in folder.glob(TOKEN_FILE_GLOB) if (step := token_step_of(p.name)) is not None)
 
 
 def tokens_mtime(run_dir: str | Path) -> float:
     """The newest modification time of a run's token files (0 without any): a cache key for them."""
     folder = Path(run_dir) / TOKENS_DIR
     try:
-        return max((p.stat().st_mtime for p in folder.glob("step_*.json")), default=0.0)
+        return max((p.stat().st_mtime for p in folder.glob(TOKEN_FILE_GLOB)), default=0.0)
     except OSError:
         return 0.0
 

@@ -554,7 +554,7 @@
     }
     decorate();
     var formula = container.querySelector(".unipo-explainer-formula");
-    if (formula) formula.addEventListener("unipo:typeset", decorate);
+    if (formula) formula.addEventListener(V.events.typeset, decorate);
     function activate(event) {
       var node = event.target.closest ? event.target.closest(".unipo-slot") : null;
       if (!node || !formula.contains(node)) return;
@@ -830,7 +830,7 @@
         if (window.UNIPO && window.UNIPO.render) window.UNIPO.render(target);
       }
       container.setAttribute("data-pair", shown);
-      document.dispatchEvent(new CustomEvent("unipo:compare", { detail: { a: selA.value, b: selB.value, selector: container.id } }));
+      document.dispatchEvent(new CustomEvent(V.events.compare, { detail: { a: selA.value, b: selB.value, selector: container.id } }));
     }
     function save() {
       var p = selA.value === defaults.a && selB.value === defaults.b ? {} : { a: selA.value, b: selB.value };
@@ -886,7 +886,7 @@
 
   if (!V.explainerListening) {
     V.explainerListening = true;
-    document.addEventListener("unipo:token", function (event) {
+    document.addEventListener(V.events.token, function (event) {
       var detail = event.detail || {};
       Array.prototype.forEach.call(document.querySelectorAll(".unipo-explainer"), function (container) {
         if (!container.__unipo || container.getAttribute("data-algorithm") !== detail.algorithm) return;
@@ -895,7 +895,7 @@
     });
     // The token the Explainer showed is no longer selected (deselected, another group, Back):
     // the cards return to their hint instead of showing it.
-    document.addEventListener("unipo:token-cleared", function (event) {
+    document.addEventListener(V.events.token_cleared, function (event) {
       var detail = event.detail || {};
       Array.prototype.forEach.call(document.querySelectorAll(".unipo-explainer"), function (container) {
         if (!container.__unipo || container.getAttribute("data-algorithm") !== detail.algorithm) return;
@@ -909,7 +909,7 @@
       });
     });
     // The page's comparison changed: a selected token's card shows the new pair.
-    document.addEventListener("unipo:compare", function () {
+    document.addEventListener(V.events.compare, function () {
       (V.inspectors || []).forEach(function (inspector) {
         if (inspector.selected && document.contains(inspector.container)) inspector.showReadout(inspector.selected);
       });

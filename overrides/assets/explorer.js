@@ -10,7 +10,7 @@
  * UNIPO.embed, and turns the reader's input into signals: chips choose the rings, the scale
  * select which rings are drawn robust (automatic: those one outlier would flatten), the sliders
  * (or a mouse drag) the fisheye. Pointer and arrow keys hover a step (read-out of every ring at
- * that step); a click or Enter dispatches `unipo:open-step` {run, step} for the nearest step
+ * that step); a click or Enter dispatches the `open_step` event (UNIPO.events) {run, step} for the nearest step
  * that has token data and brings the Step Inspector into view.
  *
  * A metric keeps its colour while it is drawn (the rings' strokes and swatches read the
@@ -26,7 +26,6 @@
   if (loaded.explorer) return;
   loaded.explorer = true;
 
-  var EVENT_OPEN_STEP = "unipo:open-step";
   var TAU = 2 * Math.PI;
 
   /* ------------------------------------------------------------ pure helpers */
@@ -277,10 +276,10 @@
         }
       }).observe(this.figure);
     }
-    document.addEventListener(EVENT_OPEN_STEP, function onOpen(event) {
+    document.addEventListener(window.UNIPO.events.open_step, function onOpen(event) {
       if (!document.contains(self.section)) {
         // Left behind by Material's instant navigation.
-        document.removeEventListener(EVENT_OPEN_STEP, onOpen);
+        document.removeEventListener(window.UNIPO.events.open_step, onOpen);
         return;
       }
       var detail = event.detail || {};
@@ -732,7 +731,7 @@
     // Addressed to this explorer's own inspector: the chapter's teaching-moment inspectors of
     // the same run stay where the prose put them.
     var own = this.section.getAttribute("data-inspector");
-    document.dispatchEvent(new CustomEvent(EVENT_OPEN_STEP, {
+    document.dispatchEvent(new CustomEvent(window.UNIPO.events.open_step, {
       detail: { run: this.data.run, step: step, inspector: own || undefined, restore: !reveal,
                 status: reveal ? { text: text || "Step " + formatStep(step) + ", opened from the Training Explorer.", back: this.section.id } : undefined }
     }));

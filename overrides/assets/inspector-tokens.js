@@ -52,7 +52,7 @@
     if (options.reveal && values && !inViewport(values, 0)) item.node.scrollIntoView({ block: "start" });
     var detail = { run: this.run, algorithm: this.algorithm, step: this.step, group: item.group, response: item.response,
       token: item.t, inspector: this.uid, anchor: this.uid + "-g" + item.groupKey + "-r" + item.response };
-    document.dispatchEvent(new CustomEvent("unipo:token", { detail: detail }));
+    document.dispatchEvent(new CustomEvent(V.events.token, { detail: detail }));
   };
 
   methods.deselect = function (quiet) {
@@ -71,7 +71,7 @@
 
   /** No token is selected any more: the page's Algorithm Explainer stops showing one. */
   methods.cleared = function () {
-    document.dispatchEvent(new CustomEvent("unipo:token-cleared", { detail: { run: this.run, algorithm: this.algorithm, inspector: this.uid } }));
+    document.dispatchEvent(new CustomEvent(V.events.token_cleared, { detail: { run: this.run, algorithm: this.algorithm, inspector: this.uid } }));
   };
 
   // The readout's quantities recomputed from the token's logged inputs (one source with the

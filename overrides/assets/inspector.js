@@ -13,9 +13,9 @@
  * - the open group token by token, coloured by a quantity the reader picks (token-scale.js),
  *   with a legend spanning the step's values;
  * - a selected token's numbers under its response (and how its objective adds up), reported to
- *   the Algorithm Explainer with the `unipo:token` event {run, algorithm, step, group, response,
+ *   the Algorithm Explainer with the `token` event (UNIPO.events) {run, algorithm, step, group, response,
  *   token};
- * - previous / next / go to step, teaching moments; `unipo:open-step` {run, step} opens a step
+ * - previous / next / go to step, teaching moments; `open_step` {run, step} opens a step
  *   from elsewhere (the Training Explorer);
  * - step, group, token, quantity and display in the URL hash (UNIPO.state), restored on load
  *   and when the reader goes back or forward.
@@ -911,7 +911,7 @@
 
   if (!V.inspectorListening) {
     V.inspectorListening = true;
-    document.addEventListener("unipo:open-step", function (event) {
+    document.addEventListener(V.events.open_step, function (event) {
       var detail = event.detail || {};
       for (var i = instances.length - 1; i >= 0; i--) {
         var inspector = instances[i];
@@ -935,7 +935,7 @@
         }
       }
     });
-    document.addEventListener("unipo:schemechange", function () {
+    document.addEventListener(V.events.scheme_change, function () {
       instances.forEach(function (inspector) { if (inspector.active) inspector.recolour(); });
     });
   }

@@ -633,9 +633,9 @@
       scripts.forEach(function (script) { script.setAttribute("data-pg-ready", "true"); });
     });
 
-    document.addEventListener("unipo:schemechange", function onScheme() {
+    document.addEventListener(window.UNIPO.events.scheme_change, function onScheme() {
       if (!document.contains(anchor)) {
-        document.removeEventListener("unipo:schemechange", onScheme);
+        document.removeEventListener(window.UNIPO.events.scheme_change, onScheme);
         return;
       }
       Object.keys(charts).forEach(function (name) { charts[name].embed(); });

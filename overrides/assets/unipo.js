@@ -15,6 +15,12 @@
 
   if (window.UNIPO && window.UNIPO.__entry) return;
 
+  // The page's browser data (unipo_build/views/common.py browser_data, written before this script
+  // by overrides/main.html): every event name the scripts dispatch or hear (UNIPO.events) and how
+  // a step's token file is named (UNIPO.stepFile). No script writes one of these names itself.
+  var BROWSER = readData("unipo-browser");
+  var EVENTS = BROWSER.events;
+
   var renderers = [];
   var processedRoots = new WeakSet();
   var currentRoot = null;
@@ -119,7 +125,7 @@
     window.katex.render(tex, el, Object.assign({ displayMode: display }, KATEX_OPTIONS));
     el.setAttribute("data-unipo-rendered", "katex");
     // A view that decorates its formulas (the explainer's clickable parts) hears when one is ready.
-    el.dispatchEvent(new CustomEvent("unipo:typeset", { bubbles: true }));
+    el.dispatchEvent(new CustomEvent(EVENTS.typeset, { bubbles: true }));
   }
 
   /** Typeset the formulas deferred inside ``root`` (a <details> just opened; the page, to print). */
@@ -313,7 +319,7 @@
     renderers.forEach(function (entry) {
       runRenderer(entry, root);
     });
-    document.dispatchEvent(new CustomEvent("unipo:rendered", { detail: { root: root } }));
+    document.dispatchEvent(new CustomEvent(EVENTS.rendered, { detail: { root: root } }));
   }
 
   /* ------------------------------------------------- same-page links, view state */
@@ -529,6 +535,10 @@
 
   window.UNIPO = {
     __entry: true,
+    /** The browser events by key (open_step, token, token_cleared, compare, typeset, rendered, scheme_change). */
+    events: EVENTS,
+    /** How a step's token file is named: {prefix, digits, suffix} (runlog.token_file_name). */
+    stepFile: BROWSER.step_file,
     /** The views' state in the URL hash (see above). */
     state: state,
     /**
@@ -783,7 +793,7 @@
       else placeHeld = false;
     };
     goToPlace(place);
-    document.addEventListener("unipo:rendered", function () { again(8); }, { once: true });
+    document.addEventListener(EVENTS.rendered, function () { again(8); }, { once: true });
   }
 
   function wireSetLinks() {
@@ -813,7 +823,7 @@
       if (now === lastScheme) return;
       lastScheme = now;
       redrawChartsForScheme();
-      document.dispatchEvent(new CustomEvent("unipo:schemechange", { detail: { scheme: now } }));
+      document.dispatchEvent(new CustomEvent(EVENTS.scheme_change, { detail: { scheme: now } }));
     }).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
 
     // Material's document$ replays the current page and emits after each instant navigation;

@@ -88,6 +88,7 @@
   V.tiny = tiny;
   V.NOISE = NOISE;
   V.NOISE_NOTE = NOISE_NOTE;
+  V.events = global.UNIPO.events; // the event names (unipo.js: the page's browser data)
   V.runs = V.runs || {}; // run id -> {config, siteRoot, stepPath, algorithm}
   V.stepCache = V.stepCache || new Map(); // absolute URL -> Promise of the step JSON
 
@@ -105,8 +106,11 @@
     return V.stepCache.get(absolute);
   };
 
+  /** A step's token file: the run's folder (its inspector data) and the name runlog.token_file_name
+   * gives (the page's browser data, UNIPO.stepFile). */
   V.stepUrl = function (info, step) {
-    return info.siteRoot + info.stepPath + "step_" + String(step).padStart(6, "0") + ".json";
+    var file = global.UNIPO.stepFile;
+    return info.siteRoot + info.stepPath + file.prefix + String(step).padStart(file.digits, "0") + file.suffix;
   };
 
   /** A token's text inside a sentence: between FIRST STRONG ISOLATE and POP DIRECTIONAL ISOLATE,

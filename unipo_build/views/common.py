@@ -1,24 +1,59 @@
-"""What the views share: where the built site keeps run data, and the browser events.
+"""What the views share: where the built site keeps run data, and what the browser is told.
 
-Browser contract (events are dispatched on ``document``):
-- ``unipo:open-step``  detail {run, step, inspector?}: the Training Explorer (or a moment link) asks
+Browser contract: :func:`browser_data` is on every page (overrides/main.html writes it, as
+``<template class="unipo-data" id="unipo-browser">``, before unipo.js, which reads it into
+``UNIPO.events`` and ``UNIPO.stepFile``). The scripts take every event name and the step-file name
+from there; none writes one itself. Events (dispatched on ``document`` unless said otherwise), by
+the key the scripts read them under:
+
+- ``open_step``     detail {run, step, inspector?}: the Training Explorer (or a moment link) asks
   the Step Inspector of that run to open a step; with ``inspector`` (an element id) only that one
   (the explorer addresses its own, so a chapter's teaching-moment inspectors stay put).
-- ``unipo:token``      detail {run, algorithm, step, group, response, token}: the Step Inspector
+- ``token``         detail {run, algorithm, step, group, response, token, ...}: the Step Inspector
   reports the selected token; Algorithm Explainer cards of that algorithm fill in its numbers.
+- ``token_cleared`` detail {run, algorithm, inspector}: that token is no longer selected; the cards
+  return to their hint.
+- ``compare``       detail {a, b, selector}: the page's comparison selector changed its pair.
+- ``typeset``       (on the element, bubbling) unipo.js typeset the formulas in it.
+- ``rendered``      detail {root}: unipo.js rendered the views under ``root``.
+- ``scheme_change`` detail {scheme}: the reader switched the colour scheme.
 
 Site layout: per-step token files are copied at build time to
-``<site>/assets/runs/<run_id>/steps/step_NNNNNN.json`` (see ``step_url``) and fetched only when a
-step is opened; the page itself carries only downsampled metrics.
+``<site>/assets/runs/<run_id>/steps/<runlog.token_file_name(step)>`` (see ``step_path``) and
+fetched only when a step is opened; the page itself carries only downsampled metrics.
 """
 
 from __future__ import annotations
 
 import posixpath
 
+from ..render import json_data
+from ..runlog import TOKEN_FILE_DIGITS, TOKEN_FILE_PREFIX, TOKEN_FILE_SUFFIX, token_file_name
+
 RUN_ASSETS = "assets/runs"
-EVENT_OPEN_STEP = "unipo:open-step"
-EVENT_TOKEN = "unipo:token"
+#: The browser events, by the key scripts read them under (``UNIPO.events.open_step``).
+EVENTS = {
+    "open_step": "unipo:open-step",
+    "token": "unipo:token",
+    "token_cleared": "unipo:token-cleared",
+    "compare": "unipo:compare",
+    "typeset": "unipo:typeset",
+    "rendered": "unipo:rendered",
+    "scheme_change": "unipo:schemechange",
+}
+#: The id of the page's browser data (unipo.js reads it).
+BROWSER_DATA_ID = "unipo-browser"
+
+
+def browser_data() -> dict:
+    """What every page tells its scripts: the event names and how a step's token file is named."""
+    return {"events": dict(EVENTS),
+            "step_file": {"prefix": TOKEN_FILE_PREFIX, "digits": TOKEN_FILE_DIGITS, "suffix": TOKEN_FILE_SUFFIX}}
+
+
+def browser_data_html() -> str:
+    """:func:`browser_data` as the page carries it (``render.json_data``)."""
+    return json_data(browser_data(), data_id=BROWSER_DATA_ID)
 
 
 def token_label(text: str) -> str:
@@ -44,4 +79,4 @@ def site_root(page_url: str | None) -> str:
 
 def step_path(run_id: str, step: int) -> str:
     """Path of a step's token file, relative to the site root."""
-    return f"{RUN_ASSETS}/{run_id}/steps/step_{step:06d}.json"
+    return f"{RUN_ASSETS}/{run_id}/steps/{token_file_name(step)}"

@@ -13,7 +13,7 @@
   (``title`` and an element with ``role="tooltip"``) from the registry, or the spec's override.
 
 When the reader selects a token in a Step Inspector of a run of the same algorithm (the
-``unipo:token`` event), explainer.js fills each card's ``.unipo-live`` block with that token's
+``token`` event of ``common.EVENTS``), explainer.js fills each card's ``.unipo-live`` block with that token's
 numbers, recomputed in the browser from the logged inputs with a port of unipo_build.components
 (tests/test_views_explainer.py holds it equal to unipo_build.recompute.breakdown). What a block
 says about the slot's kind (its rows, the sentence on the token's numbers) is the kind's explainer

@@ -19,7 +19,7 @@ In the browser, ``overrides/assets/inspector.js`` renders the open group token b
 inspector comes near the viewport (fetching ``<site>/assets/runs/<run>/steps/step_NNNNNN.json``),
 colours tokens by a quantity the reader picks (``token_scale``), shows a selected token's numbers
 under its response, keeps step, group, token and quantity in the URL hash (``UNIPO.state``) and
-reports the selected token (the ``unipo:token`` event) to the Algorithm Explainer.
+reports the selected token (the ``token`` event of ``common.EVENTS``) to the Algorithm Explainer.
 
 Everything from a log reaches the HTML through ``render.escape_text``.
 """
@@ -38,7 +38,7 @@ from ..render import escape_text, json_data
 from ..runs import Run, RunCatalog, catalog_of
 from ..schema import PromptGroup, Response, StepDetail
 from . import fmt as F
-from .common import EVENT_OPEN_STEP, EVENT_TOKEN, site_root, step_path
+from .common import site_root, step_path
 from .explainer import explainer_config
 from .palette import TOKEN_DIVERGING, TOKEN_DIVERGING_DARK, TOKEN_SEQUENTIAL, TOKEN_SEQUENTIAL_DARK
 from .token_scale import DEFAULT_QUANTITY, MIN_TINT, QUANTITIES, QUANTITY_KEYS  # noqa: F401
@@ -479,8 +479,8 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
                   "min_tint": MIN_TINT},
         "quantities": [{"key": q.key, "label": q.label, "kind": q.kind, "source": q.source, "transform": q.transform,
                         "description": q.description} for q in QUANTITIES],
+        # the run's step-file folder; the file name comes from the page's browser data (common.browser_data)
         "step_path": step_path(found.id, 0).rsplit("/", 1)[0] + "/",
-        "events": {"open_step": EVENT_OPEN_STEP, "token": EVENT_TOKEN},
     }
     title = found.header.title or found.id
     caption = (f'<p class="unipo-inspector-caption"><span class="unipo-label">Step Inspector</span> '
