@@ -421,7 +421,7 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
                          "warning")
     steps = found.token_steps()
     if not steps:
-        return note_html(f"The run '{found.id}' has no token-level detail (no tokens/step_*.json), so there is "
+        return note_html(f"The run '{found.id}' has no token-level detail (no {runlog.TOKENS_DIR}/{runlog.TOKEN_FILE_GLOB}), so there is "
                          "nothing for the Step Inspector to show.")
     uid = uid or _uid(found.id, step, moment, page_url)
     notes = []
