@@ -189,6 +189,78 @@ def clipped_surrogate(ratio, advantage, eps_low: float | None, eps_high: float |
     return surrogate, side
 
 
+def dual_clip_surrogate(ratio, advantage, eps_low: float, eps_high: float, c: float):
+    """Dual-clip PPO (Ye et al., arXiv 1912.09729, eq. 5): PPO's clipped surrogate, bounded below
+    by c * A where the advantage is negative.
+
+    For A < 0, max(min(rho A, clip(rho, 1 - eps_low, 1 + eps_high) A), c A) with c > 1: once a
+    negative-advantage token's ratio has risen above c, its term is the constant c A and its
+    gradient is zero, so one token whose probability the policy raised a lot cannot push the
+    objective down without bound. For A >= 0 the term is PPO's. (verl: clip_ratio_c, 3 by default;
+    OpenRLHF: dual_clip.) Returns ``(surrogate, side)``: ``clipped_surrogate``'s sides, and
+    CLIP_HIGH where the c bound won (a negative advantage and rho > c: the ratio is above a bound
+    and the token's gradient is zero).
+    """
+    xp = array_namespace(ratio, advantage)
+    surrogate, side = clipped_surrogate(ratio, advantage, eps_low, eps_high)
+    floor = c * advantage
+    bounded = (advantage < 0) & (surrogate < floor)
+    # where the floor wins the term is the constant c A (no gradient); elsewhere PPO's term
+    surrogate = xp.where(bounded, stop_gradient(floor), surrogate)
+    # a bounded token had side 0 (its ratio, above c > 1, is not below 1 - eps_low)
+    return surrogate, side + xp.astype(bounded, xp.int8)
+
+
+def cispo_surrogate(ratio, advantage, eps_low: float | None, eps_high: float):
+    """CISPO's clipped importance-sampling weight (MiniMax-M1, arXiv 2506.13585, eq. 4-5).
+
+    The weight w = clip(rho, 1 - eps_low, 1 + eps_high) is a constant (stop-gradient) that
+    multiplies A grad log pi_theta: the term's gradient is w A grad log pi_theta for every token,
+    clipped or not, where PPO's min zeroes the gradient of a token that left the range. Written
+    here as sg[w / rho] rho A, whose value is w A (comparable with the other surrogates: A at
+    rho = 1) and whose gradient is w A grad log pi_theta (grad rho = rho grad log pi_theta); the
+    paper's sg(w) A log pi_theta has the same gradient. ``eps_low`` None: no lower bound, as the
+    paper trains (TRL loss_type='cispo' caps the ratio at epsilon_high and has none either).
+    Returns ``(surrogate, side)``: CLIP_HIGH where rho > 1 + eps_high, CLIP_LOW where
+    rho < 1 - eps_low, whatever the advantage's sign (the weight is clipped there, the gradient
+    still flows), CLIP_NONE elsewhere.
+    """
+    xp = array_namespace(ratio, advantage)
+    high = 1.0 + eps_high
+    low = None if eps_low is None else 1.0 - eps_low
+    weight = xp.clip(ratio, low, high)
+    safe = xp.where(ratio > 0, ratio, xp.ones_like(ratio))
+    surrogate = stop_gradient(weight / safe) * ratio * advantage
+    high_side = ratio > high
+    low_side = (ratio < low) if low is not None else xp.zeros_like(high_side)
+    side = xp.astype(high_side, xp.int8) - xp.astype(low_side, xp.int8)
+    return surrogate, side
+
+
+def sapo_gate(ratio, tau):
+    """SAPO's soft gate f(rho) = (4 / tau) sigmoid(tau (rho - 1)) (arXiv 2511.20347).
+
+    f(1) = 2 / tau and f'(1) = 1: near rho = 1 the term moves as rho A does; as rho leaves 1
+    the slope 4 sigmoid (1 - sigmoid) falls smoothly towards 0, faster for a larger tau.
+    """
+    xp = array_namespace(ratio)
+    return (4.0 / tau) / (1.0 + xp.exp(-tau * (ratio - 1.0)))
+
+
+def sapo_surrogate(ratio, advantage, tau_pos: float, tau_neg: float):
+    """SAPO's soft-gated surrogate f_tau(rho) A (arXiv 2511.20347; TRL loss_type='sapo', verl
+    policy loss 'sapo'), with tau = tau_pos where A > 0 and tau_neg elsewhere (TRL's and verl's
+    split: tau_neg for a non-positive advantage). The gradient weight of a token,
+    4 sigmoid (1 - sigmoid) rho A on grad log pi_theta, falls smoothly as rho leaves 1 instead of
+    dropping to 0 at a bound. Returns ``(surrogate, side)``: nothing is clipped, side is CLIP_NONE.
+    """
+    xp = array_namespace(ratio, advantage)
+    positive = xp.astype(advantage > 0, ratio.dtype)
+    tau = tau_neg + (tau_pos - tau_neg) * positive
+    surrogate = sapo_gate(ratio, tau) * advantage
+    return surrogate, xp.zeros_like(surrogate, dtype=xp.int8)
+
+
 # ---------------------------------------------------------------------------
 # KL to the reference policy (Schulman, "Approximating KL divergence", 2020)
 # ---------------------------------------------------------------------------

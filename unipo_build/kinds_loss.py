@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
 from pydantic import Field
 
 from . import components as C
@@ -57,8 +58,10 @@ class AsymmetricClip(_Params):
     eps_high: float = Field(0.28, gt=0, description="Upper clip: the ratio may rise to 1 + eps_high.")
 
 
-def _clip_worked(rho: float, adv: float, bounds: tuple[float | None, float | None]) -> tuple[str, float]:
-    """The clipped surrogate of one token as a TeX line, and its value."""
+def _clip_worked(rho: float, adv: float, bounds: tuple[float | None, float | None],
+                 params: dict | None = None) -> tuple[str, float]:
+    """The clipped surrogate of one token as a TeX line, and its value (a clip kind's ``worked``:
+    the token's ratio and advantage, the kind's bounds and its parameters)."""
     low, high = bounds
     if low is None:
         return (r"\rho\hat{A}=" + tex_num(rho, 5) + r"\times" + tex_num(adv, 5) + "=" + tex_num(rho * adv, 5),
@@ -68,6 +71,14 @@ def _clip_worked(rho: float, adv: float, bounds: tuple[float | None, float | Non
             + r")\hat{A}\big)=" + tex_num(surrogate, 5), surrogate)
 
 
+def _ppo_clip(bounds):
+    """A clip kind's ``apply``: PPO's surrogate with the kind's ``bounds``."""
+    return lambda ratio, advantage, p: C.clipped_surrogate(ratio, advantage, *bounds(p))
+
+
+_NO_BOUNDS = lambda p: (None, None)  # noqa: E731
+_SYMMETRIC = lambda p: (p["eps"], p["eps"])  # noqa: E731
+_ASYMMETRIC = lambda p: (p["eps_low"], p["eps_high"])  # noqa: E731
 # The clip kinds are written on the token ratio (RATIO_TEX); formula.with_ratio rewrites them with
 # the algorithm's own ratio (GSPO clips its sequence ratio s_i, not a token's).
 _CLIP_AFTER = ("It does not bound the ratio: the ratio itself can move on, pushed by the updates of other "
@@ -96,7 +107,7 @@ _CLIP_ROWS = explain(
 
 register("clip", "none", NoParams, "No clipping: the surrogate is the ratio times the advantage.",
          lambda p: r"\ell_{i,t}=\rho_{i,t}\,\hat{A}_{i,t}",
-         fn=C.clipped_surrogate, bounds=lambda p: (None, None), worked=_clip_worked, label="no clip",
+         fn=C.clipped_surrogate, bounds=_NO_BOUNDS, worked=_clip_worked, apply=_ppo_clip(_NO_BOUNDS), label="no clip",
          explain=explain(row("ℓ = {ratio_symbol}·Â", "{calc.ratio} × {token.advantage} (nothing is clipped)", "calc.surrogate",
                              key="surrogate")))
 register("clip", "symmetric", SymmetricClip,
@@ -105,7 +116,7 @@ register("clip", "symmetric", SymmetricClip,
          % (_fmt(p["eps"]), _fmt(p["eps"])),
          (Term("clip", r"\operatorname{clip}", _CLIP_TERM),
           Term("min", r"\min", "The pessimistic choice: the smaller of the clipped and unclipped objectives.")),
-         fn=C.clipped_surrogate, bounds=lambda p: (p["eps"], p["eps"]), worked=_clip_worked, label="symmetric clip",
+         fn=C.clipped_surrogate, bounds=_SYMMETRIC, worked=_clip_worked, apply=_ppo_clip(_SYMMETRIC), label="symmetric clip",
          explain=_CLIP_ROWS)
 register("clip", "asymmetric", AsymmetricClip,
          "Separate lower and upper bounds, 1 - eps_low and 1 + eps_high: once the ratio has left them in the advantage's direction, the term stops pushing.",
@@ -114,8 +125,167 @@ register("clip", "asymmetric", AsymmetricClip,
          (Term("clip", r"\operatorname{clip}", "Asymmetric bounds: the term stops pushing up once the ratio exceeds "
                "1 + eps_high and stops pushing down once it falls below 1 - eps_low. " + _CLIP_AFTER),
           Term("min", r"\min", "The pessimistic choice: the smaller of the clipped and unclipped objectives.")),
-         fn=C.clipped_surrogate, bounds=lambda p: (p["eps_low"], p["eps_high"]), worked=_clip_worked, label="asymmetric clip (clip-higher)",
+         fn=C.clipped_surrogate, bounds=_ASYMMETRIC, worked=_clip_worked, apply=_ppo_clip(_ASYMMETRIC), label="asymmetric clip (clip-higher)",
          explain=_CLIP_ROWS)
+
+class DualClip(_Params):
+    eps_low: float = Field(0.2, gt=0, lt=1, description="Lower clip: the ratio may fall to 1 - eps_low (verl clip_ratio_low, OpenRLHF eps_clip).")
+    eps_high: float = Field(0.2, gt=0, description="Upper clip: the ratio may rise to 1 + eps_high (verl clip_ratio_high).")
+    c: float = Field(3.0, gt=1, description="The bound c of a negative-advantage token's term, c * A (verl clip_ratio_c, 3 by default; OpenRLHF dual_clip).")
+
+
+class CispoClip(_Params):
+    eps_low: float | None = Field(None, gt=0, lt=1, description="The IS weight's lower bound is 1 - eps_low; null: none, as the paper trains (it tunes only the upper bound; verl clip_ratio_low).")
+    eps_high: float = Field(0.28, gt=0, description="The IS weight's upper bound is 1 + eps_high (verl clip_ratio_high; TRL's epsilon_high for loss_type 'cispo' is the cap itself, 1 + eps_high, 5 in ScaleRL's recipe).")
+
+
+class SapoGate(_Params):
+    tau_pos: float = Field(1.0, gt=0, description="The gate's temperature for a positive advantage (TRL sapo_temperature_pos, verl tau_pos; 1.0 in both).")
+    tau_neg: float = Field(1.05, gt=0, description="The gate's temperature for a zero or negative advantage (TRL sapo_temperature_neg, verl tau_neg; 1.05 in both): a larger one narrows the gate.")
+
+
+def _dual_clip_worked(rho: float, adv: float, bounds: tuple[float | None, float | None],
+                      params: dict | None = None) -> tuple[str, float]:
+    line, ppo = _clip_worked(rho, adv, bounds)
+    if adv >= 0:
+        return line, ppo
+    c = float(_need(params, "dual_clip")["c"])
+    value = max(ppo, c * adv)
+    return (r"\max\big(" + tex_num(ppo, 5) + r",\ " + tex_num(c) + r"\times" + tex_num(adv, 5) + r"\big)="
+            + tex_num(value, 5), value)
+
+
+def _cispo_bounds(p: dict) -> tuple[float | None, float | None]:
+    return (p.get("eps_low"), p["eps_high"])
+
+
+def _cispo_weight(rho: float, p: dict) -> float:
+    low = p.get("eps_low")
+    return min(max(rho, 1 - low) if low is not None else rho, 1 + p["eps_high"])
+
+
+def _cispo_worked(rho: float, adv: float, bounds: tuple[float | None, float | None],
+                  params: dict | None = None) -> tuple[str, float]:
+    p = _need(params, "cispo")
+    w = _cispo_weight(rho, p)
+    return (r"\operatorname{sg}[w]\hat{A}=" + tex_num(w, 5) + r"\times" + tex_num(adv, 5) + "=" + tex_num(w * adv, 5),
+            w * adv)
+
+
+def _sapo_worked(rho: float, adv: float, bounds: tuple[float | None, float | None],
+                 params: dict | None = None) -> tuple[str, float]:
+    p = _need(params, "sapo")
+    tau = p["tau_pos"] if adv > 0 else p["tau_neg"]
+    gate = float(C.sapo_gate(np.float64(rho), tau))
+    return (r"f_{\tau}(\rho)\hat{A}=\tfrac{4}{" + tex_num(tau) + r"}\,\sigma\big(" + tex_num(tau) + r"(" + tex_num(rho, 5)
+            + r"-1)\big)\times" + tex_num(adv, 5) + "=" + tex_num(gate * adv, 5), gate * adv)
+
+
+def _need(params: dict | None, name: str) -> dict:
+    """A worked example that needs the kind's parameters (c, the temperatures) gets them or says so."""
+    if params is None:
+        raise ValueError(f"the {name} clip's worked example needs its parameters: call worked(rho, adv, bounds, params)")
+    return params
+
+
+# The Explainer's rows of the three surrogates below. The browser's breakdown evaluates the kind's
+# function (its port in unipo-math.js), so calc.surrogate and calc.clip_side are the kind's own.
+_CISPO_W = ("(has(params.eps_low) ? min(max(calc.ratio, 1 - params.eps_low), 1 + params.eps_high) "
+            ": min(calc.ratio, 1 + params.eps_high))")
+_SIDE_WARN = say("The log says clip side {raw(token.clip)}, the recomputation {raw(calc.clip_side)}.",
+                 when="has(token.clip) && token.clip != calc.clip_side", cls="unipo-live-warn")
+_DUAL_PPO = "min(calc.ratio * token.advantage, " + _CLIPPED + " * token.advantage)"
+_SAPO_TAU = "(token.advantage > 0 ? params.tau_pos : params.tau_neg)"
+_SAPO_SIGMA = "(calc.surrogate / token.advantage * " + _SAPO_TAU + " / 4)"
+
+register("clip", "dual_clip", DualClip,
+         "PPO's clip, and for a negative advantage a floor c A under the term: a token whose ratio has risen above c stops pulling the objective down (dual-clip PPO).",
+         lambda p: (r"\ell_{i,t}=\begin{cases}\max\!\big(\min(\rho_{i,t}\hat{A}_{i,t},\ \operatorname{clip}(\rho_{i,t},1-%s,1+%s)\,\hat{A}_{i,t}),\ %s\,\hat{A}_{i,t}\big),&\hat{A}_{i,t}<0\\ \min(\rho_{i,t}\hat{A}_{i,t},\ \operatorname{clip}(\rho_{i,t},1-%s,1+%s)\,\hat{A}_{i,t}),&\hat{A}_{i,t}\ge 0\end{cases}"
+                    % (_fmt(p["eps_low"]), _fmt(p["eps_high"]), _fmt(p["c"]), _fmt(p["eps_low"]), _fmt(p["eps_high"]))),
+         (Term("clip", r"\operatorname{clip}", _CLIP_TERM),
+          Term("c", r"c", "The dual clip (Ye et al. 2019, arXiv 1912.09729): with a negative advantage, PPO's min has no "
+               "lower bound, since rho A falls without limit as rho grows. The max with c A bounds it: above rho = c the "
+               "term is constant and the token's gradient is 0 (verl clip_ratio_c, 3 by default; OpenRLHF dual_clip).")),
+         fn=C.dual_clip_surrogate, bounds=_ASYMMETRIC, worked=_dual_clip_worked, label="dual clip (floor c·Â)",
+         apply=lambda ratio, advantage, p: C.dual_clip_surrogate(ratio, advantage, p["eps_low"], p["eps_high"], p["c"]),
+         explain=explain(
+             row("bounds", "[1 − {params.eps_low}, 1 + {params.eps_high}], and c = {params.c} when Â < 0",
+                 text="[{1 - params.eps_low}, {1 + params.eps_high}]"),
+             row("unclipped {ratio_symbol}·Â", "{calc.ratio} × {token.advantage}", "calc.ratio * token.advantage", key="unclipped"),
+             row("clipped clip({ratio_symbol})·Â", "{" + _CLIPPED + "} × {token.advantage}", _CLIPPED + " * token.advantage",
+                 key="clipped"),
+             row("floor c·Â", "{params.c} × {token.advantage} (a negative advantage only)", "params.c * token.advantage",
+                 key="floor", when="token.advantage < 0"),
+             row("ℓ", cases(("token.advantage < 0", "max(min(…), c·Â): the larger of PPO's term and the floor"),
+                            (None, "min(…), PPO's term (no floor for Â ≥ 0)")), "calc.surrogate", key="surrogate"),
+             say(cases(("calc.clip_side == 1 && token.advantage < 0",
+                        "The floor won: {ratio_symbol} = {calc.ratio} is above c = {params.c} with Â < 0, so the term is the "
+                        "constant c·Â and this token's gradient is 0. Without the floor its term, {" + _DUAL_PPO + "}, would "
+                        "keep falling as the ratio grows."),
+                       ("calc.clip_side == 1", "The clipped branch won on the high side: {ratio_symbol} > {1 + params.eps_high} "
+                        "with Â > 0, so this token no longer pushes its probability up (its gradient is 0)."),
+                       ("calc.clip_side == -1", "The clipped branch won on the low side: {ratio_symbol} < {1 - params.eps_low} "
+                        "with Â < 0, so this token no longer pushes its probability down (its gradient is 0)."),
+                       (None, "Neither PPO's clip nor the floor acts here, so the gradient flows.")), cls="unipo-live-branch"),
+             _SIDE_WARN))
+register("clip", "cispo", CispoClip,
+         "The importance-sampling weight is clipped and held constant (stop-gradient); every token keeps a gradient, of size weight times advantage (CISPO).",
+         lambda p: (r"\ell_{i,t}=\operatorname{sg}\big[%s\big]\,\hat{A}_{i,t}\,\frac{\pi_\theta(o_{i,t}\mid q,o_{i,<t})}{\operatorname{sg}[\pi_\theta(o_{i,t}\mid q,o_{i,<t})]}"
+                    % (r"\operatorname{clip}(\rho_{i,t},1-%s,1+%s)" % (_fmt(p["eps_low"]), _fmt(p["eps_high"]))
+                       if p.get("eps_low") is not None else r"\min(\rho_{i,t},1+%s)" % _fmt(p["eps_high"]))),
+         (Term("sg", r"\operatorname{sg}", "Stop-gradient: the clipped weight is a constant. The term's gradient is the "
+               "weight times A times grad log pi, for every token: a token whose ratio left the range keeps its gradient, "
+               "only its size is capped (MiniMax-M1, arXiv 2506.13585)."),
+          Term("clip", r"\operatorname{clip}", "Clips the importance-sampling weight, not the objective: unlike PPO's min, "
+               "nothing goes flat. The paper sets no lower bound and tunes only the upper one. " + _CLIP_AFTER)),
+         fn=C.cispo_surrogate, bounds=_cispo_bounds, worked=_cispo_worked, label="clipped IS weight (CISPO)",
+         ratio_kinds=("token",),
+         apply=lambda ratio, advantage, p: C.cispo_surrogate(ratio, advantage, p.get("eps_low"), p["eps_high"]),
+         explain=explain(
+             row("bounds of the weight", cases(("has(params.eps_low)", "[1 − {params.eps_low}, 1 + {params.eps_high}]"),
+                                               (None, "no lower bound, at most 1 + {params.eps_high}")),
+                 text=cases(("has(params.eps_low)", "[{1 - params.eps_low}, {1 + params.eps_high}]"),
+                            (None, "≤ {1 + params.eps_high}"))),
+             row("weight w = sg[clip({ratio_symbol})]", "the ratio {calc.ratio}, clipped, held constant", _CISPO_W,
+                 key="is_weight"),
+             row("ℓ = w·Â", "{" + _CISPO_W + "} × {token.advantage}; its gradient is w·Â·∇log πθ", "calc.surrogate",
+                 key="surrogate"),
+             say(cases(("calc.clip_side == 1",
+                        "The weight is clipped at {1 + params.eps_high}: {ratio_symbol} = {calc.ratio} is above it. Unlike "
+                        "PPO's clip the token keeps its gradient, {" + _CISPO_W + " * token.advantage} times ∇log πθ; only its "
+                        "size is capped."),
+                       ("calc.clip_side == -1",
+                        "The weight is clipped at {1 - params.eps_low}: {ratio_symbol} = {calc.ratio} is below it. The token "
+                        "keeps its gradient, {" + _CISPO_W + " * token.advantage} times ∇log πθ."),
+                       (None, "The weight is the ratio itself (inside its bounds): the gradient is {ratio_symbol}·Â·∇log πθ, "
+                              "as without a clip.")), cls="unipo-live-branch"),
+             _SIDE_WARN))
+register("clip", "sapo", SapoGate,
+         "No hard clip: a smooth gate of the ratio, (4/tau) sigmoid(tau (rho - 1)), whose slope falls as the ratio leaves 1, with a temperature per advantage sign (SAPO).",
+         lambda p: (r"\ell_{i,t}=f_{\tau_{i,t}}(\rho_{i,t})\,\hat{A}_{i,t},\quad f_{\tau}(x)=\tfrac{4}{\tau}\,\sigma\big(\tau(x-1)\big),"
+                    r"\quad \tau_{i,t}=\begin{cases}%s,&\hat{A}_{i,t}>0\\ %s,&\hat{A}_{i,t}\le 0\end{cases}"
+                    % (_fmt(p["tau_pos"]), _fmt(p["tau_neg"]))),
+         (Term("gate", r"f_{\tau}", "SAPO's soft gate (Qwen, arXiv 2511.20347): at rho = 1 its value is 2/tau and its slope "
+               "1, so near the sampling policy the term moves as rho A does; as rho leaves 1 the slope, "
+               "4 sigmoid (1 - sigmoid), falls smoothly towards 0 instead of dropping to 0 at a bound. It does not bound the "
+               "ratio: it only shrinks the gradient of a token whose ratio has moved far."),
+          Term("sigma", r"\sigma", "The logistic sigmoid, 1 / (1 + exp(-x))."),
+          Term("tau", r"\tau", "The temperature: a larger one narrows the gate. Negative advantages get the larger one "
+               "(1.05 against 1.0 in TRL and verl), so pushing a token down fades sooner than pushing one up.")),
+         fn=C.sapo_surrogate, bounds=_NO_BOUNDS, worked=_sapo_worked, label="soft gate (SAPO)",
+         apply=lambda ratio, advantage, p: C.sapo_surrogate(ratio, advantage, p["tau_pos"], p["tau_neg"]),
+         explain=explain(
+             row("temperature τ", cases(("token.advantage > 0", "τ_pos, for Â > 0"), (None, "τ_neg, for Â ≤ 0")),
+                 _SAPO_TAU, key="tau"),
+             row("gate f(ρ)", "(4 / τ) · σ(τ · ({calc.ratio} − 1))", "calc.surrogate / token.advantage", key="gate",
+                 when="token.advantage != 0"),
+             row("ℓ = f(ρ)·Â", "the gate times {token.advantage}", "calc.surrogate", key="surrogate"),
+             row("gradient weight", "4σ(1 − σ)·{ratio_symbol}: what multiplies Â·∇log πθ (PPO's is {ratio_symbol} inside its "
+                 "bounds, 0 outside)", "4 * " + _SAPO_SIGMA + " * (1 - " + _SAPO_SIGMA + ") * calc.ratio", key="grad_weight",
+                 when="token.advantage != 0"),
+             say("Nothing is clipped: the gate's slope is 1 at {ratio_symbol} = 1 and shrinks smoothly as the ratio moves away, "
+                 "so a token far from its sampling probability still moves, only less.", cls="unipo-live-branch"),
+             _SIDE_WARN))
 
 # --- kl --------------------------------------------------------------------
 

@@ -109,9 +109,15 @@ def clip_bounds(cfg: ResolvedAlgorithm) -> tuple[float | None, float | None]:
     return cfg.component("clip").bounds(cfg.components["clip"].params)
 
 
+def surrogate_terms(cfg: ResolvedAlgorithm, rho, advantages):
+    """The clip slot: the surrogate's form (PPO's clipped min, CISPO's clipped weight, SAPO's gate,
+    dual-clip, ...) on the ratio and the advantages, ``(surrogate, clip side)`` (B, T)."""
+    return cfg.component("clip").apply(rho, advantages, cfg.components["clip"].params)
+
+
 def token_terms(cfg: ResolvedAlgorithm, *, logp, old_logp, advantages, mask, ref_logp=None,
                 rollout_kl=None, kl=None) -> TokenTerms:
-    """Ratio, clipped surrogate, KL and the per-token objective for every token.
+    """Ratio, surrogate (the clip slot's form), KL and the per-token objective for every token.
 
     objective_{i,t} = surrogate_{i,t} - beta * KL_{i,t} when the KL sits in the loss;
     = surrogate_{i,t} otherwise (a KL in the reward is already inside the advantage, and
@@ -122,8 +128,7 @@ def token_terms(cfg: ResolvedAlgorithm, *, logp, old_logp, advantages, mask, ref
     xp = array_namespace(logp)
     mask_f = xp.astype(mask, logp.dtype)
     rho = ratio(cfg, logp, old_logp, mask_f)
-    eps_low, eps_high = clip_bounds(cfg)
-    surrogate, side = C.clipped_surrogate(rho, advantages, eps_low, eps_high)
+    surrogate, side = surrogate_terms(cfg, rho, advantages)
     surrogate = surrogate * mask_f
     side = side * xp.astype(mask, side.dtype)
     objective = surrogate

@@ -36,7 +36,8 @@ Slot conventions of ``apply`` (arrays are numpy or torch; shapes as in ``compone
 advantage  group kinds (``group_baseline``): ``apply(rewards (n_groups, G), params)``;
            token kinds: ``apply(token_rewards, mask, rewards, values, params) -> (adv, returns)``
 ratio      ``apply(logp, old_logp, mask, params)`` -> ratio (B, T)
-clip       ``bounds(params)`` -> (eps_low, eps_high), (None, None) without clipping
+clip       ``apply(ratio, advantage, params)`` -> (surrogate, clip side) (B, T): the surrogate's form;
+           ``bounds(params)`` -> (eps_low, eps_high) of the ratio, (None, None) without bounds
 kl         ``kl_place``: None, "loss" or "reward"; the estimator is a parameter
 aggregation ``apply(mask, params)`` -> weights (B, T)
 filter     ``apply(correct (n_groups, G), params)`` -> keep (n_groups,), None: keep every group
@@ -100,6 +101,9 @@ class Kind:
     fn: Callable | None = None
     apply: Callable | None = None
     bounds: Callable[[dict], tuple[float | None, float | None]] | None = None
+    # A clip kind that only means something on these ratio kinds (CISPO weights each token's own
+    # log-probability by that token's ratio); empty: any ratio. specs refuses another.
+    ratio_kinds: tuple[str, ...] = ()
     group_baseline: bool = False
     needs_critic: bool = False
     kl_place: Literal["loss", "reward"] | None = None

@@ -148,6 +148,11 @@ def _cross_slot_problems(components: dict[str, ComponentSpec]) -> list[str]:
         problems.append(f"components.kl.kind: {kinds['kl'].name} puts the KL into per-token rewards, which only a "
                         f"token-level advantage uses ({', '.join(token_level)}); "
                         f"{components['advantage'].kind} would ignore it (use a KL in the loss)")
+    clip, ratio = kinds["clip"], kinds["ratio"]
+    if clip.ratio_kinds and ratio.name not in clip.ratio_kinds and not ratio.is_none:
+        problems.append(f"components.clip.kind: {clip.name} weights each token's own log-probability by a ratio of kind "
+                        f"{' or '.join(clip.ratio_kinds)}, not {ratio.name} (set components.ratio.kind to "
+                        f"{clip.ratio_kinds[0]}, or use another clip)")
     if kinds["ratio"].is_none and not kinds["clip"].is_none:
         problems.append("components.clip.kind: with ratio 'none' the ratio is always 1, so clipping never acts "
                         "(use clip 'none')")

@@ -118,6 +118,50 @@
     return { surrogate: surrogate, side: side };
   }
 
+  /**
+   * dual_clip_surrogate: PPO's surrogate and, for a negative advantage, max(that, c A); the side
+   * is 1 where the floor c A won (A < 0 and rho > c).
+   */
+  function dualClipSurrogate(ratio, advantage, epsLow, epsHigh, c) {
+    var out = clippedSurrogate(ratio, advantage, epsLow, epsHigh);
+    for (var t = 0; t < ratio.length; t++) {
+      var floor = c * advantage[t];
+      if (advantage[t] < 0 && out.surrogate[t] < floor) {
+        out.surrogate[t] = floor;
+        out.side[t] += 1;
+      }
+    }
+    return out;
+  }
+
+  /**
+   * cispo_surrogate: the clipped IS weight w = clip(rho, 1 - eps_low, 1 + eps_high) (no lower
+   * bound when eps_low is null) times A; the side marks a clipped weight, whatever A's sign.
+   */
+  function cispoSurrogate(ratio, advantage, epsLow, epsHigh) {
+    var hasLow = epsLow !== null && epsLow !== undefined;
+    var surrogate = new Array(ratio.length);
+    var side = new Array(ratio.length);
+    for (var t = 0; t < ratio.length; t++) {
+      var w = Math.min(hasLow ? Math.max(ratio[t], 1.0 - epsLow) : ratio[t], 1.0 + epsHigh);
+      surrogate[t] = w * advantage[t];
+      side[t] = ratio[t] > 1.0 + epsHigh ? 1 : hasLow && ratio[t] < 1.0 - epsLow ? -1 : 0;
+    }
+    return { surrogate: surrogate, side: side };
+  }
+
+  /** sapo_surrogate: (4 / tau) sigmoid(tau (rho - 1)) A, tau_pos for A > 0, tau_neg otherwise. */
+  function sapoSurrogate(ratio, advantage, tauPos, tauNeg) {
+    var surrogate = new Array(ratio.length);
+    var side = new Array(ratio.length);
+    for (var t = 0; t < ratio.length; t++) {
+      var tau = advantage[t] > 0 ? tauPos : tauNeg;
+      surrogate[t] = (4.0 / tau) / (1.0 + Math.exp(-tau * (ratio[t] - 1.0))) * advantage[t];
+      side[t] = 0;
+    }
+    return { surrogate: surrogate, side: side };
+  }
+
   /* ------------------------------------------------------------------------ KL */
 
   var KL_ESTIMATORS = ["k1", "k2", "k3"];
@@ -181,7 +225,11 @@
     token_ratio: function (logp, oldLogp) { return tokenRatio(logp, oldLogp); },
     sequence_ratio: sequenceRatio,
     self_ratio: function (logp) { return selfRatio(logp); },
+    // the clip slot's surrogates: (ratio, advantage, eps_low, eps_high, params)
     clipped_surrogate: clippedSurrogate,
+    dual_clip_surrogate: function (r, a, lo, hi, p) { return dualClipSurrogate(r, a, lo, hi, p.c); },
+    cispo_surrogate: function (r, a, lo, hi, p) { return cispoSurrogate(r, a, p.eps_low, p.eps_high); },
+    sapo_surrogate: function (r, a, lo, hi, p) { return sapoSurrogate(r, a, p.tau_pos, p.tau_neg); },
     kl_estimate: klEstimate,
     seq_mean_token_mean_weights: function (n) { return seqMeanTokenMeanWeights(n); },
     token_mean_weights: function (n) { return tokenMeanWeights(n); },
@@ -223,7 +271,7 @@
     var mask = tokens.mask;
     var rho = fnOf(cfg, "ratio")(tokens.logp, tokens.old_logp, mask);
     var bounds = slotOf(cfg, "clip").bounds || [null, null];
-    var clipped = clippedSurrogate(rho, tokens.advantage, bounds[0], bounds[1]);
+    var clipped = fnOf(cfg, "clip")(rho, tokens.advantage, bounds[0], bounds[1], slotOf(cfg, "clip").params || {});
     var surrogate = clipped.surrogate.map(function (s, t) { return s * mask[t]; });
     var side = clipped.side.map(function (s, t) { return s * mask[t]; });
     var kl = null;

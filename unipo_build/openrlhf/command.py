@@ -260,6 +260,22 @@ def translate(cfg: ResolvedAlgorithm, *, max_new_tokens: int) -> Translation:
                               "clip bounds so wide they do not act in practice: [1e-6, 1e6]",
                               ("--actor.eps_clip_low_high", "0.999999", "999999.0")))
             t.flags += ["--actor.eps_clip_low_high", "0.999999", "999999.0"]
+    elif clip == "dual_clip":
+        t.flags += ["--actor.eps_clip_low_high", _fmt(cp["eps_low"]), _fmt(cp["eps_high"]), "--actor.dual_clip", _fmt(cp["c"])]
+    elif clip == "cispo":
+        low = "0.999999" if cp.get("eps_low") is None else _fmt(cp["eps_low"])
+        t.gaps.append(Gap("clip", "CISPO's clipped importance-sampling weight, under which every token keeps its gradient",
+                          " has no CISPO loss (--actor.policy_loss_type is ppo or gspo)",
+                          "PPO's clip at the same bounds: a token past them loses its gradient instead of keeping a "
+                          "capped one", ("--actor.eps_clip_low_high", low, _fmt(cp["eps_high"]))))
+        t.flags += ["--actor.eps_clip_low_high", low, _fmt(cp["eps_high"])]
+        eff = _with(eff, "clip", "asymmetric", {"eps_low": float(low), "eps_high": cp["eps_high"]})
+    elif clip == "sapo":
+        t.gaps.append(Gap("clip", "SAPO's soft gate on the ratio", " has no SAPO loss (--actor.policy_loss_type is ppo "
+                          "or gspo)", "clip bounds so wide they do not act in practice, [1e-6, 1e6]: the term rho A, "
+                          "whose slope the gate has only at rho = 1", ("--actor.eps_clip_low_high", "0.999999", "999999.0")))
+        t.flags += ["--actor.eps_clip_low_high", "0.999999", "999999.0"]
+        eff = _with(eff, "clip", "asymmetric", {"eps_low": 0.999999, "eps_high": 999999.0})
     else:
         raise ValueError(f"clip kind {clip!r} has no OpenRLHF translation yet")
 

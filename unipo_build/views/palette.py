@@ -33,13 +33,16 @@ ALGORITHMS: dict[str, str] = {
     "dr_grpo": "#999933",  # Tol olive
     "gspo": "#EE6677",  # Tol red
     "dapo_dr": "#0072B2",  # Okabe-Ito blue
+    "dual_clip": "#661100",  # Tol dark red
+    "cispo": "#332288",  # Tol indigo
+    "sapo": "#44AA99",  # Tol teal
     # Methods of the playgrounds that are not specs of the course.
     "dpo": "#D55E00",  # vermillion
     "dro": "#CC79A7",  # reddish purple
     "gdpo": "#7B61FF",  # violet: drawn beside GRPO's bluish green, so no green of its own
 }
 #: Algorithms without a colour above take these, in order of appearance.
-EXTRA = ("#882255", "#117733", "#DDCC77", "#88CCEE", "#661100", "#332288")
+EXTRA = ("#882255", "#117733", "#DDCC77", "#88CCEE")
 
 #: The metrics' colours, (light, dark) per name: dark and muted on light pages, light on dark ones.
 METRIC_PALETTE: dict[str, tuple[str, str]] = {
