@@ -45,7 +45,8 @@ COMPONENTS_PAGE = "reference/components.md"
 SLOT_DESCRIPTIONS = {
     "advantage": "How much better than expected each response (or token) did.",
     "ratio": "How far the policy has moved on a token since it was sampled.",
-    "clip": "Where a token stops contributing gradient (it does not bound the ratio itself).",
+    "clip": ("The surrogate's form: where a token stops contributing gradient, or how its gradient is capped "
+             "(CISPO) or gated (SAPO); it does not bound the ratio itself."),
     "kl": "What ties the policy to the frozen reference model.",
     "aggregation": "How token objectives are averaged into one number: the weight of every token.",
     "filter": "Which sampled groups are trained on.",
