@@ -70,12 +70,19 @@ def test_cispo_clips_the_weight_and_keeps_every_gradient():
 
 
 def test_cispo_with_a_lower_bound():
-    """eps_low 0.2: rho 0.5, A 1: w = max(0.5, 0.8) = 0.8; ell = 0.8; side -1; gradient 0.8
-    (a clipped weight, not a silenced token). rho 1.1, A 1: w = 1.1, ell 1.1, side 0, gradient 1.1."""
-    value, side, grad = terms_and_grad(cfg("cispo", eps_low=0.2), [0.5, 1.1], [1.0, 1.0])
-    np.testing.assert_allclose(value, [0.8, 1.1], rtol=0, atol=TOL)
-    assert side == [-1, 0]
-    np.testing.assert_allclose(grad, [0.8, 1.1], rtol=0, atol=TOL)
+    """eps_low 0.2, w = sg[clip(rho, 0.8, 1.28)]:
+
+    - rho 0.5, A -1: w = max(0.5, 0.8) = 0.8; ell = 0.8 x -1 = -0.8; side -1 (where PPO's clip would
+      silence it: A < 0 below 0.8); gradient -0.8, a capped weight, not a silenced token.
+    - rho 0.5, A 1: the same w = 0.8; ell = 0.8; side 0 (PPO would not clip a positive advantage
+      here either); gradient 0.8.
+    - rho 2, A -1: w = 1.28; ell = -1.28; side 0 (PPO's min keeps rho A here); gradient -1.28.
+    - rho 1.1, A 1: w = 1.1; ell = 1.1; side 0; gradient 1.1.
+    """
+    value, side, grad = terms_and_grad(cfg("cispo", eps_low=0.2), [0.5, 0.5, 2.0, 1.1], [-1.0, 1.0, -1.0, 1.0])
+    np.testing.assert_allclose(value, [-0.8, 0.8, -1.28, 1.1], rtol=0, atol=TOL)
+    assert side == [-1, 0, 0, 0]
+    np.testing.assert_allclose(grad, [-0.8, 0.8, -1.28, 1.1], rtol=0, atol=TOL)
 
 
 # ---------------------------------------------------------------------------
@@ -234,3 +241,23 @@ def test_openrlhf_runs_dual_clip_exactly_and_names_the_other_two_as_gaps():
         t = translation_for(specs[spec_id], 256)
         assert [g.slot for g in t.gaps] == ["clip"]
         assert t.effective.kind("clip") == "asymmetric" and t.effective.param("clip", "eps_high") == high
+
+
+def test_the_browser_fills_cispo_s_sentence_for_a_clipped_token():
+    """explainer.js's template engine on CISPO's sentence for the clipped token of the first test
+    (rho 1.5, A 2, cap 1.28): the weight 1.28, the gradient 1.28 x 2 = 2.56, and the note that PPO
+    would have silenced it (A > 0); for A -2 the same cap and no such note."""
+    from test_views_explainer import NODE, run_engine
+
+    if NODE is None:
+        pytest.skip("node is not installed")
+    say = next(item["say"] for item in REGISTRY["clip"]["cispo"].explain["items"] if "say" in item)
+    capped = say[0]["text"]
+    names = {"calc.ratio": 1.5, "params.eps_high": 0.28, "params.eps_low": None, "token.advantage": 2.0,
+             "calc.clip_side": 1, "ratio_symbol": "ρ"}
+    out = run_engine([["fill", capped, names], ["fill", capped, {**names, "token.advantage": -2.0, "calc.clip_side": 0}],
+                      ["evaluate", say[0]["when"], names]])
+    assert out[2] == {"ok": True}
+    assert "clipped at 1.28" in out[0]["ok"] and "2.56 times" in out[0]["ok"]
+    assert out[0]["ok"].endswith("(with Â > 0, PPO would have set it to 0).")
+    assert "-2.56 times" in out[1]["ok"].replace("−", "-") and out[1]["ok"].endswith("capped.")

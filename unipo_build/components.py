@@ -221,9 +221,11 @@ def cispo_surrogate(ratio, advantage, eps_low: float | None, eps_high: float):
     rho = 1) and whose gradient is w A grad log pi_theta (grad rho = rho grad log pi_theta); the
     paper's sg(w) A log pi_theta has the same gradient. ``eps_low`` None: no lower bound, as the
     paper trains (TRL loss_type='cispo' caps the ratio at epsilon_high and has none either).
-    Returns ``(surrogate, side)``: CLIP_HIGH where rho > 1 + eps_high, CLIP_LOW where
-    rho < 1 - eps_low, whatever the advantage's sign (the weight is clipped there, the gradient
-    still flows), CLIP_NONE elsewhere.
+    Returns ``(surrogate, side)`` with PPO's sides: CLIP_HIGH where A > 0 and rho > 1 + eps_high,
+    CLIP_LOW where A < 0 and rho < 1 - eps_low (TRL's cispo_clip_ratio counts the first), the
+    tokens PPO's clip would silence; CISPO caps their weight and their gradient still flows. (A
+    token past a bound in the other direction has its weight capped too, but PPO would not have
+    clipped it either: it is not marked.)
     """
     xp = array_namespace(ratio, advantage)
     high = 1.0 + eps_high
@@ -231,8 +233,8 @@ def cispo_surrogate(ratio, advantage, eps_low: float | None, eps_high: float):
     weight = xp.clip(ratio, low, high)
     safe = xp.where(ratio > 0, ratio, xp.ones_like(ratio))
     surrogate = stop_gradient(weight / safe) * ratio * advantage
-    high_side = ratio > high
-    low_side = (ratio < low) if low is not None else xp.zeros_like(high_side)
+    high_side = (advantage > 0) & (ratio > high)
+    low_side = ((advantage < 0) & (ratio < low)) if low is not None else xp.zeros_like(high_side)
     side = xp.astype(high_side, xp.int8) - xp.astype(low_side, xp.int8)
     return surrogate, side
 

@@ -250,13 +250,14 @@ register("clip", "cispo", CispoClip,
                  key="is_weight"),
              row("ℓ = w·Â", "{" + _CISPO_W + "} × {token.advantage}; its gradient is w·Â·∇log πθ", "calc.surrogate",
                  key="surrogate"),
-             say(cases(("calc.clip_side == 1",
-                        "The weight is clipped at {1 + params.eps_high}: {ratio_symbol} = {calc.ratio} is above it. Unlike "
-                        "PPO's clip the token keeps its gradient, {" + _CISPO_W + " * token.advantage} times ∇log πθ; only its "
-                        "size is capped."),
-                       ("calc.clip_side == -1",
+             say(cases(("calc.ratio > 1 + params.eps_high",
+                        "The weight is clipped at {1 + params.eps_high}: {ratio_symbol} = {calc.ratio} is above it. The token "
+                        "keeps its gradient, {" + _CISPO_W + " * token.advantage} times ∇log πθ; only its size is capped"
+                        "{calc.clip_side == 1 ? ' (with Â > 0, PPO would have set it to 0)' : ''}."),
+                       ("has(params.eps_low) && calc.ratio < 1 - params.eps_low",
                         "The weight is clipped at {1 - params.eps_low}: {ratio_symbol} = {calc.ratio} is below it. The token "
-                        "keeps its gradient, {" + _CISPO_W + " * token.advantage} times ∇log πθ."),
+                        "keeps its gradient, {" + _CISPO_W + " * token.advantage} times ∇log πθ"
+                        "{calc.clip_side == -1 ? ' (with Â < 0, PPO would have set it to 0)' : ''}."),
                        (None, "The weight is the ratio itself (inside its bounds): the gradient is {ratio_symbol}·Â·∇log πθ, "
                               "as without a clip.")), cls="unipo-live-branch"),
              _SIDE_WARN))

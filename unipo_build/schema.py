@@ -283,8 +283,11 @@ METRICS: dict[str, MetricInfo] = {
     "value/explained_variance": _m("Explained variance", "1 - Var(return - value) / Var(return): how much of the return the critic predicts.", "critic", "better"),
     "kl/mean": _m("KL to reference", "Mean per-token KL estimate from the reference model, over the minibatch.", "policy"),
     "entropy/mean": _m("Entropy", "Mean per-token entropy of the policy on the minibatch's tokens.", "policy"),
-    "clip/frac_low": _m("Clipped low", "Fraction of tokens with negative advantage whose ratio fell below 1 - eps_low.", "policy"),
-    "clip/frac_high": _m("Clipped high", "Fraction of tokens with positive advantage whose ratio rose above 1 + eps_high.", "policy"),
+    "clip/frac_low": _m("Clipped low", "Fraction of tokens with negative advantage whose ratio fell below 1 - eps_low "
+                        "(under CISPO their weight is capped there and their gradient still flows).", "policy"),
+    "clip/frac_high": _m("Clipped high", "Fraction of tokens with positive advantage whose ratio rose above 1 + eps_high "
+                         "(CISPO: their weight is capped, the gradient still flows), and under dual-clip those with negative "
+                         "advantage whose ratio rose above c.", "policy"),
     "ratio/min": _m("Ratio min", "Smallest token importance ratio in the minibatch.", "policy"),
     "ratio/mean": _m("Ratio mean", "Mean token importance ratio in the minibatch.", "policy"),
     "ratio/max": _m("Ratio max", "Largest token importance ratio in the minibatch.", "policy"),

@@ -136,7 +136,7 @@
 
   /**
    * cispo_surrogate: the clipped IS weight w = clip(rho, 1 - eps_low, 1 + eps_high) (no lower
-   * bound when eps_low is null) times A; the side marks a clipped weight, whatever A's sign.
+   * bound when eps_low is null) times A; PPO's sides (1: A > 0 above the cap, -1: A < 0 below the floor).
    */
   function cispoSurrogate(ratio, advantage, epsLow, epsHigh) {
     var hasLow = epsLow !== null && epsLow !== undefined;
@@ -145,7 +145,7 @@
     for (var t = 0; t < ratio.length; t++) {
       var w = Math.min(hasLow ? Math.max(ratio[t], 1.0 - epsLow) : ratio[t], 1.0 + epsHigh);
       surrogate[t] = w * advantage[t];
-      side[t] = ratio[t] > 1.0 + epsHigh ? 1 : hasLow && ratio[t] < 1.0 - epsLow ? -1 : 0;
+      side[t] = advantage[t] > 0 && ratio[t] > 1.0 + epsHigh ? 1 : hasLow && advantage[t] < 0 && ratio[t] < 1.0 - epsLow ? -1 : 0;
     }
     return { surrogate: surrogate, side: side };
   }
