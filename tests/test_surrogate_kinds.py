@@ -261,3 +261,18 @@ def test_the_browser_fills_cispo_s_sentence_for_a_clipped_token():
     assert "clipped at 1.28" in out[0]["ok"] and "2.56 times" in out[0]["ok"]
     assert out[0]["ok"].endswith("(with Â > 0, PPO would have set it to 0).")
     assert "-2.56 times" in out[1]["ok"].replace("−", "-") and out[1]["ok"].endswith("capped.")
+
+
+def test_the_anatomy_page_works_a_token_of_each_kind():
+    """The anatomy page's token lines (views.anatomy_pick.token_objective_tex) pass the clip's
+    parameters to its worked example: dual-clip's floor for rho 4, A -2 is max(-8, 3 x -2) = -6."""
+    from types import SimpleNamespace
+
+    from unipo_build.views.anatomy_pick import token_objective_tex
+
+    for spec_id, (rho, adv), expected in (("dual_clip", (4.0, -2.0), -6.0), ("cispo", (1.5, 2.0), 2.56),
+                                          ("sapo", (1.0, 1.0), 2.0)):
+        c = cfg(spec_id)
+        response = SimpleNamespace(tokens=_tokens(c, [rho], [adv]))
+        lines = token_objective_tex(c, response, 0)
+        assert lines[1].endswith("=" + ("-6" if expected == -6.0 else "2.56" if expected == 2.56 else "2")), lines

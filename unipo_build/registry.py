@@ -12,7 +12,8 @@ filter, shaping). Each kind is registered here once, with everything the project
 - its **formula pieces**: the TeX of its definition (``latex``), its terms with tooltips,
   an aggregation's per-token weight (``weight_tex``) and what that weight means;
 - its **worked example** (``worked``): the arithmetic of one group, one token or one weight with
-  logged numbers, as TeX lines (the anatomy page shows them);
+  logged numbers, as TeX lines (the anatomy page shows them; a clip kind's is
+  ``worked(rho, advantage, bounds, params) -> (line, value)``);
 - its **explainer data** (``explain``, made by :func:`explain`): what the Algorithm Explainer and
   the card beside a token in the Step Inspector show for it, the rows of its live table (a label,
   how the value is computed, the value and the logged field it is checked against) and the

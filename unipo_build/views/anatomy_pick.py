@@ -212,7 +212,7 @@ def token_objective_tex(config, response: Response, t: int) -> list[str]:
     clip_kind = config.component("clip") if config is not None else REGISTRY["clip"]["none"]
     clip_params = config.components["clip"].params if config is not None else {}
     lines = [ratio_kind.worked(tok.logp[t], tok.old_logp[t], rho)]
-    clip_line, surrogate = clip_kind.worked(rho, adv, clip_kind.bounds(clip_params))
+    clip_line, surrogate = clip_kind.worked(rho, adv, clip_kind.bounds(clip_params), clip_params)
     lines.append(clip_line)
     kl_kind = config.component("kl") if config is not None else None
     if kl_kind is not None and kl_kind.kl_place == "loss" and kl_kind.worked is not None and tok.kl is not None:
