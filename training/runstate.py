@@ -17,6 +17,8 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
+from unipo_build import runlog
+
 CHECKPOINT = "checkpoint"
 
 
@@ -43,7 +45,7 @@ class Interrupted(Exception):
 
 def run_state(out: Path) -> str:
     """What ``out`` holds: "empty", "finished", "checkpointed" (resumable) or "started" (no checkpoint yet)."""
-    steps = out / "steps.jsonl"
+    steps = out / runlog.STEPS
     if not (steps.exists() and steps.stat().st_size):
         return "empty"
     try:
@@ -85,7 +87,7 @@ def logged_updates(out: Path) -> int:
     """Updates ``out``'s steps.jsonl holds: what a message reports, even when Ctrl-C came between
     writing a step and counting it."""
     try:
-        with open(out / "steps.jsonl", "rb") as fh:
+        with open(out / runlog.STEPS, "rb") as fh:
             return sum(1 for line in fh if line.strip())
     except FileNotFoundError:
         return 0
@@ -122,9 +124,9 @@ def remove_checkpoints(out: Path) -> None:
 def clear_logged_steps(out: Path) -> None:
     """Empty the steps, evaluations and token files of a run stopped before its first checkpoint, which
     `--resume` starts over (the header is rewritten by the new start)."""
-    for name in ("steps.jsonl", "evals.jsonl"):
+    for name in (runlog.STEPS, runlog.EVALS):
         (out / name).write_text("", encoding="utf-8")
-    for token_file in (out / "tokens").glob("step_*.json"):
+    for token_file in (out / runlog.TOKENS_DIR).glob(runlog.TOKEN_FILE_GLOB):
         token_file.unlink()
 
 
