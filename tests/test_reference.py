@@ -426,14 +426,14 @@ def test_component_catalogue():
     assert "Filled in from the run when null." in md
     # formulas shown with defaults, or with the parameters of the first shipped spec using the kind
     assert "Shown with the parameters of GRPO." in md and "Shown with the parameters of PPO." in md
-    assert "Used by: GRPO, Dual-clip GRPO, CISPO, DAPO, GSPO, SAPO." in md  # the group z-score, in lineage order
+    assert "Used by: GRPO, Dual-clip GRPO, DAPO, CISPO, GSPO, SAPO." in md  # the group z-score, in lineage order
     assert "Not used by a shipped algorithm." in md  # e.g. the leave-one-out baseline
 
 
 def test_component_catalogue_links_to_algorithm_pages():
     md = R.component_catalogue_markdown(SPECS, link=lambda target: "../" + target.rsplit("/", 1)[-1][:-3] + "/")
-    assert ('Used by: <a href="../grpo/">GRPO</a>, <a href="../dual_clip/">Dual-clip GRPO</a>, <a href="../cispo/">CISPO</a>, '
-            '<a href="../dapo/">DAPO</a>, <a href="../gspo/">GSPO</a>, <a href="../sapo/">SAPO</a>.') in md
+    assert ('Used by: <a href="../grpo/">GRPO</a>, <a href="../dual_clip/">Dual-clip GRPO</a>, <a href="../dapo/">DAPO</a>, '
+            '<a href="../cispo/">CISPO</a>, <a href="../gspo/">GSPO</a>, <a href="../sapo/">SAPO</a>.') in md
 
 
 # ---------------------------------------------------------------------------
