@@ -141,7 +141,8 @@ def components(cfg: dict, notes: K.Notes) -> tuple[str, dict[str, dict], list[Ga
             else {"kind": "asymmetric", "params": {"eps_low": low, "eps_high": high}})
     dual = get(actor, "clip_ratio_c", 3.0)
     notes.once(f"verl's dual clip (clip_ratio_c = {dual}) bounds the loss of negative-advantage tokens whose ratio "
-               f"exceeds {dual}; the registry's clip has no such bound: alike wherever no ratio exceeds it")
+               f"exceeds {dual}; this import keeps PPO's clip without that bound (the registry's dual_clip kind has it, "
+               f"but the verl importer does not map to it yet): alike wherever no ratio exceeds it")
 
     in_loss, in_reward = bool(get(actor, "use_kl_loss", False)), bool(get(algo, "use_kl_in_reward", False))
     if in_loss:
