@@ -146,7 +146,7 @@ def test_a_loss_the_registry_cannot_express(copy, tmp_path):
     manifest.write_text(json.dumps(data))
     line = one_line_error(run_import(copy, tmp_path / "out"), tmp_path / "out")
     assert line.startswith(f"{manifest}: trainer.loss_type: loss_type 'sapo'")
-    assert "has no kind in the registry: pass --algorithm SPEC" in line
+    assert "has the registry's clip kind 'sapo', which this importer does not map yet: pass --algorithm SPEC" in line
     # The way out it names: view the run against a spec, TRL's own loss kept beside it.
     proc = run_import(copy, tmp_path / "viewed", "--algorithm", "grpo")
     assert proc.returncode == 0, proc.stderr

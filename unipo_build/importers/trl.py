@@ -27,8 +27,9 @@ and beta the KL (k3 in the loss, as TRL computes it). The run's algorithm is the
 (``common.nearest_algorithm``: ``unipo explain``'s rule) when it has all of these kinds, else
 ``trl-<loss_type>`` with that nearest spec in the notes. A setting the registry has no kind for is
 named with the nearest kind in the header (``imported_from.gaps``, :class:`unipo_build.matching.Gap`)
-and the notes, and the import goes on with the nearest; a loss_type whose surrogate has no kind at
-all (cispo, sapo, vespo) stops the import unless ``--algorithm`` names the spec to view it against.
+and the notes, and the import goes on with the nearest; a loss_type this importer does not map (cispo and
+sapo, whose clip kinds the registry has, and vespo, which has none) stops the import unless
+``--algorithm`` names the spec to view it against.
 
 Token files: every tapped rollout gives, for each optimizer step that trained on it, a token file of
 that step: every group of the step (its size, reward mean and share of the objective) and the tapped
@@ -79,6 +80,8 @@ AGGREGATION = {"grpo": "seq_mean_token_mean", "dapo": "token_mean", "bnpo": "tok
 NO_KIND = {"cispo": "a clipped importance weight times the log-probability (MiniMax-M1)",
            "sapo": "a soft sigmoid gate in place of the clip",
            "vespo": "a Gamma weighting of the sequence ratio"}
+#: Those of NO_KIND whose surrogate the registry has (a clip kind) but this importer does not map yet.
+KIND_NOT_MAPPED = {"cispo": "cispo", "sapo": "sapo"}
 
 
 # ---------------------------------------------------------------------------
@@ -167,7 +170,9 @@ def trl_components(trainer: dict, loc: K.Loc) -> tuple[dict, list[Gap]]:
 
     loss_type = trainer.get("loss_type")
     if loss_type in NO_KIND:
-        raise loc.error(f"loss_type {loss_type!r} ({NO_KIND[loss_type]}) has no kind in the registry: pass "
+        what = (f"has the registry's clip kind {KIND_NOT_MAPPED[loss_type]!r}, which this importer does not map yet"
+                if loss_type in KIND_NOT_MAPPED else "has no kind in the registry")
+        raise loc.error(f"loss_type {loss_type!r} ({NO_KIND[loss_type]}) {what}: pass "
                         "--algorithm SPEC (e.g. dapo) to view the run against that spec's objective, TRL's own loss "
                         "kept beside it", "trainer.loss_type")
     if loss_type not in AGGREGATION:
