@@ -276,3 +276,26 @@ def test_the_anatomy_page_works_a_token_of_each_kind():
         response = SimpleNamespace(tokens=_tokens(c, [rho], [adv]))
         lines = token_objective_tex(c, response, 0)
         assert lines[1].endswith("=" + ("-6" if expected == -6.0 else "2.56" if expected == 2.56 else "2")), lines
+
+
+def test_the_browser_evaluates_sapo_s_and_dual_clip_s_rows():
+    """SAPO's gradient-weight row for rho 1 + ln 3, A 1 (ell = 3, tau 1, sigma 3/4):
+    4 x 3/4 x 1/4 x (1 + ln 3) = 1.5739592, as in test_sapo_gate_by_hand. Dual-clip's sentence for
+    rho 4, A -2: the floor won (c = 3) and PPO's term alone would be min(-8, 1.2 x -2) = -8."""
+    from test_views_explainer import NODE, run_engine
+
+    if NODE is None:
+        pytest.skip("node is not installed")
+    sapo = {item.get("key"): item for item in REGISTRY["clip"]["sapo"].explain["items"]}
+    rho = 1 + math.log(3)
+    names = {"calc.surrogate": 3.0, "token.advantage": 1.0, "params.tau_pos": 1.0, "params.tau_neg": 1.05,
+             "calc.ratio": rho}
+    dual_say = next(item["say"] for item in REGISTRY["clip"]["dual_clip"].explain["items"] if "say" in item)
+    dual = {"calc.ratio": 4.0, "token.advantage": -2.0, "calc.eps_low": 0.2, "calc.eps_high": 0.2, "params.c": 3.0,
+            "params.eps_low": 0.2, "params.eps_high": 0.2, "calc.clip_side": 1, "ratio_symbol": "ρ"}
+    out = run_engine([["evaluate", sapo["grad_weight"]["value"], names], ["evaluate", sapo["gate"]["value"], names],
+                      ["evaluate", dual_say[0]["when"], dual], ["fill", dual_say[0]["text"], dual]])
+    assert out[0]["ok"] == pytest.approx(0.75 * rho, abs=1e-12) and out[1]["ok"] == pytest.approx(3.0)
+    assert out[2] == {"ok": True}
+    text = out[3]["ok"].replace("−", "-")
+    assert "above c = 3" in text and "its term, -8, would" in text
