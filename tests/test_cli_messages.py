@@ -86,7 +86,11 @@ def test_algorithm_names_in_any_case(tmp_path):
     _refused(unipo("train", "GRPO", "--model", tmp_path / "nope", cwd=tmp_path), "--model")
     assert unipo("openrlhf", "command", "DAPO").returncode == 0
     err = _refused(unipo("train", "grpoo", cwd=tmp_path), "unknown algorithm 'grpoo'", "did you mean 'grpo'?",
-                   "known: dapo")
+                   "known: ")
+    from unipo_build.specs import load_specs
+
+    known = err.split("known: ", 1)[1].split(";", 1)[0]
+    assert known == ", ".join(sorted(load_specs(ROOT / "data" / "algorithms")))  # every spec, in order
     assert len(err.strip().splitlines()) == 1
 
 
