@@ -214,7 +214,7 @@ def test_the_fixes_are_on_their_pages(built_site):
     assert "(N-1)/N" in reinforce and "the same length normalisation as PPO, GRPO, Dual-clip GRPO, GSPO and SAPO" in reinforce
     assert "the same length normalisation as REINFORCE, GRPO, Dual-clip GRPO, GSPO and SAPO" in page("course/algorithms/ppo")
     objectives = page("course/compare/objectives")
-    assert "In this course, DAPO and Dr. GRPO + DS." in objectives and "The ten objectives" in objectives
+    assert "In this course, DAPO, CISPO and Dr. GRPO + DS." in objectives and "The ten objectives" in objectives
     for p in ("course/algorithms/grpo", "course/algorithms/dr_grpo", "course/algorithms/dapo_dr",
               "course/compare/choosing", "reference/views"):
         text = page(p)
