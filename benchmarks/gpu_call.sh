@@ -16,9 +16,8 @@ mkdir -p "$OUT"
 log() { echo "== $(date -u +%T) $*" | tee -a "$OUT/steps.log"; }
 
 log "install wheels"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  || { log "wheel install failed"; exit 1; }
-export PYTHONPATH="/tmp/site:$PWD"
+source benchmarks/gpu_lib.sh
+install_wheels || { log "wheel install failed"; exit 1; }
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/nvidia-smi.csv"
 python3 -c "import sys, torch, transformers, trl, pydantic; print(sys.version.split()[0], torch.__version__, \
 transformers.__version__, trl.__version__, pydantic.VERSION, torch.cuda.get_device_name())" | tee "$OUT/versions.txt"

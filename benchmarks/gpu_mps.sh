@@ -15,9 +15,8 @@ OUT=${OUT:-/tmp/gpu_mps_out}
 N=${N:-8}
 EACH=${EACH:-95}
 mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  || { echo "wheel install failed"; exit 1; }
-export PYTHONPATH="/tmp/site:$PWD"
+source benchmarks/gpu_lib.sh
+install_wheels || { echo "wheel install failed"; exit 1; }
 [ -f data/tasks-gpu/train.jsonl ] || python3 -m training.task --out data/tasks-gpu --level gpu --seed 0 > /dev/null
 bench() {
   timeout "$EACH" python3 benchmarks/gpu_speed.py --rollouts 2 --warmup 1 --concurrent "$N" --concurrent-rollouts 3 \
@@ -25,15 +24,12 @@ bench() {
 }
 echo "== $(date -u +%T) $N runs at once, without MPS"
 bench nomps
-export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
-mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-if command -v nvidia-cuda-mps-control >/dev/null && nvidia-cuda-mps-control -d \
-    && timeout 60 python3 benchmarks/mps_probe.py; then
+if start_mps 1; then
   echo "== $(date -u +%T) $N runs at once, through MPS"
   bench mps
-  echo quit | nvidia-cuda-mps-control
+  stop_mps
 else
-  echo "MPS unavailable here"; tail -5 /tmp/mps-log/*.log 2>/dev/null
+  echo "MPS unavailable here"
 fi
 python3 - "$OUT" <<'PY'
 import json, sys

@@ -21,15 +21,14 @@ OUT=${OUT:-/tmp/gpu_set_out}
 RUNS=work/gpu-set/runs-gpu
 LOGS=work/gpu-set/logs
 mkdir -p "$OUT" "$LOGS"
+source benchmarks/gpu_lib.sh
 T0=$(date +%s)
 BUDGET=${BUDGET:-570}
 left() { echo $((BUDGET - ($(date +%s) - T0))); }
 log() { echo "== $(date -u +%T) (+$(($(date +%s) - T0)) s) $*" | tee -a "$LOGS/steps.log"; }
 
 log "install wheels"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  || { log "wheel install failed"; exit 1; }
-export PYTHONPATH="/tmp/site:$PWD"
+install_wheels || { log "wheel install failed"; exit 1; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$LOGS/nvidia-smi.csv"
 python3 -c "import sys, os, torch, transformers, pydantic; print(sys.version.split()[0], torch.__version__, \
 transformers.__version__, pydantic.VERSION, torch.cuda.get_device_name(), os.cpu_count(), 'cores')" | tee "$LOGS/versions.txt"
@@ -68,21 +67,10 @@ timeout "${SFT_TIMEOUT:-230}" python3 -m unipo_build.cli sft --preset gpu --devi
 python3 -c "import json; m=json.load(open('work/sft-gpu/sft_meta.json')); \
 print({k: m[k] for k in m if k in ('stopped_at_step','stop_accuracy_greedy','stop_rule','seconds','final_eval')})"
 
-# CUDA MPS: one server holds the card and the runs' kernels share it concurrently. Probed with two
-# clients at once (benchmarks/mps_probe.py: bf16 product, growable allocations, a graph replay); if the probe
-# fails the server is stopped and the runs take turns on the card as before. The card's own
-# settings (compute mode, clocks) are left as they are.
-export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
-mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+# CUDA MPS: one server holds the card and the runs' kernels share it concurrently, if two probing
+# clients at once pass through it (gpu_lib.sh start_mps); else the runs take turns on the card.
 MPS=off
-if command -v nvidia-cuda-mps-control >/dev/null && nvidia-cuda-mps-control -d; then
-  timeout 60 python3 benchmarks/mps_probe.py > /tmp/mps-probe-1.log 2>&1 & p1=$!
-  timeout 60 python3 benchmarks/mps_probe.py > /tmp/mps-probe-2.log 2>&1 & p2=$!
-  if wait $p1 && wait $p2; then MPS=on; else
-    cat /tmp/mps-probe-*.log | tail -20
-    echo quit | nvidia-cuda-mps-control; sleep 2
-  fi
-fi
+start_mps 2 && MPS=on
 log "CUDA MPS: $MPS"
 echo "mps=$MPS" >> "$LOGS/versions.txt"
 
@@ -103,7 +91,7 @@ timeout -s INT -k 20 "$SUITE_S" python3 -m unipo_build.cli suite --suite data/su
   --jobs 19 --device cuda --time-limit $((SUITE_S - 25)) 2>&1 | tee "$LOGS/suite.log" | grep -v "^ *$"
 kill "$SMI" 2>/dev/null
 touch /tmp/gpu-set-stop; wait "$PACKER"
-[ "$MPS" = on ] && echo quit | nvidia-cuda-mps-control
+[ "$MPS" = on ] && stop_mps
 log "pack"
 cp "$LOGS/gpu-trace.csv" "$OUT/"
 pack
