@@ -20,6 +20,7 @@ from ..runs import Run
 from ..numbers import fmt_num
 from .run_facts import COURSE_ALGORITHMS
 from .site import Site, macro
+from .spec_facts import and_names
 
 
 def seed_key(run: Run) -> tuple:
@@ -73,16 +74,8 @@ def seeds_list(runs: Sequence[Run]) -> str:
     seeds = [r.header.seed for r in runs]
     if all(s is not None for s in seeds):
         words = [str(s) for s in seeds]
-        return ("seed " if len(words) == 1 else "seeds ") + and_list(words)
-    return and_list([seed_text(r) for r in runs])
-
-
-def and_list(items: Sequence[str]) -> str:
-    """'a', 'a and b', 'a, b and c'."""
-    items = list(items)
-    if len(items) <= 1:
-        return "".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
+        return ("seed " if len(words) == 1 else "seeds ") + and_names(words)
+    return and_names([seed_text(r) for r in runs])
 
 
 @dataclass(frozen=True)
@@ -127,13 +120,13 @@ def run_choice_text(site: Site, name: str) -> str:
     detail = [r for r in others if r.token_steps()]
     chosen = site.catalog.chosen(run.header.algorithm)
     why = site.catalog.why_chosen(run.header.algorithm) if chosen is run else "the page names it by its id"
-    other_words = and_list([with_seed(r) for r in others])
+    other_words = and_names([with_seed(r) for r in others])
     if not detail:
         logs = "log metrics and held-out evaluations only"
     elif len(detail) == len(others):
         logs = "log token detail too"
     else:
-        logs = f"log metrics and held-out evaluations ({and_list([r.id for r in detail])} token detail too)"
+        logs = f"log metrics and held-out evaluations ({and_names([r.id for r in detail])} token detail too)"
     return (f"This chapter shows the run {with_seed(run)} of the {fmt_num(len(runs))} {label} runs in "
             f"this build: {why}. The other{'s' if len(others) > 1 else ''}, {other_words}, {logs}; "
             f"{'they appear' if len(others) > 1 else 'it appears'} in this chapter's held-out verdict (each "
@@ -159,14 +152,14 @@ def seed_counts_text(site: Site, algorithms: Sequence[str] | None = None) -> str
             continue
         words = f"{_count_word(len(runs))} run{'s' if len(runs) != 1 else ''} ({seeds_list(runs)})"
         groups.setdefault(words, []).append(site.algorithm_name(algorithm))
-    parts = [f"{words} each of {and_list(names)}" if len(names) > 1 else f"{words} of {names[0]}"
+    parts = [f"{words} each of {and_names(names)}" if len(names) > 1 else f"{words} of {names[0]}"
              for words, names in groups.items()]
-    text = f"This build has {and_list(parts)}." if parts else ""
+    text = f"This build has {and_names(parts)}." if parts else ""
     single = [n for words, names in groups.items() if words.startswith("one ") for n in names]
     if single:
-        text += f" What it shows of {and_list(single)} rests on one seed."
+        text += f" What it shows of {and_names(single)} rests on one seed."
     if absent:
-        text += f" It has no run of {and_list(absent)}." if parts else f"This build has no run of {and_list(absent)}."
+        text += f" It has no run of {and_names(absent)}." if parts else f"This build has no run of {and_names(absent)}."
     return text or "This build has no runs."
 
 

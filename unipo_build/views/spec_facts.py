@@ -13,7 +13,7 @@ parameter keeps the text true.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from ..formula import with_ratio
 from ..numbers import fmt_num, fmt_pct
@@ -31,8 +31,9 @@ def count_word(n: int) -> str:
     return NUMBER_WORDS[n] if 0 <= n < len(NUMBER_WORDS) else str(n)
 
 
-def and_names(names: list[str]) -> str:
-    """'A', 'A and B', 'A, B and C'."""
+def and_names(names: Sequence[str]) -> str:
+    """'A', 'A and B', 'A, B and C' ('' for none): the one way the views join words into a list."""
+    names = list(names)
     if len(names) <= 2:
         return " and ".join(names)
     return ", ".join(names[:-1]) + " and " + names[-1]

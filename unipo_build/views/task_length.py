@@ -35,7 +35,8 @@ from ..schema import LengthProbe
 from ..numbers import fmt_num, fmt_pct
 from .fmt import escape_text, note_html, table
 from .run_facts import course_runs
-from .seeds import algorithm_runs, and_list, seed_text
+from .seeds import algorithm_runs, seed_text
+from .spec_facts import and_names
 from .site import AuthorError, Site, macro
 
 _SENTENCE = re.compile(r"(?<=\.)\s+")
@@ -229,8 +230,8 @@ def _runs_cell(site: Site, runs: Sequence[Run], named: set[tuple[str, str]]) -> 
 
     seeds = {seed_text(r) for r in runs}
     if len(seeds) == 1:
-        return f"{and_list([label(r) for r in runs])} ({seeds.pop()})"
-    return and_list([f"{label(r)} ({seed_text(r)})" for r in runs])
+        return f"{and_names([label(r) for r in runs])} ({seeds.pop()})"
+    return and_names([f"{label(r)} ({seed_text(r)})" for r in runs])
 
 
 def length_probe_html(site: Site, runs: Sequence[str] | None) -> str:

@@ -24,7 +24,8 @@ from .common import site_root
 from .diagnoses import diagnoses_html, diagnoses_summary
 from .fmt import escape_text, note_html, table, two_lines
 from .run_facts import course_runs, run_summary
-from .seeds import and_list, runs_of, seed_text, spread, still_training, training_text, with_seed
+from .seeds import runs_of, seed_text, spread, still_training, training_text, with_seed
+from .spec_facts import and_names
 from .site import Site, macro
 
 MODES = ("greedy", "sampled")
@@ -84,12 +85,12 @@ def seeds_sentence(site: Site, run: Run, runs: Sequence[Run]) -> str:
     measured = [(r, c) for r, c in measured if c is not None]
     training = [r for r in runs if r is not run and still_training(r) is not None]
     pending = ("" if not training else " Still training, so not counted yet: "
-               + and_list([f"{with_seed(r)}, {training_text(r).removeprefix('still training: ')}" for r in training])
+               + and_names([f"{with_seed(r)}, {training_text(r).removeprefix('still training: ')}" for r in training])
                + ".")
     if len(measured) <= 1:
         return (f"This rests on one seed: the build has no other {label} run with a held-out evaluation at start "
                 "and end, so how much of the change the seed decides cannot be told from it." + pending)
-    each = and_list([f"{fmt_signed_points(c.change)} ({seed_text(r)})" for r, c in measured])
+    each = and_names([f"{fmt_signed_points(c.change)} ({seed_text(r)})" for r, c in measured])
     s = spread([c.change for _, c in measured])
     counts = {d: sum(1 for _, c in measured if c.direction == d) for d in ("up", "down", "flat")}
     k = len(measured)
@@ -103,7 +104,7 @@ def seeds_sentence(site: Site, run: Run, runs: Sequence[Run]) -> str:
         parts = [f"{counts['up']} of {k} seeds gained clearly" if counts["up"] else "",
                  f"{counts['down']} dropped clearly" if counts["down"] else "",
                  f"{counts['flat']} showed no clear change" if counts["flat"] else ""]
-        agree = and_list([p for p in parts if p]) + ", so the direction depends on the seed"
+        agree = and_names([p for p in parts if p]) + ", so the direction depends on the seed"
     return (f"Across the {k} {'finished ' if training else ''}{label} runs of this build, the greedy change was {each} points: from "
             f"{fmt_signed_points(s.low)} to {fmt_signed_points(s.high)} points, and {agree}.{pending}")
 
@@ -328,7 +329,7 @@ def eval_compare_html(site: Site, runs: Sequence[str] | None = None) -> str:
             sp = spread([c.change for _, c in measured])
             ups = sum(1 for _, c in measured if c.direction == "up")
             downs = sum(1 for _, c in measured if c.direction == "down")
-            tally = and_list([t for t in (f"{ups} up" if ups else "", f"{downs} down" if downs else "",
+            tally = and_names([t for t in (f"{ups} up" if ups else "", f"{downs} down" if downs else "",
                                           f"{len(measured) - ups - downs} unclear" if len(measured) > ups + downs
                                           else "") if t])
             seeds_cell = two_lines(" · ".join(fmt_signed_points(c.change) for _, c in measured),
