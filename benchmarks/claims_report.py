@@ -2,7 +2,7 @@
 
     python benchmarks/claims_report.py [--out benchmarks/results/claims_report]
 
-Finds each call of a text macro (a sentence: neither HTML nor Markdown, ``views.site.MACROS``) in
+Finds each call of a text macro (a sentence: neither HTML nor Markdown, ``site.context.MACROS``) in
 docs/**/*.md, words it on every run set declared in mkdocs.yml (``extra.unipo_sets``) that holds
 runs, and writes a table (``.md``) and the same rows as JSON (``.json``): page, call, and each set's
 sentence with the figures it rests on. A sentence whose words differ between the sets once its
@@ -40,7 +40,7 @@ class Env:
 
 
 def bound(runs: Path) -> dict:
-    from unipo_build import macros
+    from unipo_build.site import macros
 
     env = Env(runs)
     macros.define_env(env)
@@ -51,7 +51,7 @@ def sets() -> list[tuple[str, Path]]:
     """(label, runs directory) of every declared set that holds runs."""
     import yaml
 
-    from unipo_build.sets import declared_sets
+    from unipo_build.core.sets import declared_sets
 
     class Loader(yaml.SafeLoader):
         pass
@@ -67,8 +67,8 @@ def sets() -> list[tuple[str, Path]]:
 
 def sentence_calls() -> list[tuple[str, str, str]]:
     """(page, macro name, the call's source) of every text macro called in the docs."""
-    from unipo_build import macros  # noqa: F401  (imports the view modules, filling MACROS)
-    from unipo_build.views.site import MACROS, SITE_MODULES
+    from unipo_build.site import macros  # noqa: F401  (imports the view modules, filling MACROS)
+    from unipo_build.site.context import MACROS, SITE_MODULES
     import importlib
 
     for name in SITE_MODULES:

@@ -28,7 +28,7 @@ timeout "${TEST_TIMEOUT:-120}" python3 -m pytest -p no:cacheprovider -q tests/te
 
 if [ ! -d work/sft-gpu ] && [ -n "${SFT_STEPS:-}" ]; then
   log "warm start of the gpu preset on data/tasks-gpu (stop rule, at most $SFT_STEPS steps)"
-  timeout "${SFT_TIMEOUT:-200}" python3 -m unipo_build.cli sft --preset gpu --steps "$SFT_STEPS" --device cuda 2>&1 \
+  timeout "${SFT_TIMEOUT:-200}" python3 -m unipo_build.cli.main sft --preset gpu --steps "$SFT_STEPS" --device cuda 2>&1 \
     | tee "$OUT/sft.log" | grep -v "^ *step" | tail -40
   cp work/sft-gpu/sft_meta.json "$OUT/" 2>/dev/null
 fi

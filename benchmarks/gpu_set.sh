@@ -61,7 +61,7 @@ EOF
 log "task data (level gpu, seed 0) and the warm start (stop rule of the gpu preset)"
 [ -f data/tasks-gpu/train.jsonl ] || python3 -m training.task --out data/tasks-gpu --level gpu --seed 0 | tail -3
 sha256sum data/tasks-gpu/*.jsonl | tee "$LOGS/tasks-gpu.sha256"
-timeout "${SFT_TIMEOUT:-230}" python3 -m unipo_build.cli sft --preset gpu --device cuda --no-progress 2>&1 \
+timeout "${SFT_TIMEOUT:-230}" python3 -m unipo_build.cli.main sft --preset gpu --device cuda --no-progress 2>&1 \
   | tee "$LOGS/sft.log" | tail -8
 [ -f work/sft-gpu/config.json ] || { log "no warm start: stopping"; pack; exit 1; }
 python3 -c "import json; m=json.load(open('work/sft-gpu/sft_meta.json')); \
@@ -87,7 +87,7 @@ log "suite: all runs at once, $SUITE_S s at most"
 # --time-limit: each run stops taking rollouts when another one and its end evaluation would not
 # fit, and finishes (its header says how many of the suite's rollouts it trained); the outer timeout
 # is only the last resort.
-timeout -s INT -k 20 "$SUITE_S" python3 -m unipo_build.cli suite --suite data/suite-gpu.yaml --out "$RUNS" \
+timeout -s INT -k 20 "$SUITE_S" python3 -m unipo_build.cli.main suite --suite data/suite-gpu.yaml --out "$RUNS" \
   --jobs 19 --device cuda --time-limit $((SUITE_S - 25)) 2>&1 | tee "$LOGS/suite.log" | grep -v "^ *$"
 kill "$SMI" 2>/dev/null
 touch /tmp/gpu-set-stop; wait "$PACKER"

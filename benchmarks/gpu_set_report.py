@@ -25,8 +25,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from unipo_build import runlog  # noqa: E402
-from unipo_build.summary import summarize  # noqa: E402
+from unipo_build.core import runlog  # noqa: E402
+from unipo_build.core.summary import summarize  # noqa: E402
 
 
 PLATEAU_POINTS = 2.0  # issue 32: the last two periodic evaluations within 2 points ...

@@ -5,7 +5,7 @@ way tests/test_guides.py does, but with a real warm start: it first runs `unipo 
 (the guide quotes its time for a reader who makes their own), then every command of the guides in order.
 For each command it records the wall time and the bytes of the files it created or changed, and
 writes benchmarks/results/guide_commands.json, which the guides quote through the `measured`
-macro (unipo_build/views/guide_costs.py).
+macro (unipo_build/site/pages/guides/guide_costs.py).
 
     python benchmarks/guide_commands.py                         # about 20 minutes on 2 cores
     python benchmarks/guide_commands.py --warm-start work/sft-tiny   # reuse a warm start; keep its old figures
@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the walks live with the tests that ch
 
 from guide_walk import fresh_copy, shell_runner, walk_contribute, walk_own_logs  # noqa: E402
 
-from unipo_build.views.guide_costs import RESULTS, duration_text, size_text  # noqa: E402
+from unipo_build.site.pages.guides.guide_costs import RESULTS, duration_text, size_text  # noqa: E402
 
 SFT = "unipo sft --threads 1"
 NOT_COUNTED = {".git", "__pycache__", ".pytest_cache", ".hypothesis", "node_modules"}  # caches, not output

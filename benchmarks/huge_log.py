@@ -36,8 +36,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from unipo_build import runlog  # noqa: E402
-from unipo_build.schema import (  # noqa: E402
+from unipo_build.core import runlog  # noqa: E402
+from unipo_build.core.schema import (
     GroupSummary,
     ModelInfo,
     PromptGroup,
@@ -48,8 +48,8 @@ from unipo_build.schema import (  # noqa: E402
     TaskInfo,
     TokenArrays,
 )
-from unipo_build.specs import load_spec, resolve  # noqa: E402
-from unipo_build.project import spec_dir  # noqa: E402
+from unipo_build.core.specs import load_spec, resolve  # noqa: E402
+from unipo_build.core.project import spec_dir  # noqa: E402
 
 SPEC_DIR = spec_dir(REPO)
 

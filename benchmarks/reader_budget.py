@@ -54,7 +54,7 @@ COURSE_PREFIXES = ("course/", "playgrounds/")
 CHROMIUM = os.environ.get("UNIPO_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("UNIPO_CHROMEDRIVER", "/usr/bin/chromedriver")
 
-#: Which element shows which view (the names of unipo_build.macros.VIEW_SCRIPTS).
+#: Which element shows which view (the names of unipo_build.site.macros.VIEW_SCRIPTS).
 VIEW_SELECTORS = {
     "inspector": ".unipo-inspector",
     "explainer": ".unipo-explainer, .unipo-compare-selector",

@@ -48,7 +48,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
 import trainer_formats as TF  # noqa: E402
-from unipo_build.importers.tfevents import encode_event, encode_record  # noqa: E402
+from unipo_build.trainers.tfevents import encode_event, encode_record  # noqa: E402
 
 UNIPO = Path(sys.executable).with_name("unipo")
 STEP_BUDGET = 300_000  # bytes: one step file of the site (benchmarks/page_budget.py)

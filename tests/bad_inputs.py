@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from helpers_runlog import make_header, read_json, write_json, write_run
-from unipo_build.specs import REGISTRY, SLOTS
+from unipo_build.core.specs import REGISTRY, SLOTS
 
 STEPS, HEADER, EVALS = "steps.jsonl", "header.json", "evals.jsonl"
 TOKENS2 = "tokens/step_000002.json"

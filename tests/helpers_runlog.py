@@ -11,8 +11,8 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-from unipo_build.runlog import RunWriter
-from unipo_build.schema import (
+from unipo_build.core.runlog import RunWriter
+from unipo_build.core.schema import (
     EvalRecord,
     GroupSummary,
     Hyperparameters,
@@ -27,8 +27,8 @@ from unipo_build.schema import (
     TaskInfo,
     TokenArrays,
 )
-from unipo_build.specs import load_spec, resolve
-from unipo_build.project import spec_dir
+from unipo_build.core.specs import load_spec, resolve
+from unipo_build.core.project import spec_dir
 
 SPEC_DIR = spec_dir()
 
@@ -182,12 +182,12 @@ def write_metric_run(run_dir: Path, algorithm: str, *, seed: int = 0, rollouts: 
 
 
 def assert_logged_tokens_recompute(path) -> None:
-    """Every token file of a run reproduced by the site's numpy math (unipo_build.recompute), and
+    """Every token file of a run reproduced by the site's numpy math (unipo_build.core.recompute), and
     each step file's objective equal to its step's logged one (1e-5 relative)."""
     import pytest
 
-    from unipo_build import runlog
-    from unipo_build.recompute import check_step
+    from unipo_build.core import runlog
+    from unipo_build.core.recompute import check_step
 
     header = runlog.read_header(path)
     metrics = {r.step: r.metrics for r in runlog.iter_steps(path)}

@@ -28,9 +28,9 @@ from typing import Any, Callable
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from unipo_build import limits
-from unipo_build.schema import EvalRecord, RunHeader, StepDetail, StepRecord
-from unipo_build.specs import AlgorithmSpec
+from unipo_build.core import limits
+from unipo_build.core.schema import EvalRecord, RunHeader, StepDetail, StepRecord
+from unipo_build.core.specs import AlgorithmSpec
 
 MARK = "data-unipo-marker"
 
@@ -303,7 +303,7 @@ def hostile_run(src: Path, dest: Path, payloads: Payloads) -> None:
 
 def hostile_spec(src: Path, dest: Path, payloads: Payloads) -> None:
     """The spec in ``src`` with payloads in every free-text field, written to ``dest``."""
-    from unipo_build.specs import load_spec
+    from unipo_build.core.specs import load_spec
 
     base = yaml.safe_load(src.read_text(encoding="utf-8"))
     doc = hostile(AlgorithmSpec, base, payloads, f"spec {src.stem}/spec")
@@ -339,7 +339,7 @@ def hostile_project(repo: Path, root: Path, payloads: Payloads) -> tuple[Path, P
             shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copyfile(source, target)
-    from unipo_build.specs import ablation_spec_paths
+    from unipo_build.core.specs import ablation_spec_paths
 
     specs = repo / "data" / "algorithms"
     for spec in sorted(specs.glob("*.yaml")) + ablation_spec_paths(specs):

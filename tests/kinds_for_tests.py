@@ -9,8 +9,8 @@ explained by explainer.js from that data alone.
 
 from __future__ import annotations
 
-from unipo_build import components as C
-from unipo_build import registry as R
+from unipo_build.core import components as C
+from unipo_build.core import registry as R
 
 NAME = "group_standardised"
 #: The sentence the Explainer shows for it, a template the browser fills from the token's log.

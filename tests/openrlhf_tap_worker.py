@@ -147,7 +147,7 @@ def run(model_dir: str, prompts: list[str], labels: list[str], n: int = 4, updat
     for step in range(updates):
         trainer.training_step(batch, 0.04, step, info)
 
-    tap = sys.modules["unipo_build.openrlhf.tap"].TAP
+    tap = sys.modules["unipo_build.trainers.openrlhf.tap"].TAP
     return {
         "pid": os.getpid(),
         "wrapped": {

@@ -15,10 +15,18 @@ from pathlib import Path
 from typing import Callable
 
 from helpers_runlog import make_detail
-from unipo_build.runlog import RunWriter
-from unipo_build.schema import (EvalRecord, LengthProbe, ModelInfo, RewardComponentInfo, RewardInfo, RunHeader,
-                                StepRecord, TaskInfo)
-from unipo_build.specs import load_algorithm, resolve
+from unipo_build.core.runlog import RunWriter
+from unipo_build.core.schema import (
+    EvalRecord,
+    LengthProbe,
+    ModelInfo,
+    RewardComponentInfo,
+    RewardInfo,
+    RunHeader,
+    StepRecord,
+    TaskInfo,
+)
+from unipo_build.core.specs import load_algorithm, resolve
 
 CREATED = datetime(2026, 1, 5, 9, 0, 0, tzinfo=timezone.utc)
 N_EVAL = 20
@@ -109,7 +117,7 @@ SUITE = """ladders:
 
 def fixture_project(root: Path, suite: str = SUITE) -> Path:
     """A project root whose specs are the repository's and whose data/suite.yaml is ``suite``."""
-    from unipo_build.project import spec_dir
+    from unipo_build.core.project import spec_dir
 
     (root / "data").mkdir(parents=True, exist_ok=True)
     (root / "data" / "algorithms").symlink_to(spec_dir())

@@ -91,8 +91,8 @@ def make_standin_set(target: Path) -> Path:
 
 
 def registered_macros() -> set[str]:
-    """The name of every macro ``unipo_build.macros.define_env`` registers, without running MkDocs."""
-    from unipo_build import macros
+    """The name of every macro ``unipo_build.site.macros.define_env`` registers, without running MkDocs."""
+    from unipo_build.site import macros
 
     class Env:
         conf: dict = {"extra": {}}
@@ -128,13 +128,13 @@ class MacroEnv:
 def bound_macros(runs_dir: Path | None = None) -> dict:
     """name -> the site's macro bound to a build whose runs are ``runs_dir`` (the project's by default).
 
-    A text macro (``views.site``: neither ``html`` nor ``markdown``) gives its words as a reader
+    A text macro (``site.context``: neither ``html`` nor ``markdown``) gives its words as a reader
     reads them: the binding HTML-escapes them for the page, which is undone here."""
     import functools
     import html
 
-    from unipo_build import macros
-    from unipo_build.views.site import MACROS
+    from unipo_build.site import macros
+    from unipo_build.site.context import MACROS
 
     env = MacroEnv(runs_dir)
     macros.define_env(env)

@@ -20,8 +20,8 @@ import pytest
 from bad_inputs import ALL_CASES, Case, expected_line, write_case
 from cli_helpers import unipo
 from helpers_runlog import checksums, make_header, write_run
-from unipo_build import runs as unipo_runs
-from unipo_build.cli import _known_algorithms, validate_path
+from unipo_build.core import runs as unipo_runs
+from unipo_build.cli.main import _known_algorithms, validate_path
 
 ROOT = Path(__file__).resolve().parents[1]
 BAD = [c for c in ALL_CASES if c.level == "error"]

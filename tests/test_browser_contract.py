@@ -1,6 +1,6 @@
 """The names the browser needs, defined once in Python and handed to the page as data.
 
-The event names (views/common.py EVENTS) and the step-file name (runlog.TOKEN_FILE_*) reach the
+The event names (site/browser.py EVENTS) and the step-file name (runlog.TOKEN_FILE_*) reach the
 scripts through the page's browser data (``<template id="unipo-browser">``, written by
 overrides/main.html before unipo.js, which reads it into ``UNIPO.events`` / ``UNIPO.stepFile``).
 No script writes one of those names itself, and every event key a script reads exists.
@@ -12,17 +12,18 @@ import json
 import re
 from pathlib import Path
 
-from unipo_build import runlog
-from unipo_build.views import common
+from unipo_build.core import runlog
+from unipo_build.site import browser as common
 
 ROOT = Path(__file__).resolve().parents[1]
-ASSETS = ROOT / "overrides" / "assets"
+#: the site's own scripts: the theme's (overrides/assets) and each view's, beside its Python
+SCRIPT_DIRS = (ROOT / "overrides" / "assets", ROOT / "unipo_build" / "site")
 MAIN_HTML = ROOT / "overrides" / "main.html"
 BROWSER_DATA = re.compile(r'<template class="unipo-data" id="unipo-browser"[^>]*>(.*?)</template>', re.S)
 
 
 def _scripts() -> dict[str, str]:
-    return {p.name: p.read_text(encoding="utf-8") for p in sorted(ASSETS.glob("*.js"))}
+    return {p.name: p.read_text(encoding="utf-8") for d in SCRIPT_DIRS for p in sorted(d.rglob("*.js"))}
 
 
 def test_the_browser_data_is_the_python_constants():
@@ -75,7 +76,7 @@ def test_every_event_a_script_reads_is_defined():
 
 def test_the_inspector_sends_no_event_names():
     """The inspector's data once carried event names no script read; the page's browser data does."""
-    from unipo_build.views import inspector
+    from unipo_build.site.views.inspector import inspector
     source = Path(inspector.__file__).read_text(encoding="utf-8")
     assert '"events"' not in source and "EVENT_" not in source
 

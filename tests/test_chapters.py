@@ -1,4 +1,4 @@
-"""The algorithm chapters (docs/course/algorithms/*.md) and their figures (unipo_build/views/critic_trace.py,
+"""The algorithm chapters (docs/course/algorithms/*.md) and their figures (unipo_build/site/pages/dynamics/critic_trace.py,
 advantage_noise.py, run_facts.py).
 
 The macros run on smoke runs made by the real trainer (a tiny random policy, a coin-flip scorer
@@ -24,14 +24,14 @@ import pytest
 
 from site_build import registered_macros
 from training_fixtures import coin_flip_score, save_tiny_checkpoint
-from unipo_build import runlog
-from unipo_build.views import advantage_noise as AN
-from unipo_build.views import critic_trace as CT
-from unipo_build.views import run_facts as RF
-from unipo_build.numbers import percent_text
-from unipo_build.views.site import AuthorError, Site
-from unipo_build.moments import find_moment
-from unipo_build.runs import get_run
+from unipo_build.core import runlog
+from unipo_build.site.pages.dynamics import advantage_noise as AN
+from unipo_build.site.pages.dynamics import critic_trace as CT
+from unipo_build.site.facts import run_facts as RF
+from unipo_build.core.numbers import percent_text
+from unipo_build.site.context import AuthorError, Site
+from unipo_build.core.moments import find_moment
+from unipo_build.core.runs import get_run
 
 REPO = Path(__file__).resolve().parents[1]
 CHAPTER_DIR = REPO / "docs" / "course" / "algorithms"
@@ -252,7 +252,7 @@ MACRO_RE = re.compile(r"\{\{\s*(.+?)\s*\}\}", re.S)
 
 def block_macros() -> set[str]:
     """The macros that return HTML: each must be a paragraph of its own (see macros.protect_html)."""
-    from unipo_build.views.site import MACROS
+    from unipo_build.site.context import MACROS
 
     registered_macros()  # imports every view module, so every macro is registered
     return {name for name, definition in MACROS.items() if definition.html}
@@ -333,7 +333,7 @@ def test_chapter_makes_the_required_calls(algorithm):
 # A chapter built by MkDocs with a run that lacks a teaching moment
 # ---------------------------------------------------------------------------
 
-HOOK = """from unipo_build import macros
+HOOK = """from unipo_build.site import macros
 
 
 def on_page_content(html, page, config, files):
@@ -348,7 +348,7 @@ theme:
   font: false
 plugins:
   - macros:
-      modules: [unipo_build.macros]
+      modules: [unipo_build.site.macros]
       j2_comment_start_string: "{{##"
       j2_comment_end_string: "##}}"
       on_error_fail: true

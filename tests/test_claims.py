@@ -15,7 +15,7 @@ import pytest
 
 from helpers_runlog import write_metric_run
 from site_build import bound_macros, build_site, free_port
-from unipo_build.views import effects as E
+from unipo_build.site.pages.learning import effects as E
 
 # ---------------------------------------------------------------------------
 # The verdict rules, on hand-made numbers

@@ -87,7 +87,7 @@ def test_algorithm_names_in_any_case(tmp_path):
     assert unipo("openrlhf", "command", "DAPO").returncode == 0
     err = _refused(unipo("train", "grpoo", cwd=tmp_path), "unknown algorithm 'grpoo'", "did you mean 'grpo'?",
                    "known: ")
-    from unipo_build.specs import load_specs
+    from unipo_build.core.specs import load_specs
 
     known = err.split("known: ", 1)[1].split(";", 1)[0]
     assert known == ", ".join(sorted(load_specs(ROOT / "data" / "algorithms")))  # every spec, in order
@@ -109,7 +109,7 @@ def test_unipo_sft_refuses_an_existing_checkpoint_and_a_missing_task(tmp_path):
 
 def test_openrlhf_engine_checks_the_machine_before_anything_starts(tmp_path):
     """On this CPU machine: no GPU, no vLLM, no warm start. Every lack is named; nothing is written."""
-    from unipo_build.openrlhf import installed_version
+    from unipo_build.trainers.openrlhf import installed_version
 
     result = unipo("train", "DAPO", "--engine", "openrlhf", cwd=tmp_path)
     if installed_version() == "0.11.2":
@@ -124,7 +124,7 @@ def test_openrlhf_engine_checks_the_machine_before_anything_starts(tmp_path):
 def test_sft_prints_one_line_not_its_metadata(capsys, monkeypatch, tmp_path):
     """`unipo sft` ends with a line naming the checkpoint and its accuracy; the details stay in sft_meta.json."""
     import training.sft
-    from unipo_build import cli
+    from unipo_build.cli import main as cli
 
     task = tmp_path / "task"
     task.mkdir()

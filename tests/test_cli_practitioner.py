@@ -129,7 +129,7 @@ def test_an_import_shows_its_progress_on_a_terminal(tmp_path, monkeypatch):
     import pytest
 
     pytest.importorskip("tqdm")
-    from unipo_build.importers import import_log
+    from unipo_build.trainers import import_log
 
     class Terminal(io.StringIO):
         def isatty(self):

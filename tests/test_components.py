@@ -1,4 +1,4 @@
-"""The component math (unipo_build.components) against hand-worked numbers, on numpy and torch.
+"""The component math (unipo_build.core.components) against hand-worked numbers, on numpy and torch.
 
 Every expected number below is worked out by hand in the comment next to it, not by
 calling the function under test another way.
@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from unipo_build import components as C
-from unipo_build import objective as O
-from unipo_build.registry import REGISTRY
+from unipo_build.core import components as C
+from unipo_build.core import objective as O
+from unipo_build.core.registry import REGISTRY
 
 TOL = 1e-12
 

@@ -2,7 +2,7 @@
 
 Three layers:
 
-- pure functions of the course's view modules (``unipo_build.views``) with hand-worked numbers (fast);
+- pure functions of the course's view modules (``unipo_build.site.views``) with hand-worked numbers (fast);
 - the macros on smoke runs made by the real trainer (a random tiny policy, a hash-based scorer so
   that groups are mixed), and one ``mkdocs build --strict`` of the whole site from those runs
   (marked slow: it trains five tiny runs first). When ``data/runs`` already holds a run of each of
@@ -24,21 +24,21 @@ import numpy as np
 import pytest
 
 from site_build import bound_macros, build_site, free_port, registered_macros
-from unipo_build.moments import MOMENT_NAMES, find_moment
-from unipo_build.registry import REGISTRY
-from unipo_build.runs import discover, get_run
-from unipo_build.specs import load_specs
-from unipo_build.views import aggregation as A
-from unipo_build.views import anatomy as AN
-from unipo_build.views import anatomy_pick as AP
-from unipo_build.views import dynamics as D
-from unipo_build.views import family_tree as T
-from unipo_build import numbers as F
-from unipo_build.views import palette
-from unipo_build.views import run_facts as RF
-from unipo_build.views import verdicts as V
-from unipo_build.views.series import moving_average
-from unipo_build.views.site import AuthorError, Site
+from unipo_build.core.moments import MOMENT_NAMES, find_moment
+from unipo_build.core.registry import REGISTRY
+from unipo_build.core.runs import discover, get_run
+from unipo_build.core.specs import load_specs
+from unipo_build.site.pages.objectives import aggregation as A
+from unipo_build.site.pages.objectives import anatomy as AN
+from unipo_build.site.pages.objectives import anatomy_pick as AP
+from unipo_build.site.pages.dynamics import dynamics as D
+from unipo_build.site.pages.objectives import family_tree as T
+from unipo_build.core import numbers as F
+from unipo_build.site import palette
+from unipo_build.site.facts import run_facts as RF
+from unipo_build.site.pages.learning import verdicts as V
+from unipo_build.site.facts.series import moving_average
+from unipo_build.site.context import AuthorError, Site
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -67,22 +67,22 @@ def test_numbers_are_formatted_for_prose():
 
 
 def test_one_number_formatter():
-    """unipo_build.numbers is the only module that formats numbers: no other module defines a fmt*
+    """unipo_build.core.numbers is the only module that formats numbers: no other module defines a fmt*
     function (the inspector had its own fmt, fmt_signed, fmt_contribution), and the views' HTML
     helpers neither define nor re-export one (a second import path for a number)."""
     import ast
     from pathlib import Path
-    package = Path(F.__file__).parent
+    package = Path(F.__file__).parents[1]  # all of unipo_build (numbers.py is in core/)
     found = []
     for path in sorted(package.rglob("*.py")):
-        if path.name == "numbers.py" and path.parent == package:
+        if path == package / "core" / "numbers.py":
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         found += [f"{path.relative_to(package)}:{node.name}" for node in ast.walk(tree)
                   if isinstance(node, ast.FunctionDef) and (node.name == "fmt" or node.name.startswith("fmt_")
                                                             or node.name == "percent_text")]
     assert found == []
-    import unipo_build.views.fmt as html_helpers
+    import unipo_build.site.fmt as html_helpers
     assert not [name for name in vars(F) if not name.startswith("_") and callable(getattr(F, name))
                 and getattr(html_helpers, name, None) is getattr(F, name)]
 
@@ -109,8 +109,8 @@ def test_weight_shares_of_a_short_and_a_long_response():
 
 def test_group_zscore_arithmetic_matches_the_hand_worked_example():
     """ALGORITHMS.md: rewards [1,1,1,0] give (+0.5, -1.5) with the n-1 std (std 0.5)."""
-    from unipo_build.schema import PromptGroup, Response
-    from unipo_build.specs import resolve
+    from unipo_build.core.schema import PromptGroup, Response
+    from unipo_build.core.specs import resolve
 
     config = resolve(load_specs()["grpo"], max_new_tokens=32)
     group = PromptGroup(index=0, prompt="p", responses=[
@@ -159,7 +159,7 @@ def test_one_colour_per_algorithm_everywhere():
     """One palette keyed by algorithm id: every spec has its own colour, the playgrounds use the same."""
     colours = [palette.ALGORITHMS[sid] for sid in load_specs()]
     assert len(set(colours)) == len(colours)
-    from unipo_build.playgrounds.charts import METHOD_COLOURS
+    from unipo_build.site.playgrounds.charts import METHOD_COLOURS
 
     for algorithm, colour in palette.ALGORITHMS.items():
         assert METHOD_COLOURS[algorithm] == colour
@@ -195,8 +195,8 @@ def test_missing_runs_give_notes_not_failures():
 ])
 def test_run_card_counts_in_words_and_reports_the_headers_wall_time(tmp_path, epochs, minibatches, words):
     from helpers_runlog import make_header, write_run
-    from unipo_build.schema import Hyperparameters
-    from unipo_build.summary import summarize
+    from unipo_build.core.schema import Hyperparameters
+    from unipo_build.core.summary import summarize
 
     header = make_header(hyperparameters=Hyperparameters(lr=0.0001, epochs=epochs, minibatches=minibatches),
                          steps_per_rollout=epochs * minibatches)

@@ -1,4 +1,4 @@
-"""The Content-Security-Policy: what unipo_build.csp computes, and every page of the built site carries it."""
+"""The Content-Security-Policy: what unipo_build.site.csp computes, and every page of the built site carries it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from unipo_build import csp
+from unipo_build.site import csp
 
 PAGE = ('<html><head><meta charset="utf-8">' + csp.META_START + csp.policy() + '">'
         '<script>var a = 1;</script><script id="__config" type="application/json">{"x": 1}</script>'

@@ -1,4 +1,4 @@
-"""The practitioners' questions answered from a run (unipo_build.diagnose, issue 30 item 1): each diagnosis fires
+"""The practitioners' questions answered from a run (unipo_build.core.diagnose, issue 30 item 1): each diagnosis fires
 on a log built to trigger it, stays "fine" on a healthy one, says what is missing where the log lacks it, and
 raises no false alarm on any shipped run (data/runs, data/runs-gpu)."""
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from helpers_runlog import make_detail, make_header, write_metric_run
-from unipo_build.diagnose import DIAGNOSES, FINE, LOOK, UNMEASURABLE, diagnose
-from unipo_build.runlog import RunWriter
-from unipo_build.schema import EvalRecord, StepRecord
+from unipo_build.core.diagnose import DIAGNOSES, FINE, LOOK, UNMEASURABLE, diagnose
+from unipo_build.core.runlog import RunWriter
+from unipo_build.core.schema import EvalRecord, StepRecord
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS = ["loss_zero", "clip_zero", "zero_grad_with_std", "reward_not_rising", "entropy_trend", "sampler_learner",
@@ -172,7 +172,7 @@ def test_the_course_run_card_shows_the_same_cards():
     import re
 
     from site_build import bound_macros
-    from unipo_build.runs import catalog_of
+    from unipo_build.core.runs import catalog_of
 
     shipped = ROOT / "data" / "runs"
     run = catalog_of(shipped).get("grpo")

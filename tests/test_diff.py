@@ -1,4 +1,4 @@
-"""Slot-by-slot comparison of algorithms (views/diff.py) and its HTML (views/compare.py)."""
+"""Slot-by-slot comparison of algorithms (site/views/compare/diff.py) and its HTML (site/views/compare/compare.py)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,25 @@ import re
 
 import pytest
 
-from unipo_build.render import escape_text
-from unipo_build.specs import SLOTS, load_specs, resolve
-from unipo_build.views.compare import compare_html, compare_selector_html, fill_statuses, placeholder_formula, selector_data
-from unipo_build.views.diff import (SLOT_LABELS, DIFF_STYLES, STATUSES, diff_algorithms, diff_sentence, slot_status, statuses,
-                                    summary_counts)
+from unipo_build.site.render import escape_text
+from unipo_build.core.specs import SLOTS, load_specs, resolve
+from unipo_build.site.views.compare.compare import (
+    compare_html,
+    compare_selector_html,
+    fill_statuses,
+    placeholder_formula,
+    selector_data,
+)
+from unipo_build.site.views.compare.diff import (
+    SLOT_LABELS,
+    DIFF_STYLES,
+    STATUSES,
+    diff_algorithms,
+    diff_sentence,
+    slot_status,
+    statuses,
+    summary_counts,
+)
 
 
 @pytest.fixture(scope="module")

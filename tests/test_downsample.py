@@ -7,7 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from unipo_build.downsample import StreamingEnvelope, StrideSample, drop_repeats, lttb, lttb_indices, quantile_bounds
+from unipo_build.core.downsample import (
+    StreamingEnvelope,
+    StrideSample,
+    drop_repeats,
+    lttb,
+    lttb_indices,
+    quantile_bounds,
+)
 
 
 def triangle_wave(n: int, period: int) -> np.ndarray:

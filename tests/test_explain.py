@@ -21,9 +21,10 @@ import pytest
 
 from cli_helpers import UNIPO, unipo
 from helpers_runlog import checksums
-from unipo_build import explain, runlog
-from unipo_build.importers import import_log
-from unipo_build.numbers import fmt_num
+from unipo_build.site import explain
+from unipo_build.core import runlog
+from unipo_build.trainers import import_log
+from unipo_build.core.numbers import fmt_num
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -272,7 +273,7 @@ def test_two_objectives_of_a_step_are_shown_with_the_reason(tmp_path):
     assert "Two objectives per step On 1 of the 3 steps with token detail" in text
     assert f"At step {step}: {detail['objective']:.6g} in the token file, {detail['trl_objective']:.6g} in steps.jsonl" in text
     assert "loss_type = 'bnpo' with gradient accumulation (a token mean per micro-batch)" in text
-    # the import's note (on the run card) and the page name one spec for the run: the same rule (matching.py)
+    # the import's note (on the run card) and the page name one spec for the run: the same rule (core/matching.py)
     assert "explained by GRPO: its header names 'trl-bnpo'" in text
     assert ("no spec has all of TRL's kinds, nearest spec: grpo (1 of 7 slots of another kind (aggregation); other "
             "parameters in advantage)") in text
@@ -286,7 +287,7 @@ def test_two_objectives_of_a_step_are_shown_with_the_reason(tmp_path):
 def test_the_run_page_answers_the_practitioners_questions(tmp_path):
     """The TRL run with masked truncations (tests/fixtures/trl/gaps): most of its updates have a zero gradient, and
     its page says so in a card whose steps open in the page's Step Inspector."""
-    from unipo_build.diagnose import diagnose
+    from unipo_build.core.diagnose import diagnose
 
     run = tmp_path / "runs" / "trl-gaps"
     import_log("trl", FIXTURES / "trl" / "gaps", run, tap=FIXTURES / "trl" / "gaps-tap")

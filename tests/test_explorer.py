@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from helpers_runlog import CREATED, make_detail, make_eval, make_header
-from unipo_build import runlog, runs
-from unipo_build.runlog import RunWriter, dumps
-from unipo_build.schema import StepRecord
-from unipo_build.views.palette import metric_colour
-from unipo_build.views import explorer
-from unipo_build.views.common import step_path
-from unipo_build.views.site_data import publish_runs
+from unipo_build.core import runlog, runs
+from unipo_build.core.runlog import RunWriter, dumps
+from unipo_build.core.schema import StepRecord
+from unipo_build.site.palette import metric_colour
+from unipo_build.site.views.explorer import explorer
+from unipo_build.site.browser import step_path
+from unipo_build.site.site_data import publish_runs
 
 SPIKE_AT = 700
 
@@ -246,7 +246,7 @@ def test_explorer_html_embeds_every_metric_downsampled(loaded):
     # Chips: one per metric, the defaults pressed with their ring; label, last value, definition.
     chips = re.findall(r'<button type="button" class="unipo-explorer__chip"[^>]*>', html)
     assert len(chips) == len(names)
-    # data-colour: the metric's own colour (views/palette.py), the same on every page
+    # data-colour: the metric's own colour (site/palette.py), the same on every page
     pressed = re.findall(r'data-metric="([^"]+)" aria-pressed="true" data-ring="(\d)" data-colour="([a-z]+)"', html)
     assert {m: (ring, colour) for m, ring, colour in pressed} == {
         m: (str(k), metric_colour(m)) for k, m in enumerate(("reward/mean", "length/mean", "kl/mean", "entropy/mean"))}
@@ -329,14 +329,14 @@ def test_inspector_is_placed_under_the_chart(loaded, monkeypatch):
     import types
 
     calls = []
-    fake = types.ModuleType("unipo_build.views.inspector")
+    fake = types.ModuleType("unipo_build.site.views.inspector.inspector")
 
     def step_inspector(run, step=None, moment=None, page_url=None, uid=None):
         calls.append((run.id, page_url))
         return '<div class="fake-inspector"></div>'
 
     fake.step_inspector = step_inspector
-    monkeypatch.setitem(sys.modules, "unipo_build.views.inspector", fake)
+    monkeypatch.setitem(sys.modules, "unipo_build.site.views.inspector.inspector", fake)
     html = explorer.explorer_html(loaded["grpo-run"], element_id="x5", page_url="reference/explorer/")
     assert calls == [("test-grpo", "reference/explorer/")]
     assert html.index('class="fake-inspector"') > html.index("unipo-explorer__chart")

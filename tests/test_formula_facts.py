@@ -13,16 +13,16 @@ import json
 import numpy as np
 import pytest
 
-from unipo_build import components as C
-from unipo_build import objective as O
-from unipo_build.formula import RATIO_TEX, objective_latex, with_ratio
-from unipo_build.project import spec_dir
-from unipo_build.registry import REGISTRY, OLD_POLICY_TEX
-from unipo_build.specs import load_specs, resolve
-from unipo_build.views import compare as CMP
-from unipo_build.views import family_tree as FT
-from unipo_build.views import reference as R
-from unipo_build.views.explainer import components_of, objective_card
+from unipo_build.core import components as C
+from unipo_build.core import objective as O
+from unipo_build.core.formula import RATIO_TEX, objective_latex, with_ratio
+from unipo_build.core.project import spec_dir
+from unipo_build.core.registry import REGISTRY, OLD_POLICY_TEX
+from unipo_build.core.specs import load_specs, resolve
+from unipo_build.site.views.compare import compare as CMP
+from unipo_build.site.pages.objectives import family_tree as FT
+from unipo_build.site.pages.guides import reference as R
+from unipo_build.site.views.explainer.explainer import components_of, objective_card
 
 SPECS = load_specs(spec_dir())
 
@@ -112,7 +112,7 @@ def test_a_spec_without_a_paper_is_not_credited_to_another_paper():
 # ---------------------------------------------------------------------------
 
 def test_overlong_numbers_follow_the_spec():
-    from unipo_build.views import spec_facts as F
+    from unipo_build.site.facts import spec_facts as F
 
     dapo = SPECS["dapo"]
     assert dapo.params("shaping")["cache_fraction"] == pytest.approx(0.2)  # DAPO: 4,096 of 20,480
@@ -146,7 +146,7 @@ def test_the_three_to_one_of_one_and_three_right_answers_comes_from_the_mean():
 
 
 def test_spec_facts_name_what_the_specs_hold():
-    from unipo_build.views import spec_facts as F
+    from unipo_build.site.facts import spec_facts as F
 
     assert F.count_word(len(SPECS)) == "ten" and F.count_word(14) == "14"
     with_filter = [s.name for s in SPECS.values() if not s.component("filter").is_none]
@@ -239,7 +239,7 @@ def test_truncated_importance_sampling_is_described_with_its_cap_and_its_logged_
     """The anatomy chapter's TIS paragraph: the weight is capped at a constant above one (not at
     one), masking is the other variant, the logs show only the lower side min(1, .), and this
     trainer logs the weight without applying it."""
-    from unipo_build.project import find_root
+    from unipo_build.core.project import find_root
 
     text = (find_root() / "docs" / "course" / "anatomy.md").read_text(encoding="utf-8")
     start = text.index("Truncated importance sampling (TIS")

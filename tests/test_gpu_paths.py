@@ -18,8 +18,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from training_fixtures import coin_flip_score, save_tiny_checkpoint  # noqa: E402
-from unipo_build import runlog  # noqa: E402
-from unipo_build.recompute import check_step  # noqa: E402
+from unipo_build.core import runlog  # noqa: E402
+from unipo_build.core.recompute import check_step  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SMOKE = {"prompts_per_step": 4, "group_size": 4, "max_new_tokens": 12}

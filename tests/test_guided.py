@@ -1,4 +1,4 @@
-"""Guided paths (unipo_build/views/guided.py) and the length figure's direct labels, on the
+"""Guided paths (unipo_build/site/pages/objectives/guided.py) and the length figure's direct labels, on the
 shipped runs: the step, group and token a path names are found in the logs and hold what its
 sentences say; the labels keep apart."""
 
@@ -10,10 +10,10 @@ import re
 import pytest
 
 from site_build import bound_macros
-from unipo_build.numbers import NOISE
-from unipo_build.runs import get_run
-from unipo_build.views import dynamics as D
-from unipo_build.views import guided as G
+from unipo_build.core.numbers import NOISE
+from unipo_build.core.runs import get_run
+from unipo_build.site.pages.dynamics import dynamics as D
+from unipo_build.site.pages.objectives import guided as G
 
 SHIPPED = __import__("pathlib").Path(__file__).resolve().parents[1] / "data" / "runs"
 

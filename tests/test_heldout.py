@@ -4,9 +4,15 @@ import math
 
 import pytest
 
-from unipo_build.heldout import (compare, mcnemar_exact, paired_change, problem_count, run_change,
-                                 unpaired_change)
-from unipo_build.schema import EvalRecord
+from unipo_build.core.heldout import (
+    compare,
+    mcnemar_exact,
+    paired_change,
+    problem_count,
+    run_change,
+    unpaired_change,
+)
+from unipo_build.core.schema import EvalRecord
 
 
 def test_paired_change_by_hand():

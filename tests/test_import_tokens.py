@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from unipo_build.importers import common as K
-from unipo_build.specs import load_specs, resolve
+from unipo_build.trainers import common as K
+from unipo_build.core.specs import load_specs, resolve
 
 SPECS = load_specs(Path(__file__).resolve().parents[1] / "data" / "algorithms")
 GRPO = resolve(SPECS["grpo"], max_new_tokens=12)  # symmetric clip 0.2, k3 in the loss with beta 0.04, seq-mean-token-mean

@@ -18,12 +18,12 @@ import pytest
 
 from cli_helpers import unipo
 from helpers_runlog import checksums
-from unipo_build import runlog
-from unipo_build.cli import validate_path, _known_algorithms
-from unipo_build.importers import import_log
-from unipo_build.importers.common import OutputError
-from unipo_build.importers.tfevents import encode_event, encode_record, read_scalars
-from unipo_build.recompute import check_step
+from unipo_build.core import runlog
+from unipo_build.cli.main import validate_path, _known_algorithms
+from unipo_build.trainers import import_log
+from unipo_build.trainers.common import OutputError
+from unipo_build.trainers.tfevents import encode_event, encode_record, read_scalars
+from unipo_build.core.recompute import check_step
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"

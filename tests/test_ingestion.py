@@ -24,7 +24,7 @@ import pytest
 pytest.importorskip("torch")
 
 from training_fixtures import coin_flip_score, save_tiny_checkpoint  # noqa: E402
-from unipo_build import runlog, runs  # noqa: E402
+from unipo_build.core import runlog, runs  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

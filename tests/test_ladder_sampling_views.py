@@ -15,9 +15,9 @@ import pytest
 
 from seed_fixtures import FixtureRun, fixture_project, write_fixture_runs
 from test_seed_views import grpo, START
-from unipo_build.views import ladder as L
-from unipo_build.views import sampling as SM
-from unipo_build.views.site import AuthorError, Site
+from unipo_build.site.pages.objectives import ladder as L
+from unipo_build.site.pages.dynamics import sampling as SM
+from unipo_build.site.context import AuthorError, Site
 
 
 def dapo_metrics(r: int) -> dict:

@@ -1,13 +1,16 @@
-"""The layers of DESIGN.md, checked on the source: what may import what, and how long a module may be.
+"""The layers of DESIGN.md, checked on the source as folders: what may import what, and how long a
+module may be.
 
-- the core (schema, specs and the registry, component math, objective, run-log reader and writer
-  and the text of its tokens,
-  recomputation, project paths, presets) imports only the core;
-- training imports only the core of unipo_build;
-- nothing in unipo_build imports training except the CLI (the top layer);
-- the site (views, playgrounds, macros, hooks) never imports training;
-- no module of unipo_build/ or training/ is over about 600 lines;
-- argument parsing (argparse) is done by the CLI modules only.
+unipo_build/ is four layers, each a folder, each importing only itself and the layers below:
+- ``core/`` (schema, specs and the registry, component math, objective, run-log reader and writer,
+  recomputation, the run catalogue) imports only the core;
+- ``trainers/`` (one folder per outside trainer: its tap, importer, config mapping, command builder;
+  UNIPO's published format is one of them) imports the core and itself;
+- ``site/`` (hooks and macros, the views, the chapters' facts, the playgrounds) imports the core, the
+  trainers and itself;
+- ``cli/`` is on top: the only layer that may import training, and the only one that parses arguments.
+``training/`` imports only the core. No module of unipo_build/ or training/ is over about 600 lines,
+and no script or style sheet of the site is over about 1,000.
 
 Imports inside functions count: the check walks every import statement of a module's syntax tree.
 """
@@ -20,21 +23,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "unipo_build"
 
-CORE = {
-    "unipo_build", "unipo_build.components", "unipo_build.downsample", "unipo_build.formula",
-    "unipo_build.moments", "unipo_build.numbers", "unipo_build.objective", "unipo_build.presets",
-    "unipo_build.project", "unipo_build.reader", "unipo_build.recompute", "unipo_build.registry",
-    "unipo_build.kinds_loss", "unipo_build.kinds_reward",
-    "unipo_build.render", "unipo_build.runlog", "unipo_build.schema", "unipo_build.specs", "unipo_build.summary",
-    "unipo_build.matching",
-    "unipo_build.heldout", "unipo_build.limits", "unipo_build.paths", "unipo_build.token_text",
-    # what practitioners ask of a run, answered from its log alone (summary prints it; the views draw it)
-    "unipo_build.diagnose",
-}
-CLI = {"unipo_build.cli", "unipo_build.cli_commands"}
+#: The layers from the bottom up: each may import itself and those before it.
+LAYERS = ("core", "trainers", "site", "cli")
 #: Modules that parse arguments: the CLI, and the entry point OpenRLHF's Ray workers run by path.
-ARGPARSE_ALLOWED = CLI | {"unipo_build.openrlhf.launch"}
+ARGPARSE_ALLOWED = {"unipo_build.trainers.openrlhf.launch"}
 MAX_LINES = 610
+#: A script or style sheet of the site (the theme's and the views'): the same guideline, in its lines.
+MAX_ASSET_LINES = 1000
 
 
 def module_name(path: Path) -> str:
@@ -82,32 +77,59 @@ def package_files() -> list[Path]:
     return sorted(PACKAGE.rglob("*.py"))
 
 
-def test_the_import_check_sees_imports_inside_functions(tmp_path):
-    probe = PACKAGE / "views" / "site.py"
-    assert "unipo_build.runs" in own_modules(probe, project_imports(probe, "unipo_build"))
-    assert "training.rl" in imports_of(PACKAGE / "cli_commands.py")  # imported inside _train
+def layer_of(module: str) -> str | None:
+    """The layer a module of unipo_build belongs to (None for the package itself)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
 
 
-def test_the_core_imports_only_the_core():
+def test_every_module_is_in_a_layer_folder():
+    loose = [module_name(p) for p in package_files()
+             if module_name(p) != "unipo_build" and layer_of(module_name(p)) not in LAYERS]
+    assert not loose, f"modules outside the layer folders {LAYERS}: {loose}"
+
+
+def test_the_import_check_sees_imports_inside_functions():
+    probe = PACKAGE / "site" / "context.py"
+    assert "unipo_build.core.runs" in own_modules(probe, project_imports(probe, "unipo_build"))
+    assert "training.rl" in imports_of(PACKAGE / "cli" / "commands.py")  # imported inside _train
+
+
+def test_each_layer_imports_only_itself_and_the_layers_below():
     for path in package_files():
         name = module_name(path)
-        if name not in CORE:
+        layer = layer_of(name)
+        if layer is None:
             continue
-        outside = own_modules(path, project_imports(path, "unipo_build")) - CORE
-        assert not outside, f"{name} (core) imports {sorted(outside)}"
-        assert not project_imports(path, "training"), f"{name} (core) imports training"
+        allowed = set(LAYERS[: LAYERS.index(layer) + 1])
+        upward = sorted(m for m in own_modules(path, project_imports(path, "unipo_build"))
+                        if layer_of(m) is not None and layer_of(m) not in allowed)
+        assert not upward, f"{name} ({layer}) imports {upward} from a layer above it"
+
+
+def test_the_layers_have_no_cycle_between_trainers():
+    """One trainer's folder never imports another's: what they share is trainers/common.py."""
+    for path in sorted((PACKAGE / "trainers").rglob("*.py")):
+        name = module_name(path).split(".")
+        if len(name) < 4:
+            continue
+        own = name[2]
+        other = sorted(m for m in own_modules(path, project_imports(path, "unipo_build.trainers"))
+                       if len(m.split(".")) > 3 and m.split(".")[2] != own)
+        assert not other, f"{'.'.join(name)} imports another trainer's modules {other}"
 
 
 def test_training_imports_only_the_core():
     for path in sorted((REPO / "training").glob("*.py")):
-        outside = own_modules(path, project_imports(path, "unipo_build")) - CORE
-        assert not outside, f"{path.relative_to(REPO)} imports {sorted(outside)} (training may import only the core)"
+        outside = sorted(m for m in own_modules(path, project_imports(path, "unipo_build"))
+                         if layer_of(m) != "core")
+        assert not outside, f"{path.relative_to(REPO)} imports {outside} (training may import only the core)"
 
 
 def test_nothing_but_the_cli_imports_training():
     for path in package_files():
         name = module_name(path)
-        if name in CLI:
+        if layer_of(name) == "cli":
             continue
         assert not project_imports(path, "training"), f"{name} imports training (only the CLI may)"
 
@@ -115,7 +137,7 @@ def test_nothing_but_the_cli_imports_training():
 def test_argument_parsing_lives_in_the_cli():
     for path in package_files():
         name = module_name(path)
-        if name in ARGPARSE_ALLOWED:
+        if layer_of(name) == "cli" or name in ARGPARSE_ALLOWED:
             continue
         assert "argparse" not in imports_of(path), f"{name} parses arguments (the CLI modules do that)"
 
@@ -127,3 +149,12 @@ def test_no_module_is_over_about_600_lines():
         if n > MAX_LINES:
             long.append(f"{path.relative_to(REPO)}: {n} lines")
     assert not long, "split these modules:\n" + "\n".join(long)
+
+
+def test_no_script_or_style_sheet_is_over_about_1000_lines():
+    assets = sorted(p for d in (PACKAGE / "site", REPO / "overrides") for p in d.rglob("*")
+                    if p.suffix in (".js", ".css"))
+    assert assets
+    long = [f"{p.relative_to(REPO)}: {n} lines" for p in assets
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_ASSET_LINES]
+    assert not long, "split these scripts and style sheets:\n" + "\n".join(long)

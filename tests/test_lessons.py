@@ -10,12 +10,20 @@ import pytest
 
 from helpers_runlog import CREATED, make_header, write_metric_run
 from site_build import bound_macros
-from unipo_build.moments import find_moments, shared_prefix_push
-from unipo_build.registry import kind as registry_kind
-from unipo_build.runlog import RunWriter
-from unipo_build.schema import EvalRecord, GroupSummary, PromptGroup, Response, StepDetail, StepRecord, TokenArrays
-from unipo_build.views import lessons_clip as LC
-from unipo_build.views import lessons_groups as LG
+from unipo_build.core.moments import find_moments, shared_prefix_push
+from unipo_build.core.registry import kind as registry_kind
+from unipo_build.core.runlog import RunWriter
+from unipo_build.core.schema import (
+    EvalRecord,
+    GroupSummary,
+    PromptGroup,
+    Response,
+    StepDetail,
+    StepRecord,
+    TokenArrays,
+)
+from unipo_build.site.pages.objectives import lessons_clip as LC
+from unipo_build.site.pages.objectives import lessons_groups as LG
 
 
 def tokens(ids, *, advantage, weight, old_logp=None, logp=None, clip=None):
@@ -64,8 +72,8 @@ def test_the_push_on_a_shared_opening_cancels_only_with_length_free_weights():
 def test_length_free_weights_are_asked_of_the_aggregation_itself():
     class Run:
         def __init__(self, algorithm):
-            from unipo_build.project import spec_dir
-            from unipo_build.specs import load_spec, resolve
+            from unipo_build.core.project import spec_dir
+            from unipo_build.core.specs import load_spec, resolve
 
             self.config = resolve(load_spec(spec_dir() / f"{algorithm}.yaml"), max_new_tokens=16)
 

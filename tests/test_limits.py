@@ -1,4 +1,4 @@
-"""unipo_build.limits: the bounds every input stays within, checked on hand-picked values."""
+"""unipo_build.core.limits: the bounds every input stays within, checked on hand-picked values."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from unipo_build import limits as L
+from unipo_build.core import limits as L
 
 
 def test_numbers_within_bounds_pass_and_others_are_named():

@@ -1,4 +1,4 @@
-"""The one rule that names a run's nearest spec (unipo_build/matching.py), worked by hand, and the proof that an
+"""The one rule that names a run's nearest spec (unipo_build/core/matching.py), worked by hand, and the proof that an
 import's note and ``unipo explain`` name the same spec for the same run; the one Gap type of the importers."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from trainer_formats import write_verl_fixture
-from unipo_build import explain
-from unipo_build.importers import import_log
-from unipo_build.matching import Gap, as_run_of, header_gaps, nearest_spec, ranked, slot_changes
-from unipo_build.specs import AlgorithmSpec, ResolvedAlgorithm, load_specs, resolve
+from unipo_build.site import explain
+from unipo_build.trainers import import_log
+from unipo_build.core.matching import Gap, as_run_of, header_gaps, nearest_spec, ranked, slot_changes
+from unipo_build.core.specs import AlgorithmSpec, ResolvedAlgorithm, load_specs, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -1,4 +1,4 @@
-"""The objective composed per resolved spec (unipo_build.objective), with hand-worked numbers.
+"""The objective composed per resolved spec (unipo_build.core.objective), with hand-worked numbers.
 
 The five shipped specs are resolved as a run would resolve them; the expected values are
 written out from the papers' formulas in the comments.
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import torch
 
-from unipo_build import components as C
-from unipo_build import objective as O
-from unipo_build.specs import load_spec, resolve
-from unipo_build.project import spec_dir
+from unipo_build.core import components as C
+from unipo_build.core import objective as O
+from unipo_build.core.specs import load_spec, resolve
+from unipo_build.core.project import spec_dir
 
 SPEC_DIR = spec_dir()
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from unipo_build import cli
-from unipo_build.objective import clip_bounds
-from unipo_build.openrlhf import command as C
-from unipo_build.project import spec_dir
-from unipo_build.registry import REGISTRY
-from unipo_build.specs import load_specs
+from unipo_build.cli import main as cli
+from unipo_build.core.objective import clip_bounds
+from unipo_build.trainers.openrlhf import command as C
+from unipo_build.core.project import spec_dir
+from unipo_build.core.registry import REGISTRY
+from unipo_build.core.specs import load_specs
 
 SPEC_DIR = spec_dir()
 
@@ -239,7 +239,7 @@ def test_train_engine_openrlhf_dry_run_and_version_guard(capsys, monkeypatch, tm
     assert C.LAUNCH_MODULE in out and f"--data.max_samples {20 * 16}" in out
     assert cli.main(["train", "grpo", "--engine", "openrlhf", "--tensorboard-dir", str(tmp_path / "tb")]) == 2
     assert "cannot run grpo exactly" in capsys.readouterr().err
-    import unipo_build.openrlhf as pkg
+    import unipo_build.trainers.openrlhf as pkg
 
     monkeypatch.setattr(pkg, "installed_version", lambda: "0.10.2")
     assert cli.main(["train", "dapo", "--engine", "openrlhf", "--tensorboard-dir", str(tmp_path / "tb")]) == 2
@@ -254,7 +254,7 @@ def test_guide_commands_run_as_documented(capsys):
     import shlex
 
     from cli_helpers import guide_commands
-    from unipo_build.views.openrlhf_guide import train_commands
+    from unipo_build.site.pages.guides.openrlhf_guide import train_commands
 
     builder = [c for c in guide_commands("openrlhf.md") if c.startswith("unipo openrlhf command ")]
     assert builder == ["unipo openrlhf command dr_grpo", "unipo openrlhf command dr_grpo --accept-approximation"]
@@ -270,7 +270,7 @@ def test_guide_commands_run_as_documented(capsys):
 def test_train_engine_openrlhf_writes_the_manifest_and_runs_with_absolute_paths(capsys, monkeypatch, tmp_path):
     import subprocess
 
-    import unipo_build.openrlhf as pkg
+    import unipo_build.trainers.openrlhf as pkg
 
     ran = []
     monkeypatch.setattr(pkg, "installed_version", lambda: "0.11.2")

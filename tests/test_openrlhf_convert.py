@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from unipo_build import runlog
-from unipo_build.importers import import_log
-from unipo_build.importers.tfevents import encode_event, encode_record
-from unipo_build.openrlhf.command import build_command, write_manifest
-from unipo_build.openrlhf.tap import SHARD_FORMAT, sample_key
-from unipo_build.recompute import check_step
+from unipo_build.core import runlog
+from unipo_build.trainers import import_log
+from unipo_build.trainers.tfevents import encode_event, encode_record
+from unipo_build.trainers.openrlhf.command import build_command, write_manifest
+from unipo_build.trainers.openrlhf.tap import SHARD_FORMAT, sample_key
+from unipo_build.core.recompute import check_step
 
 
 def _tb(path: Path, steps: int = 1) -> Path:

@@ -3,7 +3,7 @@
 For every setting both sides can express, OpenRLHF's functions are called as its trainer
 calls them (PolicyLoss, aggregate_loss, compute_approx_kl, compute_reward,
 RemoteExperienceMaker.compute_advantages_and_returns on real Experience objects,
-apply_overlong_penalty) and compared with unipo_build.objective / unipo_build.components.
+apply_overlong_penalty) and compared with unipo_build.core.objective / unipo_build.core.components.
 Each family has a tiny example whose numbers are worked out by hand in a comment, checked
 on both sides, so that no comparison can pass vacuously.
 
@@ -48,9 +48,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from openrlhf_support import require_openrlhf, stub_dir
-from unipo_build import components as C
-from unipo_build import objective as O
-from unipo_build.specs import ResolvedAlgorithm, ResolvedComponent
+from unipo_build.core import components as C
+from unipo_build.core import objective as O
+from unipo_build.core.specs import ResolvedAlgorithm, ResolvedComponent
 
 require_openrlhf()
 

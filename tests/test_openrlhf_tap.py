@@ -1,8 +1,8 @@
 """The token tap: its version guard and signature check, its post-import hooks, and a CPU Ray run.
 
 The Ray test starts a local Ray instance whose runtime environment names
-``unipo_build.openrlhf.tap.setup`` as the worker_process_setup_hook, exactly as
-``unipo_build.openrlhf.launch`` does, and runs OpenRLHF 0.11.2's own experience and policy code
+``unipo_build.trainers.openrlhf.tap.setup`` as the worker_process_setup_hook, exactly as
+``unipo_build.trainers.openrlhf.launch`` does, and runs OpenRLHF 0.11.2's own experience and policy code
 in a worker (tests/openrlhf_tap_worker.py). The driver itself is never patched: what the shards
 hold was recorded inside the worker. The shards are then converted with a TensorBoard file into a
 canonical run that ``unipo validate`` accepts, and its numbers are checked against the worker's.
@@ -23,12 +23,12 @@ import pytest
 
 from cli_helpers import guide_commands, unipo
 from openrlhf_support import require_openrlhf, stub_dir
-from unipo_build import runlog
-from unipo_build.importers import import_log
-from unipo_build.importers.tfevents import encode_event, encode_record
-from unipo_build.openrlhf import VersionError, check_version, tap
-from unipo_build.openrlhf.command import RunOptions, build_command, write_manifest
-from unipo_build.recompute import check_step
+from unipo_build.core import runlog
+from unipo_build.trainers import import_log
+from unipo_build.trainers.tfevents import encode_event, encode_record
+from unipo_build.trainers.openrlhf import VersionError, check_version, tap
+from unipo_build.trainers.openrlhf.command import RunOptions, build_command, write_manifest
+from unipo_build.core.recompute import check_step
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,7 +79,7 @@ def test_post_import_hooks_patch_modules_imported_after_setup(tmp_path):
     code = textwrap.dedent(f"""
         import sys
         sys.path.append({str(stub_dir())!r})
-        from unipo_build.openrlhf import tap
+        from unipo_build.trainers.openrlhf import tap
         tap.setup()
         assert "openrlhf.models.loss" not in sys.modules
         from openrlhf.models.loss import PolicyLoss
@@ -121,7 +121,7 @@ def ray_run(tmp_path_factory):
     cmd = build_command("grpo", RunOptions(model=str(model_dir), group_size=4, prompts_per_step=2, gpus_per_node=1),
                         accept_approximation=True, tap_dir=str(tap_dir))
     write_manifest(cmd, tap_dir)
-    from unipo_build.openrlhf.launch import runtime_env
+    from unipo_build.trainers.openrlhf.launch import runtime_env
 
     env = runtime_env(str(tap_dir), 1.0)
     env["env_vars"].update({

@@ -1,4 +1,4 @@
-"""The one palette (views/palette.py): colour by meaning, once."""
+"""The one palette (site/palette.py): colour by meaning, once."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 import re
 from pathlib import Path
 
-from unipo_build.schema import METRICS
-from unipo_build.views import palette as P
+from unipo_build.core.schema import METRICS
+from unipo_build.site import palette as P
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 COURSE = ("reinforce", "ppo", "grpo", "dapo", "dr_grpo", "gspo", "dapo_dr")
@@ -74,7 +74,7 @@ def test_metric_colours_are_not_algorithm_colours():
 
 def test_diff_states_differ_in_hue():
     """modified, added and removed: hues at least 40 degrees apart (and each has its own line style
-    and symbol in views.css and views/diff.py, so colour is never the only cue)."""
+    and symbol in views.css and site/views/compare/diff.py, so colour is never the only cue)."""
     states = [P.role(f"diff-{s}", dark) for dark in (False, True) for s in ("modified", "added", "removed")]
     for k in (0, 3):
         hues = [hue(c) for c in states[k:k + 3]]

@@ -1,6 +1,6 @@
-"""The browser's simulations equal the numpy reference (playgrounds-sim.js vs unipo_build.playgrounds).
+"""The browser's simulations equal the numpy reference (playgrounds-sim.js vs unipo_build.site.playgrounds).
 
-node runs overrides/assets/playgrounds-sim.js on fixed inputs; every trajectory, band,
+node runs unipo_build/site/playgrounds/playgrounds-sim.js on fixed inputs; every trajectory, band,
 surface and advantage must match the Python modules to 1e-9. Skipped without node.
 """
 
@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from unipo_build.playgrounds import multi_reward as mr
-from unipo_build.playgrounds import objective_1d as o1
-from unipo_build.playgrounds.rng import Stream, stream_seed
+from unipo_build.site.playgrounds import multi_reward as mr
+from unipo_build.site.playgrounds import objective_1d as o1
+from unipo_build.site.playgrounds.rng import Stream, stream_seed
 
-SIM = Path(__file__).resolve().parents[1] / "overrides" / "assets" / "playgrounds-sim.js"
+SIM = Path(__file__).resolve().parents[1] / "unipo_build" / "site" / "playgrounds" / "playgrounds-sim.js"
 NODE = shutil.which("node")
 TOL = 1e-9
 

@@ -1,12 +1,12 @@
-"""Playground 3 (unipo_build.playgrounds.loss_shapes): flat regions, DAPO's sides, weights."""
+"""Playground 3 (unipo_build.site.playgrounds.loss_shapes): flat regions, DAPO's sides, weights."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from unipo_build.components import clipped_surrogate
-from unipo_build.playgrounds import loss_shapes as ls
+from unipo_build.core.components import clipped_surrogate
+from unipo_build.site.playgrounds import loss_shapes as ls
 
 
 def slopes(ratio, objective):

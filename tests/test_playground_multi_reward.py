@@ -1,4 +1,4 @@
-"""Playground 2 (unipo_build.playgrounds.multi_reward): GRPO vs GDPO advantages, hand-worked."""
+"""Playground 2 (unipo_build.site.playgrounds.multi_reward): GRPO vs GDPO advantages, hand-worked."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from unipo_build.playgrounds import multi_reward as mr
+from unipo_build.site.playgrounds import multi_reward as mr
 
 SQRT_HALF = math.sqrt(0.5)
 

@@ -1,4 +1,4 @@
-"""Playground 1 (unipo_build.playgrounds.objective_1d): closed forms, gradients, optimisers."""
+"""Playground 1 (unipo_build.site.playgrounds.objective_1d): closed forms, gradients, optimisers."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from unipo_build.playgrounds import objective_1d as o1
-from unipo_build.playgrounds.rng import Mulberry32, Stream, uniform_block
+from unipo_build.site.playgrounds import objective_1d as o1
+from unipo_build.site.playgrounds.rng import Mulberry32, Stream, uniform_block
 
 GRID = np.linspace(-25.0, 25.0, 200_001)
 DX = GRID[1] - GRID[0]

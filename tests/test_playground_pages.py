@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from unipo_build.playgrounds import charts
-from unipo_build.playgrounds import macros as pg_macros
+from unipo_build.site.playgrounds import charts
+from unipo_build.site.playgrounds import macros as pg_macros
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "playgrounds"

@@ -19,9 +19,9 @@ from training.evaluate import evaluate  # noqa: E402
 from training.model import load_policy  # noqa: E402
 from training.runstate import TrainError  # noqa: E402
 from training.task import file_sha256, generate_task, load_task  # noqa: E402
-from unipo_build import runlog  # noqa: E402
-from unipo_build.schema import MemorisationCheck  # noqa: E402
-from unipo_build.summary import summarize  # noqa: E402
+from unipo_build.core import runlog  # noqa: E402
+from unipo_build.core.schema import MemorisationCheck  # noqa: E402
+from unipo_build.core.summary import summarize  # noqa: E402
 
 SMOKE = {"prompts_per_step": 4, "group_size": 4, "max_new_tokens": 12, "probe_prompts": 0}
 
@@ -218,7 +218,7 @@ def test_the_gpu_suite_file_is_valid_and_refused_without_cuda(tmp_path, monkeypa
     """data/suite-gpu.yaml: the five core algorithms at three seeds, the DAPO ladder at one; on a machine
     without CUDA it stops at the preset, before writing."""
     import training.suite as suite
-    from unipo_build.specs import load_algorithm
+    from unipo_build.core.specs import load_algorithm
 
     path = suite.REPO / "data" / "suite-gpu.yaml"
     loaded = suite.load_suite(path)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from trainer_formats import PrimeFileMonitor, prime_configs, prime_export, prime_sequence, prime_sequence_channels
-from unipo_build.importers import import_log
-from unipo_build.runlog import LogError
+from unipo_build.trainers import import_log
+from unipo_build.core.runlog import LogError
 
 SEQUENCES = [((0, 0, 0, 0, [5, 6], [7, 8], [-0.5, -1.0], [-0.6, -1.0], 0.5), 1.0),
              ((0, 0, 1, 1, [5, 6], [9], [-0.2], [-0.2], -0.5), 0.0)]

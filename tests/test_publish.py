@@ -11,9 +11,9 @@ import pytest
 
 from cli_helpers import ROOT, unipo
 from helpers_runlog import checksums, make_header, write_run
-from unipo_build import runlog
-from unipo_build.publish import publish_run
-from unipo_build.schema import ModelInfo, TaskInfo
+from unipo_build.core import runlog
+from unipo_build.trainers.unipo.publish import publish_run
+from unipo_build.core.schema import ModelInfo, TaskInfo
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX modes and paths")
 

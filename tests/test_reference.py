@@ -1,4 +1,4 @@
-"""Reference pages generated from the contracts (unipo_build.formula, unipo_build.reference)."""
+"""Reference pages generated from the contracts (unipo_build.core.formula, unipo_build.reference)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from unipo_build import formula as F
-from unipo_build.views import reference as R
-from unipo_build import specs as S
-from unipo_build.schema import METRICS, json_schema
-from unipo_build.specs import SLOTS, load_spec, load_specs, resolve
-from unipo_build.project import spec_dir
+from unipo_build.core import formula as F
+from unipo_build.site.pages.guides import reference as R
+from unipo_build.core import specs as S
+from unipo_build.core.schema import METRICS, json_schema
+from unipo_build.core.specs import SLOTS, load_spec, load_specs, resolve
+from unipo_build.core.project import spec_dir
 
 SPEC_DIR = spec_dir()
 
@@ -351,7 +351,7 @@ def test_schema_reference_lists_every_model_and_field():
     assert "<td><code>return</code></td>" in md and "return_" not in md.split("<details")[0]
     assert "<td><code>run_id</code></td><td>string matching <code>^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$</code></td><td>yes</td>" in md
     assert '<td><code>task</code></td><td><a href="#schema-header-taskinfo">TaskInfo</a></td><td>yes</td>' in md
-    # bounds as the prose writes them (unipo_build.limits), not as raw floats
+    # bounds as the prose writes them (unipo_build.core.limits), not as raw floats
     assert "<td><code>metrics</code></td><td>object of number within ±10<sup>15</sup> or null</td><td>no</td>" in md
     assert "<td><code>name</code></td><td>string of at most 4,096 characters</td><td>yes</td>" in md
     assert "<td><code>logp</code></td><td>array of number \u2265 \u2212300, \u2264 0.001</td>" in md
@@ -468,7 +468,7 @@ def test_mkdocs_build_keeps_jinja_delimiters_in_macro_output(tmp_path, probe_kin
     (docs / "reference" / "algorithms" / "probe.md").write_text(
         "# Probe\n\nIntro.\n\n{{ spec_reference(\"probe\") }}\n\n!!! note\n\n    {{ metric_catalogue() }}\n")
     (tmp_path / "hook.py").write_text(
-        "from unipo_build import macros\n"
+        "from unipo_build.site import macros\n"
         "def on_page_content(html, page, config, files):\n"
         "    return macros.restore_protected(page.file.src_uri, html)\n")
     (tmp_path / "mkdocs.yml").write_text(textwrap.dedent("""
@@ -477,7 +477,7 @@ def test_mkdocs_build_keeps_jinja_delimiters_in_macro_output(tmp_path, probe_kin
         theme: {name: mkdocs}
         plugins:
           - macros:
-              modules: [unipo_build.macros]
+              modules: [unipo_build.site.macros]
               j2_comment_start_string: "{##"
               j2_comment_end_string: "##}"
               on_error_fail: true
@@ -539,7 +539,7 @@ def test_pages_that_say_a_spec_has_no_run_are_true_of_both_shipped_sets():
     page, the objectives chapter, their reference pages) is typed, not computed: it holds only while
     neither shipped set has a run of them. A run of one makes this fail, so the sentences are
     rewritten with it."""
-    from unipo_build import runlog
+    from unipo_build.core import runlog
 
     said = {"dual_clip", "cispo", "sapo"}
     for page in ("docs/index.md", "docs/course/compare/objectives.md",

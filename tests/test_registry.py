@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 import yaml
 
-from unipo_build import objective as O
-from unipo_build import registry
-from unipo_build.formula import objective_latex
-from unipo_build.project import spec_dir
-from unipo_build.registry import REGISTRY, NoParams, Term
-from unipo_build.specs import load_spec, resolve
-from unipo_build.views.explainer import explainer_config, objective_card
-from unipo_build.views.reference import component_catalogue_markdown
+from unipo_build.core import objective as O
+from unipo_build.core import registry
+from unipo_build.core.formula import objective_latex
+from unipo_build.core.project import spec_dir
+from unipo_build.core.registry import REGISTRY, NoParams, Term
+from unipo_build.core.specs import load_spec, resolve
+from unipo_build.site.views.explainer.explainer import explainer_config, objective_card
+from unipo_build.site.pages.guides.reference import component_catalogue_markdown
 
 
 def group_median_advantage(rewards):
@@ -100,8 +100,8 @@ def test_every_kind_says_what_it_is():
 def test_recomputation_checks_weights_by_the_registrys_properties():
     """check_step recomputes a count-fixed weight through the kind's own function and notices a
     wrong one; a token-mean step must weigh every token the same."""
-    from unipo_build.recompute import check_step
-    from unipo_build.runs import discover
+    from unipo_build.core.recompute import check_step
+    from unipo_build.core.runs import discover
 
     runs = {r.header.algorithm: r for r in discover() if r.ok and r.config is not None and r.token_steps()}
     for algorithm in ("grpo", "dapo"):
@@ -153,7 +153,7 @@ from pathlib import Path  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kinds_for_tests as K  # noqa: E402 (the tests' own kinds, never shipped)
 
-ASSETS = Path(__file__).resolve().parents[1] / "overrides" / "assets"
+VIEWS = Path(__file__).resolve().parents[1] / "unipo_build" / "site" / "views"
 NO_DATA = (f"advantage kind '{K.NAME}' has no explainer data: give its register() call explain=explain(...) with "
            "the rows and sentences the Algorithm Explainer shows for it (docs/guides/contribute.md, step 3)")
 
@@ -176,8 +176,8 @@ def test_the_browser_asks_for_no_kind_by_name():
     """explainer.js and inspector-tokens.js compare no kind with a name: what they say about a kind
     is its data (the test kind of tests/browser/test_kind_from_data.py is explained with no JS change)."""
     names = sorted({name for kinds in REGISTRY.values() for name in kinds})
-    for script in ("explainer.js", "inspector-tokens.js"):
-        js = (ASSETS / script).read_text(encoding="utf-8")
+    for script in ("explainer/explainer.js", "inspector/inspector-tokens.js"):
+        js = (VIEWS / script).read_text(encoding="utf-8")
         assert "kindOf" not in js and not re.search(r"components(\.\w+|\[[^\]]+\])\.kind\s*[!=]=", js), script
         for name in names:
             quoted = r"[\"']" + re.escape(name) + r"[\"']"
@@ -187,8 +187,8 @@ def test_the_browser_asks_for_no_kind_by_name():
 def test_a_kind_without_explainer_data_is_refused_in_one_line(tmp_path):
     from mkdocs.exceptions import PluginError
 
-    from unipo_build import hooks
-    from unipo_build.cli import validate_path
+    from unipo_build.site import hooks
+    from unipo_build.cli.main import validate_path
 
     with registry.scoped():
         kind = K.register_standardised(with_explainer=False)
@@ -210,8 +210,8 @@ def test_a_run_using_a_kind_without_explainer_data_stops_unipo_explain(tmp_path,
     """Through the build itself: `unipo explain` of a run whose configuration names the kind."""
     import json
 
-    from unipo_build import explain
-    from unipo_build.importers import import_log
+    from unipo_build.site import explain
+    from unipo_build.trainers import import_log
 
     with registry.scoped():
         K.register_standardised(with_explainer=False)

@@ -1,4 +1,4 @@
-"""Safe HTML helpers (unipo_build.render) and the macro placeholder round trip through Markdown."""
+"""Safe HTML helpers (unipo_build.site.render) and the macro placeholder round trip through Markdown."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import markdown
 import pytest
 
-from unipo_build import macros, render
+from unipo_build.site import macros, render
 
 HOSTILE = [
     "</script><script>alert(1)</script>",

@@ -19,8 +19,8 @@ import pytest
 pytest.importorskip("torch")
 
 from training_fixtures import save_tiny_checkpoint  # noqa: E402
-from unipo_build import runlog  # noqa: E402
-from unipo_build.specs import load_algorithm  # noqa: E402
+from unipo_build.core import runlog  # noqa: E402
+from unipo_build.core.specs import load_algorithm  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""Writing and reading run directories (unipo_build.runlog): round trips, resume, and every
+"""Writing and reading run directories (unipo_build.core.runlog): round trips, resume, and every
 kind of bad input reported with file, line/step, prompt/response and field."""
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from helpers_runlog import (
     write_json,
     write_run,
 )
-from unipo_build import runlog
-from unipo_build.runlog import LogError, LogErrors, RunWriter
-from unipo_build.schema import StepRecord
+from unipo_build.core import runlog
+from unipo_build.core.runlog import LogError, LogErrors, RunWriter
+from unipo_build.core.schema import StepRecord
 
 KNOWN = {"reinforce", "ppo", "grpo", "dapo", "dr_grpo"}
 
@@ -410,7 +410,7 @@ def test_written_files_get_the_permissions_of_any_new_file(tmp_path):
 
 
 def test_paths_are_published_relative_to_the_project(tmp_path):
-    from unipo_build.paths import project_relative, without_project_root
+    from unipo_build.core.paths import project_relative, without_project_root
 
     root = tmp_path / "project"
     (root / "data" / "runs").mkdir(parents=True)

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 import yaml
 
-from unipo_build import components as C
-from unipo_build import macros
-from unipo_build import objective as O
-from unipo_build.scaffold import MARK, ScaffoldError, TEMPLATES, scaffold, todo_markers
-from unipo_build.specs import SLOTS, lineage, load_spec, load_specs, resolve
-from unipo_build.project import spec_dir
+from unipo_build.core import components as C
+from unipo_build.site import macros
+from unipo_build.core import objective as O
+from unipo_build.cli.scaffold import MARK, ScaffoldError, TEMPLATES, scaffold, todo_markers
+from unipo_build.core.specs import SLOTS, lineage, load_spec, load_specs, resolve
+from unipo_build.core.project import spec_dir
 
 from cli_helpers import unipo
 
@@ -132,15 +132,15 @@ def test_chapter_template_uses_registered_macros_only():
     assert called >= {"objective_card", "compare_selector", "training_explorer", "step_inspector", "run_card"}
     assert called <= _registered_macros()
     moments = re.findall(r'moment="(\w+)"', text)
-    from unipo_build.moments import MOMENT_NAMES
+    from unipo_build.core.moments import MOMENT_NAMES
     assert moments and set(moments) <= set(MOMENT_NAMES)
 
 
 def test_every_list_of_moments_names_each_moment_the_code_finds():
     """The template, the views reference and the contributing guide list the teaching moments by
-    name: each list holds exactly the moments of unipo_build/moments.py."""
-    from unipo_build.moments import MOMENT_NAMES
-    root = TEMPLATES.parents[1]
+    name: each list holds exactly the moments of unipo_build/core/moments.py."""
+    from unipo_build.core.moments import MOMENT_NAMES
+    root = TEMPLATES.parents[2]  # unipo_build/cli/templates: the repository is three up
     for path in (TEMPLATES / "chapter.md", root / "docs/reference/views.md", root / "docs/guides/contribute.md"):
         text = path.read_text()
         start = re.search(r"all_correct_group`?, `?all_wrong_group", text).start()

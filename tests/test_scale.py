@@ -16,9 +16,9 @@ import pytest
 
 from helpers_runlog import write_metric_run
 from site_build import REPO_ROOT, MacroEnv, bound_macros
-from unipo_build.views import scale as S
-from unipo_build.views import scale_sets as SS
-from unipo_build.views.site import Site
+from unipo_build.site.pages.scale import scale as S
+from unipo_build.site.pages.scale import scale_sets as SS
+from unipo_build.site.context import Site
 
 RUNS = REPO_ROOT / "data" / "runs"
 

@@ -1,4 +1,4 @@
-"""The run-log models (unipo_build.schema) on their own: what they accept and reject."""
+"""The run-log models (unipo_build.core.schema) on their own: what they accept and reject."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from helpers_runlog import make_detail, make_header, make_tokens
-from unipo_build import schema as M
+from unipo_build.core import schema as M
 
 
 def test_json_schema_covers_every_run_file():

@@ -1,10 +1,10 @@
-"""Formulas in the search index as text (views/search_text.py)."""
+"""Formulas in the search index as text (site/search_text.py)."""
 
 from __future__ import annotations
 
 import json
 
-from unipo_build.views.search_text import plain_formulas, rewrite_index, site_formulas, tex_to_text
+from unipo_build.site.search_text import plain_formulas, rewrite_index, site_formulas, tex_to_text
 
 
 def test_formulas_read_as_text():
@@ -53,7 +53,7 @@ def test_katex_html_classes_read_as_their_body():
 
 
 def test_the_index_view_keeps_words_apart_and_leaves_out_what_is_not_read():
-    from unipo_build.views.search_text import index_view
+    from unipo_build.site.search_text import index_view
 
     html = ('<table><tr><th>Field</th><th>Type</th></tr><tr><td>a</td><td>b</td></tr></table>'
             '<div class="g"><span class="t">Aggregation</span><button><span class="k">mean</span></button></div>'

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from seed_fixtures import FixtureRun, write_fixture_runs
-from unipo_build import heldout, runs
-from unipo_build.views import bands as B
-from unipo_build.views import seeds as S
-from unipo_build.views import verdicts as V
-from unipo_build.views.site import AuthorError, Site
+from unipo_build.core import heldout, runs
+from unipo_build.site.pages.learning import bands as B
+from unipo_build.site.facts import seeds as S
+from unipo_build.site.pages.learning import verdicts as V
+from unipo_build.site.context import AuthorError, Site
 
 START = "1111" + "0" * 16
 ENDS = {0: "1110" + "1" * 7 + "0" * 9, 1: "0011" + "11" + "0" * 14, 2: "1" * 14 + "0" * 6}
@@ -264,7 +264,7 @@ def test_seed_bands_leave_out_runs_still_training_and_name_them(training_site):
 
 
 def test_a_run_still_training_ends_where_it_has_got_to_on_the_fraction_axis(training_site):
-    from unipo_build.views.series import raw_series
+    from unipo_build.site.facts.series import raw_series
     _, _, fraction = raw_series(training_site.run("grpo-s2"), "reward/mean")
     assert fraction.tolist() == pytest.approx([0, 1 / 9, 2 / 9, 3 / 9])  # rollouts 0-3 of 0-9
     _, _, finished = raw_series(training_site.run("grpo"), "reward/mean")
@@ -272,7 +272,7 @@ def test_a_run_still_training_ends_where_it_has_got_to_on_the_fraction_axis(trai
 
 
 def test_explorer_headline_compares_a_subset_evaluation_on_the_shared_problems():
-    from unipo_build.views.explorer import evals_html
+    from unipo_build.site.views.explorer.explorer import evals_html
     full = heldout.EvalRecord(step=0, phase="start", n=20, accuracy_greedy=0.2, problems="eval rows 1-20",
                               correct_greedy=START)  # 4 of 20 right, all of them in rows 1-4
     subset = heldout.EvalRecord(step=8, phase="periodic", n=10, accuracy_greedy=0.6, problems="eval rows 1-10",
@@ -286,7 +286,7 @@ def test_explorer_headline_compares_a_subset_evaluation_on_the_shared_problems()
 
 
 def test_runs_setup_speaks_of_the_runs_shown_and_of_runs_still_training(training_site):
-    from unipo_build.views.run_facts import runs_setup_text
+    from unipo_build.site.facts.run_facts import runs_setup_text
     text = runs_setup_text(training_site)
     # four runs in the build, one shown per algorithm: not "the 2 runs of this build"
     assert text.startswith("The 2 runs these pages show, one per algorithm, share the preset")

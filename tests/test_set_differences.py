@@ -1,4 +1,4 @@
-"""What differs between run sets besides scale (views/set_differences.py): hand-made runs, one of
+"""What differs between run sets besides scale (site/pages/learning/set_differences.py): hand-made runs, one of
 them stopped by a time limit, with hand-worked held-out gains at matched update counts."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 
 from helpers_runlog import write_metric_run
 from site_build import MacroEnv, bound_macros
-from unipo_build.schema import EvalRecord
-from unipo_build.views import set_differences as SD
-from unipo_build.views.site import Site
+from unipo_build.core.schema import EvalRecord
+from unipo_build.site.pages.learning import set_differences as SD
+from unipo_build.site.context import Site
 
 N = 20  # problems per evaluation
 

@@ -11,7 +11,8 @@ from types import SimpleNamespace
 import pytest
 from mkdocs.exceptions import PluginError
 
-from unipo_build import hooks, runs, sets
+from unipo_build.site import hooks
+from unipo_build.core import runs, sets
 
 REPO = Path(__file__).resolve().parents[1]
 TWO_SETS = [{"id": "tiny", "label": "CPU set (tiny)", "runs": "data/runs"},
@@ -131,7 +132,7 @@ def test_a_malformed_set_stops_the_build_with_one_line(entry, field):
 
 def test_mkdocs_build_prints_the_malformed_set_and_stops(tmp_path, caplog):
     """The real build (MkDocs' API, the project's config): it stops at on_config, before any page,
-    with sets.py's line as its error."""
+    with core/sets.py's line as its error."""
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
     from mkdocs.exceptions import Abort

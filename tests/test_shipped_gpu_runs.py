@@ -19,9 +19,9 @@ import pytest
 from helpers_runlog import assert_logged_tokens_recompute
 
 from training.suite import load_suite
-from unipo_build import runlog
-from unipo_build.specs import ablation_spec_paths, load_specs
-from unipo_build.summary import summarize
+from unipo_build.core import runlog
+from unipo_build.core.specs import ablation_spec_paths, load_specs
+from unipo_build.core.summary import summarize
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = Path(os.environ.get("UNIPO_SHIPPED_GPU_RUNS", ROOT / "data" / "runs-gpu"))
@@ -93,8 +93,8 @@ def test_the_sharpening_measure_reads_each_grpo_seeds_gap_by_its_size():
     """Issue 28: every GPU run starts with sampled accuracy above greedy, so a signed measure read
     a gap that shrank or changed sign as a widening. Read by its size, each GRPO seed's gap either
     shrank clearly or changed sign, and none grew; the verdict sentence names them so."""
-    from unipo_build.views import lessons_groups as LG
-    from unipo_build.views.site import Site
+    from unipo_build.site.pages.objectives import lessons_groups as LG
+    from unipo_build.site.context import Site
 
     site = Site(root=ROOT, runs_where=RUNS)
     rows = {run.id: g for run, g in LG.sharpening_rows(site) if g is not None}

@@ -26,10 +26,10 @@ from helpers_runlog import assert_logged_tokens_recompute
 
 from training.suite import load_suite
 from training.task import file_sha256
-from unipo_build import runlog
-from unipo_build.moments import find_moment, find_moments
-from unipo_build.specs import ablation_spec_paths, load_specs
-from unipo_build.summary import summarize
+from unipo_build.core import runlog
+from unipo_build.core.moments import find_moment, find_moments
+from unipo_build.core.specs import ablation_spec_paths, load_specs
+from unipo_build.core.summary import summarize
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = Path(os.environ.get("UNIPO_SHIPPED_RUNS", ROOT / "data" / "runs"))

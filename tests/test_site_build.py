@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from unipo_build import hooks, macros
+from unipo_build.site import hooks, macros
 
 LOADING_LINK_RELS = {"stylesheet", "preload", "modulepreload", "prefetch", "preconnect",
                      "dns-prefetch", "icon", "shortcut", "apple-touch-icon", "manifest"}
@@ -141,7 +141,7 @@ def test_stylesheets_load_nothing_from_another_host(built_site):
 
 def test_pages_use_no_json_script_elements(built_site):
     """Material's instant navigation re-creates <script> elements without their attributes:
-    page data goes into <template> elements (unipo_build.render.json_data) instead."""
+    page data goes into <template> elements (unipo_build.site.render.json_data) instead."""
     found = {
         str(page.relative_to(built_site)): ids
         for page in _pages(built_site)

@@ -1,4 +1,4 @@
-"""Spec loading, validation messages and resolution (unipo_build.specs)."""
+"""Spec loading, validation messages and resolution (unipo_build.core.specs)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from unipo_build import specs as S
-from unipo_build.specs import SLOTS, SpecError, load_spec, load_specs, resolve
-from unipo_build.project import spec_dir
+from unipo_build.core import specs as S
+from unipo_build.core.specs import SLOTS, SpecError, load_spec, load_specs, resolve
+from unipo_build.core.project import spec_dir
 
 SPEC_DIR = spec_dir()
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from training.suite import DEFAULT_SUITE, SuiteError, load_suite, run_state, train_command
-from unipo_build.specs import load_algorithm, resolve
+from unipo_build.core.specs import load_algorithm, resolve
 
 SLOTS = ("advantage", "ratio", "clip", "kl", "aggregation", "filter", "shaping")
 
@@ -80,7 +80,7 @@ def test_train_command_is_the_ordinary_cli(tmp_path):
     detailed = next(r for r in suite.runs if r.detail)
     plain = next(r for r in suite.runs if not r.detail)
     cmd = train_command(suite, detailed, tmp_path / detailed.name, "cpu", resume=False)
-    assert cmd[1:5] == ["-m", "unipo_build.cli", "train", detailed.algorithm]
+    assert cmd[1:5] == ["-m", "unipo_build.cli.main", "train", detailed.algorithm]
     assert cmd[cmd.index("--steps") + 1] == str(suite.rollouts) and "--resume" not in cmd
     assert cmd[cmd.index("--detail-every") + 1] == str(suite.detail_every)
     cmd = train_command(suite, plain, tmp_path / plain.name, "cpu", resume=True)

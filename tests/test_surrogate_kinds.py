@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 import torch
 
-from unipo_build import objective as O
-from unipo_build import recompute
-from unipo_build.formula import objective_latex
-from unipo_build.project import spec_dir
-from unipo_build.registry import REGISTRY, check_explainable, explainer_problem
-from unipo_build.schema import TokenArrays
-from unipo_build.specs import SpecError, load_spec, resolve
+from unipo_build.core import objective as O
+from unipo_build.core import recompute
+from unipo_build.core.formula import objective_latex
+from unipo_build.core.project import spec_dir
+from unipo_build.core.registry import REGISTRY, check_explainable, explainer_problem
+from unipo_build.core.schema import TokenArrays
+from unipo_build.core.specs import SpecError, load_spec, resolve
 
 SPEC_DIR = spec_dir()
 TOL = 1e-12
@@ -205,7 +205,7 @@ def test_the_browser_port_equals_numpy():
     registry's fn): its breakdown equals recompute.breakdown to 1e-9 on random tokens, clipped and
     not, with positive and negative advantages."""
     from test_views_explainer import NODE, _random_tokens, _tokens_json, run_js  # the explainer tests' harness
-    from unipo_build.objective import browser_config
+    from unipo_build.core.objective import browser_config
 
     if NODE is None:
         pytest.skip("node is not installed")
@@ -229,8 +229,8 @@ def test_the_browser_port_equals_numpy():
 def test_openrlhf_runs_dual_clip_exactly_and_names_the_other_two_as_gaps():
     """OpenRLHF 0.11.2 has dual_clip (--actor.dual_clip c) but no CISPO or SAPO loss: those two are
     gaps whose nearest run is PPO's clip (CISPO's cap) or no clip (SAPO), recorded as trained."""
-    from unipo_build.openrlhf.command import translation_for
-    from unipo_build.specs import load_specs
+    from unipo_build.trainers.openrlhf.command import translation_for
+    from unipo_build.core.specs import load_specs
 
     specs = load_specs()
     dual = translation_for(specs["dual_clip"], 256)
@@ -264,11 +264,11 @@ def test_the_browser_fills_cispo_s_sentence_for_a_clipped_token():
 
 
 def test_the_anatomy_page_works_a_token_of_each_kind():
-    """The anatomy page's token lines (views.anatomy_pick.token_objective_tex) pass the clip's
+    """The anatomy page's token lines (site.pages.objectives.anatomy_pick.token_objective_tex) pass the clip's
     parameters to its worked example: dual-clip's floor for rho 4, A -2 is max(-8, 3 x -2) = -6."""
     from types import SimpleNamespace
 
-    from unipo_build.views.anatomy_pick import token_objective_tex
+    from unipo_build.site.pages.objectives.anatomy_pick import token_objective_tex
 
     for spec_id, (rho, adv), expected in (("dual_clip", (4.0, -2.0), -6.0), ("cispo", (1.5, 2.0), 2.56),
                                           ("sapo", (1.0, 1.0), 2.0)):

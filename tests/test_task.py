@@ -108,7 +108,7 @@ def test_levels_differ_and_the_gpu_level_is_harder():
 def test_every_worked_solution_fits_the_generation_budget(pools):
     """The presets sample at most 96 new tokens: the longest worked solution (with <eos>) fits."""
     from training.tokenizer import task_corpus, train_tokenizer
-    from unipo_build.presets import PRESETS
+    from unipo_build.core.presets import PRESETS
 
     _, meta, rows = pools
     every = rows["sft"] + rows["heldout"]

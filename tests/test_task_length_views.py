@@ -8,9 +8,9 @@ import re
 import pytest
 
 from seed_fixtures import FixtureRun, write_fixture_runs
-from unipo_build.schema import LengthProbe
-from unipo_build.views import task_length as T
-from unipo_build.views.site import AuthorError, Site
+from unipo_build.core.schema import LengthProbe
+from unipo_build.site.pages.scale import task_length as T
+from unipo_build.site.context import AuthorError, Site
 
 task = pytest.importorskip("training.task")
 

@@ -1,7 +1,7 @@
 """One escaping path: whatever a macro returns from an input reaches the page as the text it is.
 
 A text macro's string is HTML-escaped and protected from Markdown by the binding of
-``views.site`` (unipo_build/views/site.py); here such a string, holding each hostile payload of
+``site.context`` (unipo_build/site/context.py); here such a string, holding each hostile payload of
 tests/hostile.py, is put into a page in every Markdown context a sentence can sit in (a paragraph,
 emphasis, a list, a table cell, an admonition, a content tab, inline math), run through
 Python-Markdown with the site's own extensions and put back by the hook's restore step. The page
@@ -20,8 +20,8 @@ import markdown
 import pytest
 
 from hostile import BODIES, MARK
-from unipo_build import macros
-from unipo_build.views import site as site_layer
+from unipo_build.site import macros
+from unipo_build.site import context as site_layer
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = "text-path.md"

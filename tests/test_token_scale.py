@@ -1,6 +1,6 @@
-"""The Step Inspector's token colours (views/token_scale.py), with hand-worked numbers.
+"""The Step Inspector's token colours (site/views/inspector/token_scale.py), with hand-worked numbers.
 
-The browser's port (overrides/assets/token-scale.js) is checked against these functions on a
+The browser's port (unipo_build/site/views/inspector/token-scale.js) is checked against these functions on a
 real step in tests/browser/test_inspector.py.
 """
 
@@ -10,9 +10,14 @@ import math
 
 import pytest
 
-from unipo_build.views import token_scale as T
-from unipo_build.views.palette import DIVERGING, SEQUENTIAL
-from unipo_build.views.palette import TOKEN_DIVERGING, TOKEN_DIVERGING_DARK, TOKEN_SEQUENTIAL, TOKEN_SEQUENTIAL_DARK
+from unipo_build.site.views.inspector import token_scale as T
+from unipo_build.site.palette import DIVERGING, SEQUENTIAL
+from unipo_build.site.palette import (
+    TOKEN_DIVERGING,
+    TOKEN_DIVERGING_DARK,
+    TOKEN_SEQUENTIAL,
+    TOKEN_SEQUENTIAL_DARK,
+)
 
 
 def test_signed_quantities_are_diverging_symmetric_with_the_data_range():

@@ -29,7 +29,7 @@ from cli_helpers import ROOT, UNIPO  # noqa: E402
 from cli_helpers import unipo as _unipo  # noqa: E402
 from helpers_runlog import checksums  # noqa: E402
 from training_fixtures import save_tiny_checkpoint  # noqa: E402
-from unipo_build import runlog  # noqa: E402
+from unipo_build.core import runlog  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -167,7 +167,7 @@ def test_threads_hold_through_the_warm_start(tmp_path, monkeypatch):
     import training.sft as sft
     from training.presets import TINY, with_overrides
     from training.task import generate_task
-    from unipo_build import cli
+    from unipo_build.cli import main as cli
 
     project = tmp_path / "project"
     generate_task(project / "data" / "tasks", seed=3, n_train=64, n_eval=16)
@@ -208,7 +208,7 @@ def test_no_progress_silences_transformers_bars(policy, tmp_path):
 def test_ctrl_c_during_the_warm_start_leaves_nothing(tmp_path, monkeypatch, capsys):
     import training.rl as rl
     import training.sft as sft
-    from unipo_build import cli
+    from unipo_build.cli import main as cli
 
     monkeypatch.setattr(rl, "REPO", tmp_path)  # a project without a warm start
 

@@ -19,8 +19,8 @@ import yaml
 
 from cli_helpers import unipo
 from helpers_runlog import checksums
-from unipo_build import runlog
-from unipo_build.recompute import check_step
+from unipo_build.core import runlog
+from unipo_build.core.recompute import check_step
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -287,7 +287,7 @@ def test_prime_rl_token_detail_is_capped_but_every_group_counts(tmp_path):
 
 def test_buffered_writer_writes_what_the_durable_one_does(tmp_path):
     from helpers_runlog import make_header, make_step
-    from unipo_build.runlog import RunWriter
+    from unipo_build.core.runlog import RunWriter
 
     for durable in (True, False):
         writer = RunWriter(tmp_path / str(durable), make_header("grpo"), durable=durable)
@@ -390,7 +390,7 @@ def test_verl_console_log_instead_of_the_metrics_file(verl_run, tmp_path):
 
 
 def test_verl_console_values_as_pformat_writes_them():
-    from unipo_build.importers.verl import _console_value
+    from unipo_build.trainers.verl.importer import _console_value
 
     # numpy 2's repr of its scalars, Python's floats and booleans, and NaN (undefined: null)
     assert _console_value("np.float64(0.25)") == 0.25 and _console_value("np.int64(3)") == 3.0

@@ -15,10 +15,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from training_fixtures import coin_flip_score, save_tiny_checkpoint  # noqa: E402
-from unipo_build import runlog  # noqa: E402
-from unipo_build.recompute import check_step  # noqa: E402
-from unipo_build.specs import load_specs  # noqa: E402
-from unipo_build.summary import summarize  # noqa: E402
+from unipo_build.core import runlog  # noqa: E402
+from unipo_build.core.recompute import check_step  # noqa: E402
+from unipo_build.core.specs import load_specs  # noqa: E402
+from unipo_build.core.summary import summarize  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

@@ -18,15 +18,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from unipo_build.recompute import check_step
-from unipo_build.schema import RunHeader, StepDetail
+from unipo_build.core.recompute import check_step
+from unipo_build.core.schema import RunHeader, StepDetail
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "trl"
 
 
 def unipo(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "unipo_build.cli", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "unipo_build.cli.main", *args], cwd=ROOT, capture_output=True, text=True,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
 
 

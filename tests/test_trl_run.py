@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from unipo_build.recompute import check_step
-from unipo_build.schema import RunHeader, StepDetail
+from unipo_build.core.recompute import check_step
+from unipo_build.core.schema import RunHeader, StepDetail
 
 if os.environ.get("UNIPO_REQUIRE_TRL") != "1":
     pytest.importorskip("trl", reason="TRL is not installed (pip install -e '.[trl]')")
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def unipo(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "unipo_build.cli", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "unipo_build.cli.main", *args], cwd=ROOT, capture_output=True, text=True,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
 
 
@@ -221,7 +221,7 @@ def test_the_tap_refuses_another_trl_release_and_other_trainers(tmp_path, monkey
 
     import_grpo_trainer()  # what the tap imports, with OpenRLHF's test stubs out of sight
 
-    from unipo_build.trl_tap import TapError, TrlTokenTap
+    from unipo_build.trainers.trl.tap import TapError, TrlTokenTap
 
     with pytest.raises(TapError, match=r"install the tap on a trl.GRPOTrainer, not object"):
         TrlTokenTap(tmp_path / "tap").install(object())

@@ -1,10 +1,10 @@
 """The Algorithm Explainer: its HTML, and its browser math against the site's numpy math.
 
-overrides/assets/unipo-math.js (the explainer's math) recomputes a selected token's ratio, clipped surrogate, clip side,
+unipo_build/site/views/explainer/unipo-math.js (the explainer's math) recomputes a selected token's ratio, clipped surrogate, clip side,
 KL and objective (and the group advantage, the aggregation weight, the overlong penalty) from
 the logged inputs. node runs it here on every token file of the shipped runs (data/runs, or
 UNIPO_RUNS) and on generated inputs that reach every component kind, and each number must
-equal unipo_build.recompute.breakdown / unipo_build.components to 1e-9.
+equal unipo_build.core.recompute.breakdown / unipo_build.core.components to 1e-9.
 """
 
 from __future__ import annotations
@@ -18,23 +18,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from unipo_build import components as C
-from unipo_build import objective as O
-from unipo_build.objective import browser_config
-from unipo_build import runlog
-from unipo_build.recompute import breakdown
-from unipo_build.runs import discover, runs_source
-from unipo_build.schema import TokenArrays
-from unipo_build.specs import REGISTRY, ResolvedAlgorithm, load_specs, resolve
-from unipo_build.views.explainer import objective_card, objective_formula
-from unipo_build.numbers import fmt_num, fmt_objective, fmt_signed
-from unipo_build.views.common import EVENTS
+from unipo_build.core import components as C
+from unipo_build.core import objective as O
+from unipo_build.core.objective import browser_config
+from unipo_build.core import runlog
+from unipo_build.core.recompute import breakdown
+from unipo_build.core.runs import discover, runs_source
+from unipo_build.core.schema import TokenArrays
+from unipo_build.core.specs import REGISTRY, ResolvedAlgorithm, load_specs, resolve
+from unipo_build.site.views.explainer.explainer import objective_card, objective_formula
+from unipo_build.core.numbers import fmt_num, fmt_objective, fmt_signed
+from unipo_build.site.browser import EVENTS
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The browser's one math port (explainer, inspector helpers and playgrounds use it).
-MATH_JS = ROOT / "overrides" / "assets" / "unipo-math.js"
+MATH_JS = ROOT / "unipo_build" / "site" / "views" / "explainer" / "unipo-math.js"
 #: The views' shared helpers; in node, their number format.
-COMMON_JS = ROOT / "overrides" / "assets" / "views-common.js"
+COMMON_JS = ROOT / "unipo_build" / "site" / "views" / "views-common.js"
 NODE = shutil.which("node")
 TOL = 1e-9
 
@@ -235,7 +235,7 @@ def test_js_advantages_penalty_and_weights_equal_components():
 
 @needs_node
 def test_every_registered_function_has_its_port():
-    """The browser dispatches on the components.py function a kind names: each has a port. (A
+    """The browser dispatches on the core/components.py function a kind names: each has a port. (A
     token-level advantage, GAE or a return, is shown from the log: it needs the critic and the
     whole response, so the browser does not recompute it.)"""
     names = {k.fn.__name__ for kinds in REGISTRY.values() for k in kinds.values()
@@ -315,14 +315,14 @@ def test_objective_card_escapes_spec_text(monkeypatch):
 # The template engine of a kind's explainer data (registry.explain) in node
 # ---------------------------------------------------------------------------
 
-from unipo_build.registry import expression_problem  # noqa: E402
+from unipo_build.core.registry import expression_problem  # noqa: E402
 
-EXPLAINER_JS = ROOT / "overrides" / "assets" / "explainer.js"
+EXPLAINER_JS = ROOT / "unipo_build" / "site" / "views" / "explainer" / "explainer.js"
 # explainer.js with the page's globals stubbed: its template engine, V.explainTemplates.
 ENGINE = r"""
 const common = require(process.argv[1]);
 globalThis.UNIPO_MATH = require(process.argv[2]);
-const events = JSON.parse(process.argv[4]); // the page's browser data (views/common.py EVENTS)
+const events = JSON.parse(process.argv[4]); // the page's browser data (site/browser.py EVENTS)
 globalThis.UNIPOViews = Object.assign({ el: () => ({}), readData: () => null, findToken: () => null, events }, common);
 globalThis.UNIPO = { register: () => {}, events };
 globalThis.document = { addEventListener: () => {} };

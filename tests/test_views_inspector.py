@@ -1,4 +1,4 @@
-"""The Step Inspector's server side (views/inspector.py) on logs built with tests/helpers_runlog.py."""
+"""The Step Inspector's server side (site/views/inspector/inspector.py) on logs built with tests/helpers_runlog.py."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from helpers_runlog import make_detail, make_header, make_step
-from unipo_build.runlog import RunWriter
-from unipo_build.schema import GroupSummary, PromptGroup, Response
-from unipo_build import numbers as N
-from unipo_build.views import inspector as I
+from unipo_build.core.runlog import RunWriter
+from unipo_build.core.schema import GroupSummary, PromptGroup, Response
+from unipo_build.core import numbers as N
+from unipo_build.site.views.inspector import inspector as I
 
 HOSTILE = ['<img src=x onerror=alert(1)>', '</script><script>alert(1)</script>', '{{ 7*7 }}', '{% raw %}']
 
@@ -122,8 +122,8 @@ def test_one_group_token_by_token_and_a_bar_for_every_group_of_the_update(runs):
 
 
 def test_default_group_prefers_signal_and_the_moment(runs):
-    from unipo_build.moments import Moment
-    from unipo_build.runlog import read_step_detail
+    from unipo_build.core.moments import Moment
+    from unipo_build.core.runlog import read_step_detail
     detail = read_step_detail(runs / "test-grpo", 0)  # group 1 is all-correct (advantage 0)
     assert I.default_group(detail).index == 0
     moment = Moment("all_correct_group", step=0, group=1)
@@ -147,8 +147,8 @@ def test_all_correct_group_contributes_nothing_but_kl(runs):
     assert "unipo-group-note--zero" not in plain  # opens on group 0
     assert re.search(r'<li class="unipo-bar-row unipo-bar-row--\w+ unipo-bar-row--open" data-group="0"', plain)
     dapo_dir = runs / "test-dapo"
-    from unipo_build.runlog import read_step_detail
-    from unipo_build.runs import get_run
+    from unipo_build.core.runlog import read_step_detail
+    from unipo_build.core.runs import get_run
     detail = read_step_detail(dapo_dir, 0)
     bars = I.group_bars_html("u", detail, get_run("test-dapo", runs).config)
     assert ">advantage 0</span>" in bars and "it contributes 0." in bars and "\u03b2" not in bars
@@ -169,7 +169,7 @@ def test_step_and_moment_choice_with_notes(runs):
 
 
 def test_a_moment_on_a_step_without_tokens_is_told_in_words(runs, monkeypatch):
-    from unipo_build.moments import Moment
+    from unipo_build.core.moments import Moment
     monkeypatch.setattr(I, "run_moments", lambda run: {"max_kl_step": Moment("max_kl_step", step=3)})
     html = I.step_inspector("test-grpo", moment="max_kl_step", catalog=runs)
     assert 'data-step="2"' in html and "unipo-view-note" not in html  # a status line, not an admonition
@@ -214,13 +214,13 @@ def test_hostile_log_text_is_escaped(tmp_path):
 
 
 def test_available_quantities(runs):
-    from unipo_build.runlog import read_step_detail
+    from unipo_build.core.runlog import read_step_detail
     detail = read_step_detail(runs / "test-grpo", 4)
     assert I.available_quantities(detail) == ["objective", "advantage", "ratio", "kl", "entropy", "prob"]
 
 
 def test_numbers_for_people():
-    # the inspector prints through the one formatter, unipo_build.numbers, at 4 significant digits
+    # the inspector prints through the one formatter, unipo_build.core.numbers, at 4 significant digits
     assert N.fmt_num(0, 4) == "0" and N.fmt_num(0.5, 4) == "0.5" and N.fmt_num(-0.7246, 4) == "\u22120.7246"
     assert N.fmt_num(1e-6, 4) == "1 \u00d7 10\u207b\u2076" and N.fmt_num(-1.533e-4, 4) == "\u22121.533 \u00d7 10\u207b\u2074"
     assert N.fmt_num(12345.6, 4) == "12,350" and N.fmt_num(None, 4) == "\u2013"

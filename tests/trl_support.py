@@ -64,7 +64,7 @@ def run_trl(out: Path, *, loss_type: str = "grpo", beta: float = 0.04, num_itera
     from training.model import build_model
     from training.task import load_task
     from training.tokenizer import save_tokenizer, task_corpus, train_tokenizer
-    from unipo_build.trl_tap import TrlTokenTap
+    from unipo_build.trainers.trl.tap import TrlTokenTap
 
     torch.manual_seed(seed)
     rows = load_task(REPO / "data" / "tasks" / "train.jsonl")[:400]

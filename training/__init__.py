@@ -8,7 +8,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from pathlib import Path
 
-from unipo_build.project import root_or
+from unipo_build.core.project import root_or
 
 #: The project the pipeline reads its task, warm start and suite from and writes work/ into: the one
 #: the working directory (or UNIPO_ROOT) names, as for every other unipo command. Not this file's

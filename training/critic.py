@@ -11,7 +11,7 @@ import copy
 import torch
 from torch import nn
 
-from unipo_build.components import clipped_value_loss
+from unipo_build.core.components import clipped_value_loss
 
 from .batches import select_rows
 from .generation import RolloutBatch, positions_from_mask

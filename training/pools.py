@@ -15,8 +15,8 @@ import random
 import sys
 from pathlib import Path
 
-from unipo_build.paths import project_relative
-from unipo_build.schema import MemorisationCheck
+from unipo_build.core.paths import project_relative
+from unipo_build.core.schema import MemorisationCheck
 
 from .runstate import TrainError
 from .task import POOL_FILES, TaskFileError, check_pools, generate_task, load_task, task_version

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import torch
 
-from unipo_build.components import CLIP_HIGH, CLIP_LOW
-from unipo_build.runlog import dumps
-from unipo_build.schema import GroupSummary, PromptGroup, Response, StepDetail, TokenArrays
+from unipo_build.core.components import CLIP_HIGH, CLIP_LOW
+from unipo_build.core.runlog import dumps
+from unipo_build.core.schema import GroupSummary, PromptGroup, Response, StepDetail, TokenArrays
 
 
 @dataclass

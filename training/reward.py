@@ -23,7 +23,7 @@ kept), prompts the prompt strings, labels the answers as strings. It expects a d
 ``rewards`` (tensor [B], used for advantages), ``scores`` (tensor [B] in [0, 1], used for dynamic
 filtering) and ``extra_logs`` (dict of tensors [B], averaged into the logs). Because the file is
 loaded outside its package, it imports nothing from ``training`` (only the weights from the core,
-``unipo_build.presets``, installed with the tap); torch is imported lazily inside
+``unipo_build.core.presets``, installed with the tap); torch is imported lazily inside
 ``reward_func`` so that ``score_response`` works without torch (the site build has none).
 """
 
@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import re
 
-from unipo_build.presets import REWARD_WEIGHTS  # the site quotes them, so they live in the core
+from unipo_build.core.presets import REWARD_WEIGHTS  # the site quotes them, so they live in the core
 
 CORRECTNESS_WEIGHT = REWARD_WEIGHTS["correct"]
 FORMAT_WEIGHT = REWARD_WEIGHTS["format"]

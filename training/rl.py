@@ -8,7 +8,7 @@ Read top to bottom, one rollout is:
 3. recompute old log-probs, reference log-probs (KL in the spec) and values (GAE);
 4. advantages from the spec's advantage component;
 5. ``epochs x minibatches`` gradient updates, each one a logged step, with the loss
-   ``-J = -sum w * objective`` built by unipo_build.objective, the same code the site
+   ``-J = -sum w * objective`` built by unipo_build.core.objective, the same code the site
    uses to recompute and explain a logged token.
 
 Nothing here branches on an algorithm's name: only on what the resolved components
@@ -29,12 +29,12 @@ from pathlib import Path
 
 import torch
 
-from unipo_build import objective as O
-from unipo_build.components import explained_variance
-from unipo_build.paths import project_relative
-from unipo_build.runlog import RunWriter, read_header
-from unipo_build.schema import (EvalRecord, LengthProbe, RunHeader, StepRecord)
-from unipo_build.specs import resolve
+from unipo_build.core import objective as O
+from unipo_build.core.components import explained_variance
+from unipo_build.core.paths import project_relative
+from unipo_build.core.runlog import RunWriter, read_header
+from unipo_build.core.schema import EvalRecord, LengthProbe, RunHeader, StepRecord
+from unipo_build.core.specs import resolve
 
 from . import PROJECT
 from . import nonfinite, records

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import torch
 
-from unipo_build import objective as O
-from unipo_build.paths import project_relative
-from unipo_build.schema import Hardware, ModelInfo, RewardComponentInfo, RewardInfo, RunHeader, TaskInfo
-from unipo_build.specs import AlgorithmSpec
-from unipo_build.specs import load_algorithm as specs_load_algorithm
+from unipo_build.core import objective as O
+from unipo_build.core.paths import project_relative
+from unipo_build.core.schema import Hardware, ModelInfo, RewardComponentInfo, RewardInfo, RunHeader, TaskInfo
+from unipo_build.core.specs import AlgorithmSpec
+from unipo_build.core.specs import load_algorithm as specs_load_algorithm
 
 from . import PROJECT
 from .model import count_parameters

@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-from unipo_build import runlog
+from unipo_build.core import runlog
 
 CHECKPOINT = "checkpoint"
 

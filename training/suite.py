@@ -103,7 +103,7 @@ def run_state(run_dir: Path) -> str:
 
 def train_command(suite: Suite, run: SuiteRun, out: Path, device: str, resume: bool,
                   time_limit: float | None = None) -> list[str]:
-    cmd = [sys.executable, "-m", "unipo_build.cli", "train", run.algorithm, "--preset", suite.preset,
+    cmd = [sys.executable, "-m", "unipo_build.cli.main", "train", run.algorithm, "--preset", suite.preset,
            "--steps", str(suite.rollouts), "--seed", str(run.seed), "--out", str(out), "--threads", "1",
            "--device", device, "--no-progress", "--detail-every", str(suite.detail_every if run.detail else 0)]
     if suite.eval_every is not None:
@@ -118,7 +118,7 @@ def train_command(suite: Suite, run: SuiteRun, out: Path, device: str, resume: b
 def check_machine(suite: Suite, suite_path: str | Path, device: str) -> None:
     """Refuse a suite whose preset this machine cannot run (a CUDA preset without CUDA), or that names
     no preset, before anything is written."""
-    from unipo_build.presets import get_preset
+    from unipo_build.core.presets import get_preset
 
     try:
         preset = get_preset(suite.preset)
@@ -139,7 +139,7 @@ def ensure_inputs(suite: Suite, threads: int, device: str, say) -> None:
     The task directory is the preset's (``task_dir``), generated at its ``task_level`` with three
     disjoint pools (generator version 3) when it does not exist yet.
     """
-    from unipo_build.presets import get_preset
+    from unipo_build.core.presets import get_preset
 
     preset = get_preset(suite.preset)
     tasks = REPO / preset.task_dir

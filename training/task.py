@@ -51,7 +51,7 @@ heart (issue 20: a warm start that saw its RL prompts 85 times answered them 99.
 No prompt text is in two pools (meta.json counts the shared prompts of every pair, all zero, and
 ``check_pools`` refuses a directory where one is not). Version 3 also takes a task level: which
 templates at which operand digits, and the style mix. The levels are data (TASK_LEVELS), named by
-each size preset (``unipo_build/presets.py``, ``task_level``), not code branches.
+each size preset (``unipo_build/core/presets.py``, ``task_level``), not code branches.
 
 CLI: ``python -m training.task --out work/tasks-tiny --seed 0 --level tiny`` (``--version 2`` remakes
 the shipped two-file data; ``--force`` replaces a task already in ``--out``).

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
 
-from unipo_build.token_text import token_pieces  # noqa: F401 (this module's API since the first runs)
+from unipo_build.core.token_text import token_pieces  # noqa: F401 (this module's API since the first runs)
 
 SPACE = "\u2581"  # "▁", the SentencePiece word-boundary marker
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"

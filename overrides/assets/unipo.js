@@ -4,7 +4,7 @@
  * Runs once per page: on the first load (DOMContentLoaded, through Material's document$) and
  * after every instant navigation (document$ emits again). Each pass
  *   - renders the formulas that pymdownx.arithmatex left as \( .. \) and \[ .. \] with KaTeX,
- *   - draws the Vega-Lite charts written by unipo_build.render.vega_embed
+ *   - draws the Vega-Lite charts written by unipo_build.site.render.vega_embed
  *     (<div class="unipo-vega" data-spec-id=ID> + <template class="unipo-data" id=ID>JSON),
  *   - runs the renderers that view scripts registered with UNIPO.register(name, fn).
  * Everything is idempotent: rendered elements carry data-unipo-rendered.
@@ -15,7 +15,7 @@
 
   if (window.UNIPO && window.UNIPO.__entry) return;
 
-  // The page's browser data (unipo_build/views/common.py browser_data, written before this script
+  // The page's browser data (unipo_build/site/browser.py browser_data, written before this script
   // by overrides/main.html): every event name the scripts dispatch or hear (UNIPO.events) and how
   // a step's token file is named (UNIPO.stepFile). No script writes one of these names itself.
   var BROWSER = readData("unipo-browser");
@@ -201,7 +201,7 @@
     return loader;
   }
 
-  // Data written by unipo_build.render.json_data: JSON in <template class="unipo-data" id=ID>.
+  // Data written by unipo_build.site.render.json_data: JSON in <template class="unipo-data" id=ID>.
   // (A <script type="application/json"> would not survive Material's instant navigation,
   // which re-creates scripts without their attributes.)
   // Each call parses afresh, so callers may change what they get.
@@ -565,7 +565,7 @@
     renderAll: function () {
       renderDeferred(document);
     },
-    /** The parsed JSON of a data element written by unipo_build.render.json_data. */
+    /** The parsed JSON of a data element written by unipo_build.site.render.json_data. */
     data: readData,
     /** Draw `spec` (a Vega-Lite spec object) into `el`; it follows scheme toggles like the others. */
     embed: function (el, spec) {
@@ -586,7 +586,7 @@
 
   /* --------------------------------------------------------- guided paths' links */
 
-  // A guided path (unipo_build/views/guided.py) writes links that open a view of the page at a
+  // A guided path (unipo_build/site/pages/objectives/guided.py) writes links that open a view of the page at a
   // state: <a class="unipo-path-link" data-path-view="explorer|explorer-inspector|inspector|compare"
   // data-path-run=RUN data-path-moment=NAME data-path-params="k=v,k=v" data-path-focus=SELECTOR>.
   // Here each gets the real URL of that state (it can be copied and shared) and, clicked, goes

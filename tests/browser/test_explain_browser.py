@@ -15,8 +15,8 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from test_security import _browser_harness, chromium  # noqa: F401 (chromium is a fixture)
-from unipo_build import explain
-from unipo_build.importers import import_log
+from unipo_build.site import explain
+from unipo_build.trainers import import_log
 
 pytestmark = pytest.mark.browser
 

@@ -28,8 +28,8 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.keys import Keys
 
 from test_explorer import SPIKE_AT, write_explorer_run
-from unipo_build.views import explorer as explorer_module
-from unipo_build.views.palette import METRIC_PALETTE, metric_colour
+from unipo_build.site.views.explorer import explorer as explorer_module
+from unipo_build.site.palette import METRIC_PALETTE, metric_colour
 
 pytestmark = pytest.mark.browser
 
@@ -86,7 +86,7 @@ def _config_for(tmp: Path, docs: Path) -> Path:
     ]
     config = tmp / "mkdocs.yml"
     config.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    # hooks.py reads the pinned browser libraries from package.json next to the config.
+    # site/hooks.py reads the pinned browser libraries from package.json next to the config.
     shutil.copyfile(REPO / "package.json", tmp / "package.json")
     return config
 
@@ -494,7 +494,7 @@ def test_a_metric_keeps_its_colour_and_the_list_gives_each_rings_range(page):
                   "'.unipo-explorer__chip[aria-pressed=true]')].map(c => [c.dataset.metric, c.dataset.colour]))")
     stroke_js = ("const s = document.querySelector('.unipo-explorer'); const i = arguments[0];"
                  "return getComputedStyle(s.querySelector(`.unipo-explorer__chart svg .ring${i}_marks path`)).stroke")
-    # data-colour: the metric's own colour (views/palette.py), whatever ring it is on
+    # data-colour: the metric's own colour (site/palette.py), whatever ring it is on
     own = {m: metric_colour(m) for m in ("reward/mean", "length/mean", "kl/mean", "entropy/mean", "clip/frac_high")}
     assert drv.execute_script(colours_js) == {m: own[m] for m in ("reward/mean", "length/mean", "kl/mean", "entropy/mean")}
     kl_stroke = drv.execute_script(stroke_js, 2)

@@ -17,8 +17,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
 
-from unipo_build.views import token_scale as TS
-from unipo_build.numbers import fmt_num
+from unipo_build.site.views.inspector import token_scale as TS
+from unipo_build.core.numbers import fmt_num
 
 pytestmark = pytest.mark.browser
 
@@ -167,7 +167,7 @@ def test_switching_the_colour_quantity_recolours_the_tokens(open_page, driver, b
     after = driver.execute_script(colours_js)
     assert len(before) == len(after) and before != after
     assert driver.execute_script("return document.querySelector('.unipo-legend-title').textContent").startswith("Importance ratio")
-    # the colours are the Python scale's (views/token_scale.py) on the step's token file: every
+    # the colours are the Python scale's (site/views/inspector/token_scale.py) on the step's token file: every
     # token of the open group, the ratio coloured by its log on a scale fitted to the whole step
     info = driver.execute_script("""const i = document.querySelector('.unipo-inspector');
         return {run: i.dataset.run, step: +i.dataset.step,
@@ -343,7 +343,7 @@ def test_instant_navigation_renders_the_views_once(open_page, driver, served_as_
 def every_run_site(tmp_path_factory):
     from test_security import build_test_site, serve
 
-    from unipo_build.runs import discover, runs_source
+    from unipo_build.core.runs import discover, runs_source
 
     runs = [r for r in discover() if r.ok and r.config is not None and r.token_steps()]
     if not runs:

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from unipo_build.views.palette import role
+from unipo_build.site.palette import role
 
 pytestmark = pytest.mark.browser
 
@@ -195,8 +195,8 @@ def _heat_scale(driver):
 
 
 def test_heat_map_legend_spans_the_surface_with_its_neutral_at_zero(open_page, driver, set_scheme, console_errors):
-    from unipo_build.views.palette import DIVERGING, DIVERGING_DARK
-    from unipo_build.views.token_scale import chart_scale, contrast
+    from unipo_build.site.palette import DIVERGING, DIVERGING_DARK
+    from unipo_build.site.views.inspector.token_scale import chart_scale, contrast
 
     open_playground(open_page, driver, "objective")
     for preset in ("two", "trap"):

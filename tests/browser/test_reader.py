@@ -24,7 +24,7 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
-from unipo_build.views import token_scale as TS
+from unipo_build.site.views.inspector import token_scale as TS
 
 pytestmark = pytest.mark.browser
 

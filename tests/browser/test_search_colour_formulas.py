@@ -103,7 +103,7 @@ def _rgb(css: str) -> str:
 def test_a_metric_keeps_its_colour_on_every_page(open_page, driver, scheme, console_errors):
     """Clipped high is the third ring on GRPO's chapter and the third on DAPO's, the second on
     GSPO's: one colour on all of them, its palette's, and never an algorithm's."""
-    from unipo_build.views import palette as P
+    from unipo_build.site import palette as P
 
     seen = {}
     for page in ("course/algorithms/grpo/", "course/algorithms/dapo/", "course/algorithms/gspo/"):
@@ -124,7 +124,7 @@ def test_a_metric_keeps_its_colour_on_every_page(open_page, driver, scheme, cons
 
 
 def test_the_gdpo_caption_names_the_colours_it_draws(open_page, driver, console_errors):
-    from unipo_build.views import palette as P
+    from unipo_build.site import palette as P
 
     open_page("playgrounds/gdpo/")
     caption = driver.execute_script("""return [...document.querySelectorAll('figcaption')].map(c => c.textContent)

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from helpers_runlog import make_detail, make_header, make_step
-from unipo_build.runlog import RunWriter
+from unipo_build.core.runlog import RunWriter
 
 pytestmark = pytest.mark.browser
 
@@ -71,7 +71,7 @@ theme:
   features: [navigation.instant]
 plugins:
   - macros:
-      modules: [unipo_build.macros]
+      modules: [unipo_build.site.macros]
       j2_comment_start_string: "{{##"
       j2_comment_end_string: "##}}"
       on_error_fail: true
@@ -236,9 +236,9 @@ def test_hostile_log_runs_no_script_and_shows_text_literally(hostile_site, chrom
                 "return document.querySelector('.unipo-explainer').getAttribute('data-live-ready')"):
             time.sleep(0.1)
         where = driver.execute_script("return document.querySelector('.unipo-explainer .unipo-live-where').textContent")
-        # named as every view names a token (views/common.py token_label: a space as ·), between
+        # named as every view names a token (site/browser.py token_label: a space as ·), between
         # the bidi isolates U+2068 and U+2069 (render.isolate / V.isolate)
-        from unipo_build.views.common import token_label
+        from unipo_build.site.browser import token_label
         assert f"token {index} {token_label(HOSTILE[index])}" in where
         readout = driver.execute_script("return document.querySelector('.unipo-readout-token').textContent")
         assert readout == token_label(HOSTILE[index])

@@ -32,7 +32,7 @@ def trl_site(tmp_path_factory):
     root = tmp_path_factory.mktemp("trl-site")
     run_trl(root, loss_type="grpo", beta=0.04, num_iterations=2, max_steps=2, groups=1)
     runs = root / "runs"
-    proc = subprocess.run([sys.executable, "-m", "unipo_build.cli", "import", "trl", str(root / "trl-output"),
+    proc = subprocess.run([sys.executable, "-m", "unipo_build.cli.main", "import", "trl", str(root / "trl-output"),
                            "--tap", str(root / "tap"), "--out", str(runs / RUN), "--run-id", RUN],
                           cwd=REPO, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert proc.returncode == 0, proc.stderr
@@ -52,7 +52,7 @@ def _wait(driver, js: str, what: str, timeout: float = 30.0):
 def test_a_trl_run_opens_in_the_step_inspector_and_explainer(trl_site, driver, console_errors):
     from test_inspector import _click, _explainer_values, _find
 
-    from unipo_build.numbers import fmt_num
+    from unipo_build.core.numbers import fmt_num
 
     url, site = trl_site
     driver.get(f"{url}{RUN}/")

@@ -1,0 +1,1 @@
+"""The command line, on top of everything: the only place that parses arguments."""

@@ -1,0 +1,142 @@
+"""Numbers as a reader sees them: in prose and inside formulas. Pure functions, no HTML.
+
+The project's one number formatter: every view, the registry and the CLI import from here (the
+site's HTML helpers in ``site/fmt.py`` do not re-export it). Views quote numbers with
+:func:`fmt_num` (true minus sign, thousands separators, tiny values as 2.49 × 10⁻⁵), signed ones
+with :func:`fmt_signed`, objectives and contributions with :func:`fmt_objective`, shares with
+:func:`fmt_pct` / :func:`percent_text`, and write numbers into TeX with :func:`tex_num`; the
+registry's worked examples (``unipo_build.core.registry``) use :func:`tex_num` too, so a formula on a
+page and the same formula in a card print a number the same way. In the browser,
+``unipo_build/site/views/views-common.js`` ports :func:`fmt_num`, :func:`fmt_signed` and
+:func:`fmt_objective` (``fmt``, ``fmtSigned``, ``fmtObjective``; tests/test_views_explainer.py
+compares them).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
+MINUS = "\u2212"
+#: Below this, a logged objective or contribution is float32 rounding noise around zero.
+NOISE = 1e-7
+
+
+def fmt_num(value: float | int | None, digits: int = 3, minus: str = MINUS) -> str:
+    """A number for prose: integers with thousands separators, floats to ``digits`` significant
+    digits (0.0123, 1.5, 12.4), tiny ones as 2.49 × 10⁻⁵; negative numbers with a true minus sign
+    (``minus="-"`` for ASCII)."""
+    if value is None:
+        return "–"
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value)).lower()
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}".replace("-", minus)
+    x = float(value)
+    if not math.isfinite(x):
+        return str(x)
+    if x == 0:
+        return "0"
+    if x.is_integer() and abs(x) < 1e15:
+        return f"{int(x):,}".replace("-", minus)
+    if abs(x) < 1e-3:
+        mantissa, exponent = f"{x:.{max(1, digits) - 1}e}".split("e")
+        mantissa = mantissa.rstrip("0").rstrip(".") if "." in mantissa else mantissa
+        return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}".replace("-", minus)
+    text = np.format_float_positional(x, precision=max(1, digits), unique=False, fractional=False, trim="-")
+    if text in ("-0", "0"):
+        return "0"
+    whole, _, frac = text.partition(".")
+    if len(whole.lstrip("-")) > 3:
+        sign = "-" if whole.startswith("-") else ""
+        whole = sign + f"{int(whole.lstrip('-')):,}"
+    return (whole + ("." + frac if frac else "")).replace("-", minus)
+
+
+def fmt_objective(value: float | None, digits: int = 4, signed: bool = False) -> str:
+    """An objective or a contribution: '≈ 0' when it is rounding noise (sums of float32 values
+    that cancel exactly in exact arithmetic), else :func:`fmt_num` (:func:`fmt_signed` with
+    ``signed``: the Step Inspector's contributions, +0.01476)."""
+    if value is None:
+        return "–"
+    if abs(value) < NOISE:
+        return "\u2248 0"
+    return fmt_signed(value, digits) if signed else fmt_num(value, digits)
+
+
+def fmt_signed(value: float | None, digits: int = 3) -> str:
+    """:func:`fmt_num` with a '+' on a positive number that does not print as 0 (−0.25, 0, +0.25);
+    None prints as '–'."""
+    text = fmt_num(value, digits)
+    return "+" + text if value is not None and value > 0 and text != "0" else text
+
+
+def fmt_pct(value: float | None, decimals: int = 1) -> str:
+    """A fraction as a percentage: 0.4313 -> '43.1%'."""
+    if value is None:
+        return "–"
+    return f"{100 * float(value):.{decimals}f}%"
+
+
+def fmt_points(value: float, decimals: int = 1) -> str:
+    """A difference of two fractions in percentage points."""
+    return f"{100 * abs(float(value)):.{decimals}f}"
+
+
+def fmt_signed_points(value: float, decimals: int = 1) -> str:
+    """A change of a fraction in percentage points with its sign: +23.2, −4.1, 0.0 (a drop reads as
+    a drop)."""
+    text = f"{100 * float(value):.{decimals}f}"
+    if float(text) == 0:
+        return f"{0:.{decimals}f}"
+    return ("+" + text) if not text.startswith("-") else MINUS + text[1:]
+
+
+def percent_text(share: float) -> str:
+    """A share as a percentage a reader can take in: whole percent, finer only near 0 and 100
+    (0%, 0.4%, 43%, 99.6%, 100%)."""
+    pct = 100.0 * share
+    if pct == 0.0 or pct == 100.0 or 1.0 <= pct <= 99.0:
+        return f"{pct:.0f}%"
+    return f"{pct:.1f}%"
+
+
+def fraction_text(value: float, max_denominator: int = 100_000, rel_tol: float = 1e-6) -> str:
+    """A weight as a fraction ('1/2000') when it is one (to ``rel_tol``: logged weights are
+    float32), else a number."""
+    frac = Fraction(float(value)).limit_denominator(max_denominator)
+    if frac.numerator != 0 and abs(float(frac) - value) <= rel_tol * abs(value):
+        return f"{frac.numerator}/{frac.denominator}" if frac.denominator != 1 else str(frac.numerator)
+    return fmt_num(value, 4)
+
+
+def tex_num(value: float, digits: int = 4) -> str:
+    """A number inside a formula: ASCII minus, no thousands separators, tiny ones as a x 10^{-k}."""
+    x = float(value)
+    if x != 0 and abs(x) < 1e-3:
+        mantissa, exponent = f"{x:.{max(1, digits) - 1}e}".split("e")
+        mantissa = mantissa.rstrip("0").rstrip(".") if "." in mantissa else mantissa
+        head = "" if mantissa in ("1", "-1") else mantissa + r"\times "
+        if mantissa == "-1":
+            head = "-"
+        return head + "10^{" + str(int(exponent)) + "}"
+    return fmt_num(x, digits, minus="-").replace(",", "")
+
+
+def tex_fraction(w: float) -> str:
+    """A weight inside a formula: \\frac{1}{2000} when it is a fraction, else :func:`tex_num`."""
+    text = fraction_text(w)
+    if "/" in text:
+        a, b = text.split("/")
+        return r"\frac{" + a + "}{" + b + "}"
+    return tex_num(w)
+
+
+def param_text(value) -> str:
+    """A parameter value as it appears in a formula or a label: shortest exact decimal."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)

@@ -1,0 +1,199 @@
+"""An algorithm's objective, composed from its resolved components.
+
+The trainer calls it on torch tensors to build its loss; the site calls it on numpy arrays
+to recompute a logged token and to fill the Algorithm Explainer; the consistency test holds
+the two equal. It dispatches through the component registry (``unipo_build.core.registry``):
+each slot's kind brings its own function and properties, so nothing here (or anywhere
+else) branches on a kind's name.
+
+The step objective of one gradient update is J = sum_{i,t} w_{i,t} * objective_{i,t}
+over the responses of that update's minibatch, with the aggregation weights w.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from array_api_compat import array_namespace
+
+from unipo_build.core import components as C
+from unipo_build.core import registry
+from unipo_build.core.specs import ResolvedAlgorithm
+
+
+@dataclass
+class TokenTerms:
+    """Per-token quantities of one evaluation of the objective, all shaped (B, T)."""
+
+    ratio: Any
+    surrogate: Any
+    clip_side: Any
+    kl: Any | None
+    objective: Any
+
+
+def shape_rewards(cfg: ResolvedAlgorithm, rewards, lengths):
+    """Apply the shaping slot to per-response rewards (B,). Returns (shaped, shaping term)."""
+    xp = array_namespace(rewards)
+    kind = cfg.component("shaping")
+    if kind.apply is None:
+        return rewards, xp.zeros_like(rewards)
+    term = xp.astype(kind.apply(lengths, cfg.components["shaping"].params), rewards.dtype)
+    return rewards + term, term
+
+
+def keep_groups(cfg: ResolvedAlgorithm, correct):
+    """The filter slot on a (n_groups, G) 0/1 array: which groups are trained on."""
+    xp = array_namespace(correct)
+    kind = cfg.component("filter")
+    if kind.apply is None:
+        return xp.ones(correct.shape[:1], dtype=xp.bool)
+    return kind.apply(correct, cfg.components["filter"].params)
+
+
+def uses_critic(cfg: ResolvedAlgorithm) -> bool:
+    return cfg.component("advantage").needs_critic
+
+
+def uses_reference(cfg: ResolvedAlgorithm) -> bool:
+    return cfg.component("kl").needs_reference
+
+
+def kl_in_reward(cfg: ResolvedAlgorithm) -> bool:
+    return cfg.component("kl").kl_place == "reward"
+
+
+def kl_in_loss(cfg: ResolvedAlgorithm) -> bool:
+    return cfg.component("kl").kl_place == "loss"
+
+
+def group_baseline(cfg: ResolvedAlgorithm) -> bool:
+    """Whether the advantage compares a response with the other responses to its prompt only
+    (so a group whose rewards are all equal gets advantage 0 everywhere)."""
+    return cfg.component("advantage").group_baseline
+
+
+def compute_advantages(cfg: ResolvedAlgorithm, *, rewards, group_size: int, mask,
+                       rollout_kl=None, values=None):
+    """The advantage slot. Returns ``(advantages (B, T), returns (B, T) or None)``.
+
+    ``rewards``: (B,) scalar rewards (after shaping), group-major. ``rollout_kl``: the
+    per-token KL estimate at sampling time, needed when the KL sits in the reward.
+    ``values``: the critic's per-token values, needed by GAE.
+    """
+    xp = array_namespace(rewards)
+    kind = cfg.component("advantage")
+    params = cfg.components["advantage"].params
+    mask = xp.astype(mask, rewards.dtype)
+    if kind.group_baseline:
+        grouped = xp.reshape(rewards, (-1, group_size))
+        adv = kind.apply(grouped, params)
+        return xp.reshape(adv, (-1,))[:, None] * mask, None
+    token_rewards = C.terminal_token_rewards(rewards, mask)
+    if kl_in_reward(cfg):
+        if rollout_kl is None:
+            raise ValueError("the KL sits in the reward: rollout_kl is required")
+        token_rewards = token_rewards - cfg.param("kl", "beta") * rollout_kl * mask
+    return kind.apply(token_rewards, mask, rewards, values, params)
+
+
+def ratio(cfg: ResolvedAlgorithm, logp, old_logp, mask):
+    """The ratio slot, (B, T)."""
+    xp = array_namespace(logp)
+    return cfg.component("ratio").apply(logp, old_logp, xp.astype(mask, logp.dtype), cfg.components["ratio"].params)
+
+
+def clip_bounds(cfg: ResolvedAlgorithm) -> tuple[float | None, float | None]:
+    """(eps_low, eps_high) of the clip slot; (None, None) without clipping."""
+    return cfg.component("clip").bounds(cfg.components["clip"].params)
+
+
+def surrogate_terms(cfg: ResolvedAlgorithm, rho, advantages):
+    """The clip slot: the surrogate's form (PPO's clipped min, CISPO's clipped weight, SAPO's gate,
+    dual-clip, ...) on the ratio and the advantages, ``(surrogate, clip side)`` (B, T)."""
+    return cfg.component("clip").apply(rho, advantages, cfg.components["clip"].params)
+
+
+def token_terms(cfg: ResolvedAlgorithm, *, logp, old_logp, advantages, mask, ref_logp=None,
+                rollout_kl=None, kl=None) -> TokenTerms:
+    """Ratio, surrogate (the clip slot's form), KL and the per-token objective for every token.
+
+    objective_{i,t} = surrogate_{i,t} - beta * KL_{i,t} when the KL sits in the loss;
+    = surrogate_{i,t} otherwise (a KL in the reward is already inside the advantage, and
+    ``rollout_kl`` is then reported as the token's KL). The KL in the loss is the spec's
+    estimator from ``ref_logp`` (:func:`reference_kl`), or ``kl`` where given: the per-token KL
+    a trainer logged, (B, T), which an importer keeps as the trainer computed it.
+    """
+    xp = array_namespace(logp)
+    mask_f = xp.astype(mask, logp.dtype)
+    rho = ratio(cfg, logp, old_logp, mask_f)
+    surrogate, side = surrogate_terms(cfg, rho, advantages)
+    surrogate = surrogate * mask_f
+    side = side * xp.astype(mask, side.dtype)
+    objective = surrogate
+    if kl_in_loss(cfg):
+        if kl is None:
+            if ref_logp is None:
+                raise ValueError("the KL sits in the loss: ref_logp is required (or the logged kl)")
+            kl = reference_kl(cfg, logp, ref_logp, mask_f)
+        objective = surrogate - cfg.param("kl", "beta") * kl
+    elif kl_in_reward(cfg):
+        kl = rollout_kl
+    else:
+        kl = None
+    return TokenTerms(ratio=rho * mask_f, surrogate=surrogate, clip_side=side, kl=kl, objective=objective)
+
+
+def weights(cfg: ResolvedAlgorithm, mask, dtype=None):
+    """The aggregation slot: per-token weights (B, T) of one minibatch."""
+    xp = array_namespace(mask)
+    mask_f = xp.astype(mask, dtype if dtype is not None else xp.float64)
+    return cfg.component("aggregation").apply(mask_f, cfg.components["aggregation"].params)
+
+
+def step_objective(cfg: ResolvedAlgorithm, objective, mask):
+    """J = sum w * objective over a minibatch; returns (J, weights)."""
+    xp = array_namespace(objective)
+    w = weights(cfg, mask, dtype=objective.dtype)
+    return xp.sum(w * objective), w
+
+
+def reference_kl(cfg: ResolvedAlgorithm, logp, ref_logp, mask):
+    """Per-token KL estimate (the spec's estimator) of the policy whose log-probs are ``logp`` from the
+    reference, 0 on padding."""
+    xp = array_namespace(logp)
+    return C.kl_estimate(logp, ref_logp, cfg.param("kl", "estimator")) * xp.astype(mask, logp.dtype)
+
+
+def rollout_kl(cfg: ResolvedAlgorithm, old_logp, ref_logp, mask):
+    """Per-token KL of the sampling policy from the reference, for a KL in the reward."""
+    return reference_kl(cfg, old_logp, ref_logp, mask)
+
+
+def aggregation_weights(kind: str, mask, normalizer: float | None = None):
+    """The weights of one aggregation kind (by name) on a (B, T) mask, through the registry."""
+    return registry.kind("aggregation", kind).apply(mask, {"normalizer": normalizer})
+
+
+def response_weight_shares(kind: str, lengths, normalizer: float | None = None):
+    """Share of the total weight each response carries, for responses of given lengths (numpy):
+    the 10-token vs 1000-token example with the real math."""
+    weights = aggregation_weights(kind, C.length_mask(lengths), normalizer).sum(axis=-1)
+    return weights / weights.sum()
+
+
+def browser_config(cfg: ResolvedAlgorithm) -> dict:
+    """The resolved configuration as the browser's math port (unipo_build/site/views/explainer/unipo-math.js)
+    reads it: each slot's kind and parameters, the name of the core/components.py function that
+    computes it, and its registered properties, so the browser dispatches as objective does."""
+    out = cfg.model_dump(mode="json")
+    for slot, comp in out["components"].items():
+        kind = cfg.component(slot)
+        comp["fn"] = kind.fn.__name__ if kind.fn is not None else None
+        comp["group_baseline"] = kind.group_baseline
+        comp["kl_place"] = kind.kl_place
+        comp["bounds"] = list(kind.bounds(comp["params"])) if kind.bounds is not None else None
+        if kind.symbol_text:
+            comp["symbol"] = kind.symbol_text
+    return out

@@ -1,0 +1,417 @@
+"""Reading and writing run directories in the canonical schema (see ``schema``).
+
+Writes are crash-safe: steps and evals are appended one line at a time and flushed,
+header and token files are written to a temporary file and renamed over the target.
+Reads stream line by line, so a multi-GB steps.jsonl is never held in memory, and
+every problem is reported as a LogError naming the file, the line or step, the
+prompt and response, and the field. Nothing here ever writes to a file it reads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from pydantic import BaseModel, ValidationError
+
+from unipo_build.core import limits
+from unipo_build.core.schema import EvalRecord, RunHeader, StepDetail, StepRecord
+
+HEADER = "header.json"
+STEPS = "steps.jsonl"
+EVALS = "evals.jsonl"
+TOKENS_DIR = "tokens"
+SIGNIFICANT_DIGITS = 7  # metrics, evaluations, headers: float32 precision keeps the logs small
+# Token files keep 9: a log-prob near -20 with 7 digits is off by up to 1e-5, and the site recomputes
+# every token's ratio and objective from the logged log-probs to 1e-6.
+TOKEN_SIGNIFICANT_DIGITS = 9
+
+
+#: A step's token file is ``step_000012.json``: prefix, the step to this many digits, suffix. The one
+#: definition: the site copies the files under the same names (views/common.step_path) and the
+#: browser builds their URLs from these three (views/common.browser_data, views-common.js stepUrl).
+TOKEN_FILE_PREFIX = "step_"
+TOKEN_FILE_DIGITS = 6
+TOKEN_FILE_SUFFIX = ".json"
+TOKEN_FILE_GLOB = f"{TOKEN_FILE_PREFIX}*{TOKEN_FILE_SUFFIX}"
+
+
+def token_file_name(step: int) -> str:
+    return f"{TOKEN_FILE_PREFIX}{step:0{TOKEN_FILE_DIGITS}d}{TOKEN_FILE_SUFFIX}"
+
+
+@dataclass
+class LogError(Exception):
+    """One problem in a run log, with everything a reader needs to find it."""
+
+    file: str
+    message: str
+    line: int | None = None
+    step: int | None = None
+    where: str | None = None  # "prompt 2, response 5"
+    field: str | None = None
+
+    def __str__(self) -> str:
+        place = [self.file]
+        details = []
+        if self.line is not None:
+            details.append(f"line {self.line}")
+        if self.step is not None:
+            details.append(f"step {self.step}")
+        if self.where:
+            details.append(self.where)
+        if details:
+            place.append(f" ({', '.join(details)})")
+        field = f" {self.field}:" if self.field else ""
+        return f"{''.join(place)}:{field} {self.message}"
+
+
+# ---------------------------------------------------------------------------
+# Serialisation
+# ---------------------------------------------------------------------------
+
+def _compact(value: Any, digits: int = SIGNIFICANT_DIGITS) -> Any:
+    """Round floats to `digits` significant digits to keep logs small."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"non-finite number {value!r} cannot be logged")
+        return float(f"{value:.{digits}g}")
+    if isinstance(value, dict):
+        return {k: _compact(v, digits) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_compact(v, digits) for v in value]
+    return value
+
+
+def dumps(model: BaseModel) -> str:
+    data = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if isinstance(model, StepDetail):
+        # the step objective is the step record's "objective" metric: written alike, it reads back equal
+        data = {**_compact(data, TOKEN_SIGNIFICANT_DIGITS), "objective": _compact(data["objective"])}
+    else:
+        data = _compact(data)
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def new_file_mode() -> int:
+    """The mode open() gives a new file (0o644 under the usual umask 022); mkstemp's own is 0o600."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write to a temporary file in the same directory, fsync, then rename over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        os.fchmod(fd, new_file_mode())
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class RunWriter:
+    """Writes one run directory. ``resume_after`` keeps what was logged up to that step."""
+
+    def __init__(self, run_dir: str | Path, header: RunHeader, *, resume_after: int | None = None,
+                 durable: bool = True):
+        """``durable``: flush and fsync every appended line (a trainer that may be killed). An importer,
+        which writes a staging directory it validates before publishing, passes False: lines are
+        buffered and synced once in ``finish`` (an fsync per line is most of the time of a long import)."""
+        self.dir = Path(run_dir)
+        self.header = header
+        self.durable = durable
+        self._open: dict[str, Any] = {}
+        (self.dir / TOKENS_DIR).mkdir(parents=True, exist_ok=True)
+        if resume_after is None:
+            if (self.dir / STEPS).exists() and (self.dir / STEPS).stat().st_size > 0:
+                raise FileExistsError(f"{self.dir}: already holds a run; pass --resume to continue it or choose another --out")
+            for name in (STEPS, EVALS):
+                (self.dir / name).write_text("", encoding="utf-8")
+        else:
+            self._truncate_after(resume_after)
+        atomic_write_text(self.dir / HEADER, dumps(header) + "\n")
+
+    def _truncate_after(self, step: int) -> None:
+        """Keep what the checkpoint after update ``step`` covers; drop the rest.
+
+        Kept: step records 0..step, evaluations taken after at most step + 1 updates
+        (EvalRecord.step counts updates done), token files of steps 0..step. Dropped:
+        anything logged after the checkpoint, and a last line cut off by a crash.
+        """
+        limits = {STEPS: step, EVALS: step + 1}
+        for name, limit in limits.items():
+            path = self.dir / name
+            kept = []
+            if path.exists():
+                with path.open(encoding="utf-8") as fh:
+                    for line in fh:
+                        if not line.endswith("\n"):
+                            break
+                        if json.loads(line)["step"] <= limit:
+                            kept.append(line)
+            atomic_write_text(path, "".join(kept))
+        for token_file in (self.dir / TOKENS_DIR).glob(TOKEN_FILE_GLOB):
+            logged = token_step_of(token_file.name)
+            if logged is not None and logged > step:
+                token_file.unlink()
+
+    def _append(self, name: str, record: BaseModel) -> None:
+        if not self.durable:
+            if name not in self._open:
+                self._open[name] = (self.dir / name).open("a", encoding="utf-8")
+            self._open[name].write(dumps(record) + "\n")
+            return
+        with (self.dir / name).open("a", encoding="utf-8") as fh:
+            fh.write(dumps(record) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def step(self, record: StepRecord) -> None:
+        self._append(STEPS, record)
+
+    def eval(self, record: EvalRecord) -> None:
+        self._append(EVALS, record)
+
+    def step_detail(self, detail: StepDetail) -> None:
+        atomic_write_text(self.dir / TOKENS_DIR / token_file_name(detail.step), dumps(detail) + "\n")
+
+    def update_header(self, **updates: Any) -> None:
+        """Set header fields known only during the run (the memorisation check after rollout 0)."""
+        self.header = self.header.model_copy(update=updates)
+        atomic_write_text(self.dir / HEADER, dumps(self.header) + "\n")
+
+    def finish(self, **updates: Any) -> None:
+        for fh in self._open.values():
+            fh.flush()
+            os.fsync(fh.fileno())
+            fh.close()
+        self._open.clear()
+        self.update_header(**updates)
+
+
+# ---------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------
+
+def _where(loc: tuple) -> tuple[str | None, str]:
+    """Split a pydantic location into ("prompt 2, response 5", "tokens.logp")."""
+    parts, field = [], []
+    i = 0
+    loc = list(loc)
+    names = {"prompts": "prompt", "responses": "response", "groups": "group", "filtered_groups": "filtered group"}
+    while i < len(loc):
+        item = loc[i]
+        if item in names and i + 1 < len(loc) and isinstance(loc[i + 1], int):
+            parts.append(f"{names[item]} {loc[i + 1]}")
+            i += 2
+            continue
+        field.append(str(item))
+        i += 1
+    return (", ".join(parts) or None), ".".join(field)
+
+
+def validation_errors(file: str, err: ValidationError, *, line: int | None = None,
+                      step: int | None = None) -> list[LogError]:
+    out = []
+    for e in err.errors():
+        where, field = _where(e["loc"])
+        msg = e["msg"].removeprefix("Value error, ")
+        # A model validator reports several problems as "field: message; field: message".
+        parts = msg.split("; ") if e["type"] == "value_error" else [msg]
+        for part in parts:
+            inner_field, text = None, part
+            head = part.split(": ", 1)[0]
+            if e["type"] == "value_error" and ": " in part and head.replace(".", "").replace("_", "").isalnum():
+                inner_field, text = part.split(": ", 1)
+            full = field
+            if inner_field:
+                full = f"{field}.{inner_field}" if field and not inner_field.startswith(field) else inner_field
+            if e["type"] == "finite_number":
+                text = "NaN or infinity is not allowed here"
+            elif e["type"] == "missing":
+                text = "required field is missing"
+            out.append(LogError(file, text, line=line, step=step, where=where, field=full or None))
+    return out
+
+
+def _loads(text: str) -> Any:
+    """Parse JSON; NaN and infinities are parsed so that _validate can say where they are."""
+    try:
+        return json.loads(text, parse_constant=float)
+    except RecursionError:
+        raise ValueError(f"nested deeper than Python can parse (at most {limits.MAX_DEPTH} levels are allowed)") from None
+
+
+def _decode(data: bytes) -> str:
+    """UTF-8 text; UnicodeDecodeError names the byte (callers turn it into a LogError)."""
+    return data.decode("utf-8")
+
+
+def _utf8_error(err: UnicodeDecodeError, data: bytes, *, line: int | None = None) -> str:
+    """Where a UTF-8 decoding error is: the line (when not given) and the byte within it."""
+    newline = b"\n"
+    line_start = data.rfind(newline, 0, err.start) + 1
+    where = "" if line is not None else f"line {data.count(newline, 0, err.start) + 1}, "
+    return f"not valid UTF-8 text ({where}byte {err.start - line_start + 1} of the line: 0x{data[err.start]:02x})"
+
+
+def _validate(file: str, raw: Any, model: type[BaseModel], *, line: int | None = None, step: int | None = None):
+    """Validate parsed JSON; every problem as a LogError.
+
+    Values no schema accepts (NaN, numbers out of range, lone surrogates, over-long strings) are
+    found everywhere, in unknown fields too (unipo_build.core.limits); the model's own errors follow,
+    except at a place already reported.
+    """
+    errors = []
+    for loc, message in limits.problems(raw):
+        where, field = _where(loc)
+        errors.append(LogError(file, message, line=line, step=step, where=where, field=field or None))
+    reported = {(e.where, e.field) for e in errors}
+    try:
+        record = model.model_validate(raw)
+    except ValidationError as err:
+        errors += [e for e in validation_errors(file, err, line=line, step=step)
+                   if e not in errors and (e.where, e.field) not in reported]
+        record = None
+    if errors:
+        raise LogErrors(errors)
+    return record
+
+
+def read_json_model(path: Path, model: type[BaseModel], *, step: int | None = None):
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise LogError(str(path), "file is missing", step=step) from None
+    except OSError as err:
+        raise LogError(str(path), f"cannot be read: {err.strerror or err}", step=step) from None
+    try:
+        raw = _loads(_decode(data))
+    except UnicodeDecodeError as err:
+        raise LogError(str(path), _utf8_error(err, data), step=step) from None
+    except (json.JSONDecodeError, ValueError) as err:
+        raise LogError(str(path), f"not valid JSON: {err}", step=step) from None
+    if step is None and isinstance(raw, dict) and _is_step(raw.get("step")):
+        step = raw["step"]
+    return _validate(str(path), raw, model, step=step)
+
+
+def _is_step(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= limits.MAX_INT
+
+
+class LogErrors(Exception):
+    """Several LogErrors found in one file."""
+
+    def __init__(self, errors: list[LogError]):
+        self.errors = errors
+        super().__init__("\n".join(str(e) for e in errors))
+
+
+def read_header(run_dir: str | Path) -> RunHeader:
+    return read_json_model(Path(run_dir) / HEADER, RunHeader)
+
+
+def _iter_jsonl(path: Path, model: type[BaseModel]) -> Iterator[tuple[int, Any]]:
+    """Yield (line number, record); raise LogError at the first bad line."""
+    try:
+        fh = path.open("rb")
+    except OSError as err:
+        raise LogError(str(path), f"cannot be read: {err.strerror or err}") from None
+    with fh:
+        for number, data in enumerate(fh, start=1):
+            try:
+                line = _decode(data)
+            except UnicodeDecodeError as err:
+                raise LogError(str(path), _utf8_error(err, data, line=number), line=number) from None
+            if not line.strip():
+                continue
+            try:
+                raw = _loads(line)
+            except (json.JSONDecodeError, ValueError) as err:
+                hint = " (the line is cut off: was the run killed while writing?)" if not line.endswith("\n") else ""
+                raise LogError(str(path), f"not valid JSON: {err}{hint}", line=number) from None
+            step = raw.get("step") if isinstance(raw, dict) and _is_step(raw.get("step")) else None
+            yield number, _validate(str(path), raw, model, line=number, step=step)
+
+
+def iter_steps(run_dir: str | Path) -> Iterator[StepRecord]:
+    """Stream the step records; steps must increase by one from the first."""
+    path = Path(run_dir) / STEPS
+    if not path.exists():
+        raise LogError(str(path), "file is missing")
+    expected = None
+    for number, record in _iter_jsonl(path, StepRecord):
+        if expected is not None and record.step != expected:
+            raise LogError(str(path), f"expected step {expected} next, found {record.step} (a step lost or logged twice)",
+                           line=number, step=record.step, field="step")
+        expected = record.step + 1
+        yield record
+
+
+def iter_evals(run_dir: str | Path) -> Iterator[EvalRecord]:
+    path = Path(run_dir) / EVALS
+    if not path.exists():
+        return
+    for _, record in _iter_jsonl(path, EvalRecord):
+        yield record
+
+
+_TOKEN_FILE = re.compile("^" + re.escape(TOKEN_FILE_PREFIX) + r"(\d{%d,})" % TOKEN_FILE_DIGITS + re.escape(TOKEN_FILE_SUFFIX) + "$")
+
+
+def token_step_of(name: str) -> int | None:
+    """The step a token file's name says (``step_000012.json`` -> 12), or None for another name."""
+    match = _TOKEN_FILE.match(name)
+    if match and token_file_name(int(match.group(1))) == name:
+        return int(match.group(1))
+    return None
+
+
+def token_steps(run_dir: str | Path) -> list[int]:
+    """Steps that have a token file (named as :func:`token_file_name` names it), sorted."""
+    folder = Path(run_dir) / TOKENS_DIR
+    if not folder.is_dir():
+        return []
+    return sorted(step for p in folder.glob(TOKEN_FILE_GLOB) if (step := token_step_of(p.name)) is not None)
+
+
+def tokens_mtime(run_dir: str | Path) -> float:
+    """The newest modification time of a run's token files (0 without any): a cache key for them."""
+    folder = Path(run_dir) / TOKENS_DIR
+    try:
+        return max((p.stat().st_mtime for p in folder.glob(TOKEN_FILE_GLOB)), default=0.0)
+    except OSError:
+        return 0.0
+
+
+def read_step_detail(run_dir: str | Path, step: int) -> StepDetail:
+    """One step's token file; a file that says another step than its name is an error."""
+    path = Path(run_dir) / TOKENS_DIR / token_file_name(step)
+    detail = read_json_model(path, StepDetail, step=step)
+    if detail.step != step:
+        raise LogError(str(path), f"file is for step {step} but says step {detail.step}", step=step, field="step")
+    return detail
+
+
+def validate_run(run_dir: str | Path, *, known_algorithms: set[str] | None = None, limit: int = 50) -> list[LogError]:
+    """Every problem found in a run directory (up to ``limit``); empty when valid.
+
+    The checks are ``reader.check_run``'s: the loader the site build reads runs with.
+    """
+    from unipo_build.core.reader import check_run  # the reader is built on this module
+
+    return check_run(run_dir, known_algorithms=known_algorithms, limit=limit).errors

@@ -1,0 +1,510 @@
+"""Reference pages generated from the contracts: algorithm specs, run-log schema, metrics, components.
+
+Macros (registered with ``site.macro``):
+
+- ``spec_reference(algorithm_id)``: one algorithm: name, year, paper, predecessor, what it
+  changed, the whole objective composed from its components (``formula.objective_latex``) and
+  a table of its seven slots with kind, parameters, LaTeX definition, explanation and the
+  tooltips of the formula's terms;
+- ``schema_reference()``: every file of a run directory, a table of fields per model (type,
+  required, description) and the raw JSON Schema, from ``schema.json_schema()`` at build time;
+- ``metric_catalogue()``: ``schema.METRICS`` as a table;
+- ``bound(name)``: a bound of ``unipo_build.core.limits`` (the text length caps, the number range) as
+  the schema page's prose writes it;
+- ``component_catalogue()``: the registry: every slot, every kind, its parameters with defaults
+  and descriptions, its formula and terms, the function that computes it (a link into the
+  repository, ``source_links``), and the shipped algorithms that use it.
+
+The builders are pure functions returning Markdown in which every piece of HTML stands alone as
+a paragraph; the macros hand each piece to ``macros.protect_html`` so Markdown never rewrites
+it. All text from specs and models is escaped (``render.escape_text``); TeX goes into
+``<span class="arithmatex">\\(..\\)</span>`` / ``<div class="arithmatex">\\[..\\]</div>``,
+escaped as text, for unipo.js to typeset with KaTeX. Macro output is not run through Jinja
+again, so ``{{``, ``{%`` and ``{#`` in TeX or prose are safe.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+from unipo_build.core import formula, limits
+from unipo_build.site.render import escape_text
+from unipo_build.core.schema import METRICS, json_schema
+from unipo_build.core.specs import REGISTRY, SLOTS, AlgorithmSpec, Kind, Reference, lineage
+from unipo_build.site.fmt import code, math_display, math_inline
+from unipo_build.site.context import Site, macro
+from unipo_build.site.source_links import Repo, source_html
+
+#: Where the generated pages live (relative to docs/): one page per spec, and the catalogues.
+ALGORITHM_PAGES = "reference/algorithms"
+COMPONENTS_PAGE = "reference/components.md"
+
+SLOT_DESCRIPTIONS = {
+    "advantage": "How much better than expected each response (or token) did.",
+    "ratio": "How far the policy has moved on a token since it was sampled.",
+    "clip": ("The surrogate's form: where a token stops contributing gradient, or how its gradient is capped "
+             "(CISPO) or gated (SAPO); it does not bound the ratio itself."),
+    "kl": "What ties the policy to the frozen reference model.",
+    "aggregation": "How token objectives are averaged into one number: the weight of every token.",
+    "filter": "Which sampled groups are trained on.",
+    "shaping": "What is added to the reward before advantages are computed.",
+}
+
+Protect = Callable[[str], str]
+Link = Callable[[str], "str | None"]
+
+
+def _same(html: str) -> str:
+    return html
+
+
+def _no_link(target: str) -> None:
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Small HTML helpers
+# ---------------------------------------------------------------------------
+
+def table(head: list[str], rows: list[list[str]], *, row_attrs: list[str] | None = None) -> str:
+    """An HTML table (cells are trusted HTML), wrapped as Material wraps Markdown tables."""
+    th = "".join(f"<th>{escape_text(h)}</th>" for h in head)
+    body = []
+    for n, row in enumerate(rows):
+        attrs = f" {row_attrs[n]}" if row_attrs else ""
+        body.append(f"<tr{attrs}>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>")
+    return ('<div class="md-typeset__scrollwrap"><div class="md-typeset__table"><table>'
+            f"<thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table></div></div>")
+
+
+def value_text(value: Any) -> str:
+    """A parameter value as a reader types it in a spec (YAML/JSON literal)."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    return json.dumps(value)
+
+
+def arxiv_link(arxiv: str) -> str:
+    url = f"https://arxiv.org/abs/{arxiv}"
+    return f'<a href="{escape_text(url)}">arXiv:{escape_text(arxiv)}</a>'
+
+
+def reference_html(ref: Reference) -> str:
+    parts = [f"{escape_text(ref.authors)}, \u201c{escape_text(ref.title)}\u201d ({escape_text(ref.year)})"]
+    if ref.arxiv:
+        parts.append(arxiv_link(ref.arxiv))
+    if ref.note:
+        parts.append(escape_text(ref.note))
+    return ", ".join(parts)
+
+
+def _anchor(*parts: str) -> str:
+    return "-".join(re.sub(r"[^a-z0-9_]+", "-", p.lower()).strip("-") for p in parts)
+
+
+def kind_anchor(slot: str, kind: str) -> str:
+    """Id of a kind's section on the components page."""
+    return _anchor("component", slot, kind)
+
+
+# ---------------------------------------------------------------------------
+# spec_reference
+# ---------------------------------------------------------------------------
+
+def _params_html(spec: AlgorithmSpec, slot: str) -> str:
+    kind = spec.component(slot)
+    params = spec.params(slot)
+    if not params:
+        return "\u2014"
+    given = spec.components[slot].params
+    items = []
+    for name, value in params.items():
+        info = kind.params.model_fields[name]
+        if value is None and name in kind.run_resolved:
+            shown = "set by the run"
+        else:
+            shown = code(value_text(value))
+        default = "" if name in given else ' <span class="unipo-param-default">(default)</span>'
+        desc = f" \u2013 {escape_text(info.description)}" if info.description else ""
+        items.append(f"<li>{code(name)} = {shown}{default}{desc}</li>")
+    return f'<ul class="unipo-params">{"".join(items)}</ul>'
+
+
+def terms_html(kind: Kind, tooltip: Callable[[Any], str]) -> str:
+    """Each term of a kind's formula with its tooltip (``title`` on hover, the text below)."""
+    if not kind.terms:
+        return "\u2014"
+    items = []
+    for term in kind.terms:
+        tip = tooltip(term)
+        items.append(f'<li><span class="unipo-term" data-term="{escape_text(term.key)}" title="{escape_text(tip)}">'
+                     f"{math_inline(term.symbol)}</span>: {escape_text(tip)}</li>")
+    return f'<ul class="unipo-terms">{"".join(items)}</ul>'
+
+
+def slots_table(spec: AlgorithmSpec, link: Link = _no_link, repo: Repo | None = None) -> str:
+    """One row per slot: component (kind and summary), parameters, definition with the tooltips
+    of its terms, and the spec's explanation of the choice."""
+    rows, attrs = [], []
+    components_href = link(COMPONENTS_PAGE)
+    for slot in SLOTS:
+        kind = spec.component(slot)
+        comp = spec.components[slot]
+        name = code(kind.name)
+        if components_href:
+            name = f'<a href="{escape_text(components_href + "#" + kind_anchor(slot, kind.name))}">{name}</a>'
+        tex = kind.latex(spec.params(slot))
+        if slot != "ratio":
+            tex = formula.with_ratio(tex, spec.component("ratio"))
+        definition = math_display(tex) if tex else '<p class="unipo-no-term">No term in the objective.</p>'
+        if kind.terms:
+            definition += terms_html(kind, lambda term, slot=slot: spec.tooltip(slot, term))
+        params = _params_html(spec, slot)
+        source = source_html(kind.fn, repo)
+        rows.append([
+            f'<strong>{escape_text(slot)}</strong>: {name}<br>'
+            f'<span class="unipo-kind-summary">{escape_text(kind.summary)}</span>'
+            + (params if params != "\u2014" else "")
+            + (f'<br><span class="unipo-kind-source">code: {source}</span>' if source else ""),
+            definition,
+            escape_text(comp.explanation),
+        ])
+        attrs.append(f'data-slot="{escape_text(slot)}" class="unipo-slot-row"')
+    return table(["Slot, component and parameters", "Definition and terms", "In this algorithm"], rows,
+                 row_attrs=attrs)
+
+
+def facts_html(spec: AlgorithmSpec, specs: dict[str, AlgorithmSpec], link: Link = _no_link) -> str:
+    rows = [
+        ["Name", f"{escape_text(spec.name)} \u2013 {escape_text(spec.full_name)}"],
+        ["Year", escape_text(spec.year)],
+        ["Paper", reference_html(spec.paper) if spec.paper else "none of its own: its sources are under further reading"],
+    ]
+    if spec.predecessor:
+        pred = specs.get(spec.predecessor)
+        label = escape_text(pred.name if pred else spec.predecessor)
+        href = link(f"{ALGORITHM_PAGES}/{spec.predecessor}.md")
+        rows.append(["Predecessor", f'<a href="{escape_text(href)}">{label}</a>' if href else label])
+    else:
+        rows.append(["Predecessor", "none: the family starts here"])
+    successors = [s for s in lineage(specs) if s.predecessor == spec.id]
+    if successors:
+        cells = []
+        for s in successors:
+            href = link(f"{ALGORITHM_PAGES}/{s.id}.md")
+            cells.append(f'<a href="{escape_text(href)}">{escape_text(s.name)}</a>' if href else escape_text(s.name))
+        rows.append(["Successors", ", ".join(cells)])
+    defaults = {k: v for k, v in spec.defaults.model_dump().items() if v is not None}
+    if defaults:
+        rows.append(["Training defaults", ", ".join(f"{code(k)} = {code(value_text(v))}" for k, v in defaults.items())])
+    if spec.references:
+        rows.append(["Further reading", "<ul>" + "".join(f"<li>{reference_html(r)}</li>" for r in spec.references)
+                     + "</ul>"])
+    body = "".join(f"<tr><th>{escape_text(k)}</th><td>{v}</td></tr>" for k, v in rows)
+    return (f'<div class="unipo-spec-facts" data-algorithm="{escape_text(spec.id)}">'
+            f'<p class="unipo-spec-summary">{escape_text(spec.summary)}</p>'
+            f'<div class="md-typeset__scrollwrap"><div class="md-typeset__table"><table>'
+            f"<tbody>{body}</tbody></table></div></div></div>")
+
+
+def spec_reference_markdown(spec: AlgorithmSpec, specs: dict[str, AlgorithmSpec], *, protect: Protect = _same,
+                            link: Link = _no_link, repo: Repo | None = None) -> str:
+    """The reference of one algorithm as Markdown (headings) around protected HTML."""
+    objective = (f'<div class="unipo-objective" data-algorithm="{escape_text(spec.id)}">'
+                 + math_display(formula.objective_latex(spec))
+                 + '<p class="unipo-formula-note">Each part of the formula belongs to one slot of the table '
+                   "below; the rows after \u201cwhere\u201d define its symbols.</p></div>")
+    return "\n\n".join([
+        protect(facts_html(spec, specs, link)),
+        "## What it changed" if spec.predecessor else "## Where it starts",
+        protect(f'<p class="unipo-spec-changed">{escape_text(spec.changed)}</p>'),
+        "## Objective",
+        protect(objective),
+        "## Components",
+        protect(slots_table(spec, link, repo)),
+    ]) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# schema_reference
+# ---------------------------------------------------------------------------
+
+def _constraint_html(prop: dict) -> str:
+    """A field's bounds as HTML: ' within ±10<sup>15</sup>', ' ≥ 0, ≤ 1', ' of at most 4,096 characters'."""
+    bits = []
+    low, high = prop.get("minimum"), prop.get("maximum")
+    if low is not None and high is not None and low == -high and low < 0:
+        text = limits.format_bound(high)
+        bits.append(f"within \u00b1{f'({text})' if ' ' in text else text}")
+    else:
+        for key, sym in (("minimum", "\u2265"), ("maximum", "\u2264")):
+            if key in prop:
+                bits.append(f"{sym} {limits.format_bound(prop[key])}")
+    for key, sym in (("exclusiveMinimum", "&gt;"), ("exclusiveMaximum", "&lt;")):
+        if key in prop:
+            bits.append(f"{sym} {limits.format_bound(prop[key])}")
+    lengths = [f"at {word} {limits.format_bound(prop[key])}" for key, word in (("minLength", "least"), ("maxLength", "most"))
+               if key in prop]
+    if lengths:
+        bits.append("of " + " and ".join(lengths) + " characters")
+    return " " + ", ".join(bits) if bits else ""
+
+
+def type_html(prop: dict, ref_href: Callable[[str], str]) -> str:
+    """A JSON Schema type as a reader would say it: 'array of number', 'integer ≥ 0', ..."""
+    if "$ref" in prop:
+        name = prop["$ref"].rsplit("/", 1)[-1]
+        return f'<a href="{escape_text(ref_href(name))}">{escape_text(name)}</a>'
+    if "anyOf" in prop:
+        options = [o for o in prop["anyOf"] if o.get("type") != "null"]
+        nullable = len(options) < len(prop["anyOf"])
+        text = " or ".join(type_html(o, ref_href) for o in options)
+        return text + (" or null" if nullable else "")
+    if "enum" in prop:
+        return "one of " + ", ".join(code(json.dumps(v)) for v in prop["enum"])
+    if "const" in prop:
+        return "exactly " + code(json.dumps(prop["const"]))
+    kind = prop.get("type")
+    if kind == "array":
+        return "array of " + type_html(prop.get("items", {}), ref_href)
+    if kind == "object":
+        extra = prop.get("additionalProperties")
+        if isinstance(extra, dict):
+            return "object of " + type_html(extra, ref_href)
+        return "object"
+    if kind == "string":
+        text = "string"
+        if "format" in prop:
+            text += f" ({escape_text(prop['format'])})"
+        if "pattern" in prop:
+            text += f" matching {code(prop['pattern'])}"
+        return text + _constraint_html(prop)
+    if kind:
+        return escape_text(kind) + _constraint_html(prop)
+    return "any"
+
+
+def _model_order(schema: dict) -> list[str]:
+    """The root model, then the models it refers to, in order of first reference."""
+    defs = schema.get("$defs", {})
+    order: list[str] = []
+
+    def visit(node: Any) -> None:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                name = ref.rsplit("/", 1)[-1]
+                if name not in order and name in defs:
+                    order.append(name)
+                    visit(defs[name])
+            for key, value in node.items():
+                if key != "$defs":
+                    visit(value)
+        elif isinstance(node, list):
+            for item in node:
+                visit(item)
+
+    visit({k: v for k, v in schema.items() if k != "$defs"})
+    order += [name for name in defs if name not in order]
+    return [schema.get("title", "Root")] + order
+
+
+def file_slug(file_key: str) -> str:
+    """'tokens/step_NNNNNN.json' -> 'tokens'; 'steps.jsonl (one ...)' -> 'steps'."""
+    return re.split(r"[./ ]", file_key, 1)[0]
+
+
+def fields_table(model: dict, ref_href: Callable[[str], str]) -> str:
+    required = set(model.get("required", []))
+    rows = []
+    for name, prop in model.get("properties", {}).items():
+        desc = escape_text(prop.get("description", ""))
+        if "default" in prop:
+            default = f'<span class="unipo-field-default">Default: {code(json.dumps(prop["default"]))}.</span>'
+            desc = f"{desc} {default}" if desc else default
+        rows.append([code(name), type_html(prop, ref_href), "yes" if name in required else "no", desc])
+    html = table(["Field", "Type", "Required", "Description"], rows)
+    notes = []
+    if model.get("description"):
+        notes.append(escape_text(model["description"]))
+    if model.get("additionalProperties") is True:
+        notes.append("Unknown fields are kept: a reader passes them through unchanged.")
+    elif model.get("additionalProperties") is False:
+        notes.append("No other fields are allowed.")
+    note = f'<p class="unipo-model-note">{" ".join(notes)}</p>' if notes else ""
+    return note + html
+
+
+def schema_reference_markdown(*, protect: Protect = _same) -> str:
+    out = []
+    for file_key, schema in json_schema().items():
+        slug = file_slug(file_key)
+        path, _, rest = file_key.partition(" ")
+        out.append(f"## `{path}`{(' ' + rest) if rest else ''} {{ #schema-{slug} }}")
+        defs = schema.get("$defs", {})
+
+        def ref_href(name: str, slug=slug) -> str:
+            return f"#{_anchor('schema', slug, name)}"
+
+        for name in _model_order(schema):
+            model = schema if name == schema.get("title", "Root") else defs[name]
+            out.append(f"### {name} {{ #{_anchor('schema', slug, name)} }}")
+            out.append(protect(fields_table(model, ref_href)))
+        raw = json.dumps(schema, indent=2, ensure_ascii=False)
+        out.append(protect(f'<details class="unipo-json-schema"><summary>JSON Schema of {code(path)}</summary>'
+                           f'<pre><code class="language-json">{escape_text(raw)}</code></pre></details>'))
+    return "\n\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# metric_catalogue
+# ---------------------------------------------------------------------------
+
+def metric_catalogue_html() -> str:
+    rows = [[code(name), escape_text(info.label), escape_text(info.group), escape_text(info.scope),
+             escape_text(info.higher_is), escape_text(info.description)] for name, info in METRICS.items()]
+    attrs = [f'id="{escape_text(_anchor("metric", name))}"' for name in METRICS]
+    return table(["Metric", "Label", "Group", "Scope", "Higher is", "Description"], rows, row_attrs=attrs)
+
+
+# ---------------------------------------------------------------------------
+# component_catalogue
+# ---------------------------------------------------------------------------
+
+def example_params(kind: Kind, specs: dict[str, AlgorithmSpec]) -> tuple[dict | None, str]:
+    """Parameters to show a kind's formula with, and where they come from."""
+    fields = kind.params.model_fields
+    if all(not f.is_required() for f in fields.values()):
+        params = kind.params.model_validate({}).model_dump()
+        return params, ("with the default parameters" if params else "")
+    for spec in lineage(specs):
+        if spec.components[kind.slot].kind == kind.name:
+            return spec.params(kind.slot), f"with the parameters of {spec.name}"
+    return None, ""
+
+
+def params_table(kind: Kind) -> str:
+    schema = kind.params.model_json_schema()
+    props = schema.get("properties", {})
+    if not props:
+        return '<p class="unipo-no-params">No parameters.</p>'
+    required = set(schema.get("required", []))
+    rows = []
+    for name, prop in props.items():
+        if name in required:
+            default = "required"
+        else:
+            default = code(value_text(prop.get("default")))
+        note = " Filled in from the run when null." if name in kind.run_resolved else ""
+        rows.append([code(name), type_html(prop, lambda n: "#"), default,
+                     escape_text(prop.get("description", "")) + escape_text(note)])
+    return table(["Parameter", "Type", "Default", "Description"], rows)
+
+
+def kind_html(kind: Kind, specs: dict[str, AlgorithmSpec], link: Link = _no_link, repo: Repo | None = None) -> str:
+    source = source_html(kind.fn, repo)
+    parts = [f'<div class="unipo-component-kind" data-slot="{escape_text(kind.slot)}" '
+             f'data-kind="{escape_text(kind.name)}"><p>{escape_text(kind.summary)}</p>'
+             + (f'<p class="unipo-kind-source">Computed by <code>{escape_text(kind.fn.__name__)}</code>: {source}</p>'
+                if source else "")]
+    params, source = example_params(kind, specs)
+    tex = kind.latex(params) if params is not None else ""
+    if tex:
+        parts.append(math_display(tex))
+        if source:
+            parts.append(f'<p class="unipo-formula-note">Shown {escape_text(source)}.</p>')
+    elif params is not None:
+        parts.append('<p class="unipo-formula-note">It adds no term to the objective.</p>')
+    parts.append(params_table(kind))
+    if kind.terms:
+        parts.append('<p>Terms of the formula:</p>' + terms_html(kind, lambda term: term.tooltip))
+    users = [s for s in lineage(specs) if s.components[kind.slot].kind == kind.name]
+    if users:
+        names = []
+        for s in users:
+            href = link(f"{ALGORITHM_PAGES}/{s.id}.md")
+            names.append(f'<a href="{escape_text(href)}">{escape_text(s.name)}</a>' if href else escape_text(s.name))
+        parts.append(f'<p class="unipo-used-by">Used by: {", ".join(names)}.</p>')
+    else:
+        parts.append('<p class="unipo-used-by">Not used by a shipped algorithm.</p>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def component_catalogue_markdown(specs: dict[str, AlgorithmSpec], *, protect: Protect = _same,
+                                 link: Link = _no_link, repo: Repo | None = None) -> str:
+    out = []
+    for slot in SLOTS:
+        out.append(f"## `{slot}` {{ #{_anchor('component', slot)} }}")
+        out.append(protect(f'<p class="unipo-slot-description">{escape_text(SLOT_DESCRIPTIONS.get(slot, ""))}</p>'))
+        for name, kind in REGISTRY[slot].items():
+            out.append(f"### `{name}` {{ #{kind_anchor(slot, name)} }}")
+            out.append(protect(kind_html(kind, specs, link, repo)))
+    return "\n\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# MkDocs glue
+# ---------------------------------------------------------------------------
+
+def page_linker(env: Any) -> Link:
+    """Links from the current page to another page of the site, if that page exists."""
+    page = getattr(env, "page", None)
+    conf = getattr(env, "conf", None)
+    if page is None or conf is None:
+        return _no_link
+    docs_dir = Path(conf["docs_dir"])
+
+    def link(target: str) -> str | None:
+        if not (docs_dir / target).is_file():
+            return None
+        return relative_url(page.file.src_uri, target, conf["docs_dir"], conf["site_dir"],
+                            conf.get("use_directory_urls", True))
+
+    return link
+
+
+def relative_url(source: str, target: str, docs_dir: str, site_dir: str, use_directory_urls: bool) -> str:
+    """The URL of page ``target`` as seen from page ``source`` (docs-relative .md paths), as
+    MkDocs computes it."""
+    from mkdocs.structure.files import File
+
+    target_file = File(target, docs_dir, site_dir, use_directory_urls)
+    source_file = File(source, docs_dir, site_dir, use_directory_urls)
+    return target_file.url_relative_to(source_file)
+
+
+@macro(markdown=True)
+def spec_reference(site: Site, algorithm_id: str) -> str:
+    """The reference of one algorithm spec (data/algorithms/<id>.yaml)."""
+    spec = site.spec(algorithm_id, "spec_reference")
+    return spec_reference_markdown(spec, site.specs(), protect=site.protect, link=page_linker(site.env),
+                                   repo=site.repo)
+
+
+@macro(markdown=True)
+def schema_reference(site: Site) -> str:
+    """Fields and JSON Schema of every file of a run directory."""
+    return schema_reference_markdown(protect=site.protect)
+
+
+@macro(html=True, with_site=False)
+def bound(name: str) -> str:
+    """A bound of ``unipo_build.core.limits`` in the docs' prose: ``{{ bound("LINE_MAX") }}`` -> 4,096."""
+    return limits.describe(name)
+
+
+@macro(html=True)
+def metric_catalogue(site: Site) -> str:
+    """The documented metrics (schema.METRICS)."""
+    return metric_catalogue_html()
+
+
+@macro(markdown=True)
+def component_catalogue(site: Site) -> str:
+    """Every slot and registered component kind, each linked to the function that computes it."""
+    return component_catalogue_markdown(site.specs(), protect=site.protect, link=page_linker(site.env),
+                                        repo=site.repo)

@@ -1,0 +1,283 @@
+"""Measured effects: a number per run, the runs of an algorithm over seeds, and a verdict on a
+predicted direction that a page turns into words (``claims``).
+
+A page that says what a run shows ("clip-higher keeps entropy up", "wrong answers grow longer")
+must say it only when the logs show it. Every such sentence rests on a :class:`Verdict`:
+
+- ``shown``: the effect has the predicted sign and is clear of the noise;
+- ``contradicted``: it has the opposite sign and is clear of the noise;
+- ``unclear``: it is within the noise (or the seeds disagree);
+- ``unmeasurable``: the build lacks the runs or the metric, or the quantity is undefined here.
+
+What "clear of the noise" means depends on what the build holds:
+
+- two algorithms with several seeds each: every seed of one lies beyond every seed of the other
+  (no overlap), and there are at least 20 ways to order the runs, so complete separation by
+  chance has probability at most 1 in 20 (an exact rank test, one-sided);
+- otherwise (a single seed on some side): the difference exceeds two standard errors, each run's
+  error taken from the spread of its metric within the tenth of training it is averaged over
+  (rollouts treated as independent, which makes the error a lower bound), and the words say that
+  the claim rests on one seed;
+- a change within each run (start to end): every seed's change exceeds its two standard errors in
+  the same direction.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Literal, Sequence
+
+import numpy as np
+
+from unipo_build.core.runs import Run
+from unipo_build.core.schema import metric_info
+from unipo_build.core.numbers import MINUS, fmt_num, fmt_pct
+from unipo_build.site.facts.series import raw_series
+
+Status = Literal["shown", "contradicted", "unclear", "unmeasurable"]
+#: Orderings of two sets of seeds needed before complete separation counts (p <= 1/20).
+MIN_ORDERINGS = 20
+#: Share of a run's points averaged at its start and at its end.
+EDGE = 0.1
+
+
+class Unmeasurable(ValueError):
+    """A quantity that cannot be computed on a run; the message says why, in a reader's words."""
+
+
+@dataclass(frozen=True)
+class RunValue:
+    """A quantity measured on one run, with its standard error within the run (None: unknown)."""
+
+    run: Run
+    value: float
+    se: float | None = None
+    start: float | None = None  # for a change: the value at the start and at the end
+    end: float | None = None
+
+    @property
+    def seed(self) -> int | None:
+        return self.run.header.seed
+
+
+@dataclass(frozen=True)
+class Side:
+    """One algorithm's runs (one per seed) and a quantity measured on each."""
+
+    name: str
+    values: tuple[RunValue, ...]
+    reason: str = ""  # why nothing could be measured, when ``values`` is empty
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean([v.value for v in self.values]))
+
+    @property
+    def low(self) -> float:
+        return min(v.value for v in self.values)
+
+    @property
+    def high(self) -> float:
+        return max(v.value for v in self.values)
+
+    @property
+    def se(self) -> float | None:
+        """Standard error of the side's mean: over seeds when there are several, else the run's own."""
+        if self.n >= 2:
+            return float(np.std([v.value for v in self.values], ddof=1) / math.sqrt(self.n))
+        return self.values[0].se if self.values else None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: Status
+    basis: str  # how the verdict was reached, in words ("three seeds each", "one seed each, against 2 SE")
+    reason: str = ""  # for unmeasurable: why; for unclear: what kept it unclear
+
+
+def seeds_words(n: int) -> str:
+    from unipo_build.site.facts.spec_facts import count_word
+
+    return f"{count_word(n)} seed" + ("" if n == 1 else "s")
+
+
+def sides_basis(a: Side, b: Side) -> str:
+    if a.n == b.n:
+        return f"{seeds_words(a.n)} each"
+    return f"{a.name} {seeds_words(a.n)}, {b.name} {seeds_words(b.n)}"
+
+
+def compare(a: Side, b: Side, predicted: int) -> Verdict:
+    """Is ``a`` above ``b`` (``predicted`` +1) or below it (-1), clear of the noise?"""
+    for side in (a, b):
+        if side.n == 0:
+            return Verdict("unmeasurable", "", side.reason or f"the build has no run of {side.name}")
+    basis = sides_basis(a, b)
+    if a.n >= 2 and b.n >= 2:
+        orderings = math.comb(a.n + b.n, a.n)
+        above, below = a.low > b.high, a.high < b.low
+        if (above or below) and orderings >= MIN_ORDERINGS:
+            sign = 1 if above else -1
+            return Verdict("shown" if sign == predicted else "contradicted",
+                           f"{basis}, every seed of one beyond every seed of the other")
+        if above or below:
+            return Verdict("unclear", basis, "the seeds point one way but are too few to rule out chance")
+        return Verdict("unclear", basis, "the seeds of the two overlap")
+    se_a, se_b = a.se, b.se
+    diff = a.mean - b.mean
+    if se_a is None or se_b is None:
+        return Verdict("unclear", basis, "the noise of a single run cannot be estimated from its log")
+    se = math.hypot(se_a, se_b)
+    words = f"{basis}, against two standard errors of the difference"
+    if se > 0 and abs(diff) <= 2 * se or diff == 0:
+        return Verdict("unclear", words, "the difference is within two standard errors")
+    return Verdict("shown" if (1 if diff > 0 else -1) == predicted else "contradicted", words)
+
+
+def direction(side: Side, predicted: int) -> Verdict:
+    """Does each run's change (its value) have the predicted sign, beyond two standard errors?"""
+    if side.n == 0:
+        return Verdict("unmeasurable", "", side.reason or f"the build has no run of {side.name}")
+    basis = seeds_words(side.n) + (", its change against two standard errors" if side.n == 1 else
+                                   ", each seed's change against two standard errors")
+    signs = []
+    for v in side.values:
+        if v.se is None:
+            return Verdict("unclear", basis, "the noise of the run cannot be estimated from its log")
+        signs.append(0 if abs(v.value) <= 2 * v.se else (1 if v.value > 0 else -1))
+    if all(s == predicted for s in signs):
+        return Verdict("shown", basis)
+    if all(s == -predicted for s in signs):
+        return Verdict("contradicted", basis)
+    if any(s == predicted for s in signs) and any(s == -predicted for s in signs):
+        return Verdict("unclear", basis, "the seeds disagree")
+    return Verdict("unclear", basis, "the change is within two standard errors" + ("" if side.n == 1 else
+                                                                                       " in some seeds"))
+
+
+# ---------------------------------------------------------------------------
+# Quantities of one run
+# ---------------------------------------------------------------------------
+
+def _values(run: Run, metric: str, later_updates: bool = False) -> np.ndarray:
+    if later_updates:
+        table = run.reader.table
+        values = table.column(metric)[~table.first_in_rollout]
+        return values[~np.isnan(values)]
+    return raw_series(run, metric)[1]
+
+
+def _edges(values: np.ndarray) -> tuple[float, float, float, float]:
+    """(first mean, its SE, last mean, its SE) over the first and last tenth of the points."""
+    k = max(1, int(round(len(values) * EDGE)))
+    first, last = values[:k], values[-k:]
+    se = (lambda x: float(np.std(x, ddof=1) / math.sqrt(len(x))) if len(x) >= 2 else 0.0)
+    return float(np.mean(first)), se(first), float(np.mean(last)), se(last)
+
+
+def _need(run: Run, metric: str, values: np.ndarray) -> None:
+    label = metric_info(metric).label.lower()
+    if len(values) == 0:
+        raise Unmeasurable(f"the {run.id} run does not log {label} ({metric})")
+    if len(values) < 2:
+        raise Unmeasurable(f"the {run.id} run logs {label} ({metric}) only once, too few to measure a change")
+
+
+def run_mean(*metrics: str, later_updates: bool = False) -> Callable[[Run], RunValue]:
+    """The mean over the whole run of a metric, or of the sum of several (``later_updates``: leaving
+    out the first update of each rollout, whose ratios are all 1), with the SE of that mean."""
+    def measure(run: Run) -> RunValue:
+        columns = [_values(run, m, later_updates) for m in metrics]
+        for m, c in zip(metrics, columns):
+            _need(run, m, c)
+        n = min(len(c) for c in columns)
+        values = np.sum([c[:n] for c in columns], axis=0)
+        return RunValue(run, float(np.mean(values)), float(np.std(values, ddof=1) / math.sqrt(len(values))))
+    return measure
+
+
+def edge_change(metric: str, relative: bool = False) -> Callable[[Run], RunValue]:
+    """The change of a metric from the first tenth of the run to the last (``relative``: as a
+    fraction of the first), with its SE."""
+    def measure(run: Run) -> RunValue:
+        values = _values(run, metric)
+        _need(run, metric, values)
+        first, se_first, last, se_last = _edges(values)
+        if not relative:
+            return RunValue(run, last - first, math.hypot(se_first, se_last), first, last)
+        if first <= 0:
+            raise Unmeasurable(f"the {run.id} run's {metric_info(metric).label.lower()} starts at zero")
+        ratio = last / first
+        se = math.hypot(se_first * last / first ** 2, se_last / first)
+        return RunValue(run, ratio - 1.0, se, first, last)
+    return measure
+
+
+def gap_change(longer: str, shorter: str) -> Callable[[Run], RunValue]:
+    """The change, first tenth to last, of the gap between two metrics (e.g. wrong minus right
+    answers' lengths), on the rollouts that log both."""
+    def measure(run: Run) -> RunValue:
+        table = run.reader.table
+        a, b = table.column(longer)[table.first_in_rollout], table.column(shorter)[table.first_in_rollout]
+        both = ~np.isnan(a) & ~np.isnan(b)
+        gap = (a - b)[both]
+        if len(gap) < 2:
+            raise Unmeasurable(f"the {run.id} run does not log both {longer} and {shorter}")
+        first, se_first, last, se_last = _edges(gap)
+        return RunValue(run, last - first, math.hypot(se_first, se_last), first, last)
+    return measure
+
+
+def measure_side(name: str, runs: Sequence[Run], measure: Callable[[Run], RunValue]) -> Side:
+    """One side of a claim: the quantity measured on each finished run; the reasons for those left out."""
+    values, reasons = [], []
+    for run in runs:
+        if run.header.finished_at is None:  # a run still training: its last tenth is not the end
+            reasons.append(f"the {run.id} run is still training (its log has no finish time)")
+            continue
+        try:
+            values.append(measure(run))
+        except Unmeasurable as why:
+            reasons.append(str(why))
+    return Side(name, tuple(values), "; ".join(dict.fromkeys(reasons)))
+
+
+# ---------------------------------------------------------------------------
+# Numbers in words
+# ---------------------------------------------------------------------------
+
+def values_text(side: Side, fmt: Callable[[float], str], range_fmt: Callable[[float], str] | None = None) -> str:
+    """One value, or the mean over seeds and their range (``range_fmt``: how the range's ends read)."""
+    if side.n == 1:
+        return fmt(side.values[0].value)
+    ends = range_fmt or fmt
+    return f"{fmt(side.mean)} (seeds: {ends(side.low)} to {ends(side.high)})"
+
+
+def relative_change_words(value: float) -> str:
+    """'fell 30%', 'rose 5%', 'stayed level' (a signed relative change)."""
+    if abs(value) < 0.005:
+        return "stayed level"
+    return f"{'rose' if value > 0 else 'fell'} {fmt_pct(abs(value), 0)}"
+
+
+def signed_pct(value: float) -> str:
+    """A relative change as a signed whole percentage: '+5%', '−30%'."""
+    text = fmt_pct(abs(value), 0)
+    return text if text == "0%" else ("+" if value > 0 else MINUS) + text
+
+
+def signed(value: float, digits: int = 2, unit: str = "") -> str:
+    """'+3.2 tokens', '−0.4 tokens' (a drop reads as a drop)."""
+    text = fmt_num(abs(value), digits)
+    return ("+" if value > 0 else MINUS if value < 0 else "") + text + (f" {unit}" if unit else "")
+
+
+def pct(value: float) -> str:
+    """A share such as a clip fraction, with the precision small shares need."""
+    return fmt_pct(value, 2 if abs(value) < 0.01 else 1)

@@ -1,0 +1,515 @@
+"""Import a run of TRL's GRPOTrainer (TRL 1.16) and its UNIPO token tap into a canonical run.
+
+``unipo import trl OUTPUT_DIR --tap TAP_DIR --out RUN``
+
+- ``OUTPUT_DIR/trainer_state.json`` (``Trainer.save_state()``; else the newest
+  ``checkpoint-N/trainer_state.json``): its ``log_history`` holds one entry per logged optimizer step
+  (``Trainer.log``, with GRPOTrainer's metrics averaged over the step's micro-batches) and a last
+  summary entry (``train_runtime``, ``train_loss``). Each logged step becomes one canonical step,
+  numbered 0, 1, ... in order; TRL's global step (from 1) is kept as ``source_step``. Use
+  ``logging_steps=1`` so that every optimizer step is there.
+- ``TAP_DIR`` (``unipo_build.trainers.trl.tap.TrlTokenTap``): ``manifest.json`` (TRL version, GRPOConfig) and
+  ``shard-rank*.jsonl`` (generation and update records). Without ``--tap`` the run has metrics only
+  and, unless ``--algorithm`` names a spec, algorithm_config null.
+
+Metric names: ``reward`` -> reward/mean, ``reward_std`` -> reward/std, ``kl`` -> kl/mean, ``entropy``
+-> entropy/mean, ``completions/mean_length`` -> length/mean, ``completions/clipped_ratio`` ->
+length/truncated_frac, ``clip_ratio/low_mean`` -> clip/frac_low, ``clip_ratio/high_mean`` ->
+clip/frac_high, ``frac_reward_zero_std`` -> groups/zero_variance_frac, ``learning_rate`` -> lr,
+``loss`` -> loss/policy (objective = -loss); every other name is kept as logged.
+
+The algorithm is derived from the GRPOConfig the tap recorded (:func:`trl_components`): loss_type
+gives the aggregation (grpo: mean per response then over responses; dapo: one token mean over the
+generation batch; dr_grpo: sum over G x max_completion_length; bnpo: token mean; luspo: sum per
+response, mean over responses), scale_rewards the advantage (group: group z-score with sample std and
+TRL's 1e-4; none: group mean), importance_sampling_level the ratio, epsilon / epsilon_high the clip
+and beta the KL (k3 in the loss, as TRL computes it). The run's algorithm is the nearest spec
+(``common.nearest_algorithm``: ``unipo explain``'s rule) when it has all of these kinds, else
+``trl-<loss_type>`` with that nearest spec in the notes. A setting the registry has no kind for is
+named with the nearest kind in the header (``imported_from.gaps``, :class:`unipo_build.core.matching.Gap`)
+and the notes, and the import goes on with the nearest; a loss_type this importer does not map (cispo and
+sapo, whose clip kinds the registry has, and vespo, which has none) stops the import unless
+``--algorithm`` names the spec to view it against.
+
+Token files: every tapped rollout gives, for each optimizer step that trained on it, a token file of
+that step: every group of the step (its size, reward mean and share of the objective) and the tapped
+groups' completions token by token. logp, old_logp and the ratio are those of the step's micro-batch
+(``_compute_loss``'s own tensors); ref_logp comes from the generation. The ratio, clip side, KL and
+token objective are recomputed with the spec's components (``common.derive_tokens``) and the weights
+with its aggregation over every completion of the step; TRL's own values stay beside them as
+``engine_ratio``, ``engine_objective`` (minus TRL's per_token_loss), ``engine_kl`` and
+``engine_weight``, and the largest differences are in the notes. A group without token detail takes
+its share of the objective from TRL's own per-row loss (recorded by the tap for every row).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections import defaultdict
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+
+from unipo_build.core import objective as O
+from unipo_build.core.matching import Gap
+from unipo_build.core.runlog import LogError, RunWriter
+from unipo_build.core.schema import (
+    GroupSummary,
+    Hyperparameters,
+    ModelInfo,
+    PromptGroup,
+    Response,
+    RewardInfo,
+    RunHeader,
+    StepDetail,
+    StepRecord,
+    TaskInfo,
+    TokenArrays,
+)
+from unipo_build.core.specs import ResolvedAlgorithm
+from unipo_build.trainers.trl.tap import MANIFEST, TRL_SERIES
+from unipo_build.trainers import common as K
+from unipo_build.trainers.trl.tap_files import Tap, cross_check, read_tap
+
+STATE = "trainer_state.json"
+
+TRL_METRICS = {
+    "reward": "reward/mean", "reward_std": "reward/std", "kl": "kl/mean", "entropy": "entropy/mean",
+    "completions/mean_length": "length/mean", "completions/clipped_ratio": "length/truncated_frac",
+    "clip_ratio/low_mean": "clip/frac_low", "clip_ratio/high_mean": "clip/frac_high",
+    "frac_reward_zero_std": "groups/zero_variance_frac", "learning_rate": "lr", "grad_norm": "grad_norm",
+    "loss": "loss/policy",
+}
+SUMMARY_KEYS = ("train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss", "total_flos")
+#: TRL loss types -> the registry's aggregation kind (exact unless a gap says otherwise).
+AGGREGATION = {"grpo": "seq_mean_token_mean", "dapo": "token_mean", "bnpo": "token_mean",
+               "dr_grpo": "constant_normalizer", "luspo": "seq_mean_token_sum"}
+NO_KIND = {"cispo": "a clipped importance weight times the log-probability (MiniMax-M1)",
+           "sapo": "a soft sigmoid gate in place of the clip",
+           "vespo": "a Gamma weighting of the sequence ratio"}
+#: Those of NO_KIND whose surrogate the registry has (a clip kind) but this importer does not map yet.
+KIND_NOT_MAPPED = {"cispo": "cispo", "sapo": "sapo"}
+
+
+# ---------------------------------------------------------------------------
+# trainer_state.json
+# ---------------------------------------------------------------------------
+
+def _state_file(src: Path) -> Path:
+    if src.is_file():
+        if src.name == STATE:
+            return src
+        raise LogError(str(src), f"not a TRL output directory: give the directory holding {STATE} "
+                                 "(TRL's output_dir, or one of its checkpoint-N directories)")
+    path = src / STATE
+    if path.is_file():
+        return path
+    checkpoints = sorted((p for p in src.glob("checkpoint-*") if (p / STATE).is_file()),
+                         key=lambda p: int(p.name.split("-")[-1]) if p.name.split("-")[-1].isdigit() else -1)
+    if checkpoints:
+        return checkpoints[-1] / STATE
+    raise LogError(str(src), f"not a TRL output directory: no {STATE} here or in a checkpoint-N directory "
+                             "(call trainer.save_state() after trainer.train())")
+
+
+def _log_history(path: Path, notes: K.Notes) -> tuple[dict[int, dict], dict]:
+    """TRL global step -> merged log entries; and the summary entry."""
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise LogError(str(path), f"not JSON: {err}") from None
+    history = state.get("log_history") if isinstance(state, dict) else None
+    if not isinstance(history, list):
+        raise LogError(str(path), "no log_history list: not a Trainer state file", field="log_history")
+    steps: dict[int, dict] = {}
+    summary: dict = {}
+    for i, entry in enumerate(history):
+        if not isinstance(entry, dict) or not isinstance(entry.get("step"), int) or entry["step"] < 0:
+            notes.add(f"{path.name}: log_history[{i}] has no integer step, skipped")
+            continue
+        if any(k in entry for k in SUMMARY_KEYS):
+            summary = {k: v for k, v in entry.items() if K.is_number(v)}
+            continue
+        values = {}
+        for key, value in entry.items():
+            if key == "step":
+                continue
+            if value is not None and not K.is_number(value):
+                notes.add(f"{path.name}: log_history[{i}] (step {entry['step']}) field {key!r} is not a number, "
+                          "skipped")
+                continue
+            values[key] = value
+        steps.setdefault(entry["step"], {}).update(values)
+    if not steps:
+        raise LogError(str(path), "log_history holds no training step (was the state saved before training?)",
+                       field="log_history")
+    return steps, summary
+
+
+def _metrics(raw: dict, loc: K.Loc, notes: K.Notes) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for name, value in raw.items():
+        target = TRL_METRICS.get(name, name)
+        if target != name:
+            notes.once(f"metric {name!r} -> {target!r}")
+        if value is not None:
+            value = float(value)
+            if not math.isfinite(value):
+                notes.add(f"non-finite value of metric {name!r} kept as null")
+                value = None
+        out[target] = value
+    if out.get("loss/policy") is not None:
+        out["objective"] = -out["loss/policy"]
+        notes.once("metric objective = -loss (TRL's training loss of the step)")
+    return out
+
+
+# ---------------------------------------------------------------------------
+# GRPOConfig -> the registry's components
+# ---------------------------------------------------------------------------
+
+def trl_components(trainer: dict, loc: K.Loc) -> tuple[dict, list[Gap]]:
+    """(components, gaps) of the run's GRPOConfig; a LogError for a loss_type with no kind."""
+    gaps: list[Gap] = []
+
+    def gap(slot: str, setting: str, value: str, nearest: str) -> None:
+        gaps.append(Gap(setting, value, slot, nearest))
+
+    loss_type = trainer.get("loss_type")
+    if loss_type in NO_KIND:
+        what = (f"has the registry's clip kind {KIND_NOT_MAPPED[loss_type]!r}, which this importer does not map yet"
+                if loss_type in KIND_NOT_MAPPED else "has no kind in the registry")
+        raise loc.error(f"loss_type {loss_type!r} ({NO_KIND[loss_type]}) {what}: pass "
+                        "--algorithm SPEC (e.g. dapo) to view the run against that spec's objective, TRL's own loss "
+                        "kept beside it", "trainer.loss_type")
+    if loss_type not in AGGREGATION:
+        raise loc.error(f"unknown loss_type {loss_type!r} (TRL {TRL_SERIES} has {', '.join(sorted(AGGREGATION))}, "
+                        f"{', '.join(sorted(NO_KIND))}): pass --algorithm SPEC", "trainer.loss_type")
+    comps: dict[str, dict] = {}
+    scale = trainer.get("scale_rewards")
+    if scale == "none":
+        comps["advantage"] = {"kind": "group_mean", "params": {}}
+    else:
+        comps["advantage"] = {"kind": "group_zscore", "params": {"std_ddof": 1, "eps": 1e-4}}
+        if scale == "batch":
+            gap("advantage", "scale_rewards", "'batch' (the reward minus the group mean, over the std of the whole "
+                                              "batch)", "group_zscore (the group's own std)")
+    if trainer.get("multi_objective_aggregation", "sum_then_normalize") == "normalize_then_sum":
+        gap("advantage", "multi_objective_aggregation", "'normalize_then_sum'", "the z-score of the summed reward")
+    level = trainer.get("importance_sampling_level", "token")
+    comps["ratio"] = {"kind": "sequence" if level == "sequence" else "token", "params": {}}
+    low, high = float(trainer.get("epsilon_low", 0.2)), float(trainer.get("epsilon_high", 0.2))
+    comps["clip"] = ({"kind": "symmetric", "params": {"eps": low}} if low == high
+                     else {"kind": "asymmetric", "params": {"eps_low": low, "eps_high": high}})
+    beta = float(trainer.get("beta") or 0.0)
+    comps["kl"] = {"kind": "in_loss", "params": {"estimator": "k3", "beta": beta}} if beta else \
+        {"kind": "none", "params": {}}
+    kind = AGGREGATION[loss_type]
+    comps["aggregation"] = {"kind": kind, "params": {"normalizer": int(trainer["max_completion_length"])}
+                            if kind == "constant_normalizer" else {}}
+    if loss_type == "bnpo" and int(trainer.get("gradient_accumulation_steps", 1)) > 1:
+        gap("aggregation", "loss_type", "'bnpo' with gradient accumulation (a token mean per micro-batch)",
+            "token_mean over the whole step")
+    if loss_type == "dapo" and (trainer.get("steps_per_generation") != trainer.get("gradient_accumulation_steps")):
+        gap("aggregation", "loss_type", "'dapo' with steps_per_generation != gradient_accumulation_steps (tokens "
+                                        "divided by the generation batch's count)", "token_mean over the step")
+    comps["filter"] = {"kind": "none", "params": {}}
+    comps["shaping"] = {"kind": "none", "params": {}}
+    if trainer.get("mask_truncated_completions"):
+        gap("filter", "mask_truncated_completions", "True (truncated completions left out of the loss, still "
+                                                    "counted in the batch)", "filter none, their tokens kept with mask 0")
+    config = trainer.get("config") or {}
+    if config.get("delta") is not None:
+        gap("clip", "delta", f"{config['delta']} (two-sided clip of the ratio)", comps["clip"]["kind"])
+    if config.get("use_bias_correction_kl"):
+        gap("kl", "use_bias_correction_kl", "True (the KL times the ratio)", "k3 in the loss")
+    if (config.get("top_entropy_quantile") or 1.0) < 1.0:
+        gap("filter", "top_entropy_quantile", f"{config['top_entropy_quantile']} (only high-entropy tokens trained)",
+            "every token trained")
+    if config.get("off_policy_mask_threshold") is not None:
+        gap("filter", "off_policy_mask_threshold", f"{config['off_policy_mask_threshold']} (off-policy sequences "
+                                                   "with negative advantage dropped)", "none")
+    if config.get("use_vllm") and config.get("vllm_importance_sampling_correction"):
+        gap("ratio", "vllm_importance_sampling_correction", "True (vLLM's log-probs: the loss times pi_old / "
+                                                            "pi_sampler)",
+            "the ratio to pi_old alone (the sampler's log-probs kept as sample_logp in the token files)")
+    if config.get("entropy_coef"):
+        gap("kl", "entropy_coef", f"{config['entropy_coef']} (an entropy bonus in the loss)", "no entropy term")
+    return comps, gaps
+
+
+def _algorithm(tap: Tap | None, algorithm: str | None, max_new_tokens: int | None, loc: K.Loc,
+               notes: K.Notes) -> tuple[ResolvedAlgorithm | None, str, list[Gap]]:
+    specs = K.known_specs(notes)
+    if algorithm is not None:
+        spec_id = K.match_spec(algorithm, specs)
+        if spec_id is None:
+            notes.add(f"algorithm {algorithm!r}: not one of ours ({', '.join(sorted(specs))}), algorithm_config is null")
+            return None, algorithm, []
+        budget = max_new_tokens or (tap.manifest["trainer"].get("max_completion_length") if tap else None)
+        cfg = K.resolve_for_import(specs[spec_id], {}, budget, loc, notes, hparams_field=False)
+        notes.once(f"components of the spec {spec_id} (--algorithm); TRL's own loss kept as engine_objective")
+        return cfg, spec_id, []
+    if tap is None:
+        notes.add("algorithm unknown (trainer_state.json does not record the GRPOConfig; pass --tap or --algorithm)")
+        return None, "unknown", []
+    trainer = {**tap.manifest["trainer"], "config": tap.manifest.get("config") or {}}
+    trainer.setdefault("multi_objective_aggregation", trainer["config"].get("multi_objective_aggregation"))
+    comps, gaps = trl_components(trainer, K.Loc(str(tap.directory / MANIFEST)))
+    own = f"trl-{trainer.get('loss_type')}"
+    cfg = ResolvedAlgorithm.model_validate({"id": re.sub(r"[^a-z0-9_]", "_", own.lower()),
+                                            "name": f"TRL GRPOTrainer, loss_type={trainer.get('loss_type')}",
+                                            "components": comps})
+    spec_id = K.nearest_algorithm(cfg, specs, "TRL", notes)
+    run_name = own if spec_id == cfg.id else spec_id
+    cfg = cfg.model_copy(update={"id": spec_id})
+    for g in gaps:
+        notes.once(f"TRL's {g.line()}")
+    return cfg, run_name, gaps
+
+
+# ---------------------------------------------------------------------------
+# Token files
+# ---------------------------------------------------------------------------
+
+def _rollout_of(step: int, trainer: dict) -> int:
+    gas = int(trainer.get("gradient_accumulation_steps") or 1)
+    every = int(trainer.get("steps_per_generation") or gas) * int(trainer.get("num_iterations") or 1)
+    return ((step - 1) * gas) // every
+
+
+def _detail(tap: Tap, trl_step: int, index: int, rollout: int, cfg: ResolvedAlgorithm | None,
+            notes: K.Notes, gaps_seen: dict) -> StepDetail | None:
+    updates = [u for u in tap.updates.get(trl_step, []) if u.get("rollout") == rollout]
+    if len(updates) != len(tap.updates.get(trl_step, [])):
+        notes.add("steps that train on more than one generation batch: token detail of the last one only")
+    generation = tap.generations.get(rollout)
+    if not updates or generation is None:
+        return None
+    # Every process wrote the rows of its own part of the generation batch: all of them, from every shard.
+    rows = {r["row"]: r for r in tap.rows[rollout]}
+    samples = {s["row"]: s for s in tap.samples[rollout]}
+    # Every row of the step, with its loss tokens and TRL's share of the loss.
+    order, loss_tokens, engine_share, engine_weight, trained = [], {}, {}, {}, {}
+    for u in sorted(updates, key=lambda u: u["micro_step"]):
+        for i, row in enumerate(u["rows"]):
+            order.append(row)
+            loss_tokens[row] = u["loss_tokens"][i]
+            if u.get("row_loss") is not None:
+                engine_share[row] = -u["row_loss"][i]
+                engine_weight[row] = u["row_weight"][i]
+        for s in u["samples"]:
+            trained[s["row"]] = s
+    width = max(1, max(loss_tokens.values()))
+    full_mask = np.zeros((len(order), width))
+    for k, row in enumerate(order):
+        full_mask[k, : loss_tokens[row]] = 1.0
+    position = {row: k for k, row in enumerate(order)}
+    weights = np.asarray(O.weights(cfg, full_mask)) if cfg is not None else full_mask / max(1.0, full_mask.sum())
+
+    inputs, kept = [], []
+    for row in order:
+        if row not in samples or row not in trained:
+            continue
+        s, u = samples[row], trained[row]
+        n = len(s["ids"])
+        loc = K.Loc(str(tap.directory), step=trl_step, parts=(f"group {s['group']}", f"row {row}"))
+        mask = s["mask"]
+        inputs.append(K.TokenInputs(loc=loc, ids=s["ids"], text=s["text"], logp=u["logp"][:n],
+                                    old_logp=u["old_logp"][:n], advantage=[s["advantage"]] * n,
+                                    ref_logp=s.get("ref_logp"),
+                                    entropy=u["entropy"][:n] if u.get("entropy") else None))
+        kept.append((row, s, u, mask))
+    outputs = K.derive_tokens(cfg, inputs, notes) if inputs else []
+    gaps_ratio, gaps_obj, gaps_w = 0.0, 0.0, 0.0
+    responses_by_group: dict[int, list] = defaultdict(list)
+    for (row, s, u, mask), t, out in zip(kept, inputs, outputs):
+        n = len(t.ids)
+        w = [float(weights[position[row], 0]) * m if loss_tokens[row] else 0.0 for m in mask]
+        objective = out.objective
+        contribution = float(sum(a * b for a, b in zip(w, objective)))
+        engine_obj = [-x for x in u["loss"][:n]]
+        extras = {"engine_ratio": u["ratio"][:n], "engine_objective": engine_obj}
+        if u.get("kl") is not None:
+            extras["engine_kl"] = u["kl"][:n]
+        if row in engine_weight:
+            extras["engine_weight"] = [engine_weight[row] * m for m in mask]
+            gaps_w = max(gaps_w, max((abs(a - b) for a, b in zip(extras["engine_weight"], w)), default=0.0))
+        if s.get("sampling_logp") is not None:  # vLLM's log-probs: the schema's sample_logp
+            extras["sample_logp"] = s["sampling_logp"]
+        live = [k for k in range(n) if mask[k]]
+        gaps_ratio = max(gaps_ratio, max((abs(out.ratio[k] - u["ratio"][k]) for k in live), default=0.0))
+        gaps_obj = max(gaps_obj, max((abs(objective[k] - engine_obj[k]) for k in live), default=0.0))
+        tokens = TokenArrays(ids=t.ids, text=t.text, logp=t.logp, old_logp=t.old_logp, ref_logp=t.ref_logp,
+                             advantage=t.advantage, kl=out.kl, ratio=out.ratio, clip=out.clip, entropy=t.entropy,
+                             weight=w, objective=objective, mask=mask, **extras)
+        if not all(mask):
+            notes.once("tokens outside TRL's loss mask (mask 0) keep the log-probabilities TRL's tensors hold "
+                       "(0 for a completion masked as truncated: TRL does not attend to it)")
+        r = rows[row]
+        if r["reward"] is None:
+            notes.add("completions every reward function left unscored (TRL: advantage 0) shown with reward 0")
+        components = {k: float(v) for k, v in (r.get("rewards") or {}).items() if K.is_number(v) and math.isfinite(v)}
+        responses_by_group[s["group"]].append(Response(
+            index=s["index"], text=s.get("completion") or "".join(t.text), reward=r["reward"] or 0.0,
+            reward_components=components, advantage=s["advantage"], length=n, truncated=bool(r.get("truncated")),
+            contribution=contribution, tokens=tokens, source_row=row))
+    gaps_seen["ratio"] = max(gaps_seen.get("ratio", 0.0), gaps_ratio)
+    gaps_seen["objective"] = max(gaps_seen.get("objective", 0.0), gaps_obj)
+    gaps_seen["weight"] = max(gaps_seen.get("weight", 0.0), gaps_w)
+
+    groups, prompts = [], []
+    for g in sorted({rows[row]["group"] for row in order}):
+        members = [row for row in order if rows[row]["group"] == g]
+        rewards = [rows[row]["reward"] for row in members if rows[row]["reward"] is not None]
+        detailed = sorted(responses_by_group.get(g, []), key=lambda r: r.index)
+        if detailed and len(detailed) == len(members):
+            contribution = float(sum(r.contribution for r in detailed))
+        else:
+            contribution = float(sum(engine_share.get(row, 0.0) for row in members))
+            notes.add("groups without token detail: their share of the objective is TRL's own per-row loss")
+            detailed = []
+        groups.append(GroupSummary(index=g, size=len(members), reward_mean=float(np.mean(rewards)) if rewards else None,
+                                   contribution=contribution, detailed=bool(detailed)))
+        if detailed:
+            prompt = samples[members[0]].get("prompt", "")
+            prompts.append(PromptGroup(index=g, prompt=prompt, contribution=contribution, responses=detailed))
+    objective = float(sum(g.contribution for g in groups))
+    trl_loss = float(sum(u["loss"] / u.get("num_processes", 1) for u in updates))
+    extras = {}
+    if abs(objective + trl_loss) > OBJECTIVE_ATOL * (1.0 + abs(trl_loss)):
+        extras["objective_differs"] = objective_reason(tap.manifest["trainer"], gaps_seen.get("gaps", []))
+    return StepDetail(step=index, rollout=rollout, objective=objective, groups=groups, prompts=prompts,
+                      trl_loss=trl_loss, trl_objective=-trl_loss, **extras)
+
+
+#: The token file's step objective and minus TRL's loss agree to this (x (1 + |loss|)) where TRL's convention has
+#: kinds: both are float64 sums of the same float32 terms (tests/test_trl_run.py holds them to 1e-6).
+OBJECTIVE_ATOL = 1e-6
+
+#: The gaps that make the token file's objective another number than TRL's loss (the tokens carry TRL's own
+#: advantages, so an advantage gap does not).
+OBJECTIVE_SLOTS = ("aggregation", "filter", "kl", "ratio", "clip")
+
+
+def objective_reason(trainer: dict, gaps: list[Gap]) -> str:
+    """Why a step's objective in the token file is not minus TRL's loss: what each one is, and the settings."""
+    gas = int(trainer.get("gradient_accumulation_steps") or 1)
+    settings = [f"{g.setting} = {g.value}" for g in gaps if g.slot in OBJECTIVE_SLOTS]
+    return ("two different things: steps.jsonl's objective is minus TRL's loss, summed over the step's "
+            f"{gas} micro-batch{'es' if gas != 1 else ''}, each aggregated by loss_type={trainer.get('loss_type')} "
+            "over its own completions; the token file's is the run's components applied to the whole step's "
+            "completions (the tapped groups token by token, TRL's own loss for the others)"
+            + (": they part where TRL's settings have no kind: " + "; ".join(settings) if settings else ""))
+
+
+# ---------------------------------------------------------------------------
+# The import
+# ---------------------------------------------------------------------------
+
+def import_trl(src: Path, stage: Path, *, algorithm: str | None = None, run_id: str | None = None,
+               max_new_tokens: int | None = None, tap: Path | None = None) -> RunHeader:
+    """Write the canonical run of the TRL output directory ``src`` (and tap) into ``stage``."""
+    notes = K.Notes()
+    state_path = _state_file(src)
+    logged, summary = _log_history(state_path, notes)
+    tap_data = read_tap(Path(tap), notes) if tap is not None else None
+    compared = cross_check(tap_data, logged, state_path, notes) if tap_data else None
+    cfg, name, gaps = _algorithm(tap_data, algorithm, max_new_tokens, K.Loc(str(state_path)), notes)
+    trainer = tap_data.manifest["trainer"] if tap_data else {}
+    config = tap_data.manifest.get("config") or {} if tap_data else {}
+
+    finished = datetime.fromtimestamp(os.stat(state_path).st_mtime, tz=timezone.utc)
+    runtime = summary.get("train_runtime")
+    started = finished - timedelta(seconds=float(runtime)) if runtime is not None and runtime >= 0 else finished
+    G = trainer.get("num_generations")
+    gen_batch = config.get("generation_batch_size")
+    hyper = {"group_size": G, "max_new_tokens": trainer.get("max_completion_length"),
+             "temperature": config.get("temperature"), "lr": config.get("learning_rate"),
+             "epochs": trainer.get("num_iterations"), "grad_clip": config.get("max_grad_norm"),
+             "weight_decay": config.get("weight_decay"), "seed": config.get("seed"),
+             "prompts_per_step": (gen_batch // G) if gen_batch and G else None,
+             "detail_groups": (tap_data.manifest.get("options") or {}).get("groups") if tap_data else None,
+             "detail_every": (tap_data.manifest.get("options") or {}).get("every") if tap_data else None,
+             **{k: trainer.get(k) for k in ("loss_type", "beta", "epsilon_low", "epsilon_high", "scale_rewards",
+                                            "importance_sampling_level", "mask_truncated_completions",
+                                            "steps_per_generation", "gradient_accumulation_steps",
+                                            "per_device_train_batch_size") if trainer.get(k) is not None}}
+    gas = int(trainer.get("gradient_accumulation_steps") or 1)
+    per_rollout = int(trainer.get("steps_per_generation") or gas) * int(trainer.get("num_iterations") or 1)
+    funcs = trainer.get("reward_func_names") or []
+    weights = trainer.get("reward_weights") or []
+    reward = ("TRL reward functions: " + ", ".join(f"{f} x {w:g}" for f, w in zip(funcs, weights))
+              if funcs else "unknown (pass --tap: trainer_state.json does not record it)")
+    files = [state_path] + (tap_data.files if tap_data else [])
+    header = RunHeader(
+        run_id=K.check_run_id(run_id or K.run_id_from(Path(src).resolve())),
+        algorithm=K.algorithm_id(name, notes), algorithm_config=cfg,
+        title=f"{name} (imported from TRL {tap_data.manifest['trl_version'] if tap_data else ''} GRPOTrainer)"
+              .replace("  ", " "),
+        task=TaskInfo(name="unknown (TRL does not record it)", source=str(src)),
+        reward=RewardInfo(description=reward),
+        model=ModelInfo(name=str(trainer.get("model") or "unknown (TRL's trainer_state.json does not record it)"),
+                        architecture=trainer.get("model_type")),
+        hyperparameters=Hyperparameters.model_validate({k: v for k, v in hyper.items() if v is not None}),
+        seed=config.get("seed"),
+        software={k: str(tap_data.manifest[f"{k}_version"]) for k in ("trl", "transformers", "torch")
+                  if tap_data and tap_data.manifest.get(f"{k}_version")},
+        engine="trl", created_at=started, finished_at=finished,
+        steps_per_rollout=per_rollout // gas if tap_data and per_rollout % gas == 0 and per_rollout >= gas else None,
+        imported_from={"format": "trl", "path": str(src),
+                       "files": [{"path": str(p), "sha256": K.sha256_file(p)} for p in files],
+                       **({"gaps": [g.as_dict() for g in gaps]} if gaps else {})},
+        trl={"version": tap_data.manifest.get("trl_version") if tap_data else None,
+             "tap_run": tap_data.manifest.get("run") if tap_data else None, "cross_check": compared,
+             "summary": summary, "config": config or None},
+    )
+    writer = RunWriter(stage, header)
+    notes.once("one step per logged TRL optimizer step (TRL's global step kept as source_step)")
+    if not tap_data:
+        notes.once("rollout = step (without --tap the generation schedule is unknown)")
+    gaps_seen: dict = {"gaps": gaps}
+    details = 0
+    differ: list[tuple[float, int]] = []
+    trl_steps = sorted(logged)
+    previous_rollout = None
+    for index, trl_step in enumerate(K.progress(trl_steps, desc="importing TRL steps")):
+        loc = K.Loc(str(state_path), step=trl_step)
+        metrics = _metrics(logged[trl_step], loc, notes)
+        rollout = _rollout_of(trl_step, trainer) if tap_data else index
+        detail = _detail(tap_data, trl_step, index, rollout, cfg, notes, gaps_seen) if tap_data else None
+        if detail is not None:
+            writer.step_detail(detail)
+            details += 1
+            if getattr(detail, "objective_differs", None):
+                differ.append((abs(detail.objective - detail.trl_objective), index))
+        writer.step(StepRecord(step=index, rollout=rollout, first_in_rollout=rollout != previous_rollout,
+                               metrics=metrics, has_tokens=detail is not None, source_step=trl_step))
+        previous_rollout = rollout
+    if tap_data:
+        skipped = sorted(set(tap_data.updates) - set(trl_steps))
+        if skipped:
+            notes.add(f"tapped TRL steps not in log_history, skipped (set logging_steps=1): {skipped[:20]}")
+        largest = {k: v for k, v in gaps_seen.items() if k != "gaps"}
+        if largest:
+            notes.once("largest differences to TRL's own values over the tapped tokens: "
+                       + ", ".join(f"{k} {v:.2e}" for k, v in largest.items()))
+        worst = max(differ, default=None)
+        header_trl = writer.header.trl
+        header_trl["objectives"] = {
+            "steps": details, "differ": len(differ), "max_difference": worst[0] if worst else 0.0,
+            "at_step": worst[1] if worst else None,
+            "reason": objective_reason(trainer, gaps) if differ else None}
+        if differ:
+            notes.once(f"two objectives per step: the token file's (the run's components over the step) and "
+                       f"steps.jsonl's (minus TRL's loss) differ on {len(differ)} of {details} steps, by up to "
+                       f"{worst[0]:.3g} (step {worst[1]}): each token file names why (objective_differs)")
+    prefix = (f"Imported from TRL's trainer_state.json ({len(trl_steps)} logged steps)"
+              + (f" and its UNIPO tap ({details} steps with token detail)" if tap_data else "")
+              + " by `unipo import trl`.")
+    writer.finish(notes=notes.text(prefix))
+    return writer.header

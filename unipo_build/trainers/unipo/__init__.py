@@ -1,0 +1,1 @@
+"""UNIPO's published log format, as one more trainer: its importer and `unipo publish`."""
