@@ -88,7 +88,7 @@ def test_each_seeds_paired_change_is_worked_by_hand(site):
 # ---------------------------------------------------------------------------
 
 def test_verdict_states_the_signed_paired_change_and_every_seed(site):
-    run, runs = S.runs_of(site, "grpo")
+    run, runs = site.catalog.with_seeds("grpo")
     assert [r.id for r in runs] == ["grpo", "grpo-s1", "grpo-s2"]  # seed order, not the order found
     text = V.learning_verdict_text(site, run, "grpo", runs)
     assert text.startswith("Held-out greedy accuracy of the run grpo (seed 0) went from")
@@ -106,7 +106,7 @@ def test_a_drop_reads_as_a_drop_and_one_seed_says_so(tmp_path):
     spec = FixtureRun(run_id="ppo", algorithm="ppo", seed=0, start_bits="1" * 10 + "0" * 10,
                       end_bits="1" * 2 + "0" * 18)
     site = Site(runs_where=write_fixture_runs(tmp_path, [spec]))
-    run, runs = S.runs_of(site, "ppo")
+    run, runs = site.catalog.with_seeds("ppo")
     text = V.learning_verdict_text(site, run, "ppo", runs)
     assert "a change of \u221240.0 points" in text and "The interval lies below zero" in text
     assert "This rests on one seed" in text
@@ -166,7 +166,7 @@ def test_run_choice_names_the_shown_run_and_where_the_others_are(site):
 # ---------------------------------------------------------------------------
 
 def test_band_is_median_min_and_max_of_the_seeds_on_a_common_grid(site):
-    curves = [B.run_curve(r, "reward/mean", "fraction") for r in S.algorithm_runs(site, "grpo")]
+    curves = [B.run_curve(r, "reward/mean", "fraction") for r in site.catalog.seeds_of("grpo")]
     band = B.band_of(curves, grid=5)  # x = 0, 0.25, 0.5, 0.75, 1 of 9 rollouts
     assert band.runs == 3 and list(band.x) == [0, 0.25, 0.5, 0.75, 1]
     # at x = 0.5 (rollout 4.5) the seeds read 0.225 + 0.1 k
@@ -238,11 +238,11 @@ def test_a_run_is_still_training_until_its_planned_rollouts_are_logged(training_
 
 
 def test_verdicts_wait_for_a_run_still_training(training_site):
-    run, seeds = S.runs_of(training_site, "gspo")
+    run, seeds = training_site.catalog.with_seeds("gspo")
     assert V.learning_verdict_text(training_site, run, "gspo", seeds) == (
         "The run gspo (seed 0) is still training (3 of its 10 rollouts logged), so it has no end-of-training "
         "evaluation yet: whether it learned can be judged once it finishes and the site is rebuilt.")
-    run, seeds = S.runs_of(training_site, "grpo")
+    run, seeds = training_site.catalog.with_seeds("grpo")
     text = V.learning_verdict_text(training_site, run, "grpo", seeds)
     assert ("Across the 2 finished GRPO runs of this build, the greedy change was +30.0 (seed 0) and 0.0 (seed 1) "
             "points") in text

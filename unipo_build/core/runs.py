@@ -209,8 +209,16 @@ def _has_tokens(run: Run) -> bool:
     return bool(run.token_steps())
 
 
+def seed_order(run: Run) -> tuple:
+    """The sort key of runs in seed order (runs without a seed last), then by id."""
+    return (run.header.seed is None, run.header.seed or 0, run.id)
+
+
 class RunCatalog:
-    """Every run of a :class:`RunsSource`, loaded or with its error, in the order found."""
+    """Every run of a :class:`RunsSource`, loaded or with its error, in the order found; and the
+    one place that finds runs by name (:meth:`get`, :meth:`by_id`, :meth:`named`), by algorithm
+    (:meth:`of_algorithm`, :meth:`seeds_of`, :meth:`chosen`, :meth:`chosen_each`) and by seed
+    (:func:`seed_order`). A set's catalogue is ``catalog(set_source(run_set))``."""
 
     def __init__(self, source: RunsSource, runs: Sequence[Run], algorithms: Sequence[str] = ()):
         self.source = source
@@ -231,7 +239,48 @@ class RunCatalog:
         return out
 
     def of_algorithm(self, algorithm: str) -> list[Run]:
+        """Every loaded run of ``algorithm`` (its header's id), in the order found."""
         return [r for r in self.loaded() if r.header.algorithm == algorithm]
+
+    def seeds_of(self, algorithm: str) -> list[Run]:
+        """Every loaded run of ``algorithm``, in seed order (:func:`seed_order`)."""
+        return sorted(self.of_algorithm(algorithm), key=seed_order)
+
+    def by_id(self, run_id: str) -> Run | None:
+        """The loaded run whose id is exactly ``run_id`` (never an algorithm's chosen run), or None."""
+        return next((r for r in self.loaded() if r.id == run_id), None)
+
+    def loaded_run(self, name: str) -> Run | None:
+        """:meth:`get` when the run it finds is loaded, else None."""
+        found = self.get(name)
+        return found if found is not None and found.ok else None
+
+    def named(self, name: str) -> list[Run]:
+        """Every loaded run of ``name`` when it is an algorithm id, in seed order; else the one
+        loaded run of that id or directory name; else []."""
+        runs = self.seeds_of(name)
+        if runs:
+            return runs
+        found = self.loaded_run(name)
+        return [found] if found is not None else []
+
+    def with_seeds(self, name: str) -> tuple[Run | None, list[Run]]:
+        """(the loaded run :meth:`get` finds for ``name``, every run of its algorithm in seed order);
+        (None, []) when there is none."""
+        run = self.loaded_run(name)
+        return (None, []) if run is None else (run, self.seeds_of(run.header.algorithm))
+
+    def chosen_each(self, skip: set[str] | frozenset[str] = frozenset()) -> list[Run]:
+        """The chosen run of every algorithm of the loaded runs but those in ``skip``, in the order
+        their runs were found."""
+        out: list[Run] = []
+        for run in self.loaded():
+            if run.header.algorithm in skip:
+                continue
+            chosen = self.chosen(run.header.algorithm)
+            if chosen is not None and all(chosen.path != r.path for r in out):
+                out.append(chosen)
+        return out
 
     def chosen(self, algorithm: str) -> Run | None:
         """The run a page shows for ``algorithm`` (see the module docstring)."""
@@ -246,7 +295,7 @@ class RunCatalog:
                             f"{algorithm} in {self.source.describe()} (its runs: {known})")
         if not candidates:
             return None
-        return min(candidates, key=lambda r: (not _has_tokens(r), r.header.seed is None, r.header.seed or 0, r.id))
+        return min(candidates, key=lambda r: (not _has_tokens(r), *seed_order(r)))
 
     def why_chosen(self, algorithm: str) -> str:
         """Why :meth:`chosen` picks its run, in words ("" when the algorithm has one run or none)."""

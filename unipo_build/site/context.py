@@ -167,8 +167,7 @@ class Site:
         """A loaded run by id, directory name or algorithm id (the chosen run), or None."""
         if isinstance(name, runs.Run):
             return name if name.ok else None
-        found = self.catalog.get(str(name))
-        return found if found is not None and found.ok else None
+        return self.catalog.loaded_run(str(name))
 
     def specs(self) -> dict[str, AlgorithmSpec]:
         return specs_in(project.spec_dir(self.root))

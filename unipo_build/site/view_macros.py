@@ -69,8 +69,8 @@ def objective_card_macro(site: Site, algorithm: str, run: str | None = None) -> 
     spec = site.spec(algorithm, "objective_card")
     config, run_id, note = None, None, None
     if run is not None:
-        found = site.catalog.get(run)
-        if found is None or not found.ok:
+        found = site.run(run)
+        if found is None:
             note = (f"The run '{run}' is not available, so the parameters shown are the spec's defaults "
                     "(a parameter filled from the run, such as the constant L, shows as 'from the run').")
         elif found.header.algorithm != algorithm:
@@ -94,8 +94,8 @@ def compare_selector(site: Site, default_a: str = "grpo", default_b: str = "dapo
     site.spec(default_b, "compare_selector")
     aggregation = {}
     for sid in site.specs():
-        run = site.catalog.get(sid)
-        if run is not None and run.ok and run.header.algorithm == sid:
+        run = site.catalog.chosen(sid)
+        if run is not None:
             aggregation[sid] = browser_config(run.config)["components"]["aggregation"]
     return compare_view.compare_selector_html(site.specs(), default_a, default_b,
                                               uid=_uid(site, "unipo-cmp", default_a, default_b), aggregation=aggregation)

@@ -76,11 +76,8 @@ def course_runs(site: Site, runs: Sequence[str] | None = None) -> tuple[list[Run
             found.append(run)
     if runs is None:
         rungs = site.ablation_ids()  # the ablation ladder's runs have a page of their own
-        for run in site.catalog.loaded():
-            if run.header.algorithm in rungs:
-                continue
-            chosen = site.catalog.chosen(run.header.algorithm)
-            if chosen is not None and all(chosen.path != r.path for r in found):
+        for chosen in site.catalog.chosen_each(skip=rungs):
+            if all(chosen.path != r.path for r in found):
                 found.append(chosen)
     return found, missing
 

@@ -5,8 +5,8 @@
 A build may hold several runs of one algorithm (``grpo``, ``grpo-s1``, ``grpo-s2``: one per seed).
 A page that names the algorithm shows one of them (the runs resolver's choice,
 ``runs.RunCatalog.chosen``); comparisons and verdicts use all of them, so no claim rests on one run
-without saying so. The functions here are the one place that groups runs by algorithm and orders
-them by seed.
+without saying so. The run catalogue (``runs.RunCatalog``: ``seeds_of``, ``with_seeds``) is the one
+place that groups runs by algorithm and orders them by seed; the functions here word what it finds.
 """
 
 from __future__ import annotations
@@ -21,25 +21,6 @@ from unipo_build.core.numbers import fmt_num
 from unipo_build.site.facts.run_facts import COURSE_ALGORITHMS
 from unipo_build.site.context import Site, macro
 from unipo_build.site.facts.spec_facts import and_names
-
-
-def seed_key(run: Run) -> tuple:
-    """Runs in seed order (runs without a seed last), then by id."""
-    return (run.header.seed is None, run.header.seed or 0, run.id)
-
-
-def algorithm_runs(site: Site, algorithm: str) -> list[Run]:
-    """Every loaded run of ``algorithm`` (a spec id), in seed order."""
-    return sorted(site.catalog.of_algorithm(algorithm), key=seed_key)
-
-
-def runs_of(site: Site, name: str) -> tuple[Run | None, list[Run]]:
-    """(the run a page shows for ``name``: a run id, directory name or algorithm id; every run of
-    that run's algorithm in seed order). (None, []) when the build has no such run."""
-    run = site.run(name)
-    if run is None:
-        return None, []
-    return run, algorithm_runs(site, run.header.algorithm)
 
 
 def still_training(run: Run) -> tuple[int, int] | None:
@@ -109,7 +90,7 @@ def spread(values: Sequence[float | None]) -> Spread | None:
 
 def run_choice_text(site: Site, name: str) -> str:
     """Which run a chapter shows for ``name`` and where the algorithm's other runs appear."""
-    run, runs = runs_of(site, name)
+    run, runs = site.catalog.with_seeds(name)
     if run is None:
         return f"There is no {name} run in this build."
     label = site.algorithm_name(run.header.algorithm)
@@ -146,7 +127,7 @@ def seed_counts_text(site: Site, algorithms: Sequence[str] | None = None) -> str
     groups: dict[str, list[str]] = {}  # "three runs (seeds 0, 1 and 2)" -> algorithm names
     absent = []
     for algorithm in wanted:
-        runs = algorithm_runs(site, algorithm)
+        runs = site.catalog.seeds_of(algorithm)
         if not runs:
             absent.append(site.algorithm_name(algorithm))
             continue

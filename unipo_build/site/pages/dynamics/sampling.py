@@ -36,7 +36,7 @@ from unipo_build.site.pages.dynamics.dynamics import DASHES, x_encoding
 from unipo_build.site.fmt import escape_text, legend_html, note_html, table
 from unipo_build.site.palette import algorithm_colour
 from unipo_build.site.facts.run_facts import course_runs
-from unipo_build.site.facts.seeds import algorithm_runs, seed_text, training_text
+from unipo_build.site.facts.seeds import seed_text, training_text
 from unipo_build.site.facts.series import edge_means, round_to, run_series
 from unipo_build.site.context import AuthorError, Site, macro
 
@@ -215,7 +215,7 @@ def batch_filling_html(site: Site, runs: Sequence[str] | None) -> str:
 def batch_table_html(site: Site, shown: list[Run]) -> str:
     rows = []
     for chosen in shown:
-        for run in algorithm_runs(site, chosen.header.algorithm):
+        for run in site.catalog.seeds_of(chosen.header.algorithm):
             fill = batch_fill(run)
             edges = {m: edge_means(rollout_column(run, m)[~np.isnan(rollout_column(run, m))])
                      for m in ("accuracy/train", "sampled/accuracy", "reward/mean", "sampled/reward")}

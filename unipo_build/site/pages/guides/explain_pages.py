@@ -57,9 +57,9 @@ INSPECTOR_VIEW = EXPLORER_ID.removeprefix("unipo-") + "-inspector"
 
 def run_of(site: Site, run_id: str, macro_name: str) -> Run:
     """The loaded run whose id is exactly ``run_id`` (not an algorithm's chosen run)."""
-    for run in site.catalog.loaded():
-        if run.id == run_id:
-            return run
+    run = site.catalog.by_id(run_id)
+    if run is not None:
+        return run
     raise AuthorError(f"{macro_name}: no loaded run with the id {run_id!r} in {site.catalog.source.describe()}")
 
 

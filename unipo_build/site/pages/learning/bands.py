@@ -7,7 +7,7 @@ around the median of its runs.
                                                                 the same against the response tokens
                                                                 generated so far (sampled/tokens)
 
-Every run of an algorithm (``seeds.algorithm_runs``: ``grpo``, ``grpo-s1``, ``grpo-s2``, ...) is
+Every run of an algorithm (``RunCatalog.seeds_of``: ``grpo``, ``grpo-s1``, ``grpo-s2``, ...) is
 smoothed as in the other dynamics figures (``series.smoothed_series``), interpolated onto a common
 grid of the horizontal axis and summarised there by its median, minimum and maximum. An algorithm
 with one run is drawn as a line without a band, and the legend says how many runs each one has.
@@ -39,7 +39,7 @@ from unipo_build.site.pages.dynamics.dynamics import absent_reason
 from unipo_build.site.fmt import escape_text, legend_html, note_html
 from unipo_build.site.palette import algorithm_colour
 from unipo_build.site.facts.run_facts import course_runs
-from unipo_build.site.facts.seeds import algorithm_runs, finished_runs, still_training
+from unipo_build.site.facts.seeds import finished_runs, still_training
 from unipo_build.site.facts.series import SMOOTH_FRACTION, round_to, smoothed_series
 from unipo_build.site.context import AuthorError, Site, macro
 
@@ -202,7 +202,7 @@ def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms:
                          "or point UNIPO_RUNS at a directory of runs, then rebuild.", "warning")
     groups, training = [], []
     for run in shown:
-        done, still = finished_runs(algorithm_runs(site, run.header.algorithm))
+        done, still = finished_runs(site.catalog.seeds_of(run.header.algorithm))
         training += still
         if done:
             groups.append((run.header.algorithm, done))

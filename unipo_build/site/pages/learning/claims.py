@@ -39,7 +39,6 @@ from unipo_build.site.pages.learning.effects import (
     values_text,
 )
 from unipo_build.site.facts.run_facts import course_runs
-from unipo_build.site.facts.seeds import algorithm_runs
 from unipo_build.site.context import AuthorError, Site, macro
 from unipo_build.site.facts.spec_facts import and_names, count_word
 
@@ -47,16 +46,15 @@ from unipo_build.site.facts.spec_facts import and_names, count_word
 def runs_named(site: Site, name: str) -> tuple[str, list[Run]]:
     """(label, runs): every loaded run of an algorithm id in seed order, or the one run of a run id.
     The label is the spec's name, else the name the runs' logs give their algorithm."""
-    runs = algorithm_runs(site, name)
-    if runs:
-        label = site.algorithm_name(name)
-        if label == name and runs[0].config is not None:
-            label = runs[0].config.name
-        return label, runs
-    run = site.run(name)
-    if run is None:
+    runs = site.catalog.named(name)
+    if not runs:
         return site.algorithm_name(name), []
-    return site.run_label(run), [run]
+    if runs[0].header.algorithm != name:  # the one run of a run id
+        return site.run_label(runs[0]), runs
+    label = site.algorithm_name(name)
+    if label == name and runs[0].config is not None:
+        label = runs[0].config.name
+    return label, runs
 
 
 def slots_apart(a: list[Run], b: list[Run]) -> list[str]:

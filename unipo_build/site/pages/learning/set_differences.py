@@ -28,7 +28,6 @@ from unipo_build.core.runs import Run
 from unipo_build.core.numbers import fmt_num, fmt_signed_points
 from unipo_build.site.fmt import escape_text, note_html, table, two_lines
 from unipo_build.site.facts.run_facts import COURSE_ALGORITHMS
-from unipo_build.site.facts.seeds import algorithm_runs
 from unipo_build.site.context import Site, macro
 from unipo_build.site.facts.spec_facts import and_names, count_word
 from unipo_build.site.pages.learning.verdicts import changes_of
@@ -85,7 +84,7 @@ def core_setups(site: Site) -> dict[str, list[RunSetup]]:
     """The core algorithms' runs of a build, each algorithm's in seed order (absent ones left out)."""
     out = {}
     for algorithm in COURSE_ALGORITHMS:
-        runs = [r for r in algorithm_runs(site, algorithm) if r.header.finished_at is not None]
+        runs = [r for r in site.catalog.seeds_of(algorithm) if r.header.finished_at is not None]
         if runs:
             out[algorithm] = [run_setup(r) for r in runs]
     return out

@@ -24,7 +24,7 @@ from unipo_build.site.browser import site_root
 from unipo_build.site.pages.learning.diagnoses import diagnoses_html, diagnoses_summary
 from unipo_build.site.fmt import escape_text, note_html, table, two_lines
 from unipo_build.site.facts.run_facts import course_runs, run_summary
-from unipo_build.site.facts.seeds import runs_of, seed_text, spread, still_training, training_text, with_seed
+from unipo_build.site.facts.seeds import seed_text, spread, still_training, training_text, with_seed
 from unipo_build.site.facts.spec_facts import and_names
 from unipo_build.site.context import Site, macro
 
@@ -318,7 +318,7 @@ def eval_compare_html(site: Site, runs: Sequence[str] | None = None) -> str:
     found, missing = course_runs(site, runs)
     rows = []
     for run in found:
-        _, seeds = runs_of(site, run.id)
+        _, seeds = site.catalog.with_seeds(run.id)
         seeds = seeds or [run]
         changes = changes_of(run)
         g, sm = changes["greedy"], changes["sampled"]
@@ -359,7 +359,7 @@ def eval_compare_html(site: Site, runs: Sequence[str] | None = None) -> str:
 @macro
 def learning_verdict(site: Site, run: str) -> str:
     """Sentences: the paired held-out change (greedy and sampled) with its interval, and each seed's."""
-    found, seeds = runs_of(site, str(run))
+    found, seeds = site.catalog.with_seeds(str(run))
     return learning_verdict_text(site, found, str(run), seeds)
 
 

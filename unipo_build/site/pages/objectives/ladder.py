@@ -32,7 +32,7 @@ from unipo_build.site.views.compare.diff import SLOT_LABELS, SlotDiff, diff_algo
 from unipo_build.site.views.explainer.explainer import components_of, kind_label
 from unipo_build.site.fmt import escape_text, note_html, table, two_lines
 from unipo_build.site.palette import ALGORITHMS, role
-from unipo_build.site.facts.seeds import algorithm_runs, finished_runs, seed_text, spread, training_text
+from unipo_build.site.facts.seeds import finished_runs, seed_text, spread, training_text
 from unipo_build.site.facts.series import edge_means, raw_series
 from unipo_build.site.context import AuthorError, Site, macro
 from unipo_build.site.pages.learning.verdicts import change_cell, changes_of
@@ -103,7 +103,7 @@ def ladder_rungs(site: Site, ladder: str) -> list[Rung]:
                 base, diffs = min(options, key=lambda o: len(o[1]))  # min keeps the first (nearest) on a tie
         elif rungs:
             base = rungs[-1]
-        runs, training = finished_runs(algorithm_runs(site, spec_id))
+        runs, training = finished_runs(site.catalog.seeds_of(spec_id))
         rungs.append(Rung(spec_id, spec, base.spec_id if base else None, diffs, runs,
                           [changes_of(r)["greedy"] for r in runs],
                           {m: [final_value(r, m) for r in runs] for _, m, _ in FINAL_METRICS}, training))

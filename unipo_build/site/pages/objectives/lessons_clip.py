@@ -330,7 +330,7 @@ def probability_text(p: float) -> str:
 
 
 def up_clipped_verdict_text(site: Site, name: str) -> str:
-    if site.run(name) is None and not site.catalog.of_algorithm(name):
+    if not site.catalog.named(name):
         return f"There is no {name} run in this build, so its up-clipped tokens cannot be examined."
     words, runs = token_logged_runs(site, name)
     if not runs:
@@ -356,7 +356,7 @@ def up_clipped_html(site: Site, name: str) -> str:
 
     words, runs = token_logged_runs(site, name)
     if not runs:
-        missing = site.run(name) is None and not site.catalog.of_algorithm(name)
+        missing = not site.catalog.named(name)
         return note_html(f"{missing_run_text(name) if missing else 'The runs have no token-level logs'}: the "
                          "figure of up-clipped tokens needs token-level logs.", "warning")
     run = runs[0]

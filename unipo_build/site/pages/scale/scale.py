@@ -41,7 +41,6 @@ from unipo_build.site.pages.objectives.lessons_groups import (
     sharpening_measure,
     sharpening_words,
 )
-from unipo_build.site.facts.seeds import runs_of
 from unipo_build.site.pages.scale.scale_sets import set_gist, set_views
 from unipo_build.site.context import Site, macro
 from unipo_build.site.facts.spec_facts import and_names, count_word
@@ -175,7 +174,7 @@ def read_filter_fill(site: Site) -> Reading:
 
 
 def read_heldout(site: Site, algorithm: str = "grpo") -> Reading:
-    run, seeds = runs_of(site, algorithm)
+    run, seeds = site.catalog.with_seeds(algorithm)
     text = learning_verdict_text(site, run, algorithm, seeds)
     measured = [c for c in (changes_of(r)["greedy"] for r in (seeds or ([run] if run else []))) if c is not None]
     if run is None:

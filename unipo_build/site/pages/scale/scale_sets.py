@@ -25,7 +25,6 @@ from unipo_build.core.sets import ENV_RUNS, RunSet, SetsError, available_sets, d
 from unipo_build.core.numbers import fmt_num
 from unipo_build.site.fmt import escape_text, note_html
 from unipo_build.site.facts.run_facts import COURSE_ALGORITHMS
-from unipo_build.site.facts.seeds import algorithm_runs
 from unipo_build.site.pages.learning.set_differences import rollouts_of, set_differences_html
 from unipo_build.site.context import AuthorError, Site, macro
 from unipo_build.site.facts.spec_facts import and_names, count_word
@@ -120,7 +119,7 @@ def set_facts(view: SetView) -> list[tuple[str, str]]:
     rollouts = [int(r.reader.table.rollouts[-1]) + 1 for r in loaded if r.reader.table.n]
     prompts = [h.hyperparameters.get("prompts_per_step") for h in headers]
     group = [h.hyperparameters.get("group_size") for h in headers]
-    seeds = {a: len(algorithm_runs(view.site, a)) for a in COURSE_ALGORITHMS}
+    seeds = {a: len(view.site.catalog.seeds_of(a)) for a in COURSE_ALGORITHMS}
     counts = _distinct([n for n in seeds.values() if n])
     seed_text = ("none of the course's five algorithms" if not counts else
                  f"{_range_text(counts)} per core algorithm" + (

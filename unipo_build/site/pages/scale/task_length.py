@@ -35,7 +35,7 @@ from unipo_build.core.schema import LengthProbe
 from unipo_build.core.numbers import fmt_num, fmt_pct
 from unipo_build.site.fmt import escape_text, note_html, table
 from unipo_build.site.facts.run_facts import course_runs
-from unipo_build.site.facts.seeds import algorithm_runs, seed_text
+from unipo_build.site.facts.seeds import seed_text
 from unipo_build.site.facts.spec_facts import and_names
 from unipo_build.site.context import AuthorError, Site, macro
 
@@ -213,7 +213,7 @@ def probe_groups(site: Site, runs: Sequence[str] | None) -> list[tuple[list[Run]
     found, _ = course_runs(site, runs)
     groups: dict[str, tuple[list[Run], LengthProbe]] = {}
     for shown in found:
-        for run in algorithm_runs(site, shown.header.algorithm):
+        for run in site.catalog.seeds_of(shown.header.algorithm):
             p = run.header.length_probe
             if p is not None:
                 groups.setdefault(p.model_dump_json(), ([], p))[0].append(run)
