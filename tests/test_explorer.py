@@ -180,33 +180,46 @@ def test_step_ticks_levels():
     assert explorer.nice_step(1200, 8) == 200 and explorer.nice_step(100_000, 200) == 500
 
 
-def test_fisheye_hand_worked():
-    # No distortion: identity.
-    assert explorer.fisheye(0.3, 0.5, 0) == pytest.approx(0.3)
-    # d = 3, focus 0.5: u = 0.75 is halfway to the end, G(0.5) = 4*0.5/(1.5+1) = 0.8.
-    assert explorer.fisheye(0.75, 0.5, 3) == pytest.approx(0.5 + 0.5 * 0.8)
-    assert explorer.fisheye(0.25, 0.5, 3) == pytest.approx(0.5 - 0.5 * 0.8)
-    # Ends and focus stay put; the focus is magnified d + 1 times.
-    assert explorer.fisheye(np.array([0.0, 0.5, 1.0]), 0.5, 7).tolist() == pytest.approx([0.0, 0.5, 1.0])
-    eps = 1e-6
-    assert (explorer.fisheye(0.2 + eps, 0.2, 7) - 0.2) / eps == pytest.approx(8, rel=1e-3)
-    u = np.linspace(0, 1, 101)
-    for focus in (0.0, 0.13, 0.5, 1.0):
-        phi = explorer.fisheye(u, focus, 15)
-        assert np.all(np.diff(phi) >= 0)
-        assert explorer.fisheye_inverse(phi, focus, 15) == pytest.approx(u, abs=1e-9)
-
-
-def test_fisheye_expr_is_the_same_function():
-    """The Vega expression, evaluated as Python (its one ternary split by hand), equals fisheye()."""
+def drawn_fisheye(u: float, focus: float, mag: float) -> float:
+    """The fisheye the chart draws: explorer_series.fisheye_expr (a Vega expression, the only
+    definition the build writes) evaluated as Python, its one ternary split by hand. The test
+    oracle for the pointer's side of the fisheye in explorer.js (tests/browser)."""
     expr = explorer.fisheye_expr("datum.u").replace("datum.u", "u")
     assert expr.startswith("(") and expr.endswith(")") and expr.count(" ? ") == 1
     condition, branches = expr[1:-1].split(" ? ")
     right, left = branches.split(" : ")
-    for u, focus, mag in [(0.1, 0.5, 3), (0.9, 0.5, 3), (0.4, 0.2, 15), (0.05, 0.3, 1), (0.7, 0.0, 7), (0.2, 1.0, 7)]:
-        scope = {"u": u, "focus": focus, "mag": mag, "max": max}
-        value = eval(right if eval(condition, scope) else left, scope)  # noqa: S307 - our own expression
-        assert value == pytest.approx(float(explorer.fisheye(u, focus, mag)))
+    scope = {"u": u, "focus": focus, "mag": mag, "max": max}
+    return eval(right if eval(condition, scope) else left, scope)  # noqa: S307 - our own expression
+
+
+def test_fisheye_expr_hand_worked():
+    """The expression the chart draws with, on hand-worked numbers."""
+    # No distortion: identity.
+    assert drawn_fisheye(0.3, 0.5, 0) == pytest.approx(0.3)
+    # d = 3, focus 0.5: u = 0.75 is halfway to the end, G(0.5) = 4*0.5/(1.5+1) = 0.8.
+    assert drawn_fisheye(0.75, 0.5, 3) == pytest.approx(0.5 + 0.5 * 0.8)
+    assert drawn_fisheye(0.25, 0.5, 3) == pytest.approx(0.5 - 0.5 * 0.8)
+    # d = 15, focus 0.2: u = 0.1 is halfway to the start, G(0.5) = 16*0.5/(7.5+1) = 16/17.
+    assert drawn_fisheye(0.1, 0.2, 15) == pytest.approx(0.2 - 0.2 * 16 / 17)
+    # Ends and focus stay put; the focus is magnified d + 1 times.
+    assert [drawn_fisheye(u, 0.5, 7) for u in (0.0, 0.5, 1.0)] == pytest.approx([0.0, 0.5, 1.0])
+    eps = 1e-6
+    assert (drawn_fisheye(0.2 + eps, 0.2, 7) - 0.2) / eps == pytest.approx(8, rel=1e-3)
+    # A focus at either end: one side only, still ends fixed and increasing.
+    for focus in (0.0, 0.13, 0.5, 1.0):
+        phi = [drawn_fisheye(k / 100, focus, 15) for k in range(101)]
+        assert all(b >= a for a, b in zip(phi, phi[1:]))
+        assert phi[0] == pytest.approx(0.0) and phi[-1] == pytest.approx(1.0)
+
+
+def test_the_build_computes_no_fisheye_of_its_own():
+    """The fisheye is drawn by Vega from fisheye_expr and inverted by explorer.js: the Python
+    side has no second copy of the function (issue 31: one view, one rendering)."""
+    from unipo_build.site.views.explorer import explorer_series
+    assert not hasattr(explorer_series, "fisheye") and not hasattr(explorer_series, "fisheye_inverse")
+    assert not hasattr(explorer, "fisheye")
+    js = (Path(explorer.__file__).with_name("explorer.js")).read_text(encoding="utf-8")
+    assert "function fisheye(" in js and "function fisheyeInverse(" in js
 
 
 def test_format_value():

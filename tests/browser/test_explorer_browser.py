@@ -27,7 +27,7 @@ import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.keys import Keys
 
-from test_explorer import SPIKE_AT, write_explorer_run
+from test_explorer import SPIKE_AT, drawn_fisheye, write_explorer_run
 from unipo_build.site.views.explorer import explorer as explorer_module
 from unipo_build.site.palette import METRIC_PALETTE, metric_colour
 
@@ -181,7 +181,7 @@ return view ? view.signal(arguments[1]) : null;
 """
 
 # Offset from the centre of the chart's SVG, in CSS pixels, of a step at radius r (spec units),
-# computed in Python with the same fisheye as the chart.
+# computed from the fisheye the chart draws (the spec's Vega expression, test_explorer.drawn_fisheye).
 # Scrolls the chart to the middle of the viewport first: Selenium measures pointer offsets from
 # the centre of the element's visible part.
 _SVG_BOX_JS = """
@@ -207,7 +207,7 @@ def step_offset(drv, step: int, *, i=0, radius=0.8, focus=0.5, mag=0.0, first=0,
     unit = box["width"] / (2 * explorer_module.DOMAIN)
     # Aim at the middle of the step's angular slot.
     u = (step - first) / span
-    theta = 2 * math.pi * float(explorer_module.fisheye(u, focus, mag))
+    theta = 2 * math.pi * drawn_fisheye(u, focus, mag)
     return round(radius * unit * math.sin(theta)), round(-radius * unit * math.cos(theta))
 
 
@@ -410,8 +410,17 @@ def test_fisheye_magnifies_and_picks_single_steps(page):
     assert signal(drv, "focus") == pytest.approx(700 / 1200)
     assert section.find_element("css selector", ".unipo-explorer__mag-out").text == "8×"
     assert drv.execute_script("return document.querySelectorAll('.unipo-explorer__chart svg .lens_marks path').length") == 1
+    # The pointer's fisheye (explorer.js) is the one the chart draws (the spec's Vega expression):
+    # forward where the keyboard's tooltip goes, inverse where a pointer's angle lands.
+    cases = [(k / 20, focus, mag) for k in range(21) for focus in (0.0, 0.13, 700 / 1200, 1.0) for mag in (0, 3, 7, 15)]
+    forward, inverse = drv.execute_script(
+        "const F = window.UNIPOExplorer; const c = arguments[0];"
+        "return [c.map(x => F.fisheye(x[0], x[1], x[2])), c.map(x => F.fisheyeInverse(x[3], x[1], x[2]))];",
+        [[u, f, d, drawn_fisheye(u, f, d)] for u, f, d in cases])
+    assert forward == pytest.approx([drawn_fisheye(u, f, d) for u, f, d in cases], abs=1e-12)
+    assert inverse == pytest.approx([u for u, _, _ in cases], abs=1e-9)
     # Near the focus, neighbouring steps are far enough apart to pick one by one; the pixel
-    # position comes from the Python fisheye, the step from the inverse in explorer.js.
+    # position comes from the fisheye the chart draws, the step from the inverse in explorer.js.
     for step in (650, 699, 700, 701):
         dx, dy = step_offset(drv, step, focus=700 / 1200, mag=7)
         ActionChains(drv).move_to_element_with_offset(svg_of(drv), dx, dy).perform()
@@ -428,7 +437,7 @@ def test_fisheye_magnifies_and_picks_single_steps(page):
     (ActionChains(drv).move_to_element_with_offset(svg, *start).click_and_hold()
      .move_to_element_with_offset(svg, *end).release().perform())
     focus_step = int(section.find_element("css selector", ".unipo-explorer__focus").get_attribute("value"))
-    angle_step = 1200 * float(explorer_module.fisheye(300 / 1200, 700 / 1200, 7))  # where 300 was drawn
+    angle_step = 1200 * drawn_fisheye(300 / 1200, 700 / 1200, 7)  # where 300 was drawn
     assert abs(focus_step - angle_step) <= 3
     assert signal(drv, "focus") == pytest.approx(focus_step / 1200)
     assert drv.execute_script("return window.__opened") == []

@@ -49,7 +49,9 @@
     return out;
   }
 
-  // Sarkar-Brown fisheye on each side of the focus (same as explorer.py fisheye()).
+  // Sarkar-Brown fisheye on each side of the focus: the pointer's side of the formula the chart
+  // draws with (explorer_series.fisheye_expr, a Vega expression in the spec). The build computes
+  // no fisheye positions; tests check these two against that expression.
   function fisheye(u, f, d) {
     function g(t) { return ((d + 1) * t) / (d * t + 1); }
     if (u >= f) return f + (1 - f) * g((u - f) / Math.max(1e-9, 1 - f));

@@ -1,5 +1,5 @@
 """The Training Explorer's data: a run's metrics downsampled for the rings, and the pure helpers
-of the radial chart (ticks, fisheye, compact encoding). See ``explorer`` for the chart itself.
+of the radial chart (ticks, the fisheye's Vega expression, compact encoding). See ``explorer`` for the chart itself.
 
 :func:`collect_series` takes the run's steps from its one reader (``unipo_build.core.reader``) and
 downsamples every metric to at most ``n_out`` points (:mod:`unipo_build.core.downsample`: bounded M4
@@ -7,7 +7,10 @@ envelope, then LTTB), with the rollout boundaries, min/max and 1st-99th percenti
 
 The fisheye is Sarkar and Brown's graphical fisheye (Sarkar & Brown 1992, "Graphical fisheye
 views of graphs", CHI, eq. for the distortion function ``G(x) = (d+1)x / (dx+1)``), applied
-to the angle on each side of the focus; the first and last step stay at the top.
+to the angle on each side of the focus; the first and last step stay at the top. It exists
+once as a formula for the chart (:func:`fisheye_expr`, a Vega expression the browser evaluates)
+and once for the pointer in explorer.js (its inverse, pointer angle to step); the build
+computes no fisheye positions of its own.
 """
 
 from __future__ import annotations
@@ -220,40 +223,17 @@ def step_ticks(first: int, last: int, targets: Sequence[int] = (8, 40, 200)) -> 
     return sorted((s, lv, sp) for s, (lv, sp) in ticks.items())
 
 
-def _sarkar_brown(t: np.ndarray, d: float) -> np.ndarray:
-    return (d + 1.0) * t / (d * t + 1.0)
-
-
-def fisheye(u: np.ndarray | float, focus: float, mag: float) -> np.ndarray:
-    """Distorted angle fraction of position ``u`` in [0, 1]; ``mag`` = d >= 0 (magnification d+1).
+def fisheye_expr(u: str, focus: str = "focus", mag: str = "mag") -> str:
+    """The fisheye as a Vega expression of the expression ``u`` and two signals: the distorted
+    angle fraction of position ``u`` in [0, 1], with ``mag`` = d >= 0 (magnification d + 1).
 
     Both sides of ``focus`` are stretched with G(x) = (d+1)x/(dx+1), so positions near the focus
-    spread ``mag + 1`` times and 0 and 1 stay where they are. Reference for the Vega
-    expression :func:`fisheye_expr` and for the inverse in explorer.js.
+    spread ``mag + 1`` times and 0 and 1 stay where they are. This expression is the one that
+    draws (Vega evaluates it in the chart's dataflow); the build never evaluates the fisheye
+    itself. explorer.js holds the pointer's side of it: ``fisheye`` (a step's angle, where the
+    keyboard's tooltip goes) and ``fisheyeInverse`` (a pointer's angle to a step), checked
+    against this expression by tests/test_explorer.py and tests/browser/test_explorer_browser.py.
     """
-    u = np.asarray(u, dtype=np.float64)
-    f = min(max(float(focus), 0.0), 1.0)
-    right = f + (1.0 - f) * _sarkar_brown((u - f) / max(1e-9, 1.0 - f), mag)
-    left = f - f * _sarkar_brown((f - u) / max(1e-9, f), mag)
-    return np.where(u >= f, right, left)
-
-
-def fisheye_inverse(phi: np.ndarray | float, focus: float, mag: float) -> np.ndarray:
-    """The position ``u`` whose distorted angle fraction is ``phi`` (inverse of :func:`fisheye`)."""
-    phi = np.asarray(phi, dtype=np.float64)
-    f = min(max(float(focus), 0.0), 1.0)
-    d = float(mag)
-
-    def g_inv(y: np.ndarray) -> np.ndarray:
-        return y / (d + 1.0 - d * y)
-
-    right = f + (1.0 - f) * g_inv((phi - f) / max(1e-9, 1.0 - f))
-    left = f - f * g_inv((f - phi) / max(1e-9, f))
-    return np.where(phi >= f, right, left)
-
-
-def fisheye_expr(u: str, focus: str = "focus", mag: str = "mag") -> str:
-    """:func:`fisheye` as a Vega expression of the expression ``u`` and two signals."""
 
     def g(t: str) -> str:
         return f"(({mag} + 1) * ({t}) / ({mag} * ({t}) + 1))"
