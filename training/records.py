@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from unipo_build.core.components import CLIP_HIGH, CLIP_LOW
-from unipo_build.core.runlog import dumps
+from unipo_build.core.step_budget import detail_order, fit_detail
 from unipo_build.core.schema import GroupSummary, PromptGroup, Response, StepDetail, TokenArrays
 
 
@@ -71,19 +71,6 @@ def group_summaries(view: MinibatchView) -> list[GroupSummary]:
     return out
 
 
-def detail_order(summaries: list[GroupSummary]) -> list[int]:
-    """The groups in the order they get token detail: one all-correct, one all-wrong, then mixed ones,
-    then the other all-correct and all-wrong ones.
-
-    Teaching moments need each kind; the rest are taken in order so the choice is
-    deterministic and independent of the numbers.
-    """
-    all_correct = [s.index for s in summaries if s.n_correct == s.size]
-    all_wrong = [s.index for s in summaries if s.n_correct == 0]
-    mixed = [s.index for s in summaries if 0 < s.n_correct < s.size]
-    return all_correct[:1] + all_wrong[:1] + mixed + all_correct[1:] + all_wrong[1:]
-
-
 def response_record(view: MinibatchView, row: int, with_tokens: bool) -> Response:
     n = int(view.mask[row].sum())
     contribution = float((view.weights[row].double() * view.objective[row].double()).sum())
@@ -114,11 +101,12 @@ def response_record(view: MinibatchView, row: int, with_tokens: bool) -> Respons
 def step_detail(view: MinibatchView, *, step: int, rollout: int, objective: float, detail_groups: int,
                 filtered: list[PromptGroup] | None = None, max_bytes: int | None = None) -> StepDetail:
     """The step file of one update: every group's summary, token detail for `detail_groups` groups
-    (detail_order) and the filter's dropped groups.
+    (in step_budget.detail_order) and the filter's dropped groups.
 
     With `max_bytes`, a group is detailed only if the file (as the run log writes it) stays within
     that many bytes with it; a group that does not fit is passed over for the next in the order, and
-    the first group is always detailed.
+    the first group is always detailed: ``unipo_build.core.step_budget.fit_detail``, the rule
+    ``unipo trim-steps`` applies to files already written.
     """
     summaries = group_summaries(view)
     rows_of = dict(_groups(view))
@@ -140,22 +128,9 @@ def step_detail(view: MinibatchView, *, step: int, rollout: int, objective: floa
         return PromptGroup(index=g, prompt=prompt, answer=answer, contribution=by_index[g].contribution,
                            responses=responses)
 
-    def size(groups: dict[int, PromptGroup]) -> int:
-        for s in summaries:
-            s.detailed = s.index in groups
-        return len(dumps(StepDetail(step=step, rollout=rollout, objective=objective, groups=summaries,
-                                    filtered_groups=filtered_summaries,
-                                    prompts=[groups[g] for g in rows_of if g in groups] + filtered))) + 1
-
-    chosen: dict[int, PromptGroup] = {}
-    for g in detail_order(summaries)[:detail_groups]:
-        group = detailed(g)
-        if max_bytes is None or not chosen or size({**chosen, g: group}) <= max_bytes:
-            chosen[g] = group
-    for s in summaries:
-        s.detailed = s.index in chosen
-    return StepDetail(step=step, rollout=rollout, objective=objective, groups=summaries,
-                      filtered_groups=filtered_summaries, prompts=[chosen[g] for g in rows_of if g in chosen] + filtered)
+    base = StepDetail(step=step, rollout=rollout, objective=objective, groups=summaries,
+                      filtered_groups=filtered_summaries, prompts=filtered)
+    return fit_detail(base, (detailed(g) for g in detail_order(summaries)[:detail_groups]), max_bytes)
 
 
 def filtered_records(filtered: list, limit: int = 2) -> list[PromptGroup]:

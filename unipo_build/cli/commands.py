@@ -514,5 +514,11 @@ def register_openrlhf(sub) -> None:
     register(sub)
 
 
-REGISTRARS: list = [register_train, register_suite, register_publish, register_import, register_explain,
-                    register_new_algorithm, register_openrlhf]
+def register_trim_steps(sub) -> None:
+    from unipo_build.cli.trim import register_trim_steps as register
+
+    register(sub)
+
+
+REGISTRARS: list = [register_train, register_suite, register_publish, register_trim_steps, register_import,
+                    register_explain, register_new_algorithm, register_openrlhf]
