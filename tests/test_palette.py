@@ -74,7 +74,7 @@ def test_metric_colours_are_not_algorithm_colours():
 
 def test_diff_states_differ_in_hue():
     """modified, added and removed: hues at least 40 degrees apart (and each has its own line style
-    and symbol in views.css and site/views/compare/diff.py, so colour is never the only cue)."""
+    and symbol in site/views/compare/compare.css and diff.py, so colour is never the only cue)."""
     states = [P.role(f"diff-{s}", dark) for dark in (False, True) for s in ("modified", "added", "removed")]
     for k in (0, 3):
         hues = [hue(c) for c in states[k:k + 3]]

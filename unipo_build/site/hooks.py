@@ -10,19 +10,24 @@
   with the validator's messages, if a run cannot be read.
 - ``on_page_content``: puts back the HTML that macros protected from Markdown
   (see ``unipo_build.site.macros.protect_html``), and adds the view scripts the page's macros asked
-  for (``macros.use_scripts``): a page without a Step Inspector loads no inspector code.
+  for (``macros.use_scripts``): a page without a Step Inspector loads no inspector code; and
+  chooses those views' style sheets (``macros.VIEW_STYLES``), which ``on_post_page`` links in the
+  page's head: a page without a Step Inspector loads no inspector styles either.
 - ``on_page_context``: gives the template the set switch's links to the same page in each
   other set (``unipo_set_links``: relative, so they work under any subpath; the page's script
   adds the reader's query and hash when they follow one); hands Material's search plugin the
   page as the index should read it (``views/search_text.index_view``: words of neighbouring
   elements apart, hidden text left out) and gives the page its own HTML back once the plugin
   has read it.
-- ``on_post_page`` / ``on_post_template``: put the hashes of the theme's inline scripts into the
-  page's Content-Security-Policy (``unipo_build.site.csp``).
+- ``on_post_page`` / ``on_post_template``: link the page's view style sheets in its head, and put
+  the hashes of the theme's inline scripts into the page's Content-Security-Policy
+  (``unipo_build.site.csp``).
 - ``on_post_build``: copies the libraries' dist files into ``site/assets/vendor/``, so that
   every page loads them from the site's own origin (vega-interpreter's ES module converted to a
   classic script), writes the palette (``site/palette.py``) as ``assets/palette.css`` and
-  ``assets/palette.json``, and puts the search index's formulas as text (``site/search_text.py``);
+  ``assets/palette.json``, the view scripts and style sheets under ``assets/views/`` and the
+  pages' site-wide sheet as ``assets/pages.css``, and puts the search index's formulas as text
+  (``site/search_text.py``);
   then, in the default set's build only, builds the whole course again for every other available
   set under ``<site_dir>/<id>/`` (:func:`build_set`): the same config with ``extra.unipo_set`` set
   to that set, so every macro, chart, computed sentence and view reads that set's runs, and the
@@ -214,12 +219,17 @@ def on_config(config):
 
 def on_page_content(html, page, config, files):
     html = unipo_macros.restore_protected(page.file.src_uri, html)
-    scripts = unipo_macros.page_scripts(page.file.src_uri)
+    views = unipo_macros.page_scripts(page.file.src_uri)
+    root = site_root(page.url)
+    scripts = [name for name in views if name in unipo_macros.VIEW_SCRIPTS]
     if scripts:
         # Inside the page's content, so Material's instant navigation loads them when it swaps
         # pages in (each script runs its set-up once: see overrides/assets/unipo.js).
-        root = site_root(page.url)
         html += "".join(f'<script defer src="{root}assets/views/{name}.js"></script>' for name in scripts)
+    # The views' style sheets go in the page's head (on_post_page): Material's instant navigation
+    # adds the head elements a new page has and the old one lacks, and removes the others.
+    page.unipo_style_links = "".join(f'<link rel="stylesheet" href="{root}assets/views/{Path(sheet).name}">'
+                                     for sheet in unipo_macros.style_sheets(views))
     return html
 
 
@@ -254,25 +264,38 @@ on_page_context = CombinedEvent(_set_switch, _give_search_the_index_view, _give_
 
 #: Where the views' and playgrounds' own scripts and styles live: beside their Python.
 SITE_SOURCES = Path(__file__).resolve().parent
-#: The views' style sheets, each written to ``assets/<name>`` (mkdocs.yml's extra_css lists them).
-VIEW_STYLES = ("views/explorer/explorer.css", "playgrounds/playgrounds.css", "views/views.css")
 
 
 def write_view_scripts(assets: Path) -> None:
     """``assets/views/<view>.js``: each view's script files (``macros.VIEW_SCRIPTS``) in one file;
-    and the views' style sheets (``VIEW_STYLES``) under ``assets/``."""
+    each view style sheet (``macros.STYLE_SHEETS``) as ``assets/views/<file name>``; the pages'
+    site-wide sheet (``macros.PAGE_STYLES``) as ``assets/pages.css``."""
     out = assets / "views"
     out.mkdir(parents=True, exist_ok=True)
     for name, files in unipo_macros.VIEW_SCRIPTS.items():
         parts = [f"/* ---- {Path(file).name} ---- */\n" + (SITE_SOURCES / file).read_text(encoding="utf-8")
                  for file in files]
         (out / f"{name}.js").write_text("\n".join(parts), encoding="utf-8")
-    for file in VIEW_STYLES:
-        shutil.copyfile(SITE_SOURCES / file, assets / Path(file).name)
+    names: dict[str, str] = {}
+    for sheet in unipo_macros.STYLE_SHEETS:
+        name = Path(sheet).name
+        if name in names:
+            raise PluginError(f"unipo_build/site/macros.py VIEW_STYLES: {sheet} and {names.get(name, name)} would "
+                              f"both be written as assets/views/{name}; give one another file name")
+        names[name] = sheet
+        shutil.copyfile(SITE_SOURCES / sheet, out / name)
+    shutil.copyfile(SITE_SOURCES / unipo_macros.PAGE_STYLES, assets / "pages.css")
 
 
 def on_post_page(output, page, config):
-    """Add the hashes of the theme's inline scripts (not the page content's) to the page's policy."""
+    """Link the page's view style sheets in its head (``on_page_content`` chose them); add the
+    hashes of the theme's inline scripts (not the page content's) to the page's policy."""
+    links = getattr(page, "unipo_style_links", "")
+    if links:
+        head_end = output.find("</head>")
+        if head_end < 0:
+            raise PluginError(f"{page.file.src_uri}: the page has no </head> to link its views' style sheets in")
+        output = output[:head_end] + links + output[head_end:]
     try:
         return csp.apply(output, page.content)
     except csp.MissingPolicy as err:

@@ -4,7 +4,7 @@
 are registered beside their code with ``@site.context.macro``, and binds each to the build's
 :class:`site.context.Site` (project root, runs, specs, page). A macro that needs a view script
 asks for it (``scripts=``); :func:`use_scripts` records it for the page, and the hook adds the
-script to that page only.
+script to that page only, and links that view's style sheets (``VIEW_STYLES``) in the page's head.
 
 Macros that return HTML pass it through :func:`protect_html`. Python-Markdown leaves a raw
 HTML line alone only at the top level of a page; inside an admonition, a content tab or a
@@ -54,6 +54,23 @@ VIEW_SCRIPTS: dict[str, tuple[str, ...]] = {
     "playgrounds": ("views/explainer/unipo-math.js", "views/inspector/token-scale.js",
                     "playgrounds/playgrounds-sim.js", "playgrounds/playgrounds.js"),
 }
+
+#: The views' style sheets by view name (paths under unipo_build/site/, each beside its view's
+#: code). A page links the sheets of the views its macros asked for, each sheet once, in the order
+#: of :data:`STYLE_SHEETS`; the hook writes each as ``assets/views/<file name>``. A view may have
+#: sheets and no script: the static comparison (``compare``). What the pages' own figures use is
+#: site-wide: ``PAGE_STYLES``, listed in mkdocs.yml's extra_css.
+VIEW_STYLES: dict[str, tuple[str, ...]] = {
+    "explorer": ("views/explorer/explorer.css",),
+    "playgrounds": ("playgrounds/playgrounds.css",),
+    "inspector": ("views/views-common.css", "views/inspector/inspector.css", "views/explainer/explainer.css"),
+    "explainer": ("views/views-common.css", "views/explainer/explainer.css", "views/compare/compare.css"),
+    "compare": ("views/views-common.css", "views/compare/compare.css"),
+}
+#: Every view sheet, in the order a page links them (later sheets win ties of specificity).
+STYLE_SHEETS: tuple[str, ...] = tuple(dict.fromkeys(sheet for sheets in VIEW_STYLES.values() for sheet in sheets))
+#: The site-wide sheet of the pages' figures, written as ``assets/pages.css``.
+PAGE_STYLES = "pages/pages.css"
 
 
 def _page_key(env: Any) -> str | None:
@@ -106,21 +123,29 @@ def reset_page(env: Any) -> None:
 
 
 def use_scripts(env: Any, names: tuple[str, ...] | list[str]) -> None:
-    """Record that the current page needs these view scripts (``VIEW_SCRIPTS`` names)."""
+    """Record that the current page needs these views: their scripts (``VIEW_SCRIPTS``) and their
+    style sheets (``VIEW_STYLES``)."""
     key = _page_key(env)
     if key is None:
         return
     wanted = _SCRIPTS.setdefault(key, [])
     for name in names:
-        if name not in VIEW_SCRIPTS:
-            raise ValueError(f"unknown view script {name!r} (known: {', '.join(VIEW_SCRIPTS)})")
+        if name not in VIEW_SCRIPTS and name not in VIEW_STYLES:
+            known = ", ".join(dict.fromkeys([*VIEW_SCRIPTS, *VIEW_STYLES]))
+            raise ValueError(f"unknown view {name!r} (known: {known})")
         if name not in wanted:
             wanted.append(name)
 
 
 def page_scripts(page_key: str) -> list[str]:
-    """The view scripts (names) the page's macros asked for (emptied: the hook calls it once per page)."""
+    """The views (names) the page's macros asked for (emptied: the hook calls it once per page)."""
     return _SCRIPTS.pop(page_key, [])
+
+
+def style_sheets(views: list[str] | tuple[str, ...]) -> list[str]:
+    """The style sheets (``STYLE_SHEETS`` entries) of these views, each once, in cascade order."""
+    wanted = {sheet for name in views for sheet in VIEW_STYLES.get(name, ())}
+    return [sheet for sheet in STYLE_SHEETS if sheet in wanted]
 
 
 def chart_id(env: Any, spec: dict, prefix: str = "unipo-vega") -> str:

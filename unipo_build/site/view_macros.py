@@ -81,9 +81,10 @@ def objective_card_macro(site: Site, algorithm: str, run: str | None = None) -> 
                                     note=note, repo=site.repo)
 
 
-@macro(html=True)
+@macro(html=True, scripts=("compare",))
 def compare(site: Site, a: str, b: str) -> str:
-    """Algorithm ``a``'s objective above ``b``'s, slot by slot (static: no view script)."""
+    """Algorithm ``a``'s objective above ``b``'s, slot by slot (static: no view script, only the
+    comparison's style sheets, macros.VIEW_STYLES)."""
     return compare_view.compare_html(site.spec(a, "compare"), site.spec(b, "compare"))
 
 
