@@ -237,6 +237,63 @@ def test_policy_loss_random(seed, loss_type, token_level, eps_low, eps_high):
         assert 0 < float(clip_ratio) < 1
 
 
+def test_policy_loss_dual_clip_hand_worked():
+    # --actor.dual_clip 3 (PolicyLoss(dual_clip=3.0)) against the dual_clip kind (eps_low 0.2, eps_high 0.28, c 3).
+    # Two responses, lengths 3 and 1; PPO's term min(rho A, clip(rho, 0.8, 1.28) A), and for A < 0 the max with 3 A:
+    # token (0,0): rho 4,   A -1 -> min(-4, -1.28) = -4, max(-4, -3) = -3   the floor: gradient 0
+    # token (0,1): rho 0.5, A -1 -> min(-0.5, -0.8) = -0.8 (above -3)        PPO's low clip: gradient 0
+    # token (0,2): rho 2,   A -1 -> min(-2, -1.28) = -2, above -3            flows: d term / d logp = rho A = -2
+    # token (1,0): rho 1.1, A +2 -> min(2.2, 2.2) = 2.2                       flows: 2.2
+    # token mean: (-3 - 0.8 - 2 + 2.2) / 4 = -0.9 -> loss 0.9; d loss / d logp = -(rho A) / 4: 0.5 and -0.55
+    # OpenRLHF's clip_ratio counts surr2 < surr1 (PPO's clip only): token (0,1), 1/4; the clip sides mark the
+    # floor too (CLIP_HIGH: a negative advantage whose ratio is above c), 2/4.
+    mask = left_mask([3, 1], 3)
+    old = t64([[-1.0, -2.0, -0.3], [-0.5, -0.7, -0.9]])
+    logp0 = old + torch.log(t64([[4.0, 0.5, 2.0], [1.1, 1.0, 1.0]]))
+    adv = t64([[-1.0, -1.0, -1.0], [2.0, 5.0, 5.0]])  # 5.0 sits on padding and must not count
+    logp = logp0.clone().requires_grad_(True)
+    loss, clip_ratio, *_ = PolicyLoss(0.2, 0.28, dual_clip=3.0)(logp, old, adv, action_mask=mask)
+    loss.backward()
+    close(loss, 0.9, F64)
+    close(clip_ratio, 0.25, F64)
+    close(logp.grad, [[0.0, 0.0, 0.5], [-0.55, 0.0, 0.0]], F64)
+    cfg = algo(clip=("dual_clip", {"eps_low": 0.2, "eps_high": 0.28, "c": 3.0}))
+    ours_logp = logp0.clone().requires_grad_(True)
+    ours, side = our_policy_loss(cfg, ours_logp, old, adv, mask)
+    ours.backward()
+    close(ours, 0.9, F64)
+    close(ours_logp.grad, logp.grad, F64)
+    assert side[0].tolist() == [C.CLIP_HIGH, C.CLIP_LOW, C.CLIP_NONE] and side[1, 0] == C.CLIP_NONE
+
+
+@pytest.mark.parametrize("c", [1.5, 3.0])
+@pytest.mark.parametrize("token_level", [True, False])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_policy_loss_dual_clip_random(seed, token_level, c):
+    mask, logp0, old, adv, _ = policy_batch(seed, allow_empty=seed % 4 == 0)
+    # not vacuous: in the longest row, one token surely under the floor (ratio e^1.2 = 3.3 > c, A < 0)
+    full = int(np.argmax(mask.sum(-1).numpy()))
+    logp0 = logp0.clone()
+    logp0[full, 1] = old[full, 1] + 1.2
+    adv = adv.clone()
+    adv[full, 1] = -abs(float(adv[full, 1])) - 0.1
+    their_logp = logp0.clone().requires_grad_(True)
+    loss, clip_ratio, *_ = PolicyLoss(0.2, 0.28, dual_clip=c, token_level_loss=token_level)(
+        their_logp, old, adv, action_mask=mask)
+    loss.backward()
+    cfg = algo(clip=("dual_clip", {"eps_low": 0.2, "eps_high": 0.28, "c": c}),
+               aggregation="token_mean" if token_level else "seq_mean_token_mean")
+    our_logp = logp0.clone().requires_grad_(True)
+    ours, side = our_policy_loss(cfg, our_logp, old, adv, mask)
+    ours.backward()
+    close(loss, ours, F64, "loss vs -J")
+    close(their_logp.grad, our_logp.grad, F64, "d loss / d logp")
+    # OpenRLHF's clip_ratio is PPO's clip alone: our sides without the floor (A < 0 marked high)
+    floored = (side == C.CLIP_HIGH) & (adv < 0)
+    assert bool((floored & mask).any())
+    close(clip_ratio, our_clip_fraction(torch.where(floored, torch.zeros_like(side), side), mask), F64, "clip ratio")
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_clip_ratio_is_clip_side(seed):
     """Token by token: OpenRLHF's surr2 < surr1 is exactly our side != 0 on random data."""

@@ -66,12 +66,14 @@ def test_verl_round_trip(verl_run, tmp_path):
     assert unipo("validate", out).stdout.strip() == f"{out}: valid"
 
     header = runlog.read_header(out)
-    # GRPO in verl's config: grpo + norm_adv_by_std, vanilla loss, clip 0.2/0.2, k3 (low_var_kl) in the loss
-    # with coef 0.04, seq-mean-token-mean: every kind and parameter of data/algorithms/grpo.yaml
-    assert header.algorithm == "grpo"
+    # GRPO in verl's config: grpo + norm_adv_by_std, vanilla loss (dual-clip PPO: clip 0.2/0.2, clip_ratio_c 3),
+    # k3 (low_var_kl) in the loss with coef 0.04, seq-mean-token-mean: every kind and parameter of
+    # data/algorithms/dual_clip.yaml
+    assert header.algorithm == "dual_clip"
     cfg = header.algorithm_config
     assert cfg.kind("kl") == "in_loss" and cfg.param("kl", "beta") == 0.04 and cfg.param("kl", "estimator") == "k3"
-    assert cfg.kind("aggregation") == "seq_mean_token_mean" and cfg.param("clip", "eps") == 0.2
+    assert cfg.kind("aggregation") == "seq_mean_token_mean" and cfg.kind("clip") == "dual_clip"
+    assert (cfg.param("clip", "eps_low"), cfg.param("clip", "eps_high"), cfg.param("clip", "c")) == (0.2, 0.2, 3.0)
     assert header.hyperparameters["group_size"] == 2 and header.hyperparameters["max_new_tokens"] == 16
     assert header.engine == "verl" and any("token-level detail" in m for m in header.missing)
     assert "no token files" in header.notes
@@ -241,7 +243,8 @@ def test_site_builds_with_imported_runs_alone(verl_run, prime_run, tmp_path):
     from site_build import build_site
 
     runs = tmp_path / "runs"
-    assert unipo("import", "verl", verl_run, "--out", runs / "verl").returncode == 0
+    # verl ran dual-clip GRPO (its vanilla loss); viewed as GRPO, the GRPO chapter has two runs to compare
+    assert unipo("import", "verl", verl_run, "--out", runs / "verl", "--algorithm", "grpo").returncode == 0
     for spec in ("grpo", "dr_grpo"):
         result = unipo("import", "prime-rl", prime_run, "--out", runs / f"prime-{spec}", "--run-id", f"prime-{spec}",
                        "--algorithm", spec)
@@ -319,7 +322,7 @@ def test_verl_hydra_output_directory_below(verl_run, tmp_path):
     result = unipo("import", "verl", verl_run, "--out", out)
     assert result.returncode == 0, result.stderr
     header = runlog.read_header(out)
-    assert header.algorithm == "grpo" and header.imported_from["config"] == str(nested / ".hydra" / "config.yaml")
+    assert header.algorithm == "dual_clip" and header.imported_from["config"] == str(nested / ".hydra" / "config.yaml")
     shutil.copytree(nested, verl_run / "outputs" / "2026-01-29" / "12-00-00")
     line = one_line_error(unipo("import", "verl", verl_run, "--out", tmp_path / "runs" / "two"))
     assert line.startswith(f"{verl_run}: several Hydra configs (") and "point at the one run's output directory" in line
@@ -411,10 +414,10 @@ def test_verl_config_no_spec_has(verl_run, tmp_path):
     header = runlog.read_header(out)
     assert header.algorithm == "verl_grpo" and header.algorithm_config.kind("aggregation") == "token_mean"
     assert header.algorithm_config.kind("kl") == "none" and header.algorithm_config.kind("advantage") == "group_zscore"
-    # grpo and dr_grpo each have two slots of another kind (kl, aggregation; advantage, aggregation) and no other
-    # parameter: the earlier of the lineage (grpo, dr_grpo's predecessor) is named, as unipo explain names it
-    assert ("no spec has all of verl's kinds, nearest spec: grpo (2 of 7 slots of another kind (kl, aggregation))"
-            in header.notes)
+    # verl's vanilla loss is dual-clip PPO: dual_clip has two slots of another kind (kl, aggregation) and no other
+    # parameter, grpo three (clip too)
+    assert re.search(r"no spec has all of verl's kinds, nearest spec: dual_clip \(2 of \d+ slots of another kind "
+                     r"\(kl, aggregation\)\)", header.notes), header.notes
     assert unipo("validate", out).stdout.strip() == f"{out}: valid"
 
 
@@ -432,3 +435,117 @@ def test_prime_rl_exported_step_without_metrics_rows(prime_run, tmp_path):
     steps = list(runlog.iter_steps(out))
     assert [(s.source_step, s.has_tokens) for s in steps] == [(0, True), (1, False), (2, True), (3, False)]
     assert "exported steps without a metrics row (metrics empty)" in runlog.read_header(out).notes
+
+
+# --- verl's policy losses -> the clip slot's kinds (tests/fixtures/verl/configs) ---------------------------------
+
+VERL_CONFIGS = FIXTURES / "verl" / "configs"
+#: The actor's loss settings. The run's own values are removed before a config fixture is laid over it, so every
+#: one the fixture does not set is verl's default (verl/trainer/config/actor/actor.yaml).
+ACTOR_LOSS_KEYS = ("clip_ratio", "clip_ratio_low", "clip_ratio_high", "clip_ratio_c", "loss_agg_mode", "policy_loss",
+                   "tau_pos", "tau_neg")
+
+
+def with_actor_config(run: Path, name: str) -> Path:
+    cfg_path = run / ".hydra" / "config.yaml"
+    cfg = yaml.safe_load(cfg_path.read_text())
+    actor = cfg["actor_rollout_ref"]["actor"]
+    for key in ACTOR_LOSS_KEYS:
+        actor.pop(key, None)
+    actor.update(yaml.safe_load((VERL_CONFIGS / f"{name}.yaml").read_text())["actor_rollout_ref"]["actor"])
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    return cfg_path
+
+
+@pytest.mark.parametrize("name, ratio, clip, aggregation", [
+    # verl's defaults: the dual clip is always on in the vanilla loss (clip_ratio_c 3.0), token-mean
+    ("vanilla_defaults", "token", ("dual_clip", {"eps_low": 0.2, "eps_high": 0.2, "c": 3.0}), ("token_mean", {})),
+    ("vanilla_clip_higher", "token", ("dual_clip", {"eps_low": 0.2, "eps_high": 0.28, "c": 10.0}),
+     ("constant_normalizer", {"normalizer": 16})),  # data.max_response_length 16
+    ("cispo", "token", ("cispo", {"eps_low": 0.2, "eps_high": 4.0}), ("token_mean", {})),
+    # sapo and gspo aggregate seq-mean-token-mean whatever the fixture's token-mean says
+    ("sapo", "token", ("sapo", {"tau_pos": 1.0, "tau_neg": 1.2}), ("seq_mean_token_mean", {})),
+    ("gspo", "sequence", ("asymmetric", {"eps_low": 0.0003, "eps_high": 0.0004}), ("seq_mean_token_mean", {})),
+])
+def test_verl_policy_losses_map_to_kinds(verl_run, tmp_path, name, ratio, clip, aggregation):
+    with_actor_config(verl_run, name)
+    out = tmp_path / "runs" / name
+    result = unipo("import", "verl", verl_run, "--out", out)
+    assert result.returncode == 0, result.stderr
+    header = runlog.read_header(out)
+    cfg = header.algorithm_config
+    assert "gaps" not in header.imported_from
+    assert cfg.kind("ratio") == ratio
+    assert (cfg.kind("clip"), dict(cfg.components["clip"].params)) == clip
+    assert (cfg.kind("aggregation"), dict(cfg.components["aggregation"].params)) == aggregation
+    if name in ("sapo", "gspo"):
+        assert (f"verl's {name} loss aggregates with seq-mean-token-mean whatever loss_agg_mode says (token-mean)"
+                in header.notes)
+    if name == "cispo":
+        assert "the objective from actor/pg_loss is verl's value" in header.notes
+    if name.startswith("vanilla"):
+        assert f"the bound clip_ratio_c = {clip[1]['c']:g}" in header.notes
+    assert unipo("validate", out).stdout.strip() == f"{out}: valid"
+
+
+def test_verl_default_grpo_is_the_dual_clip_spec(verl_run, tmp_path):
+    """The fixture run is verl's GRPO recipe (vanilla loss, clip 0.2, clip_ratio_c 3.0, k3 0.04 in the loss,
+    seq-mean-token-mean): with the dual clip mapped, every slot is data/algorithms/dual_clip.yaml's."""
+    out = tmp_path / "runs" / "verl"
+    assert unipo("import", "verl", verl_run, "--out", out).returncode == 0
+    header = runlog.read_header(out)
+    assert header.algorithm == "dual_clip" and "gaps" not in header.imported_from
+    guide = (ROOT / "docs" / "guides" / "own-logs.md").read_text()
+    assert "imports as the `dual_clip` spec" in " ".join(guide.split())  # the guide says so
+
+
+def test_verl_surrogates_hand_worked(verl_run, tmp_path):
+    """The kinds the import maps to, with the parameters it read, give the numbers verl's own losses give
+    (verl/trainer/ppo/core_algos.py, worked by hand), token by token:
+
+    vanilla, clip_ratio_low 0.2, high 0.28, c 10 (loss = where(A < 0, min(-A c, max(-A r, -A clip(r))),
+    max(-A r, -A clip(r))); objective = -loss):
+      r 12, A -1: max(12, 1.28) = 12, min(10, 12) = 10: -10 (the dual clip's floor c A)
+      r 2,  A -1: max(2, 1.28) = 2, min(10, 2) = 2: -2 (PPO's unclipped branch, under c)
+      r 0.5, A -1: max(0.5, 0.8) = 0.8: -0.8 (PPO's low clip)
+      r 4,  A +1: max(-4, -1.28) = -1.28: 1.28 (PPO's high clip)
+    cispo, clip_ratio_low 0.2, high 4.0: w = clamp(r, 0.8, 5.0); the kind's value w A (verl's loss is
+      -w A log pi, the same gradient w A grad log pi): r 6, A 1: 5; r 0.5, A -1: -0.8; r 1.5, A 2: 3
+    sapo, tau_pos 1.0, tau_neg 1.2: gate (4 / tau) sigmoid(tau (r - 1)) A:
+      r 1.5, A 1: 4 sigmoid(0.5) = 4 x 0.6224593 = 2.4898373
+      r 1.5, A -1: -(4 / 1.2) sigmoid(0.6) = -3.3333333 x 0.6456563 = -2.1521877
+    """
+    import numpy as np
+
+    from unipo_build.core.registry import REGISTRY
+
+    cases = {
+        "vanilla_clip_higher": ([12.0, 2.0, 0.5, 4.0], [-1.0, -1.0, -1.0, 1.0], [-10.0, -2.0, -0.8, 1.28]),
+        "cispo": ([6.0, 0.5, 1.5], [1.0, -1.0, 2.0], [5.0, -0.8, 3.0]),
+        "sapo": ([1.5, 1.5], [1.0, -1.0], [2.4898373, -2.1521877]),
+    }
+    for name, (ratios, advantages, expected) in cases.items():
+        run = tmp_path / name
+        shutil.copytree(verl_run, run)
+        with_actor_config(run, name)
+        out = tmp_path / "runs" / name
+        assert unipo("import", "verl", run, "--out", out).returncode == 0
+        clip = runlog.read_header(out).algorithm_config.components["clip"]
+        value, _ = REGISTRY["clip"][clip.kind].apply(np.array(ratios), np.array(advantages), dict(clip.params))
+        np.testing.assert_allclose(value, expected, rtol=0, atol=1e-7)
+
+
+@pytest.mark.parametrize("name, field, says", [
+    ("geo_mean", "actor_rollout_ref.actor.policy_loss.loss_mode", "'geo_mean (GMPO: the geometric mean of the token "
+                                                                   "ratios, each clipped in log space)' has no kind"),
+    ("dual_clip_at_one", "actor_rollout_ref.actor.clip_ratio_c", "clip_ratio_c 1: verl's dual clip needs a bound "
+                                                                 "above 1"),
+])
+def test_verl_policy_losses_without_a_kind_are_refused(verl_run, tmp_path, name, field, says):
+    cfg_path = with_actor_config(verl_run, name)
+    out = tmp_path / "runs" / name
+    line = one_line_error(unipo("import", "verl", verl_run, "--out", out))
+    assert line.startswith(f"{cfg_path}: {field}: ") and says in line, line
+    assert not out.exists()
+    if name == "geo_mean":
+        assert "(nearest: sequence)" in line and "--algorithm SPEC" in line

@@ -1,8 +1,9 @@
 """`unipo import trl` on a recorded real TRL run (tests/fixtures/trl, made by `python tests/trl_support.py
 tests/fixtures/trl`: TRL 1.16.0, GRPO, beta 0.04, two iterations, three steps, one group of two
 tapped) and on damaged copies of it; and the taps of two other recorded runs that must not join it (the
-same settings with seed 1: seed1, seed1-tap; the same seed with loss_type bnpo: bnpo, bnpo-tap). Needs no
-TRL: this is what a machine without it can check.
+same settings with seed 1: seed1, seed1-tap; the same seed with loss_type bnpo: bnpo, bnpo-tap); and the
+runs of loss_type cispo (epsilon_high 1.02) and sapo (sapo_temperature_neg 1.3), whose clip slot has another
+form (cispo, cispo-tap; sapo, sapo-tap). Needs no TRL: this is what a machine without it can check.
 """
 
 from __future__ import annotations
@@ -142,15 +143,128 @@ def test_positive_log_probs_within_rounding_are_kept(copy, tmp_path):
 def test_a_loss_the_registry_cannot_express(copy, tmp_path):
     manifest = copy / "run1-tap" / "manifest.json"
     data = json.loads(manifest.read_text())
-    data["trainer"]["loss_type"] = "sapo"
+    data["trainer"]["loss_type"] = "vespo"
     manifest.write_text(json.dumps(data))
     line = one_line_error(run_import(copy, tmp_path / "out"), tmp_path / "out")
-    assert line.startswith(f"{manifest}: trainer.loss_type: loss_type 'sapo'")
-    assert "has the registry's clip kind 'sapo', which this importer does not map yet: pass --algorithm SPEC" in line
+    assert line.startswith(f"{manifest}: trainer.loss_type: loss_type 'vespo'")
+    assert "has no kind in the registry: pass --algorithm SPEC" in line
     # The way out it names: view the run against a spec, TRL's own loss kept beside it.
     proc = run_import(copy, tmp_path / "viewed", "--algorithm", "grpo")
     assert proc.returncode == 0, proc.stderr
     assert "components of the spec grpo (--algorithm)" in proc.stdout
+
+
+def test_a_cispo_cap_at_or_below_one_is_refused(copy, tmp_path):
+    """TRL's cispo caps the weight at epsilon_high itself (its default, epsilon's 0.2, caps every weight at 0.2);
+    the registry's cispo kind caps at 1 + eps_high > 1: refused in one line naming the field."""
+    manifest = copy / "cispo-tap" / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["trainer"]["epsilon_high"] = 0.2
+    manifest.write_text(json.dumps(data))
+    line = one_line_error(run_import(copy, tmp_path / "out", tap="cispo-tap", state="cispo"), tmp_path / "out")
+    assert line.startswith(f"{manifest}: trainer.epsilon_high: loss_type 'cispo' with epsilon_high 0.2: TRL caps"), line
+
+
+def load(out: Path) -> tuple[RunHeader, list[StepDetail]]:
+    header = RunHeader.model_validate_json((out / "header.json").read_text())
+    return header, [StepDetail.model_validate_json(p.read_text()) for p in sorted((out / "tokens").glob("*.json"))]
+
+
+def test_the_recorded_cispo_run_imports_with_parity(tmp_path):
+    """TRL's loss_type cispo (epsilon_high 1.02: TRL caps the weight at 1.02; beta 0.04, two iterations, one
+    group of two tapped) imports as the cispo kind: no lower bound, eps_high 0.02, a token mean. TRL writes the
+    paper's -sg(w) A log pi + beta KL, the kind's value is w A - beta KL (the same gradient): every tapped token
+    agrees with TRL's per-token loss in TRL's form to 1e-6, and each step's recomputation in TRL's form is minus
+    TRL's loss to 1e-6; the token file's own objective is the kind's, labelled why it parts."""
+    out = tmp_path / "cispo"
+    proc = run_import(FIXTURE, out, tap="cispo-tap", state="cispo")
+    assert proc.returncode == 0, proc.stderr
+    assert unipo("validate", str(out)).returncode == 0
+    header, details = load(out)
+    cfg = header.algorithm_config
+    assert header.algorithm == "trl-cispo" and "gaps" not in header.imported_from
+    assert (cfg.kind("clip"), cfg.param("clip", "eps_low"), cfg.param("clip", "eps_high")) == ("cispo", None,
+                                                                                               pytest.approx(0.02))
+    assert cfg.kind("aggregation") == "token_mean" and cfg.kind("ratio") == "token"
+    capped = 0
+    for d in details:
+        assert check_step(cfg, d) == []
+        extra = d.model_extra
+        assert extra["objective_in_trl_form"] == pytest.approx(-d.trl_loss, abs=1e-6)
+        assert "MiniMax-M1" in extra["objective_differs"] and "minus TRL's loss to 1e-06" in extra["objective_differs"]
+        for p in d.prompts:
+            for r in p.responses:
+                t = r.tokens
+                live = np.asarray(t.mask, dtype=bool)
+                rho = np.exp(np.subtract(t.logp, t.old_logp))
+                a, logp = np.asarray(t.advantage), np.asarray(t.logp)
+                k3 = np.exp(np.subtract(t.ref_logp, t.logp)) - np.subtract(t.ref_logp, t.logp) - 1
+                w = np.minimum(rho, 1.02)  # TRL: clamp(coef_1, max=epsilon_high).detach()
+                assert np.max(np.abs((w * a - 0.04 * k3) - t.objective)[live]) <= 1e-6
+                assert np.max(np.abs((w * a * logp - 0.04 * k3) - np.asarray(t.engine_objective))[live]) <= 1e-6
+                assert np.max(np.abs(np.subtract(t.ratio, t.engine_ratio))[live]) <= 1e-6
+                capped += int(np.sum((rho > 1.02) & live))
+    assert capped  # the cap acted on tapped tokens
+    assert header.trl["objectives"]["differ"] == len(details)
+    assert "MiniMax-M1" in header.trl["objectives"]["reason"]
+
+
+def test_cispo_row_value_loss_agrees_with_the_recomputation(tmp_path):
+    """For every tapped row of every step, minus the tap's row_value_loss (summed over the row's micro-batch
+    records of the step) is the recomputed response's contribution: the untapped group's share, taken from it,
+    is in the same units as the tapped group's."""
+    out = tmp_path / "cispo"
+    assert run_import(FIXTURE, out, tap="cispo-tap", state="cispo").returncode == 0
+    header, details = load(out)
+    records = [json.loads(line) for line in (FIXTURE / "cispo-tap" / "shard-rank0.jsonl").read_text().splitlines()]
+    updates = [u for u in records if u["kind"] == "update"]
+    assert updates and all("row_value_loss" in u for u in updates)
+    steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+    for d in details:
+        trl_step = steps[d.step]["source_step"]
+        share = {}
+        for u in updates:
+            if u["step"] == trl_step:
+                for row, value in zip(u["rows"], u["row_value_loss"]):
+                    share[row] = share.get(row, 0.0) - value
+        for p in d.prompts:
+            for r in p.responses:
+                assert r.contribution == pytest.approx(share[r.source_row], abs=1e-7)
+        assert d.objective == pytest.approx(sum(share.values()), abs=1e-6)
+
+
+def test_the_recorded_sapo_run_imports_with_parity(tmp_path):
+    """TRL's loss_type sapo (sapo_temperature_neg 1.3, pos 1.0) imports as the sapo kind with those
+    temperatures and the per-response mean: every tapped token is TRL's (4 / tau) sigmoid(tau (rho - 1)) A -
+    beta KL to 1e-6, and each step's objective is minus TRL's loss to 1e-6."""
+    out = tmp_path / "sapo"
+    proc = run_import(FIXTURE, out, tap="sapo-tap", state="sapo")
+    assert proc.returncode == 0, proc.stderr
+    assert unipo("validate", str(out)).returncode == 0
+    header, details = load(out)
+    cfg = header.algorithm_config
+    assert header.algorithm == "trl-sapo" and "gaps" not in header.imported_from
+    assert (cfg.kind("clip"), cfg.param("clip", "tau_pos"), cfg.param("clip", "tau_neg")) == ("sapo", 1.0, 1.3)
+    assert cfg.kind("aggregation") == "seq_mean_token_mean"
+    moved = 0
+    for d in details:
+        assert check_step(cfg, d) == []
+        assert d.objective == pytest.approx(-d.trl_loss, abs=1e-6)
+        assert "objective_differs" not in d.model_extra
+        for p in d.prompts:
+            for r in p.responses:
+                t = r.tokens
+                live = np.asarray(t.mask, dtype=bool)
+                rho = np.exp(np.subtract(t.logp, t.old_logp))
+                a = np.asarray(t.advantage)
+                tau = np.where(a > 0, 1.0, 1.3)
+                k3 = np.exp(np.subtract(t.ref_logp, t.logp)) - np.subtract(t.ref_logp, t.logp) - 1
+                hand = 4 / tau / (1 + np.exp(-tau * (rho - 1))) * a - 0.04 * k3
+                for ours in (t.objective, t.engine_objective):
+                    assert np.max(np.abs(hand - np.asarray(ours))[live]) <= 1e-6
+                assert np.max(np.abs(np.subtract(t.weight, t.engine_weight))[live]) <= 1e-9
+                moved += int(np.any(np.abs(rho - 1) > 1e-3))
+    assert moved
 
 
 def test_a_partly_readable_log_imports_what_it_can(copy, tmp_path):

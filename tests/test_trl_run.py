@@ -3,7 +3,7 @@
 The first test of the own-logs path against a trainer this project did not write: a tiny Llama
 (tests/trl_support.py) trains for a few optimizer steps under TRL 1.16; the import must validate,
 every tapped token must recompute to TRL's own loss terms (ratio, per-token loss, weight, the step's
-loss) to 1e-6, and the site must build with the run. The browser half is
+loss) to 1e-6, for the loss types with PPO's clip and for cispo and sapo, and the site must build with the run. The browser half is
 tests/browser/test_trl_browser.py.
 """
 
@@ -49,11 +49,15 @@ def import_run(tmp: Path, name: str = "run", *extra: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def grpo_run(tmp_path_factory) -> Path:
+def grpo_run(trl_grpo_run, tmp_path_factory) -> Path:
     """GRPO with a KL term (beta 0.04) and two passes over each generation (num_iterations 2): the
-    second pass moves the ratio off 1 and the KL off 0. The tap details one group of the two."""
+    second pass moves the ratio off 1 and the KL off 0. The tap details one group of the two.
+
+    The session's run (tests/conftest.py's trl_grpo_run, which the browser test reads too), seen from a
+    directory of this module's own: trl-output/ and tap/ link to it, and this module's imports go to runs/."""
     tmp = tmp_path_factory.mktemp("trl-grpo")
-    run_trl(tmp, loss_type="grpo", beta=0.04, num_iterations=2, max_steps=4, groups=1)
+    for name in ("trl-output", "tap"):
+        (tmp / name).symlink_to(trl_grpo_run / name, target_is_directory=True)
     return tmp
 
 
@@ -166,6 +170,51 @@ def test_other_loss_types_recompute_exactly(tmp_path, settings, algorithm, aggre
             assert np.max(np.abs(np.subtract(ours, theirs)[live])) <= 1e-6
     if settings.get("importance_sampling_level") == "sequence":
         assert cfg.kind("ratio") == "sequence" and cfg.param("clip", "eps_high") == 0.28
+
+
+@pytest.mark.parametrize("settings", [
+    {"loss_type": "cispo", "epsilon_high": 1.02},
+    {"loss_type": "sapo", "sapo_temperature_neg": 1.3},
+], ids=["cispo", "sapo"])
+def test_cispo_and_sapo_recompute_to_trls_loss(tmp_path, settings):
+    """loss_type cispo and sapo, every group tapped: each maps to its clip kind (CISPO: TRL's cap 1.02 is eps_high
+    0.02, no lower bound; SAPO: its two temperatures), and every token and step agrees with TRL's own loss to
+    1e-6. TRL writes CISPO's loss as the paper does, -sg(w) A log pi (the kind's value is w A, the gradient the
+    same): its tokens are compared in TRL's form, and each step's objective_in_trl_form with TRL's loss."""
+    loss_type = settings["loss_type"]
+    run_trl(tmp_path, beta=0.04, num_iterations=2, max_steps=2, groups=None, **settings)
+    header, steps, details = load_run(import_run(tmp_path))
+    cfg = header.algorithm_config
+    assert header.algorithm == f"trl-{loss_type}" and cfg.kind("clip") == loss_type
+    assert "gaps" not in header.imported_from
+    for d in details:
+        assert check_step(cfg, d) == []
+        assert all(g.detailed for g in d.groups)
+        theirs = d.model_extra["objective_in_trl_form"] if loss_type == "cispo" else d.objective
+        assert theirs == pytest.approx(-d.trl_loss, abs=1e-6)
+    capped = 0
+    for d, p, r, t in token_rows(details):
+        live = np.asarray(t.mask, dtype=bool)
+        rho = np.exp(np.subtract(t.logp, t.old_logp))
+        a, logp = np.asarray(t.advantage), np.asarray(t.logp)
+        k3 = np.exp(np.subtract(t.ref_logp, t.logp)) - np.subtract(t.ref_logp, t.logp) - 1
+        if loss_type == "cispo":
+            w = np.minimum(rho, 1.02)  # TRL: clamp(coef_1, max=epsilon_high).detach()
+            ours, trls = w * a - 0.04 * k3, w * a * logp - 0.04 * k3
+            # the sides TRL's cispo_clip_ratio counts: A > 0 above the cap
+            assert list(np.asarray(t.clip)[live]) == list(((a > 0) & (rho > 1.02)).astype(int)[live])
+            capped += int(np.sum(np.asarray(t.clip)[live] == 1))
+        else:
+            tau = np.where(a > 0, 1.0, 1.3)
+            ours = trls = 4 / tau / (1 + np.exp(-tau * (rho - 1))) * a - 0.04 * k3
+        assert np.max(np.abs(ours - np.asarray(t.objective))[live]) <= 1e-6
+        assert np.max(np.abs(trls - np.asarray(t.engine_objective))[live]) <= 1e-6
+        for mine, engine in ((t.ratio, t.engine_ratio), (t.weight, t.engine_weight)):
+            assert np.max(np.abs(np.subtract(mine, engine))[live]) <= 1e-6
+    if loss_type == "cispo":
+        assert capped  # the cap acted: tokens PPO would have silenced kept a capped weight
+        # TRL's cispo_clip_ratio (the fraction of such tokens) is the run's clip/frac_high
+        assert any((s["metrics"].get("clip/frac_high") or 0) > 0 for s in steps)
 
 
 def test_settings_without_a_kind_are_named_with_the_nearest(tmp_path):

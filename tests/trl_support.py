@@ -53,8 +53,9 @@ def run_trl(out: Path, *, loss_type: str = "grpo", beta: float = 0.04, num_itera
             mask_truncated_completions: bool = False, epsilon_high: float | None = None,
             scale_rewards: str = "group", importance_sampling_level: str = "token",
             max_completion_length: int = 12, use_bias_correction_kl: bool = False, seed: int = 0,
-            logging_steps: int = 1) -> tuple[Path, Path]:
-    """Train for ``max_steps`` optimizer steps; returns (TRL's output_dir, the tap directory)."""
+            logging_steps: int = 1, **config) -> tuple[Path, Path]:
+    """Train for ``max_steps`` optimizer steps; returns (TRL's output_dir, the tap directory). ``config``: any
+    other GRPOConfig field (sapo_temperature_pos, ...)."""
     import torch
     from datasets import Dataset
 
@@ -85,7 +86,7 @@ def run_trl(out: Path, *, loss_type: str = "grpo", beta: float = 0.04, num_itera
         importance_sampling_level=importance_sampling_level,
         mask_truncated_completions=mask_truncated_completions, use_bias_correction_kl=use_bias_correction_kl,
         reward_weights=[1.0, 0.5], seed=seed,
-        dataloader_num_workers=0, disable_tqdm=True)
+        dataloader_num_workers=0, disable_tqdm=True, **config)
     trainer = GRPOTrainer(model=str(policy), reward_funcs=[correct_reward, coin_reward], args=args,
                           train_dataset=dataset, processing_class=tokenizer)
     if tap:
@@ -98,8 +99,12 @@ def run_trl(out: Path, *, loss_type: str = "grpo", beta: float = 0.04, num_itera
 #: The recorded fixtures (tests/fixtures/trl): the run the import tests read, and two foreign runs whose
 #: taps must not join it: the same settings with another seed, and the same seed with loss_type bnpo.
 #: gaps: settings without a kind (the batch std of scale_rewards='batch', masked truncated completions).
+#: cispo, sapo: the two loss types whose clip slot has another form (CISPO's cap 1.02 binds on this run; SAPO's
+#: negative temperature is not its default, so the mapping of each is seen).
 FIXTURE_RUNS = {"run1": {}, "seed1": {"seed": 1}, "bnpo": {"loss_type": "bnpo"},
-                "gaps": {"scale_rewards": "batch", "mask_truncated_completions": True, "max_completion_length": 6}}
+                "gaps": {"scale_rewards": "batch", "mask_truncated_completions": True, "max_completion_length": 6},
+                "cispo": {"loss_type": "cispo", "epsilon_high": 1.02},
+                "sapo": {"loss_type": "sapo", "sapo_temperature_neg": 1.3}}
 
 
 if __name__ == "__main__":

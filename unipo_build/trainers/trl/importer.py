@@ -19,17 +19,24 @@ clip/frac_high, ``frac_reward_zero_std`` -> groups/zero_variance_frac, ``learnin
 ``loss`` -> loss/policy (objective = -loss); every other name is kept as logged.
 
 The algorithm is derived from the GRPOConfig the tap recorded (:func:`trl_components`): loss_type
-gives the aggregation (grpo: mean per response then over responses; dapo: one token mean over the
-generation batch; dr_grpo: sum over G x max_completion_length; bnpo: token mean; luspo: sum per
-response, mean over responses), scale_rewards the advantage (group: group z-score with sample std and
-TRL's 1e-4; none: group mean), importance_sampling_level the ratio, epsilon / epsilon_high the clip
-and beta the KL (k3 in the loss, as TRL computes it). The run's algorithm is the nearest spec
-(``common.nearest_algorithm``: ``unipo explain``'s rule) when it has all of these kinds, else
-``trl-<loss_type>`` with that nearest spec in the notes. A setting the registry has no kind for is
-named with the nearest kind in the header (``imported_from.gaps``, :class:`unipo_build.core.matching.Gap`)
-and the notes, and the import goes on with the nearest; a loss_type this importer does not map (cispo and
-sapo, whose clip kinds the registry has, and vespo, which has none) stops the import unless
-``--algorithm`` names the spec to view it against.
+gives the aggregation (grpo and sapo: mean per response then over responses; dapo and cispo: one token
+mean over the generation batch; dr_grpo: sum over G x max_completion_length; bnpo: token mean; luspo:
+sum per response, mean over responses) and the clip slot's form (:func:`trl_clip`: PPO's clip from
+epsilon / epsilon_high; cispo: the ``cispo`` kind, no lower bound, eps_high = epsilon_high - 1, since
+TRL caps the weight at epsilon_high itself; sapo: the ``sapo`` kind with sapo_temperature_pos / _neg),
+scale_rewards the advantage (group: group z-score with sample std and TRL's 1e-4; none: group mean),
+importance_sampling_level the ratio and beta the KL (k3 in the loss, as TRL computes it). The run's
+algorithm is the nearest spec (``common.nearest_algorithm``: ``unipo explain``'s rule) when it has all
+of these kinds, else ``trl-<loss_type>`` with that nearest spec in the notes. A setting the registry
+has no kind for is named with the nearest kind in the header (``imported_from.gaps``,
+:class:`unipo_build.core.matching.Gap`) and the notes, and the import goes on with the nearest; a
+loss_type with no kind (vespo) stops the import unless ``--algorithm`` names the spec to view it against.
+
+CISPO's value: TRL writes its per-token loss as the MiniMax-M1 paper does, -sg(w) A log pi, while the
+registry's cispo kind has the value sg(w / rho) rho A = w A; the gradients are the same (w A grad log pi).
+The token files hold the kind's objective; each is compared with TRL's per-token loss in TRL's form
+(:func:`trl_token_loss`), and each step's token file holds ``objective_in_trl_form`` (the recomputation
+in TRL's form, minus TRL's loss to 1e-6) beside its ``objective_differs`` saying why the two parts.
 
 Token files: every tapped rollout gives, for each optimizer step that trained on it, a token file of
 that step: every group of the step (its size, reward mean and share of the objective) and the tapped
@@ -82,17 +89,16 @@ TRL_METRICS = {
     "completions/mean_length": "length/mean", "completions/clipped_ratio": "length/truncated_frac",
     "clip_ratio/low_mean": "clip/frac_low", "clip_ratio/high_mean": "clip/frac_high",
     "frac_reward_zero_std": "groups/zero_variance_frac", "learning_rate": "lr", "grad_norm": "grad_norm",
-    "loss": "loss/policy",
+    "loss": "loss/policy", "cispo_clip_ratio": "clip/frac_high",
 }
 SUMMARY_KEYS = ("train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss", "total_flos")
 #: TRL loss types -> the registry's aggregation kind (exact unless a gap says otherwise).
 AGGREGATION = {"grpo": "seq_mean_token_mean", "dapo": "token_mean", "bnpo": "token_mean",
-               "dr_grpo": "constant_normalizer", "luspo": "seq_mean_token_sum"}
-NO_KIND = {"cispo": "a clipped importance weight times the log-probability (MiniMax-M1)",
-           "sapo": "a soft sigmoid gate in place of the clip",
-           "vespo": "a Gamma weighting of the sequence ratio"}
-#: Those of NO_KIND whose surrogate the registry has (a clip kind) but this importer does not map yet.
-KIND_NOT_MAPPED = {"cispo": "cispo", "sapo": "sapo"}
+               "dr_grpo": "constant_normalizer", "luspo": "seq_mean_token_sum", "cispo": "token_mean",
+               "sapo": "seq_mean_token_mean"}
+#: TRL loss types whose surrogate is PPO's clipped min (epsilon, epsilon_high; delta's two-sided clip).
+PPO_LOSSES = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")
+NO_KIND = {"vespo": "a Gamma weighting of the sequence ratio"}
 
 
 # ---------------------------------------------------------------------------
@@ -181,9 +187,7 @@ def trl_components(trainer: dict, loc: K.Loc) -> tuple[dict, list[Gap]]:
 
     loss_type = trainer.get("loss_type")
     if loss_type in NO_KIND:
-        what = (f"has the registry's clip kind {KIND_NOT_MAPPED[loss_type]!r}, which this importer does not map yet"
-                if loss_type in KIND_NOT_MAPPED else "has no kind in the registry")
-        raise loc.error(f"loss_type {loss_type!r} ({NO_KIND[loss_type]}) {what}: pass "
+        raise loc.error(f"loss_type {loss_type!r} ({NO_KIND[loss_type]}) has no kind in the registry: pass "
                         "--algorithm SPEC (e.g. dapo) to view the run against that spec's objective, TRL's own loss "
                         "kept beside it", "trainer.loss_type")
     if loss_type not in AGGREGATION:
@@ -202,9 +206,7 @@ def trl_components(trainer: dict, loc: K.Loc) -> tuple[dict, list[Gap]]:
         gap("advantage", "multi_objective_aggregation", "'normalize_then_sum'", "the z-score of the summed reward")
     level = trainer.get("importance_sampling_level", "token")
     comps["ratio"] = {"kind": "sequence" if level == "sequence" else "token", "params": {}}
-    low, high = float(trainer.get("epsilon_low", 0.2)), float(trainer.get("epsilon_high", 0.2))
-    comps["clip"] = ({"kind": "symmetric", "params": {"eps": low}} if low == high
-                     else {"kind": "asymmetric", "params": {"eps_low": low, "eps_high": high}})
+    comps["clip"] = trl_clip(trainer, loc)
     beta = float(trainer.get("beta") or 0.0)
     comps["kl"] = {"kind": "in_loss", "params": {"estimator": "k3", "beta": beta}} if beta else \
         {"kind": "none", "params": {}}
@@ -214,8 +216,9 @@ def trl_components(trainer: dict, loc: K.Loc) -> tuple[dict, list[Gap]]:
     if loss_type == "bnpo" and int(trainer.get("gradient_accumulation_steps", 1)) > 1:
         gap("aggregation", "loss_type", "'bnpo' with gradient accumulation (a token mean per micro-batch)",
             "token_mean over the whole step")
-    if loss_type == "dapo" and (trainer.get("steps_per_generation") != trainer.get("gradient_accumulation_steps")):
-        gap("aggregation", "loss_type", "'dapo' with steps_per_generation != gradient_accumulation_steps (tokens "
+    if loss_type in ("dapo", "cispo") and (trainer.get("steps_per_generation")
+                                           != trainer.get("gradient_accumulation_steps")):
+        gap("aggregation", "loss_type", f"{loss_type!r} with steps_per_generation != gradient_accumulation_steps (tokens "
                                         "divided by the generation batch's count)", "token_mean over the step")
     comps["filter"] = {"kind": "none", "params": {}}
     comps["shaping"] = {"kind": "none", "params": {}}
@@ -223,7 +226,7 @@ def trl_components(trainer: dict, loc: K.Loc) -> tuple[dict, list[Gap]]:
         gap("filter", "mask_truncated_completions", "True (truncated completions left out of the loss, still "
                                                     "counted in the batch)", "filter none, their tokens kept with mask 0")
     config = trainer.get("config") or {}
-    if config.get("delta") is not None:
+    if config.get("delta") is not None and loss_type in PPO_LOSSES:
         gap("clip", "delta", f"{config['delta']} (two-sided clip of the ratio)", comps["clip"]["kind"])
     if config.get("use_bias_correction_kl"):
         gap("kl", "use_bias_correction_kl", "True (the KL times the ratio)", "k3 in the loss")
@@ -240,6 +243,46 @@ def trl_components(trainer: dict, loc: K.Loc) -> tuple[dict, list[Gap]]:
     if config.get("entropy_coef"):
         gap("kl", "entropy_coef", f"{config['entropy_coef']} (an entropy bonus in the loss)", "no entropy term")
     return comps, gaps
+
+
+def trl_clip(trainer: dict, loc: K.Loc) -> dict:
+    """The clip slot of a GRPOConfig (TRL 1.16, ``GRPOTrainer._compute_loss``):
+
+    - grpo, bnpo, dr_grpo, dapo, luspo: PPO's min with clamp(ratio, 1 - epsilon, 1 + epsilon_high):
+      ``symmetric`` (eps) when the two are equal, else ``asymmetric``;
+    - cispo: ``clamp(ratio, max=epsilon_high).detach() * A * log pi``: the ``cispo`` kind with no lower
+      bound and ``eps_high = epsilon_high - 1`` (TRL's epsilon_high is the cap itself; ScaleRL's 5.0 is
+      eps_high 4). A cap at or below 1 has no kind (the registry's cap is above 1): refused;
+    - sapo: ``sigmoid(tau (ratio - 1)) * 4 / tau`` with tau = sapo_temperature_pos where A > 0, else
+      sapo_temperature_neg: the ``sapo`` kind (tau_pos, tau_neg).
+    """
+    loss_type = trainer.get("loss_type")
+    config = trainer.get("config") or {}
+    low, high = float(trainer.get("epsilon_low", 0.2)), float(trainer.get("epsilon_high", 0.2))
+    if loss_type == "cispo":
+        if high <= 1.0:
+            raise loc.error(f"loss_type 'cispo' with epsilon_high {high:g}: TRL caps the importance weight at "
+                            "epsilon_high itself, so every weight is at most that, and the registry's cispo kind caps "
+                            "at 1 + eps_high > 1 (set epsilon_high above 1, e.g. ScaleRL's 5.0, or pass --algorithm "
+                            "SPEC)", "trainer.epsilon_high")
+        return {"kind": "cispo", "params": {"eps_low": None, "eps_high": high - 1.0}}
+    if loss_type == "sapo":
+        return {"kind": "sapo", "params": {"tau_pos": float(config.get("sapo_temperature_pos", 1.0)),
+                                           "tau_neg": float(config.get("sapo_temperature_neg", 1.05))}}
+    return ({"kind": "symmetric", "params": {"eps": low}} if low == high
+            else {"kind": "asymmetric", "params": {"eps_low": low, "eps_high": high}})
+
+
+def trl_token_loss(loss_type: str, objective, kl, beta: float, logp) -> np.ndarray:
+    """TRL's per-token loss, written from the recomputed token objective: minus the objective, except for
+    cispo, whose loss TRL writes as the MiniMax-M1 paper does, -sg(w) A log pi + beta KL. The registry's
+    cispo kind has the value sg(w / rho) rho A = w A and the same gradient, w A grad log pi, so TRL's value
+    is the kind's surrogate (objective + beta KL) times log pi, minus beta KL."""
+    objective = np.asarray(objective, dtype=np.float64)
+    if loss_type != "cispo":
+        return -objective
+    kl_term = beta * np.asarray(kl, dtype=np.float64) if beta and kl is not None else 0.0
+    return -((objective + kl_term) * np.asarray(logp, dtype=np.float64) - kl_term)
 
 
 def _algorithm(tap: Tap | None, algorithm: str | None, max_new_tokens: int | None, loc: K.Loc,
@@ -295,12 +338,19 @@ def _detail(tap: Tap, trl_step: int, index: int, rollout: int, cfg: ResolvedAlgo
     samples = {s["row"]: s for s in tap.samples[rollout]}
     # Every row of the step, with its loss tokens and TRL's share of the loss.
     order, loss_tokens, engine_share, engine_weight, trained = [], {}, {}, {}, {}
+    # CISPO: TRL's loss is the paper's sg(w) A log pi, the kind's value w A (same gradient). The kind's share of a
+    # row without token detail is the tap's row_value_loss; TRL's form is kept beside ours to compare with its loss.
+    cispo = tap.manifest["trainer"].get("loss_type") == "cispo" and cfg is not None and cfg.kind("clip") == "cispo"
+    beta = float(cfg.param("kl", "beta") or 0.0) if cfg is not None and cfg.kind("kl") == "in_loss" else 0.0
+    value_share, trl_form = {}, {}
     for u in sorted(updates, key=lambda u: u["micro_step"]):
         for i, row in enumerate(u["rows"]):
             order.append(row)
             loss_tokens[row] = u["loss_tokens"][i]
             if u.get("row_loss") is not None:
                 engine_share[row] = -u["row_loss"][i]
+                if cispo and u.get("row_value_loss") is not None:
+                    value_share[row] = -u["row_value_loss"][i]
                 engine_weight[row] = u["row_weight"][i]
         for s in u["samples"]:
             trained[s["row"]] = s
@@ -343,7 +393,10 @@ def _detail(tap: Tap, trl_step: int, index: int, rollout: int, cfg: ResolvedAlgo
             extras["sample_logp"] = s["sampling_logp"]
         live = [k for k in range(n) if mask[k]]
         gaps_ratio = max(gaps_ratio, max((abs(out.ratio[k] - u["ratio"][k]) for k in live), default=0.0))
-        gaps_obj = max(gaps_obj, max((abs(objective[k] - engine_obj[k]) for k in live), default=0.0))
+        # what TRL's per-token loss is, written from our recomputation (minus the objective; CISPO: TRL's form)
+        ours_as_trl = -trl_token_loss("cispo" if cispo else "", objective, out.kl, beta, t.logp)
+        trl_form[row] = float(np.sum(np.asarray(w) * ours_as_trl))
+        gaps_obj = max(gaps_obj, max((abs(ours_as_trl[k] - engine_obj[k]) for k in live), default=0.0))
         tokens = TokenArrays(ids=t.ids, text=t.text, logp=t.logp, old_logp=t.old_logp, ref_logp=t.ref_logp,
                              advantage=t.advantage, kl=out.kl, ratio=out.ratio, clip=out.clip, entropy=t.entropy,
                              weight=w, objective=objective, mask=mask, **extras)
@@ -370,8 +423,14 @@ def _detail(tap: Tap, trl_step: int, index: int, rollout: int, cfg: ResolvedAlgo
         if detailed and len(detailed) == len(members):
             contribution = float(sum(r.contribution for r in detailed))
         else:
-            contribution = float(sum(engine_share.get(row, 0.0) for row in members))
-            notes.add("groups without token detail: their share of the objective is TRL's own per-row loss")
+            if cispo and all(row in value_share for row in members):
+                contribution = float(sum(value_share[row] for row in members))
+                notes.add("groups without token detail: their share of the objective is TRL's own per-row loss, in "
+                          "the cispo kind's value (the tap's row_value_loss)")
+            else:
+                contribution = float(sum(engine_share.get(row, 0.0) for row in members))
+                notes.add("groups without token detail: their share of the objective is TRL's own per-row loss"
+                          + (" in TRL's form (the tap has no row_value_loss)" if cispo else ""))
             detailed = []
         groups.append(GroupSummary(index=g, size=len(members), reward_mean=float(np.mean(rewards)) if rewards else None,
                                    contribution=contribution, detailed=bool(detailed)))
@@ -381,8 +440,16 @@ def _detail(tap: Tap, trl_step: int, index: int, rollout: int, cfg: ResolvedAlgo
     objective = float(sum(g.contribution for g in groups))
     trl_loss = float(sum(u["loss"] / u.get("num_processes", 1) for u in updates))
     extras = {}
+    if cispo:
+        # minus TRL's loss, recomputed in TRL's form: the tapped rows' tokens, TRL's own share for the others
+        detailed_rows = {r.source_row for p in prompts for r in p.responses}
+        extras["objective_in_trl_form"] = float(sum(trl_form[row] if row in detailed_rows else engine_share.get(row, 0.0)
+                                                    for row in order))
+        gaps_seen["step objective in TRL's form"] = max(gaps_seen.get("step objective in TRL's form", 0.0),
+                                                        abs(extras["objective_in_trl_form"] + trl_loss))
     if abs(objective + trl_loss) > OBJECTIVE_ATOL * (1.0 + abs(trl_loss)):
-        extras["objective_differs"] = objective_reason(tap.manifest["trainer"], gaps_seen.get("gaps", []))
+        extras["objective_differs"] = objective_reason(tap.manifest["trainer"], gaps_seen.get("gaps", []),
+                                                       extras.get("objective_in_trl_form"), trl_loss)
     return StepDetail(step=index, rollout=rollout, objective=objective, groups=groups, prompts=prompts,
                       trl_loss=trl_loss, trl_objective=-trl_loss, **extras)
 
@@ -396,10 +463,24 @@ OBJECTIVE_ATOL = 1e-6
 OBJECTIVE_SLOTS = ("aggregation", "filter", "kl", "ratio", "clip")
 
 
-def objective_reason(trainer: dict, gaps: list[Gap]) -> str:
-    """Why a step's objective in the token file is not minus TRL's loss: what each one is, and the settings."""
+#: Why a CISPO step's two objectives part although every term agrees.
+CISPO_FORM = ("TRL writes CISPO's per-token loss as the MiniMax-M1 paper does, -sg(w) A log pi, whose value is log pi "
+              "times the registry kind's w A (the gradient, w A grad log pi, is the same): the token file's objective "
+              "is the kind's, and objective_in_trl_form is the same recomputation in TRL's form")
+
+
+def objective_reason(trainer: dict, gaps: list[Gap], in_trl_form: float | None = None,
+                     trl_loss: float | None = None) -> str:
+    """Why a step's objective in the token file is not minus TRL's loss: what each one is, and the settings.
+    A CISPO step whose recomputation in TRL's form (``in_trl_form``) is minus ``trl_loss`` parts for that
+    reason alone."""
     gas = int(trainer.get("gradient_accumulation_steps") or 1)
     settings = [f"{g.setting} = {g.value}" for g in gaps if g.slot in OBJECTIVE_SLOTS]
+    if in_trl_form is not None and trl_loss is not None:
+        if abs(in_trl_form + trl_loss) <= OBJECTIVE_ATOL * (1.0 + abs(trl_loss)):
+            return CISPO_FORM + f" ({in_trl_form:.9g}, minus TRL's loss to {OBJECTIVE_ATOL:g})"
+        return (CISPO_FORM + f"; in TRL's form it is {in_trl_form:.9g} against minus TRL's loss {-trl_loss:.9g}"
+                + (": they part where TRL's settings have no kind: " + "; ".join(settings) if settings else ""))
     return ("two different things: steps.jsonl's objective is minus TRL's loss, summed over the step's "
             f"{gas} micro-batch{'es' if gas != 1 else ''}, each aggregated by loss_type={trainer.get('loss_type')} "
             "over its own completions; the token file's is the run's components applied to the whole step's "
@@ -503,7 +584,9 @@ def import_trl(src: Path, stage: Path, *, algorithm: str | None = None, run_id: 
         header_trl["objectives"] = {
             "steps": details, "differ": len(differ), "max_difference": worst[0] if worst else 0.0,
             "at_step": worst[1] if worst else None,
-            "reason": objective_reason(trainer, gaps) if differ else None}
+            "reason": (objective_reason(trainer, gaps, 0.0, 0.0).split(" (")[0]
+                       if cfg is not None and trainer.get("loss_type") == "cispo" and cfg.kind("clip") == "cispo"
+                       else objective_reason(trainer, gaps)) if differ else None}
         if differ:
             notes.once(f"two objectives per step: the token file's (the run's components over the step) and "
                        f"steps.jsonl's (minus TRL's loss) differ on {len(differ)} of {details} steps, by up to "

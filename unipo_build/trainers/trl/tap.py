@@ -29,7 +29,10 @@ and the importer never need it.
   rows, and for every row of the micro-batch its weight in TRL's loss (from ``loss_type``, as
   ``_compute_loss`` aggregates, over the number of data-parallel processes, which average their
   gradients) and its share of the loss, so the shares of a step add up to TRL's loss (checked:
-  ``loss`` and ``loss_from_rows`` in the record, the rank's own loss).
+  ``loss`` and ``loss_from_rows`` in the record, the rank's own loss). For loss_type ``cispo``, whose
+  per-token loss TRL writes as the paper does, -sg(w) A log pi (the value is log pi times the registry
+  kind's, the gradient the same), each row's share is also recorded in the kind's value, -sg(w) A + beta
+  KL, from TRL's ``clamped_ratios`` and ``advantages`` (``row_value_loss``).
 
 Files in the tap directory: ``manifest.json`` (the format, the TRL / transformers / torch versions,
 the trainer's GRPOConfig and the tap's options) and ``shard-rank<R>.jsonl`` per process, whose first
@@ -323,6 +326,16 @@ class TrlTokenTap:
             weights = weights.to(torch.float64) / processes
             row_loss = (per_token_loss * mask).sum(-1) * weights
 
+        # CISPO: TRL's loss is the paper's -sg(w) A log pi (its value is log pi times the registry kind's w A, its
+        # gradient the same). Each row's share in the kind's value, -sg(w) A + beta KL, from TRL's own tensors, so
+        # that a group without token detail still joins the kind's step objective (row_value_loss).
+        row_value_loss = None
+        if t.loss_type == "cispo" and weights is not None and v.get("clamped_ratios") is not None:
+            factor = self._policy_factor(v, inputs)
+            policy = (v["clamped_ratios"] * v["advantages"]).to(torch.float64) * factor
+            value_loss = per_token_loss + policy * (v["per_token_logps"].to(torch.float64) - 1.0)
+            row_value_loss = (value_loss * mask).sum(-1) * weights
+
         ratio, kl, entropy = per_token("coef_1"), per_token("per_token_kl"), per_token("entropies")
         rows = [int(r) for r in inputs[ROW_KEY].tolist()]
         samples = []
@@ -348,4 +361,19 @@ class TrlTokenTap:
             "rows": rows, "loss_tokens": [int(x) for x in mask.sum(-1).tolist()],
             "row_weight": None if weights is None else _floats(weights),
             "row_loss": None if row_loss is None else _floats(row_loss),
+            **({"row_value_loss": _floats(row_value_loss)} if row_value_loss is not None else {}),
             "samples": samples})
+
+    def _policy_factor(self, v: dict, inputs: dict):
+        """What ``_compute_loss`` multiplied the policy term by before adding the KL: its off-policy mask, its
+        entropy mask and vLLM's importance weight, where each is on (1 where none is)."""
+        import torch
+
+        t = self.trainer
+        factor = torch.ones_like(v["per_token_logps"], dtype=torch.float64)
+        for name in ("off_policy_mask", "entropy_mask"):
+            if v.get(name) is not None:
+                factor = factor * v[name].to(torch.float64)
+        if t.use_vllm and t.vllm_importance_sampling_correction and inputs.get("importance_sampling_ratio") is not None:
+            factor = factor * inputs["importance_sampling_ratio"].to(torch.float64)
+        return factor

@@ -45,8 +45,11 @@ returns it) and reward/mean where the metrics lack it. A validation dump becomes
 (``n`` = its samples, the accuracy the mean of ``acc``, greedy when ``val_kwargs.do_sample`` is
 false).
 
-The config's algorithm settings map onto the registry (:func:`components`); a setting no kind
-expresses stops the import unless ``--algorithm`` names the spec to show instead.
+The config's algorithm settings map onto the registry (:func:`components`; the policy loss and clip
+by :func:`policy_loss`: vanilla is dual-clip PPO, verl's clip_ratio_c bound always on, so the
+``dual_clip`` kind; gspo the sequence ratio; cispo and sapo their clip kinds; gspo and sapo aggregate
+seq-mean-token-mean whatever loss_agg_mode says); a setting no kind expresses (geo_mean, gpg, ...)
+stops the import unless ``--algorithm`` names the spec to show instead.
 
 What verl's files do not hold, and the run therefore lacks (listed in the run card): token-level
 detail of any kind (the dumps hold decoded text and a score: no token ids, log-probs, reference
@@ -102,7 +105,68 @@ def _kl(kind: str, setting: str, value: Any, beta: float, gaps: list[Gap]) -> di
     return {"kind": kind, "params": {"estimator": est, "beta": float(beta)}}
 
 
-def components(cfg: dict, notes: K.Notes) -> tuple[str, dict[str, dict], list[Gap]]:
+#: verl's policy losses (``policy_loss.loss_mode``, ``core_algos.register_policy_loss``) that pass
+#: ``loss_agg_mode="seq-mean-token-mean"`` to ``agg_loss`` whatever the config says.
+FORCED_AGGREGATION = {"gspo": "seq-mean-token-mean", "sapo": "seq-mean-token-mean"}
+#: verl loss modes with no kind in the registry, and what each is (the gap names the nearest).
+NO_KIND_LOSS = {"geo_mean": ("sequence", "GMPO: the geometric mean of the token ratios, each clipped in log space"),
+                "gpg": ("token", "GPG: -log pi A with no ratio"),
+                "clip_cov": ("token", "Clip-Cov: clipping of the tokens with the largest covariance"),
+                "kl_cov": ("token", "KL-Cov: a KL penalty on the tokens with the largest covariance")}
+
+
+def _float(value: Any, field: str, source: str) -> float:
+    if not K.is_number(value):
+        raise LogError(source, f"{value!r} is not a number", field=field)
+    return float(value)
+
+
+def policy_loss(actor: dict, gaps: list[Gap], notes: K.Notes, source: str = "config.yaml"
+                ) -> tuple[dict, dict, str | None]:
+    """verl's ``policy_loss.loss_mode`` and clip settings -> (ratio, clip, the aggregation the loss forces
+    or None), as ``verl/trainer/ppo/core_algos.py`` computes each loss:
+
+    - vanilla: PPO's clip with clip_ratio_low / clip_ratio_high, and always verl's dual clip,
+      ``-A * clip_ratio_c`` as the bound of a negative-advantage token's loss (3 by default; verl
+      asserts it is above 1): the ``dual_clip`` kind (eps_low, eps_high, c).
+    - gspo: the sequence ratio with PPO's clip (no dual clip), aggregated seq-mean-token-mean.
+    - cispo: ``clamp(ratio, 1 - clip_ratio_low, 1 + clip_ratio_high).detach() * A * log pi``: the ``cispo``
+      kind with both bounds. verl writes the paper's form, whose value is log pi times the kind's w A
+      (the gradient is the same), so its pg_loss is not the kind's value: noted.
+    - sapo: the gate (4 / tau) sigmoid(tau (ratio - 1)) with tau_pos / tau_neg (actor.tau_pos,
+      actor.tau_neg; 1.0 and 1.05): the ``sapo`` kind, aggregated seq-mean-token-mean.
+    - any other mode (geo_mean, gpg, clip_cov, kl_cov, ...): a gap with the nearest ratio.
+    """
+    mode = str(get(actor, "policy_loss.loss_mode", "vanilla"))
+    eps = float(get(actor, "clip_ratio", 0.2))
+    low, high = float(get(actor, "clip_ratio_low", eps)), float(get(actor, "clip_ratio_high", eps))
+    ppo = ({"kind": "symmetric", "params": {"eps": low}} if low == high
+           else {"kind": "asymmetric", "params": {"eps_low": low, "eps_high": high}})
+    token, sequence = {"kind": "token", "params": {}}, {"kind": "sequence", "params": {}}
+    if mode == "vanilla":
+        c = _float(get(actor, "clip_ratio_c", 3.0), "actor_rollout_ref.actor.clip_ratio_c", source)
+        if c <= 1.0:
+            raise LogError(source, f"clip_ratio_c {c:g}: verl's dual clip needs a bound above 1 (its "
+                                          "compute_policy_loss_vanilla asserts it)", field="actor_rollout_ref.actor.clip_ratio_c")
+        notes.once(f"verl's vanilla loss is dual-clip PPO: PPO's clip, and for a negative advantage the bound "
+                   f"clip_ratio_c = {c:g} (the dual_clip kind; alike PPO's clip wherever no such token's ratio exceeds it)")
+        return token, {"kind": "dual_clip", "params": {"eps_low": low, "eps_high": high, "c": c}}, None
+    if mode == "gspo":
+        return sequence, ppo, FORCED_AGGREGATION[mode]
+    if mode == "cispo":
+        notes.once("verl's cispo loss is the paper's -sg(w) A log pi, whose value is log pi times the cispo kind's "
+                   "w A (the gradient, w A grad log pi, is the same): the objective from actor/pg_loss is verl's value")
+        return token, {"kind": "cispo", "params": {"eps_low": low, "eps_high": high}}, None
+    if mode == "sapo":
+        tau = {"tau_pos": _float(get(actor, "tau_pos", 1.0), "actor_rollout_ref.actor.tau_pos", source),
+               "tau_neg": _float(get(actor, "tau_neg", 1.05), "actor_rollout_ref.actor.tau_neg", source)}
+        return token, {"kind": "sapo", "params": tau}, FORCED_AGGREGATION[mode]
+    nearest, what = NO_KIND_LOSS.get(mode, ("token", "a policy loss this importer does not know"))
+    gaps.append(Gap("actor_rollout_ref.actor.policy_loss.loss_mode", f"{mode} ({what})", "ratio", nearest))
+    return (sequence if nearest == "sequence" else token), ppo, None
+
+
+def components(cfg: dict, notes: K.Notes, source: str = "config.yaml") -> tuple[str, dict[str, dict], list[Gap]]:
     """verl's algorithm settings -> (name, registry components, gaps). Defaults are verl's own
     (``verl/trainer/config/ppo_trainer.yaml``) where Hydra's config lacks a key."""
     gaps: list[Gap] = []
@@ -126,23 +190,7 @@ def components(cfg: dict, notes: K.Notes) -> tuple[str, dict[str, dict], list[Ga
         gaps.append(Gap("algorithm.adv_estimator", est, "advantage", nearest))
         advantage = {"kind": nearest, "params": {}}
 
-    mode = str(get(actor, "policy_loss.loss_mode", "vanilla"))
-    if mode == "vanilla":
-        ratio = {"kind": "token", "params": {}}
-    elif mode == "gspo":
-        ratio = {"kind": "sequence", "params": {}}
-    else:
-        gaps.append(Gap("actor_rollout_ref.actor.policy_loss.loss_mode", mode, "ratio", "token"))
-        ratio = {"kind": "token", "params": {}}
-
-    eps = float(get(actor, "clip_ratio", 0.2))
-    low, high = float(get(actor, "clip_ratio_low", eps)), float(get(actor, "clip_ratio_high", eps))
-    clip = ({"kind": "symmetric", "params": {"eps": low}} if low == high
-            else {"kind": "asymmetric", "params": {"eps_low": low, "eps_high": high}})
-    dual = get(actor, "clip_ratio_c", 3.0)
-    notes.once(f"verl's dual clip (clip_ratio_c = {dual}) bounds the loss of negative-advantage tokens whose ratio "
-               f"exceeds {dual}; this import keeps PPO's clip without that bound (the registry's dual_clip kind has it, "
-               f"but the verl importer does not map to it yet): alike wherever no ratio exceeds it")
+    ratio, clip, forced_agg = policy_loss(actor, gaps, notes, source)
 
     in_loss, in_reward = bool(get(actor, "use_kl_loss", False)), bool(get(algo, "use_kl_in_reward", False))
     if in_loss:
@@ -160,6 +208,10 @@ def components(cfg: dict, notes: K.Notes) -> tuple[str, dict[str, dict], list[Ga
         kl = {"kind": "none", "params": {}}
 
     agg_mode = str(get(actor, "loss_agg_mode", "token-mean"))
+    if forced_agg is not None and forced_agg != agg_mode:
+        notes.once(f"verl's {get(actor, 'policy_loss.loss_mode')} loss aggregates with {forced_agg} whatever "
+                   f"loss_agg_mode says ({agg_mode}): the run's aggregation is {forced_agg}")
+    agg_mode = forced_agg or agg_mode
     agg_kind = AGGREGATION.get(agg_mode)
     if agg_kind is None:
         gaps.append(Gap("actor_rollout_ref.actor.loss_agg_mode", agg_mode, "aggregation", "token_mean"))
@@ -168,7 +220,7 @@ def components(cfg: dict, notes: K.Notes) -> tuple[str, dict[str, dict], list[Ga
     if agg_kind == "constant_normalizer":
         norm = get(actor, "loss_scale_factor") or budget
         if norm is None:
-            raise LogError("config.yaml", "seq-mean-token-sum-norm divides by the response budget, which the config "
+            raise LogError(source, "seq-mean-token-sum-norm divides by the response budget, which the config "
                                           "lacks: set data.max_response_length", field="data.max_response_length")
         aggregation["params"] = {"normalizer": float(norm)}
 
@@ -437,7 +489,7 @@ def import_verl(src: Path, stage: Path, *, algorithm: str | None = None, run_id:
 
     budget = max_new_tokens or get(cfg, "data.max_response_length")
     if cfg_path is not None:
-        name, comps, gaps = components(cfg, notes)
+        name, comps, gaps = components(cfg, notes, str(cfg_path))
         spec_id, config, extras = choose("verl", name, comps, gaps, str(cfg_path), algorithm, budget, notes)
     elif algorithm is not None:
         spec_id, config, extras = choose("verl", algorithm, {}, [], str(src), algorithm, budget, notes)
