@@ -1,4 +1,6 @@
-"""Shared fixtures: the repository root and one strict build of the site per test session."""
+"""Shared fixtures: the repository root, one strict build of the site, one random tiny policy and one real TRL
+run per test session; and the groups that keep `pytest -n 2 --dist loadgroup` (.ci/test.sh) from making a
+module's or the session's costly fixtures on both workers, or running two Chromium sessions at once."""
 
 from __future__ import annotations
 
@@ -48,3 +50,62 @@ def sets_site_build(tmp_path_factory, standin_set) -> SiteBuild:
     url = f"http://127.0.0.1:{free_port()}/unipo/"
     return build_site(tmp_path_factory.mktemp("sets-site"), site_url=url,
                       extra_env={"UNIPO_SET_GPU_RUNS": str(standin_set)})
+
+
+@pytest.fixture(scope="session")
+def tiny_policy(tmp_path_factory) -> Path:
+    """The random tiny policy of tests/training_fixtures.py (seeded: the same weights and tokenizer each time),
+    saved once per session for every module's smoke runs. Trainers only read it; no test writes into it."""
+    pytest.importorskip("torch")
+    from training_fixtures import save_tiny_checkpoint
+
+    return save_tiny_checkpoint(tmp_path_factory.mktemp("tiny-policy"))
+
+
+@pytest.fixture(scope="session")
+def trl_grpo_run(tmp_path_factory) -> Path:
+    """One real TRL GRPOTrainer run with the UNIPO tap (tests/trl_support.py), made once per session for every
+    module that reads it (tests/test_trl_run.py, tests/browser/test_trl_browser.py): GRPO with a KL term
+    (beta 0.04) and two passes over each generation (num_iterations 2), 4 optimizer steps; the tap details one
+    group of the two. Returns the directory holding trl-output/ and tap/: readers import from it into their own
+    directories and write nothing into trl-output/ or tap/."""
+    if os.environ.get("UNIPO_REQUIRE_TRL") != "1":
+        pytest.importorskip("trl", reason="TRL is not installed (pip install -e '.[trl]')")
+    from trl_support import run_trl
+
+    tmp = tmp_path_factory.mktemp("trl-grpo")
+    run_trl(tmp, loss_type="grpo", beta=0.04, num_iterations=2, max_steps=4, groups=1)
+    return tmp
+
+
+#: The session's costly fixtures: their users (and every browser test, which all serve the built site) run on one
+#: worker under `pytest -n N --dist loadgroup` (.ci/test.sh), which then builds the site and runs TRL once, and
+#: runs one Chromium at a time.
+SHARED_BUILDS = {"site_build", "built_site", "sets_site_build", "trl_grpo_run"}
+SHARED_GROUP = "shared-builds"
+BROWSER_DIR = Path(__file__).resolve().parent / "browser"
+
+
+def xdist_group(item) -> str | None:
+    """The group of a test under --dist loadgroup: SHARED_GROUP for the browser tests and the users of
+    SHARED_BUILDS; the module's node id when the test uses a fixture its module defines above function scope
+    (a trained run, a built site: made once, on one worker); None (any worker, test by test) otherwise."""
+    if BROWSER_DIR in Path(str(item.path)).resolve().parents or SHARED_BUILDS & set(item.fixturenames):
+        return SHARED_GROUP
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info else ()):
+        if any(d.scope != "function" and d.baseid.endswith(".py") for d in defs):
+            return item.nodeid.split("::")[0]
+    return None
+
+
+def pytest_configure(config):
+    # pytest-xdist registers its marker itself; without it (UNIPO_TEST_WORKERS=1, no dev extra) it is unknown
+    config.addinivalue_line("markers", "xdist_group(name): tests that pytest-xdist's loadgroup runs on one worker")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        group = xdist_group(item)
+        if group and not any(m.name == "xdist_group" for m in item.iter_markers()):
+            item.add_marker(pytest.mark.xdist_group(group))

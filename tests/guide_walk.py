@@ -24,7 +24,9 @@ FIXTURES = ROOT / "tests" / "fixtures"
 #: What the activated environment is: the virtual environment running this code.
 VENV = Path(sys.executable).parent.parent
 #: Variables of the test session that a reader's shell does not have.
-SESSION_ONLY = ("UNIPO_SITE_DIR", "UNIPO_RUNS", "PYTEST_CURRENT_TEST", "PYTEST_ADDOPTS", "PYTHONPATH")
+#: (The PYTEST_XDIST_* ones name the worker of `pytest -n 2` that walks the guide.)
+SESSION_ONLY = ("UNIPO_SITE_DIR", "UNIPO_RUNS", "PYTEST_CURRENT_TEST", "PYTEST_ADDOPTS", "PYTHONPATH",
+                "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
 
 Runner = Callable[[str], subprocess.CompletedProcess]
 
