@@ -344,6 +344,24 @@ def test_verl_other_settings_without_a_kind(verl_run, tmp_path, section, key, va
     assert line.startswith(f"{cfg_path}: {setting}: ") and "--algorithm SPEC" in line
 
 
+def test_verl_rollout_correction_the_files_cannot_back_is_missing(verl_run, tmp_path):
+    """verl's rollout correction (rollout_is token) needs the rollout's log-probs, which verl's files do not hold:
+    imported against a spec, the run's header lists them as missing and nothing is recomputed from them."""
+    cfg_path = verl_run / ".hydra" / "config.yaml"
+    cfg = yaml.safe_load(cfg_path.read_text())
+    cfg["algorithm"]["rollout_correction"] = {"rollout_is": "token", "rollout_is_threshold": 2.0}
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "runs" / "corrected"
+    result = unipo("import", "verl", verl_run, "--out", out, "--algorithm", "dual_clip")
+    assert result.returncode == 0, result.stderr
+    header = runlog.read_header(out)
+    line = header.model_extra["missing"][-1]
+    assert line.startswith("the sampler's log-probs: verl's rollout correction was on "
+                           "(algorithm.rollout_correction.rollout_is = token)"), line
+    assert "missing (see the header's missing): the sampler's log-probs" in header.notes
+    assert runlog.token_steps(out) == []
+
+
 def test_fixtures_are_what_the_writer_writes(tmp_path):
     """tests/fixtures/verl and prime_rl are tests/trainer_formats.py's output, byte for byte (rerun it after a change)."""
     from trainer_formats import write_prime_fixture, write_verl_fixture

@@ -461,3 +461,25 @@ def test_two_objectives_of_a_step_agree_or_are_labelled(tmp_path):
                 assert gap <= 1e-6 * (1 + abs(d["trl_objective"]))
         if differ:
             assert "two objectives per step" in header["notes"] and objectives["reason"]
+
+
+def test_a_correction_the_tap_cannot_back_is_missing_not_invented(copy, tmp_path):
+    """A run whose TRL corrected for vLLM's sampler (use_vllm with vllm_importance_sampling_correction, TRL's default
+    with vLLM) but whose tap holds no sampling log-probs: the correction is a named gap, the header's missing says
+    which completions lack the sampler's log-probs, and no token gets an invented sample_logp."""
+    manifest = copy / "run1-tap" / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["config"].update(use_vllm=True, vllm_importance_sampling_correction=True,
+                          vllm_importance_sampling_mode="sequence_mask")
+    manifest.write_text(json.dumps(data))
+    out = tmp_path / "out"
+    proc = run_import(copy, out)
+    assert proc.returncode == 0, proc.stderr
+    header, details = load(out)
+    samples = sum(len(r.tokens.ids) > 0 for d in details for p in d.prompts for r in p.responses)
+    assert samples
+    (line,) = header.model_extra["missing"]
+    assert line.startswith("the sampler's log-probs of ") and "vllm_importance_sampling_mode 'sequence_mask'" in line
+    assert "missing (see the header's missing): the sampler's log-probs" in header.notes
+    assert any(g["setting"] == "vllm_importance_sampling_correction" for g in header.imported_from["gaps"])
+    assert all(r.tokens.sample_logp is None for d in details for p in d.prompts for r in p.responses)

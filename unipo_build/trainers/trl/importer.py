@@ -285,6 +285,26 @@ def trl_token_loss(loss_type: str, objective, kl, beta: float, logp) -> np.ndarr
     return -((objective + kl_term) * np.asarray(logp, dtype=np.float64) - kl_term)
 
 
+def sampler_missing(tap: Tap | None, notes: K.Notes) -> list[str]:
+    """The header's ``missing`` entry of a run whose TRL corrected for the sampler (use_vllm with
+    vllm_importance_sampling_correction: the loss times a weight from pi_old / pi_sampler) while its tap holds no
+    sampling log-probs for the tapped completions: the weights cannot be recomputed and none is invented; TRL's own
+    per-token loss (engine_objective), which includes them, stays beside ours."""
+    config = (tap.manifest.get("config") or {}) if tap else {}
+    if not (config.get("use_vllm") and config.get("vllm_importance_sampling_correction")):
+        return []
+    samples = [x for rows in tap.samples.values() for x in rows]
+    lacking = sum(1 for x in samples if x.get("sampling_logp") is None)
+    if not lacking:
+        return []
+    mode = config.get("vllm_importance_sampling_mode")
+    line = (f"the sampler's log-probs of {lacking} of {len(samples)} tapped completions: TRL's vLLM importance-sampling "
+            f"correction was on (vllm_importance_sampling_mode {mode!r}), so its loss carries weights from them that "
+            "are not recomputed here (TRL's per-token loss, engine_objective, includes them)")
+    notes.once("missing (see the header's missing): " + line)
+    return [line]
+
+
 def _algorithm(tap: Tap | None, algorithm: str | None, max_new_tokens: int | None, loc: K.Loc,
                notes: K.Notes) -> tuple[ResolvedAlgorithm | None, str, list[Gap]]:
     specs = K.known_specs(notes)
@@ -542,6 +562,7 @@ def import_trl(src: Path, stage: Path, *, algorithm: str | None = None, run_id: 
                   if tap_data and tap_data.manifest.get(f"{k}_version")},
         engine="trl", created_at=started, finished_at=finished,
         steps_per_rollout=per_rollout // gas if tap_data and per_rollout % gas == 0 and per_rollout >= gas else None,
+        **({"missing": missing} if (missing := sampler_missing(tap_data, notes)) else {}),
         imported_from={"format": "trl", "path": str(src),
                        "files": [{"path": str(p), "sha256": K.sha256_file(p)} for p in files],
                        **({"gaps": [g.as_dict() for g in gaps]} if gaps else {})},

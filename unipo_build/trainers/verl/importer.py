@@ -166,6 +166,22 @@ def policy_loss(actor: dict, gaps: list[Gap], notes: K.Notes, source: str = "con
     return (sequence if nearest == "sequence" else token), ppo, None
 
 
+def correction_missing(cfg: dict, notes: K.Notes) -> list[str]:
+    """The header's ``missing`` entry of a run whose verl corrected for the sampler (algorithm.rollout_correction's
+    rollout_is or rollout_rs): its weights and masks come from the rollout's log-probs, which verl's files do not
+    hold, so none is recomputed or invented."""
+    correction = get(cfg, "algorithm.rollout_correction", {}) or {}
+    settings = [f"{key} = {get(correction, key)}" for key in ("rollout_is", "rollout_rs")
+                if get(correction, key) is not None]
+    if not settings:
+        return []
+    line = ("the sampler's log-probs: verl's rollout correction was on (algorithm.rollout_correction."
+            + ", ".join(settings) + "), and its weights come from them; verl's files hold no token detail, so none "
+            "is recomputed here")
+    notes.once("missing (see the header's missing): " + line)
+    return [line]
+
+
 def components(cfg: dict, notes: K.Notes, source: str = "config.yaml") -> tuple[str, dict[str, dict], list[Gap]]:
     """verl's algorithm settings -> (name, registry components, gaps). Defaults are verl's own
     (``verl/trainer/config/ppo_trainer.yaml``) where Hydra's config lacks a key."""
@@ -524,7 +540,8 @@ def import_verl(src: Path, stage: Path, *, algorithm: str | None = None, run_id:
                        "validation_data_dir": str(val_dir) if val_dir else None, **extras},
         missing=["token-level detail: verl's rollout dumps hold decoded text and the summed score, no token ids, "
                  "log-probs, reference log-probs, advantages or lengths in tokens",
-                 "per-update values: one metrics line per global step (means over its updates)"],
+                 "per-update values: one metrics line per global step (means over its updates)",
+                 *correction_missing(cfg, notes)],
     )
     writer = RunWriter(stage, header, durable=False)
     notes.once("one step per verl global step that trained (values are means over its ppo_epochs x minibatches updates)")
