@@ -605,8 +605,8 @@ def import_trl(src: Path, stage: Path, *, algorithm: str | None = None, run_id: 
         header_trl["objectives"] = {
             "steps": details, "differ": len(differ), "max_difference": worst[0] if worst else 0.0,
             "at_step": worst[1] if worst else None,
-            "reason": (objective_reason(trainer, gaps, 0.0, 0.0).split(" (")[0]
-                       if cfg is not None and trainer.get("loss_type") == "cispo" and cfg.kind("clip") == "cispo"
+            "reason": (CISPO_FORM if cfg is not None and trainer.get("loss_type") == "cispo"
+                       and cfg.kind("clip") == "cispo" and not any(g.slot in OBJECTIVE_SLOTS for g in gaps)
                        else objective_reason(trainer, gaps)) if differ else None}
         if differ:
             notes.once(f"two objectives per step: the token file's (the run's components over the step) and "
