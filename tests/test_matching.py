@@ -167,7 +167,8 @@ def verl_run(tmp_path: Path, **actor) -> Path:
     # TRL's dapo loss with beta 0: a tie in kinds that dr_grpo wins on parameters (the import used to name dapo
     # after the loss_type, while the explain page named dr_grpo)
     (lambda p: trl_run(p, "bnpo", loss_type="dapo", beta=0.0), "dr_grpo"),
-    (lambda p: verl_run(p, loss_agg_mode="token-mean", use_kl_loss=False), "grpo"),  # a tie with dr_grpo: lineage
+    # verl's vanilla loss is dual-clip PPO: dual_clip is 2 slots away (kl, aggregation), grpo and dr_grpo 3
+    (lambda p: verl_run(p, loss_agg_mode="token-mean", use_kl_loss=False), "dual_clip"),
 ], ids=["trl-bnpo", "trl-gaps", "trl-dapo", "verl-token-mean"])
 def test_the_import_note_and_the_explain_page_name_one_spec(tmp_path, make, expected):
     run = make(tmp_path)
