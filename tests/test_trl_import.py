@@ -483,3 +483,21 @@ def test_a_correction_the_tap_cannot_back_is_missing_not_invented(copy, tmp_path
     assert "missing (see the header's missing): the sampler's log-probs" in header.notes
     assert any(g["setting"] == "vllm_importance_sampling_correction" for g in header.imported_from["gaps"])
     assert all(r.tokens.sample_logp is None for d in details for p in d.prompts for r in p.responses)
+
+
+def test_a_cispo_tap_without_row_value_loss_says_which_form_the_untapped_share_is_in(copy, tmp_path):
+    """A CISPO tap without row_value_loss (written before the tap recorded it): the untapped group's share can only
+    be TRL's own, in TRL's form, and the notes say so; the recomputation in TRL's form still matches TRL's loss."""
+    shard = copy / "cispo-tap" / "shard-rank0.jsonl"
+    records = [json.loads(line) for line in shard.read_text().splitlines()]
+    for record in records:
+        record.pop("row_value_loss", None)
+    shard.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "out"
+    proc = run_import(copy, out, tap="cispo-tap", state="cispo")
+    assert proc.returncode == 0, proc.stderr
+    header, details = load(out)
+    assert "their share of the objective is TRL's own per-row loss in TRL's form (the tap has no row_value_loss)" \
+        in header.notes
+    for d in details:
+        assert d.model_extra["objective_in_trl_form"] == pytest.approx(-d.trl_loss, abs=1e-6)

@@ -369,7 +369,7 @@ def _detail(tap: Tap, trl_step: int, index: int, rollout: int, cfg: ResolvedAlgo
             loss_tokens[row] = u["loss_tokens"][i]
             if u.get("row_loss") is not None:
                 engine_share[row] = -u["row_loss"][i]
-                if cispo and u.get("row_value_loss") is not None:
+                if cispo and (u.get("row_value_loss") or [None] * (i + 1))[i] is not None:
                     value_share[row] = -u["row_value_loss"][i]
                 engine_weight[row] = u["row_weight"][i]
         for s in u["samples"]:
