@@ -158,3 +158,24 @@ def test_no_script_or_style_sheet_is_over_about_1000_lines():
     long = [f"{p.relative_to(REPO)}: {n} lines" for p in assets
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_ASSET_LINES]
     assert not long, "split these scripts and style sheets:\n" + "\n".join(long)
+
+
+def test_no_source_file_of_the_package_is_ignored_by_git():
+    """A fresh clone and a non-editable install see what git tracks: a source file that .gitignore
+    matches (as ``site/`` once matched all of unipo_build/site/) would be missing from both, while
+    an editable checkout still imports it."""
+    import subprocess
+    sources = [str(p.relative_to(REPO)) for p in sorted(PACKAGE.rglob("*"))
+               if p.suffix in (".py", ".js", ".css", ".md", ".yaml") and "__pycache__" not in p.parts]
+    assert len(sources) > 100
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", "--stdin"], cwd=REPO, input="\n".join(sources),
+                             capture_output=True, text=True).stdout.split()
+    assert not ignored, f".gitignore matches source files of the package: {ignored}"
+
+
+def test_every_package_folder_is_a_regular_package():
+    """setuptools' package finder skips a folder without __init__.py (an implicit namespace package
+    imports in a checkout but is left out of the wheel)."""
+    missing = [str(d.relative_to(REPO)) for d in sorted(PACKAGE.rglob("*")) if d.is_dir()
+               and d.name != "__pycache__" and any(d.glob("*.py")) and not (d / "__init__.py").is_file()]
+    assert not missing, f"folders of modules without __init__.py: {missing}"

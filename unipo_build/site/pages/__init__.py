@@ -1,0 +1,1 @@
+"""The chapters' computed facts and figures, grouped by the question they answer."""

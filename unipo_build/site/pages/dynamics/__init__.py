@@ -1,0 +1,1 @@
+"""What happened during training: dynamics, sampling, the critic, advantage noise."""

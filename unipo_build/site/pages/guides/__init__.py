@@ -1,0 +1,1 @@
+"""The guides' and reference pages' computed parts."""

@@ -1,0 +1,1 @@
+"""Did it learn? Held-out verdicts, measured effects, claims and diagnoses."""

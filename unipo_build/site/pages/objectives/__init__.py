@@ -1,0 +1,1 @@
+"""How the objectives differ: aggregation, the family tree, the ladder, the clip and group lessons."""

@@ -1,0 +1,1 @@
+"""Does it hold at scale? The run sets side by side."""

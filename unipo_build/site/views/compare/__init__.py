@@ -1,0 +1,1 @@
+"""Comparison mode: two objectives slot by slot."""

@@ -1,0 +1,1 @@
+"""The Training Explorer: a whole run as a radial plot."""

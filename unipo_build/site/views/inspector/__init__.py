@@ -1,0 +1,1 @@
+"""The Step Inspector: one update, its groups, and tokens coloured by objective."""
