@@ -186,10 +186,10 @@ CASES: list[Case] = [
          TOKENS2, "(step 2, prompt 0, response 1)", "length: required field is missing"),
     Case("steps-file-missing", lambda run: (run / STEPS).unlink(), STEPS, "", "file is missing"),
     # schema versions
-    Case("header-schema-version", _header(lambda h: h.__setitem__("schema_version", "unipo-run/2")),
-         HEADER, "", "schema_version: Input should be 'unipo-run/1'"),
+    Case("header-schema-version", _header(lambda h: h.__setitem__("schema_version", "unipo-run/3")),
+         HEADER, "", "schema_version: Input should be 'unipo-run/1' or 'unipo-run/2'"),
     Case("token-schema-version", _tokens(lambda d: d.__setitem__("schema_version", "unipo-run/0")),
-         TOKENS2, "(step 2)", "schema_version: Input should be 'unipo-run/1'"),
+         TOKENS2, "(step 2)", "schema_version: Input should be 'unipo-run/1' or 'unipo-run/2'"),
     # empty files
     Case("header-empty", _empty(HEADER), HEADER, "", "not valid JSON"),
     Case("token-file-empty", _empty(TOKENS2), TOKENS2, "(step 2)", "not valid JSON"),

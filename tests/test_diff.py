@@ -47,7 +47,7 @@ def test_slot_status_rules():
 def test_grpo_to_dapo(specs):
     assert statuses(specs["grpo"], specs["dapo"]) == {
         "advantage": "unchanged", "ratio": "unchanged", "clip": "modified", "kl": "removed",
-        "aggregation": "modified", "filter": "added", "shaping": "added"}
+        "aggregation": "modified", "filter": "added", "shaping": "added", "correction": "unchanged"}
 
 
 def test_reinforce_to_ppo_adds_ratio_clip_and_kl(specs):
@@ -88,9 +88,9 @@ def test_parameters_only_change_is_modified(specs):
 
 def test_sentence_and_counts(specs):
     diffs = diff_algorithms(specs["grpo"], specs["dapo"])
-    assert summary_counts(diffs) == {"unchanged": 2, "modified": 2, "added": 2, "removed": 1}
+    assert summary_counts(diffs) == {"unchanged": 3, "modified": 2, "added": 2, "removed": 1}
     assert diff_sentence("GRPO", "DAPO", diffs) == \
-        "From GRPO to DAPO: 2 modified, 2 added, 1 removed, 2 unchanged (of the 7 slots)."
+        "From GRPO to DAPO: 2 modified, 2 added, 1 removed, 3 unchanged (of the 8 slots)."
 
 
 def test_one_scheme_with_badges():

@@ -91,8 +91,8 @@ def test_a_variant_is_explained_by_the_nearest_spec(shipped_site):
     out, _ = shipped_site
     text = page_text(out / "runs/ladder_no_kl/index.html")
     assert ("explained by GRPO: its header names 'ladder_no_kl', not one of the course's algorithms; GRPO is the "
-            "nearest: the fewest slots of another kind, then of other parameters (1 of 7: kl)") in text
-    assert "From GRPO to run ladder_no_kl: − 1 removed = 6 unchanged" in text
+            "nearest: the fewest slots of another kind, then of other parameters (1 of 8: kl)") in text
+    assert "From GRPO to run ladder_no_kl: − 1 removed = 7 unchanged" in text
     assert "no token-level detail" in text and "token-level detail: the Step Inspector" in text
     raw = (out / "runs/ladder_no_kl/index.html").read_text()
     # its Explainer answers the tokens its inspector announces (the run's algorithm id)
@@ -182,8 +182,8 @@ def test_run_no_spec_matches(tmp_path):
     import_log("unipo", FIXTURES / "unipo" / "custom_algo.jsonl", run)
     line, out = _refused(tmp_path, run)
     assert line.startswith(f"unipo explain: {run / 'header.json'}: algorithm_config is null: the run's algorithm "
-                           "'my-new-po' is none of this project's (cispo, dapo, dapo_dr, dr_grpo, dual_clip, grpo, gspo, ppo, "
-                           "reinforce, sapo)")
+                           "'my-new-po' is none of this project's (cispo, dapo, dapo_dr, dr_grpo, dual_clip, grpo, grpo_tis, gspo, "
+                           "ppo, reinforce, sapo)")
     assert line.endswith("import it again with --algorithm and the nearest of them, or add a spec for it "
                          "(`unipo new-algorithm`)")
     assert not out.exists()
@@ -275,7 +275,7 @@ def test_two_objectives_of_a_step_are_shown_with_the_reason(tmp_path):
     assert "loss_type = 'bnpo' with gradient accumulation (a token mean per micro-batch)" in text
     # the import's note (on the run card) and the page name one spec for the run: the same rule (core/matching.py)
     assert "explained by GRPO: its header names 'trl-bnpo'" in text
-    assert ("no spec has all of TRL's kinds, nearest spec: grpo (1 of 7 slots of another kind (aggregation); other "
+    assert ("no spec has all of TRL's kinds, nearest spec: grpo (1 of 8 slots of another kind (aggregation); other "
             "parameters in advantage)") in text
     # a run whose two objectives agree says nothing of it
     run = tmp_path / "runs" / "run1"

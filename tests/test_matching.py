@@ -79,7 +79,7 @@ def test_a_tie_in_kinds_goes_to_fewer_parameters():
     assert [m.spec.id for m in order[:2]] == ["dr_grpo", "grpo"]
     assert order[0].kinds_changed == ("advantage", "aggregation") and order[0].params_changed == ()
     assert order[1].kinds_changed == ("kl", "aggregation") and order[1].params_changed == ("advantage",)
-    assert order[0].how() == "2 of 7 slots of another kind (advantage, aggregation)"
+    assert order[0].how() == "2 of 8 slots of another kind (advantage, aggregation)"
     assert {m.spec.id: len(m.kinds_changed) for m in order}["dapo"] == 3
 
 

@@ -426,14 +426,16 @@ def test_component_catalogue():
     assert "Filled in from the run when null." in md
     # formulas shown with defaults, or with the parameters of the first shipped spec using the kind
     assert "Shown with the parameters of GRPO." in md and "Shown with the parameters of PPO." in md
-    assert "Used by: GRPO, Dual-clip GRPO, DAPO, CISPO, GSPO, SAPO." in md  # the group z-score, in lineage order
+    assert "Used by: GRPO, Dual-clip GRPO, DAPO, CISPO, GRPO-TIS, GSPO, SAPO." in md  # the group z-score, in lineage order
+    assert "Used by: GRPO-TIS." in md  # truncated importance sampling
     assert "Not used by a shipped algorithm." in md  # e.g. the leave-one-out baseline
 
 
 def test_component_catalogue_links_to_algorithm_pages():
     md = R.component_catalogue_markdown(SPECS, link=lambda target: "../" + target.rsplit("/", 1)[-1][:-3] + "/")
     assert ('Used by: <a href="../grpo/">GRPO</a>, <a href="../dual_clip/">Dual-clip GRPO</a>, <a href="../dapo/">DAPO</a>, '
-            '<a href="../cispo/">CISPO</a>, <a href="../gspo/">GSPO</a>, <a href="../sapo/">SAPO</a>.') in md
+            '<a href="../cispo/">CISPO</a>, <a href="../grpo_tis/">GRPO-TIS</a>, <a href="../gspo/">GSPO</a>, '
+            '<a href="../sapo/">SAPO</a>.') in md
 
 
 # ---------------------------------------------------------------------------
@@ -519,7 +521,7 @@ def test_reference_pages_in_the_built_site(built_site):
         page = path.read_text(encoding="utf-8")
         assert "UNIPOHTML" not in page
         assert page.count('<div class="unipo-objective"') == 1
-        assert page.count('class="unipo-slot-row"') == 7
+        assert page.count('class="unipo-slot-row"') == len(SLOTS)
         for href in re.findall(r'<a href="(\.\./[^"#]*)', page):
             target = (path.parent / href).resolve()
             assert (target / "index.html").is_file() or target.is_file(), (algorithm, href)

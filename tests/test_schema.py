@@ -104,7 +104,7 @@ def test_eval_ranges_and_phase():
 def test_header_checks():
     header = make_header().model_dump(mode="json", by_alias=True)
     assert M.RunHeader.model_validate(header).algorithm_config.id == "grpo"
-    for field, value in [("run_id", "has space"), ("run_id", "-starts-with-dash"), ("schema_version", "unipo-run/2")]:
+    for field, value in [("run_id", "has space"), ("run_id", "-starts-with-dash"), ("schema_version", "unipo-run/3")]:
         bad = dict(header, **{field: value})
         with pytest.raises(ValidationError) as info:
             M.RunHeader.model_validate(bad)

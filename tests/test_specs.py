@@ -57,11 +57,14 @@ def test_shipped_choices():
     specs = load_specs()
     kinds = {a: {slot: specs[a].components[slot].kind for slot in SLOTS} for a in ALGORITHMS}
     assert kinds["grpo"] == {"advantage": "group_zscore", "ratio": "token", "clip": "symmetric", "kl": "in_loss",
-                             "aggregation": "seq_mean_token_mean", "filter": "none", "shaping": "none"}
+                             "aggregation": "seq_mean_token_mean", "filter": "none", "shaping": "none",
+                             "correction": "none"}
     assert kinds["dapo"] == {"advantage": "group_zscore", "ratio": "token", "clip": "asymmetric", "kl": "none",
-                             "aggregation": "token_mean", "filter": "dynamic_sampling", "shaping": "overlong"}
+                             "aggregation": "token_mean", "filter": "dynamic_sampling", "shaping": "overlong",
+                             "correction": "none"}
     assert kinds["dr_grpo"] == {"advantage": "group_mean", "ratio": "token", "clip": "symmetric", "kl": "none",
-                                "aggregation": "constant_normalizer", "filter": "none", "shaping": "none"}
+                                "aggregation": "constant_normalizer", "filter": "none", "shaping": "none",
+                                "correction": "none"}
     assert kinds["ppo"]["advantage"] == "gae" and kinds["ppo"]["kl"] == "in_reward"
     assert kinds["reinforce"]["ratio"] == "none" and kinds["reinforce"]["clip"] == "none"
     assert specs["grpo"].params("kl") == {"estimator": "k3", "beta": 0.04}

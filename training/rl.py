@@ -443,7 +443,9 @@ class Trainer:
         where = {r: i for i, r in enumerate(rows)}
         order = torch.tensor([r for chunk in chunks for r in chunk])
         at = torch.tensor([where[r] for chunk in chunks for r in chunk])  # minibatch positions, chunk order
-        named = {"mask": mask, "advantages": advantages, "old": None if fill_old else old_logp, "ref": ref_logp,
+        corrected = O.uses_sampler_logp(self.cfg)  # a rollout correction weighs by the sampler's log-probs
+        named = {"sample": batch.logprobs[:, :width] if corrected else None,
+                 "mask": mask, "advantages": advantages, "old": None if fill_old else old_logp, "ref": ref_logp,
                  "rollout_kl": rollout_kl, "values": values if self.critic is not None else None,
                  "returns": returns if self.critic is not None else None}
         named = {k: v[order] for k, v in named.items() if v is not None}
@@ -459,7 +461,7 @@ class Trainer:
             part_of = {k: v[start:start + len(chunk), :logp.shape[1]] for k, v in inputs.items()}
             terms = O.token_terms(self.cfg, logp=logp, old_logp=logp.detach() if fill_old else part_of["old"],
                                   advantages=part_of["advantages"], mask=part_of["mask"], ref_logp=part_of.get("ref"),
-                                  rollout_kl=part_of.get("rollout_kl"))
+                                  rollout_kl=part_of.get("rollout_kl"), sampler_logp=part_of.get("sample"))
             return (part_of["weights"] * terms.objective).sum(), logp, entropy, terms
         for chunk in chunks:
             part, logp, entropy, terms = chunk_part(chunk, start)
@@ -523,7 +525,7 @@ class Trainer:
             clip_side=clip_side, entropy=out["entropy"],
             weights=weights.detach().cpu(), objective=out["objective"],
             group_advantage=O.group_baseline(self.cfg),
-            sample_logp=batch.logprobs[idx][:, :width] if self.gpu_path else None)
+            sample_logp=batch.logprobs[idx][:, :width] if self.gpu_path or corrected else None)
         metrics.update(records.update_metrics(view))
         metrics["time/update_s"] = time.time() - t0
         metrics["time/wall_s"] = self.elapsed_before + time.time() - self.started

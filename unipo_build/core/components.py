@@ -264,6 +264,75 @@ def sapo_surrogate(ratio, advantage, tau_pos: float, tau_neg: float):
 
 
 # ---------------------------------------------------------------------------
+# Rollout correction: the behaviour policy's weight (the sampler is not the learner)
+# ---------------------------------------------------------------------------
+
+CORRECTION_LEVELS = ("token", "sequence")
+
+
+def rollout_correction_weight(old_logp, sampler_logp, mask, level: str, truncate: bool, cap: float | None,
+                              lower: float | None = None, sequence: str = "product", kept: str = "ratio"):
+    """The weight of rollout correction: importance sampling from the sampler to the learner.
+
+    The tokens were drawn by a sampler (vLLM, an older copy of the policy) whose log-probs
+    ``sampler_logp`` are not the learner's ``old_logp`` of the same tokens. Its weight
+    w = pi_old / pi_sampler = exp(old_logp - sampler_logp) multiplies each token's surrogate, held
+    constant (stop-gradient), so the update is the one the learner's own samples would give in
+    expectation. ``level`` "token": each token's own w; "sequence": one w per response, the product
+    of its token ratios (``sequence`` "product", TRL and verl) or their geometric mean
+    ("geometric_mean", OpenRLHF's seq level), on every token of the response.
+
+    ``truncate``: w = clip(w, lower, cap), truncated importance sampling (TIS; TRL *_truncate,
+    verl rollout_is, OpenRLHF tis); ``lower`` None: no lower bound. Otherwise masked importance
+    sampling (TRL *_mask, verl rollout_rs, OpenRLHF icepop and seq-mask-tis, prime-rl's
+    token_mask_low/high): a token (or a whole response) whose w is outside [lower, cap] gets weight
+    0, a kept one the weight ``kept`` names: "ratio" the w that was tested (TRL, IcePop), "token_ratio"
+    the token's own ratio (OpenRLHF), "one" (verl's rejection sampling). ``cap`` None: no upper bound
+    (a mask below ``lower`` alone). Returns ``(weight, side)`` (B, T): side 1 where w is above ``cap``,
+    -1 where it is below ``lower`` (the tokens truncated or masked), 0 elsewhere and on padding.
+    """
+    xp = array_namespace(old_logp, sampler_logp)
+    mask = xp.astype(mask, old_logp.dtype)
+    log_token = stop_gradient((old_logp - sampler_logp) * mask)
+    if level == "token":
+        log_w = log_token
+    elif level == "sequence":
+        total = xp.sum(log_token, axis=-1, keepdims=True)
+        if sequence == "geometric_mean":
+            total = total / xp.clip(xp.sum(mask, axis=-1, keepdims=True), 1, None)
+        elif sequence != "product":
+            raise ValueError(f"unknown sequence ratio {sequence!r} (known: product, geometric_mean)")
+        log_w = total + xp.zeros_like(log_token)
+    else:
+        raise ValueError(f"unknown correction level {level!r} (known: {', '.join(CORRECTION_LEVELS)})")
+    w = xp.exp(log_w)
+    high = (w > cap) if cap is not None else xp.zeros_like(w, dtype=xp.bool)
+    low = (w < lower) if lower is not None else xp.zeros_like(w, dtype=xp.bool)
+    if truncate:
+        weight = xp.clip(w, lower, cap)
+    else:
+        kept_weight = {"ratio": w, "token_ratio": xp.exp(log_token), "one": xp.ones_like(w)}.get(kept)
+        if kept_weight is None:
+            raise ValueError(f"unknown kept weight {kept!r} (known: ratio, token_ratio, one)")
+        weight = xp.where(high | low, xp.zeros_like(w), kept_weight)
+    side = (xp.astype(high, xp.int8) - xp.astype(low, xp.int8)) * xp.astype(mask, xp.int8)
+    return weight * mask, side
+
+
+def truncated_is_weight(old_logp, sampler_logp, mask, level: str, cap: float, lower: float | None = None,
+                        sequence: str = "product"):
+    """Truncated importance sampling (TIS): w = clip(pi_old / pi_sampler, lower, cap), per token or per
+    response (:func:`rollout_correction_weight`). Returns ``(weight, side)``."""
+    return rollout_correction_weight(old_logp, sampler_logp, mask, level, True, cap, lower, sequence)
+
+
+def masked_is_weight(old_logp, sampler_logp, mask, level: str, cap: float | None, lower: float | None,
+                     sequence: str = "product", kept: str = "ratio"):
+    """Masked importance sampling (two-sided, as IcePop): weight 0 where pi_old / pi_sampler is outside
+    [lower, cap], the ``kept`` weight elsewhere (:func:`rollout_correction_weight`). Returns ``(weight, side)``."""
+    return rollout_correction_weight(old_logp, sampler_logp, mask, level, False, cap, lower, sequence, kept)
+
+# ---------------------------------------------------------------------------
 # KL to the reference policy (Schulman, "Approximating KL divergence", 2020)
 # ---------------------------------------------------------------------------
 

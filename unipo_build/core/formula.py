@@ -2,7 +2,7 @@
 
 ``objective_latex(spec)`` writes
 
-    J(theta) = E[ aggregation ( per-token surrogate  - beta D ) ]          (line 1; a long one
+    J(theta) = E[ aggregation ( sg[omega] per-token surrogate  - beta D ) ] (line 1; a long one
                                                                              breaks after the E)
                s.t. filter,  per-token reward with KL,  shaped reward      (line 2, when any)
     where      ratio = ...,  advantage = ...,  the definitions of the rest (one row each)
@@ -150,6 +150,9 @@ def objective_latex(algorithm: AlgorithmSpec | ResolvedAlgorithm, *, definitions
     surrogate = surrogate.replace(RATIO_TEX, w("ratio", ratio_tex))
     surrogate = surrogate.replace(ADVANTAGE_TEX, w("advantage", advantage_symbol))
     inner = w("clip", surrogate)
+    correction_clauses = clauses(parts["correction"].latex())
+    if correction_clauses:  # the behaviour policy's weight on the surrogate (rollout correction)
+        inner = w("correction", correction_clauses[0]) + r"\," + inner
     kl_clauses = clauses(parts["kl"].latex())
     if kl_place == "loss" and kl_clauses:
         inner += w("kl", kl_clauses[0])
@@ -183,7 +186,7 @@ def objective_latex(algorithm: AlgorithmSpec | ResolvedAlgorithm, *, definitions
         where = [w("ratio", parts["ratio"].latex()), w("advantage", r",\quad ".join(clauses(parts["advantage"].latex())))]
         for slot, rest in (("kl", kl_clauses[1:]), ("aggregation", aggregation[1:]),
                            ("clip", clauses(with_ratio(parts["clip"].latex(), parts["ratio"].kind))[1:]),
-                           ("filter", filter_clauses[1:])):
+                           ("correction", correction_clauses[1:]), ("filter", filter_clauses[1:])):
             if rest:
                 where.append(w(slot, r",\quad ".join(rest)))
         if shaping_clauses:

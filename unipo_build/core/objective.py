@@ -31,6 +31,9 @@ class TokenTerms:
     clip_side: Any
     kl: Any | None
     objective: Any
+    # The rollout correction's weight on each token's surrogate and which bound acted (None: no correction).
+    correction: Any | None = None
+    correction_side: Any | None = None
 
 
 def shape_rewards(cfg: ResolvedAlgorithm, rewards, lengths):
@@ -66,6 +69,24 @@ def kl_in_reward(cfg: ResolvedAlgorithm) -> bool:
 
 def kl_in_loss(cfg: ResolvedAlgorithm) -> bool:
     return cfg.component("kl").kl_place == "loss"
+
+
+def uses_sampler_logp(cfg: ResolvedAlgorithm) -> bool:
+    """Whether the objective needs the sampler's own log-probs (a rollout correction weighs by them)."""
+    return not cfg.component("correction").is_none
+
+
+def correction_weight(cfg: ResolvedAlgorithm, old_logp, sampler_logp, mask):
+    """The correction slot: ``(weight, side)`` (B, T) of each token, from the learner's log-probs before the
+    rollout's first update and the sampler's; ``(None, None)`` without a correction."""
+    kind = cfg.component("correction")
+    if kind.apply is None:
+        return None, None
+    if sampler_logp is None:
+        raise ValueError(f"the rollout correction {kind.name} weighs each token by exp(old_logp - sample_logp): "
+                         "the sampler's log-probs (tokens.sample_logp) are required")
+    xp = array_namespace(old_logp)
+    return kind.apply(old_logp, sampler_logp, xp.astype(mask, old_logp.dtype), cfg.components["correction"].params)
 
 
 def group_baseline(cfg: ResolvedAlgorithm) -> bool:
@@ -116,11 +137,13 @@ def surrogate_terms(cfg: ResolvedAlgorithm, rho, advantages):
 
 
 def token_terms(cfg: ResolvedAlgorithm, *, logp, old_logp, advantages, mask, ref_logp=None,
-                rollout_kl=None, kl=None) -> TokenTerms:
+                rollout_kl=None, kl=None, sampler_logp=None) -> TokenTerms:
     """Ratio, surrogate (the clip slot's form), KL and the per-token objective for every token.
 
-    objective_{i,t} = surrogate_{i,t} - beta * KL_{i,t} when the KL sits in the loss;
-    = surrogate_{i,t} otherwise (a KL in the reward is already inside the advantage, and
+    objective_{i,t} = omega_{i,t} * surrogate_{i,t} - beta * KL_{i,t} when the KL sits in the loss;
+    = omega_{i,t} * surrogate_{i,t} otherwise, with omega the rollout correction's constant weight from
+    ``sampler_logp`` (1 without a correction; as TRL, verl and OpenRLHF weigh the policy loss, not the
+    KL) (a KL in the reward is already inside the advantage, and
     ``rollout_kl`` is then reported as the token's KL). The KL in the loss is the spec's
     estimator from ``ref_logp`` (:func:`reference_kl`), or ``kl`` where given: the per-token KL
     a trainer logged, (B, T), which an importer keeps as the trainer computed it.
@@ -131,18 +154,20 @@ def token_terms(cfg: ResolvedAlgorithm, *, logp, old_logp, advantages, mask, ref
     surrogate, side = surrogate_terms(cfg, rho, advantages)
     surrogate = surrogate * mask_f
     side = side * xp.astype(mask, side.dtype)
-    objective = surrogate
+    correction, correction_side = correction_weight(cfg, old_logp, sampler_logp, mask_f)
+    objective = surrogate if correction is None else correction * surrogate
     if kl_in_loss(cfg):
         if kl is None:
             if ref_logp is None:
                 raise ValueError("the KL sits in the loss: ref_logp is required (or the logged kl)")
             kl = reference_kl(cfg, logp, ref_logp, mask_f)
-        objective = surrogate - cfg.param("kl", "beta") * kl
+        objective = objective - cfg.param("kl", "beta") * kl
     elif kl_in_reward(cfg):
         kl = rollout_kl
     else:
         kl = None
-    return TokenTerms(ratio=rho * mask_f, surrogate=surrogate, clip_side=side, kl=kl, objective=objective)
+    return TokenTerms(ratio=rho * mask_f, surrogate=surrogate, clip_side=side, kl=kl, objective=objective,
+                      correction=correction, correction_side=correction_side)
 
 
 def weights(cfg: ResolvedAlgorithm, mask, dtype=None):

@@ -296,6 +296,20 @@ class RunCheck:
         return not self.errors and self.steps == 0
 
 
+def _sampler_logp_missing(reader: RunReader, config, steps: list[int]) -> runlog.LogError | None:
+    """One error for a run whose rollout correction cannot be recomputed: the first logged response without
+    the sampler's log-probs (recompute.sampler_logp_problems), with how many more there are."""
+    from unipo_build.core.recompute import sampler_logp_problems
+
+    found = [(step, where, message) for step in steps for where, message in sampler_logp_problems(config, reader.detail(step))]
+    if not found:
+        return None
+    step, where, message = found[0]
+    more = f" ({len(found) - 1} more response{'s' if len(found) > 2 else ''} like it)" if len(found) > 1 else ""
+    return runlog.LogError(str(reader.path / runlog.TOKENS_DIR / runlog.token_file_name(step)), message + more,
+                           step=step, where=where, field="tokens.sample_logp")
+
+
 def check_run(run_dir: str | Path, *, known_algorithms: set[str] | None = None, limit: int = 50) -> RunCheck:
     """Read a whole run directory through its reader and report every problem (up to ``limit``).
 
@@ -332,6 +346,10 @@ def check_run(run_dir: str | Path, *, known_algorithms: set[str] | None = None, 
     result.evals = collect(lambda: list(reader.evals)) or []
     reader.scan_tokens(problems=errors, limit=limit)
     steps = reader.token_steps
+    if header is not None and header.algorithm_config is not None and not errors:
+        missing = _sampler_logp_missing(reader, header.algorithm_config, steps)
+        if missing is not None:
+            errors.append(missing)
     if table is not None:
         result.steps = table.n
         if table.n == 0 and not errors:

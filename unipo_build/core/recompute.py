@@ -29,6 +29,8 @@ class TokenBreakdown:
     objective: np.ndarray
     eps_low: float | None
     eps_high: float | None
+    correction: np.ndarray | None = None  # the rollout correction's weight (None: no correction)
+    correction_side: np.ndarray | None = None
 
 
 def _row(values) -> np.ndarray:
@@ -42,11 +44,28 @@ def breakdown(cfg: ResolvedAlgorithm, tokens: TokenArrays) -> TokenBreakdown:
     terms = O.token_terms(
         cfg, logp=_row(tokens.logp), old_logp=_row(tokens.old_logp), advantages=_row(tokens.advantage), mask=mask,
         ref_logp=_row(tokens.ref_logp) if tokens.ref_logp is not None else None,
-        rollout_kl=_row(tokens.kl) if (kl_in_reward and tokens.kl is not None) else None)
+        rollout_kl=_row(tokens.kl) if (kl_in_reward and tokens.kl is not None) else None,
+        sampler_logp=_row(tokens.sample_logp) if tokens.sample_logp is not None else None)
     eps_low, eps_high = O.clip_bounds(cfg)
     return TokenBreakdown(ratio=terms.ratio[0], surrogate=terms.surrogate[0], clip_side=terms.clip_side[0],
                           kl=None if terms.kl is None else np.asarray(terms.kl)[0], objective=terms.objective[0],
-                          eps_low=eps_low, eps_high=eps_high)
+                          eps_low=eps_low, eps_high=eps_high,
+                          correction=None if terms.correction is None else np.asarray(terms.correction)[0],
+                          correction_side=None if terms.correction_side is None else np.asarray(terms.correction_side)[0])
+
+
+def sampler_logp_problems(cfg: ResolvedAlgorithm, detail: StepDetail) -> list[tuple[str, str]]:
+    """``(where, message)`` of each logged response whose token arrays lack the sampler's log-probs that the
+    run's rollout correction weighs by (none without a correction): such a run cannot be recomputed, and its
+    numbers are never invented."""
+    if not O.uses_sampler_logp(cfg):
+        return []
+    name = cfg.kind("correction")
+    return [(f"prompt {p} (group {group.index}), response {response.index}",
+             f"missing: the run's rollout correction ({name}) weighs each token by exp(old_logp - sample_logp), "
+             "and this response logged no sampler log-probs")
+            for p, group in enumerate(detail.prompts) if not group.filtered
+            for response in group.responses if response.tokens is not None and response.tokens.sample_logp is None]
 
 
 def _close(a, b, rtol: float, atol: float) -> bool:
@@ -89,6 +108,10 @@ def check_step(cfg: ResolvedAlgorithm, detail: StepDetail, *, rtol: float = 1e-5
             tokens = response.tokens
             if tokens is None:
                 problems.append(f"{where}: no token arrays")
+                continue
+            if O.uses_sampler_logp(cfg) and tokens.sample_logp is None:
+                problems.append(f"{where}: tokens.sample_logp: missing (the run's rollout correction "
+                                f"{cfg.kind('correction')} needs the sampler's log-probs)")
                 continue
             b = breakdown(cfg, tokens)
             for name, logged, recomputed in (("ratio", tokens.ratio, b.ratio), ("objective", tokens.objective, b.objective)):

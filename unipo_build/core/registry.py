@@ -1,7 +1,7 @@
 """The component registry: the single source of every kind of every slot of an objective.
 
 An algorithm is a choice of one component per slot (advantage, ratio, clip, kl, aggregation,
-filter, shaping). Each kind is registered here once, with everything the project needs of it:
+filter, shaping, correction; a spec or a log may leave out the slots of ``OPTIONAL_SLOTS``). Each kind is registered here once, with everything the project needs of it:
 
 - its **parameters** (a pydantic model: names, defaults, constraints, descriptions);
 - its **implementation**: ``fn``, the function of ``unipo_build.core.components`` that computes it
@@ -43,6 +43,9 @@ kl         ``kl_place``: None, "loss" or "reward"; the estimator is a parameter
 aggregation ``apply(mask, params)`` -> weights (B, T)
 filter     ``apply(correct (n_groups, G), params)`` -> keep (n_groups,), None: keep every group
 shaping    ``apply(lengths (B,), params)`` -> reward term (B,), None: no term
+correction ``apply(old_logp, sampler_logp, mask, params)`` -> (weight, side) (B, T): the behaviour
+           policy's weight on each token's surrogate (rollout correction), None: weight 1; it
+           needs the sampler's log-probs (the token files' ``sample_logp``)
 ========== ================================================================================
 """
 
@@ -58,7 +61,10 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from unipo_build.core import limits
 
-SLOTS = ("advantage", "ratio", "clip", "kl", "aggregation", "filter", "shaping")
+SLOTS = ("advantage", "ratio", "clip", "kl", "aggregation", "filter", "shaping", "correction")
+#: Slots added after the first run-log version, with the kind a spec or a log that leaves one out means
+#: (a log of schema unipo-run/1 has no correction slot: its sampler was taken to be its learner).
+OPTIONAL_SLOTS = {"correction": "none"}
 
 
 class _Params(BaseModel):

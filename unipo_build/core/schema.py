@@ -19,6 +19,10 @@ tokens): see unipo_build.trainers for the mapping. Unknown fields are kept
 NaN and infinities are rejected everywhere; a metric that is undefined at a step is null.
 Every number, string and identifier stays within the bounds of :mod:`unipo_build.core.limits`
 (finite and at most 1e15 in size, text capped by field, no lone surrogates).
+
+Versions (``schema_version``, :data:`SCHEMA_VERSIONS`): unipo-run/2 added the correction slot (rollout
+correction: the sampler's log-probs ``sample_logp`` weigh each token's surrogate) to ``algorithm_config``;
+a unipo-run/1 log stays readable, its configuration read as correction "none".
 """
 
 from __future__ import annotations
@@ -31,7 +35,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from unipo_build.core.limits import MAX_INT, Doc, Finite, Identifier, Line, LogProb, Name, Text, TokenText
 from unipo_build.core.specs import ResolvedAlgorithm
 
-SCHEMA_VERSION = "unipo-run/1"
+SCHEMA_VERSION = "unipo-run/2"
+#: Every version this code reads. unipo-run/2 added the correction slot (rollout correction) to the
+#: algorithm_config; a unipo-run/1 log has none, and its configuration reads as correction "none".
+SCHEMA_VERSIONS = ("unipo-run/1", "unipo-run/2")
+SchemaVersion = Literal["unipo-run/1", "unipo-run/2"]
 
 Count = Annotated[int, Field(ge=0, le=MAX_INT)]
 Positive = Annotated[int, Field(ge=1, le=MAX_INT)]
@@ -213,7 +221,7 @@ class MemorisationCheck(_Model):
 
 
 class RunHeader(_Model):
-    schema_version: Literal["unipo-run/1"] = SCHEMA_VERSION
+    schema_version: SchemaVersion = SCHEMA_VERSION
     run_id: Identifier
     algorithm: Identifier = Field(description="The spec id (data/algorithms/<id>.yaml), or for an imported run "
                                               "of another algorithm a name of the same form.")
@@ -375,7 +383,7 @@ class TokenArrays(_Model):
     text: list[TokenText] = Field(description="Each token's text as the tokenizer decodes it.")
     logp: list[LogProb] = Field(description="log pi_theta of the token at this update.")
     old_logp: list[LogProb] = Field(description="log pi_old of the token (the sampling policy), as the training forward pass computes it before the rollout's first update: the ratio's denominator.")
-    sample_logp: list[LogProb] | None = Field(None, description="log-prob the token was sampled with, from the decoding pass. Logged when sampling and training run in mixed precision (bf16 on a GPU), where the two passes round differently and it can differ from old_logp; null otherwise (they agree to about 1e-6 in float32).")
+    sample_logp: list[LogProb] | None = Field(None, description="log-prob the token was sampled with, from the decoding pass. Logged when sampling and training run in mixed precision (bf16 on a GPU), where the two passes round differently and it can differ from old_logp, and whenever the algorithm has a rollout correction (components.correction), which weighs each token by exp(old_logp - sample_logp) and cannot be recomputed without it; null otherwise (they agree to about 1e-6 in float32).")
     ref_logp: list[LogProb] | None = Field(None, description="log pi_ref (the frozen reference model).")
     value: list[Finite] | None = Field(None, description="The critic's value at this token.")
     advantage: list[Finite] = Field(description="The token's advantage A_{i,t}.")
@@ -440,7 +448,7 @@ class GroupSummary(_Model):
 
 
 class StepDetail(_Model):
-    schema_version: Literal["unipo-run/1"] = SCHEMA_VERSION
+    schema_version: SchemaVersion = SCHEMA_VERSION
     step: Count
     rollout: Count
     objective: Finite = Field(description="The step objective J (equals the step's 'objective' metric).")

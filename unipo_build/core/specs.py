@@ -22,7 +22,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from unipo_build.core import limits, project
 from unipo_build.core.limits import Line, Name, Text
-from unipo_build.core.registry import REGISTRY, SLOTS, Kind, NoParams, Term, register  # noqa: F401  (re-exported)
+from unipo_build.core.registry import (  # noqa: F401  (re-exported)
+    OPTIONAL_SLOTS,
+    REGISTRY,
+    SLOTS,
+    Kind,
+    NoParams,
+    Term,
+    register,
+)
 
 #: A spec id, and the algorithm id of a run's resolved configuration.
 SPEC_ID = r"^[a-z][a-z0-9_]{0,63}$"
@@ -32,6 +40,27 @@ SPEC_MAX_VALUES = 100_000
 
 class SpecError(ValueError):
     """A spec that does not validate. The message names the file and the field."""
+
+
+#: What a spec that leaves out an optional slot (registry.OPTIONAL_SLOTS) says about it.
+OPTIONAL_SLOT_EXPLANATIONS = {
+    "correction": "No rollout correction: the tokens are trained as if the policy being trained had sampled them "
+                  "itself (the sampler's and the learner's log-probabilities are taken to agree).",
+}
+
+
+def _with_optional_slots(data: Any, explanation: bool) -> Any:
+    """A spec's or a run's components with each optional slot it leaves out set to its default kind."""
+    if not isinstance(data, dict) or not isinstance(data.get("components"), dict):
+        return data
+    missing = {slot: kind for slot, kind in OPTIONAL_SLOTS.items() if slot not in data["components"]}
+    if not missing:
+        return data
+    components = dict(data["components"])
+    for slot, kind in missing.items():
+        components[slot] = ({"kind": kind, "explanation": OPTIONAL_SLOT_EXPLANATIONS[slot]} if explanation
+                            else {"kind": kind, "params": {}})
+    return {**data, "components": components}
 
 
 # ---------------------------------------------------------------------------
@@ -82,6 +111,11 @@ class AlgorithmSpec(BaseModel):
     components: dict[Name, ComponentSpec]
     defaults: RunDefaults = Field(default_factory=RunDefaults)
     references: list[Reference] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _optional_slots(cls, data: Any) -> Any:
+        return _with_optional_slots(data, explanation=True)
 
     @model_validator(mode="after")
     def _components_are_registered(self) -> "AlgorithmSpec":
@@ -329,6 +363,13 @@ class ResolvedAlgorithm(BaseModel):
     id: str = Field(pattern=SPEC_ID)
     name: Name
     components: dict[Name, ResolvedComponent]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _optional_slots(cls, data: Any) -> Any:
+        """A configuration written before a slot existed (schema unipo-run/1 has no correction) reads as
+        that slot's default kind."""
+        return _with_optional_slots(data, explanation=False)
 
     @model_validator(mode="after")
     def _registered(self) -> "ResolvedAlgorithm":

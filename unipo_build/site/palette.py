@@ -36,6 +36,7 @@ ALGORITHMS: dict[str, str] = {
     "dual_clip": "#661100",  # Tol dark red
     "cispo": "#332288",  # Tol indigo
     "sapo": "#44AA99",  # Tol teal
+    "grpo_tis": "#225522",  # Tol dark green: GRPO with a correction, beside its bluish green
     # Methods of the playgrounds that are not specs of the course.
     "dpo": "#D55E00",  # vermillion
     "dro": "#CC79A7",  # reddish purple

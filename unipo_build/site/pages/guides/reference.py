@@ -51,6 +51,8 @@ SLOT_DESCRIPTIONS = {
     "aggregation": "How token objectives are averaged into one number: the weight of every token.",
     "filter": "Which sampled groups are trained on.",
     "shaping": "What is added to the reward before advantages are computed.",
+    "correction": ("Rollout correction: the weight on each token's surrogate that corrects for the sampler not being "
+                   "the policy being trained (truncated or masked importance sampling against the sampler's log-probs)."),
 }
 
 Protect = Callable[[str], str]

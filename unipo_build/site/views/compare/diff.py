@@ -47,6 +47,7 @@ SLOT_LABELS = {
     "aggregation": "Aggregation",
     "filter": "Sampling filter",
     "shaping": "Reward shaping",
+    "correction": "Rollout correction",
 }
 
 NONE_KIND = "none"

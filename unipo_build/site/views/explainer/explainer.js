@@ -34,7 +34,7 @@
 
   var SLOT_LABELS = {
     advantage: "Advantage", ratio: "Importance ratio", clip: "Clip", kl: "KL penalty",
-    aggregation: "Aggregation", filter: "Sampling filter", shaping: "Reward shaping",
+    aggregation: "Aggregation", filter: "Sampling filter", shaping: "Reward shaping", correction: "Rollout correction",
   };
 
   /** A row of a live table: label, how it is computed, the value (with its full precision in data-value). */
@@ -463,9 +463,13 @@
     return nodesOf(kindItems(ctx, "shaping"));
   }
 
+  function liveCorrection(ctx) {
+    return nodesOf(kindItems(ctx, "correction"));
+  }
+
   var LIVE = {
     ratio: liveRatio, advantage: liveAdvantage, clip: liveClip, kl: liveKl, objective: liveObjective,
-    aggregation: liveAggregation, filter: liveFilter, shaping: liveShaping,
+    aggregation: liveAggregation, filter: liveFilter, shaping: liveShaping, correction: liveCorrection,
   };
 
   function setLive(container, fill) {

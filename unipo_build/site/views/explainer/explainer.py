@@ -211,7 +211,7 @@ def _slot_section(uid: str, component: Component, live: bool = True, repo: Repo 
 
 DISPLAYSTYLE = "\\displaystyle "
 
-CARD_OF_SLOT = {"ratio": "token", "advantage": "token", "clip": "token", "kl": "token",
+CARD_OF_SLOT = {"ratio": "token", "advantage": "token", "clip": "token", "kl": "token", "correction": "token",
                 "aggregation": "aggregation", "filter": "filter", "shaping": "shaping"}
 CARD_TITLES = {"token": "Token-level objective card", "aggregation": "Aggregation card",
                "filter": "Sampling filter card", "shaping": "Reward shaping card"}
@@ -269,7 +269,8 @@ def objective_card(spec: AlgorithmSpec, *, config: ResolvedAlgorithm | None = No
         where + '<p class="unipo-card-intro">The per-token objective: the <strong>optimisation target</strong>, the '
         'importance ratio, times the <strong>strength</strong>, the advantage; the clip and the KL term are the '
         'constraints that act on every token.</p>'
-        + "".join(_slot_section(uid, comps[s], repo=repo) for s in ("ratio", "advantage", "clip", "kl"))
+        + "".join(_slot_section(uid, comps[s], repo=repo) for s in ("ratio", "advantage", "clip", "kl", "correction")
+                  if s != "correction" or not comps[s].kind.is_none)  # a rollout correction, where there is one
         + '<div class="unipo-live unipo-live--total" data-live="objective"></div>')
     agg = comps["aggregation"]
     agg_body = (where + _slot_section(uid, agg, repo=repo)
@@ -290,7 +291,8 @@ def objective_card(spec: AlgorithmSpec, *, config: ResolvedAlgorithm | None = No
         f'<span class="unipo-times" aria-hidden="true">\u00d7</span>'
         f'{_part_button(uid, comps["advantage"], "Strength: advantage")}</div>'
         f'<div class="unipo-parts-group"><span class="unipo-parts-title">Constraints</span>'
-        + "".join(_part_button(uid, comps[s], SLOT_LABELS[s]) for s in ("clip", "kl", "filter", "shaping"))
+        + "".join(_part_button(uid, comps[s], SLOT_LABELS[s]) for s in ("clip", "kl", "filter", "shaping", "correction")
+                  if s != "correction" or not comps[s].kind.is_none)
         + "</div></div>")
     shown = config if config is not None else ResolvedAlgorithm(id=spec.id, name=spec.name, components={
         s: ResolvedComponent(kind=c.name, params=c.params) for s, c in comps.items()})

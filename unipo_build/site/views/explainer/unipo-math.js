@@ -162,6 +162,68 @@
     return { surrogate: surrogate, side: side };
   }
 
+  /* --------------------------------------------------------- rollout correction */
+
+  /**
+   * rollout_correction_weight: the behaviour ratio w = exp(old_logp - sampler_logp) per token, or per
+   * response (the product of its token ratios, or their geometric mean), truncated to [lower, cap]
+   * or masked outside it (a kept token weighs w, its own ratio, or 1). Returns the weight, the side
+   * (1 above the cap, -1 below the lower bound) and the tested ratio w itself, 0 on padding.
+   */
+  function rolloutCorrectionWeight(oldLogp, samplerLogp, mask, level, truncate, cap, lower, sequence, kept) {
+    var n = oldLogp.length;
+    var hasCap = cap !== null && cap !== undefined;
+    var hasLower = lower !== null && lower !== undefined;
+    var logToken = oldLogp.map(function (o, t) { return (o - samplerLogp[t]) * mask[t]; });
+    var logW;
+    if (level === "token") {
+      logW = logToken;
+    } else if (level === "sequence") {
+      var total = sum(logToken);
+      if (sequence === "geometric_mean") total = total / Math.max(sum(mask), 1);
+      else if (sequence !== "product") throw new Error("unknown sequence ratio " + sequence + " (known: product, geometric_mean)");
+      logW = logToken.map(function () { return total; });
+    } else {
+      throw new Error("unknown correction level " + level + " (known: token, sequence)");
+    }
+    var weight = new Array(n);
+    var side = new Array(n);
+    var ratio = new Array(n);
+    for (var t = 0; t < n; t++) {
+      var w = Math.exp(logW[t]);
+      var high = hasCap && w > cap;
+      var low = hasLower && w < lower;
+      var value;
+      if (truncate) {
+        value = Math.min(hasLower ? Math.max(w, lower) : w, hasCap ? cap : Infinity);
+      } else if (high || low) {
+        value = 0;
+      } else if (kept === "ratio") {
+        value = w;
+      } else if (kept === "token_ratio") {
+        value = Math.exp(logToken[t]);
+      } else if (kept === "one") {
+        value = 1;
+      } else {
+        throw new Error("unknown kept weight " + kept + " (known: ratio, token_ratio, one)");
+      }
+      weight[t] = value * mask[t];
+      side[t] = ((high ? 1 : 0) - (low ? 1 : 0)) * mask[t];
+      ratio[t] = w * mask[t];
+    }
+    return { weight: weight, side: side, ratio: ratio };
+  }
+
+  /** truncated_is_weight: w clipped to [lower, cap] (no lower bound when lower is null). */
+  function truncatedIsWeight(oldLogp, samplerLogp, mask, level, cap, lower, sequence) {
+    return rolloutCorrectionWeight(oldLogp, samplerLogp, mask, level, true, cap, lower, sequence, "ratio");
+  }
+
+  /** masked_is_weight: weight 0 where w leaves [lower, cap], the kept weight elsewhere. */
+  function maskedIsWeight(oldLogp, samplerLogp, mask, level, cap, lower, sequence, kept) {
+    return rolloutCorrectionWeight(oldLogp, samplerLogp, mask, level, false, cap, lower, sequence, kept);
+  }
+
   /* ------------------------------------------------------------------------ KL */
 
   var KL_ESTIMATORS = ["k1", "k2", "k3"];
@@ -231,6 +293,9 @@
     cispo_surrogate: function (r, a, lo, hi, p) { return cispoSurrogate(r, a, p.eps_low, p.eps_high); },
     sapo_surrogate: function (r, a, lo, hi, p) { return sapoSurrogate(r, a, p.tau_pos, p.tau_neg); },
     kl_estimate: klEstimate,
+    // the correction slot's weights: (old_logp, sampler_logp, mask, params)
+    truncated_is_weight: function (o, s, m, p) { return truncatedIsWeight(o, s, m, p.level, p.cap, p.lower, p.sequence); },
+    masked_is_weight: function (o, s, m, p) { return maskedIsWeight(o, s, m, p.level, p.cap, p.lower, p.sequence, p.kept); },
     seq_mean_token_mean_weights: function (n) { return seqMeanTokenMeanWeights(n); },
     token_mean_weights: function (n) { return tokenMeanWeights(n); },
     constant_normalizer_weights: function (n, p) { return constantNormalizerWeights(n, p.normalizer); },
@@ -264,8 +329,8 @@
 
   /**
    * recompute.breakdown / objective.token_terms for one logged response: ratio, surrogate, clip
-   * side, KL and per-token objective from the logged inputs (logp, old_logp, ref_logp, advantage,
-   * and the rollout KL when the KL sits in the reward).
+   * side, KL, the rollout correction's weight and per-token objective from the logged inputs (logp,
+   * old_logp, sample_logp, ref_logp, advantage, and the rollout KL when the KL sits in the reward).
    */
   function breakdown(cfg, tokens) {
     var mask = tokens.mask;
@@ -276,12 +341,20 @@
     var side = clipped.side.map(function (s, t) { return s * mask[t]; });
     var kl = null;
     var objective = surrogate.slice();
+    // the correction slot (absent in a configuration written before it existed: no correction)
+    var corrSlot = cfg.components.correction;
+    var correction = null;
+    if (corrSlot && corrSlot.fn) {
+      if (!tokens.sample_logp) throw new Error("the rollout correction weighs each token by exp(old_logp - sample_logp): sample_logp is required");
+      correction = fnOf(cfg, "correction")(tokens.old_logp, tokens.sample_logp, mask, corrSlot.params || {});
+      objective = surrogate.map(function (s, t) { return correction.weight[t] * s; });
+    }
     var klSlot = slotOf(cfg, "kl");
     if (klSlot.kl_place === "loss") {
       if (!tokens.ref_logp) throw new Error("the KL sits in the loss: ref_logp is required");
       var beta = klSlot.params.beta;
       kl = klEstimate(tokens.logp, tokens.ref_logp, klSlot.params.estimator).map(function (k, t) { return k * mask[t]; });
-      objective = surrogate.map(function (s, t) { return s - beta * kl[t]; });
+      objective = objective.map(function (s, t) { return s - beta * kl[t]; });
     } else if (klSlot.kl_place === "reward") {
       kl = tokens.kl ? tokens.kl.slice() : null;
     }
@@ -293,6 +366,9 @@
       objective: objective,
       eps_low: bounds[0],
       eps_high: bounds[1],
+      correction: correction ? correction.weight : null,
+      correction_side: correction ? correction.side : null,
+      correction_ratio: correction ? correction.ratio : null,
     };
   }
 
@@ -309,6 +385,9 @@
     clippedSurrogate: clippedSurrogate,
     KL_ESTIMATORS: KL_ESTIMATORS,
     klEstimate: klEstimate,
+    rolloutCorrectionWeight: rolloutCorrectionWeight,
+    truncatedIsWeight: truncatedIsWeight,
+    maskedIsWeight: maskedIsWeight,
     seqMeanTokenMeanWeights: seqMeanTokenMeanWeights,
     tokenMeanWeights: tokenMeanWeights,
     constantNormalizerWeights: constantNormalizerWeights,
