@@ -269,6 +269,12 @@ def test_a_run_with_a_correction_and_no_sampler_log_probs_is_refused_in_one_line
     header = runlog.read_header(good)
     detail = runlog.read_step_detail(good, first)
     assert recompute.check_step(header.algorithm_config, detail) == []
+    # the site build's loader skips it with the same line (the build fails on it under UNIPO_STRICT_RUNS=1)
+    from unipo_build.core.runs import load_run
+
+    skipped = load_run(bad, load_specs(), root=tmp_path)
+    assert skipped.error is not None and skipped.error.count("\n") == 0 and "tokens.sample_logp: missing" in skipped.error
+    assert load_run(good, load_specs(), root=tmp_path).error is None
     # and the CLI says it the same way, in one line
     out = subprocess.run([str(ROOT / ".venv" / "bin" / "unipo"), "validate", str(bad)], capture_output=True, text=True,
                          cwd=ROOT, check=False)
