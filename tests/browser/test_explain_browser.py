@@ -5,16 +5,13 @@ with that token's logged numbers, and the chapter of its spec shows the run; no 
 
 from __future__ import annotations
 
-import functools
 import json
-import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from selenium.webdriver.common.by import By
 
-from test_security import _browser_harness, chromium  # noqa: F401 (chromium is a fixture)
+import browser_harness as H
 from unipo_build.site import explain
 from unipo_build.trainers import import_log
 
@@ -23,47 +20,28 @@ pytestmark = pytest.mark.browser
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "unipo" / "grpo_small.json"
 
 
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def explained(tmp_path_factory):
     """The explain site of the imported run, served at the address it was built for."""
     root = tmp_path_factory.mktemp("explain-browser")
     run = root / "runs" / "grpo_small"
     import_log("unipo", FIXTURE, run)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root / "site")))
-    url = f"http://127.0.0.1:{server.server_address[1]}/"
-    explain.build([run], root / "site", site_url=url)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    server = H.SiteServer(root / "site", prefix="/")
+    explain.build([run], root / "site", site_url=server.url)
+    with server as url:
         yield run, url
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def _wait(driver, js: str, timeout: float = 20.0, what: str = ""):
-    from test_security import _browser_harness
-
-    return _browser_harness().wait_js(driver, js, timeout=timeout, what=what)
 
 
 def _open(driver, url: str) -> None:
-    harness = _browser_harness()
     driver.get(url)
-    harness.wait_rendered(driver)
+    H.wait_rendered(driver)
 
 
-def test_run_page_inspector_fills_the_explainer_with_the_logged_token(explained, chromium):
+def test_run_page_inspector_fills_the_explainer_with_the_logged_token(explained, driver):
     run, url = explained
-    driver = chromium
     _open(driver, url + "runs/grpo_small/")
     driver.execute_script("document.querySelector('.unipo-inspector').scrollIntoView()")
-    _wait(driver, "return document.querySelector('.unipo-inspector').getAttribute('data-ready') === '1'",
+    H.wait_js(driver, "return document.querySelector('.unipo-inspector').getAttribute('data-ready') === '1'",
           what="the Step Inspector")
     pick = driver.execute_script("""
         const insp = document.querySelector('.unipo-inspector');
@@ -76,7 +54,7 @@ def test_run_page_inspector_fills_the_explainer_with_the_logged_token(explained,
     token = driver.find_elements(By.CSS_SELECTOR, ".unipo-inspector .unipo-tok")[0]
     token.click()
     card = "document.querySelector('.unipo-explainer[data-run=\"grpo_small\"]')"
-    _wait(driver, f"return {card}.getAttribute('data-live-ready')", what="the Algorithm Explainer")
+    H.wait_js(driver, f"return {card}.getAttribute('data-live-ready')", what="the Algorithm Explainer")
     shown = driver.execute_script(f"""
         const out = {{}};
         for (const el of {card}.querySelectorAll('.unipo-num-value[data-key]')) out[el.dataset.key] = +el.dataset.value;
@@ -99,18 +77,15 @@ def test_run_page_inspector_fills_the_explainer_with_the_logged_token(explained,
     notes = driver.execute_script(f"return [...{card}.querySelectorAll('.unipo-num-note')].map(e => e.textContent)")
     assert [n.strip() for n in notes].count("\u2717 differs from the log (0.69)") == 1, notes
     assert sum(n.strip() == "\u2713 equals the log" for n in notes) == len(notes) - 1, notes
-    errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE" and "favicon" not in e["message"]]
-    assert errors == []
+    assert H.console_errors(driver) == []
 
 
-def test_chapter_of_the_nearest_spec_shows_the_run(explained, chromium):
+def test_chapter_of_the_nearest_spec_shows_the_run(explained, driver):
     _, url = explained
-    driver = chromium
     _open(driver, url + "course/algorithms/grpo/")
     assert driver.execute_script("return document.querySelector('.unipo-explorer[data-run]').dataset.run") == \
         "grpo_small"
     offsite = driver.execute_script("return document.querySelectorAll('.unipo-offsite').length")
     assert offsite > 0 and driver.execute_script(
         "return [...document.querySelectorAll('article a[href]')].filter(a => /\\.md(#|$)/.test(a.getAttribute('href'))).length") == 0
-    errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE" and "favicon" not in e["message"]]
-    assert errors == []
+    assert H.console_errors(driver) == []

@@ -16,17 +16,16 @@ import math
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import tempfile
-import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.keys import Keys
 
+import browser_harness as H
 from test_explorer import SPIKE_AT, drawn_fisheye, write_explorer_run
 from unipo_build.site.views.explorer import explorer as explorer_module
 from unipo_build.site.palette import METRIC_PALETTE, metric_colour
@@ -53,13 +52,6 @@ PAGE_SOURCE = """# Explorer test
 
 {{ step_inspector("test-grpo") }}
 """
-
-
-def _harness(request):
-    """The browser harness module (tests/browser/conftest.py) as pytest loaded it."""
-    module = request.config.pluginmanager.get_plugin(str(HERE / "conftest.py"))
-    assert module is not None, "tests/browser/conftest.py is not loaded"
-    return module
 
 
 def _config_for(tmp: Path, docs: Path) -> Path:
@@ -92,10 +84,9 @@ def _config_for(tmp: Path, docs: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def explorer_site(request, tmp_path_factory):
-    """Build the one-page site with the fixture run and serve it; yields its base URL."""
-    harness = _harness(request)
-    harness.require_browser()
+def explorer_site(tmp_path_factory):
+    """Build the one-page site with the fixture run and serve it; yields its base URL and directory."""
+    H.require_browser()
     tmp = tmp_path_factory.mktemp("explorer-site")
     write_explorer_run(tmp / "runs" / "grpo-run")
     broken = tmp / "runs" / "broken-run"
@@ -107,60 +98,40 @@ def explorer_site(request, tmp_path_factory):
     (docs / "index.md").write_text("# Home\n", encoding="utf-8")
     (docs / f"{PAGE.rstrip('/')}.md").write_text(PAGE_SOURCE, encoding="utf-8")
     config = _config_for(tmp, docs)
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/unipo/"
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", UNIPO_RUNS=str(tmp / "runs"), UNIPO_SITE_URL=url,
-               UNIPO_NODE_MODULES=str(REPO / "node_modules"))
     site = tmp / "site"
+    server = H.SiteServer(site)
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", UNIPO_RUNS=str(tmp / "runs"), UNIPO_SITE_URL=server.url,
+               UNIPO_NODE_MODULES=str(REPO / "node_modules"))
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
                           cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
+        server.close()
         pytest.fail(f"mkdocs build of the explorer test site failed:\n{(proc.stdout + proc.stderr)[-6000:]}")
-    server, served = harness._serve(site, url)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield {"url": served, "site": site, "harness": harness}
-    finally:
-        server.shutdown()
-        server.server_close()
+    with server as url:
+        yield {"url": url, "site": site}
 
 
 @pytest.fixture
-def page(explorer_site):
-    """A fresh headless Chromium on the explorer test page; fails on console errors at the end."""
-    harness = explorer_site["harness"]
-    profile = tempfile.mkdtemp(prefix="unipo-chrome-")
-    drv = harness.make_driver(profile)
-    drv.set_page_load_timeout(60)
-
+def page(explorer_site, driver):
+    """The explorer test page in a fresh tab (``page.open(width=None, scheme=None)`` loads it and
+    returns the driver; ``page.site``: the built site); fails on console errors at the end."""
     def open_(width: int | None = None, scheme: str | None = None):
         if width:
-            harness.set_width(drv, width)
-        drv.get(explorer_site["url"] + PAGE)
-        harness.wait_rendered(drv)
+            H.set_width(driver, width)
+        driver.get(explorer_site["url"] + PAGE)
+        H.wait_rendered(driver)
         if scheme:
-            harness.set_scheme(drv, scheme)
-        wait_for(drv, "return document.querySelectorAll('.unipo-explorer__chart svg .ring0_marks path').length >= 2")
-        return drv
+            H.set_scheme(driver, scheme)
+        wait_for(driver, "return document.querySelectorAll('.unipo-explorer__chart svg .ring0_marks path').length >= 2")
+        return driver
 
-    drv.open = open_
-    drv.harness = harness
-    drv.site = explorer_site["site"]
-    try:
-        yield drv
-        errors = [e["message"] for e in harness.console_errors(drv)]
-        assert errors == [], errors
-    finally:
-        drv.quit()
-        shutil.rmtree(profile, ignore_errors=True)
+    yield SimpleNamespace(open=open_, site=explorer_site["site"])
+    errors = [e["message"] for e in H.console_errors(driver)]
+    assert errors == [], errors
 
 
 def wait_for(drv, script: str, *args, timeout: float = 15.0):
-    from test_security import _browser_harness
-
-    return _browser_harness().wait_js(drv, script, *args, timeout=timeout, poll=0.05)
+    return H.wait_js(drv, script, *args, timeout=timeout, poll=0.05)
 
 
 # JavaScript helpers run in the page; `i` picks the explorer (0: with inspector, 1: robust demo).
@@ -338,10 +309,12 @@ def test_click_opens_the_nearest_logged_step(page):
     # The explorer's own Step Inspector opens that step; any other inspector of the same run
     # on the page (here the second explorer's) stays where it was.
     wait_for(drv, f"return document.querySelector('#{own} .unipo-inspector-step[data-step=\"600\"]')")
+    # (the step each shows, or opens on when the reader scrolls to it: inspector.js renders a step
+    # only when its inspector comes near the viewport)
     others = drv.execute_script(
         f"return Array.from(document.querySelectorAll('.unipo-inspector:not(#{own})'))"
-        ".map(el => el.querySelector('.unipo-inspector-step').getAttribute('data-step'))")
-    assert others and "600" not in others
+        ".map(el => el.getAttribute('data-step'))")
+    assert others and None not in others and "600" not in others
 
 
 def test_keyboard_moves_along_the_steps_and_opens(page):
@@ -453,7 +426,7 @@ def test_state_survives_a_colour_scheme_redraw(page):
     _scale(drv, 0, "robust")
     drv.find_element("css selector", '.unipo-explorer .unipo-explorer__chip[data-metric="kl/mean"]').click()
     views = drv.execute_script("return document.querySelector('.unipo-explorer__chart').dataset.explorerView")
-    drv.harness.set_scheme(drv, "slate")
+    H.set_scheme(drv, "slate")
     wait_for(drv, "return document.querySelector('.unipo-explorer__chart').dataset.explorerView !== arguments[0]", views)
     assert signal(drv, "robust") == ["reward/mean", "length/mean", "entropy/mean"]
     assert signal(drv, "metrics") == ["reward/mean", "length/mean", "entropy/mean"]
@@ -537,7 +510,7 @@ def test_a_metric_keeps_its_colour_and_the_list_gives_each_rings_range(page):
     # The rings and the scale are in the URL: a reload (a shared link) draws the same chart.
     assert "metrics=reward/mean+kl/mean+entropy/mean+clip/frac_high" in drv.execute_script("return location.hash")
     drv.refresh()
-    page.harness.wait_rendered(drv)
+    H.wait_rendered(drv)
     wait_for(drv, "return document.querySelectorAll('.unipo-explorer__chart svg .ring0_marks path').length >= 2")
     assert signal(drv, "metrics") == ["reward/mean", "kl/mean", "entropy/mean", "clip/frac_high"]
 

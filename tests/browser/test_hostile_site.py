@@ -32,17 +32,15 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin
 
 import pytest
 
+import browser_harness as H
 from helpers_runlog import checksums
 from hostile import MARK, Payloads, extreme_run, hostile_project, identifier_cases
-from site_build import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 HEAD = re.compile("\u27e6(h\\d+)\u27e7")
@@ -106,16 +104,16 @@ return {
 #: more are pressed; each slider goes to both ends; every box is ticked, every fold opened.
 INTERACT = """
 const done = arguments[arguments.length - 1];
-const sleep = function (ms) { return new Promise(function (r) { setTimeout(r, ms); }); };
+const frame = function () { return new Promise(function (r) { requestAnimationFrame(r); }); };
 const root = document.querySelector('[data-md-component="content"]') || document.body;
 const PAYLOAD = '\\u27e6';
 async function settle() {
-  for (let i = 0; i < 60; i++) {
-    // only inspectors loading a step: one far from the viewport starts when the reader nears it
-    if (!root.querySelector('.unipo-inspector[data-loading="1"]')) break;
-    await sleep(100);
-  }
-  await sleep(30);
+  // until no inspector loads a step (one far from the viewport starts when the reader nears it),
+  // at most 6 s; then two frames, so what the action drew is on the page
+  const start = performance.now();
+  while (root.querySelector('.unipo-inspector[data-loading="1"]') && performance.now() - start < 6000) await frame();
+  await frame();
+  await frame();
 }
 function view(el) {
   const box = el.closest('[id]');
@@ -192,7 +190,7 @@ function payloadFirst(list) {
 @dataclass
 class HostileBuild:
     site: Path
-    url: str
+    server: H.SiteServer
     log: str
     returncode: int
     payloads: Payloads
@@ -201,26 +199,12 @@ class HostileBuild:
     skipped_dir: str
 
 
-def _harness():
-    """tests/browser/conftest.py as a module (its name alone is ambiguous with tests/conftest.py)."""
-    import importlib.util
-
-    path = Path(__file__).with_name("conftest.py")
-    for module in list(sys.modules.values()):
-        if getattr(module, "__file__", None) and Path(module.__file__).resolve() == path.resolve():
-            return module
-    spec = importlib.util.spec_from_file_location("unipo_browser_harness", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _inputs(project: Path, runs: Path) -> dict:
     return {"specs": checksums(project / "data" / "algorithms"), "runs": checksums(runs)}
 
 
 @pytest.fixture(scope="module")
-def hostile_build(tmp_path_factory) -> HostileBuild:
+def hostile_build(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile-site")
     payloads = Payloads()
     project, runs = hostile_project(REPO, root, payloads)
@@ -233,40 +217,35 @@ def hostile_build(tmp_path_factory) -> HostileBuild:
     header.update(identifier_cases(payloads))
     (runs / skipped_dir / "header.json").write_text(json.dumps(header, ensure_ascii=False), encoding="utf-8")
     before = _inputs(project, runs)
-    url = f"http://127.0.0.1:{free_port()}/unipo/"
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(project), UNIPO_RUNS=str(runs),
-               UNIPO_NODE_MODULES=str(REPO / "node_modules"), UNIPO_SITE_URL=url)
-    env.pop("UNIPO_STRICT_RUNS", None)
     site = root / "site"
+    server = H.SiteServer(site)  # its port is held from now until the module's end
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(project), UNIPO_RUNS=str(runs),
+               UNIPO_NODE_MODULES=str(REPO / "node_modules"), UNIPO_SITE_URL=server.url)
+    env.pop("UNIPO_STRICT_RUNS", None)
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-f", str(project / "mkdocs.yml"),
                            "-d", str(site)], cwd=project, env=env, capture_output=True, text=True, timeout=900)
-    return HostileBuild(site, url, proc.stdout + proc.stderr, proc.returncode, payloads, before,
-                        _inputs(project, runs), skipped_dir)
+    yield HostileBuild(site, server, proc.stdout + proc.stderr, proc.returncode, payloads, before,
+                       _inputs(project, runs), skipped_dir)
+    server.close()
 
 
 @pytest.fixture(scope="module")
 def served(hostile_build):
-    harness = _harness()
-    harness.require_browser()
+    H.require_browser()
     if hostile_build.returncode != 0:
         pytest.fail("the hostile site did not build:\n" + hostile_build.log[-4000:])
-    with harness.serving(hostile_build.site, hostile_build.url) as url:
+    with hostile_build.server as url:
         yield url
 
 
 @pytest.fixture
-def browser(served):
-    harness = _harness()
-    profile = tempfile.mkdtemp(prefix="unipo-chrome-")
-    driver = harness.make_driver(profile)
+def browser(served, driver):
+    """A fresh tab that records dialogs (RECORDER) and waits long for the big hostile pages."""
     driver.set_page_load_timeout(120)
     driver.set_script_timeout(120)
-    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": RECORDER})
-    try:
-        yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
+    H.add_init_script(driver, RECORDER)
+    H.watch_sitemap(driver)
+    return driver
 
 
 def _pages(site: Path) -> list[str]:
@@ -333,7 +312,7 @@ def check_page(driver, payloads: Payloads, where: str, *, one_line: bool = False
 
 
 def errors_in_console(driver, where: str) -> list[str]:
-    return [f"{where}: console: {e['message'][:300]}" for e in _harness().console_errors(driver)]
+    return [f"{where}: console: {e['message'][:300]}" for e in H.console_errors(driver)]
 
 
 # ------------------------------------------------------------------------------------- tests
@@ -405,22 +384,21 @@ def test_instant_navigation_runs_nothing(hostile_build, served, browser):
     """Material's instant navigation swaps a page's content in place and runs its scripts again:
     from the landing page, go (by a click Material intercepts) to one page of every kind, and
     check and drive each as it lands."""
-    harness = _harness()
     browser.get(served)
-    harness.wait_rendered(browser, timeout=60)
+    H.wait_rendered(browser, timeout=60)
     sample = instant_sample(hostile_build.site)
     problems = []
     for page in sample:
         target = urljoin(served, page + ("/" if page else ""))
+        H.wait_instant_navigation(browser)
         browser.execute_script("""
             window.__unipoInstant = 1;
             const a = document.createElement('a');
             a.href = arguments[0];
             document.body.appendChild(a);
             a.click();""", target)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and browser.current_url != target:
-            time.sleep(0.05)
+        H.wait_until(browser, lambda drv, target=target: drv.current_url == target, timeout=30,
+                     what=f"the URL {target}")
         where = f"{page or 'index'} (instant)"
         if browser.execute_script("return window.__unipoInstant") != 1:
             problems.append(f"{where}: the page was loaded anew, not swapped in by instant navigation")
@@ -430,23 +408,26 @@ def test_instant_navigation_runs_nothing(hostile_build, served, browser):
 
 
 def test_search_results_show_inputs_as_text(hostile_build, served, browser):
-    from selenium.webdriver.common.by import By
-
-    harness = _harness()
     browser.get(served)
-    harness.wait_rendered(browser, timeout=60)
+    H.wait_rendered(browser, timeout=60)
     problems = []
     for query in ("onerror", "alert", "javascript", "script", "bold"):
+        # Material empties the result list when it shows the results of a query: a sentinel put in
+        # the list before the query is gone once this query's results are drawn
         browser.execute_script("""
             const input = document.querySelector('.md-search__input');
             document.querySelector('label[for=__search]').click();
+            const sentinel = document.createElement('li');
+            sentinel.hidden = true;
+            sentinel.id = 'unipo-search-sentinel';
+            document.querySelector('.md-search-result__list').append(sentinel);
             input.value = arguments[0];
             input.dispatchEvent(new Event('input', {bubbles: true}));
             input.dispatchEvent(new KeyboardEvent('keyup', {bubbles: true}));""", query)
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and not browser.find_elements(By.CSS_SELECTOR, ".md-search-result__item"):
-            time.sleep(0.1)
-        time.sleep(0.3)
+        H.wait_js(browser, "return !document.getElementById('unipo-search-sentinel')", timeout=15,
+                  what=f"the results of {query!r}")
+        H.wait_settled(browser, "return document.querySelectorAll('.md-search-result__item').length",
+                       what=f"the results of {query!r}")
         problems += check_page(browser, hostile_build.payloads, f"search {query!r}", one_line=True)
     problems += errors_in_console(browser, "search")
     assert problems == [], _report(problems)
@@ -478,11 +459,9 @@ def test_charts_carry_inputs_only_as_data(hostile_build):
     assert leaks == [], "\n".join(leaks[:20])
 
 
-def test_numbers_at_their_bounds_render_without_errors(tmp_path):
+def test_numbers_at_their_bounds_render_without_errors(tmp_path, driver):
     """Every float of every shipped run at the bound its field allows: each page renders its
     formulas and charts and drives its views with a clean console."""
-    harness = _harness()
-    harness.require_browser()
     runs = tmp_path / "runs"
     for run in sorted(p for p in (REPO / "data" / "runs").iterdir() if p.is_dir()):
         extreme_run(run, runs / run.name)
@@ -491,39 +470,28 @@ def test_numbers_at_their_bounds_render_without_errors(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-d", str(tmp_path / "site")], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    import threading
-
-    server, url = harness._serve(tmp_path / "site", None)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    profile = tempfile.mkdtemp(prefix="unipo-chrome-")
-    driver = harness.make_driver(profile)
+    driver.set_page_load_timeout(120)
     driver.set_script_timeout(120)
     problems = []
-    try:
+    with H.serving(tmp_path / "site") as url:
         for page in _pages(tmp_path / "site"):
             driver.get(urljoin(url, page + ("/" if page else "")))
             try:
-                harness.wait_rendered(driver, timeout=60)
+                H.wait_rendered(driver, timeout=60)
             except AssertionError as err:
                 problems.append(f"{page}: {err}")
             actions = driver.execute_async_script(INTERACT)
             if isinstance(actions, str):
                 problems.append(f"{page}: driving the views failed: {actions}")
             problems += errors_in_console(driver, page or "index")
-    finally:
-        driver.quit()
-        server.shutdown()
-        server.server_close()
-        shutil.rmtree(profile, ignore_errors=True)
     assert problems == [], _report(problems)
 
 
 def _check_and_drive(driver, payloads: Payloads, where: str) -> list[str]:
     """Wait for the page to render, check it, drive its views, check it again, read the console."""
-    harness = _harness()
     problems = []
     try:
-        harness.wait_rendered(driver, timeout=60)
+        H.wait_rendered(driver, timeout=60)
     except AssertionError as err:
         problems.append(f"{where}: {err}")
     problems += check_page(driver, payloads, where)
@@ -568,6 +536,6 @@ def _hover_charts(driver) -> None:
             size = chart.size
             for fx in (-0.3, 0.0, 0.3):
                 ActionChains(driver).move_to_element_with_offset(chart, int(size["width"] * fx), 0).perform()
-                time.sleep(0.05)
+                H.next_frame(driver)  # the tooltip of this point is drawn before the pointer moves on
         except WebDriverException:
             continue

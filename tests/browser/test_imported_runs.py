@@ -13,8 +13,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+import browser_harness as H  # noqa: E402
 from cli_helpers import unipo  # noqa: E402
-from test_security import REPO, build_test_site, serve  # noqa: E402
 
 PAGES = {"index.md": '# Imported\n\n{{ step_inspector("prime") }}\n\n{{ objective_card("grpo", run="prime") }}\n'}
 
@@ -23,44 +23,27 @@ PAGES = {"index.md": '# Imported\n\n{{ step_inspector("prime") }}\n\n{{ objectiv
 def imported_site(tmp_path_factory):
     root = tmp_path_factory.mktemp("imported-site")
     runs = root / "runs"
-    result = unipo("import", "prime-rl", REPO / "tests" / "fixtures" / "prime_rl" / "run", "--out", runs / "prime",
+    result = unipo("import", "prime-rl", H.REPO / "tests" / "fixtures" / "prime_rl" / "run", "--out", runs / "prime",
                    "--run-id", "prime", "--algorithm", "grpo")
     assert result.returncode == 0, result.stderr
-    site = build_test_site(root, PAGES, runs)
-    with serve(site) as url:
+    site = H.build_test_site(root, PAGES, runs)
+    with H.serving(site, prefix="/") as url:
         yield url
-
-
-def _harness():
-    from test_security import _browser_harness
-
-    return _browser_harness()
-
-
-@pytest.fixture
-def driver(own_driver):
-    """This module builds its own site: a browser without the session's site."""
-    return own_driver
-
-
-def _wait(driver, js: str, timeout: float = 20.0):
-    return _harness().wait_js(driver, js, timeout=timeout)
 
 
 def test_a_token_of_a_run_without_rewards(imported_site, driver, console_errors):
     from selenium.webdriver.common.by import By
 
-    h = _harness()
     driver.get(imported_site)
-    h.wait_rendered(driver)
+    H.wait_rendered(driver)
     driver.execute_script("document.querySelector('.unipo-inspector').scrollIntoView()")
-    _wait(driver, "return document.querySelector('.unipo-inspector').getAttribute('data-ready')")
+    H.wait_js(driver, "return document.querySelector('.unipo-inspector').getAttribute('data-ready')")
     head = driver.execute_script("return document.querySelector('.unipo-group-head').textContent")
     assert "correctness not logged" in head and "0/2 correct" not in head
     token = driver.find_elements(By.CSS_SELECTOR, ".unipo-inspector .unipo-tok[role=button]")[0]
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", token)
     token.click()
-    _wait(driver, "return document.querySelector('.unipo-explainer').getAttribute('data-live-ready')")
+    H.wait_js(driver, "return document.querySelector('.unipo-explainer').getAttribute('data-live-ready')")
     text = driver.execute_script("return document.querySelector('.unipo-explainer').textContent")
     assert "The log does not record this group's rewards" in text
     assert "NaN" not in text

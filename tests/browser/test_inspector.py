@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
 
+import browser_harness as H
 from unipo_build.site.views.inspector import token_scale as TS
 from unipo_build.core.numbers import fmt_num
 
@@ -26,14 +26,7 @@ PAGE = "reference/views/"
 
 
 def _wait(driver, js: str, timeout: float = 20.0, what: str = ""):
-    deadline = time.monotonic() + timeout
-    value = None
-    while time.monotonic() < deadline:
-        value = driver.execute_script(js)
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what or js} (last value {value!r})")
+    return H.wait_js(driver, js, timeout=timeout, what=what)
 
 
 def _open_views(open_page, driver, run_set: str = "", **kwargs):
@@ -315,12 +308,9 @@ def test_narrow_screen_and_dark_mode(open_page, driver, screenshot, console_erro
 def test_instant_navigation_renders_the_views_once(open_page, driver, served_as_built, console_errors):
     if not served_as_built:
         pytest.skip("the reused site was built for another URL; instant navigation follows the sitemap")
+    H.watch_sitemap(driver)
     open_page("")
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not driver.execute_script(
-            "return performance.getEntriesByType('resource').some(e => e.name.endsWith('sitemap.xml'))"):
-        time.sleep(0.1)
-    time.sleep(0.3)
+    H.wait_instant_navigation(driver)
     driver.execute_script("""window.__samePage = 7;
         const a = document.createElement('a'); a.href = 'reference/views/'; a.id = 'unipo-test-link'; a.textContent = 'views';
         document.querySelector('[data-md-component=content]').prepend(a);""")
@@ -341,8 +331,6 @@ def test_instant_navigation_renders_the_views_once(open_page, driver, served_as_
 
 @pytest.fixture(scope="module")
 def every_run_site(tmp_path_factory):
-    from test_security import build_test_site, serve
-
     from unipo_build.core.runs import discover, runs_source
 
     runs = [r for r in discover() if r.ok and r.config is not None and r.token_steps()]
@@ -352,8 +340,8 @@ def every_run_site(tmp_path_factory):
                            f'{{{{ objective_card("{r.header.algorithm}", run="{r.id}") }}}}\n' for r in runs}
     pages["index.md"] = "# Runs\n"
     root = tmp_path_factory.mktemp("every-run")
-    site = build_test_site(root, pages, runs_source().paths[0])
-    with serve(site) as url:
+    site = H.build_test_site(root, pages, runs_source().paths[0])
+    with H.serving(site, prefix="/") as url:
         yield url, [r.id for r in runs]
 
 

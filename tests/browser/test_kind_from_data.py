@@ -10,18 +10,15 @@ sentence and rows, filled from the token's log, with explainer.js unchanged (it 
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import sys
-import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from selenium.webdriver.common.by import By
 
-from test_security import _browser_harness, chromium  # noqa: F401 (chromium is a fixture)
+import browser_harness as H
 from unipo_build.site import explain
 from unipo_build.core import registry
 from unipo_build.trainers import import_log
@@ -34,11 +31,6 @@ pytestmark = pytest.mark.browser
 TESTS = Path(__file__).resolve().parents[1]
 FIXTURE = TESTS / "fixtures" / "unipo" / "grpo_small.json"
 EXPLAINER_JS = TESTS.parent / "unipo_build" / "site" / "views" / "explainer" / "explainer.js"
-
-
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
 
 
 def _run_using_the_test_kind(root: Path) -> Path:
@@ -54,39 +46,31 @@ def _run_using_the_test_kind(root: Path) -> Path:
 @pytest.fixture(scope="module")
 def standardised_site(tmp_path_factory):
     root = tmp_path_factory.mktemp("kind-from-data")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root / "site")))
-    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    server = H.SiteServer(root / "site", prefix="/")
     with registry.scoped():
         K.register_standardised()
         run = _run_using_the_test_kind(root)
-        explain.build([run], root / "site", site_url=url)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+        explain.build([run], root / "site", site_url=server.url)
+    with server as url:
         yield root / "site", url
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
-def test_a_token_of_a_run_using_a_new_kind_is_explained_from_its_data(standardised_site, chromium):
+def test_a_token_of_a_run_using_a_new_kind_is_explained_from_its_data(standardised_site, driver):
     site, url = standardised_site
     # explainer.js is the project's, unchanged: the new kind's name is nowhere in it
     shipped = (site / "assets" / "views" / "explainer.js").read_text(encoding="utf-8")
     assert EXPLAINER_JS.read_text(encoding="utf-8") in shipped and K.NAME not in shipped
-    harness = _browser_harness()
-    driver = chromium
     driver.get(url + "runs/grpo_small/")
-    harness.wait_rendered(driver)
+    H.wait_rendered(driver)
     driver.execute_script("document.querySelector('.unipo-inspector').scrollIntoView()")
-    harness.wait_js(driver, "return document.querySelector('.unipo-inspector').getAttribute('data-ready') === '1'",
+    H.wait_js(driver, "return document.querySelector('.unipo-inspector').getAttribute('data-ready') === '1'",
                     what="the Step Inspector")
     token = driver.find_elements(By.CSS_SELECTOR, ".unipo-inspector .unipo-tok")[0]
     assert (token.get_attribute("data-g"), token.get_attribute("data-r"), token.get_attribute("data-t")) == ("0", "0", "0")
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", token)
     token.click()
     card = "document.querySelector('.unipo-explainer[data-run=\"grpo_small\"]')"
-    harness.wait_js(driver, f"return {card}.getAttribute('data-live-ready')", what="the Algorithm Explainer")
+    H.wait_js(driver, f"return {card}.getAttribute('data-live-ready')", what="the Algorithm Explainer")
     block = driver.execute_script(f"return {card}.querySelector('.unipo-live[data-live=\"advantage\"]').textContent")
     # Step 0, group 0 of the fixture: rewards 1 and 0; this response's reward is 1. The kind's
     # sentence, filled in the browser: mean 0.5; sample std (n - 1) sqrt(0.5) = 0.7071; eps 1e-6.
@@ -104,5 +88,4 @@ def test_a_token_of_a_run_using_a_new_kind_is_explained_from_its_data(standardis
     # the other blocks are the shipped kinds' (GRPO's ratio, clip, KL, weight), as before
     weight = driver.execute_script(f"return {card}.querySelector('.unipo-live[data-live=\"aggregation\"]').textContent")
     assert re.search(r"1 / \(N \u00b7 \|o\u1d62\|\) = 1 / \(2 \u00d7 2\)", weight), weight
-    errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE" and "favicon" not in e["message"]]
-    assert errors == []
+    assert H.console_errors(driver) == []

@@ -7,10 +7,9 @@ Screenshots (light, dark, 390 px wide) go to $UNIPO_SCREENSHOTS for a person to 
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
+import browser_harness as H
 from unipo_build.site.palette import role
 
 pytestmark = pytest.mark.browser
@@ -60,14 +59,12 @@ return input.value;
 
 
 def wait_for(driver, script, *args, timeout=30.0, predicate=bool):
-    deadline = time.monotonic() + timeout
-    value = None
-    while time.monotonic() < deadline:
-        value = driver.execute_script(script, *args)
-        if predicate(value):
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out; last value {str(value)[:300]!r}")
+    """Run ``script`` until ``predicate`` holds for its value; that value."""
+    def check(drv):
+        value = drv.execute_script(script, *args)
+        return (value,) if predicate(value) else None
+
+    return H.wait_until(driver, check, timeout=timeout, what=script[:200])[0]
 
 
 def open_playground(open_page, driver, page, **kwargs):
@@ -179,7 +176,9 @@ def test_scheme_toggle_keeps_the_readers_state(open_page, driver, set_scheme, co
     marks = wait_for(driver, _DATA_JS, "surface", "pg_marks", predicate=lambda v: v and v != initial)
     set_scheme("slate")
     wait_for(driver, _READY_JS)
-    time.sleep(0.5)
+    # the figures are drawn again in the dark palette, then nothing moves any more
+    wait_for(driver, _SIGNAL_JS, "surface", "ink", predicate=lambda ink: ink == role("ink", dark=True))
+    H.wait_settled(driver, _DATA_JS, "surface", "pg_marks")
     assert driver.execute_script(_DATA_JS, "surface", "pg_marks") == marks
     assert driver.execute_script(_SIGNAL_JS, "surface", "ink") == role("ink", dark=True)
     assert console_errors(driver) == []

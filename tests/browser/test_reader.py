@@ -17,13 +17,13 @@ import json
 import math
 import re
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
+import browser_harness as H
 from unipo_build.site.views.inspector import token_scale as TS
 
 pytestmark = pytest.mark.browser
@@ -38,9 +38,7 @@ VIEW_SELECTORS = {
 
 
 def _wait(driver, js: str, *args, timeout: float = 20.0, what: str = ""):
-    from test_security import _browser_harness
-
-    return _browser_harness().wait_js(driver, js, *args, timeout=timeout, what=what)
+    return H.wait_js(driver, js, *args, timeout=timeout, what=what)
 
 
 def _inspector(driver, index: int = 0) -> str:
@@ -108,7 +106,7 @@ def test_same_page_links_scroll_and_keep_the_inspectors_state(open_page, driver,
     permalink = driver.find_elements(By.CSS_SELECTOR, ".md-content h2 a.headerlink")[1]
     driver.execute_script("arguments[0].click()", permalink)
     _wait(driver, "return location.hash === arguments[0]", permalink.get_attribute("hash"))
-    time.sleep(0.5)
+    H.wait_settled(driver, what="the scroll to the permalink's heading")
     after = _state(driver, uid)
     assert after["marker"] == "kept", "the page was fetched again"
     assert (after["step"], after["group"], after["selected"]) == (chosen["step"], chosen["group"], chosen["selected"])
@@ -274,10 +272,9 @@ def test_pages_keep_their_budgets(driver, site_url, built_site, set_width, run_s
     for page in pages:
         kind, node_budget, height_budget = budgets.budget_of(page)
         driver.get(site_url + run_set + page)
-        state = _wait(driver, "const s = (function () {" + _AT_LOAD_JS + "}).apply(null, arguments);"
-                              "return s.ready ? s : null", VIEW_SELECTORS, what=page)
-        time.sleep(0.3)
-        state = driver.execute_script(_AT_LOAD_JS, VIEW_SELECTORS)
+        _wait(driver, "const s = (function () {" + _AT_LOAD_JS + "}).apply(null, arguments);"
+                      "return s.ready ? s : null", VIEW_SELECTORS, what=page)
+        state = H.wait_settled(driver, _AT_LOAD_JS, VIEW_SELECTORS, what=page)
         if state["nodes"] > node_budget:
             over.append(f"{run_set}{page}: {state['nodes']} DOM nodes (a {kind} page: {node_budget})")
         if state["height"] > height_budget:

@@ -14,19 +14,15 @@ from __future__ import annotations
 import pytest
 from selenium.webdriver.common.by import By
 
+import browser_harness as H
+
 pytestmark = pytest.mark.browser
 
 GRPO = "course/algorithms/grpo/"
 
 
-def _harness():
-    from test_security import _browser_harness
-
-    return _browser_harness()
-
-
 def _wait(driver, js: str, *args, what: str = "", timeout: float = 20.0):
-    return _harness().wait_js(driver, js, *args, timeout=timeout, what=what)
+    return H.wait_js(driver, js, *args, timeout=timeout, what=what)
 
 
 def _inspector(driver) -> str:
@@ -50,7 +46,6 @@ def _select_token_with_signal(driver, uid: str):
 
 
 def test_the_phone_shows_the_explainers_computation(open_page, driver, run_set, console_errors):
-    harness = _harness()
     for scheme in ("default", "slate"):
         open_page(run_set + GRPO, width=390, scheme=scheme)
         uid = _inspector(driver)
@@ -80,7 +75,7 @@ def test_the_phone_shows_the_explainers_computation(open_page, driver, run_set, 
         readout = driver.find_element(By.CSS_SELECTOR, f"#{uid} .unipo-token-readout")
         driver.execute_script("arguments[0].scrollIntoView({block: 'start'})", readout)
         name = f"phone-explainer-{run_set.strip('/') or 'tiny'}-{'dark' if scheme == 'slate' else 'light'}.png"
-        readout.screenshot(str(harness.screenshot_dir() / name))
+        readout.screenshot(str(H.screenshot_dir() / name))
     assert console_errors(driver) == []
 
 

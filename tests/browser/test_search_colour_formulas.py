@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
+
+import browser_harness as H
 
 pytestmark = pytest.mark.browser
 
@@ -27,9 +28,7 @@ GLUED_TWICE = re.compile(r"(?i)\b([a-z]{3,})\1")
 
 
 def _wait(driver, js: str, *args, timeout: float = 20.0, what: str = ""):
-    from test_security import _browser_harness
-
-    return _browser_harness().wait_js(driver, js, *args, timeout=timeout, what=what)
+    return H.wait_js(driver, js, *args, timeout=timeout, what=what)
 
 
 def _prose(html: str) -> str:
@@ -196,7 +195,8 @@ return out;
 def test_formulas_break_at_operators_and_show_their_left_edge(open_page, driver, page, width, console_errors):
     open_page(page, width=width)
     driver.execute_script("document.querySelectorAll('details').forEach(d => d.open = true); UNIPO.renderAll();")
-    time.sleep(0.3)
+    H.wait_rendered(driver)
+    H.wait_settled(driver, what="the opened details")
     layout = driver.execute_async_script("const done = arguments[arguments.length - 1];"
                                          "(async () => {" + _FORMULA_LAYOUT_JS + "})().then(done);")
     assert layout["formulas"] >= 3
@@ -213,11 +213,14 @@ def test_formulas_break_at_operators_and_show_their_left_edge(open_page, driver,
 @pytest.mark.parametrize("width", [1280, 390])
 def test_a_dropped_group_is_named_and_its_rewards_read_as_one_number(open_page, driver, width, console_errors):
     open_page("course/algorithms/dapo/", width=width)
+    # the inspector that opens on the dropped-group moment (inspector.js renders it when it comes into view)
     uid = driver.execute_script("""const i = [...document.querySelectorAll('.unipo-inspector')]
-        .find(i => i.querySelector('.unipo-group[data-filtered="1"]'));
+        .find(i => i.getAttribute('data-moment') === 'filtered_group');
         if (!i) return null; i.scrollIntoView(); return i.id;""")
     assert uid, "no inspector on the DAPO chapter opens a dropped group"
     _wait(driver, "return document.getElementById(arguments[0]).getAttribute('data-ready') === '1'", uid)
+    assert driver.execute_script(
+        "return !!document.getElementById(arguments[0]).querySelector('.unipo-group[data-filtered=\"1\"]')", uid)
     state = driver.execute_script("""const i = document.getElementById(arguments[0]);
         const g = i.querySelector('.unipo-group[data-filtered="1"]');
         return {name: g.querySelector('.unipo-group-name').textContent,

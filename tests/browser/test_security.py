@@ -9,26 +9,16 @@ fetched token file), a token selection (the readout and the Algorithm Explainer'
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
-import threading
-import time
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+import browser_harness as H
 from helpers_runlog import make_detail, make_header, make_step
 from unipo_build.core.runlog import RunWriter
 
 pytestmark = pytest.mark.browser
 
-REPO = Path(__file__).resolve().parents[2]
 FLAG_IMG = "<img src=x onerror=window.__unipoXss=1>"
 FLAG_SVG = "<svg onload=window.__unipoXss=2>"
 HOSTILE = [
@@ -61,38 +51,6 @@ def write_hostile_run(run_dir: Path) -> None:
     writer.finish()
 
 
-CONFIG = """
-site_name: UNIPO views test
-docs_dir: {docs}
-theme:
-  name: material
-  custom_dir: {repo}/overrides
-  font: false
-  features: [navigation.instant]
-plugins:
-  - macros:
-      modules: [unipo_build.site.macros]
-      j2_comment_start_string: "{{##"
-      j2_comment_end_string: "##}}"
-      on_error_fail: true
-      on_undefined: strict
-hooks:
-  - {repo}/unipo_build/hooks.py
-  - {repo}/unipo_build/views/site_data.py
-markdown_extensions:
-  - admonition
-  - attr_list
-  - md_in_html
-  - pymdownx.details
-  - pymdownx.superfences
-  - pymdownx.arithmatex:
-      generic: true
-extra:
-  unipo_runs: {runs}
-extra_css:
-  - assets/views.css
-"""
-
 PAGE = """# A hostile log
 
 {{ step_inspector("evil") }}
@@ -101,79 +59,13 @@ PAGE = """# A hostile log
 """
 
 
-class _Handler(SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-def build_test_site(root: Path, pages: dict[str, str], runs: Path) -> Path:
-    """Build ``pages`` (path -> Markdown) with the repository's theme, hooks and macros and the
-    runs in ``runs``, into ``root/site`` (a MkDocs config in ``root``, nothing written to the repo)."""
-    docs = root / "docs"
-    for name, text in pages.items():
-        (docs / name).parent.mkdir(parents=True, exist_ok=True)
-        (docs / name).write_text(text, encoding="utf-8")
-    # The vendor check reads package.json next to the config; the libraries stay in the repo.
-    shutil.copy(REPO / "package.json", root / "package.json")
-    # The project's specs are found from the config's directory.
-    (root / "data").mkdir(exist_ok=True)
-    if not (root / "data" / "algorithms").exists():
-        (root / "data" / "algorithms").symlink_to(REPO / "data" / "algorithms")
-    (root / "mkdocs.yml").write_text(CONFIG.format(docs=docs, repo=REPO, runs=runs), encoding="utf-8")
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", UNIPO_RUNS=str(runs), UNIPO_NODE_MODULES=str(REPO / "node_modules"))
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(root / "mkdocs.yml"),
-                           "-d", str(root / "site")], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return root / "site"
-
-
-@contextlib.contextmanager
-def serve(site: Path):
-    """Serve a built site on a free local port; yields its URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Handler, directory=str(site)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 @pytest.fixture(scope="module")
 def hostile_site(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile")
     write_hostile_run(root / "runs" / "evil")
-    site = build_test_site(root, {"index.md": PAGE}, root / "runs")
-    with serve(site) as url:
+    site = H.build_test_site(root, {"index.md": PAGE}, root / "runs")
+    with H.serving(site, prefix="/") as url:
         yield site, url
-
-
-def _browser_harness():
-    """tests/browser/conftest.py as a module (its name alone is ambiguous with tests/conftest.py)."""
-    import importlib.util
-
-    path = Path(__file__).with_name("conftest.py")
-    for module in list(sys.modules.values()):
-        if getattr(module, "__file__", None) and Path(module.__file__).resolve() == path.resolve():
-            return module
-    spec = importlib.util.spec_from_file_location("unipo_browser_harness", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture
-def chromium():
-    harness = _browser_harness()
-    harness.require_browser()
-    profile = tempfile.mkdtemp(prefix="unipo-chrome-")
-    drv = harness.make_driver(profile)
-    try:
-        yield drv
-    finally:
-        drv.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def _no_alert(driver) -> None:
@@ -194,19 +86,13 @@ def test_built_html_holds_the_hostile_strings_only_as_text(hostile_site):
     assert "<img src=x onerror=alert(1)>" in token_file  # the data itself is served as it was logged (JSON)
 
 
-def test_hostile_log_runs_no_script_and_shows_text_literally(hostile_site, chromium):
+def test_hostile_log_runs_no_script_and_shows_text_literally(hostile_site, driver):
     from selenium.webdriver.common.by import By
 
     _, url = hostile_site
-    driver = chromium
     driver.get(url)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        ready = driver.execute_script("const i = document.querySelector('.unipo-inspector');"
-                                      "return i && i.getAttribute('data-ready');")
-        if ready:
-            break
-        time.sleep(0.1)
+    ready = H.wait_js(driver, "const i = document.querySelector('.unipo-inspector');"
+                              "return i && i.getAttribute('data-ready');", timeout=30, what="the inspector")
     assert ready == "1", "the inspector did not load the hostile step"
     _no_alert(driver)
     assert driver.execute_script("return window.__unipoXss") is None
@@ -231,10 +117,8 @@ def test_hostile_log_runs_no_script_and_shows_text_literally(hostile_site, chrom
         token = driver.find_elements(By.CSS_SELECTOR, ".unipo-inspector .unipo-tok")[index]
         driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", token)
         token.click()
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and not driver.execute_script(
-                "return document.querySelector('.unipo-explainer').getAttribute('data-live-ready')"):
-            time.sleep(0.1)
+        H.wait_js(driver, "return document.querySelector('.unipo-explainer').getAttribute('data-live-ready')",
+                  timeout=15, what=f"the explainer for token {index}")
         where = driver.execute_script("return document.querySelector('.unipo-explainer .unipo-live-where').textContent")
         # named as every view names a token (site/browser.py token_label: a space as ·), between
         # the bidi isolates U+2068 and U+2069 (render.isolate / V.isolate)
@@ -248,8 +132,12 @@ def test_hostile_log_runs_no_script_and_shows_text_literally(hostile_site, chrom
     button.click()
     shown = driver.execute_script("return document.querySelector('.unipo-inspector .unipo-tok').textContent")
     assert shown == HOSTILE[0].replace(" ", "\u00b7")
-    time.sleep(0.5)
+    # Nothing the rewrite made can run later: no element with a handler, no image, no bold (an
+    # injected <img onerror> would fire only once its request failed); and nothing ran on the frames
+    # that drew it.
+    H.next_frame(driver, 2)
+    assert driver.execute_script("return document.querySelectorAll('img[src=\"x\"], .md-content img, .md-content b,"
+                                 " [onerror], [onload]').length") == 0
     _no_alert(driver)
     assert driver.execute_script("return window.__unipoXss") is None
-    errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE" and "favicon" not in e.get("message", "")]
-    assert errors == []
+    assert H.console_errors(driver) == []

@@ -13,8 +13,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+import browser_harness as H  # noqa: E402
 from seed_fixtures import SUITE, FixtureRun, write_fixture_runs  # noqa: E402
-from test_security import REPO, build_test_site, serve  # noqa: E402
 
 PAGES = {
     "bands.md": '# Bands\n\n{{ seed_bands() }}\n\n{{ seed_bands(["heldout/greedy", "sampled/accuracy"], x="tokens") }}\n\n'
@@ -50,34 +50,21 @@ def seeds_site(tmp_path_factory):
     root = tmp_path_factory.mktemp("seeds-site")
     (root / "data").mkdir()
     (root / "data" / "suite.yaml").write_text(SUITE, encoding="utf-8")  # the ladders are read from the project
-    (root / "data" / "tasks").symlink_to(REPO / "data" / "tasks")  # and so is the task example
-    site = build_test_site(root, PAGES, fixture_runs(root / "runs"))
-    with serve(site) as url:
+    (root / "data" / "tasks").symlink_to(H.REPO / "data" / "tasks")  # and so is the task example
+    site = H.build_test_site(root, PAGES, fixture_runs(root / "runs"))
+    with H.serving(site, prefix="/") as url:
         yield url
-
-
-def _harness():
-    from test_security import _browser_harness
-
-    return _browser_harness()
-
-
-@pytest.fixture
-def driver(own_driver):
-    """This module builds its own site: a browser without the session's site."""
-    return own_driver
 
 
 @pytest.mark.parametrize("page", ["bands/", "ladder/", "filling/"])
 def test_every_chart_draws_in_both_schemes_without_errors(seeds_site, driver, console_errors, page):
-    h = _harness()
-    h.set_width(driver, 1280)
+    H.set_width(driver, 1280)
     driver.get(seeds_site + page)
-    h.wait_rendered(driver)
+    H.wait_rendered(driver)
     for scheme in ("slate", "default"):
         # the test config has no palette toggle: set the scheme as the toggle would (charts redraw on it)
         driver.execute_script("document.body.setAttribute('data-md-color-scheme', arguments[0])", scheme)
-        h.wait_rendered(driver)
+        H.wait_rendered(driver)
         states = driver.execute_script(
             "return [...document.querySelectorAll('.unipo-vega')].map(e => e.getAttribute('data-unipo-rendered'))")
         assert states and all(s == scheme for s in states), states
@@ -85,9 +72,8 @@ def test_every_chart_draws_in_both_schemes_without_errors(seeds_site, driver, co
 
 
 def test_bands_are_drawn_around_the_median_lines(seeds_site, driver, console_errors):
-    h = _harness()
     driver.get(seeds_site + "bands/")
-    h.wait_rendered(driver)
+    H.wait_rendered(driver)
     # four panels per update, two per generated token; each has one band (area) per algorithm with seeds
     areas = driver.execute_script("return document.querySelectorAll('.unipo-seed-bands .mark-area path').length")
     lines = driver.execute_script("return document.querySelectorAll('.unipo-seed-bands .mark-line path').length")
@@ -97,10 +83,9 @@ def test_bands_are_drawn_around_the_median_lines(seeds_site, driver, console_err
 
 @pytest.mark.parametrize("page", ["bands/", "ladder/", "filling/"])
 def test_narrow_screen_has_no_horizontal_overflow(seeds_site, driver, page):
-    h = _harness()
-    h.set_width(driver, 390)
+    H.set_width(driver, 390)
     driver.get(seeds_site + page)
-    h.wait_rendered(driver)
+    H.wait_rendered(driver)
     overflow = driver.execute_script("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
     assert overflow <= 0
     widths = driver.execute_script(

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from test_security import _browser_harness
+
+import browser_harness as H
 
 pytestmark = pytest.mark.browser
 
@@ -21,21 +22,20 @@ PPO = "course/algorithms/ppo/"
 @pytest.fixture(scope="module")
 def sets_url(sets_site_build):
     """The two-set site served at the address it was built for (instant navigation needs it)."""
-    harness = _browser_harness()
-    harness.require_browser()
+    H.require_browser()
     assert sets_site_build.returncode == 0, (sets_site_build.log or "")[-6000:]
-    with harness.serving(sets_site_build.site_dir, sets_site_build.site_url) as url:
+    with H.serving(sets_site_build.site_dir, sets_site_build.site_url) as url:
         assert url == sets_site_build.site_url, "the port the site was built for is taken"
         yield url
 
 
 def _wait(driver, js: str, *args, what: str = "", timeout: float = 20.0):
-    return _browser_harness().wait_js(driver, js, *args, timeout=timeout, what=what)
+    return H.wait_js(driver, js, *args, timeout=timeout, what=what)
 
 
 def _open(driver, url: str) -> None:
     driver.get(url)
-    _browser_harness().wait_rendered(driver)
+    H.wait_rendered(driver)
 
 
 def _switch(driver, set_id: str):
@@ -45,7 +45,7 @@ def _switch(driver, set_id: str):
 def _landed(driver, url: str, what: str) -> None:
     _wait(driver, "return location.href.split('#')[0] === arguments[0] && document.readyState === 'complete'",
           url, what=what)
-    _browser_harness().wait_rendered(driver)
+    H.wait_rendered(driver)
 
 
 def _inspector_ready(driver) -> str:
@@ -73,9 +73,7 @@ def _selection(driver, uid: str) -> dict:
                                  "return {step: i.dataset.step, group: i.dataset.group, selected: i.dataset.selected};", uid)
 
 
-def test_the_switch_keeps_path_query_and_hash_both_ways(own_driver, sets_url):
-    driver = own_driver
-    harness = _browser_harness()
+def test_the_switch_keeps_path_query_and_hash_both_ways(driver, sets_url):
     _open(driver, sets_url + GRPO + "?from=switch")
     hash_, chosen = _pick_token(driver)
     assert hash_.startswith("#") and "token=" in hash_ and chosen["selected"]
@@ -100,42 +98,41 @@ def test_the_switch_keeps_path_query_and_hash_both_ways(own_driver, sets_url):
     _switch(driver, "tiny").send_keys(Keys.ENTER)
     _landed(driver, sets_url + GRPO + "?from=switch", "the GRPO chapter of the default set")
     assert driver.execute_script("return location.hash") == hash_
-    assert harness.console_errors(driver) == []
+    assert H.console_errors(driver) == []
 
 
-def test_the_switch_and_the_banner_follow_instant_navigation(own_driver, sets_url):
-    driver = own_driver
-    harness = _browser_harness()
+def test_the_switch_and_the_banner_follow_instant_navigation(driver, sets_url):
+    H.watch_sitemap(driver)
     _open(driver, sets_url + GRPO)
+    H.wait_instant_navigation(driver)
     driver.execute_script("window.unipoSameDocument = true")
     driver.execute_script(f"document.querySelector('.md-sidebar--primary a.md-nav__link[href$=\"{DAPO[len('course/algorithms/'):]}\"]').click()")
     _wait(driver, "return location.pathname.endsWith(arguments[0]) && window.unipoSameDocument", "/" + DAPO,
           what="instant navigation to DAPO")
-    harness.wait_rendered(driver)
+    H.wait_rendered(driver)
     _switch(driver, "gpu").click()
     _landed(driver, sets_url + "gpu/" + DAPO, "the DAPO chapter of the gpu set")
     # within the gpu set, instant navigation again, then the banner's link back
+    H.wait_instant_navigation(driver)
     driver.execute_script("window.unipoSameDocument = true")
     driver.execute_script(f"document.querySelector('.md-sidebar--primary a.md-nav__link[href$=\"{PPO[len('course/algorithms/'):]}\"]').click()")
     _wait(driver, "return location.pathname.endsWith(arguments[0]) && window.unipoSameDocument", "/gpu/" + PPO,
           what="instant navigation to PPO in the gpu set")
-    harness.wait_rendered(driver)
+    H.wait_rendered(driver)
     driver.execute_script("history.replaceState(null, '', location.pathname + '#anchor-from-the-reader')")
     link = driver.find_element(By.CSS_SELECTOR, ".md-banner .unipo-set-banner a")
     driver.execute_script("arguments[0].scrollIntoView()", link)
     link.click()
     _landed(driver, sets_url + PPO, "the PPO chapter of the default set")
     assert driver.execute_script("return location.hash") == "#anchor-from-the-reader"
-    assert harness.console_errors(driver) == []
+    assert H.console_errors(driver) == []
 
 
 @pytest.mark.parametrize("scheme", ["default", "slate"])
-def test_the_switch_fits_a_phone_header(own_driver, sets_url, scheme):
-    driver = own_driver
-    harness = _browser_harness()
-    harness.set_width(driver, 390)
+def test_the_switch_fits_a_phone_header(driver, sets_url, scheme):
+    H.set_width(driver, 390)
     _open(driver, sets_url + "gpu/" + GRPO)
-    harness.set_scheme(driver, scheme)
+    H.set_scheme(driver, scheme)
     box = driver.execute_script("""
         const s = document.querySelector('.md-header .unipo-sets').getBoundingClientRect();
         const h = document.querySelector('.md-header').getBoundingClientRect();
@@ -167,11 +164,13 @@ return found ? {id: found.id, offset: Math.round(top - found.getBoundingClientRe
 
 
 def _settled(driver, heading: str, what: str) -> dict:
-    """The reader's place once the page has stopped moving (two reads 0.3 s apart agree), in the
+    """The reader's place once the page has stopped moving (the same on ten frames in a row), in the
     section under ``heading``."""
-    js = ("const p = (function () {" + _PLACE_JS + "})(); const last = window.__unipoPlace; window.__unipoPlace = p;"
-          "return p.id === arguments[0] && last && last.y === p.y && last.offset === p.offset && p;")
-    return _browser_harness().wait_js(driver, js, heading, what=what, poll=0.3)
+    def place(drv):
+        p = H.wait_settled(drv, _PLACE_JS, frames=10, what=what)
+        return p if p["id"] == heading else None
+
+    return H.wait_until(driver, place, what=what)
 
 
 def _gpu_site(built_site) -> None:
@@ -188,7 +187,6 @@ def test_the_switch_keeps_the_section_in_view(driver, site_url, built_site, star
     """Scrolled into "Which tokens reach the upper bound?" on the DAPO chapter, with no hash: the
     other set's DAPO chapter opens in that section, as far into it as the reader was."""
     _gpu_site(built_site)
-    harness = _browser_harness()
     _open(driver, site_url + start + DAPO)
     assert driver.execute_script("return location.hash") == ""
     heading = "which-tokens-reach-the-upper-bound"
@@ -202,10 +200,10 @@ def test_the_switch_keeps_the_section_in_view(driver, site_url, built_site, star
     _landed(driver, target, f"the DAPO chapter of the {other} set")
     assert driver.execute_script("return location.hash") == ""
     # the place holds once the page's formulas, charts and views are drawn
-    harness.wait_rendered(driver, everything=False)
+    H.wait_rendered(driver, everything=False)
     after = _settled(driver, heading, "the same section in the other set")
     assert after["y"] > 3000 and abs(after["offset"] - before["offset"]) <= 40, (before, after)
-    assert harness.console_errors(driver) == []
+    assert H.console_errors(driver) == []
 
 
 def test_a_step_maps_to_the_same_point_of_training_in_the_other_set(driver, site_url, built_site):
@@ -213,7 +211,6 @@ def test_a_step_maps_to_the_same_point_of_training_in_the_other_set(driver, site
     fraction of training (the nearest with token detail), with a note naming the mapping; the hash
     then names the gpu set's own step."""
     _gpu_site(built_site)
-    harness = _browser_harness()
     _open(driver, site_url + GRPO)
     uid = _inspector_ready(driver)
     tiny = _insp_data(driver, uid)
@@ -240,14 +237,13 @@ def test_a_step_maps_to_the_same_point_of_training_in_the_other_set(driver, site
                                       f"{round(100 * fraction)}% of the way through training; here that is step {want} "
                                       f"of {gpu['last_step']}"), state
     assert f"step={want}" in state["hash"] and "of=" not in state["hash"] and "from=" not in state["hash"], state
-    assert harness.console_errors(driver) == []
+    assert H.console_errors(driver) == []
 
 
 def test_a_teaching_moment_maps_to_the_other_sets_own(driver, site_url, built_site):
     """An inspector showing a teaching moment both sets' runs have opens that moment of the other
     set's run, and says so."""
     _gpu_site(built_site)
-    harness = _browser_harness()
     _open(driver, site_url + GRPO)
     uid = _inspector_ready(driver)
     tiny = {m["name"]: m for m in _insp_data(driver, uid)["moments"]}
@@ -270,14 +266,13 @@ def test_a_teaching_moment_maps_to_the_other_sets_own(driver, site_url, built_si
                                   " status: i.querySelector('.unipo-inspector-status').textContent};", uid)
     assert state["mapped"] == "moment" and state["step"] == str(gpu[name]["open_step"]) and state["at"] == name, state
     assert state["status"].startswith(f"From the CPU set (tiny): its teaching moment \u201c{gpu[name]['label']}\u201d"), state
-    assert harness.console_errors(driver) == []
+    assert H.console_errors(driver) == []
 
 
 def test_a_link_naming_a_step_the_set_lacks_lands_on_the_nearest(driver, site_url, built_site):
     """Bad input: a shared link naming a step, group and token the gpu run did not log keeps the
     honest note and opens the nearest step with token detail, never an error."""
     _gpu_site(built_site)
-    harness = _browser_harness()
     _open(driver, site_url + "gpu/" + GRPO)
     uid = driver.execute_script("return document.querySelector('.unipo-explorer[data-run]').getAttribute('data-inspector')")
     steps = _insp_data(driver, uid)["steps"]
@@ -290,4 +285,4 @@ def test_a_link_naming_a_step_the_set_lacks_lands_on_the_nearest(driver, site_ur
                                   " status: i.querySelector('.unipo-inspector-status').textContent};", uid)
     assert state["step"] == str(steps[-1]) and state["note"] == "1", state
     assert state["status"].startswith(f"The link names step {asked}") and f"showing step {steps[-1]}" in state["status"], state
-    assert harness.console_errors(driver) == []
+    assert H.console_errors(driver) == []

@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
+
+import browser_harness as H
 
 pytestmark = pytest.mark.browser
 
 RENDERING = "reference/rendering/"
-
-_REQUESTS_JS = """
-const urls = performance.getEntriesByType('resource').map(e => e.name);
-urls.push(document.URL);
-for (const el of document.querySelectorAll('script[src]')) urls.push(el.src);
-for (const el of document.querySelectorAll('link[href]')) {
-  if (/stylesheet|preload|icon|manifest|prefetch|preconnect/.test(el.rel)) urls.push(el.href);
-}
-for (const el of document.querySelectorAll('img[src], iframe[src], source[src], video[src], audio[src]')) urls.push(el.src);
-return urls;
-"""
 
 
 def _luminance(css_colour: str) -> float:
@@ -37,12 +27,6 @@ def _axis_label_luminance(driver) -> float:
     return _luminance(colour)
 
 
-def _foreign_requests(driver, site_url: str) -> list[str]:
-    origin = re.match(r"https?://[^/]+", site_url).group(0)
-    urls = driver.execute_script(_REQUESTS_JS)
-    return sorted({u for u in urls if not (u.startswith(origin + "/") or u.startswith("data:"))})
-
-
 def test_rendering_page_typesets_math_and_draws_chart(open_page, site_url, console_errors):
     driver = open_page(RENDERING)
     assert driver.execute_script("return document.querySelectorAll('.katex').length") >= 5
@@ -57,7 +41,7 @@ def test_rendering_page_typesets_math_and_draws_chart(open_page, site_url, conso
     )
     assert lines == 3
     assert console_errors(driver) == []
-    assert _foreign_requests(driver, site_url) == []
+    assert H.foreign_requests(driver, site_url) == []
 
 
 def test_every_page_loads_without_errors_or_foreign_requests(
@@ -74,7 +58,7 @@ def test_every_page_loads_without_errors_or_foreign_requests(
         path = "" if page == "." else page + "/"
         open_page(path)
         errors = [e["message"] for e in console_errors(driver)]
-        foreign = _foreign_requests(driver, site_url)
+        foreign = H.foreign_requests(driver, site_url)
         if errors or foreign:
             problems[path or "/"] = {"console": errors, "foreign": foreign}
     assert problems == {}
@@ -85,38 +69,26 @@ def test_instant_navigation_renders_new_page(
 ):
     if not served_as_built:
         pytest.skip("the reused site was built for another URL; instant navigation follows the sitemap")
+    H.watch_sitemap(driver)
     open_page("")
     # Material attaches its link handler once it has read the sitemap.
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not driver.execute_script(
-        "return performance.getEntriesByType('resource').some(e => e.name.endsWith('sitemap.xml'))"
-    ):
-        time.sleep(0.1)
-    time.sleep(0.2)
+    H.wait_instant_navigation(driver)
     driver.execute_script("window.__unipoSamePage = 42;")
     link = driver.find_element(
         "css selector", f'.md-sidebar--primary a.md-nav__link[href$="{RENDERING}"]'
     )
     link.click()
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not driver.current_url.endswith(RENDERING):
-        time.sleep(0.1)
-    assert driver.current_url.endswith(RENDERING)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        done = driver.execute_script(
-            "return document.querySelectorAll('.katex').length > 0 &&"
-            " document.querySelectorAll('.unipo-vega svg').length === 1"
-        )
-        if done:
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail("formulas or chart not rendered after instant navigation")
+    H.wait_until(driver, lambda d: d.current_url.endswith(RENDERING), what=f"the URL to end with {RENDERING}")
+    H.wait_js(
+        driver,
+        "return document.querySelectorAll('.katex').length > 0 &&"
+        " document.querySelectorAll('.unipo-vega svg').length === 1",
+        what="formulas and chart rendered after instant navigation",
+    )
     # Instant navigation replaced the content without reloading the page.
     assert driver.execute_script("return window.__unipoSamePage") == 42
     assert console_errors(driver) == []
-    assert _foreign_requests(driver, site_url) == []
+    assert H.foreign_requests(driver, site_url) == []
 
 
 def test_charts_follow_the_colour_scheme(open_page, set_scheme, driver, console_errors):

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+import browser_harness as H
+
 pytestmark = pytest.mark.browser
 
 if os.environ.get("UNIPO_REQUIRE_TRL") != "1":
@@ -26,7 +28,6 @@ RUN = "trl-grpo"
 
 @pytest.fixture(scope="module")
 def trl_site(tmp_path_factory):
-    from test_security import build_test_site, serve
     from trl_support import run_trl
 
     root = tmp_path_factory.mktemp("trl-site")
@@ -38,15 +39,13 @@ def trl_site(tmp_path_factory):
     assert proc.returncode == 0, proc.stderr
     pages = {"index.md": "# TRL\n",
              f"{RUN}.md": f'# {RUN}\n\n{{{{ step_inspector("{RUN}") }}}}\n\n{{{{ objective_card("grpo", run="{RUN}") }}}}\n'}
-    site = build_test_site(root / "build", pages, runs)
-    with serve(site) as url:
+    site = H.build_test_site(root / "build", pages, runs)
+    with H.serving(site, prefix="/") as url:
         yield url, site
 
 
 def _wait(driver, js: str, what: str, timeout: float = 30.0):
-    from test_security import _browser_harness
-
-    return _browser_harness().wait_js(driver, js, timeout=timeout, what=what)
+    return H.wait_js(driver, js, timeout=timeout, what=what)
 
 
 def test_a_trl_run_opens_in_the_step_inspector_and_explainer(trl_site, driver, console_errors):

@@ -12,12 +12,12 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
+
+import browser_harness as H
 
 pytestmark = pytest.mark.browser
 
@@ -27,9 +27,7 @@ AGGREGATION = "course/compare/aggregation/"
 
 
 def _wait(driver, js: str, *args, timeout: float = 20.0, what: str = ""):
-    from test_security import _browser_harness
-
-    return _browser_harness().wait_js(driver, js, *args, timeout=timeout, what=what)
+    return H.wait_js(driver, js, *args, timeout=timeout, what=what)
 
 
 def _center_click(driver, element):
@@ -339,7 +337,7 @@ def test_keyboard_opens_a_step_without_detail_and_focus_follows(open_page, drive
     _wait(driver, "return /no token data/.test(document.getElementById(arguments[0]).querySelector('.unipo-inspector-status').textContent)",
           uid, what="the inspector saying the step has no token data")
     # the news is where the reader looks, and the keyboard focus went there with the scroll
-    time.sleep(1.0)  # the smooth scroll
+    H.wait_settled(driver, what="the smooth scroll to the status line")
     seen = driver.execute_script("""
         const line = document.getElementById(arguments[0]).querySelector('.unipo-inspector-status');
         const r = line.getBoundingClientRect();
