@@ -423,15 +423,14 @@ def wait_settled(driver, probe: str = "", *args, frames: int = 6, timeout: float
     A smooth scroll, a chart resizing to its container and a redraw all change one of these on every
     frame they last, so a run of equal frames is the end of them, however slow the machine."""
     script = _SETTLED_JS.replace("PROBE", probe or "return null;")
-    old = None
-    if timeout + 5 > SCRIPT_TIMEOUT:
-        old = SCRIPT_TIMEOUT
+    before = driver.timeouts.script
+    if timeout + 5 > before:
         driver.set_script_timeout(timeout + 5)
     try:
         result = driver.execute_async_script(script, frames, timeout * 1000, *args)
     finally:
-        if old is not None:
-            driver.set_script_timeout(old)
+        if timeout + 5 > before:
+            driver.set_script_timeout(before)
     if "timeout" in result:
         raise AssertionError(f"the page kept moving for {timeout}s{': ' + what if what else ''} "
                              f"(last state {result['timeout'][:300]})")
