@@ -330,7 +330,10 @@ def test_verl_hydra_output_directory_below(verl_run, tmp_path):
 
 @pytest.mark.parametrize("section, key, value, setting", [
     ("algorithm", "kl_ctrl", {"type": "adaptive", "kl_coef": 0.001}, "algorithm.kl_ctrl.type"),
-    ("algorithm", "rollout_correction", {"rollout_is": "token"}, "algorithm.rollout_correction.rollout_is"),
+    ("algorithm", "rollout_correction", {"rollout_rs": "seq_mean_k1", "rollout_rs_threshold": 0.01},
+     "algorithm.rollout_correction.rollout_rs"),
+    ("algorithm", "rollout_correction", {"rollout_is": "token", "rollout_is_batch_normalize": True},
+     "algorithm.rollout_correction.rollout_is"),
 ])
 def test_verl_other_settings_without_a_kind(verl_run, tmp_path, section, key, value, setting):
     cfg_path = verl_run / ".hydra" / "config.yaml"
@@ -345,21 +348,28 @@ def test_verl_other_settings_without_a_kind(verl_run, tmp_path, section, key, va
 
 
 def test_verl_rollout_correction_the_files_cannot_back_is_missing(verl_run, tmp_path):
-    """verl's rollout correction (rollout_is token) needs the rollout's log-probs, which verl's files do not hold:
-    imported against a spec, the run's header lists them as missing and nothing is recomputed from them."""
+    """verl's rollout correction (rollout_is sequence, threshold 3: verl's compute_rollout_correction_weights takes
+    exp(sum of log pi_old - log pi_rollout) over the response and clamps it at 3, no lower bound) is the truncated_is
+    kind at the sequence level (the product) with cap 3. Its weights need the rollout's log-probs, which verl's files
+    do not hold: the header lists them as missing, and no token file (nor any sampler log-prob) is made up."""
     cfg_path = verl_run / ".hydra" / "config.yaml"
     cfg = yaml.safe_load(cfg_path.read_text())
-    cfg["algorithm"]["rollout_correction"] = {"rollout_is": "token", "rollout_is_threshold": 2.0}
+    cfg["algorithm"]["rollout_correction"] = {"rollout_is": "sequence", "rollout_is_threshold": 3.0}
     cfg_path.write_text(yaml.safe_dump(cfg))
     out = tmp_path / "runs" / "corrected"
-    result = unipo("import", "verl", verl_run, "--out", out, "--algorithm", "dual_clip")
+    result = unipo("import", "verl", verl_run, "--out", out)
     assert result.returncode == 0, result.stderr
     header = runlog.read_header(out)
+    correction = header.algorithm_config.components["correction"]
+    assert (correction.kind, dict(correction.params)) == (
+        "truncated_is", {"level": "sequence", "sequence": "product", "lower": None, "cap": 3.0})
+    assert "gaps" not in header.imported_from
     line = header.model_extra["missing"][-1]
     assert line.startswith("the sampler's log-probs: verl's rollout correction was on "
-                           "(algorithm.rollout_correction.rollout_is = token)"), line
+                           "(algorithm.rollout_correction.rollout_is = sequence)"), line
     assert "missing (see the header's missing): the sampler's log-probs" in header.notes
     assert runlog.token_steps(out) == []
+    assert unipo("validate", out).stdout.strip() == f"{out}: valid"
 
 
 def test_fixtures_are_what_the_writer_writes(tmp_path):

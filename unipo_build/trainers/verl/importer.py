@@ -48,8 +48,10 @@ false).
 The config's algorithm settings map onto the registry (:func:`components`; the policy loss and clip
 by :func:`policy_loss`: vanilla is dual-clip PPO, verl's clip_ratio_c bound always on, so the
 ``dual_clip`` kind; gspo the sequence ratio; cispo and sapo their clip kinds; gspo and sapo aggregate
-seq-mean-token-mean whatever loss_agg_mode says); a setting no kind expresses (geo_mean, gpg, ...)
-stops the import unless ``--algorithm`` names the spec to show instead.
+seq-mean-token-mean whatever loss_agg_mode says; ``algorithm.rollout_correction.rollout_is`` token or
+sequence with ``rollout_is_threshold`` is the ``truncated_is`` correction, whose sampler log-probs
+verl's files do not hold: listed in the header's ``missing``); a setting no kind expresses (geo_mean,
+gpg, rollout_rs, ...) stops the import unless ``--algorithm`` names the spec to show instead.
 
 What verl's files do not hold, and the run therefore lacks (listed in the run card): token-level
 detail of any kind (the dumps hold decoded text and a score: no token ids, log-probs, reference
@@ -254,16 +256,28 @@ def components(cfg: dict, notes: K.Notes, source: str = "config.yaml") -> tuple[
     else:
         shaping = {"kind": "none", "params": {}}
     correction = get(algo, "rollout_correction", {}) or {}
-    if get(correction, "rollout_is") is not None:
-        gaps.append(Gap("algorithm.rollout_correction.rollout_is", str(get(correction, "rollout_is")), "ratio",
-                        f"{ratio['kind']} (without the rollout importance weights)"))
+    rollout_is = get(correction, "rollout_is")
+    corrected = {"kind": "none", "params": {}}
+    if rollout_is in ("token", "sequence") and not get(correction, "rollout_is_batch_normalize", False):
+        # verl's compute_rollout_correction_weights: exp(log pi_old - log pi_rollout), per token or summed over the
+        # response (the product of its token ratios), then clamp(max=rollout_is_threshold): truncated IS, no lower bound
+        corrected = {"kind": "truncated_is", "params": {
+            "level": rollout_is, "sequence": "product", "lower": None,
+            "cap": _float(get(correction, "rollout_is_threshold", 2.0),
+                          "algorithm.rollout_correction.rollout_is_threshold", source)}}
+    elif rollout_is is not None:
+        what = (f"{rollout_is} with rollout_is_batch_normalize (the weights rescaled to mean 1 in each batch)"
+                if rollout_is in ("token", "sequence") else str(rollout_is))
+        gaps.append(Gap("algorithm.rollout_correction.rollout_is", what, "correction",
+                        "truncated_is without the batch normalisation" if rollout_is in ("token", "sequence")
+                        else "none"))
     if get(correction, "rollout_rs") is not None:
         gaps.append(Gap("algorithm.rollout_correction.rollout_rs", str(get(correction, "rollout_rs")), "filter",
                         f"{filt['kind']} (without the rejection sampling)"))
     if get(algo, "use_pf_ppo", False):
         gaps.append(Gap("algorithm.use_pf_ppo", "true", "filter", f"{filt['kind']} (without the sample reweighting)"))
     comps = {"advantage": advantage, "ratio": ratio, "clip": clip, "kl": kl, "aggregation": aggregation,
-             "filter": filt, "shaping": shaping}
+             "filter": filt, "shaping": shaping, "correction": corrected}
     return est, comps, gaps
 
 
