@@ -11,6 +11,19 @@ in a ``<template>``, ``render.json_data``) each
 spec's formula (with ``UNIPODIFF-<slot>`` placeholders for the status classes) and components,
 and every pair's statuses, so explainer.js re-renders the comparison in the browser without
 any further request.
+
+Where it is rendered (issue 31, "one view, one rendering"), decided but not yet carried out:
+this module stays the renderer. The comparisons are the chapters' text (``compare`` pages, the
+opening pair of every selector, ``unipo explain``'s run pages): they are searched, and read
+before any script runs, so they are written here. The second rendering is explainer.js
+``renderCompare`` (with ``diffSentence``, ``badge`` and the row markup), which rebuilds the same
+markup for any other pair the reader picks from :func:`selector_data`. It is to go by
+rendering every pair here once, at build time, into a file the selector loads when a pair is
+picked (about 1 MB for the ten shipped algorithms: too much to inline in every chapter, which is
+why the pair markup is not in the page), so that the browser only swaps markup and keeps the
+pair in the URL. Until then both renderings are tested, this one by tests/test_diff.py and
+the selector's by tests/browser/test_inspector.py and test_views_state.py, and each names the
+other where they must agree.
 """
 
 from __future__ import annotations

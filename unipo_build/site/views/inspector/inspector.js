@@ -5,9 +5,10 @@
  * Each <div class="unipo-inspector"> written by unipo_build/site/views/inspector/inspector.py carries its run,
  * algorithm and site root as data attributes and, in <template id="<its id>-data">, the steps
  * that have token files, the run's teaching moments, its resolved algorithm, the token
- * quantities and the palette's ramps. The server has rendered the step's group bars and the open
- * group as text. When the inspector comes near the viewport (or the URL names it), this script
- * fetches the step's token file and renders it:
+ * quantities and the palette's ramps. The build sends only that data (and a caption): this
+ * script is the one place the step is rendered (issue 31: one view, one rendering). When the
+ * inspector comes near the viewport (or the URL names it), it fetches the step's token file and
+ * renders it:
  *
  * - the group bars, each group with token detail a button that opens that group (one at a time);
  * - the open group token by token, coloured by a quantity the reader picks (token-scale.js),
@@ -83,7 +84,7 @@
     });
   }
 
-  /** As inspector.py default_group: the moment's group, else the first trained one with signal. */
+  /** The group a step opens on: the moment's, else the first trained one with signal, else the first trained one. */
   function defaultGroup(detail, moment) {
     if (!detail.prompts.length) return null;
     if (moment && moment.group !== null && moment.group !== undefined && moment.step === detail.step) {
@@ -109,7 +110,7 @@
   }
 
 
-  /** As inspector.py zero_advantage_note: a trained group whose logged advantages are all 0. */
+  /** A trained group whose logged advantages are all 0: why it contributes (almost) nothing. */
   function zeroAdvantageNote(g, cfg) {
     if (g.filtered || !g.responses.length || g.responses.some(function (r) { return !r.tokens; })) return null;
     if (hasSignal(g)) return null;
@@ -123,7 +124,7 @@
     return text + ": its contribution is 0.";
   }
 
-  /** The zero-advantage mark's explanation (inspector.py zero_advantage_title). */
+  /** The zero-advantage mark's explanation. */
   function zeroAdvantageTitle(beta) {
     return "Every answer got the same reward, so the policy gradient gets nothing from this group" +
       (beta ? "; only the KL term \u2212\u03b2\u00b7KL (\u03b2 = " + fmt(beta) + ") acts on its tokens." : ": it contributes 0.");
@@ -149,7 +150,7 @@
     this.siteRoot = container.getAttribute("data-site-root") || "";
     this.steps = data.steps;
     this.step = data.step;
-    this.groupKey = data.group;
+    this.groupKey = null; // the open group, once a step is rendered
     this.detail = null;
     this.quantity = "objective";
     this.mode = "text";
@@ -317,7 +318,7 @@
       this.status
     );
     controls.hidden = false;
-    // the server's line on where the moment is: the status line says it from now on
+    // the build's line on where the moment is: the status line says it from now on
     Array.prototype.forEach.call(this.container.querySelectorAll(".unipo-moment-note"), function (n) { n.remove(); });
     this.prev.addEventListener("click", function () { self.move(-1); });
     this.next.addEventListener("click", function () { self.move(1); });
@@ -414,8 +415,7 @@
       if (request !== self.requests) return;
       self.container.removeAttribute("data-loading");
       self.container.setAttribute("data-ready", "error");
-      self.status.textContent = "Could not load the token data of step " + step + " (" + err.message + ")." +
-        (options.initial ? " The step below is shown without interaction." : "");
+      self.status.textContent = "Could not load the token data of step " + step + " (" + err.message + ").";
       console.error("UNIPO inspector:", err);
     });
   };
@@ -577,11 +577,11 @@
     if (!options.quiet) this.save(!!options.push);
   };
 
-  /** As inspector.py responses_shown: a group of up to 8 responses (the tiny set's group size)
-   * shows every one, a larger group its first 4, the rest one click away, so a set that samples
-   * more answers per prompt keeps its pages within the length and node budgets. */
-  var RESPONSES_ALL = 8;
-  var RESPONSES_SHOWN = 4;
+  /* A group of up to data.responses_all responses (8, the tiny set's group size) shows every one,
+   * a larger group its first data.responses_shown (4), the rest one click away, so a set that
+   * samples more answers per prompt keeps its pages within the length and node budgets. Both
+   * numbers come from inspector.py (RESPONSES_ALL, RESPONSES_SHOWN), which the objectives
+   * chapter's anatomy figure folds by too. */
 
   Inspector.prototype.renderGroup = function (g, need) {
     var self = this;
@@ -618,12 +618,12 @@
     var columns = el("li", { class: "unipo-response-head", "aria-hidden": "true" }, RESPONSE_HEAD.map(function (t) { return el("span", { text: t }); }));
     // A teaching moment about one response (a clipped token, the longest wrong answer) shows it
     // alone until the reader asks for the rest of its group; a large group shows its first
-    // RESPONSES_SHOWN (and any response a link names). The others are rendered when asked for.
+    // data.responses_shown (and any response a link names). The others are rendered when asked for.
     var m = this.mark;
     var focus = !this.showAll && m && m.step === this.detail.step && m.group === g.index && !g.filtered &&
       m.response !== null && m.response !== undefined && g.responses.some(function (r) { return r.index === m.response; });
-    var limit = g.responses.length <= RESPONSES_ALL ? g.responses.length : RESPONSES_SHOWN;
-    // the first right and the first wrong answer show too (inspector.py first_of_each_verdict)
+    var limit = g.responses.length <= this.data.responses_all ? g.responses.length : this.data.responses_shown;
+    // the first right and the first wrong answer show too, so a folded mixed group keeps both sides in view
     var sides = {};
     g.responses.forEach(function (r) {
       if ((r.correct === true || r.correct === false) && sides[r.correct] === undefined) sides[r.correct] = r.index;
@@ -658,7 +658,7 @@
       "data-group": g.index, "data-key": groupKey(g), "data-filtered": g.filtered ? "1" : null }, children);
   };
 
-  /** Every fact of a response in words (inspector.py response_facts). */
+  /** Every fact of a response in words (read by screen readers, and the row's tooltip). */
   function responseFacts(r) {
     var facts = [rewardText(r)];
     if (r.advantage !== null && r.advantage !== undefined) facts.push("advantage " + fmtSigned(r.advantage));
@@ -669,8 +669,7 @@
     return facts.join(" \u00b7 ");
   }
 
-  /** The response's row head, as inspector.py _response_meta. */
-  /** As inspector.py group_name: "Group 3", or "Filtered group 2" for the second group the
+  /** How a group is named to the reader (as inspector.py group_name, which the anatomy figure uses): "Group 3", or "Filtered group 2" for the second group the
    *  sampling filter dropped at this step (a dropped group's logged index means nothing to a reader). */
   function groupName(detail, index, filtered) {
     if (!filtered) return "Group " + index;

@@ -4,24 +4,36 @@
 
 - a container ``<div class="unipo-inspector">`` with ``data-run``, ``data-algorithm``,
   ``data-site-root`` (relative path to the site root, from ``common.site_root(page.url)``),
-  ``data-step`` and ``data-group`` (the group shown);
+  ``data-step`` (the step it opens on) and ``data-moment``;
 - ``<template class="unipo-data" id="<id>-data">`` (``render.json_data``): the steps that have
-  token files, the run's teaching moments, the resolved algorithm, the step and group to open,
-  the token quantities and the palette's ramps, as JSON escaped by ``render.json_for_script``;
-- the step rendered on the server, so the page is readable before, or without, JavaScript: the
-  step objective with a bar per group of the update, and the open group (the moment's, or the
-  first trained group with a nonzero advantage) with its responses as text.
+  token files, the run's teaching moments, the resolved algorithm, the step to open, the token
+  quantities, the palette's ramps and how many answers a group shows folded, as JSON escaped by
+  ``render.json_for_script``;
+- a caption (the run, its algorithm, how many steps have token detail), the build's notes (a
+  step or a moment the run lacks) and an empty body.
+
+Where it is rendered (issue 31, "one view, one rendering"): the step itself (the group bars,
+the open group and its responses) is drawn by one side only, the browser.
+``unipo_build/site/views/inspector/inspector.js`` renders it once the inspector comes near the
+viewport (fetching ``<site>/assets/runs/<run>/steps/step_NNNNNN.json``), and again for every
+step, group, colour and display the reader picks: that is interactive state, and the step file
+is the data. The build used to render the opening step a second time as text (its own copies
+of the bars, the group, the response facts, the zero-advantage notes and the choice of the
+group to open), which the script replaced as soon as it ran; the course never promised the
+inspector without JavaScript, so that copy is gone and this module only sends data. The build
+still reads the step it opens on, so a step file it cannot read is a note on the page when the
+site is built, not only an error in the reader's browser.
 
 One group is shown at a time: a step of 16 groups of 8 answers of up to ~90 tokens is thousands
 of tokens, and a chapter has three inspectors. The group bars are the way to the others.
 
-In the browser, ``unipo_build/site/views/inspector/inspector.js`` renders the open group token by token once the
-inspector comes near the viewport (fetching ``<site>/assets/runs/<run>/steps/step_NNNNNN.json``),
-colours tokens by a quantity the reader picks (``token_scale``), shows a selected token's numbers
+In the browser, inspector.js colours tokens by a quantity the reader picks (token-scale.js,
+with the quantities and ramps sent from ``token_scale``), shows a selected token's numbers
 under its response, keeps step, group, token and quantity in the URL hash (``UNIPO.state``) and
 reports the selected token (the ``token`` event of ``common.EVENTS``) to the Algorithm Explainer.
 
-Everything from a log reaches the HTML through ``render.escape_text``.
+Everything from a log reaches the HTML through ``render.escape_text`` (the caption and notes)
+or ``render.json_data`` (the data); the script writes log text with ``textContent`` only.
 """
 
 from __future__ import annotations
@@ -33,10 +45,9 @@ from typing import Any
 
 from unipo_build.core import runlog
 from unipo_build.core.moments import MOMENT_NAMES, Moment, find_moments
-from unipo_build.core.numbers import NOISE, fmt_num, fmt_objective, fmt_signed
 from unipo_build.site.render import escape_text, json_data
 from unipo_build.core.runs import Run, RunCatalog, catalog_of
-from unipo_build.core.schema import PromptGroup, Response, StepDetail
+from unipo_build.core.schema import StepDetail
 from unipo_build.site import fmt as F
 from unipo_build.site.browser import site_root, step_path
 from unipo_build.site.views.explainer.explainer import explainer_config
@@ -46,23 +57,7 @@ from unipo_build.site.palette import (
     TOKEN_SEQUENTIAL,
     TOKEN_SEQUENTIAL_DARK,
 )
-from unipo_build.site.views.inspector.token_scale import DEFAULT_QUANTITY, MIN_TINT, QUANTITIES, QUANTITY_KEYS  # noqa: F401
-
-
-def available_quantities(detail: StepDetail) -> list[str]:
-    """The quantities the step's token arrays hold (KL and entropy are optional)."""
-    present = []
-    for q in QUANTITIES:
-        for group in detail.prompts:
-            if any(r.tokens is not None and getattr(r.tokens, q.source) is not None for r in group.responses):
-                present.append(q.key)
-                break
-    return present
-
-
-def group_key(group: PromptGroup) -> str:
-    """How a logged group is named in element ids and the URL: its index, 'f' for a dropped one."""
-    return f"{group.index}{'f' if group.filtered else ''}"
+from unipo_build.site.views.inspector.token_scale import MIN_TINT, QUANTITIES
 
 
 def group_name(detail: StepDetail, index: int, filtered: bool) -> str:
@@ -74,25 +69,6 @@ def group_name(detail: StepDetail, index: int, filtered: bool) -> str:
         return f"Group {index}"
     dropped = sorted({g.index for g in detail.filtered_groups} | {g.index for g in detail.prompts if g.filtered})
     return f"Filtered group {dropped.index(index) + 1}" if index in dropped else "Filtered group"
-
-
-def default_group(detail: StepDetail, moment: Moment | None = None) -> PromptGroup | None:
-    """The group an inspector opens on: the moment's (when it is on this step), else the first
-    trained group with a nonzero advantage, else the first trained group, else the first logged.
-    (inspector.js ``defaultGroup`` chooses the same way.)"""
-    if not detail.prompts:
-        return None
-    if moment is not None and moment.group is not None and moment.step == detail.step:
-        dropped = moment.name == "filtered_group"
-        for g in detail.prompts:
-            if g.index == moment.group and g.filtered == dropped:
-                return g
-    trained = [g for g in detail.prompts if not g.filtered]
-    for g in trained:
-        if any(r.tokens is not None and any(a != 0 for a, m in zip(r.tokens.advantage, r.tokens.mask) if m)
-               for r in g.responses):
-            return g
-    return trained[0] if trained else detail.prompts[0]
 
 
 # ---------------------------------------------------------------------------
@@ -162,232 +138,24 @@ def note_html(text: str, kind: str = "note") -> str:
     return F.note_html(text, kind, title="Note" if kind == "note" else "Warning", css_class="unipo-view-note")
 
 
-def reward_text(response: Response) -> str:
-    """'reward 1 (correct 1, format 0)': plain text, escaped where it is placed."""
-    text = f"reward {fmt_num(response.reward, 4)}"
-    if response.reward_components:
-        text += " (" + ", ".join(f"{k} {fmt_num(v, 4)}" for k, v in response.reward_components.items()) + ")"
-    return text
-
-
-def response_facts(response: Response) -> str:
-    """Every fact of a response in words (read by screen readers, and the row's tooltip)."""
-    facts = [reward_text(response)]
-    if response.advantage is not None:
-        facts.append(f"advantage {fmt_signed(response.advantage, 4)}")
-    facts.append(f"{response.length} tokens")
-    if response.contribution is not None and not response.filtered:
-        facts.append(f"contribution {fmt_objective(response.contribution, signed=True)}")
-    if response.truncated:
-        facts.append("truncated at the generation budget")
-    if response.filtered:
-        facts.append("filtered")
-    return " \u00b7 ".join(facts)
-
-
-def _response_meta(response: Response) -> str:
-    """The response's row head: index, right or wrong, reward and advantage as columns
-    (inspector.js ``responseMeta`` writes the same)."""
-    mark = {True: ("correct", "\u2713"), False: ("wrong", "\u2717")}.get(response.correct, ("unknown", "?"))
-    # the reward, advantage and marks are read in the screen-reader sentence (unipo-sr), once
-    extra = "".join(f'<span class="unipo-mark unipo-mark--{k}" aria-hidden="true">{k}</span>'
-                    for k, on in (("truncated", response.truncated), ("filtered", response.filtered)) if on)
-    advantage = fmt_signed(response.advantage, 4) if response.advantage is not None else "\u2013"
-    return (f'<span class="unipo-response-meta" title="{escape_text(response_facts(response))}">'
-            f'<span class="unipo-response-index">#{response.index}</span>'
-            f'<span class="unipo-response-mark unipo-response-mark--{mark[0]}" aria-hidden="true">{mark[1]}</span>'
-            f'<span class="unipo-response-reward" aria-hidden="true">{escape_text(fmt_num(response.reward, 4))}</span>'
-            f'<span class="unipo-response-adv" aria-hidden="true">{escape_text(advantage)}</span>'
-            f'<span class="unipo-sr">{escape_text(mark[0] + ", " + response_facts(response))}</span>{extra}</span>')
-
-
-RESPONSE_HEAD = ('<li class="unipo-response-head" aria-hidden="true"><span>#</span><span></span><span>reward</span>'
-                 '<span>advantage</span><span>response</span></li>')
-
-
-def zero_advantage_note(group: PromptGroup, beta: float | None) -> str | None:
-    """For a trained group whose logged advantages are all 0: why it contributes (almost) nothing."""
-    if group.filtered or not group.responses or any(r.tokens is None for r in group.responses):
-        return None
-    if any(a != 0 for r in group.responses for a, m in zip(r.tokens.advantage, r.tokens.mask) if m):
-        return None
-    n = len(group.responses)
-    n_correct = sum(1 for r in group.responses if r.correct)
-    known = any(r.correct is not None for r in group.responses)
-    why = "equally rewarded" if not known else "right" if n_correct == n else "wrong" if n_correct == 0 else "equally rewarded"
-    text = f"Every advantage in this group is 0 (all {n} answers {why}), so its tokens push nothing through the policy gradient"
-    if beta:
-        return text + (f"; its contribution is only the KL term −β·KL (β = {fmt_num(beta, 4)}), which still "
-                       "pulls each token toward the reference model.")
-    return text + ": its contribution is 0."
-
-
 #: A group of up to RESPONSES_ALL responses (the tiny set's group size) shows every one; a larger
-#: group (the gpu set's 16) its first RESPONSES_SHOWN, the rest one click away (inspector.js has
-#: the same two numbers).
+#: group (the gpu set's 16) its first RESPONSES_SHOWN and its first right and first wrong one, the
+#: rest one click away. inspector.js gets both numbers in the inspector's data; the objectives
+#: chapter's anatomy figure folds its groups the same way (``responses_shown``).
 RESPONSES_ALL = 8
 RESPONSES_SHOWN = 4
-
-
-def first_of_each_verdict(responses: list[Response]) -> set[int]:
-    """The indices of a group's first right and first wrong response: a folded group shows both,
-    so a mixed group keeps its two sides in view (inspector.js does the same)."""
-    out: dict[bool, int] = {}
-    for r in responses:
-        if r.correct is not None:
-            out.setdefault(bool(r.correct), r.index)
-    return set(out.values())
 
 
 def responses_shown(n: int) -> int:
     """How many of a group's ``n`` responses show before the reader asks for the rest."""
     return n if n <= RESPONSES_ALL else RESPONSES_SHOWN
-#: How many groups' bars the server writes while the list is folded (hidden but for the open one):
-#: every one up to the tiny set's 16 groups per update, else the open one alone.
-GROUPS_SHOWN = 16
-
-
-def group_html(uid: str, group: PromptGroup, beta: float | None = None, focus: int | None = None,
-               name: str | None = None) -> str:
-    """One logged group: head, prompt, answer, notes, and its responses as text (inspector.js
-    renders the same group token by token). ``focus``: a teaching moment's response, shown alone
-    until the reader asks for the others."""
-    n = len(group.responses)
-    n_correct = sum(1 for r in group.responses if r.correct)
-    cls = "unipo-group unipo-group--filtered" if group.filtered else "unipo-group"
-    # A log that records no correctness (prime-rl's token export) says so instead of "0/n correct".
-    correct = (f"{n_correct}/{n} correct" if any(r.correct is not None for r in group.responses)
-               else "correctness not logged")
-    head = [f'<span class="unipo-group-name">{escape_text(name or f"Group {group.index}")}</span>',
-            f'<span class="unipo-fact">{correct}</span>']
-    if group.filtered:
-        head.append('<span class="unipo-mark unipo-mark--filtered">dropped by the sampling filter</span>')
-    elif group.contribution is not None:
-        head.append(f'<span class="unipo-fact">contribution {escape_text(fmt_objective(group.contribution, signed=True))}</span>')
-    body = [f'<div class="unipo-group-head">{"".join(head)}</div>',
-            f'<p class="unipo-prompt"><span class="unipo-label">Prompt</span> {escape_text(group.prompt)}</p>']
-    if group.answer is not None:
-        body.append(f'<p class="unipo-answer"><span class="unipo-label">Answer</span> {escape_text(group.answer)}</p>')
-    if group.filtered:
-        body.append('<p class="unipo-group-note">Every response got the same correctness, so every advantage would be '
-                    '0: the group was dropped and more prompts were sampled. It is not part of the update.</p>')
-    zero = zero_advantage_note(group, beta)
-    if zero:
-        body.append(f'<p class="unipo-group-note unipo-group-note--zero">{escape_text(zero)}</p>')
-    key = group_key(group)
-    focus = focus if any(r.index == focus for r in group.responses) else None
-
-    def item(r: Response) -> str:
-        return (f'<li class="unipo-response"{_attrs(id=f"{uid}-g{key}-r{r.index}", data_response=r.index)}>'
-                f'{_response_meta(r)}<div class="unipo-tokens unipo-tokens--plain">{escape_text(r.text)}</div></li>')
-
-    # A moment's response alone, else responses_shown: inspector.js renders the others when the
-    # reader asks, so a set that samples more answers per prompt keeps its pages within the node
-    # and height budgets.
-    limit = responses_shown(len(group.responses))
-    sides = first_of_each_verdict(group.responses)
-    shown = [r for i, r in enumerate(group.responses)
-             if (r.index == focus if focus is not None else i < limit or r.index in sides)]
-    rest = [r for r in group.responses if all(r is not x for x in shown)]
-    body.append(f'<ol class="unipo-responses">{RESPONSE_HEAD}{"".join(item(r) for r in shown)}</ol>')
-    if rest:
-        body.append(f'<p class="unipo-responses-more">The group\'s other {len(rest)} responses are '
-                    'folded (the Step Inspector shows them with JavaScript).</p>')
-    return (f'<section class="{cls}"{_attrs(id=f"{uid}-g{key}", data_group=group.index, data_key=key, data_filtered="1" if group.filtered else None)}>'
-            f'{"".join(body)}</section>')
-
-
-#: |J| below this is zero up to float32 rounding of the minibatch sums.
-ZERO_OBJECTIVE = NOISE
-ZERO_OBJECTIVE_NOTE = ("J is 0 up to rounding. That is the value of the objective, not what moves the policy: "
-                       "its gradient is not 0, and the token colours show where it pushes (green tokens up, pink "
-                       "tokens down). On the first update after sampling every ratio is 1, each token's objective is "
-                       "its advantage; when every response weighs the same, a group's advantages cancel out.")
-
-
-def zero_advantage_title(beta: float | None) -> str:
-    """The zero-advantage mark's explanation (inspector.js zeroAdvantageTitle)."""
-    return ("Every answer got the same reward, so the policy gradient gets nothing from this group"
-            + (f"; only the KL term \u2212\u03b2\u00b7KL (\u03b2 = {fmt_num(beta, 4)}) acts on its tokens." if beta
-               else ": it contributes 0."))
 
 
 def kl_in_loss_beta(config) -> float | None:
+    """β of a KL term in the loss (the guided path's note), None without one."""
     if config is not None and config.component("kl").kl_place == "loss":
         return float(config.param("kl", "beta"))
     return None
-
-
-def _bar_width(value: float, largest: float) -> float:
-    """Percent of the track's half: contributions below rounding noise draw no bar."""
-    return 0.0 if abs(value) < NOISE or largest < NOISE else 50.0 * abs(value) / largest
-
-
-def j_text(value: float) -> str:
-    """'J = +0.0123', or 'J ≈ 0' when the objective is rounding noise (inspector.js jText)."""
-    text = fmt_objective(value, signed=True)
-    return f"J {text}" if text.startswith("\u2248") else f"J = {text}"
-
-
-def group_bars_html(uid: str, detail: StepDetail, config, open_key: str | None = None, folded: bool = False) -> str:
-    """The step objective and each group's contribution as a bar list (every group of the update);
-    ``folded``: only the open group's bar shows (the others one click away in the browser)."""
-    groups = list(detail.groups)
-    largest = max((abs(g.contribution) for g in groups), default=0.0)
-    beta = kl_in_loss_beta(config)
-    group_based = config is None or config.component("advantage").group_baseline
-    # folded whenever a group is open, a dropped one included (then no bar shows, the list stays)
-    folded = folded and bool(open_key) and any(group_key(g) == open_key for g in (*groups, *detail.filtered_groups))
-    # Folded, the other groups' bars are hidden; an update of more groups than the tiny set's leaves
-    # them out of the page (inspector.js draws them when the reader unfolds the list), so its pages
-    # keep the node budget.
-    folded_rows = folded and len(groups) > GROUPS_SHOWN
-    rows: list[str] = []
-    for g in groups:
-        width = _bar_width(g.contribution, largest)
-        sign = "zero" if width == 0 else ("pos" if g.contribution > 0 else "neg")
-        facts = [f"{g.n_correct}/{g.size} correct"] if g.n_correct is not None else []
-        zero_adv = group_based and g.n_correct is not None and g.n_correct in (0, g.size)
-        note = (f'<span class="unipo-bar-note" title="{escape_text(zero_advantage_title(beta))}">advantage 0</span>'
-                if zero_adv else "")
-        detailed = '<span class="unipo-mark unipo-mark--detailed">tokens</span>' if g.detailed else ""
-        is_open = " unipo-bar-row--open" if open_key == str(g.index) else ""
-        if folded_rows and not is_open:
-            continue
-        rows.append(
-            f'<li class="unipo-bar-row unipo-bar-row--{sign}{is_open}"{_attrs(data_group=g.index, data_key=g.index, data_detailed="1" if g.detailed else None)}>'
-            f'<span class="unipo-bar-label">Group {g.index}</span>'
-            f'<span class="unipo-bar-track" aria-hidden="true"><span class="unipo-bar unipo-bar--{sign}" '
-            f'style="width:{width:.1f}%"></span></span>'
-            f'<span class="unipo-bar-value">{escape_text(fmt_objective(g.contribution, signed=True))}</span>'
-            f'<span class="unipo-bar-facts">{escape_text(" · ".join(facts))}{detailed}{note}</span></li>')
-    filtered = ""
-    if detail.filtered_groups:
-        items = "".join(
-            f'<li>{escape_text(group_name(detail, g.index, True))}: '
-            f'{g.n_correct if g.n_correct is not None else "?"}/{g.size} correct, dropped</li>'
-            for g in detail.filtered_groups)
-        filtered = (f'<div class="unipo-filtered-list"><span class="unipo-label">Dropped by the sampling filter '
-                    f'before this update ({len(detail.filtered_groups)} logged)</span><ul>{items}</ul></div>')
-    n_detailed = sum(1 for g in groups if g.detailed)
-    return (f'<div class="unipo-step-objective"{" data-folded" if folded else ""}><p class="unipo-step-j">Step objective '
-            f'<strong>{escape_text(j_text(detail.objective))}</strong>, the sum of the {len(groups)} groups\' '
-            f'contributions; {n_detailed} were logged token by token (marked \u201ctokens\u201d).</p>'
-            + (f'<details class="unipo-step-note"><summary>Why is J \u2248 0?</summary><p>{escape_text(ZERO_OBJECTIVE_NOTE)}</p>'
-               '</details>' if abs(detail.objective) < ZERO_OBJECTIVE else "")
-            + f'<ul class="unipo-bars">{"".join(rows)}</ul>{filtered}</div>')
-
-
-def step_html(uid: str, detail: StepDetail, config, open_group: PromptGroup | None, folded: bool = False,
-              focus: int | None = None) -> str:
-    """The server-rendered view of one step (no JavaScript needed to read it)."""
-    group = (group_html(uid, open_group, kl_in_loss_beta(config), focus,
-                        group_name(detail, open_group.index, open_group.filtered))
-             if open_group is not None else "")
-    open_key = group_key(open_group) if open_group is not None else None
-    return (f'<div class="unipo-inspector-step"{_attrs(data_step=detail.step)}>'
-            f'<p class="unipo-step-title">Step {detail.step} <span class="unipo-fact">rollout {detail.rollout}</span></p>'
-            f'{group_bars_html(uid, detail, config, open_key, folded)}<div class="unipo-group-view">{group}</div></div>')
 
 
 def last_step(run: Run, token_steps: list[int]) -> int:
@@ -456,14 +224,13 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
                          f"{near}.")
             open_step = near
     try:
-        detail = found.reader.detail(open_step)
+        # read only to report a broken step file at build time: the browser renders the step
+        found.reader.detail(open_step)
     except (runlog.LogError, runlog.LogErrors) as err:
         return note_html(f"Step {open_step} of run '{found.id}' could not be read: {err}", "warning")
     config = found.config
     root = site_root(page_url)
     entries = moment_entries(moments, steps)
-    shown_moment = chosen_moment if chosen_moment is not None and chosen_moment.step == open_step else None
-    open_group = default_group(detail, shown_moment)
     data = {
         "run": found.id,
         "algorithm": found.header.algorithm,
@@ -475,7 +242,9 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
         "step": open_step,
         "moments": entries,
         "moment": next((e for e in entries if e["name"] == chosen_moment.name), None) if chosen_moment else None,
-        "group": group_key(open_group) if open_group is not None else None,
+        # a group of more answers than this shows only its first ``responses_shown`` (inspector.js)
+        "responses_all": RESPONSES_ALL,
+        "responses_shown": RESPONSES_SHOWN,
         # with each kind's explainer data: the card beside a selected token (explainer.js)
         "config": explainer_config(config) if config is not None else None,
         # the token ramps: the page's text colour reads on every token (palette.text_safe)
@@ -493,9 +262,7 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
                f'<span class="unipo-fact">{len(steps)} steps with token detail</span></p>')
     notes_html = "".join(note_html(n) for n in notes)
     moment_attr = chosen_moment.name if chosen_moment is not None else None
-    return (f'<div class="unipo-inspector"{_attrs(id=uid, data_run=found.id, data_algorithm=found.header.algorithm, data_site_root=root, data_step=open_step, data_last_step=data["last_step"], data_group=data["group"], data_moment=moment_attr)}>'
+    return (f'<div class="unipo-inspector"{_attrs(id=uid, data_run=found.id, data_algorithm=found.header.algorithm, data_site_root=root, data_step=open_step, data_last_step=data["last_step"], data_moment=moment_attr)}>'
             f'{json_data(data, data_id=uid + "-data")}'
             f'{caption}{notes_html}<div class="unipo-inspector-controls" hidden></div>{status}'
-            f'<div class="unipo-inspector-body">'
-            f'{step_html(uid, detail, config, open_group, folded=True, focus=shown_moment.response if shown_moment else None)}'
-            '</div></div>')
+            '<div class="unipo-inspector-body"></div></div>')

@@ -1,6 +1,8 @@
 /*
- * UNIPO views: the Step Inspector's token colours, the browser port of
- * unipo_build/site/views/inspector/token_scale.py (tests/browser/test_inspector.py holds the two equal).
+ * UNIPO views: the Step Inspector's token colours. The one side that draws them (and the
+ * objective playground's heat-map fit): the build sends only data. Its reference is
+ * unipo_build/site/views/inspector/token_scale.py, which the build uses for the quantities it
+ * sends and the tests as the oracle (tests/browser/test_inspector.py holds the two equal).
  *
  * Signed quantities (token objective, advantage, log of the ratio) take the diverging ramp,
  * centred on zero and symmetric; one-signed ones (entropy, probability, a KL that is never

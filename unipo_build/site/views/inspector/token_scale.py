@@ -13,8 +13,23 @@ green half, never a pink half no token has. Any nonzero value is drawn at least 
 the group's background; exact zeros take the scale's neutral centre.
 
 Dark pages use the palette's dark ramps (neutral dark centre, bright ends), so near-zero tokens
-are not white strips on a dark page. The browser's port is ``unipo_build/site/views/inspector/token-scale.js``
-(``scaleFor``, ``colourOf``); tests/browser/test_inspector.py holds the two equal.
+are not white strips on a dark page.
+
+Where the scale is drawn (issue 31, "one view, one rendering"): in the browser only.
+``unipo_build/site/views/inspector/token-scale.js`` (``scaleFor``, ``colourOf``, ``legendStops``,
+``chartScale``) colours every token and legend of the Step Inspector, and fits the objective
+playground's heat map each time it is drawn (playgrounds.js ``fitColours``, on every draw and
+colour-scheme change). The build draws no token: the inspector's page holds data, not coloured
+text. This module stays in Python for what is not drawing:
+
+- the definitions the browser is sent as data: :data:`QUANTITIES` (what each colouring means and
+  how it is computed) and :data:`MIN_TINT`, in every inspector's data (inspector.py);
+- :func:`chart_scale`, which gives the playground's Vega-Lite spec (playgrounds/charts.py) its
+  starting ``jdomain``/``jrange``/``jticks`` params, so the spec the build writes is complete and
+  valid on its own; the browser refits them before the chart is drawn;
+- the reference the browser's port is tested against, with hand-worked numbers
+  (tests/test_token_scale.py) and on real token files (tests/browser/test_inspector.py,
+  test_reader.py and test_playgrounds.py compare the colours the browser drew with these functions).
 """
 
 from __future__ import annotations
