@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from site_build import registered_macros
-from training_fixtures import coin_flip_score, save_tiny_checkpoint
+from training_fixtures import coin_flip_score
 from unipo_build.core import runlog
 from unipo_build.site.pages.dynamics import advantage_noise as AN
 from unipo_build.site.pages.dynamics import critic_trace as CT
@@ -50,9 +50,8 @@ def _train(algorithm: str, checkpoint: Path, out: Path, steps: int = 2, **overri
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory) -> Path:
-    pytest.importorskip("torch")
-    return save_tiny_checkpoint(tmp_path_factory.mktemp("tiny-policy"))
+def checkpoint(tiny_policy) -> Path:
+    return tiny_policy
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from training_fixtures import coin_flip_score, save_tiny_checkpoint  # noqa: E402
+from training_fixtures import coin_flip_score  # noqa: E402
 from unipo_build.core import runlog  # noqa: E402
 from unipo_build.core.recompute import check_step  # noqa: E402
 
@@ -26,10 +26,10 @@ SMOKE = {"prompts_per_step": 4, "group_size": 4, "max_new_tokens": 12}
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
+def tiny(tiny_policy):
     from training.model import load_policy
 
-    path = save_tiny_checkpoint(tmp_path_factory.mktemp("tiny-policy"))
+    path = tiny_policy
     model, tok = load_policy(path)
     from training.task import load_task
 

@@ -23,7 +23,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from training_fixtures import coin_flip_score, save_tiny_checkpoint  # noqa: E402
+from training_fixtures import coin_flip_score  # noqa: E402
 from unipo_build.core import runlog, runs  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -80,9 +80,8 @@ def build(runs_dir: Path, site: Path, **env) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def good_run(tmp_path_factory) -> Path:
-    checkpoint = save_tiny_checkpoint(tmp_path_factory.mktemp("tiny-policy"))
-    run = _train(tmp_path_factory.mktemp("trained") / "good", checkpoint)
+def good_run(tmp_path_factory, tiny_policy) -> Path:
+    run = _train(tmp_path_factory.mktemp("trained") / "good", tiny_policy)
     assert runlog.validate_run(run) == []
     return run
 

@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from cli_helpers import unipo  # noqa: E402
-from training_fixtures import coin_flip_score, save_tiny_checkpoint  # noqa: E402
+from training_fixtures import coin_flip_score  # noqa: E402
 from training.evaluate import evaluate  # noqa: E402
 from training.model import load_policy  # noqa: E402
 from training.runstate import TrainError  # noqa: E402
@@ -36,8 +36,8 @@ def warm_start(tiny: Path, directory: Path, sft_file: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return save_tiny_checkpoint(tmp_path_factory.mktemp("tiny-policy"))
+def tiny(tiny_policy):
+    return tiny_policy
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,6 @@ import pytest
 
 pytest.importorskip("torch")
 
-from training_fixtures import save_tiny_checkpoint  # noqa: E402
 from unipo_build.core import runlog  # noqa: E402
 from unipo_build.core.specs import load_algorithm  # noqa: E402
 
@@ -43,8 +42,8 @@ def _steps_logged(run: Path) -> int:
     return sum(1 for line in path.open() if line.endswith("\n")) if path.exists() else 0
 
 
-def test_killed_run_resumes_without_losing_or_repeating_a_step(tmp_path):
-    checkpoint = save_tiny_checkpoint(tmp_path / "policy")
+def test_killed_run_resumes_without_losing_or_repeating_a_step(tmp_path, tiny_policy):
+    checkpoint = tiny_policy
     run = tmp_path / "run"
     options = dict(algorithm="grpo", steps=6, model=str(checkpoint), out=str(run), progress=False, eval_n=4,
                    eval_every=100, detail_every=1, checkpoint_every=2,

@@ -28,7 +28,6 @@ pytest.importorskip("torch")
 from cli_helpers import ROOT, UNIPO  # noqa: E402
 from cli_helpers import unipo as _unipo  # noqa: E402
 from helpers_runlog import checksums  # noqa: E402
-from training_fixtures import save_tiny_checkpoint  # noqa: E402
 from unipo_build.core import runlog  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -45,8 +44,8 @@ def unipo(*args, cwd=ROOT, env_extra=None):
 
 
 @pytest.fixture(scope="module")
-def policy(tmp_path_factory) -> Path:
-    return save_tiny_checkpoint(tmp_path_factory.mktemp("policy"))
+def policy(tiny_policy) -> Path:
+    return tiny_policy
 
 
 def _lines(path: Path) -> int:

@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from training_fixtures import coin_flip_score, save_tiny_checkpoint  # noqa: E402
+from training_fixtures import coin_flip_score  # noqa: E402
 from unipo_build.core import runlog  # noqa: E402
 from unipo_build.core.recompute import check_step  # noqa: E402
 from unipo_build.core.specs import load_specs  # noqa: E402
@@ -26,8 +26,8 @@ SMOKE = {"prompts_per_step": 4, "group_size": 4, "max_new_tokens": 12}
 
 
 @pytest.fixture(scope="module")
-def tiny_checkpoint(tmp_path_factory):
-    return save_tiny_checkpoint(tmp_path_factory.mktemp("tiny-policy"))
+def tiny_checkpoint(tiny_policy):
+    return tiny_policy
 
 
 def _train(algorithm, checkpoint, out, monkeypatch, steps=2, score=coin_flip_score, **extra):
@@ -39,10 +39,25 @@ def _train(algorithm, checkpoint, out, monkeypatch, steps=2, score=coin_flip_sco
     return rl.train(opts)
 
 
+@pytest.fixture(scope="module")
+def smoke_run(tiny_checkpoint, tmp_path_factory):
+    """An algorithm's two-rollout smoke run (coin_flip_score), trained once for every test here that reads it."""
+    made = {}
+
+    def run(algorithm: str):
+        if algorithm not in made:
+            with pytest.MonkeyPatch.context() as patch:
+                out = tmp_path_factory.mktemp("smoke") / algorithm
+                made[algorithm] = _train(algorithm, tiny_checkpoint, out, patch)
+        return made[algorithm]
+
+    return run
+
+
 @pytest.mark.specs
 @pytest.mark.parametrize("algorithm", sorted(load_specs()))
-def test_every_algorithm_trains_logs_and_recomputes(algorithm, tiny_checkpoint, tmp_path, monkeypatch):
-    run = _train(algorithm, tiny_checkpoint, tmp_path / algorithm, monkeypatch)
+def test_every_algorithm_trains_logs_and_recomputes(algorithm, smoke_run):
+    run = smoke_run(algorithm)
     assert runlog.validate_run(run, known_algorithms=set(load_specs())) == []
     header = runlog.read_header(run)
     assert header.algorithm == algorithm
@@ -108,8 +123,8 @@ def test_dynamic_sampling_drops_and_refills(tiny_checkpoint, tmp_path, monkeypat
         assert any(correct) and not all(correct)
 
 
-def test_summary_reports_the_contract_fields(tiny_checkpoint, tmp_path, monkeypatch):
-    run = _train("grpo", tiny_checkpoint, tmp_path / "grpo", monkeypatch, steps=2)
+def test_summary_reports_the_contract_fields(smoke_run):
+    run = smoke_run("grpo")  # the smoke test's GRPO run: two rollouts, coin_flip_score
     summary = summarize(run)
     for key in ("algorithm", "steps", "reward_mean_first_10pct", "reward_mean_last_10pct", "moments"):
         assert key in summary
