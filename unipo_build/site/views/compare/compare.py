@@ -4,7 +4,7 @@
 formulas marked with its status (``\\htmlClass{... unipo-diff-<status>}``), then one row per
 slot with a text badge (= unchanged, ~ modified, + added, − removed), both components and B's
 own words on its choice. The statuses come from ``diff.py``; one colour scheme and legend
-(``diff.DIFF_STYLES``, CSS in unipo_build/site/views/views.css) is used in formulas, rows and text.
+(``diff.DIFF_STYLES``, CSS in compare.css beside this module) is used in formulas, rows and text.
 
 ``compare_selector_html(specs, a, b)`` adds two ``<select>`` of every spec. It embeds (as JSON
 in a ``<template>``, ``render.json_data``) each
@@ -17,13 +17,14 @@ this module stays the renderer. The comparisons are the chapters' text (``compar
 opening pair of every selector, ``unipo explain``'s run pages): they are searched, and read
 before any script runs, so they are written here. The second rendering is explainer.js
 ``renderCompare`` (with ``diffSentence``, ``badge`` and the row markup), which rebuilds the same
-markup for any other pair the reader picks from :func:`selector_data`. It is to go by
-rendering every pair here once, at build time, into a file the selector loads when a pair is
-picked (about 1 MB for the ten shipped algorithms: too much to inline in every chapter, which is
-why the pair markup is not in the page), so that the browser only swaps markup and keeps the
-pair in the URL. Until then both renderings are tested, this one by tests/test_diff.py and
-the selector's by tests/browser/test_inspector.py and test_views_state.py, and each names the
-other where they must agree.
+markup for any other pair the reader picks from :func:`selector_data`. Deleting it needs every
+pair's markup in the page without the script turning strings into HTML (no view script does:
+text reaches the page through ``textContent`` only): every pair rendered here would be about
+1 MB per chapter, so the way left is to render each spec's formula and each of its slots once
+here as ``<template>`` pieces that the selector clones and labels, at some page weight on every
+chapter. Until then both renderings are tested, this one by tests/test_diff.py and the
+selector's by tests/browser/test_inspector.py and test_views_state.py, and each names the other
+where they must agree.
 """
 
 from __future__ import annotations

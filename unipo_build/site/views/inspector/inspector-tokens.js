@@ -47,7 +47,7 @@
     // The reader's click (or Enter) is a new history entry, as a guided path's step is: Back
     // returns to the token chosen before (or none), on this page.
     if (!options.quiet) this.save(true);
-    // The numbers follow the token: when they run off the screen's foot, the token moves to the top (scroll-margin: views.css).
+    // The numbers follow the token: when they run off the screen's foot, the token moves to the top (scroll-margin: inspector.css).
     var values = this.readout && this.readout.querySelector(".unipo-readout-values");
     if (options.reveal && values && !inViewport(values, 0)) item.node.scrollIntoView({ block: "start" });
     var detail = { run: this.run, algorithm: this.algorithm, step: this.step, group: item.group, response: item.response,

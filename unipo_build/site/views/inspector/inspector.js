@@ -48,7 +48,7 @@
   var inViewport = T.inViewport;
 
   // Text with no visible character (empty, zero-width, controls, line breaks): such a token gets
-  // a box of its own width (views.css), so it can still be clicked.
+  // a box of its own width (inspector.css), so it can still be clicked.
   var BLANK = /^[\s\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*$/u;
 
   function showToken(node, text, mode) {
