@@ -15,7 +15,7 @@ from unipo_build.core.schema import GroupSummary, PromptGroup, Response, StepDet
 from unipo_build.core.step_budget import STEP_FILE_BUDGET, detail_order, file_bytes, trim_detail
 
 # (correct answers of each response) per group: 0 mixed, 1 all correct, 2 all wrong, 3 mixed.
-# detail_order: the first all-correct (1), the first all-wrong (2), then the mixed ones (0, 3).
+# detail_order: the first mixed (0), the first all-correct (1), the first all-wrong (2), then the other mixed (3).
 GROUPS = {0: (True, False, True, False), 1: (True, True, True, True), 2: (False,) * 4, 3: (False, True, False, False)}
 LENGTH = {0: 50, 1: 40, 2: 20, 3: 10}  # tokens of each response: group 0 is the longest, 3 the shortest
 
@@ -56,7 +56,7 @@ def _file(run: Path, step: int) -> Path:
 
 
 def test_the_order_of_choice_is_the_trainers():
-    assert detail_order(_detail().groups) == [1, 2, 0, 3]
+    assert detail_order(_detail().groups) == [0, 1, 2, 3]
 
 
 def test_a_file_over_budget_shrinks_under_it_and_keeps_everything_else(run):
@@ -93,13 +93,13 @@ def test_a_group_that_does_not_fit_is_passed_over_for_the_next(run):
             "prompts": [p for p in before.prompts if p.index in groups],
             "groups": [g.model_copy(update={"detailed": g.index in groups}) for g in before.groups]}))
 
-    budget = size(1, 2, 3, 1001)
-    assert size(1, 2, 0, 1001) > budget
-    trimmed = trim_detail(before, budget)  # 1 and 2 fit, 0 (the next, the longest) does not, 3 still does
-    assert [p.index for p in trimmed.prompts] == [1, 2, 3, 1001]
-    assert {g.index for g in trimmed.groups if g.detailed} == {1, 2, 3} and file_bytes(trimmed) == budget
+    budget = size(0, 2, 3, 1001)  # answers of 50 + 20 + 10 tokens
+    assert size(0, 1, 1001) > budget  # 50 + 40
+    trimmed = trim_detail(before, budget)  # 0 (first), 1 does not fit beside it, 2 does, then 3 still does
+    assert [p.index for p in trimmed.prompts] == [0, 2, 3, 1001]
+    assert {g.index for g in trimmed.groups if g.detailed} == {0, 2, 3} and file_bytes(trimmed) == budget
     one = trim_detail(before, 1)
-    assert [p.index for p in one.prompts] == [1, 1001]  # nothing fits 1 byte: the first group all the same
+    assert [p.index for p in one.prompts] == [0, 1001]  # nothing fits 1 byte: the first group all the same
 
 
 def test_a_file_within_budget_is_not_rewritten(run, capsys):
@@ -116,7 +116,7 @@ def test_a_file_still_over_budget_with_one_group_says_so(run, capsys):
     assert len(err) == 2  # one line a file, each naming it
     assert all(str(_file(run, s)) in line and "with 1 group detailed" in line and "over the budget of 100" in line
                for s, line in zip((0, 2), err))
-    assert [p.index for p in runlog.read_step_detail(run, 0).prompts] == [1, 1001]
+    assert [p.index for p in runlog.read_step_detail(run, 0).prompts] == [0, 1001]
     assert main(["trim-steps", str(run), "--max-bytes", "100"]) == 1  # and again, though nothing changes
     assert len(capsys.readouterr().err.strip().splitlines()) == 2
 

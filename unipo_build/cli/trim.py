@@ -68,7 +68,7 @@ def register_trim_steps(sub) -> None:
         "trim-steps", help="bring runs' step files (tokens/step_*.json) within a byte budget",
         description="Rewrite each step file of each run that is over MAX_BYTES with fewer groups detailed token by "
                     "token, by the rule the trainer writes step files with (--detail-bytes): the detailed groups in "
-                    "their order of choice (one all-correct, one all-wrong, then mixed ones), each kept while the "
+                    "their order of choice (one mixed, one all-correct, one all-wrong, then the other mixed ones), each kept while the "
                     "file stays within the budget, a group that does not fit passed over for the next, the first "
                     "always kept. Everything else in the file (step, rollout, objective, every group's summary, the "
                     "filtered groups) and each group kept is unchanged; files within the budget are not touched. "

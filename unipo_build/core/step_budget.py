@@ -3,8 +3,8 @@
 The one rule, used by the trainer when it writes a step file (``training/records.step_detail``)
 and by ``unipo trim-steps`` on a step file already written:
 
-- groups are detailed in :func:`detail_order` (one all-correct, one all-wrong, then the mixed ones,
-  then the other all-correct and all-wrong ones);
+- groups are detailed in :func:`detail_order` (one mixed, one all-correct, one all-wrong, then the
+  other mixed ones, then the other all-correct and all-wrong ones);
 - with a byte budget, a group is detailed only if the file, as the run log writes it
   (``runlog.dumps`` and a newline, counted in UTF-8 bytes), stays within the budget with it; a
   group that does not fit is passed over for the next in the order, and the first group is always
@@ -29,16 +29,20 @@ STEP_FILE_BUDGET = 300_000
 
 
 def detail_order(summaries: Sequence[GroupSummary]) -> list[int]:
-    """The groups in the order they get token detail: one all-correct, one all-wrong, then mixed ones,
-    then the other all-correct and all-wrong ones.
+    """The groups in the order they get token detail: one mixed, one all-correct, one all-wrong, then
+    the other mixed ones, then the other all-correct and all-wrong ones.
 
-    Teaching moments need each kind; the rest are taken in order so the choice is
-    deterministic and independent of the numbers.
+    Teaching moments need each kind; a mixed group comes first because it is the one a group
+    baseline learns from (its advantages are not all zero), so a step file with room for one or two
+    groups (the gpu set's 16 long answers a group) still shows a learning group token by token. The
+    first three are one of each kind, so the first k groups for k >= 3 are the same set as with
+    the kinds in any order. The rest are taken in order so the choice is deterministic and
+    independent of the numbers.
     """
     all_correct = [s.index for s in summaries if s.n_correct == s.size]
     all_wrong = [s.index for s in summaries if s.n_correct == 0]
     mixed = [s.index for s in summaries if s.n_correct is not None and 0 < s.n_correct < s.size]
-    return all_correct[:1] + all_wrong[:1] + mixed + all_correct[1:] + all_wrong[1:]
+    return mixed[:1] + all_correct[:1] + all_wrong[:1] + mixed[1:] + all_correct[1:] + all_wrong[1:]
 
 
 def file_bytes(detail: StepDetail) -> int:
