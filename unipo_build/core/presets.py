@@ -114,7 +114,7 @@ class RLPreset:
     detail_groups: int = 4
     detail_every: int = 25
     # A step file's size limit in bytes (None: none): groups are taken in the order of choice while
-    # the file stays within it, one group at least (training/records.py step_detail). The site
+    # the file stays within it, one group at least (unipo_build/core/step_budget.py). The site
     # fetches a step's file when the step is opened: benchmarks/page_budget.py's 300 KB.
     detail_bytes: int | None = None
     seed: int = 0
