@@ -82,6 +82,7 @@ NAMES: dict[str, str] = {
     "#999933": "olive", "#EE6677": "red", "#0072B2": "blue", "#D55E00": "vermillion",
     "#CC79A7": "reddish purple", "#44AA99": "teal", "#882255": "wine", "#117733": "green",
     "#DDCC77": "sand", "#88CCEE": "cyan", "#661100": "dark red", "#332288": "indigo", "#7B61FF": "violet",
+    "#225522": "dark green",
 }
 
 #: (light, dark) per role.
