@@ -501,3 +501,86 @@ def test_a_cispo_tap_without_row_value_loss_says_which_form_the_untapped_share_i
         in header.notes
     for d in details:
         assert d.model_extra["objective_in_trl_form"] == pytest.approx(-d.trl_loss, abs=1e-6)
+
+
+@pytest.mark.parametrize("config, expected", [
+    ({}, ("masked_is", {"level": "sequence", "sequence": "product", "lower": None, "cap": 3.0, "kept": "ratio"})),
+    ({"vllm_importance_sampling_mode": "token_truncate", "vllm_importance_sampling_clip_max": 2.0},
+     ("truncated_is", {"level": "token", "sequence": "product", "lower": None, "cap": 2.0})),
+    ({"vllm_importance_sampling_mode": "sequence_truncate", "vllm_importance_sampling_clip_min": 0.5},
+     ("truncated_is", {"level": "sequence", "sequence": "product", "lower": 0.5, "cap": 3.0})),
+    ({"vllm_importance_sampling_mode": "token_mask", "vllm_importance_sampling_clip_min": 0.5,
+      "vllm_importance_sampling_clip_max": 2.0},
+     ("masked_is", {"level": "token", "sequence": "product", "lower": 0.5, "cap": 2.0, "kept": "ratio"})),
+    ({"vllm_importance_sampling_mode": "token_truncate", "vllm_importance_sampling_clip_max": None}, None),
+], ids=["default-sequence-mask", "token-truncate", "sequence-truncate-lower", "token-mask", "truncate-no-cap"])
+def test_trls_vllm_correction_maps_to_the_correction_kinds(config, expected):
+    """TRL 1.16's vllm_importance_sampling_mode (default sequence_mask, clip_max 3.0, clip_min None): truncate clamps
+    the ratio exp(old - sampling), per token or summed over the completion, to [clip_min, clip_max]; mask sets it
+    to 0 outside them and keeps it inside. A truncation without a cap has no kind (None)."""
+    from unipo_build.trainers.trl.importer import trl_correction
+
+    found = trl_correction(config)
+    assert (None if found is None else (found["kind"], found["params"])) == expected
+
+
+def test_a_vllm_corrected_run_recomputes_with_the_samplers_log_probs(copy, tmp_path):
+    """The recorded GRPO run, its tap given vLLM's settings (token_truncate, cap 1.002) and sampling log-probs
+    1, 1.003 and 0.996 times the learner's probability (old - sampling = 0, 0.003, -0.004, in turn): the run's
+    correction is truncated_is (no gap, nothing missing), every token keeps its sample_logp, and its objective is
+    min(exp(old - sampling), 1.002) times GRPO's clipped term, minus 0.04 k3, by hand. (A real vLLM run is not
+    possible on CPU: TRL's own loss, engine_objective, carries no weight here, so the step's two objectives part.)"""
+    manifest = copy / "run1-tap" / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["config"].update(use_vllm=True, vllm_importance_sampling_correction=True,
+                          vllm_importance_sampling_mode="token_truncate", vllm_importance_sampling_clip_min=None,
+                          vllm_importance_sampling_clip_max=1.002)
+    manifest.write_text(json.dumps(data))
+    shard = copy / "run1-tap" / "shard-rank0.jsonl"
+    records = [json.loads(line) for line in shard.read_text().splitlines()]
+    for record in records:
+        for sample in record.get("samples", []) if record["kind"] == "generation" else []:
+            sample["sampling_logp"] = [v - (0.0, 0.003, -0.004)[k % 3] for k, v in enumerate(sample["old_logp"])]
+    shard.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "out"
+    proc = run_import(copy, out)
+    assert proc.returncode == 0, proc.stderr
+    assert unipo("validate", str(out)).returncode == 0
+    header, details = load(out)
+    cfg = header.algorithm_config
+    assert (cfg.kind("correction"), cfg.param("correction", "cap"), cfg.param("correction", "level")) == (
+        "truncated_is", 1.002, "token")
+    assert not any(g["slot"] == "correction" for g in header.imported_from.get("gaps", []))
+    assert "missing" not in header.model_extra
+    capped = 0
+    for d in details:
+        assert check_step(cfg, d) == []
+        for p in d.prompts:
+            for r in p.responses:
+                t = r.tokens
+                live = np.asarray(t.mask, dtype=bool)
+                assert t.sample_logp is not None
+                omega = np.minimum(np.exp(np.subtract(t.old_logp, t.sample_logp)), 1.002)
+                rho, a = np.exp(np.subtract(t.logp, t.old_logp)), np.asarray(t.advantage)
+                k3 = np.exp(np.subtract(t.ref_logp, t.logp)) - np.subtract(t.ref_logp, t.logp) - 1
+                hand = omega * np.minimum(rho * a, np.clip(rho, 0.8, 1.2) * a) - 0.04 * k3
+                assert np.max(np.abs(hand - np.asarray(t.objective))[live]) <= 1e-6
+                capped += int(np.sum((np.exp(np.subtract(t.old_logp, t.sample_logp)) > 1.002) & live & (a != 0)))
+    assert capped
+
+
+def test_a_spec_with_a_correction_on_a_tap_without_sampler_log_probs_is_refused(tmp_path):
+    """--algorithm naming a spec whose rollout correction needs the sampler's log-probs, on a tap that has none:
+    one line naming the token field, nothing written (the weights are never invented)."""
+    from unipo_build.core.project import spec_dir
+    from unipo_build.core.specs import load_spec
+
+    specs = [p.stem for p in sorted(spec_dir().glob("*.yaml"))
+             if load_spec(p).components.get("correction") is not None
+             and load_spec(p).components["correction"].kind != "none"]
+    if not specs:
+        pytest.skip("no shipped spec has a rollout correction")
+    out = tmp_path / "out"
+    proc = run_import(FIXTURE, out, "--algorithm", specs[0])
+    line = one_line_error(proc, out)
+    assert "tokens.sample_logp: the run's rollout correction needs the sampler's log-probs" in line, line

@@ -387,6 +387,8 @@ class TokenInputs:
     entropy: list[float] | None = None
     objective: list[float] | None = None
     extras: dict = field(default_factory=dict)
+    #: the sampler's log-probs (the rollout correction's pi_sampler), where the trainer logged them
+    sample_logp: list[float] | None = None
 
 
 @dataclass
@@ -427,7 +429,9 @@ def derive_tokens(cfg: ResolvedAlgorithm | None, responses: list[TokenInputs], n
       unknown algorithm: one over the number of logged tokens of the step (a token mean).
     - objective: as logged; otherwise the spec's surrogate minus beta x KL when the KL is in
       the loss (KL as logged, else the spec's estimator from ref_logp; a response with neither
-      has its objective without the KL term, noted); unknown: ratio x A.
+      has its objective without the KL term, noted); unknown: ratio x A. With a rollout correction the
+      surrogate is weighed by the correction's weight from ``sample_logp`` (a response without the
+      sampler's log-probs stops the import with one line: none is invented).
     """
     if not responses:
         return []
@@ -445,9 +449,18 @@ def derive_tokens(cfg: ResolvedAlgorithm | None, responses: list[TokenInputs], n
         for i, r in enumerate(responses):
             if r.kl is not None:
                 kl_in_loss[i, : len(r.kl)] = r.kl
+    sampler = None
+    if algo.component("correction").apply is not None:
+        # the rollout correction weighs each token by the learner's over the sampler's probability: never invented
+        lacking = next((r for r in responses if r.sample_logp is None), None)
+        if lacking is not None:
+            raise lacking.loc.error("the run's rollout correction needs the sampler's log-probs, which this response "
+                                    "lacks", "tokens.sample_logp")
+        sampler = _pad([r.sample_logp for r in responses], width)
     with np.errstate(over="ignore", invalid="ignore"):
         terms = O.token_terms(algo, logp=logp, old_logp=_pad([r.old_logp for r in responses], width),
-                              advantages=_pad([r.advantage for r in responses], width), mask=mask, kl=kl_in_loss)
+                              advantages=_pad([r.advantage for r in responses], width), mask=mask, kl=kl_in_loss,
+                              sampler_logp=sampler)
         ratio, side, derived = np.asarray(terms.ratio), np.asarray(terms.clip_side), np.asarray(terms.objective)
         weights = np.zeros_like(mask) if mask.sum() == 0 else np.asarray(O.weights(algo, mask))
 

@@ -32,6 +32,12 @@ has no kind for is named with the nearest kind in the header (``imported_from.ga
 :class:`unipo_build.core.matching.Gap`) and the notes, and the import goes on with the nearest; a
 loss_type with no kind (vespo) stops the import unless ``--algorithm`` names the spec to view it against.
 
+vLLM's importance-sampling correction (use_vllm with vllm_importance_sampling_correction) is the
+``truncated_is`` or ``masked_is`` correction (:func:`trl_correction`) when the tap holds the sampling
+log-probs of every tapped completion (recomputed from them; TRL's own weight kept as
+``engine_correction_weight``); without them it is a gap and the header's ``missing`` names them
+(:func:`sampler_missing`): no weight is invented.
+
 CISPO's value: TRL writes its per-token loss as the MiniMax-M1 paper does, -sg(w) A log pi, while the
 registry's cispo kind has the value sg(w / rho) rho A = w A; the gradients are the same (w A grad log pi).
 The token files hold the kind's objective; each is compared with TRL's per-token loss in TRL's form
@@ -178,8 +184,9 @@ def _metrics(raw: dict, loc: K.Loc, notes: K.Notes) -> dict[str, float | None]:
 # GRPOConfig -> the registry's components
 # ---------------------------------------------------------------------------
 
-def trl_components(trainer: dict, loc: K.Loc) -> tuple[dict, list[Gap]]:
-    """(components, gaps) of the run's GRPOConfig; a LogError for a loss_type with no kind."""
+def trl_components(trainer: dict, loc: K.Loc, sampler_logps: bool = False) -> tuple[dict, list[Gap]]:
+    """(components, gaps) of the run's GRPOConfig; a LogError for a loss_type with no kind. ``sampler_logps``:
+    the tap holds vLLM's sampling log-probs of every tapped completion (what a rollout correction needs)."""
     gaps: list[Gap] = []
 
     def gap(slot: str, setting: str, value: str, nearest: str) -> None:
@@ -236,10 +243,15 @@ def trl_components(trainer: dict, loc: K.Loc) -> tuple[dict, list[Gap]]:
     if config.get("off_policy_mask_threshold") is not None:
         gap("filter", "off_policy_mask_threshold", f"{config['off_policy_mask_threshold']} (off-policy sequences "
                                                    "with negative advantage dropped)", "none")
-    if config.get("use_vllm") and config.get("vllm_importance_sampling_correction"):
-        gap("ratio", "vllm_importance_sampling_correction", "True (vLLM's log-probs: the loss times pi_old / "
-                                                            "pi_sampler)",
-            "the ratio to pi_old alone (the sampler's log-probs kept as sample_logp in the token files)")
+    if config.get("use_vllm") and config.get("vllm_importance_sampling_correction") and loss_type != "vespo":
+        correction = trl_correction(config)
+        if correction is not None and sampler_logps:
+            comps["correction"] = correction
+        else:
+            gap("correction", "vllm_importance_sampling_correction",
+                f"True (mode {config.get('vllm_importance_sampling_mode')!r}: the loss times a weight from pi_old / "
+                "pi_sampler)", "none" + (" (the tap holds no sampling log-probs)" if correction is not None
+                                         else " (a truncation with no cap)"))
     if config.get("entropy_coef"):
         gap("kl", "entropy_coef", f"{config['entropy_coef']} (an entropy bonus in the loss)", "no entropy term")
     return comps, gaps
@@ -271,6 +283,23 @@ def trl_clip(trainer: dict, loc: K.Loc) -> dict:
                                            "tau_neg": float(config.get("sapo_temperature_neg", 1.05))}}
     return ({"kind": "symmetric", "params": {"eps": low}} if low == high
             else {"kind": "asymmetric", "params": {"eps_low": low, "eps_high": high}})
+
+
+def trl_correction(config: dict) -> dict | None:
+    """TRL's vLLM importance-sampling correction (``_generate_and_score_completions``): the ratio
+    exp(old - sampling log-prob), per token or summed over the completion (the product of its token ratios:
+    ``sequence_*`` modes), clamped to [clip_min, clip_max] (``*_truncate``: ``truncated_is``) or set to 0
+    outside them (``*_mask``: ``masked_is``, a kept token keeping the tested ratio); None where the registry
+    has no kind for it (a truncation without clip_max)."""
+    mode = str(config.get("vllm_importance_sampling_mode") or "sequence_mask")
+    level, _, how = mode.partition("_")
+    low, cap = config.get("vllm_importance_sampling_clip_min"), config.get("vllm_importance_sampling_clip_max", 3.0)
+    params = {"level": level, "sequence": "product", "lower": None if low is None else float(low)}
+    if level not in ("token", "sequence") or how not in ("truncate", "mask"):
+        return None
+    if how == "truncate":
+        return None if cap is None else {"kind": "truncated_is", "params": {**params, "cap": float(cap)}}
+    return {"kind": "masked_is", "params": {**params, "cap": None if cap is None else float(cap), "kept": "ratio"}}
 
 
 def trl_token_loss(loss_type: str, objective, kl, beta: float, logp) -> np.ndarray:
@@ -322,7 +351,9 @@ def _algorithm(tap: Tap | None, algorithm: str | None, max_new_tokens: int | Non
         return None, "unknown", []
     trainer = {**tap.manifest["trainer"], "config": tap.manifest.get("config") or {}}
     trainer.setdefault("multi_objective_aggregation", trainer["config"].get("multi_objective_aggregation"))
-    comps, gaps = trl_components(trainer, K.Loc(str(tap.directory / MANIFEST)))
+    samples = [x for rows in tap.samples.values() for x in rows]
+    sampler = bool(samples) and all(x.get("sampling_logp") is not None for x in samples)
+    comps, gaps = trl_components(trainer, K.Loc(str(tap.directory / MANIFEST)), sampler)
     own = f"trl-{trainer.get('loss_type')}"
     cfg = ResolvedAlgorithm.model_validate({"id": re.sub(r"[^a-z0-9_]", "_", own.lower()),
                                             "name": f"TRL GRPOTrainer, loss_type={trainer.get('loss_type')}",
@@ -391,7 +422,7 @@ def _detail(tap: Tap, trl_step: int, index: int, rollout: int, cfg: ResolvedAlgo
         mask = s["mask"]
         inputs.append(K.TokenInputs(loc=loc, ids=s["ids"], text=s["text"], logp=u["logp"][:n],
                                     old_logp=u["old_logp"][:n], advantage=[s["advantage"]] * n,
-                                    ref_logp=s.get("ref_logp"),
+                                    ref_logp=s.get("ref_logp"), sample_logp=s.get("sampling_logp"),
                                     entropy=u["entropy"][:n] if u.get("entropy") else None))
         kept.append((row, s, u, mask))
     outputs = K.derive_tokens(cfg, inputs, notes) if inputs else []
@@ -411,6 +442,8 @@ def _detail(tap: Tap, trl_step: int, index: int, rollout: int, cfg: ResolvedAlgo
             gaps_w = max(gaps_w, max((abs(a - b) for a, b in zip(extras["engine_weight"], w)), default=0.0))
         if s.get("sampling_logp") is not None:  # vLLM's log-probs: the schema's sample_logp
             extras["sample_logp"] = s["sampling_logp"]
+        if u.get("is_weight") is not None:  # the correction's weight TRL multiplied the policy loss by
+            extras["engine_correction_weight"] = u["is_weight"][:n]
         live = [k for k in range(n) if mask[k]]
         gaps_ratio = max(gaps_ratio, max((abs(out.ratio[k] - u["ratio"][k]) for k in live), default=0.0))
         # what TRL's per-token loss is, written from our recomputation (minus the objective; CISPO: TRL's form)

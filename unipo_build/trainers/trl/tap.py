@@ -25,8 +25,9 @@ and the importer never need it.
   ``per_token_logps`` (the training log-probs), ``old_per_token_logps`` (TRL passes ``None`` and uses
   the detached training log-probs when the batch is on-policy; the record says which), ``coef_1``
   (TRL's importance ratio), ``per_token_loss`` (TRL's per-token loss, KL term included),
-  ``per_token_kl``, ``entropies`` and the loss mask. An ``update`` record keeps them for the tapped
-  rows, and for every row of the micro-batch its weight in TRL's loss (from ``loss_type``, as
+  ``per_token_kl``, ``entropies``, the loss mask and, with vLLM's importance-sampling correction,
+  the weight TRL multiplied the policy loss by (``inputs["importance_sampling_ratio"]``, ``is_weight``).
+  An ``update`` record keeps them for the tapped rows, and for every row of the micro-batch its weight in TRL's loss (from ``loss_type``, as
   ``_compute_loss`` aggregates, over the number of data-parallel processes, which average their
   gradients) and its share of the loss, so the shares of a step add up to TRL's loss (checked:
   ``loss`` and ``loss_from_rows`` in the record, the rank's own loss). For loss_type ``cispo``, whose
@@ -337,6 +338,11 @@ class TrlTokenTap:
             row_value_loss = (value_loss * mask).sum(-1) * weights
 
         ratio, kl, entropy = per_token("coef_1"), per_token("per_token_kl"), per_token("entropies")
+        # vLLM's importance-sampling weight, as TRL multiplied the policy loss by it (per token, or per completion)
+        is_weight = inputs.get("importance_sampling_ratio") if t.use_vllm and t.vllm_importance_sampling_correction \
+            else None
+        if is_weight is not None and is_weight.shape[-1] == 1:
+            is_weight = is_weight.expand(mask.shape[0], width)
         rows = [int(r) for r in inputs[ROW_KEY].tolist()]
         samples = []
         for i, row in enumerate(rows):
@@ -349,6 +355,8 @@ class TrlTokenTap:
                 sample["kl"] = _floats(kl[i])
             if entropy is not None:
                 sample["entropy"] = _floats(entropy[i])
+            if is_weight is not None:
+                sample["is_weight"] = _floats(is_weight[i])
             samples.append(sample)
         loss_value = float(loss.detach().item())
         self._write({
