@@ -121,8 +121,8 @@ def test_compare_html_marks_formulas_rows_and_legend_alike(specs):
     # one legend with the four badges, and the badge text in each row
     assert html.count('class="unipo-diff-legend-item') == 4
     assert "\u2212 removed" in html and "+ added" in html and "~ modified" in html and "= unchanged" in html
-    # unchanged slots are shown once for both
-    assert html.count('data-side="both"') == 2
+    # unchanged slots are shown once for both (advantage, ratio and the rollout correction here)
+    assert len(same) == 3 and html.count('data-side="both"') == len(same)
 
 
 def test_selector_data_covers_every_pair(specs):
