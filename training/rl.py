@@ -48,11 +48,12 @@ from .model import (load_policy, resolve_device, resolve_precision, set_threads,
                     thread_count)
 from .presets import get_preset
 from .reward import score_response, total_reward
+from .stale import StaleSampler, restore_sampler
 from .runstate import (Interrupted, TrainError, check_out_dir, checkpoint_dir, checkpoint_interval, checkpoint_rollout,
                        clear_logged_steps, logged_updates, remove_checkpoints, replace_checkpoint, rng_from_state,
                        rng_state, run_state)
 from .pools import check_rl_prompts, load_rows, memorisation_check
-from .run_info import TimeLimit, TrainOptions, _Pieces, git_commit, load_algorithm, run_header  # noqa: F401 (the API)
+from .run_info import RolloutBar, TimeLimit, TrainOptions, _Pieces, git_commit, load_algorithm, run_header  # noqa: F401 (the API)
 from .task import generate_task
 
 REPO = PROJECT  # the project root (training/__init__.py)
@@ -79,6 +80,7 @@ class Trainer:
             eval_every=opts.eval_every or rl.eval_every,
             eval_n=opts.eval_n or rl.eval_n,
             detail_every=opts.detail_every if opts.detail_every is not None else rl.detail_every,
+            sampler_lag=opts.sampler_lag if opts.sampler_lag is not None else rl.sampler_lag,
         )
         if opts.rl_overrides:
             self.rl = replace(self.rl, **opts.rl_overrides)
@@ -117,6 +119,8 @@ class Trainer:
                 raise TrainError(f"{flag} {value}: no such file or directory")
         if self.opts.model and not (Path(self.opts.model) / "config.json").is_file():
             raise TrainError(f"--model {self.opts.model}: not a Hugging Face checkpoint directory (no config.json)")
+        if self.rl.sampler_lag < 0:
+            raise TrainError(f"--sampler-lag {self.rl.sampler_lag}: a lag is 0 (synchronous) or more rollouts")
         check_out_dir(self.out, self.opts.resume)
 
     def _warm_start(self) -> str:
@@ -145,6 +149,8 @@ class Trainer:
         if O.uses_reference(self.cfg):
             self.reference = copy.deepcopy(self.policy).eval().requires_grad_(False)
         self.critic = Critic(self.policy).to(self.device) if O.uses_critic(self.cfg) else None
+        self.stale = StaleSampler(self.policy, self.rl.sampler_lag) if self.rl.sampler_lag else None
+        self.sampler = self.policy  # samples each rollout: the policy, or its stale copy (training/stale.py)
         self.optimizer = torch.optim.AdamW(self.policy.parameters(), lr=self.rl.lr, betas=self.rl.betas,
                                            weight_decay=self.rl.weight_decay)
         self.critic_optimizer = (torch.optim.AdamW(self.critic.parameters(), lr=self.critic_lr)
@@ -183,6 +189,7 @@ class Trainer:
                 "critic": self.critic.state_dict() if self.critic else None,
                 "critic_optimizer": self.critic_optimizer.state_dict() if self.critic_optimizer else None,
                 "sample_gen": self.sample_gen.get_state(),
+                "sampler_snapshots": self.stale.state() if self.stale is not None else None,
             }
             torch.save(state, folder / "state.pt")
             meta = {"step": self.step, "rollout": self.rollout, "prompt_rng": rng_state(self.prompt_rng),
@@ -211,6 +218,10 @@ class Trainer:
             self.critic.load_state_dict(state["critic"])
             self.critic_optimizer.load_state_dict(state["critic_optimizer"])
         self.sample_gen.set_state(state["sample_gen"])
+        try:
+            restore_sampler(self.stale, state.get("sampler_snapshots"))
+        except ValueError as err:
+            raise TrainError(f"{path}: {err}") from None
         self.prompt_rng.setstate(rng_from_state(meta["prompt_rng"]))
         self.update_rng.setstate(rng_from_state(meta["update_rng"]))
         self.step, self.rollout = meta["step"], meta["rollout"]
@@ -307,7 +318,7 @@ class Trainer:
                 n_prompts = min(want, max(missing, math.ceil(missing / pass_rate)))
             rows = [self.train_rows[self.prompt_rng.randrange(len(self.train_rows))] for _ in range(n_prompts)]
             answers = [r["answer"] for r in rows]
-            batch = sample_groups(self.policy, self.tokenizer, [r["prompt"] for r in rows], G, self.rl.max_new_tokens,
+            batch = sample_groups(self.sampler, self.tokenizer, [r["prompt"] for r in rows], G, self.rl.max_new_tokens,
                                   self.rl.temperature, generator=self.sample_gen, autocast=self.autocast,
                                   static=self.static_decode)
             reward, comps = self._score(batch, answers)
@@ -342,6 +353,8 @@ class Trainer:
 
     def run_rollout(self) -> None:
         t0 = time.time()
+        if self.stale is not None:
+            self.sampler = self.stale.for_rollout(self.policy)
         batch, answers, filtered, stats = self._sample_rollout()
         if self.rollout == 0 and getattr(self, "start_eval", None):
             self.writer.update_header(memorisation_check=memorisation_check(stats, self.start_eval,
@@ -525,7 +538,7 @@ class Trainer:
             clip_side=clip_side, entropy=out["entropy"],
             weights=weights.detach().cpu(), objective=out["objective"],
             group_advantage=O.group_baseline(self.cfg),
-            sample_logp=batch.logprobs[idx][:, :width] if self.gpu_path or corrected else None)
+            sample_logp=batch.logprobs[idx][:, :width] if self.gpu_path or corrected or self.stale is not None else None)
         metrics.update(records.update_metrics(view))
         metrics["time/update_s"] = time.time() - t0
         metrics["time/wall_s"] = self.elapsed_before + time.time() - self.started
@@ -567,19 +580,13 @@ class Trainer:
             self.start_eval = self._evaluate("start")
             limit.eval_s = time.time() - t0
             self.pool_eval = self._pool_accuracy()
-        bar = None
-        if self.opts.progress:
-            from tqdm import tqdm
-
-            bar = tqdm(total=total, initial=self.rollout, desc=self.spec.id, unit="rollout", dynamic_ncols=True)
+        bar = RolloutBar(total, self.rollout, self.spec.id) if self.opts.progress else None
         try:
             while self.rollout < total and limit.allows_another():
                 t0 = time.time()
                 self.run_rollout()
                 if bar is not None:
-                    reward = self.last_metrics.get("reward/mean") or 0.0
-                    bar.set_postfix(step=self.step, reward=f"{reward:.3f}")
-                    bar.update(1)
+                    bar.advance(self.step, self.last_metrics)
                 if self.rollout % self.rl.eval_every == 0 and self.rollout < total:
                     self._evaluate("periodic")
                 if self.rollout % self.checkpoint_every == 0 and self.rollout < total:

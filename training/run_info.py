@@ -44,6 +44,7 @@ class TrainOptions:
     eval_every: int | None = None
     eval_n: int | None = None
     detail_every: int | None = None
+    sampler_lag: int | None = None  # None: the preset's (0: synchronous)
     # torch threads; None: $UNIPO_THREADS or the preset's. On a shared or busy machine use 1:
     # OpenMP threads that wait for a core spin, and 2 threads can then run 40x slower than 1.
     threads: int | None = None
@@ -51,6 +52,23 @@ class TrainOptions:
     rl_overrides: dict | None = None
     # Seconds from the run's start (its process) by which it must be finished: see TimeLimit.
     time_limit: float | None = None
+
+
+class RolloutBar:
+    """The progress bar of a run (``unipo train`` without --no-progress): one tick a rollout, with the
+    latest update's step and mean reward."""
+
+    def __init__(self, total: int, done: int, name: str):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, initial=done, desc=name, unit="rollout", dynamic_ncols=True)
+
+    def advance(self, step: int, metrics: dict) -> None:
+        self.bar.set_postfix(step=step, reward=f"{metrics.get('reward/mean') or 0.0:.3f}")
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 class TimeLimit:
@@ -121,7 +139,7 @@ def run_header(trainer, checkpoint: str, n_train: int, n_eval: int, task_source:
     params = count_parameters(trainer.policy)
     hyper = {k: v for k, v in asdict(trainer.rl).items()
              if not isinstance(v, tuple) and k not in ("precision", "cuda_micro_rows", "cuda_micro_tokens", "cuda_graphs")
-             and not (k == "detail_bytes" and v is None)}
+             and not (k == "detail_bytes" and v is None) and not (k == "sampler_lag" and v == 0)}
     if trainer.gpu_path:  # what this run did, not the preset's alternatives
         hyper.update(micro_rows=trainer.micro_rows, precision="bf16" if trainer.autocast else "fp32",
                      static_decoder=trainer.static_decode,

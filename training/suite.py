@@ -50,6 +50,8 @@ class SuiteRun(BaseModel):
     algorithm: str
     seed: int = 0
     detail: bool = Field(False, description="Token detail (every detail_every-th rollout); metrics only if false.")
+    sampler_lag: int = Field(0, ge=0, description="Asynchronous sampling: rollouts sampled by the policy of this "
+                                                  "many rollouts before (unipo train --sampler-lag); 0: synchronous.")
 
 
 class Suite(BaseModel):
@@ -108,6 +110,8 @@ def train_command(suite: Suite, run: SuiteRun, out: Path, device: str, resume: b
            "--device", device, "--no-progress", "--detail-every", str(suite.detail_every if run.detail else 0)]
     if suite.eval_every is not None:
         cmd += ["--eval-every", str(suite.eval_every)]
+    if run.sampler_lag:
+        cmd += ["--sampler-lag", str(run.sampler_lag)]
     if suite.checkpoint_every is not None:
         cmd += ["--checkpoint-every", str(suite.checkpoint_every)]
     if time_limit is not None:

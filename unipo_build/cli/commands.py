@@ -66,7 +66,7 @@ def _train(args: argparse.Namespace) -> int:
         opts = TrainOptions(algorithm=name, preset=args.preset, steps=args.steps, seed=args.seed, out=out,
                             resume=args.resume, model=args.model, task=args.task, device=args.device,
                             progress=not args.no_progress, lr=args.lr, eval_every=args.eval_every,
-                            eval_n=args.eval_n, detail_every=args.detail_every,
+                            eval_n=args.eval_n, detail_every=args.detail_every, sampler_lag=args.sampler_lag,
                             checkpoint_every=args.checkpoint_every, threads=args.threads,
                             time_limit=args.time_limit)
         try:
@@ -195,6 +195,11 @@ def register_train(sub) -> None:
                                               f"(default: the preset's: {_preset_values('eval_n')})")
     g.add_argument("--detail-every", type=int, help="rollouts between rollouts logged token by token "
                                                     f"(default: the preset's: {_preset_values('detail_every')})")
+    g.add_argument("--sampler-lag", type=int, metavar="K",
+                   help="asynchronous sampling: each rollout is sampled by the policy as it was K rollouts "
+                        "earlier, as an inference engine running ahead of the learner would (prime-rl's "
+                        "async_level); the sampler's log-probs are logged beside the learner's (default: the "
+                        "preset's, 0: the current policy samples)")
     g.add_argument("--checkpoint-every", type=int,
                    help="rollouts between checkpoints (default: 10, fewer for a run under 40 rollouts)")
     g.add_argument("--no-progress", action="store_true", help="print no progress bars")

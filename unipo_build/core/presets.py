@@ -117,6 +117,10 @@ class RLPreset:
     # the file stays within it, one group at least (unipo_build/core/step_budget.py). The site
     # fetches a step's file when the step is opened: benchmarks/page_budget.py's 300 KB.
     detail_bytes: int | None = None
+    # Asynchronous sampling (training/stale.py): rollout r is sampled by the policy as it was at the
+    # start of rollout r - sampler_lag, as an inference engine that runs ahead of the learner
+    # (prime-rl's async_level, AReaL) would; 0 samples with the current policy.
+    sampler_lag: int = 0
     seed: int = 0
 
 

@@ -299,7 +299,7 @@ METRICS: dict[str, MetricInfo] = {
     "ratio/min": _m("Ratio min", "Smallest token importance ratio in the minibatch.", "policy"),
     "ratio/mean": _m("Ratio mean", "Mean token importance ratio in the minibatch.", "policy"),
     "ratio/max": _m("Ratio max", "Largest token importance ratio in the minibatch.", "policy"),
-    "mismatch/logp_abs_mean": _m("Sampling mismatch", "Mean |old_logp - sample_logp| over the minibatch's tokens: how far the training pass's log-prob of a sampled token (before the update) is from the log-prob it was sampled with. Logged in mixed precision only.", "policy", "worse"),
+    "mismatch/logp_abs_mean": _m("Sampling mismatch", "Mean |old_logp - sample_logp| over the minibatch's tokens: how far the training pass's log-prob of a sampled token (before the update) is from the log-prob it was sampled with. Logged when the sampler's log-probs are kept: mixed precision (the gpu path), asynchronous sampling (sampler_lag) or a rollout correction.", "policy", "worse"),
     "mismatch/logp_abs_max": _m("Sampling mismatch max", "Largest |old_logp - sample_logp| in the minibatch.", "policy", "worse"),
     "mismatch/tis_mean": _m("TIS weight mean", "Mean truncated importance-sampling weight min(1, pi_train / pi_sample) = min(1, exp(old_logp - sample_logp)) over the minibatch's tokens: 1 when the two passes agree.", "policy", "better"),
     "mismatch/tis_min": _m("TIS weight min", "Smallest truncated importance-sampling weight in the minibatch.", "policy", "better"),
@@ -383,7 +383,7 @@ class TokenArrays(_Model):
     text: list[TokenText] = Field(description="Each token's text as the tokenizer decodes it.")
     logp: list[LogProb] = Field(description="log pi_theta of the token at this update.")
     old_logp: list[LogProb] = Field(description="log pi_old of the token (the sampling policy), as the training forward pass computes it before the rollout's first update: the ratio's denominator.")
-    sample_logp: list[LogProb] | None = Field(None, description="log-prob the token was sampled with, from the decoding pass. Logged when sampling and training run in mixed precision (bf16 on a GPU), where the two passes round differently and it can differ from old_logp, and whenever the algorithm has a rollout correction (components.correction), which weighs each token by exp(old_logp - sample_logp) and cannot be recomputed without it; null otherwise (they agree to about 1e-6 in float32).")
+    sample_logp: list[LogProb] | None = Field(None, description="log-prob the token was sampled with, from the decoding pass. Logged when sampling and training run in mixed precision (bf16 on a GPU), where the two passes round differently and it can differ from old_logp, whenever the algorithm has a rollout correction (components.correction), which weighs each token by exp(old_logp - sample_logp) and cannot be recomputed without it, and in an asynchronous run (hyperparameters.sampler_lag), where a stale copy of the policy sampled the token; null otherwise (they agree to about 1e-6 in float32).")
     ref_logp: list[LogProb] | None = Field(None, description="log pi_ref (the frozen reference model).")
     value: list[Finite] | None = Field(None, description="The critic's value at this token.")
     advantage: list[Finite] = Field(description="The token's advantage A_{i,t}.")
