@@ -310,3 +310,20 @@ def test_preset_prompts_come_from_the_rl_pool_of_its_task(tmp_path, monkeypatch)
     monkeypatch.delenv("UNIPO_ROOT")
     assert "--eval.dataset" not in C.build_command("dapo", C.RunOptions.from_preset("tiny", eval_dataset="")).openrlhf_args
     assert "--eval.dataset" in C.build_command("dapo", C.RunOptions.from_preset("tiny")).openrlhf_args
+
+
+def test_a_rollout_correction_is_a_named_gap_not_silently_dropped():
+    """grpo_tis (GRPO with truncated IS against the sampler): OpenRLHF has the correction, but the UNIPO tap does
+    not record its rollout log-probs, so the command refuses it by name; accepted, OpenRLHF runs without it
+    (no --algo.advantage.is_correction_* flag) and the effective config says so."""
+    specs = load_specs(SPEC_DIR)
+    if "grpo_tis" not in specs:
+        pytest.skip("no grpo_tis spec")
+    with pytest.raises(C.ApproximationRefused) as err:
+        C.build_command("grpo_tis")
+    assert "- correction: the spec asks for the rollout correction truncated_is" in str(err.value)
+    cmd = C.build_command("grpo_tis", accept_approximation=True)
+    assert "correction" in [g.slot for g in cmd.translation.gaps]
+    assert not any(a.startswith("--algo.advantage.is_correction") for a in cmd.openrlhf_args)
+    assert cmd.translation.requested.kind("correction") == "truncated_is"
+    assert cmd.translation.effective.kind("correction") == "none"

@@ -294,6 +294,71 @@ def test_policy_loss_dual_clip_random(seed, token_level, c):
     close(clip_ratio, our_clip_fraction(torch.where(floored, torch.zeros_like(side), side), mask), F64, "clip ratio")
 
 
+#: OpenRLHF's train/rollout correction (PolicyLoss is_correction_level / mode, gating "ratio", threshold (low, high))
+#: -> the correction kind it is: clip at the token level truncates the ratio pi_old / pi_rollout to [low, high]; mask
+#: zeroes a unit whose ratio (at seq level the geometric mean of its token ratios) leaves [low, high], a kept token
+#: keeping its own ratio.
+OPENRLHF_CORRECTIONS = {
+    ("token", "clip"): ("truncated_is", {"level": "token", "sequence": "product"}),
+    ("token", "mask"): ("masked_is", {"level": "token", "sequence": "product", "kept": "token_ratio"}),
+    ("seq", "mask"): ("masked_is", {"level": "sequence", "sequence": "geometric_mean", "kept": "token_ratio"}),
+}
+
+
+def with_correction(cfg: ResolvedAlgorithm, kind: str, params: dict) -> ResolvedAlgorithm:
+    components = dict(cfg.components)
+    components["correction"] = ResolvedComponent(kind=kind, params=params)
+    return ResolvedAlgorithm(id=cfg.id, name=cfg.name, components=components)
+
+
+def test_policy_loss_correction_hand_worked():
+    # is_correction_level token, mode clip, threshold (0.5, 1.2): the weight clamp(pi_old / pi_rollout, 0.5, 1.2)
+    # multiplies PPO's loss. One response of three tokens, rho 1 (logp = old), A +1, clip 0.2/0.28:
+    # pi_old / pi_rollout = e^0.3 = 1.3499 -> 1.2; e^-0.1 = 0.9048; e^-1 = 0.3679 -> 0.5
+    # token mean of -(w x 1): -(1.2 + 0.9048374 + 0.5) / 3 = -0.8682791
+    # mode mask instead (token level, kept tokens keep their ratio): the first and last leave [0.5, 1.2]:
+    # -(0 + 0.9048374 + 0) / 3 = -0.3016125
+    mask = left_mask([3], 3)
+    old = t64([[-1.0, -2.0, -0.5]])
+    rollout = old - t64([[0.3, -0.1, -1.0]])
+    adv = t64([[1.0, 1.0, 1.0]])
+    for mode, expected in (("clip", -(1.2 + math.exp(-0.1) + 0.5) / 3), ("mask", -math.exp(-0.1) / 3)):
+        loss, *_ = PolicyLoss(0.2, 0.28, is_correction_level="token", is_correction_mode=mode,
+                              is_correction_threshold=(0.5, 1.2))(old.clone(), old, adv, action_mask=mask,
+                                                                  rollout_log_probs=rollout)
+        close(loss, expected, F64)
+        kind, params = OPENRLHF_CORRECTIONS[("token", mode)]
+        cfg = with_correction(algo(), kind, {**params, "lower": 0.5, "cap": 1.2})
+        terms = O.token_terms(cfg, logp=old, old_logp=old, advantages=adv, mask=mask, sampler_logp=rollout)
+        close(-O.step_objective(cfg, terms.objective, mask)[0], expected, F64)
+
+
+@pytest.mark.parametrize("level, mode", sorted(OPENRLHF_CORRECTIONS))
+@pytest.mark.parametrize("seed", SEEDS)
+def test_policy_loss_correction_random(seed, level, mode):
+    mask, logp0, old, adv, _ = policy_batch(seed)
+    rng = np.random.default_rng(1000 + seed)
+    rollout = old - t64(rng.normal(0.0, 0.4, size=tuple(old.shape)))  # pi_old / pi_rollout around 1, both sides
+    rollout[0] = old[0] - 1.0  # not vacuous: the first response's ratios (and their mean) e^1, above the band
+    their_logp = logp0.clone().requires_grad_(True)
+    loss, clip_ratio, ppo_kl, vllm_kl, is_filter = PolicyLoss(
+        0.2, 0.28, is_correction_level=level, is_correction_mode=mode, is_correction_threshold=(0.7, 1.4))(
+        their_logp, old, adv, action_mask=mask, rollout_log_probs=rollout)
+    loss.backward()
+    kind, params = OPENRLHF_CORRECTIONS[(level, mode)]
+    cfg = with_correction(algo(), kind, {**params, "lower": 0.7, "cap": 1.4})
+    our_logp = logp0.clone().requires_grad_(True)
+    terms = O.token_terms(cfg, logp=our_logp, old_logp=old, advantages=adv, mask=mask, sampler_logp=rollout)
+    ours = -O.step_objective(cfg, terms.objective, mask)[0]
+    ours.backward()
+    close(loss, ours, F64, "loss vs -J")
+    close(their_logp.grad, our_logp.grad, F64, "d loss / d logp")
+    # not vacuous: the correction acted on some token (a weight other than the plain ratio's)
+    weight, _ = O.correction_weight(cfg, old, rollout, mask.to(torch.float64))
+    ratio = torch.exp(old - rollout)
+    assert bool(((weight - ratio).abs() > 1e-9)[mask].any())
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_clip_ratio_is_clip_side(seed):
     """Token by token: OpenRLHF's surr2 < surr1 is exactly our side != 0 on random data."""

@@ -325,6 +325,19 @@ def translate(cfg: ResolvedAlgorithm, *, max_new_tokens: int) -> Translation:
     else:
         raise ValueError(f"aggregation kind {agg!r} has no OpenRLHF translation yet")
 
+    # --- correction ----------------------------------------------------------------------
+    corr = kind.get("correction", "none")
+    if corr in ("truncated_is", "masked_is"):
+        # OpenRLHF has the correction (--algo.advantage.is_correction_level/mode/threshold), but the UNIPO tap does
+        # not record its rollout log-probs, so the trained run's weights could not be recomputed: run without it.
+        t.gaps.append(Gap("correction", f"the rollout correction {corr} against the sampler's log-probs",
+                          "'s correction (--algo.advantage.is_correction_*) needs vLLM's log-probs, which the UNIPO "
+                          "OpenRLHF tap does not record, so its weights could not be recomputed",
+                          "no correction (OpenRLHF's default, --algo.advantage.is_correction_level off)"))
+        eff = _with(eff, "correction", "none")
+    elif corr != "none":
+        raise ValueError(f"correction kind {corr!r} has no OpenRLHF translation yet")
+
     # --- filter --------------------------------------------------------------------------
     flt = kind["filter"]
     if flt == "dynamic_sampling":
