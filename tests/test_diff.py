@@ -1,4 +1,5 @@
-"""Slot-by-slot comparison of algorithms (site/views/compare/diff.py) and its HTML (site/views/compare/compare.py)."""
+"""Slot-by-slot comparison of algorithms (site/views/compare/diff.py) and the data the build sends for it
+(site/views/compare/compare.py); the drawn comparison is checked in tests/browser/test_compare_render.py."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import re
 
 import pytest
 
-from unipo_build.site.render import escape_text
 from unipo_build.core.specs import SLOTS, load_specs, resolve
 from unipo_build.site.views.compare.compare import (
+    compare_data,
     compare_html,
     compare_selector_html,
     fill_statuses,
@@ -101,28 +102,37 @@ def test_one_scheme_with_badges():
     assert len(set(colours)) == 3 and DIFF_STYLES["unchanged"]["colour"] is None
 
 
-def test_compare_html_marks_formulas_rows_and_legend_alike(specs):
-    html = compare_html(specs["grpo"], specs["dapo"])
-    rows = re.findall(r'<li class="unipo-diff-row unipo-diff-(\w+)" data-slot="(\w+)" data-status="(\w+)">', html)
-    expected = statuses(specs["grpo"], specs["dapo"])
-    # the slots that changed first, in slot order; the unchanged ones folded after them
-    changed = [(slot, s) for slot, s in expected.items() if s != "unchanged"]
-    same = [(slot, s) for slot, s in expected.items() if s == "unchanged"]
-    assert [(slot, status) for _, slot, status in rows] == changed + same
-    assert all(cls == status for cls, _, status in rows)
-    folded = html[html.index('<details class="unipo-diff-same">'):]
-    assert folded.count('data-status="unchanged"') == len(same) and 'data-status="modified"' not in folded
-    assert "<summary>" in folded and ", ".join(SLOT_LABELS[slot] for slot, _ in same) in folded
-    # the formulas carry the same status class on each slot's part
-    assert r"\htmlClass{unipo-slot unipo-slot-kl unipo-diff-removed}" in html
-    assert r"\htmlClass{unipo-slot unipo-slot-filter unipo-diff-added}" in html
-    assert r"\htmlClass{unipo-slot unipo-slot-clip unipo-diff-modified}" in html
-    assert "UNIPODIFF" not in html
-    # one legend with the four badges, and the badge text in each row
-    assert html.count('class="unipo-diff-legend-item') == 4
-    assert "\u2212 removed" in html and "+ added" in html and "~ modified" in html and "= unchanged" in html
+def _view_data(html: str) -> dict:
+    return json.loads(re.search(r'<template class="unipo-data" id="[^"]+-data" data-search-exclude>(.*?)</template>',
+                                html).group(1))
+
+
+def test_compare_html_sends_the_pair_as_data_and_an_empty_target(specs):
+    html = compare_html(specs["grpo"], specs["dapo"], uid="cmp-fixed")
+    assert html.startswith('<div class="unipo-compare-view" id="cmp-fixed"><template class="unipo-data" id="cmp-fixed-data"')
+    assert html.endswith('<div class="unipo-compare-target" aria-live="polite"></div></div>')
+    assert "unipo-diff-row" not in html  # explainer.js draws the rows
+    data = _view_data(html)
+    assert data == json.loads(json.dumps(compare_data(specs["grpo"], specs["dapo"])))
+    assert data["ids"] == {"a": "grpo", "b": "dapo"} and data["gaps"] == {}
+    assert [data["specs"][k]["name"] for k in ("a", "b")] == ["GRPO", "DAPO"]
+    pair = data["pairs"]["a|b"]
+    assert {slot: v["status"] for slot, v in pair.items()} == statuses(specs["grpo"], specs["dapo"])
     # unchanged slots are shown once for both (advantage, ratio and the rollout correction here)
-    assert len(same) == 3 and html.count('data-side="both"') == len(same)
+    assert [slot for slot, v in pair.items() if v["status"] == "unchanged"] == ["advantage", "ratio", "correction"]
+    # each side's formula has a placeholder on each slot's part; filled, it carries the statuses
+    filled = fill_statuses(data["specs"]["b"]["formula"], {slot: v["status"] for slot, v in pair.items()})
+    assert r"\htmlClass{unipo-slot unipo-slot-kl unipo-diff-removed}" in fill_statuses(
+        data["specs"]["a"]["formula"], {slot: v["status"] for slot, v in pair.items()})
+    assert r"\htmlClass{unipo-slot unipo-slot-filter unipo-diff-added}" in filled
+    assert r"\htmlClass{unipo-slot unipo-slot-clip unipo-diff-modified}" in filled
+    assert "UNIPODIFF" not in filled
+    # the legend's four statuses, each with a symbol and a word
+    assert data["statuses"] == list(STATUSES) and data["styles"] == DIFF_STYLES
+    assert set(data["slots"]) == set(SLOTS) and data["slot_labels"] == SLOT_LABELS
+    # the words a changed clip row shows: its kinds, what changed, DAPO's reason
+    assert pair["clip"]["changed"] and data["specs"]["b"]["slots"]["clip"]["explanation"]
+    assert data["specs"]["a"]["slots"]["clip"]["kind_label"] != data["specs"]["b"]["slots"]["clip"]["kind_label"]
 
 
 def test_selector_data_covers_every_pair(specs):
@@ -132,10 +142,11 @@ def test_selector_data_covers_every_pair(specs):
     for key, pair in data["pairs"].items():
         a, b = key.split("|")
         assert {slot: v["status"] for slot, v in pair.items()} == statuses(specs[a], specs[b])
-    # the placeholder formula, filled, is what compare_html shows
-    pair = {slot: v["status"] for slot, v in data["pairs"]["ppo|grpo"].items()}
-    filled = fill_statuses(placeholder_formula(specs["ppo"]), pair)
-    assert escape_text(filled) in compare_html(specs["ppo"], specs["grpo"])
+    # the selector's and a fixed comparison's data are the same per side and per pair
+    fixed = compare_data(specs["ppo"], specs["grpo"])
+    assert fixed["specs"]["a"] == data["specs"]["ppo"] and fixed["specs"]["b"] == data["specs"]["grpo"]
+    assert fixed["pairs"]["a|b"] == data["pairs"]["ppo|grpo"]
+    assert data["specs"]["ppo"]["formula"] == placeholder_formula(specs["ppo"])
 
 
 def test_compare_selector_html(specs):
@@ -145,11 +156,13 @@ def test_compare_selector_html(specs):
     assert set(data["specs"]) == set(specs)
     assert html.count("<option") == 2 * len(specs)
     assert 'value="dapo" selected' in html and 'value="dr_grpo" selected' in html
+    # the opening pair is drawn by explainer.js: the target is empty
+    assert '<div class="unipo-compare-target" aria-live="polite"></div></div>' in html and "unipo-diff-row" not in html
     with pytest.raises(ValueError, match="no algorithm"):
         compare_selector_html(specs, "dapo", "nope")
 
 
-def test_every_slot_has_a_row(specs):
-    html = compare_html(specs["reinforce"], specs["dr_grpo"])
-    for slot in SLOTS:
-        assert f'data-slot="{slot}"' in html
+def test_every_slot_has_a_status_and_both_sides(specs):
+    data = compare_data(specs["reinforce"], specs["dr_grpo"])
+    assert set(data["pairs"]["a|b"]) == set(SLOTS)
+    assert set(data["specs"]["a"]["slots"]) == set(data["specs"]["b"]["slots"]) == set(SLOTS)

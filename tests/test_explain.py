@@ -248,15 +248,22 @@ def test_the_slot_panel_shows_the_gaps_the_import_found(tmp_path):
     import_log("trl", FIXTURES / "trl" / "gaps", run, tap=FIXTURES / "trl" / "gaps-tap")
     explain.build([run], tmp_path / "site")
     raw = (tmp_path / "site" / "runs" / "trl-gaps" / "index.html").read_text()
-    statuses = dict((slot, status) for status, slot in
-                    re.findall(r'<li class="unipo-diff-row unipo-diff-(\w+)" data-slot="(\w+)"', raw))
+    # the comparison's data (explainer.js draws it: tests/browser/test_compare_render.py)
+    view = re.search(r'<div class="unipo-compare-view" id="([^"]+)"><template class="unipo-data" id="\1-data"'
+                     r'[^>]*>(.*?)</template>', raw, flags=re.S)
+    data = json.loads(view.group(2))
+    assert data["ids"] == {"a": "grpo", "b": "trl-gaps"} and data["specs"]["b"]["name"] == "run trl-gaps"
+    statuses = {slot: v["status"] for slot, v in data["pairs"]["a|b"].items()}
     assert statuses["advantage"] == "modified" and statuses["filter"] == "modified"
     assert statuses["ratio"] == statuses["aggregation"] == "unchanged"
+    assert data["pairs"]["a|b"]["filter"]["changed"] == ["trainer setting without a kind"]
+    # each row's gap lines, drawn under the run's label
+    assert any(line.startswith("ran scale_rewards = 'batch' (the reward minus the group mean, over the std of the "
+                               "whole batch): no kind expresses it; nearest: group_zscore (the group's own std)")
+               for line in data["gaps"]["advantage"])
+    assert any(line.startswith("ran mask_truncated_completions = True (truncated completions left out of the loss")
+               for line in data["gaps"]["filter"])
     text = page_text(tmp_path / "site" / "runs" / "trl-gaps" / "index.html")
-    assert ("ran scale_rewards = 'batch' (the reward minus the group mean, over the std of the whole batch): no "
-            "kind expresses it; nearest: group_zscore (the group's own std)") in text
-    assert "ran mask_truncated_completions = True (truncated completions left out of the loss" in text
-    assert "changed: trainer setting without a kind" in text  # the filter's kind and parameters are the spec's
     assert "The run trained 2 slots differently from the GRPO spec" in text
 
 

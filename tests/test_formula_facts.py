@@ -45,8 +45,8 @@ def test_a_sequence_ratio_is_clipped_as_itself_everywhere(sid):
     # the card, the comparison cell (and the selector's data) and the reference page's row
     card = objective_card(spec)
     assert r"\operatorname{clip}(\rho_{i,t}" not in card and r"\operatorname{clip}(s_i" in card
-    cell = CMP.compare_html(SPECS["grpo"], spec)
-    assert r"\operatorname{clip}(s_i" in cell
+    cell = CMP.compare_data(SPECS["grpo"], spec)["specs"]["b"]
+    assert r"\operatorname{clip}(s_i" in cell["slots"]["clip"]["tex"]
     grpo_side = components_of(SPECS["grpo"])["clip"].latex()
     assert r"\operatorname{clip}(\rho_{i,t}" in grpo_side  # GRPO's own clip keeps the token ratio
     assert r"\operatorname{clip}(s_i" in CMP.selector_data(SPECS)["specs"][sid]["slots"]["clip"]["tex"]

@@ -53,7 +53,7 @@ def test_a_page_links_the_style_sheets_of_its_views_and_no_others(built_site):
         has_inspector = 'class="unipo-inspector"' in body
         assert ("inspector.css" in sheets) == has_inspector, f"{where}: inspector {has_inspector}, sheets {sheets}"
         assert ("explorer.css" in sheets) == ('class="unipo-explorer"' in body), f"{where}: {sheets}"
-        if "unipo-diff-rows" in body:
+        if 'class="unipo-compare-view"' in body or 'class="unipo-compare-selector"' in body:
             assert "compare.css" in sheets, f"{where}: a comparison without its sheet"
         checked["inspector" if has_inspector else "plain"] += 1
     assert checked["inspector"] and checked["plain"], checked

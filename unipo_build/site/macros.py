@@ -57,15 +57,15 @@ VIEW_SCRIPTS: dict[str, tuple[str, ...]] = {
 
 #: The views' style sheets by view name (paths under unipo_build/site/, each beside its view's
 #: code). A page links the sheets of the views its macros asked for, each sheet once, in the order
-#: of :data:`STYLE_SHEETS`; the hook writes each as ``assets/views/<file name>``. A view may have
-#: sheets and no script: the static comparison (``compare``). What the pages' own figures use is
-#: site-wide: ``PAGE_STYLES``, listed in mkdocs.yml's extra_css.
+#: of :data:`STYLE_SHEETS`; the hook writes each as ``assets/views/<file name>``. The comparisons
+#: (``compare``, ``compare_selector``, ``explain_match``) are drawn by the explainer's script and
+#: use its sheets. What the pages' own figures use is site-wide: ``PAGE_STYLES``, listed in
+#: mkdocs.yml's extra_css.
 VIEW_STYLES: dict[str, tuple[str, ...]] = {
     "explorer": ("views/explorer/explorer.css",),
     "playgrounds": ("playgrounds/playgrounds.css",),
     "inspector": ("views/views-common.css", "views/inspector/inspector.css", "views/explainer/explainer.css"),
     "explainer": ("views/views-common.css", "views/explainer/explainer.css", "views/compare/compare.css"),
-    "compare": ("views/views-common.css", "views/compare/compare.css"),
 }
 #: Every view sheet, in the order a page links them (later sheets win ties of specificity).
 STYLE_SHEETS: tuple[str, ...] = tuple(dict.fromkeys(sheet for sheets in VIEW_STYLES.values() for sheet in sheets))

@@ -81,16 +81,17 @@ def objective_card_macro(site: Site, algorithm: str, run: str | None = None) -> 
                                     note=note, repo=site.repo)
 
 
-@macro(html=True, scripts=("compare",))
+@macro(html=True, scripts=("explainer",))
 def compare(site: Site, a: str, b: str) -> str:
-    """Algorithm ``a``'s objective above ``b``'s, slot by slot (static: no view script, only the
-    comparison's style sheets, macros.VIEW_STYLES)."""
-    return compare_view.compare_html(site.spec(a, "compare"), site.spec(b, "compare"))
+    """Algorithm ``a``'s objective above ``b``'s, slot by slot: the data, drawn by explainer.js
+    (renderCompare, the one renderer of comparisons)."""
+    return compare_view.compare_html(site.spec(a, "compare"), site.spec(b, "compare"),
+                                     uid=_uid(site, "unipo-cmpv", a, b))
 
 
 @macro(html=True, scripts=("explainer",))
 def compare_selector(site: Site, default_a: str = "grpo", default_b: str = "dapo") -> str:
-    """Two selects of every algorithm; the comparison re-renders in the browser, its pair in the URL."""
+    """Two selects of every algorithm; the comparison is drawn in the browser, its pair in the URL."""
     site.spec(default_a, "compare_selector")
     site.spec(default_b, "compare_selector")
     aggregation = {}

@@ -157,7 +157,7 @@ def explain_spec_name(site: Site, spec_id: str) -> str:
     return site.spec(spec_id, "explain_spec_name").name
 
 
-@macro(html=True)
+@macro(html=True, scripts=("explainer",))
 def explain_match(site: Site, run_id: str) -> str:
     """The nearest spec (first) above the run's resolved components (second), slot by slot."""
     run = run_of(site, run_id, "explain_match")
@@ -172,7 +172,8 @@ def explain_match(site: Site, run_id: str) -> str:
                     "components; their rows say what the trainer ran.")
     head = (f'<p class="unipo-explain-match">Explained by <strong>{escape_text(match.spec.name)}</strong>: '
             f"{escape_text(match_sentence(site, run, match))}. {escape_text(verdict)}</p>")
-    return head + compare_run_html(match.spec, run.config, f"run {run.id}", run.id, gaps=gaps)
+    uid = site.chart_id({"view": "unipo-cmpr", "args": [run.id]}, prefix="unipo-cmpr")
+    return head + compare_run_html(match.spec, run.config, f"run {run.id}", run.id, gaps=gaps, uid=uid)
 
 
 @macro(html=True, scripts=("explainer",))

@@ -714,7 +714,7 @@
 
   /* ============================================================ comparison */
 
-  /** As compare.py sentence_html (and diff.diff_sentence for its aria-label). */
+  /** The summary sentence, each count as its status's badge (its aria-label: diff.diff_sentence's words). */
   function diffSentence(nameA, nameB, pair, slots, styles) {
     var counts = { unchanged: 0, modified: 0, added: 0, removed: 0 };
     slots.forEach(function (s) { counts[pair[s].status] += 1; });
@@ -744,9 +744,15 @@
     return el("div", { class: "arithmatex", text: "\\[" + tex + "\\]" });
   }
 
-  /** The same markup as unipo_build.site.views.compare.compare.compare_html, built from the embedded data. */
+  /**
+   * The comparison of sides ``a`` and ``b`` of ``data`` (compare.py compare_data, compare_run_data or
+   * selector_data): the one renderer of every comparison. ``data.ids`` maps a side's key to the id
+   * it shows (a fixed comparison keys its sides "a" and "b"); ``data.gaps``: slot -> what a run's
+   * trainer ran there that no kind expresses, one line each under the second name.
+   */
   function renderCompare(data, a, b) {
     var A = data.specs[a], B = data.specs[b], pair = data.pairs[a + "|" + b], styles = data.styles;
+    var ids = data.ids || {}, idA = ids[a] || a, idB = ids[b] || b, gaps = data.gaps || {};
     var legend = el("ul", { class: "unipo-diff-legend", "aria-label": "Legend of the comparison" },
       data.statuses.map(function (s) {
         return el("li", { class: "unipo-diff-legend-item unipo-diff-" + s }, [badge(styles, s), " ",
@@ -767,7 +773,7 @@
       var head = el(unchanged ? "p" : "summary", { class: "unipo-diff-row-head" }, [badge(styles, d.status), " ",
         el("span", { class: "unipo-slot-name", text: data.slot_labels[slot] })]);
       if (!unchanged) {
-        // As compare.py change_text: what the slot was and what it is.
+        // What the slot was and what it is.
         var was = A.slots[slot].kind_label, is = B.slots[slot].kind_label;
         var change = d.status === "added" ? is : d.status === "removed" ? was + " \u2192 nothing" : was + " \u2192 " + is;
         head.append(" ", el("span", { class: "unipo-diff-change", text: change }));
@@ -778,7 +784,7 @@
         head.appendChild(el("span", { class: "unipo-diff-changed", text: "changed: " + what }));
       }
       var which = d.status === "unchanged"
-        ? [["both", A, a === b ? A.name : A.name + " and " + B.name]]
+        ? [["both", A, idA === idB ? A.name : A.name + " and " + B.name]]
         : [["a", A, A.name], ["b", B, B.name]];
       var sides = el("div", { class: "unipo-diff-sides" }, which.map(function (x) {
         var comp = x[1].slots[slot];
@@ -793,6 +799,11 @@
       if (!unchanged && why) {
         children.push(el("p", { class: "unipo-diff-why" }, [el("span", { class: "unipo-diff-algo", text: B.name }), " " + why]));
       }
+      if (!unchanged) {
+        (gaps[slot] || []).forEach(function (line) {
+          children.push(el("p", { class: "unipo-diff-gap" }, [el("span", { class: "unipo-diff-algo", text: B.name }), " " + line]));
+        });
+      }
       if (!unchanged) children = [el("details", { class: "unipo-diff-detail" }, children)];
       var row = el("li", { class: "unipo-diff-row unipo-diff-" + d.status, "data-slot": slot, "data-status": d.status }, children);
       if (d.status === "unchanged") {
@@ -802,17 +813,33 @@
         rows.push(row);
       }
     });
-    // As compare.py unchanged_html: the unchanged slots folded into one line.
+    // The unchanged slots folded into one line that opens to their rows.
     var folded = same.length ? el("details", { class: "unipo-diff-same" }, [
       el("summary", null, [el("span", { class: "unipo-diff-unchanged" }, [badge(styles, "unchanged")]), " ",
         el("span", { class: "unipo-diff-same-names", text: sameSlots.map(function (s) { return data.slot_labels[s]; }).join(", ") }), " ",
         el("span", { class: "unipo-diff-same-hint", text: "(open for their formulas)" })]),
       el("ol", { class: "unipo-diff-rows" }, same),
     ]) : null;
-    return el("div", { class: "unipo-compare", "data-a": a, "data-b": b }, [
+    return el("div", { class: "unipo-compare", "data-a": idA, "data-b": idB }, [
       legend, diffSentence(A.name, B.name, pair, data.slots, styles),
       formulas, el("ol", { class: "unipo-diff-rows" }, rows), folded,
     ]);
+  }
+
+  /** Draw ``data``'s pair ``a|b`` into ``target`` and typeset its formulas. */
+  function drawCompare(target, data, a, b) {
+    target.replaceChildren(renderCompare(data, a, b));
+    if (window.UNIPO && window.UNIPO.render) window.UNIPO.render(target);
+  }
+
+  /** A fixed comparison (the compare macro, unipo explain's run pages): drawn once, on load. */
+  function initCompareView(container) {
+    if (container.__unipo) return;
+    var data = readData(container);
+    var target = container.querySelector(".unipo-compare-target");
+    if (!data || !target) return;
+    container.__unipo = data;
+    drawCompare(target, data, "a", "b");
   }
 
   function initSelector(container) {
@@ -825,13 +852,11 @@
     var selB = container.querySelector('select[data-side="b"]');
     var target = container.querySelector(".unipo-compare-target");
     var defaults = { a: selA.value, b: selB.value };
-    var shown = defaults.a + "|" + defaults.b; // the server rendered the default pair
+    var shown = null; // the pair drawn in the target (the opening pair is drawn below, on load)
     function update() {
       if (selA.value + "|" + selB.value !== shown) {
         shown = selA.value + "|" + selB.value;
-        var block = renderCompare(data, selA.value, selB.value);
-        target.replaceChildren(block);
-        if (window.UNIPO && window.UNIPO.render) window.UNIPO.render(target);
+        drawCompare(target, data, selA.value, selB.value);
       }
       container.setAttribute("data-pair", shown);
       document.dispatchEvent(new CustomEvent(V.events.compare, { detail: { a: selA.value, b: selB.value, selector: container.id } }));
@@ -882,6 +907,8 @@
       restore(initial);
       if (window.UNIPO.state.isFirst(id)) container.scrollIntoView({ block: "start" });
     } else {
+      shown = defaults.a + "|" + defaults.b;
+      drawCompare(target, data, defaults.a, defaults.b);
       container.setAttribute("data-pair", shown);
     }
   }
@@ -923,6 +950,7 @@
   function renderAll(root) {
     Array.prototype.forEach.call(root.querySelectorAll(".unipo-explainer"), initExplainer);
     Array.prototype.forEach.call(root.querySelectorAll(".unipo-compare-selector"), initSelector);
+    Array.prototype.forEach.call(root.querySelectorAll(".unipo-compare-view"), initCompareView);
   }
   V.renderExplainers = renderAll;
 
