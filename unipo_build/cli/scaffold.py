@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from unipo_build.core.specs import OPTIONAL_SLOT_EXPLANATIONS, OPTIONAL_SLOTS, REGISTRY, SLOTS, SpecError, load_spec
+from unipo_build.core.specs import REGISTRY, SLOTS, SpecError, load_spec
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 MARK = "TODO(author)"
@@ -50,9 +50,9 @@ def spec_text(name: str, base: dict, *, today: date | None = None) -> str:
     base_id, base_name = base["id"], base.get("name", base["id"])
     components = {}
     for slot in SLOTS:
-        # an optional slot the base leaves out is written with its default kind, so the author sees it
-        comp = base["components"].get(slot) or {"kind": OPTIONAL_SLOTS[slot],
-                                                 "explanation": OPTIONAL_SLOT_EXPLANATIONS[slot]}
+        if slot not in base["components"]:  # an optional slot the base leaves out (registry.OPTIONAL_SLOTS): so does this
+            continue
+        comp = base["components"][slot]
         new = {"kind": comp["kind"]}
         if comp.get("params"):
             new["params"] = comp["params"]
