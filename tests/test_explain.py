@@ -36,6 +36,15 @@ def page_text(path: Path) -> str:
     return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", body)))
 
 
+def compare_view_data(raw: str) -> dict:
+    """The data of a page's one comparison (compare.py compare_run_html: a template, an empty target)."""
+    views = re.findall(r'<div class="unipo-compare-view" id="([^"]+)"><template class="unipo-data" id="\1-data"'
+                       r'[^>]*>(.*?)</template><div class="unipo-compare-target" aria-live="polite"></div></div>',
+                       raw, flags=re.S)
+    assert len(views) == 1, len(views)
+    return json.loads(views[0][1])
+
+
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory) -> Path:
     """grpo_small.json (tests/fixtures/unipo) imported: 3 updates, token detail on steps 0 and 2."""
@@ -92,9 +101,14 @@ def test_a_variant_is_explained_by_the_nearest_spec(shipped_site):
     text = page_text(out / "runs/ladder_no_kl/index.html")
     assert ("explained by GRPO: its header names 'ladder_no_kl', not one of the course's algorithms; GRPO is the "
             "nearest: the fewest slots of another kind, then of other parameters (1 of 8: kl)") in text
-    assert "From GRPO to run ladder_no_kl: − 1 removed = 7 unchanged" in text
     assert "no token-level detail" in text and "token-level detail: the Step Inspector" in text
     raw = (out / "runs/ladder_no_kl/index.html").read_text()
+    # its comparison with GRPO (drawn by explainer.js as "From GRPO to run ladder_no_kl: − 1 removed
+    # = 7 unchanged", tests/browser/test_compare_render.py): one slot removed, the others unchanged
+    data = compare_view_data(raw)
+    assert [data["specs"][k]["name"] for k in ("a", "b")] == ["GRPO", "run ladder_no_kl"]
+    assert {slot: v["status"] for slot, v in data["pairs"]["a|b"].items()} == {
+        slot: "removed" if slot == "kl" else "unchanged" for slot in data["slots"]}
     # its Explainer answers the tokens its inspector announces (the run's algorithm id)
     assert 'class="unipo-explainer" id=' in raw and 'data-algorithm="ladder_no_kl" data-run="ladder_no_kl"' in raw
 
@@ -249,9 +263,7 @@ def test_the_slot_panel_shows_the_gaps_the_import_found(tmp_path):
     explain.build([run], tmp_path / "site")
     raw = (tmp_path / "site" / "runs" / "trl-gaps" / "index.html").read_text()
     # the comparison's data (explainer.js draws it: tests/browser/test_compare_render.py)
-    view = re.search(r'<div class="unipo-compare-view" id="([^"]+)"><template class="unipo-data" id="\1-data"'
-                     r'[^>]*>(.*?)</template>', raw, flags=re.S)
-    data = json.loads(view.group(2))
+    data = compare_view_data(raw)
     assert data["ids"] == {"a": "grpo", "b": "trl-gaps"} and data["specs"]["b"]["name"] == "run trl-gaps"
     statuses = {slot: v["status"] for slot, v in data["pairs"]["a|b"].items()}
     assert statuses["advantage"] == "modified" and statuses["filter"] == "modified"
