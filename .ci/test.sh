@@ -43,9 +43,18 @@ export UNIPO_REQUIRE_OPENRLHF=1
 # TRL came with the trl extra: the real GRPOTrainer run of tests/test_trl_run.py fails instead of skipping.
 export UNIPO_REQUIRE_TRL=1
 
-say "pytest"
+# UNIPO_TEST_WORKERS=2: two workers (pytest-xdist, in the dev extra), -n 2 --dist loadgroup; each module with
+# fixtures of its own runs on one worker, the browser tests and the users of the session's site builds and TRL
+# run all on one (tests/conftest.py), so nothing costly is made twice. One process by default: the gain on a
+# quiet 2-core machine is not measured yet (benchmarks/results/test_durations_modules.txt).
+workers="${UNIPO_TEST_WORKERS:-1}"
+parallel=()
+if [ "$workers" != 1 ]; then
+  parallel=(-n "$workers" --dist loadgroup)
+fi
+say "pytest${parallel[*]:+ ${parallel[*]}}"
 rc=0
-"$VPY" -m pytest -q "$@" || rc=$?
+"$VPY" -m pytest -q "${parallel[@]}" "$@" || rc=$?
 if [ "$rc" = 5 ]; then
   die "pytest collected no tests"
 fi
