@@ -31,7 +31,7 @@ pytestmark = pytest.mark.browser
 CHAPTER = "course/algorithms/grpo/"
 VIEW_SELECTORS = {
     "inspector": ".unipo-inspector",
-    "explainer": ".unipo-explainer, .unipo-compare-selector",
+    "explainer": ".unipo-explainer, .unipo-compare-selector, .unipo-compare-view",
     "explorer": ".unipo-explorer",
     "playgrounds": "[data-pg-chart], [data-pg-tabs], .pg-grid, [data-pg-control]",
 }
