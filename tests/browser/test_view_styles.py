@@ -5,12 +5,12 @@ page; the pages' own figures are styled by the one site-wide sheet, assets/pages
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
 from selenium.webdriver.common.by import By
 
+import browser_harness as H
 from unipo_build.site import macros
 
 VIEW_LINK = re.compile(r'<link rel="stylesheet" href="((?:\.\./)*)assets/views/([\w.-]+\.css)">')
@@ -99,13 +99,7 @@ def test_every_rule_a_page_could_use_is_in_a_sheet_it_loads(built_site):
 
 
 def _wait(driver, js: str, what: str, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = driver.execute_script(js)
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    return H.wait_js(driver, js, timeout=timeout, what=what)
 
 
 def _follow(driver, href: str) -> None:
@@ -126,12 +120,11 @@ def test_instant_navigation_brings_and_drops_a_views_styles(open_page, driver, s
                                                             console_errors):
     if not served_as_built:
         pytest.skip("the reused site was built for another URL; instant navigation follows the sitemap")
+    H.watch_sitemap(driver)
     open_page(PLAIN)
     assert driver.execute_script(HEAD_SHEETS) == []
     # Material intercepts links once it has read the sitemap
-    _wait(driver, "return performance.getEntriesByType('resource').some(e => e.name.endsWith('sitemap.xml'))",
-          "the sitemap")
-    time.sleep(0.5)
+    H.wait_instant_navigation(driver)
     driver.execute_script("window.__unipoSamePage = 11")
     _follow(driver, site_url + CHAPTER)
     _wait(driver, f"return location.pathname.endsWith('/{CHAPTER}') && document.querySelector('.unipo-inspector')",
