@@ -90,7 +90,7 @@ def xdist_group(item) -> str | None:
     """The group of a test under --dist loadgroup: SHARED_GROUP for the browser tests and the users of
     SHARED_BUILDS; the module's node id when the test uses a fixture its module defines above function scope
     (a trained run, a built site: made once, on one worker); None (any worker, test by test) otherwise."""
-    if BROWSER_DIR in Path(str(item.path)).resolve().parents or SHARED_BUILDS & set(item.fixturenames):
+    if BROWSER_DIR in Path(str(item.path)).resolve().parents or SHARED_BUILDS & set(getattr(item, "fixturenames", ())):
         return SHARED_GROUP
     info = getattr(item, "_fixtureinfo", None)
     for defs in (info.name2fixturedefs.values() if info else ()):
