@@ -27,14 +27,12 @@ RUN = "trl-grpo"
 
 
 @pytest.fixture(scope="module")
-def trl_site(tmp_path_factory):
-    from trl_support import run_trl
-
+def trl_site(tmp_path_factory, trl_grpo_run):
     root = tmp_path_factory.mktemp("trl-site")
-    run_trl(root, loss_type="grpo", beta=0.04, num_iterations=2, max_steps=2, groups=1)
-    runs = root / "runs"
-    proc = subprocess.run([sys.executable, "-m", "unipo_build.cli.main", "import", "trl", str(root / "trl-output"),
-                           "--tap", str(root / "tap"), "--out", str(runs / RUN), "--run-id", RUN],
+    runs = root / "runs"  # the session's TRL run (tests/conftest.py), the one tests/test_trl_run.py checks
+    proc = subprocess.run([sys.executable, "-m", "unipo_build.cli.main", "import", "trl",
+                           str(trl_grpo_run / "trl-output"), "--tap", str(trl_grpo_run / "tap"),
+                           "--out", str(runs / RUN), "--run-id", RUN],
                           cwd=REPO, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert proc.returncode == 0, proc.stderr
     pages = {"index.md": "# TRL\n",
