@@ -19,7 +19,7 @@ import pytest
 
 import browser_harness as H
 from unipo_build.core.specs import SLOTS, load_specs
-from unipo_build.site.views.compare.diff import SLOT_LABELS, diff_algorithms
+from unipo_build.site.views.compare.diff import SLOT_LABELS, diff_algorithms, diff_sentence
 from unipo_build.trainers import import_log
 
 pytestmark = pytest.mark.browser
@@ -112,7 +112,12 @@ def test_a_fixed_comparison_marks_formulas_rows_and_legend_alike(page):
     badges = {"unchanged": "= unchanged", "modified": "~ modified", "added": "+ added", "removed": "\u2212 removed"}
     assert all(r["badge"] == badges[r["status"]] for r in rows)
     assert c["names"] == ["GRPO", "DAPO"]
-    assert c["sentence"].startswith("From GRPO to DAPO: ") and c["label"].startswith("From GRPO to DAPO: ")
+    assert c["sentence"].startswith("From GRPO to DAPO: ")
+    assert c["label"] == diff_sentence("GRPO", "DAPO", diff_algorithms(SPECS["grpo"], SPECS["dapo"]))
+    # the sentence's badges: each status's count, changed ones first
+    counts = {s: sum(1 for r in rows if r["status"] == s) for s in badges}
+    assert c["sentence"] == "From GRPO to DAPO: " + " ".join(
+        badges[s].replace(" ", f" {counts[s]} ", 1) for s in ("modified", "added", "removed", "unchanged") if counts[s])
     # a changed slot says what it was and what it is; the removed KL says nothing is left
     kl = next(r for r in rows if r["slot"] == "kl")
     assert kl["change"].endswith("\u2192 nothing") and kl["sides"][0][0] == "a" and kl["sides"][1] == ["b", "DAPO"]
@@ -151,7 +156,8 @@ def test_a_run_compared_with_its_spec_shows_the_gaps_under_its_label(page):
     c = _case(driver, 4)
     assert (c["a"], c["b"]) == ("grpo", "trl-gaps")
     assert c["names"] == ["GRPO", "run trl-gaps"]
-    assert c["sentence"].startswith("From GRPO to run trl-gaps: ")
+    assert c["sentence"] == "From GRPO to run trl-gaps: ~ 2 modified = 6 unchanged"
+    assert c["label"] == "From GRPO to run trl-gaps: 2 modified, 6 unchanged (of the 8 slots)."
     rows = {r["slot"]: r for r in c["rows"]}
     assert rows["advantage"]["status"] == rows["filter"]["status"] == "modified"
     assert rows["ratio"]["status"] == rows["aggregation"]["status"] == "unchanged"
