@@ -8,6 +8,8 @@ file is changed by either.
 
 from __future__ import annotations
 
+import json
+
 import html
 import os
 import re
@@ -141,9 +143,14 @@ def test_text_like_the_builds_placeholders_is_shown_as_it_is(lenient_build):
     result, _, site = lenient_build
     assert result.returncode == 0
     pages = [html.unescape(p.read_text(encoding="utf-8")) for p in site.rglob("*.html")]
+    # A step's prompts and answers reach the reader through its step file, which the Step Inspector
+    # draws in the browser (text only): the file must carry them as they were logged.
+    step_files = [json.dumps(json.loads(p.read_text(encoding="utf-8")), ensure_ascii=False)
+                  for p in site.glob("assets/runs/*/steps/step_*.json")]
+    assert pages and step_files
     for case in ALL_CASES:
         if case.shows:
-            assert any(case.shows in page for page in pages), case.name
+            assert any(case.shows in text for text in pages + step_files), case.name
 
 
 def test_runs_are_resolved_by_their_header_not_their_directory(tmp_path):
