@@ -518,7 +518,7 @@ def test_trls_vllm_correction_maps_to_the_correction_kinds(config, expected):
     """TRL 1.16's vllm_importance_sampling_mode (default sequence_mask, clip_max 3.0, clip_min None): truncate clamps
     the ratio exp(old - sampling), per token or summed over the completion, to [clip_min, clip_max]; mask sets it
     to 0 outside them and keeps it inside. A truncation without a cap has no kind (None)."""
-    from unipo_build.trainers.trl.importer import trl_correction
+    from unipo_build.trainers.trl.config import trl_correction
 
     found = trl_correction(config)
     assert (None if found is None else (found["kind"], found["params"])) == expected

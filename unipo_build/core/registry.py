@@ -23,7 +23,8 @@ filter, shaping, correction; a spec or a log may leave out the slots of ``OPTION
 
 The kinds themselves are registered beside this module, each once: the slots that turn a
 response's reward into an advantage (advantage, filter, shaping) in ``core/kinds_reward.py``, those of
-the per-token objective (ratio, clip, kl, aggregation) in ``core/kinds_loss.py``. This module holds
+the per-token objective (ratio, clip, kl, aggregation) in ``core/kinds_loss.py`` and those of the
+rollout correction in ``core/kinds_correction.py``. This module holds
 what every kind is made of and checked against: :class:`Kind`, :func:`register`, the explainer
 data's builders (:func:`row`, :func:`say`, :func:`cases`, :func:`explain`) and the grammar of its
 expressions; importing it registers the shipped kinds.
@@ -459,5 +460,5 @@ def explainer_data(k: Kind) -> dict | None:
 
 
 # The shipped kinds register themselves on import (they import the names above: this comes last).
-from unipo_build.core import kinds_loss, kinds_reward  # noqa: E402,F401
+from unipo_build.core import kinds_correction, kinds_loss, kinds_reward  # noqa: E402,F401
 from unipo_build.core.kinds_reward import ZScoreParams  # noqa: E402,F401  (a test-only kind reuses its parameters)

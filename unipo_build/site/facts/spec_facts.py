@@ -3,6 +3,7 @@ formula, DAPO's overlong numbers. A chapter never types them, so adding a spec o
 parameter keeps the text true.
 
     {{ spec_count() }}                         how many algorithms the course has, as a word ("seven")
+    {{ slot_count() }}                         how many slots an objective has (the registry's), as a word
     {{ algorithms_with("filter") }}            the algorithms whose slot is filled ("DAPO and Dr. GRPO + DS")
     {{ same_kind("reinforce", "aggregation") }}  the other algorithms with the same kind in that slot
     {{ slot_formula("dapo", "shaping") }}      one slot's formula, as the cards write it (display math)
@@ -114,6 +115,12 @@ def overlong_fact_text(spec: AlgorithmSpec, key: str) -> str:
 def spec_count(site: Site) -> str:
     """How many algorithms (specs) the course has, as a word."""
     return count_word(len(site.specs()))
+
+
+@macro
+def slot_count(site: Site) -> str:
+    """How many slots an objective has (``specs.SLOTS``: a slot added to the registry changes it), as a word."""
+    return count_word(len(SLOTS))
 
 
 @macro

@@ -60,7 +60,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from collections import defaultdict
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -84,8 +83,8 @@ from unipo_build.core.schema import (
     TokenArrays,
 )
 from unipo_build.core.specs import ResolvedAlgorithm
-from unipo_build.trainers.trl.tap import MANIFEST, TRL_SERIES
 from unipo_build.trainers import common as K
+from unipo_build.trainers.trl.config import _algorithm, sampler_missing, trl_token_loss
 from unipo_build.trainers.trl.tap_files import Tap, cross_check, read_tap
 
 STATE = "trainer_state.json"
@@ -98,13 +97,6 @@ TRL_METRICS = {
     "loss": "loss/policy", "cispo_clip_ratio": "clip/frac_high",
 }
 SUMMARY_KEYS = ("train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss", "total_flos")
-#: TRL loss types -> the registry's aggregation kind (exact unless a gap says otherwise).
-AGGREGATION = {"grpo": "seq_mean_token_mean", "dapo": "token_mean", "bnpo": "token_mean",
-               "dr_grpo": "constant_normalizer", "luspo": "seq_mean_token_sum", "cispo": "token_mean",
-               "sapo": "seq_mean_token_mean"}
-#: TRL loss types whose surrogate is PPO's clipped min (epsilon, epsilon_high; delta's two-sided clip).
-PPO_LOSSES = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")
-NO_KIND = {"vespo": "a Gamma weighting of the sequence ratio"}
 
 
 # ---------------------------------------------------------------------------
@@ -178,192 +170,6 @@ def _metrics(raw: dict, loc: K.Loc, notes: K.Notes) -> dict[str, float | None]:
         out["objective"] = -out["loss/policy"]
         notes.once("metric objective = -loss (TRL's training loss of the step)")
     return out
-
-
-# ---------------------------------------------------------------------------
-# GRPOConfig -> the registry's components
-# ---------------------------------------------------------------------------
-
-def trl_components(trainer: dict, loc: K.Loc, sampler_logps: bool = False) -> tuple[dict, list[Gap]]:
-    """(components, gaps) of the run's GRPOConfig; a LogError for a loss_type with no kind. ``sampler_logps``:
-    the tap holds vLLM's sampling log-probs of every tapped completion (what a rollout correction needs)."""
-    gaps: list[Gap] = []
-
-    def gap(slot: str, setting: str, value: str, nearest: str) -> None:
-        gaps.append(Gap(setting, value, slot, nearest))
-
-    loss_type = trainer.get("loss_type")
-    if loss_type in NO_KIND:
-        raise loc.error(f"loss_type {loss_type!r} ({NO_KIND[loss_type]}) has no kind in the registry: pass "
-                        "--algorithm SPEC (e.g. dapo) to view the run against that spec's objective, TRL's own loss "
-                        "kept beside it", "trainer.loss_type")
-    if loss_type not in AGGREGATION:
-        raise loc.error(f"unknown loss_type {loss_type!r} (TRL {TRL_SERIES} has {', '.join(sorted(AGGREGATION))}, "
-                        f"{', '.join(sorted(NO_KIND))}): pass --algorithm SPEC", "trainer.loss_type")
-    comps: dict[str, dict] = {}
-    scale = trainer.get("scale_rewards")
-    if scale == "none":
-        comps["advantage"] = {"kind": "group_mean", "params": {}}
-    else:
-        comps["advantage"] = {"kind": "group_zscore", "params": {"std_ddof": 1, "eps": 1e-4}}
-        if scale == "batch":
-            gap("advantage", "scale_rewards", "'batch' (the reward minus the group mean, over the std of the whole "
-                                              "batch)", "group_zscore (the group's own std)")
-    if trainer.get("multi_objective_aggregation", "sum_then_normalize") == "normalize_then_sum":
-        gap("advantage", "multi_objective_aggregation", "'normalize_then_sum'", "the z-score of the summed reward")
-    level = trainer.get("importance_sampling_level", "token")
-    comps["ratio"] = {"kind": "sequence" if level == "sequence" else "token", "params": {}}
-    comps["clip"] = trl_clip(trainer, loc)
-    beta = float(trainer.get("beta") or 0.0)
-    comps["kl"] = {"kind": "in_loss", "params": {"estimator": "k3", "beta": beta}} if beta else \
-        {"kind": "none", "params": {}}
-    kind = AGGREGATION[loss_type]
-    comps["aggregation"] = {"kind": kind, "params": {"normalizer": int(trainer["max_completion_length"])}
-                            if kind == "constant_normalizer" else {}}
-    if loss_type == "bnpo" and int(trainer.get("gradient_accumulation_steps", 1)) > 1:
-        gap("aggregation", "loss_type", "'bnpo' with gradient accumulation (a token mean per micro-batch)",
-            "token_mean over the whole step")
-    if loss_type in ("dapo", "cispo") and (trainer.get("steps_per_generation")
-                                           != trainer.get("gradient_accumulation_steps")):
-        gap("aggregation", "loss_type", f"{loss_type!r} with steps_per_generation != gradient_accumulation_steps (tokens "
-                                        "divided by the generation batch's count)", "token_mean over the step")
-    comps["filter"] = {"kind": "none", "params": {}}
-    comps["shaping"] = {"kind": "none", "params": {}}
-    if trainer.get("mask_truncated_completions"):
-        gap("filter", "mask_truncated_completions", "True (truncated completions left out of the loss, still "
-                                                    "counted in the batch)", "filter none, their tokens kept with mask 0")
-    config = trainer.get("config") or {}
-    if config.get("delta") is not None and loss_type in PPO_LOSSES:
-        gap("clip", "delta", f"{config['delta']} (two-sided clip of the ratio)", comps["clip"]["kind"])
-    if config.get("use_bias_correction_kl"):
-        gap("kl", "use_bias_correction_kl", "True (the KL times the ratio)", "k3 in the loss")
-    if (config.get("top_entropy_quantile") or 1.0) < 1.0:
-        gap("filter", "top_entropy_quantile", f"{config['top_entropy_quantile']} (only high-entropy tokens trained)",
-            "every token trained")
-    if config.get("off_policy_mask_threshold") is not None:
-        gap("filter", "off_policy_mask_threshold", f"{config['off_policy_mask_threshold']} (off-policy sequences "
-                                                   "with negative advantage dropped)", "none")
-    if config.get("use_vllm") and config.get("vllm_importance_sampling_correction") and loss_type != "vespo":
-        correction = trl_correction(config)
-        if correction is not None and sampler_logps:
-            comps["correction"] = correction
-        else:
-            gap("correction", "vllm_importance_sampling_correction",
-                f"True (mode {config.get('vllm_importance_sampling_mode')!r}: the loss times a weight from pi_old / "
-                "pi_sampler)", "none" + (" (the tap holds no sampling log-probs)" if correction is not None
-                                         else " (a truncation with no cap)"))
-    if config.get("entropy_coef"):
-        gap("kl", "entropy_coef", f"{config['entropy_coef']} (an entropy bonus in the loss)", "no entropy term")
-    return comps, gaps
-
-
-def trl_clip(trainer: dict, loc: K.Loc) -> dict:
-    """The clip slot of a GRPOConfig (TRL 1.16, ``GRPOTrainer._compute_loss``):
-
-    - grpo, bnpo, dr_grpo, dapo, luspo: PPO's min with clamp(ratio, 1 - epsilon, 1 + epsilon_high):
-      ``symmetric`` (eps) when the two are equal, else ``asymmetric``;
-    - cispo: ``clamp(ratio, max=epsilon_high).detach() * A * log pi``: the ``cispo`` kind with no lower
-      bound and ``eps_high = epsilon_high - 1`` (TRL's epsilon_high is the cap itself; ScaleRL's 5.0 is
-      eps_high 4). A cap at or below 1 has no kind (the registry's cap is above 1): refused;
-    - sapo: ``sigmoid(tau (ratio - 1)) * 4 / tau`` with tau = sapo_temperature_pos where A > 0, else
-      sapo_temperature_neg: the ``sapo`` kind (tau_pos, tau_neg).
-    """
-    loss_type = trainer.get("loss_type")
-    config = trainer.get("config") or {}
-    low, high = float(trainer.get("epsilon_low", 0.2)), float(trainer.get("epsilon_high", 0.2))
-    if loss_type == "cispo":
-        if high <= 1.0:
-            raise loc.error(f"loss_type 'cispo' with epsilon_high {high:g}: TRL caps the importance weight at "
-                            "epsilon_high itself, so every weight is at most that, and the registry's cispo kind caps "
-                            "at 1 + eps_high > 1 (set epsilon_high above 1, e.g. ScaleRL's 5.0, or pass --algorithm "
-                            "SPEC)", "trainer.epsilon_high")
-        return {"kind": "cispo", "params": {"eps_low": None, "eps_high": high - 1.0}}
-    if loss_type == "sapo":
-        return {"kind": "sapo", "params": {"tau_pos": float(config.get("sapo_temperature_pos", 1.0)),
-                                           "tau_neg": float(config.get("sapo_temperature_neg", 1.05))}}
-    return ({"kind": "symmetric", "params": {"eps": low}} if low == high
-            else {"kind": "asymmetric", "params": {"eps_low": low, "eps_high": high}})
-
-
-def trl_correction(config: dict) -> dict | None:
-    """TRL's vLLM importance-sampling correction (``_generate_and_score_completions``): the ratio
-    exp(old - sampling log-prob), per token or summed over the completion (the product of its token ratios:
-    ``sequence_*`` modes), clamped to [clip_min, clip_max] (``*_truncate``: ``truncated_is``) or set to 0
-    outside them (``*_mask``: ``masked_is``, a kept token keeping the tested ratio); None where the registry
-    has no kind for it (a truncation without clip_max)."""
-    mode = str(config.get("vllm_importance_sampling_mode") or "sequence_mask")
-    level, _, how = mode.partition("_")
-    low, cap = config.get("vllm_importance_sampling_clip_min"), config.get("vllm_importance_sampling_clip_max", 3.0)
-    params = {"level": level, "sequence": "product", "lower": None if low is None else float(low)}
-    if level not in ("token", "sequence") or how not in ("truncate", "mask"):
-        return None
-    if how == "truncate":
-        return None if cap is None else {"kind": "truncated_is", "params": {**params, "cap": float(cap)}}
-    return {"kind": "masked_is", "params": {**params, "cap": None if cap is None else float(cap), "kept": "ratio"}}
-
-
-def trl_token_loss(loss_type: str, objective, kl, beta: float, logp) -> np.ndarray:
-    """TRL's per-token loss, written from the recomputed token objective: minus the objective, except for
-    cispo, whose loss TRL writes as the MiniMax-M1 paper does, -sg(w) A log pi + beta KL. The registry's
-    cispo kind has the value sg(w / rho) rho A = w A and the same gradient, w A grad log pi, so TRL's value
-    is the kind's surrogate (objective + beta KL) times log pi, minus beta KL."""
-    objective = np.asarray(objective, dtype=np.float64)
-    if loss_type != "cispo":
-        return -objective
-    kl_term = beta * np.asarray(kl, dtype=np.float64) if beta and kl is not None else 0.0
-    return -((objective + kl_term) * np.asarray(logp, dtype=np.float64) - kl_term)
-
-
-def sampler_missing(tap: Tap | None, notes: K.Notes) -> list[str]:
-    """The header's ``missing`` entry of a run whose TRL corrected for the sampler (use_vllm with
-    vllm_importance_sampling_correction: the loss times a weight from pi_old / pi_sampler) while its tap holds no
-    sampling log-probs for the tapped completions: the weights cannot be recomputed and none is invented; TRL's own
-    per-token loss (engine_objective), which includes them, stays beside ours."""
-    config = (tap.manifest.get("config") or {}) if tap else {}
-    if not (config.get("use_vllm") and config.get("vllm_importance_sampling_correction")):
-        return []
-    samples = [x for rows in tap.samples.values() for x in rows]
-    lacking = sum(1 for x in samples if x.get("sampling_logp") is None)
-    if not lacking:
-        return []
-    mode = config.get("vllm_importance_sampling_mode")
-    line = (f"the sampler's log-probs of {lacking} of {len(samples)} tapped completions: TRL's vLLM importance-sampling "
-            f"correction was on (vllm_importance_sampling_mode {mode!r}), so its loss carries weights from them that "
-            "are not recomputed here (TRL's per-token loss, engine_objective, includes them)")
-    notes.once("missing (see the header's missing): " + line)
-    return [line]
-
-
-def _algorithm(tap: Tap | None, algorithm: str | None, max_new_tokens: int | None, loc: K.Loc,
-               notes: K.Notes) -> tuple[ResolvedAlgorithm | None, str, list[Gap]]:
-    specs = K.known_specs(notes)
-    if algorithm is not None:
-        spec_id = K.match_spec(algorithm, specs)
-        if spec_id is None:
-            notes.add(f"algorithm {algorithm!r}: not one of ours ({', '.join(sorted(specs))}), algorithm_config is null")
-            return None, algorithm, []
-        budget = max_new_tokens or (tap.manifest["trainer"].get("max_completion_length") if tap else None)
-        cfg = K.resolve_for_import(specs[spec_id], {}, budget, loc, notes, hparams_field=False)
-        notes.once(f"components of the spec {spec_id} (--algorithm); TRL's own loss kept as engine_objective")
-        return cfg, spec_id, []
-    if tap is None:
-        notes.add("algorithm unknown (trainer_state.json does not record the GRPOConfig; pass --tap or --algorithm)")
-        return None, "unknown", []
-    trainer = {**tap.manifest["trainer"], "config": tap.manifest.get("config") or {}}
-    trainer.setdefault("multi_objective_aggregation", trainer["config"].get("multi_objective_aggregation"))
-    samples = [x for rows in tap.samples.values() for x in rows]
-    sampler = bool(samples) and all(x.get("sampling_logp") is not None for x in samples)
-    comps, gaps = trl_components(trainer, K.Loc(str(tap.directory / MANIFEST)), sampler)
-    own = f"trl-{trainer.get('loss_type')}"
-    cfg = ResolvedAlgorithm.model_validate({"id": re.sub(r"[^a-z0-9_]", "_", own.lower()),
-                                            "name": f"TRL GRPOTrainer, loss_type={trainer.get('loss_type')}",
-                                            "components": comps})
-    spec_id = K.nearest_algorithm(cfg, specs, "TRL", notes)
-    run_name = own if spec_id == cfg.id else spec_id
-    cfg = cfg.model_copy(update={"id": spec_id})
-    for g in gaps:
-        notes.once(f"TRL's {g.line()}")
-    return cfg, run_name, gaps
 
 
 # ---------------------------------------------------------------------------

@@ -4,7 +4,7 @@ Macros (registered with ``site.macro``):
 
 - ``spec_reference(algorithm_id)``: one algorithm: name, year, paper, predecessor, what it
   changed, the whole objective composed from its components (``formula.objective_latex``) and
-  a table of its seven slots with kind, parameters, LaTeX definition, explanation and the
+  a table of its slots with kind, parameters, LaTeX definition, explanation and the
   tooltips of the formula's terms;
 - ``schema_reference()``: every file of a run directory, a table of fields per model (type,
   required, description) and the raw JSON Schema, from ``schema.json_schema()`` at build time;

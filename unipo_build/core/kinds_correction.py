@@ -1,0 +1,222 @@
+"""The kinds of the correction slot: rollout correction, the behaviour policy's weight on each
+token's surrogate (truncated or masked importance sampling against the sampler's log-probs),
+each registered once (``unipo_build.core.registry`` says what a kind is made of)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from unipo_build.core import components as C
+from unipo_build.core.numbers import param_text as _fmt
+from unipo_build.core.numbers import tex_num
+from unipo_build.core.registry import (
+    NoParams,
+    Term,
+    _Params,
+    cases,
+    explain,
+    register,
+    row,
+    say,
+)
+
+# --- correction ------------------------------------------------------------
+#
+# Rollout correction weighs each token's surrogate by how much likelier the learner (its log-probs
+# before this rollout's first update, old_logp) finds the token than the sampler that drew it did
+# (sample_logp): vLLM in another precision, or a policy some updates stale. Sources, by trainer:
+#   TRL 1.16   trl/trainer/grpo_trainer.py, GRPOTrainer._generate_and_score_completions (the weight) and
+#              _compute_loss (per_token_loss * importance_sampling_ratio); GRPOConfig
+#              vllm_importance_sampling_correction (on with use_vllm), vllm_importance_sampling_mode
+#              token_truncate | token_mask | sequence_truncate | sequence_mask (default sequence_mask),
+#              vllm_importance_sampling_clip_max (3.0; formerly _cap) and _clip_min; a sequence's ratio is
+#              the product of its token ratios.
+#   verl       verl/trainer/ppo/rollout_corr_helper.py, compute_rollout_correction_weights (rollout_is token |
+#              sequence, truncated at rollout_is_threshold 2.0, a sequence's ratio the product) and
+#              compute_rollout_rejection_mask (rollout_rs token | sequence | geometric, outside
+#              [rollout_rs_threshold_lower, rollout_rs_threshold] rejected: weight 0, a kept token 1).
+#   OpenRLHF   openrlhf/models/loss.py, PolicyLoss.forward: is_correction_level token | seq,
+#   0.11.2     is_correction_mode clip (tis) | mask (icepop; seq: seq-mask-tis, gated on the geometric mean),
+#              is_correction_threshold (0.5, 5.0); a kept token keeps its own ratio.
+#   prime-rl   src/prime_rl/trainer/rl/loss.py, compute_loss: the ratio is taken against the inference
+#              log-probs, and tokens whose ratio is outside [token_mask_low 0.125, token_mask_high 8] masked.
+
+class _Correction(_Params):
+    level: Literal["token", "sequence"] = Field(
+        "token", description="token: each token's own ratio pi_old / pi_sampler; sequence: one ratio per response on "
+                             "all its tokens (TRL sequence_*, verl rollout_is 'sequence', OpenRLHF is_correction_level seq).")
+    sequence: Literal["product", "geometric_mean"] = Field(
+        "product", description="A response's ratio at the sequence level: the product of its token ratios (TRL, verl) "
+                               "or their geometric mean (OpenRLHF seq, verl rollout_rs 'geometric'). Unused at the token level.")
+
+    @field_validator("cap", check_fields=False)
+    @classmethod
+    def _lower_below_cap(cls, cap, info):
+        lower = info.data.get("lower")
+        if cap is not None and lower is not None and not lower < cap:
+            raise ValueError(f"the lower bound {lower!r} must be below the cap {cap!r}")
+        return cap
+
+
+class TruncatedIS(_Correction):
+    lower: float | None = Field(None, gt=0, description="The weight's lower bound; null: none, as verl and OpenRLHF "
+                                                        "truncate (TRL vllm_importance_sampling_clip_min).")
+    cap: float = Field(2.0, gt=0, description="The weight's cap C (TRL vllm_importance_sampling_clip_max, 3.0 by default; "
+                                              "verl rollout_is_threshold, 2.0; OpenRLHF is_correction_threshold's upper bound).")
+
+
+class MaskedIS(_Correction):
+    lower: float | None = Field(0.5, gt=0, description="Below it a token's (or response's) weight is 0 (TRL "
+                                                       "vllm_importance_sampling_clip_min, verl rollout_rs_threshold_lower, "
+                                                       "OpenRLHF is_correction_threshold's lower bound 0.5, prime-rl token_mask_low 0.125); "
+                                                       "null: no lower bound.")
+    cap: float | None = Field(5.0, gt=0, description="Above it the weight is 0 (TRL vllm_importance_sampling_clip_max, "
+                                                     "verl rollout_rs_threshold, OpenRLHF 5.0, prime-rl token_mask_high 8); "
+                                                     "null: no upper bound.")
+    kept: Literal["ratio", "token_ratio", "one"] = Field(
+        "ratio", description="The weight of a kept token: the ratio that was tested (TRL, IcePop), the token's own ratio "
+                             "(OpenRLHF seq-mask-tis), or 1 (verl's rejection sampling rollout_rs).")
+
+
+_SAMPLER = r"\pi_{\text{samp}}"
+#: What a correction kind's formula puts before the surrogate (its first clause; formula.objective_latex).
+CORRECTION_FACTOR_TEX = r"\operatorname{sg}[\omega_{i,t}]"
+_OLD = r"\pi_{\theta_{\text{old}}}"
+
+
+def _behaviour_ratio_tex(p: dict) -> str:
+    token = r"\frac{%s(o_{i,t}\mid q,o_{i,<t})}{%s(o_{i,t}\mid q,o_{i,<t})}" % (_OLD, _SAMPLER)
+    if p["level"] == "token":
+        return r"\varrho_{i,t}=" + token
+    product = r"\prod_{t=1}^{|o_i|}" + token
+    if p["sequence"] == "geometric_mean":
+        return r"\varrho_{i}=\Big(" + product + r"\Big)^{1/|o_i|}"
+    return r"\varrho_{i}=" + product
+
+
+def _varrho(p: dict) -> str:
+    return r"\varrho_{i,t}" if p["level"] == "token" else r"\varrho_{i}"
+
+
+def _bounds_tex(p: dict) -> str:
+    parts = ([r"L=" + _fmt(p["lower"])] if p.get("lower") is not None else []) + (
+        [r"C=" + _fmt(p["cap"])] if p.get("cap") is not None else [])
+    return r",\quad ".join(parts)
+
+
+def _truncated_tex(p: dict) -> str:
+    v = _varrho(p)
+    weight = (r"\operatorname{clip}(%s,L,C)" % v) if p.get("lower") is not None else (r"\min(%s,\,C)" % v)
+    return (CORRECTION_FACTOR_TEX + r",\quad \omega_{i,t}=" + weight + r",\quad "
+            + _behaviour_ratio_tex(p) + r",\quad " + _bounds_tex(p))
+
+
+def _masked_tex(p: dict) -> str:
+    v = _varrho(p)
+    band = {(True, True): r"L\le %s\le C" % v, (True, False): r"%s\ge L" % v, (False, True): r"%s\le C" % v,
+            (False, False): r"\text{always}"}[(p.get("lower") is not None, p.get("cap") is not None)]
+    kept = {"ratio": v, "token_ratio": r"\tfrac{%s(o_{i,t}\mid\cdot)}{%s(o_{i,t}\mid\cdot)}" % (_OLD, _SAMPLER),
+            "one": "1"}[p["kept"]]
+    return (CORRECTION_FACTOR_TEX + r",\quad \omega_{i,t}=\mathbb{1}\big[" + band + r"\big]\,"
+            + kept + r",\quad " + _behaviour_ratio_tex(p) + r",\quad " + _bounds_tex(p))
+
+
+def _correction_worked(kind_name: str):
+    """A correction kind's worked token: ``worked(behaviour_ratio, params) -> (TeX line, weight)``."""
+    def worked(varrho: float, params: dict) -> tuple[str, float]:
+        truncate = kind_name == "truncated_is"
+        kept = "one" if not truncate and params["kept"] == "one" else "ratio"  # one token: its ratio is the tested one
+        weight, _ = C.rollout_correction_weight(np.log(np.array([[varrho]])), np.zeros((1, 1)), np.ones((1, 1)), "token",
+                                                truncate, params.get("cap"), params.get("lower"), kept=kept)
+        w = float(weight[0, 0])
+        if kind_name == "truncated_is":
+            inner = (r"\operatorname{clip}(" + tex_num(varrho, 5) + "," + tex_num(params["lower"]) + "," + tex_num(params["cap"]) + ")"
+                     if params.get("lower") is not None else r"\min(" + tex_num(varrho, 5) + "," + tex_num(params["cap"]) + ")")
+        else:
+            inner = (r"\mathbb{1}\big[" + (tex_num(params["lower"]) + r"\le " if params.get("lower") is not None else "")
+                     + tex_num(varrho, 5) + (r"\le " + tex_num(params["cap"]) if params.get("cap") is not None else "")
+                     + r"\big]\times" + ("1" if params["kept"] == "one" else tex_num(varrho, 5)))
+        return r"\omega=" + inner + "=" + tex_num(w, 5), w
+    return worked
+
+
+_VARRHO_HOW = cases(
+    ("params.level == 'token'", "exp(log πold − log πsampler) of this token"),
+    ("params.sequence == 'geometric_mean'", "exp(mean over the {raw(length)} tokens of log πold − log πsampler)"),
+    (None, "exp(sum over the {raw(length)} tokens of log πold − log πsampler): the product of their ratios"))
+_CORRECTION_INPUTS = (
+    row("log πold(token)", "the learner, before this rollout's first update", "token.old_logp", key="old_logp"),
+    row("log πsampler(token)", "the sampler that drew it (its own log-prob, logged as sample_logp)", "token.sample_logp",
+        key="sample_logp"),
+    row("behaviour ratio ϱ", _VARRHO_HOW, "calc.correction_ratio", key="correction_ratio"))
+_CORRECTION_OBJECTIVE = row("ω·ℓ", "the weight times the surrogate {calc.surrogate}", "calc.correction * calc.surrogate",
+                            key="corrected")
+_NO_SAMPLER = say("This token's log has no sampler log-probability (sample_logp), so its weight cannot be computed: "
+                  "the run must log it.", when="!has(token.sample_logp)", cls="unipo-live-warn")
+_CORRECTION_TERMS = (
+    Term("omega", r"\omega_{i,t}", "The behaviour policy's weight: a constant (stop-gradient) on the token's surrogate, "
+         "correcting for the sampler not being the policy being trained (another engine or precision, or a policy some "
+         "updates stale)."),
+    Term("varrho", r"\varrho", "The behaviour ratio: the learner's probability of the sampled token over the sampler's, "
+         "per token or per response. 1 when the two agree."),
+    Term("sampler", _SAMPLER, "The policy that sampled the tokens, with the log-probs it reported (vLLM's, or a stale copy's)."))
+
+register("correction", "none", NoParams,
+         "No rollout correction: the tokens are trained as if the policy being trained had sampled them.",
+         lambda p: "", label="no rollout correction",
+         explain=explain(say("No rollout correction: the sampler's log-probabilities are taken to be the learner's "
+                             "(their difference, when logged, is not corrected for).")))
+register("correction", "truncated_is", TruncatedIS,
+         "Truncated importance sampling against the sampler: each token's surrogate is weighted by pi_old / pi_sampler, "
+         "capped at C (per token, or one weight per response).",
+         _truncated_tex, _CORRECTION_TERMS + (
+             Term("C", r"C", "The cap: a token the sampler found much less likely than the learner does weighs at most C, "
+                  "so one rare token cannot dominate the update (TRL vllm_importance_sampling_clip_max, verl "
+                  "rollout_is_threshold, OpenRLHF is_correction_threshold; Yao et al., 'Your efficient RL framework "
+                  "secretly brings you off-policy RL training', 2025)."),),
+         fn=C.truncated_is_weight, label="truncated IS (TIS)", worked=_correction_worked("truncated_is"),
+         apply=lambda old, samp, mask, p: C.truncated_is_weight(old, samp, mask, p["level"], p["cap"], p.get("lower"),
+                                                                p["sequence"]),
+         explain=explain(
+             *_CORRECTION_INPUTS,
+             row("weight ω", cases(("has(params.lower)", "ϱ clipped to [{params.lower}, {params.cap}]"),
+                                   (None, "min(ϱ, {params.cap})")), "calc.correction", key="correction"),
+             _CORRECTION_OBJECTIVE,
+             say(cases(("calc.correction_side == 1", "Truncated: ϱ = {calc.correction_ratio} is above the cap "
+                        "{params.cap}, so this token weighs {params.cap}, not ϱ; its gradient keeps its sign."),
+                       ("calc.correction_side == -1", "Raised to the lower bound {params.lower}: ϱ = {calc.correction_ratio} "
+                        "is below it."),
+                       (None, "The weight is the ratio itself, {calc.correction_ratio}: the sampler and the learner "
+                              "{calc.correction_ratio == 1 ? 'agree exactly' : 'differ by less than the cap allows'}.")),
+                 cls="unipo-live-branch"),
+             _NO_SAMPLER))
+register("correction", "masked_is", MaskedIS,
+         "Masked importance sampling against the sampler: a token (or a whole response) whose ratio pi_old / pi_sampler "
+         "leaves [L, C] gets weight 0; the others keep theirs (two-sided, as IcePop).",
+         _masked_tex, _CORRECTION_TERMS + (
+             Term("mask", r"\mathbb{1}", "1 inside the band [L, C], 0 outside: a token the two policies disagree on too "
+                  "much in either direction is dropped from the update instead of weighed (IcePop; TRL *_mask, verl "
+                  "rollout_rs, OpenRLHF icepop and seq-mask-tis, prime-rl token_mask_low/high)."),),
+         fn=C.masked_is_weight, label="masked IS (two-sided)", worked=_correction_worked("masked_is"),
+         apply=lambda old, samp, mask, p: C.masked_is_weight(old, samp, mask, p["level"], p.get("cap"), p.get("lower"),
+                                                             p["sequence"], p["kept"]),
+         explain=explain(
+             *_CORRECTION_INPUTS,
+             row("band", cases(("has(params.lower) && has(params.cap)", "[{params.lower}, {params.cap}]"),
+                               ("has(params.lower)", "at least {params.lower}"), (None, "at most {params.cap}")),
+                 text=cases(("has(params.lower) && has(params.cap)", "[{params.lower}, {params.cap}]"),
+                            ("has(params.lower)", "≥ {params.lower}"), (None, "≤ {params.cap}"))),
+             row("weight ω", cases(("params.kept == 'one'", "1 inside the band, 0 outside"),
+                                   ("params.kept == 'token_ratio'", "the token's own ratio inside the band, 0 outside"),
+                                   (None, "ϱ inside the band, 0 outside")), "calc.correction", key="correction"),
+             _CORRECTION_OBJECTIVE,
+             say(cases(("calc.correction_side == 1", "Masked: ϱ = {calc.correction_ratio} is above {params.cap}, so this "
+                        "token weighs 0 and adds nothing to the update."),
+                       ("calc.correction_side == -1", "Masked: ϱ = {calc.correction_ratio} is below {params.lower}, so this "
+                        "token weighs 0 and adds nothing to the update."),
+                       (None, "Kept: ϱ = {calc.correction_ratio} is inside the band; the token weighs {calc.correction}.")),
+                 cls="unipo-live-branch"),
+             _NO_SAMPLER))
