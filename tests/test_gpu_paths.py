@@ -408,25 +408,27 @@ def _view(group_lengths):
 
 
 def test_step_detail_keeps_to_its_byte_limit():
-    """Groups are detailed in the order of choice (all-correct, all-wrong, mixed) while the written
-    file stays within max_bytes; one that does not fit is passed over for the next, and the first is
-    always detailed. Sizes are of the file as the run log writes it (runlog.dumps and a newline)."""
+    """Groups are detailed in the order of choice (a mixed one, an all-correct one, an all-wrong one:
+    core/step_budget.detail_order) while the written file stays within max_bytes; one that does not
+    fit is passed over for the next, and the first is always detailed. Sizes are of the file as the
+    run log writes it (runlog.dumps and a newline)."""
     from training.records import step_detail
 
     def detail(view, groups=3, **kw):
         d = step_detail(view, step=0, rollout=0, objective=0.0, detail_groups=groups, **kw)
         return d, len(runlog.dumps(d)) + 1, {g.index for g in d.groups if g.detailed}
 
-    view = _view([4, 40, 6])  # group 1 (all wrong, second in the order) is the long one
+    view = _view([40, 4, 6])  # order of choice 2 (mixed), 0 (all correct, the long one), 1 (all wrong)
     _, full, everything = detail(view)
     assert everything == {0, 1, 2}
     _, one, first = detail(view, max_bytes=1)
-    assert first == {0}  # nothing fits 1 byte: the first group all the same
-    _, with_long, _ = detail(view, groups=2)  # groups 0 and 1
+    assert first == {2}  # nothing fits 1 byte: the first group all the same
+    _, with_long, two = detail(view, groups=2)
+    assert two == {2, 0}
     _, size, kept = detail(view, max_bytes=with_long - 1)
-    assert kept == {0, 2} and size <= with_long - 1  # group 1 passed over, group 2 still fits
+    assert kept == {2, 1} and size <= with_long - 1  # group 0 passed over, group 1 still fits
     _, size, kept = detail(view, max_bytes=full - 1)
-    assert kept == {0, 1} and size == with_long  # the last one is the one left out
+    assert kept == {2, 0} and size == with_long  # the last one is the one left out
     d, size, kept = detail(view, max_bytes=full)
     assert kept == {0, 1, 2} and size == full
     assert [p.index for p in d.prompts] == [0, 1, 2] and all(r.tokens for p in d.prompts for r in p.responses)
