@@ -43,11 +43,12 @@ export UNIPO_REQUIRE_OPENRLHF=1
 # TRL came with the trl extra: the real GRPOTrainer run of tests/test_trl_run.py fails instead of skipping.
 export UNIPO_REQUIRE_TRL=1
 
-# UNIPO_TEST_WORKERS=2: two workers (pytest-xdist, in the dev extra), -n 2 --dist loadgroup; each module with
-# fixtures of its own runs on one worker, the browser tests and the users of the session's site builds and TRL
-# run all on one (tests/conftest.py), so nothing costly is made twice. One process by default: the gain on a
-# quiet 2-core machine is not measured yet (benchmarks/results/test_durations_modules.txt).
-workers="${UNIPO_TEST_WORKERS:-1}"
+# Two workers by default (pytest-xdist, in the dev extra: -n 2 --dist loadgroup); each module with fixtures of
+# its own runs on one worker, and the users of the session's site builds and TRL run all on one
+# (tests/conftest.py), so nothing costly is made twice. On the 2-core machine the whole suite took 27.6 min in
+# one process and 15.7 min on two workers (benchmarks/results/test_durations.txt). UNIPO_TEST_WORKERS=1: one
+# process (no xdist), e.g. to read a failing test's output in order.
+workers="${UNIPO_TEST_WORKERS:-2}"
 parallel=()
 if [ "$workers" != 1 ]; then
   parallel=(-n "$workers" --dist loadgroup)

@@ -83,14 +83,15 @@ def trl_grpo_run(tmp_path_factory) -> Path:
 #: runs one Chromium at a time.
 SHARED_BUILDS = {"site_build", "built_site", "sets_site_build", "trl_grpo_run"}
 SHARED_GROUP = "shared-builds"
-BROWSER_DIR = Path(__file__).resolve().parent / "browser"
 
 
 def xdist_group(item) -> str | None:
-    """The group of a test under --dist loadgroup: SHARED_GROUP for the browser tests and the users of
-    SHARED_BUILDS; the module's node id when the test uses a fixture its module defines above function scope
-    (a trained run, a built site: made once, on one worker); None (any worker, test by test) otherwise."""
-    if BROWSER_DIR in Path(str(item.path)).resolve().parents or SHARED_BUILDS & set(getattr(item, "fixturenames", ())):
+    """The group of a test under --dist loadgroup: SHARED_GROUP for the users of SHARED_BUILDS (the browser
+    tests of the shipped site among them: its session fixtures depend on site_build); the module's node id
+    when the test uses a fixture its module defines above function scope (a trained run, a built site of its
+    own: made once, on one worker); None (any worker, test by test) otherwise. A browser test that builds its
+    own site is thus free of the shipped site's worker (each worker starts its own Chromium: 3 s)."""
+    if SHARED_BUILDS & set(getattr(item, "fixturenames", ())):
         return SHARED_GROUP
     info = getattr(item, "_fixtureinfo", None)
     for defs in (info.name2fixturedefs.values() if info else ()):
