@@ -55,13 +55,6 @@ def placeholder_formula(spec: AlgorithmSpec | ResolvedAlgorithm) -> str:
     return objective_formula(spec, diff_class=lambda slot: DIFF_PLACEHOLDER.format(slot=slot))
 
 
-def fill_statuses(tex: str, statuses: dict[str, str]) -> str:
-    """The placeholder formula with each slot's status class (what explainer.js fillStatuses does)."""
-    for slot in SLOTS:
-        tex = tex.replace(DIFF_PLACEHOLDER.format(slot=slot), f"unipo-diff-{statuses.get(slot, 'unchanged')}")
-    return tex
-
-
 def side_data(name: str, algorithm: AlgorithmSpec | ResolvedAlgorithm, comps: dict[str, Component],
               full_name: str | None = None) -> dict[str, Any]:
     """One side of a comparison as the browser reads it: its name, its objective with placeholders
