@@ -23,7 +23,7 @@ def trim_run(run_dir: Path, max_bytes: int) -> tuple[list[str], list[str]]:
     for step in runlog.token_steps(run_dir):
         path = run_dir / runlog.TOKENS_DIR / runlog.token_file_name(step)
         try:
-            before, after = trim_step_file(run_dir, step, max_bytes)
+            before, after, kept = trim_step_file(run_dir, step, max_bytes)
         except runlog.LogErrors as err:  # one line for the file: its first problem, and how many more
             more = f" (and {len(err.errors) - 1} more: `unipo validate {path}` lists them)" if len(err.errors) > 1 else ""
             problems.append(f"{err.errors[0]}{more}; the file was not changed")
@@ -36,7 +36,6 @@ def trim_run(run_dir: Path, max_bytes: int) -> tuple[list[str], list[str]]:
             continue
         if after == before and after <= max_bytes:
             continue
-        kept = sum(g.detailed for g in runlog.read_step_detail(run_dir, step).groups)
         groups = f"{kept} group{'s' if kept != 1 else ''} detailed"
         if after != before:
             done.append(f"{path}: {fmt_num(before)} -> {fmt_num(after)} bytes, {groups}")

@@ -84,18 +84,20 @@ def trim_detail(detail: StepDetail, max_bytes: int) -> StepDetail:
     return fit_detail(base, (detailed[g] for g in order), max_bytes)
 
 
-def trim_step_file(run_dir: str | Path, step: int, max_bytes: int) -> tuple[int, int]:
+def trim_step_file(run_dir: str | Path, step: int, max_bytes: int) -> tuple[int, int, int | None]:
     """Trim one step file of ``run_dir`` in place (atomically) to ``max_bytes`` by :func:`trim_detail`;
-    (bytes before, bytes after). A file within the budget is not rewritten. A bad file raises the
-    run log's ``LogError``/``LogErrors`` (naming the file, the step and the field)."""
+    (bytes before, bytes after, groups detailed in the file as it now is: None when it was within the
+    budget and not read). A file within the budget is not rewritten. A bad file raises the run log's
+    ``LogError``/``LogErrors`` (naming the file, the step and the field)."""
     path = Path(run_dir) / runlog.TOKENS_DIR / runlog.token_file_name(step)
     before = path.stat().st_size
     if before <= max_bytes:
-        return before, before
+        return before, before, None
     detail = runlog.read_step_detail(run_dir, step)
     trimmed = trim_detail(detail, max_bytes)
+    detailed = sum(g.detailed for g in trimmed.groups)
     if trimmed is detail:  # within the budget once written as the run log writes it
-        return before, before
+        return before, before, detailed
     text = runlog.dumps(trimmed) + "\n"
     runlog.atomic_write_text(path, text)
-    return before, len(text.encode("utf-8"))
+    return before, len(text.encode("utf-8")), detailed
