@@ -56,6 +56,11 @@ class Comparison:
         return not (self.differs or self.only_before or self.only_after)
 
 
+def _module(path: str) -> str:
+    """``a/b/c.py`` -> ``a.b.c`` (a package's ``__init__.py``: the package)."""
+    return path[:-3].replace("/", ".").removesuffix(".__init__")
+
+
 def rename_pairs(renames: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """(text after, text before) for every way a renamed file can be printed: its path, its path
     without the package folder, and for a Python module its dotted name. Longest first, so that
@@ -69,10 +74,7 @@ def rename_pairs(renames: list[tuple[str, str]]) -> list[tuple[str, str]]:
         if len(old_parts) > 1 and len(new_parts) > 1 and old_parts[0] == new_parts[0]:
             pairs.add(("/".join(new_parts[1:]), "/".join(old_parts[1:])))
         if old.endswith(".py") and new.endswith(".py"):
-            dotted = [(o[:-3].replace("/", ".").removesuffix(".__init__"), n[:-3].replace("/", ".").removesuffix(".__init__"))
-                      for o, n in ((old, new),)]
-            for o, n in dotted:
-                pairs.add((n, o))
+            pairs.add((_module(new), _module(old)))
     return sorted(pairs, key=lambda p: -len(p[0]))
 
 
