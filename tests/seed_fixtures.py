@@ -56,6 +56,7 @@ class FixtureRun:
     max_new_tokens: int = 64
     detail_steps: tuple[int, ...] = ()  # updates with a token file (helpers_runlog.make_detail)
     planned_rollouts: int | None = None  # more than ``rollouts``: a run still training (no end evaluation, unfinished)
+    sampler_lag: int = 0  # > 0: an asynchronous run (its header's hyperparameters.sampler_lag)
 
 
 def header_for(spec: FixtureRun) -> RunHeader:
@@ -67,7 +68,8 @@ def header_for(spec: FixtureRun) -> RunHeader:
                           components=[RewardComponentInfo(name="correct", description="right answer", weight=1.0)]),
         model=ModelInfo(name="tiny", architecture="llama", parameters=1000, vocab_size=32),
         hyperparameters={"lr": 0.0001, "group_size": GROUP, "prompts_per_step": PROMPTS,
-                         "max_new_tokens": spec.max_new_tokens, "steps": spec.planned_rollouts or spec.rollouts, "epochs": spec.steps_per_rollout, "minibatches": 1},
+                         "max_new_tokens": spec.max_new_tokens, "steps": spec.planned_rollouts or spec.rollouts, "epochs": spec.steps_per_rollout, "minibatches": 1,
+                         **({"sampler_lag": spec.sampler_lag} if spec.sampler_lag else {})},
         seed=spec.seed, created_at=CREATED, steps_per_rollout=spec.steps_per_rollout, length_probe=spec.length_probe)
 
 

@@ -22,6 +22,9 @@ def cat(tmp_path_factory):
         FixtureRun(run_id="grpo", algorithm="grpo", seed=0, rollouts=3),
         FixtureRun(run_id="grpo-s1", algorithm="grpo", seed=1, rollouts=3),
         FixtureRun(run_id="ppo-a", algorithm="ppo", seed=5, rollouts=3),
+        # asynchronous GRPO (sampled 8 rollouts stale) at seeds 0 and 1: its own band, never GRPO's seeds
+        FixtureRun(run_id="async8_grpo", algorithm="grpo", seed=0, rollouts=3, sampler_lag=8),
+        FixtureRun(run_id="async8_grpo-s1", algorithm="grpo", seed=1, rollouts=3, sampler_lag=8),
     ])
     (root / "broken").mkdir()
     (root / "broken" / "header.json").write_text("{", encoding="utf-8")
@@ -33,6 +36,22 @@ def test_seeds_of_orders_an_algorithms_runs_by_seed(cat):
     assert [r.id for r in cat.seeds_of("grpo")] == ["grpo", "grpo-s1", "grpo-s2"]
     assert [r.header.seed for r in cat.seeds_of("grpo")] == [0, 1, 2]
     assert cat.seeds_of("dapo") == []
+
+
+def test_asynchronous_runs_are_their_own_variant_not_seeds_of_the_synchronous_algorithm(cat):
+    assert runs.split_variant("grpo@lag8") == ("grpo", 8) and runs.split_variant("grpo") == ("grpo", 0)
+    assert runs.split_variant("grpo@lagx") == ("grpo@lagx", 0)
+    assert [r.variant for r in cat.seeds_of("grpo")] == ["grpo"] * 3
+    assert [r.id for r in cat.seeds_of("grpo@lag8")] == ["async8_grpo", "async8_grpo-s1"]
+    assert cat.chosen("grpo").id == "grpo" and cat.chosen("grpo@lag8").id == "async8_grpo"
+    run, seeds = cat.with_seeds("async8_grpo-s1")
+    assert run.id == "async8_grpo-s1" and [r.id for r in seeds] == ["async8_grpo", "async8_grpo-s1"]
+    assert "grpo@lag8" in cat.algorithms
+    assert {r.id for r in cat.chosen_each()} >= {"grpo", "async8_grpo"}
+    assert "async8_grpo" not in {r.id for r in cat.chosen_each(skip={"grpo@lag8"})}
+    site = Site(runs_where=cat)
+    assert site.algorithm_name("grpo@lag8") == "GRPO, sampler 8 rollouts stale"
+    assert site.run_label(run) == "GRPO, sampler 8 rollouts stale (async8_grpo-s1)"
 
 
 def test_seed_order_puts_runs_without_a_seed_last(cat):
@@ -64,7 +83,7 @@ def test_with_seeds_gives_the_run_and_its_algorithms_seeds(cat):
 
 
 def test_chosen_each_gives_one_run_per_algorithm_in_the_order_found(cat):
-    assert [r.id for r in cat.chosen_each()] == ["grpo", "ppo-a"]
+    assert [r.id for r in cat.chosen_each()] == ["async8_grpo", "grpo", "ppo-a"]  # a variant is its own
     assert [r.id for r in cat.chosen_each(skip={"grpo"})] == ["ppo-a"]
 
 

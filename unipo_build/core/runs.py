@@ -71,6 +71,11 @@ class Run:
         return self.header.algorithm_config if self.header else None
 
     @property
+    def variant(self) -> str | None:
+        """The id the catalogue groups this run's seeds under (:func:`variant_of`)."""
+        return variant_of(self.header) if self.header else None
+
+    @property
     def reader(self) -> RunReader:
         """The run's reader (the one it was loaded with): every view reads the run through it."""
         if self._reader is None:
@@ -92,6 +97,28 @@ class Run:
         if not isinstance(planned, int) or isinstance(planned, bool) or logged >= planned:
             return None
         return logged, planned
+
+
+#: How a variant id names a run sampled by a stale policy: ``grpo@lag8``.
+LAG_MARK = "@lag"
+
+
+def variant_of(header: RunHeader) -> str:
+    """The algorithm id a run's seeds are grouped under: its header's algorithm, with ``@lag<k>``
+    appended when its rollouts were sampled by the policy of k rollouts before (``sampler_lag``).
+
+    Runs of one spec that differ in how they were sampled are different experiments, not seeds of
+    one: an asynchronous GRPO run never joins the seed band of the synchronous ones. A page names
+    the asynchronous runs' band by the variant id (``grpo@lag8``), the synchronous one by ``grpo``.
+    """
+    lag = header.hyperparameters.get("sampler_lag") or 0
+    return f"{header.algorithm}{LAG_MARK}{lag}" if isinstance(lag, int) and lag > 0 else header.algorithm
+
+
+def split_variant(variant: str) -> tuple[str, int]:
+    """``grpo@lag8`` -> (``grpo``, 8); an algorithm id -> (it, 0)."""
+    algorithm, mark, lag = variant.partition(LAG_MARK)
+    return (algorithm, int(lag)) if mark and lag.isdigit() else (variant, 0)
 
 
 def is_run_dir(path: Path) -> bool:
@@ -223,8 +250,8 @@ class RunCatalog:
     def __init__(self, source: RunsSource, runs: Sequence[Run], algorithms: Sequence[str] = ()):
         self.source = source
         self.runs = list(runs)
-        #: Every algorithm id a page may name: the specs' and the loaded runs'.
-        self.algorithms = set(algorithms) | {r.header.algorithm for r in self.runs if r.ok}
+        #: Every algorithm id a page may name: the specs', the loaded runs' and their variants (grpo@lag8).
+        self.algorithms = set(algorithms) | {v for r in self.runs if r.ok for v in (r.header.algorithm, r.variant)}
         self.choice = dict(source.choice)
         ids = [r.id for r in self.runs if r.ok]
         #: Run ids found more than once: the first one found wins, the others are not shown.
@@ -239,11 +266,12 @@ class RunCatalog:
         return out
 
     def of_algorithm(self, algorithm: str) -> list[Run]:
-        """Every loaded run of ``algorithm`` (its header's id), in the order found."""
-        return [r for r in self.loaded() if r.header.algorithm == algorithm]
+        """Every loaded run of ``algorithm``, a variant id (:func:`variant_of`: the header's algorithm
+        for a synchronous run, ``grpo@lag8`` for one sampled 8 rollouts stale), in the order found."""
+        return [r for r in self.loaded() if r.variant == algorithm]
 
     def seeds_of(self, algorithm: str) -> list[Run]:
-        """Every loaded run of ``algorithm``, in seed order (:func:`seed_order`)."""
+        """Every loaded run of the variant ``algorithm``, in seed order (:func:`seed_order`)."""
         return sorted(self.of_algorithm(algorithm), key=seed_order)
 
     def by_id(self, run_id: str) -> Run | None:
@@ -268,16 +296,16 @@ class RunCatalog:
         """(the loaded run :meth:`get` finds for ``name``, every run of its algorithm in seed order);
         (None, []) when there is none."""
         run = self.loaded_run(name)
-        return (None, []) if run is None else (run, self.seeds_of(run.header.algorithm))
+        return (None, []) if run is None else (run, self.seeds_of(run.variant))
 
     def chosen_each(self, skip: set[str] | frozenset[str] = frozenset()) -> list[Run]:
         """The chosen run of every algorithm of the loaded runs but those in ``skip``, in the order
         their runs were found."""
         out: list[Run] = []
         for run in self.loaded():
-            if run.header.algorithm in skip:
+            if run.header.algorithm in skip or run.variant in skip:
                 continue
-            chosen = self.chosen(run.header.algorithm)
+            chosen = self.chosen(run.variant)
             if chosen is not None and all(chosen.path != r.path for r in out):
                 out.append(chosen)
         return out
@@ -327,7 +355,7 @@ class RunCatalog:
             return self.chosen(name)
         for run in self.runs:
             if name in (run.id, run.path.name):
-                if run.ok and name in self.algorithms and run.header.algorithm != name:
+                if run.ok and name in self.algorithms and run.variant != name:
                     continue
                 return run
         return self.chosen(name)  # no run: None, or the error of a run choice that names none
@@ -429,7 +457,7 @@ def runs_status_html(where) -> str:
     ok = cat.loaded()
     names = ", ".join(f"<code>{escape(r.id)}</code> ({escape(r.header.algorithm)})" for r in ok) or "none"
     shown = []
-    for algorithm in sorted({r.header.algorithm for r in ok}):
+    for algorithm in sorted({r.variant for r in ok}):
         runs = cat.of_algorithm(algorithm)
         if len(runs) > 1:
             shown.append(f"<code>{escape(algorithm)}</code>: <code>{escape(cat.chosen(algorithm).id)}</code> "

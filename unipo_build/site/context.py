@@ -197,6 +197,11 @@ class Site:
         return specs[algorithm]
 
     def algorithm_name(self, algorithm_id: str) -> str:
+        """A spec's name (an ablation rung's too); for a variant id (``grpo@lag8``, runs.variant_of)
+        the spec's name and the sampler's lag: "GRPO, sampler 8 rollouts stale"."""
+        base, lag = runs.split_variant(algorithm_id)
+        if lag:
+            return f"{self.algorithm_name(base)}, sampler {lag} rollout{'s' if lag != 1 else ''} stale"
         spec = self.specs().get(algorithm_id)
         if spec is None and algorithm_id not in self.specs():
             try:
@@ -207,7 +212,7 @@ class Site:
 
     def run_label(self, run: runs.Run) -> str:
         """How a run is named in legends: its algorithm's name (and its id when that differs)."""
-        name = self.algorithm_name(run.header.algorithm)
+        name = self.algorithm_name(run.variant)
         return name if run.id in (run.header.algorithm, name) else f"{name} ({run.id})"
 
     # -- the page ---------------------------------------------------------

@@ -37,6 +37,7 @@ ALGORITHMS: dict[str, str] = {
     "cispo": "#332288",  # Tol indigo
     "sapo": "#44AA99",  # Tol teal
     "grpo_tis": "#225522",  # Tol dark green: GRPO with a correction, beside its bluish green
+    "grpo_mis": "#882255",  # Tol wine: the masking correction, apart from the truncating one's green
     # Methods of the playgrounds that are not specs of the course.
     "dpo": "#D55E00",  # vermillion
     "dro": "#CC79A7",  # reddish purple

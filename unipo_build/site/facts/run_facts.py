@@ -63,7 +63,9 @@ def course_runs(site: Site, runs: Sequence[str] | None = None) -> tuple[list[Run
 
     ``runs=None``: the chosen run of each of :data:`COURSE_ALGORITHMS`, then every other loaded
     run's algorithm (a hybrid, a reader's own algorithm) with its chosen run, in the order found;
-    not the ablation ladder's rungs (``Site.ablation_ids``), which the ladder figure shows.
+    not the ablation ladder's rungs (``Site.ablation_ids``), which the ladder figure shows, nor the
+    runs sampled by a stale policy (a variant ``grpo@lag8``), which the chapter on the sampler and
+    the learner compares against their synchronous runs.
     """
     names = list(COURSE_ALGORITHMS) if runs is None else [str(r) for r in runs]
     found: list[Run] = []
@@ -77,7 +79,7 @@ def course_runs(site: Site, runs: Sequence[str] | None = None) -> tuple[list[Run
     if runs is None:
         rungs = site.ablation_ids()  # the ablation ladder's runs have a page of their own
         for chosen in site.catalog.chosen_each(skip=rungs):
-            if all(chosen.path != r.path for r in found):
+            if all(chosen.path != r.path for r in found) and chosen.variant == chosen.header.algorithm:
                 found.append(chosen)
     return found, missing
 

@@ -93,14 +93,14 @@ def run_choice_text(site: Site, name: str) -> str:
     run, runs = site.catalog.with_seeds(name)
     if run is None:
         return f"There is no {name} run in this build."
-    label = site.algorithm_name(run.header.algorithm)
+    label = site.algorithm_name(run.variant)
     if len(runs) == 1:
         return (f"This chapter shows the run {with_seed(run)}, the only {label} run in this build, so "
                 "what it shows rests on one seed.")
     others = [r for r in runs if r is not run]
     detail = [r for r in others if r.token_steps()]
-    chosen = site.catalog.chosen(run.header.algorithm)
-    why = site.catalog.why_chosen(run.header.algorithm) if chosen is run else "the page names it by its id"
+    chosen = site.catalog.chosen(run.variant)
+    why = site.catalog.why_chosen(run.variant) if chosen is run else "the page names it by its id"
     other_words = and_names([with_seed(r) for r in others])
     if not detail:
         logs = "log metrics and held-out evaluations only"
@@ -120,7 +120,7 @@ def seed_counts_text(site: Site, algorithms: Sequence[str] | None = None) -> str
     if algorithms is None:
         rungs = site.ablation_ids()
         order = {a: i for i, a in enumerate(COURSE_ALGORITHMS)}
-        wanted = sorted({r.header.algorithm for r in site.catalog.loaded()} - rungs,
+        wanted = sorted({r.variant for r in site.catalog.loaded()} - rungs,
                         key=lambda a: (order.get(a, len(order)), a))
     else:
         wanted = [str(a) for a in algorithms]

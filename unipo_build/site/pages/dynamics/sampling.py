@@ -215,7 +215,7 @@ def batch_filling_html(site: Site, runs: Sequence[str] | None) -> str:
 def batch_table_html(site: Site, shown: list[Run]) -> str:
     rows = []
     for chosen in shown:
-        for run in site.catalog.seeds_of(chosen.header.algorithm):
+        for run in site.catalog.seeds_of(chosen.variant):
             fill = batch_fill(run)
             edges = {m: edge_means(rollout_column(run, m)[~np.isnan(rollout_column(run, m))])
                      for m in ("accuracy/train", "sampled/accuracy", "reward/mean", "sampled/reward")}

@@ -202,7 +202,7 @@ def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms:
                          "or point UNIPO_RUNS at a directory of runs, then rebuild.", "warning")
     groups, training = [], []
     for run in shown:
-        done, still = finished_runs(site.catalog.seeds_of(run.header.algorithm))
+        done, still = finished_runs(site.catalog.seeds_of(run.variant))
         training += still
         if done:
             groups.append((run.header.algorithm, done))

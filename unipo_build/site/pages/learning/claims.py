@@ -430,7 +430,7 @@ def seeds_note_text(site: Site) -> str:
     found, _ = course_runs(site)
     if not found:
         return "No runs are part of this build, so there is nothing to compare."
-    counts = [(site.run_label(r), len(site.catalog.of_algorithm(r.header.algorithm))) for r in found]
+    counts = [(site.run_label(r), len(site.catalog.of_algorithm(r.variant))) for r in found]
     several = [(name, n) for name, n in counts if n > 1]
     if not several:
         return ("Each algorithm of this build was trained once, with one seed. A gap between two lines that is no "

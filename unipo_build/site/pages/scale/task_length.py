@@ -213,7 +213,7 @@ def probe_groups(site: Site, runs: Sequence[str] | None) -> list[tuple[list[Run]
     found, _ = course_runs(site, runs)
     groups: dict[str, tuple[list[Run], LengthProbe]] = {}
     for shown in found:
-        for run in site.catalog.seeds_of(shown.header.algorithm):
+        for run in site.catalog.seeds_of(shown.variant):
             p = run.header.length_probe
             if p is not None:
                 groups.setdefault(p.model_dump_json(), ([], p))[0].append(run)
