@@ -9,6 +9,9 @@ notes, dropped groups, an imported log without correctness, J near zero, and hos
 
 from __future__ import annotations
 
+import json
+import math
+
 import pytest
 
 import browser_harness as H
@@ -174,3 +177,82 @@ def test_the_step_objective_in_words(inspectors):
     drv = inspectors(2, 7)
     assert view(drv, 2)["j"] == ["J \u2248 0"] and view(drv, 2)["why"] == ["Why is J \u2248 0?"]
     assert view(drv, 7)["j"] == ["J = \u22120.002958"] and view(drv, 7)["why"] == []
+
+
+# ------------------------------------------- a token's objective not logged, under the run's own clip kind
+
+#: Token 1 of step 4's first response in each run: its ratio made 4 and every advantage -0.5, and
+#: (dual-clip, which has a KL in the loss) its reference log-prob ln 2 below its log-prob.
+RATIO, ADV, REF_GAP = 4.0, -0.5, math.log(2.0)
+
+
+@pytest.fixture(scope="module")
+def unlogged_url(tmp_path_factory):
+    """A dual-clip and a CISPO inspector whose served step has no per-token objective (the schema
+    requires one, so the step file is edited after the build, as a trainer's export that left it out
+    would reach the browser); the page's URL."""
+    H.require_browser()
+    tmp = tmp_path_factory.mktemp("unlogged-site")
+    runs = tmp / "runs"
+    for algorithm in ("dual_clip", "cispo"):
+        write_test_run(runs / f"test-{algorithm}", algorithm)
+    page = "# Unlogged objectives\n\n" + "".join(
+        f'## {a}\n\n{{{{ step_inspector("test-{a}", step=4) }}}}\n\n' for a in ("dual_clip", "cispo"))
+    site = H.build_test_site(tmp, {"index.md": page}, runs)
+    for algorithm in ("dual_clip", "cispo"):
+        path = site / "assets" / "runs" / f"test-{algorithm}" / "steps" / "step_000004.json"
+        step = json.loads(path.read_text(encoding="utf-8"))
+        for group in step["prompts"]:
+            for response in group["responses"]:
+                del response["tokens"]["objective"]
+        tokens = step["prompts"][0]["responses"][0]["tokens"]
+        tokens["logp"][1] = tokens["old_logp"][1] + math.log(RATIO)
+        tokens["advantage"] = [ADV] * len(tokens["advantage"])
+        if tokens.get("ref_logp"):
+            tokens["ref_logp"][1] = tokens["logp"][1] - REF_GAP
+        path.write_text(json.dumps(step), encoding="utf-8")
+    with H.serving(site) as url:
+        yield url
+
+
+def _readout_sum(driver, index: int) -> dict:
+    driver.execute_script("document.querySelectorAll('.unipo-inspector')[arguments[0]].scrollIntoView()", index)
+    H.wait_js(driver, "return document.querySelectorAll('.unipo-inspector')[arguments[0]].getAttribute('data-ready') === '1'",
+              index, what=f"inspector {index} rendered")
+    driver.execute_script("document.querySelectorAll('.unipo-inspector')[arguments[0]].querySelectorAll('.unipo-tok')[1].click()", index)
+    H.wait_js(driver, "return document.querySelectorAll('.unipo-inspector')[arguments[0]].querySelector('.unipo-readout-sum')",
+              index, what=f"inspector {index}'s objective line")
+    return driver.execute_script("""
+        const ro = document.querySelectorAll('.unipo-inspector')[arguments[0]].querySelector('.unipo-token-readout');
+        const s = ro.querySelector('.unipo-readout-sum');
+        const card = ro.querySelector('.unipo-token-card .unipo-num-value[data-key=objective]');
+        return {text: s.textContent, value: +s.dataset.value, card: card ? +card.dataset.value : null,
+                warn: [...ro.querySelectorAll('.unipo-live-warn')].map(n => n.textContent)};
+    """, index)
+
+
+def test_an_unlogged_objective_is_summed_by_the_runs_own_clip_kind(driver, unlogged_url):
+    """A token whose log has no objective: the readout's line recomputes it with the run's clip kind as
+    its registry entry says (dual-clip's floor, CISPO's clipped weight), never PPO's min."""
+    driver.get(unlogged_url)
+    H.wait_rendered(driver)
+    # dual-clip, c = 3: max(min(4 x -0.5, 1.2 x -0.5), 3 x -0.5) = max(-2, -1.5) = -1.5 (PPO's min says -2);
+    # k3 KL with log pi_ref - log pi = -ln 2: 1/2 + ln 2 - 1; beta 0.04
+    dual = _readout_sum(driver, 0)
+    kl = 0.5 + REF_GAP - 1.0
+    assert dual["value"] == pytest.approx(-1.5 - 0.04 * kl, abs=1e-12)
+    assert dual["text"].startswith("Objective, not logged, recomputed from the token\u2019s inputs: ")
+    assert "floor c\u00b7\u00c2: 3 \u00d7 \u22120.5 (a negative advantage only) = \u22121.5" in dual["text"]
+    assert "the larger of PPO's term and the floor = \u22121.5" in dual["text"]
+    assert "minus \u03b2\u00b7KL = 0.04 \u00d7 0.1931" in dual["text"] and dual["text"].endswith("Token objective \u22121.508.")
+    # CISPO, eps_high 0.28, no lower bound: w = min(4, 1.28) = 1.28, the term 1.28 x -0.5 = -0.64 (PPO: -2); no KL
+    cispo = _readout_sum(driver, 1)
+    assert cispo["value"] == pytest.approx(1.28 * ADV, abs=1e-12)
+    assert "clipped, held constant = 1.28; \u2113 = w\u00b7\u00c2: 1.28 \u00d7 \u22120.5" in cispo["text"]
+    assert cispo["text"].endswith("= \u22120.64. Token objective \u22120.64.")
+    for shown in (dual, cispo):
+        assert "min(\u03c1\u00c2, clip(\u03c1)\u00c2)" not in shown["text"]
+        # the card beside the token says the same number and has nothing it could not compute
+        assert shown["card"] == pytest.approx(shown["value"], abs=1e-15)
+        assert not any("could not be computed" in w for w in shown["warn"])
+    assert [e["message"] for e in H.console_errors(driver)] == []

@@ -387,6 +387,20 @@
   // The template engine alone (tests/test_views_explainer.py runs it in node beside core/registry.py's check).
   V.explainTemplates = { evaluate: evaluate, fill: fill, textOf: textOf };
 
+  /** A slot's rows for one token as plain data ({label, how, value, key}, shown rows only, sentences
+   * left out), from its kind's registry data: the Step Inspector's one-line sum reads the clip's here. */
+  V.kindRows = function (cfg, step, group, response, t, slot) {
+    var ctx = { cfg: cfg, step: step, group: group, response: response, tokens: response.tokens, t: t,
+                b: M.breakdown(cfg, response.tokens) };
+    var scope = scopeOf(ctx, slot);
+    return explainOf(cfg, slot).items.filter(function (item) {
+      return item.say === undefined && (item.when === undefined || evaluate(item.when, scope));
+    }).map(function (item) {
+      return { label: textOf(item.row, scope), how: textOf(item.how, scope), key: item.key || null,
+               value: item.value !== undefined ? evaluate(item.value, scope) : textOf(item.text, scope) };
+    });
+  };
+
   function liveRatio(ctx) {
     var tk = ctx.tokens, t = ctx.t;
     var items = kindItems(ctx, "ratio");
@@ -432,7 +446,8 @@
       ? "\u2113 \u2212 \u03b2\u00b7D = " + fmtQ(b.surrogate[t]) + " \u2212 " + fmt(paramOf(cfg, "kl", "beta")) + " \u00d7 " + fmtQ(b.kl[t])
       : "\u2113 = " + fmtQ(b.surrogate[t]);
     var out = [];
-    out.push(table([row("token objective", how, b.objective[t], "objective", checkText(b.objective[t], tk.objective[t]))]));
+    var logged = tk.objective ? tk.objective[t] : null; // a log without per-token objectives: nothing to check against
+    out.push(table([row("token objective", how, b.objective[t], "objective", checkText(b.objective[t], logged))]));
     return out;
   }
 
@@ -446,7 +461,8 @@
     ].concat(kindItems(ctx, "aggregation", { counts: counts }));
     items.push({ row: row("w \u00b7 objective", fmt(logged) + " \u00d7 " + fmtQ(b.objective[t]), logged * b.objective[t], "weighted") });
     var contribution = 0;
-    for (var i = 0; i < tk.weight.length; i++) contribution += tk.weight[i] * tk.objective[i];
+    var objectives = tk.objective || b.objective; // the recomputed ones where the log has none
+    for (var i = 0; i < tk.weight.length; i++) contribution += tk.weight[i] * objectives[i];
     items.push({ row: row("this response", "\u03a3\u209c w \u00b7 objective", contribution, "response_contribution", checkText(contribution, ctx.response.contribution)) });
     if (ctx.group.contribution !== null && ctx.group.contribution !== undefined) {
       items.push({ row: row("its group", "sum over the group's responses", ctx.group.contribution, "group_contribution") });

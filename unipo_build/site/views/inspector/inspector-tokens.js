@@ -140,8 +140,9 @@
       }
     }
     // How the objective adds up, in one line: the card below says it term by term when it is there.
-    var sum = card ? null : this.objectiveSum(item, b);
-    if (sum) parts.push(el("p", { class: "unipo-readout-sum", text: sum.text }));
+    // (and when the log has no per-token objective: the card cannot check its own against the log)
+    var sum = card && tk.objective ? null : this.objectiveSum(item, b);
+    if (sum) parts.push(el("p", { class: "unipo-readout-sum", "data-value": sum.value === null ? null : String(sum.value), text: sum.text }));
     if (sum && sum.tiny) tinyShown = true;
     if (tinyShown && !(card && card.querySelector(".unipo-noise-note"))) {
       parts.push(el("p", { class: "unipo-readout-note unipo-noise-note", text: V.NOISE_NOTE }));
@@ -152,22 +153,42 @@
     li.appendChild(this.readout);
   };
 
-  /** How the selected token's objective adds up, from the breakdown ``b`` (the readout's source). */
+  /**
+   * How the selected token's objective adds up, in one line, from the breakdown ``b`` (the readout's
+   * source), for a token the card beside it cannot explain or whose log has no per-token objective:
+   * the clip kind's own rows, as its registry entry sends them (explainer.js kindRows: "label: how =
+   * value", the surrogate's last), then the rollout correction's weight and the KL in the loss. A kind
+   * whose data gives no surrogate row is said to be not logged, never computed by another kind's rule.
+   */
   methods.objectiveSum = function (item, b) {
     var cfg = this.data.config;
     if (!b) return null;
     var q = V.fmtQuantity;
     var t = item.t;
-    var a = item.tokens.advantage[t];
-    var text = "Objective = ";
-    if (b.eps_low === null && b.eps_high === null) text += "\u03c1\u00b7\u00c2 = " + fmt(b.ratio[t]) + " \u00d7 " + fmt(a);
-    else text += "min(\u03c1\u00c2, clip(\u03c1)\u00c2) = min(" + fmt(b.ratio[t]) + " \u00d7 " + fmt(a) + ", " +
-      fmt(Math.min(Math.max(b.ratio[t], 1 - b.eps_low), 1 + b.eps_high)) + " \u00d7 " + fmt(a) + ")";
-    text += " = " + q(b.surrogate[t], true);
+    var logged = !!item.tokens.objective;
+    var kind = cfg.components.clip.kind;
+    var found = this.detail && V.kindRows ? V.findToken(this.detail, item.group, item.response) : null;
+    var rows = null;
+    try {
+      rows = found ? V.kindRows(cfg, this.detail, found.group, found.response, t, "clip") : null;
+    } catch (err) {
+      console.error("UNIPO inspector: the " + kind + " term could not be recomputed:", err);
+    }
+    var at = rows ? rows.map(function (r) { return r.key; }).indexOf("surrogate") : -1;
+    if (at < 0) {
+      return logged ? null : { text: "Objective: not logged for this token, and its \u201c" + kind +
+        "\u201d term cannot be recomputed on this page.", tiny: false, value: null };
+    }
+    var terms = rows.slice(0, at + 1).filter(function (r) { return typeof r.value === "number"; }).map(function (r) {
+      return r.label + ": " + (r.how ? r.how + " = " : "") + (r.key === "surrogate" ? q(r.value, true) : fmt(r.value));
+    });
+    var text = (logged ? "Objective" : "Objective, not logged, recomputed from the token\u2019s inputs") + ": " + terms.join("; ");
+    if (b.correction) text += "; times the rollout correction\u2019s weight " + fmt(b.correction[t]);
     var beta = klBeta(cfg);
-    if (beta && b.kl) text += ", minus \u03b2\u00b7KL = " + fmt(beta) + " \u00d7 " + q(b.kl[t]) + ": " + q(b.objective[t], true);
-    var tinyHere = V.tiny(b.surrogate[t]) || (beta && b.kl && (V.tiny(b.kl[t]) || V.tiny(b.objective[t])));
-    return { text: text + ".", tiny: !!tinyHere };
+    if (beta && b.kl) text += "; minus \u03b2\u00b7KL = " + fmt(beta) + " \u00d7 " + q(b.kl[t]);
+    text += ". Token objective " + q(b.objective[t], true);
+    var tinyHere = V.tiny(b.surrogate[t]) || V.tiny(b.objective[t]) || (beta && b.kl && V.tiny(b.kl[t]));
+    return { text: text + ".", tiny: !!tinyHere, value: b.objective[t] };
   };
 
   methods.rove = function (node) {
