@@ -56,6 +56,31 @@ def group_mean_advantage(rewards):
     return rewards - xp.mean(rewards, axis=-1, keepdims=True)
 
 
+def group_mean_batch_std_advantage(rewards, std_ddof: int = 1, eps: float = 1e-4):
+    """(r_i - mean of its group) / (std of every reward of the batch + eps): the group's baseline, the
+    batch's scale (TRL scale_rewards="batch", 1.16 GRPOTrainer._generate_and_score_completions:
+    nanstd over the whole generation batch, Bessel-corrected, plus 1e-4).
+
+    One divisor for every group, so a group whose rewards barely differ keeps small advantages
+    instead of being blown up to unit scale as the group z-score does. ``rewards``: (n_groups, G),
+    every group of the batch the advantages are computed on. A group whose rewards are all equal
+    gets exactly 0, as in :func:`group_zscore_advantage`; so does a batch of one reward (TRL's
+    std is then 0 by definition).
+    """
+    xp = array_namespace(rewards)
+    mean = xp.mean(rewards, axis=-1, keepdims=True)
+    spread = batch_reward_std(rewards, std_ddof)
+    equal = xp.max(rewards, axis=-1, keepdims=True) == xp.min(rewards, axis=-1, keepdims=True)
+    return xp.where(equal, xp.zeros_like(rewards), (rewards - mean) / (spread + eps))
+
+
+def batch_reward_std(rewards, std_ddof: int = 1):
+    """The batch's reward std that :func:`group_mean_batch_std_advantage` divides by (0 for one reward)."""
+    xp = array_namespace(rewards)
+    flat = xp.reshape(rewards, (-1,))
+    return xp.std(flat, correction=std_ddof) if flat.shape[0] > std_ddof else xp.zeros_like(flat[0])
+
+
 def leave_one_out_advantage(rewards):
     """RLOO (arXiv 2402.14740): r_i minus the mean of the other G - 1 rewards.
 
@@ -261,6 +286,38 @@ def sapo_surrogate(ratio, advantage, tau_pos: float, tau_neg: float):
     tau = tau_neg + (tau_pos - tau_neg) * positive
     surrogate = sapo_gate(ratio, tau) * advantage
     return surrogate, xp.zeros_like(surrogate, dtype=xp.int8)
+
+
+def geo_mean_surrogate(ratio, advantage, mask, eps_low: float, eps_high: float):
+    """GMPO's surrogate (Zhao et al., arXiv 2507.20673; verl policy_loss 'geo_mean',
+    core_algos.compute_policy_loss_geo_mean): the response's token ratios enter through their
+    geometric mean, each clipped in log space first.
+
+    With delta_t = log rho_t and s_t = sign(A_t), the clipped log-ratio is
+    c_t = s_t min(s_t delta_t, s_t clip(delta_t, -eps_low, eps_high)) (PPO's pessimistic choice, token
+    by token, in log space: the ratio's range is [exp(-eps_low), exp(eps_high)]; a token with A_t = 0
+    has c_t = 0 and still counts in the length). Every token of response i gets the term
+    A_t exp((1/|o_i|) sum_u c_u); with the aggregation 1/(N |o_i|) (seq_mean_token_mean) the step
+    objective is (1/N) sum_i mean_t(A_t) exp(mean_u c_u), verl's sequence mean of
+    -advantage * ratio. A token whose clipped branch won has a constant c_t: its gradient is 0.
+    ``mask``: (B, T), 1 on real tokens. Returns ``(surrogate, side)`` with PPO's sides: CLIP_HIGH where
+    A > 0 and delta > eps_high, CLIP_LOW where A < 0 and delta < -eps_low.
+    """
+    xp = array_namespace(ratio, advantage)
+    mask = xp.astype(mask, ratio.dtype)
+    real = mask > 0
+    # log rho on real tokens only (padding's ratio may be 0 or anything: it must not reach the log)
+    delta = xp.log(xp.where(real, ratio, xp.ones_like(ratio)))
+    sign = xp.sign(advantage)
+    clamped = xp.clip(delta, -eps_low, eps_high)
+    clipped_log = sign * xp.minimum(sign * delta, sign * clamped) * mask
+    length = xp.clip(xp.sum(mask, axis=-1, keepdims=True), 1, None)
+    geo = xp.exp(xp.sum(clipped_log, axis=-1, keepdims=True) / length)
+    surrogate = advantage * geo * mask
+    high_side = (advantage > 0) & (delta > eps_high) & real
+    low_side = (advantage < 0) & (delta < -eps_low) & real
+    side = xp.astype(high_side, xp.int8) - xp.astype(low_side, xp.int8)
+    return surrogate, side
 
 
 # ---------------------------------------------------------------------------

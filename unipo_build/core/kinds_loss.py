@@ -299,6 +299,73 @@ register("clip", "sapo", SapoGate,
                  "so a token far from its sampling probability still moves, only less.", cls="unipo-live-branch"),
              _SIDE_WARN))
 
+class GeoMeanClip(_Params):
+    eps_low: float = Field(0.4, gt=0, description="Lower clip of the log-ratio: log rho may fall to -eps_low, the ratio to exp(-eps_low) (GMPO: 0.4; verl reads clip_ratio_low, 0.2 by default, as this log-space bound).")
+    eps_high: float = Field(0.4, gt=0, description="Upper clip of the log-ratio: log rho may rise to eps_high, the ratio to exp(eps_high) (GMPO: 0.4; verl clip_ratio_high).")
+
+
+def _geo_bounds(p: dict) -> tuple[float, float]:
+    """GMPO's bounds as the ratio's (1 - eps_low, 1 + eps_high): the range [exp(-eps_low), exp(eps_high)]."""
+    return (1.0 - float(np.exp(-p["eps_low"])), float(np.expm1(p["eps_high"])))
+
+
+def _geo_worked(rho: float, adv: float, bounds: tuple[float | None, float | None],
+                params: dict | None = None) -> tuple[str, float]:
+    """GMPO's term is the whole response's: one token's worked line is its clipped log-ratio c, and the
+    value returned is c (the term is A exp(mean of c over the response), :func:`components.geo_mean_surrogate`)."""
+    p = _need(params, "geo_mean")
+    delta = float(np.log(rho))
+    c = min(delta, p["eps_high"]) if adv > 0 else max(delta, -p["eps_low"]) if adv < 0 else 0.0
+    return (r"c=\operatorname{sgn}(\hat{A})\min\big(\operatorname{sgn}(\hat{A})\log\rho,\ \operatorname{sgn}(\hat{A})"
+            r"\operatorname{clip}(\log\rho,-" + tex_num(p["eps_low"]) + "," + tex_num(p["eps_high"]) + r")\big)="
+            + tex_num(c, 5) + r",\quad \ell=\hat{A}\,e^{\operatorname{mean}_{u}c_u}", c)
+
+
+_DELTA = "(token.logp - token.old_logp)"
+_GEO_C = ("(token.advantage > 0 ? min(" + _DELTA + ", params.eps_high) : token.advantage < 0 ? max(" + _DELTA
+          + ", -params.eps_low) : 0)")
+
+register("clip", "geo_mean", GeoMeanClip,
+         "GMPO: the response's token ratios enter through their geometric mean, each clipped in log space first; "
+         "one term per response (verl policy_loss 'geo_mean').",
+         lambda p: (r"\ell_{i,t}=\hat{A}_{i,t}\exp\Big(\frac{1}{|o_i|}\sum_{u=1}^{|o_i|}c_{i,u}\Big),\quad "
+                    r"c_{i,u}=\operatorname{sgn}(\hat{A}_{i,u})\min\big(\operatorname{sgn}(\hat{A}_{i,u})\log\rho_{i,u},\ "
+                    r"\operatorname{sgn}(\hat{A}_{i,u})\operatorname{clip}(\log\rho_{i,u},-%s,%s)\big)"
+                    % (_fmt(p["eps_low"]), _fmt(p["eps_high"]))),
+         (Term("geo", r"\exp\big(\tfrac{1}{|o_i|}\sum_u c_{i,u}\big)", "The geometric mean of the response's clipped "
+               "token ratios (GMPO, Zhao et al., arXiv 2507.20673). An arithmetic mean lets one token whose ratio has "
+               "run far dominate the response's term; the geometric mean is the exponential of the mean log-ratio, so an "
+               "outlier moves it far less, which is why GMPO can afford a wider clip range than PPO."),
+          Term("c", r"c_{i,u}", "The token's log-ratio, clipped as PPO clips the ratio but in log space: once log rho has "
+               "left [-eps_low, eps_high] in the direction the advantage pushes, the token's c is a constant and its "
+               "gradient is 0 (the ratio's range is [exp(-eps_low), exp(eps_high)]; GMPO uses 0.4 on both sides). A "
+               "token with a zero advantage has c = 0 and still counts in the length.")),
+         fn=C.geo_mean_surrogate, bounds=_geo_bounds, worked=_geo_worked, label="geometric mean (GMPO)",
+         ratio_kinds=("token",), needs_mask=True, aggregation_kinds=("seq_mean_token_mean",),
+         apply=lambda ratio, advantage, p, mask: C.geo_mean_surrogate(ratio, advantage, mask, p["eps_low"], p["eps_high"]),
+         explain=explain(
+             row("bounds of log ρ", "[−{params.eps_low}, {params.eps_high}]: the ratio may move within "
+                 "[{1 - calc.eps_low}, {1 + calc.eps_high}]", text="[−{params.eps_low}, {params.eps_high}]"),
+             row("log ρ", "log πθ − log πold = {token.logp} − {token.old_logp}", _DELTA, key="log_ratio"),
+             row("clipped log-ratio c", cases(("token.advantage > 0", "min(log ρ, {params.eps_high}), for Â > 0"),
+                                              ("token.advantage < 0", "max(log ρ, −{params.eps_low}), for Â < 0"),
+                                              (None, "0: Â = 0, the token still counts in the length")),
+                 _GEO_C, key="clipped_log_ratio"),
+             row("geometric mean of the response's ratios", "exp(mean of c over its {raw(length)} tokens)",
+                 "calc.surrogate / token.advantage", key="geo_ratio", when="token.advantage != 0"),
+             row("ℓ = Â·exp(mean c)", "{token.advantage} × the geometric mean: the same factor for every token of the "
+                 "response", "calc.surrogate", key="surrogate"),
+             say(cases(("calc.clip_side == 1", "This token's log-ratio {" + _DELTA + "} is above {params.eps_high} with Â > 0: "
+                        "its c is the constant {params.eps_high}, so it no longer pushes its probability up (its gradient "
+                        "is 0); the other tokens of the response still move through the mean."),
+                       ("calc.clip_side == -1", "This token's log-ratio {" + _DELTA + "} is below −{params.eps_low} with Â < 0: "
+                        "its c is the constant −{params.eps_low}, so it no longer pushes its probability down (its "
+                        "gradient is 0)."),
+                       (None, "This token's log-ratio is inside the bounds (or on the side the advantage pushes away from): "
+                              "it moves the response's geometric mean, with a gradient of 1/|oᵢ| of the term's.")),
+                 cls="unipo-live-branch"),
+             _SIDE_WARN))
+
 # --- kl --------------------------------------------------------------------
 
 class KlParams(_Params):

@@ -128,6 +128,48 @@ register("advantage", "leave_one_out", NoParams,
          apply=lambda rewards, p: C.leave_one_out_advantage(rewards))
 
 
+class BatchStdParams(_Params):
+    std_ddof: Literal[0, 1] = Field(1, description="1: sample std (n-1) over the batch's rewards, as TRL's nanstd; 0: population std (n).")
+    eps: float = Field(1e-4, ge=0, description="Added to the batch std (TRL: 1e-4, fixed).")
+
+
+_CENTRED = "response.reward - mean(group.rewards)"
+_EQUAL = "max(group.rewards) == min(group.rewards)"
+
+register("advantage", "group_mean_batch_std", BatchStdParams,
+         "Each reward minus its group's mean, divided by the standard deviation of every reward in the batch "
+         "(TRL scale_rewards='batch').",
+         lambda p: (r"\hat{A}_{i,t}=\frac{r_i-\operatorname{mean}(\{r_j\}_{j=1}^{G})}{\operatorname{std}_{%s}(\{r_k\}_{k=1}^{BG})+%s}"
+                    % ("n-1" if p["std_ddof"] == 1 else "n", tex_num(p["eps"]))),
+         (_A, _R, _MEAN,
+          Term("batch_std", r"\operatorname{std}(\{r_k\}_{k=1}^{BG})",
+               "The spread of every reward in the batch (B groups of G responses), one number for every group. "
+               "Dividing by the batch's spread instead of the group's keeps a group whose rewards barely differ "
+               "small, where the group z-score would blow it up to unit scale (TRL scale_rewards='batch', as Lite PPO "
+               "recommends, arXiv 2508.08221; OpenRLHF's reinforce_baseline subtracts the group mean too, then "
+               "whitens over the batch's tokens).")),
+         fn=C.group_mean_batch_std_advantage, group_baseline=True, label="group mean, batch std",
+         explain=explain(
+             *_GROUP_REWARDS,
+             row("rᵢ − mean", "{response.reward} − {mean(group.rewards)}", _CENTRED, key="centred"),
+             row("batch std + ε", cases(
+                 ("params.std_ddof == 1", "sample std of every reward in the batch, plus ε = {params.eps}: one divisor for "
+                                          "every group. A step's log holds the batch's rewards only through their "
+                                          "advantages, so it is read back from this one: (rᵢ − mean) / Â"),
+                 (None, "population std of every reward in the batch, plus ε = {params.eps}: one divisor for every group. "
+                        "A step's log holds the batch's rewards only through their advantages, so it is read back from "
+                        "this one: (rᵢ − mean) / Â")),
+                 "(" + _CENTRED + ") / token.advantage", key="batch_scale", when="token.advantage != 0"),
+             row("advantage Â", cases((_EQUAL, "every reward of the group is equal: 0 for the whole group"),
+                                      (None, "(rᵢ − mean) / (batch std + ε)")),
+                 "token.advantage", key="advantage"),
+             say("The group z-score would divide by this group's own std, {std(group.rewards, params.std_ddof)}, and give "
+                 "{(" + _CENTRED + ") / (std(group.rewards, params.std_ddof) + params.eps)}: with the batch's std a group "
+                 "whose rewards barely differ keeps a small advantage.", when="!(" + _EQUAL + ")")),
+         apply=lambda rewards, p: C.group_mean_batch_std_advantage(rewards, std_ddof=p.get("std_ddof", 1),
+                                                                   eps=p.get("eps", 1e-4)))
+
+
 def _gae(token_rewards, mask, rewards, values, p):
     if values is None:
         raise ValueError("GAE needs the critic's values")

@@ -130,10 +130,16 @@ def clip_bounds(cfg: ResolvedAlgorithm) -> tuple[float | None, float | None]:
     return cfg.component("clip").bounds(cfg.components["clip"].params)
 
 
-def surrogate_terms(cfg: ResolvedAlgorithm, rho, advantages):
+def surrogate_terms(cfg: ResolvedAlgorithm, rho, advantages, mask=None):
     """The clip slot: the surrogate's form (PPO's clipped min, CISPO's clipped weight, SAPO's gate,
-    dual-clip, ...) on the ratio and the advantages, ``(surrogate, clip side)`` (B, T)."""
-    return cfg.component("clip").apply(rho, advantages, cfg.components["clip"].params)
+    dual-clip, GMPO's geometric mean, ...) on the ratio and the advantages, ``(surrogate, clip side)``
+    (B, T). ``mask``: the real tokens, which a kind whose term reads the whole response needs."""
+    kind = cfg.component("clip")
+    if kind.needs_mask:
+        if mask is None:
+            raise ValueError(f"the {kind.name} surrogate reads the whole response: the token mask is required")
+        return kind.apply(rho, advantages, cfg.components["clip"].params, mask)
+    return kind.apply(rho, advantages, cfg.components["clip"].params)
 
 
 def token_terms(cfg: ResolvedAlgorithm, *, logp, old_logp, advantages, mask, ref_logp=None,
@@ -151,7 +157,7 @@ def token_terms(cfg: ResolvedAlgorithm, *, logp, old_logp, advantages, mask, ref
     xp = array_namespace(logp)
     mask_f = xp.astype(mask, logp.dtype)
     rho = ratio(cfg, logp, old_logp, mask_f)
-    surrogate, side = surrogate_terms(cfg, rho, advantages)
+    surrogate, side = surrogate_terms(cfg, rho, advantages, mask_f)
     surrogate = surrogate * mask_f
     side = side * xp.astype(mask, side.dtype)
     correction, correction_side = correction_weight(cfg, old_logp, sampler_logp, mask_f)

@@ -38,7 +38,8 @@ Slot conventions of ``apply`` (arrays are numpy or torch; shapes as in ``compone
 advantage  group kinds (``group_baseline``): ``apply(rewards (n_groups, G), params)``;
            token kinds: ``apply(token_rewards, mask, rewards, values, params) -> (adv, returns)``
 ratio      ``apply(logp, old_logp, mask, params)`` -> ratio (B, T)
-clip       ``apply(ratio, advantage, params)`` -> (surrogate, clip side) (B, T): the surrogate's form;
+clip       ``apply(ratio, advantage, params)`` -> (surrogate, clip side) (B, T): the surrogate's form
+           (``needs_mask``: ``apply(ratio, advantage, params, mask)``, a term that reads the whole response);
            ``bounds(params)`` -> (eps_low, eps_high) of the ratio, (None, None) without bounds
 kl         ``kl_place``: None, "loss" or "reward"; the estimator is a parameter
 aggregation ``apply(mask, params)`` -> weights (B, T)
@@ -112,6 +113,12 @@ class Kind:
     # A clip kind that only means something on these ratio kinds (CISPO weights each token's own
     # log-probability by that token's ratio); empty: any ratio. specs refuses another.
     ratio_kinds: tuple[str, ...] = ()
+    # A clip kind whose term reads the whole response (GMPO's geometric mean of its token ratios): its
+    # apply is ``apply(ratio, advantage, params, mask)``.
+    needs_mask: bool = False
+    # A kind that means what it says only with these aggregation kinds (GMPO's geometric mean is one
+    # term per response, averaged over responses: seq_mean_token_mean); empty: any. specs refuses another.
+    aggregation_kinds: tuple[str, ...] = ()
     group_baseline: bool = False
     needs_critic: bool = False
     kl_place: Literal["loss", "reward"] | None = None

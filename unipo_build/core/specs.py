@@ -187,6 +187,12 @@ def _cross_slot_problems(components: dict[str, ComponentSpec]) -> list[str]:
         problems.append(f"components.clip.kind: {clip.name} weights each token's own log-probability by a ratio of kind "
                         f"{' or '.join(clip.ratio_kinds)}, not {ratio.name} (set components.ratio.kind to "
                         f"{clip.ratio_kinds[0]}, or use another clip)")
+    for slot in SLOTS:
+        need = kinds[slot].aggregation_kinds
+        if need and kinds["aggregation"].name not in need:
+            problems.append(f"components.aggregation.kind: {kinds[slot].name} ({slot}) is one term per response averaged "
+                            f"over responses, which only aggregation {' or '.join(need)} weighs as it means; "
+                            f"{kinds['aggregation'].name} would reweight it (set components.aggregation.kind to {need[0]})")
     if kinds["ratio"].is_none and not kinds["clip"].is_none:
         problems.append("components.clip.kind: with ratio 'none' the ratio is always 1, so clipping never acts "
                         "(use clip 'none')")

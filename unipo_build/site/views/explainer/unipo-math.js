@@ -61,6 +61,21 @@
     return Array.prototype.map.call(rewards, function (r) { return r - m; });
   }
 
+  /**
+   * group_mean_batch_std_advantage for one group, given the batch's reward std (the group alone does not
+   * hold it): (r - mean of the group) / (batchStd + eps); exactly 0 if the group's rewards are all equal.
+   */
+  function groupMeanBatchStdAdvantage(rewards, batchStd, eps) {
+    if (batchStd === null || batchStd === undefined) {
+      throw new Error("group_mean_batch_std divides by the std of every reward in the batch, which one group does not hold");
+    }
+    eps = eps === undefined ? 1e-4 : eps;
+    var xs = Array.prototype.slice.call(rewards);
+    if (Math.max.apply(null, xs) === Math.min.apply(null, xs)) return xs.map(function () { return 0; });
+    var m = mean(xs);
+    return xs.map(function (r) { return (r - m) / (batchStd + eps); });
+  }
+
   /** leave_one_out_advantage: r_i - mean of the other G - 1 rewards. */
   function leaveOneOutAdvantage(rewards) {
     var g = rewards.length;
@@ -158,6 +173,34 @@
       var tau = advantage[t] > 0 ? tauPos : tauNeg;
       surrogate[t] = (4.0 / tau) / (1.0 + Math.exp(-tau * (ratio[t] - 1.0))) * advantage[t];
       side[t] = 0;
+    }
+    return { surrogate: surrogate, side: side };
+  }
+
+  /**
+   * geo_mean_surrogate (GMPO): each token's log-ratio clipped in log space by the sign of its advantage,
+   * c = A > 0 ? min(log rho, eps_high) : A < 0 ? max(log rho, -eps_low) : 0; every real token's term is
+   * A exp(mean of c over the response's real tokens). Sides as PPO's (1: A > 0 above, -1: A < 0 below).
+   */
+  function geoMeanSurrogate(ratio, advantage, mask, epsLow, epsHigh) {
+    var n = ratio.length;
+    var surrogate = new Array(n);
+    var side = new Array(n);
+    var total = 0;
+    var length = 0;
+    var delta = new Array(n);
+    for (var t = 0; t < n; t++) {
+      delta[t] = mask[t] > 0 ? Math.log(ratio[t]) : 0;
+      var a = advantage[t];
+      var c = a > 0 ? Math.min(delta[t], epsHigh) : a < 0 ? Math.max(delta[t], -epsLow) : 0;
+      total += c * mask[t];
+      length += mask[t];
+    }
+    var geo = Math.exp(total / Math.max(length, 1));
+    for (var u = 0; u < n; u++) {
+      surrogate[u] = advantage[u] * geo * mask[u];
+      side[u] = mask[u] > 0 && advantage[u] > 0 && delta[u] > epsHigh ? 1
+        : mask[u] > 0 && advantage[u] < 0 && delta[u] < -epsLow ? -1 : 0;
     }
     return { surrogate: surrogate, side: side };
   }
@@ -283,15 +326,18 @@
   var FUNCTIONS = {
     group_zscore_advantage: function (rewards, p) { return groupZscoreAdvantage(rewards, p.std_ddof, p.eps); },
     group_mean_advantage: function (rewards) { return groupMeanAdvantage(rewards); },
+    // the batch's std is not in one group: the caller passes it (groupAdvantages alone cannot)
+    group_mean_batch_std_advantage: function (rewards, p, batchStd) { return groupMeanBatchStdAdvantage(rewards, batchStd, p.eps); },
     leave_one_out_advantage: function (rewards) { return leaveOneOutAdvantage(rewards); },
     token_ratio: function (logp, oldLogp) { return tokenRatio(logp, oldLogp); },
     sequence_ratio: sequenceRatio,
     self_ratio: function (logp) { return selfRatio(logp); },
-    // the clip slot's surrogates: (ratio, advantage, eps_low, eps_high, params)
+    // the clip slot's surrogates: (ratio, advantage, eps_low, eps_high, params, mask)
     clipped_surrogate: clippedSurrogate,
     dual_clip_surrogate: function (r, a, lo, hi, p) { return dualClipSurrogate(r, a, lo, hi, p.c); },
     cispo_surrogate: function (r, a, lo, hi, p) { return cispoSurrogate(r, a, p.eps_low, p.eps_high); },
     sapo_surrogate: function (r, a, lo, hi, p) { return sapoSurrogate(r, a, p.tau_pos, p.tau_neg); },
+    geo_mean_surrogate: function (r, a, lo, hi, p, mask) { return geoMeanSurrogate(r, a, mask, p.eps_low, p.eps_high); },
     kl_estimate: klEstimate,
     // the correction slot's weights: (old_logp, sampler_logp, mask, params)
     truncated_is_weight: function (o, s, m, p) { return truncatedIsWeight(o, s, m, p.level, p.cap, p.lower, p.sequence); },
@@ -336,7 +382,7 @@
     var mask = tokens.mask;
     var rho = fnOf(cfg, "ratio")(tokens.logp, tokens.old_logp, mask);
     var bounds = slotOf(cfg, "clip").bounds || [null, null];
-    var clipped = fnOf(cfg, "clip")(rho, tokens.advantage, bounds[0], bounds[1], slotOf(cfg, "clip").params || {});
+    var clipped = fnOf(cfg, "clip")(rho, tokens.advantage, bounds[0], bounds[1], slotOf(cfg, "clip").params || {}, mask);
     var surrogate = clipped.surrogate.map(function (s, t) { return s * mask[t]; });
     var side = clipped.side.map(function (s, t) { return s * mask[t]; });
     var kl = null;
@@ -378,7 +424,9 @@
     std: std,
     groupZscoreAdvantage: groupZscoreAdvantage,
     groupMeanAdvantage: groupMeanAdvantage,
+    groupMeanBatchStdAdvantage: groupMeanBatchStdAdvantage,
     leaveOneOutAdvantage: leaveOneOutAdvantage,
+    geoMeanSurrogate: geoMeanSurrogate,
     tokenRatio: tokenRatio,
     sequenceRatio: sequenceRatio,
     selfRatio: selfRatio,
