@@ -9,6 +9,8 @@ registry's properties.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import yaml
@@ -20,7 +22,7 @@ from unipo_build.core.project import spec_dir
 from unipo_build.core.registry import REGISTRY, NoParams, Term
 from unipo_build.core.specs import load_spec, resolve
 from unipo_build.site.views.explainer.explainer import explainer_config, objective_card
-from unipo_build.site.pages.guides.reference import component_catalogue_markdown
+from unipo_build.site.pages.guides.reference import component_catalogue_markdown, trainer_settings_html
 
 
 def group_median_advantage(rewards):
@@ -72,6 +74,9 @@ def test_a_kind_added_to_the_registry_is_trained_shown_and_explained(tmp_path):
         # the components reference lists it, with the function that computes it
         catalogue = component_catalogue_markdown({"median_po": spec})
         assert "group_median" in catalogue and "group_median_advantage" in catalogue
+        # and the trainer-settings table has its row, a dash for every trainer (it was given no settings)
+        assert re.search(r'data-kind="group_median"[^>]*>(<td>.*?</td>)</tr>', trainer_settings_html()).group(1).count(
+            "<td>\u2014</td>") == len(registry.TRAINERS)
     # outside the block the kind is gone, and a spec naming it says so
     assert "group_median" not in REGISTRY["advantage"]
     with pytest.raises(ValueError, match="unknown component 'group_median'"):

@@ -21,6 +21,8 @@ from unipo_build.core.registry import (
     register,
     row,
     say,
+    setting,
+    trainer_settings,
 )
 
 # --- correction ------------------------------------------------------------
@@ -220,3 +222,30 @@ register("correction", "masked_is", MaskedIS,
                        (None, "Kept: ϱ = {calc.correction_ratio} is inside the band; the token weighs {calc.correction}.")),
                  cls="unipo-live-branch"),
              _NO_SAMPLER))
+
+# --- the kinds in the trainers (sources in the block at the top; registry.TRAINER_SOURCES) ---------------
+# prime-rl has no correction of its own: it has no pi_old besides the sampler, its ratio is taken against the
+# inference log-probs (the ratio kind's setting), and its default loss masks tokens by the change of their
+# probability (dppo_mask_low/high), not by a ratio.
+
+_RC = "algorithm.rollout_correction."
+_IS = "algo.advantage.is_correction_"
+
+trainer_settings("correction", "none",
+                 setting("trl", "vllm_importance_sampling_correction", False, note="or use_vllm=False (default)"),
+                 setting("verl", _RC + "rollout_is", "null", default=True, note="and rollout_rs null (default)"),
+                 setting("openrlhf", _IS + "level", "off", default=True))
+trainer_settings("correction", "truncated_is",
+                 setting("trl", "vllm_importance_sampling_mode", "token_truncate",
+                         note="or sequence_truncate; cap vllm_importance_sampling_clip_max (3.0)"),
+                 setting("verl", _RC + "rollout_is", "token", note="or sequence; cap rollout_is_threshold (2.0)"),
+                 setting("openrlhf", _IS + "level", "token"),
+                 setting("openrlhf", _IS + "mode", "clip", note="bounds --algo.advantage.is_correction_threshold (0.5 5.0)"))
+trainer_settings("correction", "masked_is",
+                 setting("trl", "vllm_importance_sampling_mode", "sequence_mask", default=True,
+                         note="with use_vllm=True; or token_mask; band clip_min to clip_max (3.0)"),
+                 setting("verl", _RC + "rollout_rs", "token_k1",
+                         note="kept tokens weigh 1 (kept='one'); seq_mean_k1 tests the geometric mean"),
+                 setting("openrlhf", _IS + "level", "token",
+                         note="mask is the default mode (IcePop); seq: seq-mask-tis, the geometric mean, kept tokens "
+                              "keeping their own ratio"))

@@ -22,6 +22,8 @@ from unipo_build.core.registry import (
     register,
     row,
     say,
+    setting,
+    trainer_settings,
 )
 
 # --- ratio -----------------------------------------------------------------
@@ -495,3 +497,73 @@ register("aggregation", "seq_mean_token_sum", NoParams,
          weight_meaning="Token objectives are summed per response: a long response carries more in proportion to "
                         "its length.",
          worked=lambda w, n, length, p: r"w=\frac{1}{N}=\frac{1}{" + str(n) + "}=" + tex_fraction(w))
+
+# --- the kinds in the trainers ---------------------------------------------
+#
+# What selects each kind in TRL, verl, prime-rl and OpenRLHF (registry.TRAINER_SOURCES says where each was
+# read); a trainer not named does not ship the kind. verl's keys sit under actor_rollout_ref.actor.
+
+_VERL = "actor_rollout_ref.actor."
+_GSPO_ONLY = "with policy_loss.loss_mode=gspo (vanilla adds the dual clip)"
+
+trainer_settings("ratio", "token",
+                 setting("trl", "importance_sampling_level", "token", default=True),
+                 setting("verl", note="every policy_loss.loss_mode but gspo and geo_mean (default vanilla)"),
+                 setting("prime-rl", note="always, taken against the inference log-probs"),
+                 setting("openrlhf", "actor.policy_loss_type", "ppo", default=True))
+trainer_settings("ratio", "sequence",
+                 setting("trl", "importance_sampling_level", "sequence"),
+                 setting("verl", _VERL + "policy_loss.loss_mode", "gspo"),
+                 setting("openrlhf", "actor.policy_loss_type", "gspo"))
+trainer_settings("ratio", "none",
+                 setting("trl", "num_iterations", 1, default=True,
+                         note="with steps_per_generation = gradient_accumulation_steps and no vLLM correction: "
+                              "π_old is π_θ.detach()"))
+trainer_settings("clip", "symmetric",
+                 setting("trl", "epsilon", 0.2, default=True, note="epsilon_high unset"),
+                 setting("verl", _VERL + "clip_ratio_low", 0.2, default=True),
+                 setting("verl", _VERL + "clip_ratio_high", 0.2, default=True, note=_GSPO_ONLY),
+                 setting("openrlhf", "actor.eps_clip", 0.2, default=True))
+trainer_settings("clip", "asymmetric",
+                 setting("trl", "epsilon_high", 0.28, note="epsilon is the lower bound"),
+                 setting("verl", _VERL + "clip_ratio_high", 0.28, note="clip_ratio_low the lower bound; " + _GSPO_ONLY),
+                 setting("openrlhf", "actor.eps_clip_low_high", "0.2 0.28"))
+trainer_settings("clip", "dual_clip",
+                 setting("verl", _VERL + "clip_ratio_c", 3.0, default=True,
+                         note="with policy_loss.loss_mode=vanilla (default): always on"),
+                 setting("openrlhf", "actor.dual_clip", 3))
+trainer_settings("clip", "cispo",
+                 setting("trl", "loss_type", "cispo", note="epsilon_high is the cap itself, 1 + eps_high (no lower bound)"),
+                 setting("verl", _VERL + "policy_loss.loss_mode", "cispo", note="clip_ratio_low / clip_ratio_high bound the weight"))
+trainer_settings("clip", "sapo",
+                 setting("trl", "loss_type", "sapo", note="sapo_temperature_pos / _neg"),
+                 setting("verl", _VERL + "policy_loss.loss_mode", "sapo", note="tau_pos / tau_neg"))
+trainer_settings("kl", "none",
+                 setting("trl", "beta", 0.0, default=True),
+                 setting("verl", _VERL + "use_kl_loss", False, default=True,
+                         note="and algorithm.use_kl_in_reward=false (default)"),
+                 setting("openrlhf", "algo.kl.init_coef", 0))
+trainer_settings("kl", "in_loss",
+                 setting("trl", "beta", 0.001, note="any beta > 0; the estimator is k3"),
+                 setting("verl", _VERL + "use_kl_loss", True, note="kl_loss_coef; kl_loss_type low_var_kl (k3) by default"),
+                 setting("openrlhf", "algo.kl.use_loss", True, note="--algo.kl.init_coef; --algo.kl.estimator k3"))
+trainer_settings("kl", "in_reward",
+                 setting("verl", "algorithm.use_kl_in_reward", True, note="kl_ctrl.kl_coef; kl_penalty kl (k1) by default"),
+                 setting("openrlhf", "algo.kl.init_coef", 0.01, default=True,
+                         note="without --algo.kl.use_loss; --algo.kl.estimator k1 by default"))
+trainer_settings("aggregation", "seq_mean_token_mean",
+                 setting("trl", "loss_type", "grpo", note="also sapo's"),
+                 setting("verl", _VERL + "loss_agg_mode", "seq-mean-token-mean", note="forced by loss_mode gspo and sapo"),
+                 setting("openrlhf", "actor.loss_agg_mode", "seq-mean-token-mean"))
+trainer_settings("aggregation", "token_mean",
+                 setting("trl", "loss_type", "dapo", default=True, note="also bnpo's and cispo's"),
+                 setting("verl", _VERL + "loss_agg_mode", "token-mean", default=True),
+                 setting("prime-rl", note="always: each loss component over its global token count"),
+                 setting("openrlhf", "actor.loss_agg_mode", "token-mean", default=True))
+trainer_settings("aggregation", "constant_normalizer",
+                 setting("trl", "loss_type", "dr_grpo", note="L = max_completion_length"),
+                 setting("verl", _VERL + "loss_agg_mode", "seq-mean-token-sum-norm",
+                         note="L = loss_scale_factor, else the padded response length"))
+trainer_settings("aggregation", "seq_mean_token_sum",
+                 setting("trl", "loss_type", "luspo"),
+                 setting("verl", _VERL + "loss_agg_mode", "seq-mean-token-sum"))

@@ -10,7 +10,7 @@ from pydantic import Field
 from unipo_build.core import components as C
 from unipo_build.core.numbers import param_text as _fmt
 from unipo_build.core.numbers import tex_num
-from unipo_build.core.registry import NoParams, Term, _Params, cases, explain, register, row, say
+from unipo_build.core.registry import NoParams, Term, _Params, cases, explain, register, row, say, setting, trainer_settings
 
 # --- advantage -------------------------------------------------------------
 
@@ -302,3 +302,46 @@ register("shaping", "overlong", OverlongShaping,
                                    (None, "penalty × (L_max − L_cache − |oᵢ|) / L_cache")),
                  "calc.shaping", key="shaping", check="response.reward_components.shaping", when=_BUDGET),
              row("reward rᵢ", "after shaping", "response.reward", key="reward")))
+
+# --- the kinds in the trainers ---------------------------------------------
+#
+# What selects each kind in TRL, verl, prime-rl and OpenRLHF (registry.TRAINER_SOURCES says where each was
+# read); a trainer not named does not ship the kind.
+
+trainer_settings("advantage", "group_zscore",
+                 setting("trl", "scale_rewards", "group", default=True, note="the std plus 1e-4"),
+                 setting("verl", "algorithm.adv_estimator", "grpo", note="with norm_adv_by_std_in_grpo=true (default)"),
+                 setting("openrlhf", "algo.advantage.estimator", "group_norm", note="the std plus 1e-9"))
+trainer_settings("advantage", "group_mean",
+                 setting("trl", "scale_rewards", "none"),
+                 setting("verl", "algorithm.adv_estimator", "grpo"),
+                 setting("verl", "algorithm.norm_adv_by_std_in_grpo", False),
+                 setting("prime-rl", "orchestrator.algo.type", "grpo", default=True),
+                 setting("openrlhf", "algo.advantage.estimator", "dr_grpo"))
+trainer_settings("advantage", "leave_one_out",
+                 setting("verl", "algorithm.adv_estimator", "rloo"),
+                 setting("openrlhf", "algo.advantage.estimator", "rloo"))
+trainer_settings("advantage", "gae",
+                 setting("verl", "algorithm.adv_estimator", "gae", default=True),
+                 setting("openrlhf", "algo.advantage.estimator", "gae", default=True,
+                         note="then whitened over the batch's tokens (--algo.advantage.no_std_norm: centred only)"))
+trainer_settings("advantage", "whitened_return",
+                 setting("verl", "algorithm.adv_estimator", "reinforce_plus_plus"),
+                 setting("openrlhf", "algo.advantage.estimator", "reinforce"))
+trainer_settings("filter", "none",
+                 setting("trl", note="always: TRL trains on every group"),
+                 setting("verl", note="without algorithm.filter_groups.enable (default)"),
+                 setting("openrlhf", note="without --algo.dynamic_filtering_enable (default)"))
+trainer_settings("filter", "dynamic_sampling",
+                 setting("verl", "algorithm.filter_groups.enable", True, note="DAPO's recipe; max_num_gen_batches rounds"),
+                 setting("openrlhf", "algo.dynamic_filtering_enable", True,
+                         note="with --algo.dynamic_filtering_range 0 1 on a 0/1 score; refills until the batch is full"))
+trainer_settings("shaping", "none",
+                 setting("trl", note="always: no length term in the reward"),
+                 setting("verl", note="without reward_model.overlong_buffer.enable (default)"),
+                 setting("openrlhf", note="without --reward.overlong_buffer_len (default)"))
+trainer_settings("shaping", "overlong",
+                 setting("verl", "reward_model.overlong_buffer.enable", True,
+                         note="DAPO's recipe; len and penalty_factor are L_cache and the penalty"),
+                 setting("openrlhf", "reward.overlong_buffer_len", 4096,
+                         note="L_cache; --reward.overlong_penalty_factor is the penalty"))

@@ -19,7 +19,11 @@ filter, shaping, correction; a spec or a log may leave out the slots of ``OPTION
   how the value is computed, the value and the logged field it is checked against) and the
   sentences that explain a token's numbers, as templates the browser fills from the token's log
   (unipo_build/site/views/explainer/explainer.js renders them and never asks for a kind by name). A kind without
-  it cannot be explained, and the site build and ``unipo validate`` say so (:func:`explainer_problem`).
+  it cannot be explained, and the site build and ``unipo validate`` say so (:func:`explainer_problem`);
+- its **settings in the trainers** (``trainers``, made by :func:`setting`, or given later by
+  :func:`trainer_settings`): what selects it in TRL, verl, prime-rl and OpenRLHF (:data:`TRAINERS`), each
+  read in that trainer's code (:data:`TRAINER_SOURCES`); the components reference shows them as one table. A
+  kind no trainer ships has none and shows a dash in every column; an unknown trainer is refused in one line.
 
 The kinds themselves are registered beside this module, each once: the slots that turn a
 response's reward into an advantage (advantage, filter, shaping) in ``core/kinds_reward.py``, those of
@@ -55,6 +59,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Literal
@@ -136,6 +141,9 @@ class Kind:
     resolve: Callable[[dict, int], dict] | None = None
     # What the browser says about the kind (explain(...)); compared and hashed by name, not by it.
     explain: dict | None = field(default=None, compare=False)
+    # The setting that selects it in each trainer that ships it (``setting(...)``, :data:`TRAINERS`); empty:
+    # no trainer ships it (the components reference shows a dash). ``trainer_settings`` sets them after register.
+    trainers: tuple["Setting", ...] = field(default=(), compare=False)
 
     @property
     def is_none(self) -> bool:
@@ -162,6 +170,8 @@ def register(slot: str, name: str, params: type[_Params], summary: str, latex: C
     """Add a component kind (``properties``: the other fields of :class:`Kind`)."""
     if slot not in REGISTRY:
         raise ValueError(f"unknown slot {slot!r} (slots: {', '.join(SLOTS)})")
+    if problem := settings_problem(slot, name, properties.get("trainers", ())):
+        raise ValueError(problem)
     kind = Kind(slot, name, params, summary, latex, terms, run_resolved, **properties)
     REGISTRY[slot][name] = kind
     return kind
@@ -187,6 +197,101 @@ def scoped() -> Iterator[dict[str, dict[str, Kind]]]:
             REGISTRY[slot].clear()
             REGISTRY[slot].update(saved[slot])
 
+
+
+# --- each kind in the trainers ---------------------------------------------
+#
+# A kind's ``trainers``: the settings that select it in TRL, verl, prime-rl and OpenRLHF, each checked
+# against that trainer's own code (TRAINER_SOURCES), and nothing for a trainer that does not ship it. The
+# components reference renders them as one table (site/pages/guides/reference.py, trainer_settings_table);
+# an importer whose trainer names a kind by one setting reads its table from here (trainer_values).
+
+#: The trainers, in the table's order, with the name and version the reference shows.
+TRAINERS = {"trl": "TRL 1.16", "verl": "verl", "prime-rl": "prime-rl", "openrlhf": "OpenRLHF 0.11.2"}
+#: Where each trainer's settings were read (the reference prints it under the table).
+TRAINER_SOURCES = {
+    "trl": "trl 1.16.0: trl/trainer/grpo_config.py (GRPOConfig) and trl/trainer/grpo_trainer.py "
+           "(_generate_and_score_completions, _compute_loss)",
+    "verl": "verl at commit b178a3c: verl/trainer/ppo/core_algos.py (the advantage estimators, policy losses, "
+            "agg_loss, kl_penalty), verl/trainer/ppo/rollout_corr_helper.py, verl/trainer/config/actor/actor.yaml, "
+            "verl/trainer/config/ppo_trainer.yaml, verl/trainer/config/algorithm/rollout_correction.yaml, "
+            "docs/algo/rollout_corr.md and docs/algo/dapo.md",
+    "prime-rl": "prime-rl at commit 559b447: src/prime_rl/trainer/rl/loss.py and packages/prime-rl-configs "
+                "(algorithm.py, trainer.py, orchestrator.py)",
+    "openrlhf": "openrlhf 0.11.2: openrlhf/cli/train_ppo_ray.py (the flags), openrlhf/models/loss.py (PolicyLoss) "
+                "and openrlhf/trainer/ppo_utils/experience_maker.py",
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of one trainer: ``key`` as the trainer spells it and the ``value`` that selects the kind
+    (None: the key alone, True for a flag), whether it is the trainer's ``default``, and a ``note`` (what else
+    it takes, where it differs); a setting with no key is a note alone (prime-rl's ratio is always taken
+    against the inference log-probs)."""
+
+    trainer: str
+    key: str = ""
+    value: Any = None
+    default: bool = False
+    note: str = ""
+
+    def text(self) -> str:
+        """The setting as one types it: TRL a GRPOConfig argument, verl a Hydra override, prime-rl a TOML
+        line, OpenRLHF a command-line flag."""
+        if not self.key:
+            return ""
+        v = self.value
+        if self.trainer == "openrlhf":
+            return f"--{self.key}" + ("" if v is None or v is True else f" {v}")
+        if v is None:
+            return self.key
+        if self.trainer == "trl":
+            return f"{self.key}={v!r}" if not isinstance(v, str) else f'{self.key}="{v}"'
+        if self.trainer == "prime-rl":
+            shown = f'"{v}"' if isinstance(v, str) else str(v).lower() if isinstance(v, bool) else repr(v)
+            return f"{self.key} = {shown}"
+        return f"{self.key}={str(v).lower() if isinstance(v, bool) else v}"
+
+
+def setting(trainer: str, key: str = "", value: Any = None, *, default: bool = False, note: str = "") -> Setting:
+    """A kind's setting in one trainer (see :class:`Setting`)."""
+    return Setting(trainer, key, value, default, note)
+
+
+def settings_problem(slot: str, name: str, settings: Any) -> str | None:
+    """What is wrong with a kind's trainer settings, in one line naming the kind, or None."""
+    where = f"{slot} kind {name!r}"
+    if not isinstance(settings, (tuple, list)):
+        return f"{where}: its trainer settings must be a tuple of setting(...), not {type(settings).__name__}"
+    for s in settings:
+        if not isinstance(s, Setting):
+            return f"{where}: a trainer setting must be made by setting(trainer, key, value), not {s!r}"
+        if s.trainer not in TRAINERS:
+            return f"{where}: unknown trainer {s.trainer!r} in its trainer settings (known: {', '.join(TRAINERS)})"
+        if not s.key and not s.note:
+            return f"{where}: a {s.trainer} setting with neither a key nor a note"
+    return None
+
+
+def trainer_settings(slot: str, name: str, *settings: Setting) -> Kind:
+    """Give the registered kind its settings in the trainers (replacing any it had)."""
+    k = kind(slot, name)
+    if problem := settings_problem(slot, name, settings):
+        raise ValueError(problem)
+    REGISTRY[slot][name] = k = dataclasses.replace(k, trainers=tuple(settings))
+    return k
+
+
+def settings_of(k: Kind, trainer: str) -> tuple[Setting, ...]:
+    """The kind's settings in ``trainer`` (empty: the trainer does not ship it)."""
+    return tuple(s for s in k.trainers if s.trainer == trainer)
+
+
+def trainer_values(trainer: str, key: str, slot: str) -> dict[Any, str]:
+    """{value of ``key`` in ``trainer``: the kind of ``slot`` it selects}, from the kinds' settings (an
+    importer's table of a trainer's names: verl's loss_agg_mode)."""
+    return {s.value: k.name for k in REGISTRY[slot].values() for s in settings_of(k, trainer) if s.key == key}
 
 
 # --- what the browser says about a kind ------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from unipo_build.core import registry
 from unipo_build.core.matching import Gap
 from unipo_build.core.runlog import LogError
 from unipo_build.trainers import common as K
@@ -14,8 +15,8 @@ from unipo_build.trainers.trainer_config import get
 
 # verl's kl_penalty names (verl/trainer/ppo/core_algos.py, kl_penalty_forward) -> the registry's estimators
 KL_TYPES = {"kl": "k1", "k1": "k1", "mse": "k2", "k2": "k2", "low_var_kl": "k3", "k3": "k3"}
-AGGREGATION = {"token-mean": "token_mean", "seq-mean-token-mean": "seq_mean_token_mean",
-               "seq-mean-token-sum": "seq_mean_token_sum", "seq-mean-token-sum-norm": "constant_normalizer"}
+#: verl's loss_agg_mode -> the registry's aggregation kind, read from the kinds' verl settings (core/kinds_loss.py).
+AGGREGATION = registry.trainer_values("verl", "actor_rollout_ref.actor.loss_agg_mode", "aggregation")
 
 
 def _kl(kind: str, setting: str, value: Any, beta: float, gaps: list[Gap]) -> dict:

@@ -13,7 +13,10 @@ Macros (registered with ``site.macro``):
   the schema page's prose writes it;
 - ``component_catalogue()``: the registry: every slot, every kind, its parameters with defaults
   and descriptions, its formula and terms, the function that computes it (a link into the
-  repository, ``source_links``), and the shipped algorithms that use it.
+  repository, ``source_links``), and the shipped algorithms that use it;
+- ``trainer_settings_table()``: one table, every registered kind a row and one column per trainer of
+  ``registry.TRAINERS``, each cell the kind's settings in that trainer (``Kind.trainers``), a dash
+  where the trainer does not ship it, and under it where each trainer's settings were read.
 
 The builders are pure functions returning Markdown in which every piece of HTML stands alone as
 a paragraph; the macros hand each piece to ``macros.protect_html`` so Markdown never rewrites
@@ -30,7 +33,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-from unipo_build.core import formula, limits
+from unipo_build.core import formula, limits, registry
 from unipo_build.site.render import escape_text
 from unipo_build.core.schema import METRICS, json_schema
 from unipo_build.core.specs import REGISTRY, SLOTS, AlgorithmSpec, Kind, Reference, lineage
@@ -449,6 +452,43 @@ def component_catalogue_markdown(specs: dict[str, AlgorithmSpec], *, protect: Pr
 
 
 # ---------------------------------------------------------------------------
+# trainer_settings_table
+# ---------------------------------------------------------------------------
+
+def setting_html(s: registry.Setting) -> str:
+    """One setting: as one types it, "(default)" when it is the trainer's default, and its note."""
+    bits = [code(s.text())] if s.key else []
+    if s.default:
+        bits.append('<span class="unipo-setting-default">(default)</span>')
+    if s.note:
+        bits.append(f'<span class="unipo-setting-note">{escape_text(s.note)}</span>')
+    return " ".join(bits)
+
+
+def trainer_cell(kind: Kind, trainer: str) -> str:
+    """The kind's settings in one trainer, one per line; a dash where the trainer does not ship it."""
+    settings = registry.settings_of(kind, trainer)
+    return "<br>".join(setting_html(s) for s in settings) if settings else "\u2014"
+
+
+def trainer_settings_html(link: Link = _no_link) -> str:
+    """Every registered kind (slot by slot, in the registry's order) with its setting in each trainer."""
+    rows, attrs = [], []
+    for slot in SLOTS:
+        for name, kind in REGISTRY[slot].items():
+            label = f'{escape_text(slot)}: {code(name)}'
+            rows.append([f'<a href="#{escape_text(kind_anchor(slot, name))}">{label}</a>']
+                        + [trainer_cell(kind, t) for t in registry.TRAINERS])
+            attrs.append(f'data-slot="{escape_text(slot)}" data-kind="{escape_text(name)}" class="unipo-trainer-row"')
+    head = table(["Kind"] + list(registry.TRAINERS.values()), rows, row_attrs=attrs)
+    sources = "".join(f"<li>{escape_text(registry.TRAINERS[t])}: {escape_text(where)}</li>"
+                      for t, where in registry.TRAINER_SOURCES.items())
+    return (f'<div class="unipo-trainer-settings">{head}'
+            f'<p class="unipo-formula-note">Each setting was read in the trainer\'s own code:</p>'
+            f'<ul class="unipo-trainer-sources">{sources}</ul></div>')
+
+
+# ---------------------------------------------------------------------------
 # MkDocs glue
 # ---------------------------------------------------------------------------
 
@@ -503,6 +543,12 @@ def bound(name: str) -> str:
 def metric_catalogue(site: Site) -> str:
     """The documented metrics (schema.METRICS)."""
     return metric_catalogue_html()
+
+
+@macro(html=True)
+def trainer_settings_table(site: Site) -> str:
+    """Every kind of the registry with its setting in TRL, verl, prime-rl and OpenRLHF."""
+    return trainer_settings_html()
 
 
 @macro(markdown=True)
