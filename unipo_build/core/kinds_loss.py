@@ -538,6 +538,9 @@ trainer_settings("clip", "cispo",
 trainer_settings("clip", "sapo",
                  setting("trl", "loss_type", "sapo", note="sapo_temperature_pos / _neg"),
                  setting("verl", _VERL + "policy_loss.loss_mode", "sapo", note="tau_pos / tau_neg"))
+trainer_settings("clip", "geo_mean",
+                 setting("verl", _VERL + "policy_loss.loss_mode", "geo_mean",
+                         note="clip_ratio_low / clip_ratio_high bound the log-ratio"))
 trainer_settings("kl", "none",
                  setting("trl", "beta", 0.0, default=True),
                  setting("verl", _VERL + "use_kl_loss", False, default=True,

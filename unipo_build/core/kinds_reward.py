@@ -318,6 +318,8 @@ trainer_settings("advantage", "group_mean",
                  setting("verl", "algorithm.norm_adv_by_std_in_grpo", False),
                  setting("prime-rl", "orchestrator.algo.type", "grpo", default=True),
                  setting("openrlhf", "algo.advantage.estimator", "dr_grpo"))
+trainer_settings("advantage", "group_mean_batch_std",
+                 setting("trl", "scale_rewards", "batch", note="the batch's std plus 1e-4"))
 trainer_settings("advantage", "leave_one_out",
                  setting("verl", "algorithm.adv_estimator", "rloo"),
                  setting("openrlhf", "algo.advantage.estimator", "rloo"))
