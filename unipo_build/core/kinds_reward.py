@@ -340,10 +340,11 @@ trainer_settings("filter", "dynamic_sampling",
                          note="with --algo.dynamic_filtering_range 0 1 on a 0/1 score; refills until the batch is full"))
 trainer_settings("shaping", "none",
                  setting("trl", note="always: no length term in the reward"),
-                 setting("verl", note="without reward_model.overlong_buffer.enable (default)"),
+                 setting("verl", note="without reward_model.reward_kwargs.overlong_buffer_cfg (default)"),
                  setting("openrlhf", note="without --reward.overlong_buffer_len (default)"))
 trainer_settings("shaping", "overlong",
-                 setting("verl", "reward_model.overlong_buffer.enable", True,
-                         note="DAPO's recipe; len and penalty_factor are L_cache and the penalty"),
+                 setting("verl", "+reward_model.reward_kwargs.overlong_buffer_cfg.enable", True,
+                         note="with reward_model.reward_manager=dapo (DAPO's recipe); overlong_buffer_cfg.len and "
+                              ".penalty_factor are L_cache and the penalty"),
                  setting("openrlhf", "reward.overlong_buffer_len", 4096,
                          note="L_cache; --reward.overlong_penalty_factor is the penalty"))
