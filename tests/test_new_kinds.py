@@ -282,3 +282,126 @@ def test_gmpo_explainer_rows_for_a_clipped_token():
              "params.eps_high": 0.4, "calc.surrogate": g}
     got = run_engine([["evaluate", items[k]["value"], names] for k in ("log_ratio", "clipped_log_ratio", "geo_ratio")])
     assert [x["ok"] for x in got] == pytest.approx([0.6, 0.4, g], abs=1e-9)
+
+
+# ---------------------------------------------------------------------------
+# Masking truncated responses (filter mask_truncated)
+# ---------------------------------------------------------------------------
+
+LENGTHS = [2, 3, 4]  # three responses; the second hit the budget
+TRUNCATED = [False, True, False]
+
+
+def _mask() -> np.ndarray:
+    return (np.arange(4)[None, :] < np.asarray(LENGTHS)[:, None]).astype(float)
+
+
+def masked_config(aggregation: str = "seq_mean_token_mean", count_masked: bool = True, **params):
+    return config(filter=("mask_truncated", {"count_masked": count_masked}), aggregation=(aggregation, params),
+                  kl=("none", {}))
+
+
+def test_mask_truncated_weights_count_the_masked_response_in_n():
+    """count_masked true, seq_mean_token_mean: w = 1/(N |o_i|) with N = 3 (the masked response counts):
+    1/(3 x 2) = 1/6 on response 0, 0 on the truncated response 1, 1/(3 x 4) = 1/12 on response 2. TRL's grpo
+    loss, ((loss x mask).sum(-1) / mask.sum(-1).clamp(1)).mean() over 3 rows, weighs them so."""
+    w = O.weights(masked_config(), _mask(), truncated=np.asarray(TRUNCATED))
+    assert w[0, :2].tolist() == pytest.approx([1 / 6] * 2, abs=TOL) and w[0, 2:].tolist() == [0, 0]
+    assert w[1].tolist() == [0, 0, 0, 0]
+    assert w[2].tolist() == pytest.approx([1 / 12] * 4, abs=TOL)
+    # Dr. GRPO's constant normaliser L = 8: 1/(3 x 8) on every kept token (TRL dr_grpo: B x max length)
+    w = O.weights(masked_config("constant_normalizer", normalizer=8), torch.tensor(_mask()),
+                  truncated=torch.tensor(TRUNCATED))
+    assert float(w[0, 0]) == pytest.approx(1 / 24, abs=TOL) and float(w[1].sum()) == 0
+
+
+def test_mask_truncated_token_mean_with_and_without_the_masked_tokens():
+    """token_mean: count_masked false divides by the kept tokens, 2 + 4 = 6 (TRL dapo and bnpo take
+    num_items_in_batch after masking): 1/6; count_masked true divides by all 9 sampled tokens: 1/9."""
+    kept = O.weights(masked_config("token_mean", count_masked=False), _mask(), truncated=np.asarray(TRUNCATED))
+    every = O.weights(masked_config("token_mean", count_masked=True), _mask(), truncated=np.asarray(TRUNCATED))
+    assert kept[0, 0] == pytest.approx(1 / 6, abs=TOL) and kept[2, 3] == pytest.approx(1 / 6, abs=TOL)
+    assert every[0, 0] == pytest.approx(1 / 9, abs=TOL) and kept[1].sum() == every[1].sum() == 0
+    assert kept.sum() == pytest.approx(1.0, abs=TOL) and every.sum() == pytest.approx(6 / 9, abs=TOL)
+
+
+def test_mask_truncated_refuses_weights_without_truncated_flags():
+    """The trainer (training/rl.py) calls objective.weights without the flags today: it is refused in one line."""
+    with pytest.raises(ValueError, match=r"components\.filter\.kind: mask_truncated .*training/rl\.py"):
+        O.weights(masked_config(), _mask())
+    # every group is kept; no other filter masks single responses
+    assert O.keep_groups(masked_config(), np.asarray([[1, 0], [1, 1]])).tolist() == [True, True]
+    assert O.response_keep(masked_config(), np.asarray(TRUNCATED)).tolist() == [True, False, True]
+    assert O.response_keep(config(), np.asarray(TRUNCATED)) is None and not O.masks_responses(config())
+
+
+def test_mask_truncated_refuses_a_shrinking_n(tmp_path):
+    """count_masked false with an aggregation whose weight is 1/(N |o_i|): N would shrink with truncation,
+    which no trainer does; refused naming the field. With token_mean it is accepted."""
+    load_spec(spec_file(tmp_path, filter=("mask_truncated", {"count_masked": False}), aggregation=("token_mean", {})))
+    load_spec(spec_file(tmp_path, filter=("mask_truncated", {})))
+    with pytest.raises(SpecError, match=r"components\.filter\.params\.count_masked: false .*seq_mean_token_mean"):
+        load_spec(spec_file(tmp_path, filter=("mask_truncated", {"count_masked": False})))
+
+
+def _masked_step(cfg, weights_of_truncated=None):
+    """A step logged as the trainer would with the flags: two groups of [2, 3] and [4, 1] tokens, response 1 of
+    group 0 truncated; objective and weights from objective.token_terms and objective.weights."""
+    from unipo_build.core.schema import GroupSummary, PromptGroup, Response, StepDetail
+
+    lengths, truncated = [2, 3, 4, 1], [False, True, False, False]
+    T = max(lengths)
+    mask = (np.arange(T)[None, :] < np.asarray(lengths)[:, None]).astype(float)
+    old = np.full((4, T), -2.0)
+    logp = old + 0.05 * np.arange(T)[None, :] * mask
+    adv = np.asarray([1.0, -1.0, 0.5, -0.5])[:, None] * mask
+    terms = O.token_terms(cfg, logp=logp, old_logp=old, advantages=adv, mask=mask)
+    w = O.weights(cfg, mask, truncated=np.asarray(truncated))
+    if weights_of_truncated is not None:
+        w[1, :3] = weights_of_truncated
+    prompts, groups, total = [], [], 0.0
+    for g in range(2):
+        responses, group_total = [], 0.0
+        for i in range(2):
+            r = 2 * g + i
+            n = lengths[r]
+            tok = TokenArrays(ids=list(range(n)), text=[f"t{t}" for t in range(n)], logp=logp[r, :n].tolist(),
+                              old_logp=old[r, :n].tolist(), advantage=adv[r, :n].tolist(),
+                              ratio=terms.ratio[r, :n].tolist(), clip=terms.clip_side[r, :n].tolist(),
+                              weight=w[r, :n].tolist(), objective=terms.objective[r, :n].tolist(), mask=[1] * n)
+            contribution = float((w[r, :n] * terms.objective[r, :n]).sum())
+            group_total += contribution
+            responses.append(Response(index=i, text="x", reward=float(adv[r, 0] > 0), advantage=float(adv[r, 0]),
+                                      length=n, truncated=truncated[r], contribution=contribution, tokens=tok))
+        prompts.append(PromptGroup(index=g, prompt="q", contribution=group_total, responses=responses))
+        groups.append(GroupSummary(index=g, size=2, contribution=group_total, detailed=True))
+        total += group_total
+    return StepDetail(step=0, rollout=0, objective=total, groups=groups, prompts=prompts)
+
+
+def test_mask_truncated_recomputes_and_catches_a_weighted_truncated_response():
+    """A step whose truncated response weighs 0 recomputes clean (the others keep 1/(N |o_i|) with N = 4);
+    one where it kept its weight 1/(4 x 3) is reported, naming the field."""
+    cfg = masked_config()
+    assert recompute.check_step(cfg, _masked_step(cfg)) == []
+    problems = recompute.check_step(cfg, _masked_step(cfg, weights_of_truncated=1 / 12))
+    assert any("response 1: tokens.weight: the response was truncated" in p for p in problems), problems
+    token_mean = masked_config("token_mean", count_masked=False)
+    assert recompute.check_step(token_mean, _masked_step(token_mean)) == []
+
+
+@needs_node
+def test_mask_truncated_browser_weight_and_sentence():
+    """The browser's weight is 0 for a truncated response under the filter and the aggregation's otherwise;
+    the filter's sentence says which."""
+    bc = O.browser_config(masked_config())
+    got = run_js([["tokenWeight", bc, {"responses": 3, "length": 3, "truncated": True}],
+                  ["tokenWeight", bc, {"responses": 3, "length": 2, "truncated": False}],
+                  ["tokenWeight", O.browser_config(config()), {"responses": 3, "length": 2, "truncated": True}]])
+    assert got == pytest.approx([0.0, 1 / 6, 1 / 6], abs=1e-12)
+    say = REGISTRY["filter"]["mask_truncated"].explain["items"][0]["say"]
+    names = {"response.truncated": True, "response.length": 8, "response.reward": 0, "params.count_masked": True}
+    (cut,) = run_engine([["evaluate", say[0]["when"], names]])
+    assert cut["ok"] is True
+    (text,) = run_engine([["fill", say[0]["text"], names]])
+    assert text["ok"].startswith("This response hit the generation budget (8 tokens)")

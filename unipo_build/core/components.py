@@ -489,6 +489,15 @@ def dynamic_sampling_keep(correct):
     return (n_correct > 0) & (n_correct < g)
 
 
+def mask_truncated_keep(truncated):
+    """Masking truncated responses (TRL mask_truncated_completions; DAPO's overlong filtering, arXiv
+    2503.14476 sec. 3.4): keep (B,) is True for a response that finished, False for one that hit the
+    generation budget. A dropped response still counts in its group's reward statistics (its advantage
+    is computed as usual); only its tokens leave the loss (weight 0)."""
+    xp = array_namespace(truncated)
+    return ~xp.astype(truncated, xp.bool)
+
+
 def overlong_penalty(lengths, max_length: int, cache_length: int, penalty: float = 1.0):
     """DAPO's soft overlong punishment (arXiv 2503.14476, eq. 13), scaled by ``penalty``.
 

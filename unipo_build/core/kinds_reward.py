@@ -258,6 +258,46 @@ register("filter", "dynamic_sampling", DynamicSampling,
                        (None, "The log lists no dropped groups for this step (drops are logged on the first update of a "
                               "rollout).")))))
 
+class MaskTruncated(_Params):
+    count_masked: bool = Field(True, description="True: a masked response still counts in the aggregation's "
+                               "normaliser (N, or N x L), as TRL's grpo, dr_grpo and sapo losses average over every "
+                               "row; false: it leaves the normaliser too, as TRL's bnpo, dapo and cispo losses divide by "
+                               "the tokens left after masking (only with the token_mean aggregation).")
+
+
+def _keep_all_groups(correct, p):
+    from array_api_compat import array_namespace
+
+    xp = array_namespace(correct)
+    return xp.ones(correct.shape[:1], dtype=xp.bool)
+
+
+register("filter", "mask_truncated", MaskTruncated,
+         "Every group is trained on, but a response that hit the generation budget without finishing leaves the loss: "
+         "its tokens weigh 0 (TRL mask_truncated_completions; DAPO's overlong filtering).",
+         lambda p: (r"w_{i,t}\leftarrow 0\ \ \text{for every } o_i \text{ cut off at } L_{\max}"
+                    + (r",\quad \text{the normaliser still counts every sampled } o_i" if p["count_masked"]
+                       else r",\quad \text{the normaliser counts the kept tokens only}")),
+         (Term("filter", r"w_{i,t}\leftarrow 0", "A response cut off at the generation budget has no final answer to "
+               "judge: its low reward says 'too long', not 'wrong'. Masking it keeps that noise out of the gradient "
+               "(DAPO, arXiv 2503.14476, sec. 3.4, overlong filtering; TRL mask_truncated_completions). Its reward still "
+               "enters its group's mean and std, so the other responses' advantages are unchanged."),
+          Term("L_max", r"L_{\max}", "The generation budget (max new tokens).")),
+         fn=C.mask_truncated_keep, apply=_keep_all_groups, label="mask truncated responses",
+         response_keep=lambda truncated, p: C.mask_truncated_keep(truncated),
+         explain=explain(
+             say(cases(("response.truncated && params.count_masked",
+                        "This response hit the generation budget ({raw(response.length)} tokens) without finishing: its "
+                        "tokens are masked out of the loss (weight 0). The normaliser still counts it, and its reward "
+                        "{response.reward} still entered its group's statistics."),
+                       ("response.truncated",
+                        "This response hit the generation budget ({raw(response.length)} tokens) without finishing: its "
+                        "tokens are masked out of the loss and out of the normaliser's token count. Its reward "
+                        "{response.reward} still entered its group's statistics."),
+                       (None, "This response finished within the budget: it is trained on. Every group is kept; only "
+                              "responses cut off at the budget are masked out of the loss.")),
+                 cls="unipo-live-branch")))
+
 # --- shaping ---------------------------------------------------------------
 
 class OverlongShaping(_Params):
@@ -334,6 +374,10 @@ trainer_settings("filter", "none",
                  setting("trl", note="always: TRL trains on every group"),
                  setting("verl", note="without algorithm.filter_groups.enable (default)"),
                  setting("openrlhf", note="without --algo.dynamic_filtering_enable (default)"))
+trainer_settings("filter", "mask_truncated",
+                 setting("trl", "mask_truncated_completions", True,
+                         note="the normaliser counts masked rows for loss_type grpo, dr_grpo, sapo (count_masked true), "
+                              "not for bnpo, dapo, cispo (false)"))
 trainer_settings("filter", "dynamic_sampling",
                  setting("verl", "algorithm.filter_groups.enable", True, note="DAPO's recipe; max_num_gen_batches rounds"),
                  setting("openrlhf", "algo.dynamic_filtering_enable", True,

@@ -176,11 +176,37 @@ def token_terms(cfg: ResolvedAlgorithm, *, logp, old_logp, advantages, mask, ref
                       correction=correction, correction_side=correction_side)
 
 
-def weights(cfg: ResolvedAlgorithm, mask, dtype=None):
-    """The aggregation slot: per-token weights (B, T) of one minibatch."""
+def masks_responses(cfg: ResolvedAlgorithm) -> bool:
+    """Whether the filter also takes single responses out of the loss (masking truncated responses)."""
+    return cfg.component("filter").response_keep is not None
+
+
+def response_keep(cfg: ResolvedAlgorithm, truncated):
+    """The responses (B,) whose tokens stay in the loss, from each response's truncated flag; None when the
+    filter keeps every response of a kept group."""
+    kind = cfg.component("filter")
+    if kind.response_keep is None:
+        return None
+    return kind.response_keep(truncated, cfg.components["filter"].params)
+
+
+def weights(cfg: ResolvedAlgorithm, mask, dtype=None, truncated=None):
+    """The aggregation slot: per-token weights (B, T) of one minibatch. ``truncated`` (B,): which responses
+    hit the generation budget, required when the filter masks them out of the loss (their tokens weigh 0;
+    the filter's ``count_masked`` says whether the normaliser still counts them)."""
     xp = array_namespace(mask)
     mask_f = xp.astype(mask, dtype if dtype is not None else xp.float64)
-    return cfg.component("aggregation").apply(mask_f, cfg.components["aggregation"].params)
+    aggregation, params = cfg.component("aggregation"), cfg.components["aggregation"].params
+    if not masks_responses(cfg):
+        return aggregation.apply(mask_f, params)
+    if truncated is None:
+        raise ValueError(f"components.filter.kind: {cfg.kind('filter')} masks truncated responses out of the loss, and no "
+                         "truncated flags were given: the trainer must pass objective.weights(cfg, mask, dtype, "
+                         "truncated=...) (training/rl.py does not yet, so this spec cannot be trained)")
+    keep = xp.astype(response_keep(cfg, truncated), mask_f.dtype)[:, None]
+    if cfg.param("filter", "count_masked"):  # the normaliser counts every sampled response (TRL grpo, dr_grpo)
+        return aggregation.apply(mask_f, params) * keep
+    return aggregation.apply(mask_f * keep, params)  # ... or the kept responses' tokens only (TRL bnpo, dapo)
 
 
 def step_objective(cfg: ResolvedAlgorithm, objective, mask):
@@ -227,4 +253,6 @@ def browser_config(cfg: ResolvedAlgorithm) -> dict:
         comp["bounds"] = list(kind.bounds(comp["params"])) if kind.bounds is not None else None
         if kind.symbol_text:
             comp["symbol"] = kind.symbol_text
+        if kind.response_keep is not None:  # a filter that masks single responses (fn: their keep rule)
+            comp["response_keep"] = True
     return out

@@ -92,10 +92,14 @@ def check_step(cfg: ResolvedAlgorithm, detail: StepDetail, *, rtol: float = 1e-5
     whose weight is fixed by counts (the registry's ``weights_from_counts``: the number of
     responses, the response's own length, a constant) the weights themselves are recomputed from
     the step's group sizes; one whose tokens all weigh the same (``uniform_weights``) is checked
-    for that.
+    for that. Under a filter that masks truncated responses out of the loss (``response_keep``), a
+    truncated response's weights must be 0, and the others are checked as above.
     """
     problems = []
     n_responses = sum(g.size for g in detail.groups)
+    # a filter that masks truncated responses: their tokens weigh 0, and N still counts them (specs refuses a
+    # normaliser by counts that would not)
+    masking = O.masks_responses(cfg)
     aggregation = cfg.component("aggregation")
     agg_params = cfg.components["aggregation"].params
     where_step = f"step {detail.step}"
@@ -121,7 +125,11 @@ def check_step(cfg: ResolvedAlgorithm, detail: StepDetail, *, rtol: float = 1e-5
             if list(tokens.clip) != [int(x) for x in b.clip_side]:
                 problems.append(f"{where}: tokens.clip differs from the recomputed clip sides")
             length = int(sum(tokens.mask))
-            if aggregation.weights_from_counts and length:
+            masked = masking and response.truncated
+            if masked and any(w != 0 for w, m in zip(tokens.weight, tokens.mask) if m):
+                problems.append(f"{where}: tokens.weight: the response was truncated and the filter "
+                                f"{cfg.kind('filter')} masks it out of the loss, so every weight is 0")
+            if aggregation.weights_from_counts and length and not masked:
                 # N responses: this one and N - 1 others whose lengths do not enter its weight
                 mask = np.zeros((n_responses, length))
                 mask[0, :] = 1.0
@@ -141,7 +149,8 @@ def check_step(cfg: ResolvedAlgorithm, detail: StepDetail, *, rtol: float = 1e-5
             if not ok:
                 problems.append(f"{where_step}, prompt {p}: group contribution logged {group.contribution!r}, recomputed {total!r}")
     if aggregation.uniform_weights:
-        weights = {w for g in detail.prompts if not g.filtered for r in g.responses if r.tokens
+        weights = {w for g in detail.prompts if not g.filtered for r in g.responses
+                   if r.tokens and not (masking and r.truncated)
                    for w, m in zip(r.tokens.weight, r.tokens.mask) if m}
         if weights and not _close(min(weights), max(weights), rtol, 0.0):
             problems.append(f"{where_step}: {aggregation.name} weights differ between tokens")

@@ -47,7 +47,8 @@ clip       ``apply(ratio, advantage, params)`` -> (surrogate, clip side) (B, T):
            ``bounds(params)`` -> (eps_low, eps_high) of the ratio, (None, None) without bounds
 kl         ``kl_place``: None, "loss" or "reward"; the estimator is a parameter
 aggregation ``apply(mask, params)`` -> weights (B, T)
-filter     ``apply(correct (n_groups, G), params)`` -> keep (n_groups,), None: keep every group
+filter     ``apply(correct (n_groups, G), params)`` -> keep (n_groups,), None: keep every group;
+           ``response_keep(truncated (B,), params)`` -> keep (B,): responses whose tokens stay in the loss
 shaping    ``apply(lengths (B,), params)`` -> reward term (B,), None: no term
 correction ``apply(old_logp, sampler_logp, mask, params)`` -> (weight, side) (B, T): the behaviour
            policy's weight on each token's surrogate (rollout correction), None: weight 1; it
@@ -124,6 +125,10 @@ class Kind:
     # A kind that means what it says only with these aggregation kinds (GMPO's geometric mean is one
     # term per response, averaged over responses: seq_mean_token_mean); empty: any. specs refuses another.
     aggregation_kinds: tuple[str, ...] = ()
+    # A filter kind that also takes single responses out of the loss (masking truncated responses):
+    # ``response_keep(truncated (B,), params) -> keep (B,)``; objective.weights gives a dropped response's
+    # tokens weight 0, and the kind's ``count_masked`` parameter says whether the normaliser still counts it.
+    response_keep: Callable | None = None
     group_baseline: bool = False
     needs_critic: bool = False
     kl_place: Literal["loss", "reward"] | None = None

@@ -341,7 +341,8 @@
 
   /** An aggregation's counts: N, the response's length, and those its kind's data reads from the log. */
   function countsOf(ctx) {
-    var counts = { responses: sum(ctx.step.groups.map(function (g) { return g.size; })), length: sum(ctx.tokens.mask) };
+    var counts = { responses: sum(ctx.step.groups.map(function (g) { return g.size; })), length: sum(ctx.tokens.mask),
+                   truncated: !!(ctx.response && ctx.response.truncated) };
     var wanted = explainOf(ctx.cfg, "aggregation").counts || {};
     var scope = scopeOf(ctx, "aggregation", { counts: counts });
     Object.keys(wanted).forEach(function (name) {

@@ -313,6 +313,11 @@
     return k > 0 && k < correct.length;
   }
 
+  /** mask_truncated_keep for one response: whether its tokens stay in the loss (it finished within the budget). */
+  function maskTruncatedKeep(truncated) {
+    return !truncated;
+  }
+
   /** overlong_penalty for one length (penalty: the floor at L_max; 1 when not given, as the paper). */
   function overlongPenalty(length, maxLength, cacheLength, penalty) {
     var scale = penalty === undefined || penalty === null ? 1 : penalty;
@@ -347,6 +352,7 @@
     constant_normalizer_weights: function (n, p) { return constantNormalizerWeights(n, p.normalizer); },
     seq_mean_token_sum_weights: function (n) { return seqMeanTokenSumWeights(n); },
     dynamic_sampling_keep: dynamicSamplingKeep,
+    mask_truncated_keep: maskTruncatedKeep,
     overlong_penalty: function (length, p) { return overlongPenalty(length, p.max_length, p.cache_length, p.penalty); },
   };
 
@@ -368,8 +374,13 @@
     return fnOf(cfg, "advantage")(rewards, comp.params || {});
   }
 
-  /** The weight of one real token in the step objective (see the weight functions above). */
+  /**
+   * The weight of one real token in the step objective (see the weight functions above); 0 for a response
+   * a filter masks out of the loss (objective.weights: counts.truncated under a filter with response_keep).
+   */
   function tokenWeight(cfg, counts) {
+    var filter = cfg.components.filter;
+    if (filter && filter.response_keep && counts && counts.truncated && !FUNCTIONS[filter.fn](true)) return 0;
     return fnOf(cfg, "aggregation")(counts, slotOf(cfg, "aggregation").params || {});
   }
 
@@ -441,6 +452,7 @@
     constantNormalizerWeights: constantNormalizerWeights,
     seqMeanTokenSumWeights: seqMeanTokenSumWeights,
     dynamicSamplingKeep: dynamicSamplingKeep,
+    maskTruncatedKeep: maskTruncatedKeep,
     overlongPenalty: overlongPenalty,
     FUNCTIONS: FUNCTIONS,
     groupAdvantages: groupAdvantages,
