@@ -132,3 +132,12 @@ def test_verls_importer_reads_its_aggregation_names_from_the_registry():
     assert verl_config.AGGREGATION == {"token-mean": "token_mean", "seq-mean-token-mean": "seq_mean_token_mean",
                                        "seq-mean-token-sum": "seq_mean_token_sum",
                                        "seq-mean-token-sum-norm": "constant_normalizer"}
+
+
+def test_trls_importer_reads_its_loss_types_aggregations_from_the_registry():
+    # TRL 1.16 GRPOTrainer._compute_loss: how each loss_type aggregates (vespo has no kind)
+    from unipo_build.trainers.trl import config as trl_config
+
+    assert trl_config.AGGREGATION == {"grpo": "seq_mean_token_mean", "sapo": "seq_mean_token_mean",
+                                      "dapo": "token_mean", "bnpo": "token_mean", "cispo": "token_mean",
+                                      "dr_grpo": "constant_normalizer", "luspo": "seq_mean_token_sum"}

@@ -555,11 +555,14 @@ trainer_settings("kl", "in_reward",
                  setting("openrlhf", "algo.kl.init_coef", 0.01, default=True,
                          note="without --algo.kl.use_loss; --algo.kl.estimator k1 by default"))
 trainer_settings("aggregation", "seq_mean_token_mean",
-                 setting("trl", "loss_type", "grpo", note="also sapo's"),
+                 setting("trl", "loss_type", "grpo"),
+                 setting("trl", "loss_type", "sapo", note="with SAPO's gate"),
                  setting("verl", _VERL + "loss_agg_mode", "seq-mean-token-mean", note="forced by loss_mode gspo and sapo"),
                  setting("openrlhf", "actor.loss_agg_mode", "seq-mean-token-mean"))
 trainer_settings("aggregation", "token_mean",
-                 setting("trl", "loss_type", "dapo", default=True, note="also bnpo's and cispo's"),
+                 setting("trl", "loss_type", "dapo", default=True, note="over the generation batch"),
+                 setting("trl", "loss_type", "bnpo", note="over the micro-batch"),
+                 setting("trl", "loss_type", "cispo", note="with CISPO's weight, over the generation batch"),
                  setting("verl", _VERL + "loss_agg_mode", "token-mean", default=True),
                  setting("prime-rl", note="always: each loss component over its global token count"),
                  setting("openrlhf", "actor.loss_agg_mode", "token-mean", default=True))

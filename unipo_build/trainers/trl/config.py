@@ -8,16 +8,16 @@ import re
 
 import numpy as np
 
+from unipo_build.core import registry
 from unipo_build.core.matching import Gap
 from unipo_build.core.specs import ResolvedAlgorithm
 from unipo_build.trainers import common as K
 from unipo_build.trainers.trl.tap import MANIFEST, TRL_SERIES
 from unipo_build.trainers.trl.tap_files import Tap
 
-#: TRL loss types -> the registry's aggregation kind (exact unless a gap says otherwise).
-AGGREGATION = {"grpo": "seq_mean_token_mean", "dapo": "token_mean", "bnpo": "token_mean",
-               "dr_grpo": "constant_normalizer", "luspo": "seq_mean_token_sum", "cispo": "token_mean",
-               "sapo": "seq_mean_token_mean"}
+#: TRL loss types -> the registry's aggregation kind (exact unless a gap says otherwise), read from the
+#: aggregation kinds' TRL settings (core/kinds_loss.py).
+AGGREGATION = registry.trainer_values("trl", "loss_type", "aggregation")
 #: TRL loss types whose surrogate is PPO's clipped min (epsilon, epsilon_high; delta's two-sided clip).
 PPO_LOSSES = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")
 NO_KIND = {"vespo": "a Gamma weighting of the sequence ratio"}
