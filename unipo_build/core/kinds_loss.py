@@ -508,7 +508,7 @@ _GSPO_ONLY = "with policy_loss.loss_mode=gspo (vanilla adds the dual clip)"
 
 trainer_settings("ratio", "token",
                  setting("trl", "importance_sampling_level", "token", default=True),
-                 setting("verl", note="every policy_loss.loss_mode but gspo and geo_mean (default vanilla)"),
+                 setting("verl", note="policy_loss.loss_mode vanilla (default), cispo or sapo"),
                  setting("prime-rl", note="always, taken against the inference log-probs"),
                  setting("openrlhf", "actor.policy_loss_type", "ppo", default=True))
 trainer_settings("ratio", "sequence",
