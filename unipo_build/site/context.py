@@ -46,6 +46,7 @@ SITE_MODULES = (
     "unipo_build.site.pages.learning.bands",
     "unipo_build.site.pages.objectives.ladder",
     "unipo_build.site.pages.dynamics.sampling",
+    "unipo_build.site.pages.dynamics.sampler",
     "unipo_build.site.pages.scale.task_length",
     "unipo_build.site.pages.dynamics.dynamics",
     "unipo_build.site.pages.objectives.family_tree",

@@ -1,0 +1,566 @@
+"""When the sampler and the learner disagree: the asynchronous runs' mismatch and what it cost.
+
+    {{ sampler_mismatch_figure() }}       the mean (and largest) |sampler - learner| log-prob gap of
+                                          each lag's runs over training (bands over seeds)
+    {{ sampler_mismatch_words() }}        how large that gap is at each lag, and whether it grows
+    {{ sampler_gains_figure() }}          held-out gains of the synchronous, the stale and the
+                                          corrected runs, every seed a dot (greedy and sampled)
+    {{ sampler_cost_words("sampled") }}   did the stale sampler cost held-out accuracy?
+    {{ sampler_correction_words("grpo_tis@lag8", "greedy") }}
+                                          does a correction recover that cost?
+    {{ sampler_lag_words("sampled") }}    the cost at each lag against the synchronous runs
+    {% set s = sampler_detail_step("async8_mis") %}
+    {{ sampler_token_words("async8_mis", s) }}
+                                          what the run's correction did to the tokens of one update
+
+The runs are named by variant (``runs.variant_of``): ``grpo`` is synchronous GRPO, ``grpo@lag8``
+GRPO sampled by the policy of 8 rollouts before, ``grpo_tis@lag8`` the same with truncated
+importance sampling. Every number is read from the runs of the build, and every sentence is
+chosen by what they show:
+
+- the mismatch is ``mismatch/logp_abs_mean`` (mean |old_logp - sample_logp| over an update's
+  tokens), averaged over the run (``effects.run_mean``, with its standard error);
+- a held-out gain is the paired start-to-end change of the run (``heldout.run_change``), one
+  value per seed; two sets of seeds are compared by ``effects.compare`` (with three seeds each,
+  every seed of one beyond every seed of the other; a single run against two standard errors);
+- the end evaluations of two sets are also compared problem by problem
+  (:func:`end_difference`): each problem's end result averaged over a set's seeds, the mean of the
+  per-problem differences with its 95% interval. That interval counts the problems' noise, not
+  the seeds', so the verdicts rest on the seeds and the paired difference is reported beside them.
+
+A variant the build has no run of gives one line naming it, instead of a number.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from unipo_build.core.heldout import Z95, run_change
+from unipo_build.core.numbers import fmt_num, fmt_pct, fmt_signed_points
+from unipo_build.core.runs import Run, split_variant
+from unipo_build.site.context import Site, macro
+from unipo_build.site.facts.seeds import finished_runs
+from unipo_build.site.facts.spec_facts import and_names, count_word
+from unipo_build.site.fmt import escape_text, legend_html, note_html, table, two_lines
+from unipo_build.site.palette import SEQUENTIAL, algorithm_colour
+from unipo_build.site.render import vega_embed
+from unipo_build.site.pages.dynamics.sampler_facts import (
+    correction_bounds_text,
+    detail_step,
+    end_difference,
+    end_difference_words,
+    token_words_text,
+)
+from unipo_build.site.pages.learning.bands import band_of, band_panel_spec, metric_words, run_curve
+from unipo_build.site.pages.learning.effects import (
+    RunValue,
+    Side,
+    Unmeasurable,
+    compare,
+    run_mean,
+    seeds_words,
+)
+
+#: The chapter's runs: synchronous GRPO, GRPO sampled 8 rollouts stale with no correction, with
+#: truncated IS and with masked IS, and the uncorrected runs at other lags.
+SYNC = "grpo"
+STALE = "grpo@lag8"
+CORRECTIONS = ("grpo_tis@lag8", "grpo_mis@lag8")
+LAGS = ("grpo@lag2", "grpo@lag8", "grpo@lag32")
+MISMATCH = "mismatch/logp_abs_mean"
+MODES = ("greedy", "sampled")
+#: A mean gap (nats) below this is the agreement of one float32 engine's two passes over the same
+#: weights (about 1e-6 in the token schema's words): no mismatch.
+AGREE = 1e-5
+#: The lags' colours, lightest first: a staler sampler is drawn darker (the palette's Blues ramp,
+#: leaving out its near-white and its near-black ends).
+LAG_COLOURS = (SEQUENTIAL[3], SEQUENTIAL[5], SEQUENTIAL[7])
+
+
+# ---------------------------------------------------------------------------
+# The runs of a variant
+# ---------------------------------------------------------------------------
+
+def lag_of(variant: str) -> int:
+    return split_variant(variant)[1]
+
+
+def variant_runs(site: Site, variant: str) -> list[Run]:
+    """The finished runs of a variant, in seed order (a run still training has no end evaluation)."""
+    return finished_runs(site.catalog.seeds_of(variant))[0]
+
+
+def missing_line(site: Site, variant: str, what: str) -> str:
+    """The one line a macro writes for a variant the build has no finished run of."""
+    return (f"This build has no finished run of {site.algorithm_name(variant)} (variant {variant}), "
+            f"so {what} cannot be measured.")
+
+
+def lag_colour(variant: str, lags: Sequence[str]) -> str:
+    """A lag's colour: the darker, the staler, among the lags drawn."""
+    ordered = sorted({lag_of(v) for v in lags})
+    i = ordered.index(lag_of(variant))
+    return LAG_COLOURS[min(len(LAG_COLOURS) - 1, round(i * (len(LAG_COLOURS) - 1) / max(1, len(ordered) - 1)))]
+
+
+def variant_colour(variant: str, lags: Sequence[str] = LAGS) -> str:
+    """A synchronous or corrected variant takes its algorithm's colour; an uncorrected stale one
+    its lag's blue (the mismatch figure's)."""
+    base, lag = split_variant(variant)
+    if lag and base == SYNC:
+        return lag_colour(variant, sorted(set(lags) | {variant}, key=lag_of))
+    return algorithm_colour(base)
+
+
+def runs_setup_text(site: Site, sync: str = SYNC, stale: str = STALE, corrections: Sequence[str] = CORRECTIONS,
+                    lags: Sequence[str] = LAGS) -> str:
+    """The chapter's runs, read from their headers: seeds, lag, rollouts, updates and evaluations."""
+    others = [v for v in sorted(lags, key=lag_of) if v != stale]
+    groups = [(sync, short_name(site, sync)), (stale, short_name(site, stale)),
+              *[(c, f"{short_name(site, c)} sampled {lag_of(c)} rollouts stale") for c in corrections],
+              *[(v, short_name(site, v)) for v in others]]
+    found = [(v, name, variant_runs(site, v)) for v, name in groups]
+    missing = [v for v, _, rs in found if not rs]
+    found = [(v, name, rs) for v, name, rs in found if rs]
+    if not found:
+        return " ".join(missing_line(site, v, "it") for v in missing)
+    parts = [f"{name} ({seeds_words(len(rs))})" for _, name, rs in found]
+    text = f"The runs of this chapter: {and_names(parts)}."
+    first = found[0][2][0]
+    per = first.header.steps_per_rollout
+    rollouts = first.header.hyperparameters.get("steps")
+    lag = lag_of(stale)
+    if per and lag:
+        text = text.replace(f"{short_name(site, stale)} (", f"{short_name(site, stale)} ({fmt_num(lag * per)} updates "
+                            "stale; ", 1)
+    shapes = {(r.header.hyperparameters.get("steps"), r.header.steps_per_rollout) for _, _, rs in found for r in rs}
+    model = first.header.model
+    if len(shapes) == 1 and rollouts and per:
+        text += f" Every run trains {fmt_num(rollouts)} rollouts of {fmt_num(per)} updates"
+    else:
+        text += " The runs differ in length"
+    if model is not None and model.parameters:
+        text += f" of a {fmt_num(model.parameters / 1e6, 2)}-million-parameter model"
+    phases = [e.phase for e in first.evals]
+    text += (f", and is evaluated on the same held-out problems {count_word(len(phases))} times, at the start, "
+             "during training and at the end." if len(phases) > 2 else ", evaluated at the start and at the end.")
+    if missing:
+        text += " " + " ".join(missing_line(site, v, "it") for v in missing)
+    return text
+
+
+# ---------------------------------------------------------------------------
+# The mismatch
+# ---------------------------------------------------------------------------
+
+def mismatch_side(site: Site, variant: str) -> Side:
+    """Each run's mean |sampler - learner| log-prob gap over training (with its standard error)."""
+    runs = variant_runs(site, variant)
+    name = site.algorithm_name(variant)
+    if not runs:
+        return Side(name, (), missing_line(site, variant, "its mismatch"))
+    values, reasons = [], []
+    for run in runs:
+        try:
+            values.append(run_mean(MISMATCH)(run))
+        except Unmeasurable as e:
+            reasons.append(str(e))
+    return Side(name, tuple(values), "; ".join(reasons))
+
+
+def lags_words(lags: Sequence[str], short: bool = False) -> str:
+    """'a lag of 8 rollouts', 'lags of 8 and 32 rollouts' (short: 'lag 8', 'lags 2 and 32')."""
+    many = len(lags) > 1
+    if short:
+        return f"lag{'s' if many else ''} {and_names(list(lags))}"
+    return f"{'lags of' if many else 'a lag of'} {and_names(list(lags))} rollout{'s' if many or lags[0] != '1' else ''}"
+
+
+def nats(value: float) -> str:
+    return f"{fmt_num(value, 2)} nats"
+
+
+def side_values(side: Side, fmt) -> str:
+    """'0.026 nats (three seeds: 0.025 to 0.027)' or '0.057 nats (one seed)'."""
+    if side.n == 1:
+        return f"{fmt(side.values[0].value)} (one seed)"
+    return f"{fmt(side.mean)} ({seeds_words(side.n)}: {fmt_num(side.low, 2)} to {fmt_num(side.high, 2)})"
+
+
+def mismatch_present(side: Side) -> bool:
+    """Every run's mean gap is above the float32 agreement and two of its standard errors."""
+    return side.n > 0 and all(v.value > AGREE and v.value > 2 * (v.se or 0.0) for v in side.values)
+
+
+def mismatch_words_text(site: Site, lags: Sequence[str] = LAGS) -> str:
+    lags = sorted(lags, key=lag_of)
+    sides = [(v, mismatch_side(site, v)) for v in lags]
+    absent = [(v, s) for v, s in sides if s.n == 0]
+    if absent:
+        return " ".join(s.reason if s.reason.startswith("This build") else
+                        f"The mismatch of {site.algorithm_name(v)} cannot be measured: {s.reason}." for v, s in absent)
+    parts = [f"{side_values(s, nats)} at a lag of {lag_of(v)} rollout{'s' if lag_of(v) != 1 else ''}"
+             for v, s in sides]
+    text = ("Averaged over each update's tokens and over training, the sampler's log-prob of a sampled token "
+            f"differed from the learner's by {and_names(parts)}.")
+    quiet = [v for v, s in sides if not mismatch_present(s)]
+    if quiet:
+        text += (" At " + lags_words([str(lag_of(v)) for v in quiet]) + " no mismatch is visible: "
+                 "the gap is within its noise or below the agreement of one float32 engine's two passes.")
+    present = [(v, s) for v, s in sides if mismatch_present(s)]
+    if len(present) >= 2:
+        steps = [(a, b, compare(sb, sa, +1)) for (a, sa), (b, sb) in zip(present, present[1:])]
+        grows = [st for st in steps if st[2].status == "shown"]
+        if len(grows) == len(steps):
+            (first, s_first), (last, s_last) = present[0], present[-1]
+            text += (f" The gap grows with the lag, every step clear of the noise: at {lag_of(last)} rollouts it is "
+                     f"{fmt_num(s_last.mean / s_first.mean, 2)} times what it is at {lag_of(first)}.")
+        else:
+            pairs = [f"from {lag_of(a)} to {lag_of(b)} rollouts "
+                     + ("it shrinks" if st.status == "contradicted" else f"the change is within the noise ({st.reason})")
+                     for a, b, st in steps if st.status != "shown"]
+            text += " The gap does not grow steadily with the lag here: " + "; ".join(pairs) + "."
+    return text
+
+
+def mismatch_figure_html(site: Site, lags: Sequence[str] = LAGS,
+                         metrics: Sequence[str] = (MISMATCH, "mismatch/logp_abs_max")) -> str:
+    lags = sorted(lags, key=lag_of)
+    shown = [(v, variant_runs(site, v)) for v in lags]
+    missing = [v for v, rs in shown if not rs]
+    shown = [(v, rs) for v, rs in shown if rs]
+    if not shown:
+        return note_html(" ".join(missing_line(site, v, "its mismatch") for v in missing), "warning")
+    labels = [f"{lag_of(v)} rollouts stale ({len(rs)} run{'s' if len(rs) != 1 else ''})" for v, rs in shown]
+    colours = [lag_colour(v, lags) for v, _ in shown]
+    panels = []
+    for metric in metrics:
+        label, description = metric_words(metric)
+        rows = []
+        for (variant, runs), name in zip(shown, labels):
+            band = band_of([c for c in (run_curve(r, metric, "fraction") for r in runs) if c is not None])
+            if band is None:
+                continue
+            rows += [{"a": name, "x": round(float(band.x[i]), 4), "m": float(f"{band.median[i]:.4g}"),
+                      "lo": float(f"{band.low[i]:.4g}"), "hi": float(f"{band.high[i]:.4g}"), "n": band.runs}
+                     for i in range(len(band.x))]
+        title = (f'<p class="unipo-band-title" style="margin:0 0 .2em;font-weight:600">{escape_text(label)} '
+                 f'<code style="font-weight:400">{escape_text(metric)}</code></p>')
+        if rows:
+            spec = band_panel_spec(f"{label} (nats)", rows, labels, colours, "fraction", False, False)
+            chart = vega_embed(spec, chart_id=site.chart_id(spec))
+        else:
+            chart = '<p style="margin:.5em 0;opacity:.8">No run in this build logs this.</p>'
+        panels.append(f'<div class="unipo-course-panel" style="min-width:0">{title}{chart}'
+                      f'<p style="margin:.2em 0 0;font-size:.8em;opacity:.75">{escape_text(description)}</p></div>')
+    legend = legend_html([(label, colour, None) for label, colour in zip(labels, colours)])
+    caption = ("GRPO with no correction, sampled by a copy of the policy some rollouts stale: the darker the blue, "
+               "the staler the sampler. Each line is the median of a lag's runs (a band from the lowest to the "
+               "highest where it has several seeds), each run's metric smoothed by a moving average. The first "
+               "rollouts are sampled by the starting policy while the lag fills, so the gap starts near zero.")
+    grid = ('<div class="unipo-course-grid" style="display:grid;grid-template-columns:repeat(auto-fit,minmax(15rem,1fr));'
+            'gap:1.2rem 1.6rem">' + "".join(panels) + "</div>")
+    note = note_html(" ".join(missing_line(site, v, "its mismatch") for v in missing), "warning") if missing else ""
+    return (f'<figure class="unipo-figure unipo-sampler-mismatch">{legend}{grid}'
+            f"<figcaption>{escape_text(caption)}</figcaption></figure>{note}")
+
+
+# ---------------------------------------------------------------------------
+# Held-out gains
+# ---------------------------------------------------------------------------
+
+def short_name(site: Site, variant: str) -> str:
+    """'synchronous GRPO', 'GRPO sampled 8 rollouts stale' (no correction), 'GRPO-TIS' (a correction
+    is named by its spec; the sentence says how stale its sampler was)."""
+    base, lag = split_variant(variant)
+    name = site.algorithm_name(base)
+    if not lag:
+        return f"synchronous {name}"
+    return name if site.algorithm_name(base) != site.algorithm_name(SYNC) else f"{name} sampled {lag} rollouts stale"
+
+
+def gain_side(site: Site, variant: str, mode: str) -> Side:
+    """Each run's paired start-to-end held-out change in ``mode``, its standard error from the
+    change's 95% interval."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    runs = variant_runs(site, variant)
+    name = short_name(site, variant)
+    if not runs:
+        return Side(name, (), missing_line(site, variant, f"its {mode} held-out gain"))
+    values = []
+    for run in runs:
+        c = run_change(run.evals, mode)
+        if c is not None:
+            values.append(RunValue(run, c.change, (c.high - c.low) / (2 * Z95), c.start, c.end))
+    reason = "" if values else f"no run of {name} ({variant}) has a {mode} held-out evaluation at start and end"
+    return Side(name, tuple(values), reason)
+
+
+def points(side: Side) -> str:
+    """'+17.3 points (one seed)' or '+17.2 to +20.3 points over three seeds'."""
+    if side.n == 1:
+        return f"{fmt_signed_points(side.values[0].value)} points (one seed)"
+    return f"{fmt_signed_points(side.low)} to {fmt_signed_points(side.high)} points over {seeds_words(side.n)}"
+
+
+def cost_words_text(site: Site, mode: str = "sampled", sync: str = SYNC, stale: str = STALE) -> str:
+    s, u = gain_side(site, sync, mode), gain_side(site, stale, mode)
+    for side in (s, u):
+        if side.n == 0:
+            return side.reason if side.reason.startswith("This build") else f"The cost cannot be measured: {side.reason}."
+    v = compare(u, s, -1)
+    lag = lag_of(stale)
+    nums = f"{s.name[:1].upper() + s.name[1:]} gained {points(s)} of {mode} held-out accuracy, {u.name} {points(u)}"
+    diff = end_difference_words(end_difference(variant_runs(site, stale), variant_runs(site, sync), mode),
+                                "the stale runs", "the synchronous ones")
+    if v.status == "shown":
+        return f"Sampling from a policy {lag} rollouts stale cost {mode} accuracy: {nums} ({v.basis}).{diff}"
+    if v.status == "contradicted":
+        return (f"Sampling from a policy {lag} rollouts stale did not cost {mode} accuracy here; the stale runs gained "
+                f"more: {nums} ({v.basis}).{diff}")
+    return (f"A cost of the stale sampler in {mode} accuracy is not visible here: {nums}, and {v.reason} "
+            f"({v.basis}).{diff}")
+
+
+def cost_modes_text(site: Site, sync: str = SYNC, stale: str = STALE) -> str:
+    """Is the stale sampler's mean cost larger in sampled accuracy than in greedy accuracy?"""
+    costs = {}
+    for mode in MODES:
+        s, u = gain_side(site, sync, mode), gain_side(site, stale, mode)
+        for side in (s, u):
+            if side.n == 0:
+                return side.reason if side.reason.startswith("This build") else f"The cost cannot be compared: {side.reason}."
+        costs[mode] = s.mean - u.mean
+    def behind(cost: float) -> str:
+        size = fmt_signed_points(abs(cost)).lstrip("+")
+        return "the same" if size == "0.0" else f"{size} points {'smaller' if cost > 0 else 'larger'}"
+    each = (f"On average over the seeds, the stale runs' gain was {behind(costs['sampled'])} than the synchronous "
+            f"runs' in sampled accuracy and {behind(costs['greedy'])} in greedy accuracy.")
+    if costs["sampled"] > costs["greedy"] and costs["sampled"] > 0:
+        return (each + " The cost is larger in sampled accuracy, as one can predict: the learner's updates are computed "
+                "on answers the current policy would no longer give, so they sharpen the distribution less where the "
+                "policy has moved since, and sampled accuracy measures the whole distribution while greedy accuracy "
+                "measures only its mode.")
+    return (each + " The cost is not larger in sampled accuracy here, although sampled accuracy, which measures the "
+            "whole distribution rather than its mode, is where a learner trained on another policy's answers would "
+            "be expected to fall behind first.")
+
+
+def correction_words_text(site: Site, correction: str, mode: str = "greedy", sync: str = SYNC,
+                          stale: str = STALE) -> str:
+    c, u, s = (gain_side(site, x, mode) for x in (correction, stale, sync))
+    for side in (c, u, s):
+        if side.n == 0:
+            return side.reason if side.reason.startswith("This build") else f"The recovery cannot be measured: {side.reason}."
+    vs_u, vs_s, cost = compare(c, u, +1), compare(c, s, -1), compare(u, s, -1)
+    lag = lag_of(correction)
+    nums = (f"its runs gained {points(c)} of {mode} accuracy, against {points(u)} with no correction and {points(s)} "
+            "synchronous")
+    first = f"With the sampler {lag} rollouts stale, {c.name}"
+    seeds = seeds_words(min(c.n, u.n))
+    diff = end_difference_words(end_difference(variant_runs(site, correction), variant_runs(site, stale), mode),
+                                f"the {c.name} runs", "the uncorrected ones")
+    if vs_u.status == "contradicted":
+        return f"{first} did worse than no correction in {mode} accuracy: {nums} ({vs_u.basis}).{diff}"
+    if vs_u.status == "shown":
+        if vs_s.status == "shown":
+            return (f"{first} recovers part of the stale sampler's cost in {mode} accuracy: it is above the "
+                    f"uncorrected runs ({vs_u.basis}) but still below the synchronous ones: {nums}.{diff}")
+        beyond = "more than recovers" if vs_s.status == "contradicted" else "recovers"
+        return (f"{first} {beyond} the stale sampler's cost in {mode} accuracy: {nums}; above the uncorrected runs "
+                f"({vs_u.basis}), and {'above' if beyond != 'recovers' else 'not distinguishable from'} the "
+                f"synchronous ones.{diff}")
+    # within the noise of the uncorrected runs
+    if vs_s.status == "shown":
+        return (f"{first} does not recover the stale sampler's cost in {mode} accuracy: {nums}. It stays below "
+                f"{s.name} ({vs_s.basis}), and at {seeds} it is not distinguishable from no correction "
+                f"({vs_u.reason}).{diff}")
+    if cost.status != "shown":
+        return (f"{first} changes nothing visible in {mode} accuracy, and there is no visible cost for it to recover: "
+                f"{nums}.{diff}")
+    return (f"With the sampler {lag} rollouts stale, whether {c.name} recovers any of the cost in {mode} accuracy is not distinguishable at {seeds}: {nums}; "
+            f"against no correction {vs_u.reason}, against {s.name} {vs_s.reason}.{diff}")
+
+
+def lag_words_text(site: Site, mode: str = "sampled", sync: str = SYNC, lags: Sequence[str] = LAGS) -> str:
+    s = gain_side(site, sync, mode)
+    if s.n == 0:
+        return s.reason if s.reason.startswith("This build") else f"The cost cannot be measured: {s.reason}."
+    lags = sorted(lags, key=lag_of)
+    sides = [(v, gain_side(site, v, mode)) for v in lags]
+    absent = [side.reason for _, side in sides if side.n == 0]
+    sides = [(v, side) for v, side in sides if side.n > 0]
+    if not sides:
+        return " ".join(absent)
+    each = and_names([f"{points(side)} at a lag of {lag_of(v)}" for v, side in sides])
+    text = f"With no correction, the {mode} held-out gain was {each}, against {points(s)} for {s.name}."
+    verdicts = [(v, compare(side, s, -1)) for v, side in sides]
+    clear = [str(lag_of(v)) for v, vd in verdicts if vd.status == "shown"]
+    noise = [str(lag_of(v)) for v, vd in verdicts if vd.status == "unclear"]
+    above = [str(lag_of(v)) for v, vd in verdicts if vd.status == "contradicted"]
+    if clear:
+        text += f" The cost is clear of the noise at {lags_words(clear)}"
+        text += f"; at {and_names(noise)} it is within the noise." if noise else "."
+    elif noise:
+        text += f" At every lag the difference from {s.name} is within the noise."
+    if above:
+        text += f" At {lags_words(above)} the stale runs gained more than the synchronous ones."
+    means = [side.mean for _, side in sides]
+    if len(sides) >= 3:
+        if all(a > b for a, b in zip(means, means[1:])):
+            text += " The mean gain falls at every step of the lag"
+        else:
+            text += " The mean gain does not fall steadily with the lag"
+        singles = [str(lag_of(v)) for v, side in sides if side.n == 1]
+        text += (f" ({lags_words(singles, short=True)} {'has' if len(singles) == 1 else 'have'} one seed only, so this order is a "
+                 "hint, not a finding)." if singles else ".")
+    if absent:
+        text += " " + " ".join(absent)
+    return text
+
+
+def gains_panel_spec(label: str, rows: list[dict], ranges: list[dict], domain: list[str], colours: list[str]) -> dict:
+    """One panel: a row per variant, each seed's gain a dot, a rule from its lowest to its highest seed."""
+    import altair as alt
+
+    y = alt.Y("v:N", sort=domain, title=None, axis=alt.Axis(labelLimit=170))
+    colour = alt.Color("v:N", scale=alt.Scale(domain=domain, range=colours), legend=None)
+    x_scale = alt.Scale(zero=False, nice=True, padding=8)
+    rule = alt.Chart(alt.Data(values=ranges)).mark_rule(strokeWidth=3, opacity=0.55).encode(
+        x=alt.X("lo:Q", title=label, scale=x_scale), x2="hi:Q", y=y, color=colour)
+    dots = alt.Chart(alt.Data(values=rows)).mark_point(filled=True, size=70, opacity=0.95).encode(
+        x=alt.X("g:Q", title=label, scale=x_scale), y=y, color=colour,
+        tooltip=[alt.Tooltip("v:N", title="Runs"), alt.Tooltip("r:N", title="Run"),
+                 alt.Tooltip("g:Q", title="Gain (points)", format="+.1f"),
+                 alt.Tooltip("ci:N", title="95% interval")])
+    chart = alt.layer(rule, dots).properties(width="container", height=30 * len(domain) + 20,
+                                             autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
+    spec = chart.to_dict()
+    spec["description"] = f"{label}: each run's held-out gain as a dot, one row per set of runs."
+    return spec
+
+
+def gains_figure_html(site: Site, variants: Sequence[str] | None = None) -> str:
+    variants = list(variants or [SYNC, STALE, *CORRECTIONS, *[v for v in LAGS if v != STALE]])
+    shown = [(v, variant_runs(site, v)) for v in variants]
+    missing = [v for v, rs in shown if not rs]
+    shown = [(v, rs) for v, rs in shown if rs]
+    if not shown:
+        return note_html(" ".join(missing_line(site, v, "its held-out gain") for v in missing), "warning")
+    lags = [v for v, _ in shown if lag_of(v) and split_variant(v)[0] == SYNC]
+    labels = [f"{site.algorithm_name(split_variant(v)[0])}, " + (f"{lag_of(v)} rollouts stale" if lag_of(v) else "synchronous")
+              for v, _ in shown]
+    colours = [variant_colour(v, lags or LAGS) for v, _ in shown]
+    panels, table_rows = [], []
+    changes = {(v, m): [(r, run_change(r.evals, m)) for r in rs] for v, rs in shown for m in MODES}
+    for mode in MODES:
+        rows, ranges = [], []
+        for (variant, _), name in zip(shown, labels):
+            measured = [(r, c) for r, c in changes[(variant, mode)] if c is not None]
+            rows += [{"v": name, "r": r.id, "g": round(100 * c.change, 2),
+                      "ci": f"{fmt_signed_points(c.low)} to {fmt_signed_points(c.high)}"} for r, c in measured]
+            if measured:
+                gains = [100 * c.change for _, c in measured]
+                ranges.append({"v": name, "lo": round(min(gains), 2), "hi": round(max(gains), 2)})
+        title = f"Held-out gain, {mode} (points)"
+        spec = gains_panel_spec(title, rows, ranges, labels, colours)
+        panels.append(f'<div class="unipo-course-panel" style="min-width:0"><p class="unipo-band-title" '
+                      f'style="margin:0 0 .2em;font-weight:600">{escape_text(title)}</p>'
+                      f"{vega_embed(spec, chart_id=site.chart_id(spec))}</div>")
+    for (variant, runs), name in zip(shown, labels):
+        cells = [escape_text(name), escape_text(str(len(runs)))]
+        for mode in MODES:
+            measured = [c for _, c in changes[(variant, mode)] if c is not None]
+            if not measured:
+                cells.append("–")
+                continue
+            each = " · ".join(fmt_signed_points(c.change) for c in measured)
+            start = and_names(sorted({fmt_pct(c.start) for c in measured}))
+            cells.append(two_lines(each, f"from {start}"))
+        side = mismatch_side(site, variant)
+        cells.append(escape_text(nats(side.mean)) if side.n else "–")
+        table_rows.append(cells)
+    grid = ('<div class="unipo-course-grid" style="display:grid;grid-template-columns:repeat(auto-fit,minmax(17rem,1fr));'
+            'gap:1.2rem 1.6rem">' + "".join(panels) + "</div>")
+    caption = ("Each dot is one run's change in held-out accuracy from its start to its end evaluation, on the same "
+               "problems (percentage points); a bar spans the lowest to the highest seed of a set. Synchronous GRPO "
+               "and the corrected runs take their algorithms' colours, the uncorrected stale runs their lag's blue.")
+    tbl = table(["Runs", "Seeds", "Greedy gain (each seed)", "Sampled gain (each seed)", "Mean |gap|"], table_rows,
+                numeric=(1, 4))
+    note = (note_html(" ".join(missing_line(site, v, "its held-out gain") for v in missing), "warning")
+            if missing else "")
+    return (f'<figure class="unipo-figure unipo-sampler-gains">{grid}<figcaption>{escape_text(caption)}</figcaption>'
+            f"</figure>{tbl}{note}")
+
+
+# ---------------------------------------------------------------------------
+# Macros
+# ---------------------------------------------------------------------------
+
+@macro
+def sampler_runs_setup(site: Site) -> str:
+    """The chapter's runs, from their headers."""
+    return runs_setup_text(site)
+
+
+@macro(html=True)
+def sampler_mismatch_figure(site: Site, lags: Sequence[str] = LAGS) -> str:
+    """The sampler/learner log-prob gap over training, one band per lag (GRPO, no correction)."""
+    return mismatch_figure_html(site, lags)
+
+
+@macro
+def sampler_mismatch_words(site: Site, lags: Sequence[str] = LAGS) -> str:
+    """How large the mismatch is at each lag, whether there is one, and whether it grows."""
+    return mismatch_words_text(site, lags)
+
+
+@macro(html=True)
+def sampler_gains_figure(site: Site, variants: Sequence[str] | None = None) -> str:
+    """Held-out gains, every seed a dot, for synchronous, stale and corrected runs; with a table."""
+    return gains_figure_html(site, variants)
+
+
+@macro
+def sampler_cost_words(site: Site, mode: str = "sampled", sync: str = SYNC, stale: str = STALE) -> str:
+    """Did sampling from a stale policy cost held-out accuracy?"""
+    return cost_words_text(site, mode, sync, stale)
+
+
+@macro
+def sampler_correction_words(site: Site, correction: str, mode: str = "greedy", sync: str = SYNC,
+                             stale: str = STALE) -> str:
+    """Does a correction recover what the stale sampler cost?"""
+    return correction_words_text(site, correction, mode, sync, stale)
+
+
+@macro
+def sampler_cost_modes(site: Site, sync: str = SYNC, stale: str = STALE) -> str:
+    """The stale sampler's mean cost in sampled and in greedy accuracy, and which is larger."""
+    return cost_modes_text(site, sync, stale)
+
+
+@macro
+def sampler_correction_bounds(site: Site, algorithm: str) -> str:
+    """A correction's bounds as its spec sets them."""
+    return correction_bounds_text(site, algorithm)
+
+
+@macro
+def sampler_lag_words(site: Site, mode: str = "sampled", sync: str = SYNC, lags: Sequence[str] = LAGS) -> str:
+    """The held-out gain at each lag, against synchronous GRPO."""
+    return lag_words_text(site, mode, sync, lags)
+
+
+@macro
+def sampler_detail_step(site: Site, run: str) -> int | None:
+    """The update with a token file at which the run's correction acts on the most tokens."""
+    found = site.run(run)
+    return detail_step(found) if found is not None else None
+
+
+@macro
+def sampler_token_words(site: Site, run: str, step: int | None = None) -> str:
+    """What the run's correction did to the tokens of one update."""
+    return token_words_text(site, run, step)

@@ -1,0 +1,174 @@
+"""Facts for the chapter on the sampler and the learner (``sampler.py`` holds its macros):
+
+- what a rollout correction does to the tokens of one update: the tokens whose weight
+  pi_old / pi_sampler leaves the bounds of the run's correction, counted with the objective's own
+  rule (``objective.correction_weight``), and the update where it acts on the most tokens;
+- the correction's bounds as its spec sets them;
+- two sets of runs' end evaluations compared problem by problem (:func:`end_difference`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from unipo_build.core.heldout import Z95, problem_count, start_and_end
+from unipo_build.core.numbers import fmt_num, fmt_pct, fmt_signed_points
+from unipo_build.core.objective import correction_weight
+from unipo_build.core.runs import Run
+from unipo_build.site.context import Site
+
+
+def correction_bounds_text(site: Site, algorithm: str) -> str:
+    """'a cap of 2 and no lower bound' (truncated IS) or 'the band [0.5, 2]' (masked IS), from the spec."""
+    spec = site.spec(algorithm, "sampler_correction_bounds")
+    comp = spec.components.get("correction")
+    if comp is None or comp.kind == "none":
+        return f"no correction ({algorithm} has none)"
+    cap, lower = comp.params.get("cap"), comp.params.get("lower")
+    if comp.kind == "truncated_is":
+        return f"a cap of {fmt_num(cap, 3)} and " + ("no lower bound" if lower is None else f"a floor of {fmt_num(lower, 3)}")
+    low_text = fmt_num(lower, 3) if lower is not None else "0"
+    high_text = fmt_num(cap, 3) if cap is not None else "∞"
+    return f"the band [{low_text}, {high_text}]"
+
+
+@dataclass(frozen=True)
+class TokenCount:
+    step: int
+    rollout: int
+    tokens: int  # tokens in the objective (mask 1) with a sampler log-prob
+    above: int  # weight above the cap
+    below: int  # weight below the lower bound
+    low: float  # smallest and largest pi_old / pi_sampler
+    high: float
+
+
+def correction_of(run: Run) -> tuple[str, dict] | None:
+    """The run's correction kind and parameters, None without one."""
+    comp = run.config.components.get("correction") if run.config is not None else None
+    if comp is None or comp.kind == "none":
+        return None
+    return comp.kind, dict(comp.params)
+
+
+def token_counts(run: Run, step: int) -> TokenCount:
+    """Count the tokens of one update's token file whose weight leaves the correction's bounds."""
+    detail = run.reader.detail(step)
+    tokens = above = below = 0
+    low, high = math.inf, -math.inf
+    for group in detail.prompts:
+        for response in group.responses:
+            t = response.tokens
+            if t is None or t.sample_logp is None:
+                continue
+            old = np.array([t.old_logp], dtype=np.float64)
+            sample = np.array([t.sample_logp], dtype=np.float64)
+            mask = np.array([t.mask], dtype=np.float64)
+            _, side = correction_weight(run.config, old, sample, mask)
+            kept = mask[0] > 0
+            ratio = np.exp(old[0] - sample[0])[kept]
+            tokens += int(kept.sum())
+            above += int((side[0] > 0).sum())
+            below += int((side[0] < 0).sum())
+            if len(ratio):
+                low, high = min(low, float(ratio.min())), max(high, float(ratio.max()))
+    return TokenCount(step, detail.rollout, tokens, above, below, low, high)
+
+
+def detail_step(run: Run) -> int | None:
+    """The update with a token file where the correction acts on the most tokens (the earliest on a tie)."""
+    counts = [token_counts(run, s) for s in run.token_steps()]
+    counts = [c for c in counts if c.tokens]
+    if not counts:
+        return None
+    return max(counts, key=lambda c: (c.above + c.below, -c.step)).step
+
+
+def token_words_text(site: Site, name: str, step: int | None = None) -> str:
+    run = site.run(name)
+    if run is None:
+        return f"This build has no run named {name}, so what its correction did to the tokens cannot be shown."
+    found = correction_of(run)
+    if found is None:
+        return f"The {run.id} run has no rollout correction: every token keeps its surrogate unweighted."
+    kind, params = found
+    step = detail_step(run) if step is None else step
+    if step is None or step not in run.token_steps():
+        return (f"The {run.id} run logged no token file with the sampler's log-probs"
+                + ("" if step is None else f" at update {step}") + ", so what its correction did cannot be shown.")
+    c = token_counts(run, step)
+    if c.tokens == 0:
+        return f"Update {step} of the {run.id} run holds no tokens with the sampler's log-probs."
+    cap, lower = params.get("cap"), params.get("lower")
+    head = (f"At update {fmt_num(step)} (rollout {fmt_num(c.rollout)}) of the {run.id} run, the weight pi_old / "
+            f"pi_sampler of the {fmt_num(c.tokens)} tokens the Step Inspector holds runs from {fmt_num(c.low, 3)} to "
+            f"{fmt_num(c.high, 3)}.")
+    outside = c.above + c.below
+    if kind == "masked_is":
+        bounds = f"[{fmt_num(lower, 2) if lower is not None else '0'}, {fmt_num(cap, 2) if cap is not None else '∞'}]"
+        if outside == 0:
+            return head + f" None of them leaves {bounds}, so masked IS zeroes no token at this update."
+        kept = {"ratio": "keeps its ratio as its weight", "one": "keeps weight 1",
+                "token_ratio": "keeps its own token's ratio as its weight"}.get(params.get("kept", "ratio"),
+                                                                            "keeps its weight")
+        return (head + f" {fmt_num(outside)} of them ({fmt_pct(outside / c.tokens, 2)}) "
+                f"{'falls' if outside == 1 else 'fall'} outside {bounds} ({fmt_num(c.above)} above, "
+                f"{fmt_num(c.below)} below): masked IS sets their weight to 0, so they leave the update, and every "
+                f"other token {kept}.")
+    if kind == "truncated_is":
+        if c.above == 0:
+            return head + (f" None of them exceeds the cap {fmt_num(cap, 2)}, so truncation changes no weight at this "
+                           "update: every token's surrogate is multiplied by its own ratio.")
+        return (head + f" {fmt_num(c.above)} of them ({fmt_pct(c.above / c.tokens, 2)}) "
+                f"{'exceeds' if c.above == 1 else 'exceed'} the cap "
+                f"{fmt_num(cap, 2)} and {'is' if c.above == 1 else 'are'} weighted {fmt_num(cap, 2)}; every other token's surrogate is multiplied by "
+                "its own ratio.")
+    return head + f" {fmt_num(outside)} of them leave the bounds of its {kind} correction."
+
+
+@dataclass(frozen=True)
+class EndDifference:
+    """One set's end accuracy minus another's, problem by problem (each averaged over its seeds)."""
+
+    n: int
+    mean: float
+    low: float
+    high: float
+
+
+def end_bits(run: Run, mode: str) -> str | None:
+    _, end = start_and_end(run.evals)
+    if end is None or problem_count(end) is None:
+        return None
+    return getattr(end, f"correct_{mode}") or None
+
+
+def end_difference(a: Sequence[Run], b: Sequence[Run], mode: str) -> EndDifference | None:
+    """Mean over problems of (a's seeds' mean end result - b's), with a normal 95% interval over the
+    problems both sets' end evaluations scored; None when a run logged no per-problem results."""
+    bits_a = [end_bits(r, mode) for r in a]
+    bits_b = [end_bits(r, mode) for r in b]
+    if not bits_a or not bits_b or any(x is None for x in bits_a + bits_b):
+        return None
+    n = min(len(x) for x in bits_a + bits_b)
+    if n < 2:
+        return None
+    as_array = (lambda bits: np.array([[c == "1" for c in x[:n]] for x in bits], dtype=np.float64).mean(axis=0))
+    d = as_array(bits_a) - as_array(bits_b)
+    half = Z95 * float(np.std(d, ddof=1)) / math.sqrt(n)
+    return EndDifference(n, float(d.mean()), float(d.mean()) - half, float(d.mean()) + half)
+
+
+def end_difference_words(diff: EndDifference | None, a_name: str, b_name: str) -> str:
+    if diff is None:
+        return ""
+    where = "above" if diff.mean > 0 else "below" if diff.mean < 0 else "level with"
+    size = "" if diff.mean == 0 else fmt_signed_points(abs(diff.mean)).lstrip("+") + " points "
+    return (f" Problem by problem, on the {fmt_num(diff.n)} problems every end evaluation scored, {a_name} finished "
+            f"{size}{where} {b_name} on average over the seeds (95% interval over the problems "
+            f"{fmt_signed_points(diff.low)} to {fmt_signed_points(diff.high)}; it counts the problems' noise, not "
+            "the seeds', so the verdict rests on the seeds).")
