@@ -214,10 +214,14 @@ def test_a_bad_correction_is_refused_in_one_line(tmp_path):
 # ---------------------------------------------------------------------------
 
 def _shipped_run_with_tokens() -> Path:
+    """A shipped synchronous GRPO run with token files written as unipo-run/1 (no sampler log-probs):
+    not an asynchronous one (async8_grpo), whose tokens carry the sampler's."""
     for header in sorted((ROOT / "data" / "runs").glob("*/header.json")):
-        if runlog.token_steps(header.parent) and runlog.read_header(header.parent).algorithm == "grpo":
+        raw = json.loads(header.read_text())
+        if (runlog.token_steps(header.parent) and raw["algorithm"] == "grpo"
+                and raw["schema_version"] == "unipo-run/1"):
             return header.parent
-    pytest.skip("no shipped GRPO run with token files")
+    pytest.skip("no shipped unipo-run/1 GRPO run with token files")
 
 
 def test_an_older_log_reads_as_no_correction_and_still_recomputes():
