@@ -182,10 +182,15 @@ def test_a_clipped_token_keeps_its_gradient_under_cispo_and_loses_it_under_dapo(
     assert "<td>DAPO</td>" in html_table and "clipped high" in html_table
 
 
-def test_a_token_both_objectives_push_is_worded_as_the_same_gradient(worse):
-    # under GRPO's and dual-clip's clips the ratio-2 token is clipped high in both: the same (zero) gradient
+def test_the_token_under_other_clips_words_what_differs(worse):
+    # dual-clip's PPO bound is 1.2: its term is 1.2 A = 0.6, not CISPO's 0.64, and it silences the token
     text = CF.clipped_token_text_of(worse, "cispo", "dual_clip")
-    assert "DAPO" not in text and "CISPO silences the token" not in text
+    assert "The objectives agree" not in text
+    assert text.endswith("Dual-clip GRPO silences the token, CISPO still pushes it, by 0.64 times its weight in the "
+                         "step (0.0625), 0.04 in all.")
+    # the same clip on both sides: the same gradient
+    assert CF.clipped_token_text_of(worse, "cispo", "cispo").endswith(
+        "The two objectives give this token the same gradient.")
 
 
 def test_without_logged_tokens_no_token_is_shown(better):
