@@ -405,3 +405,27 @@ def test_mask_truncated_browser_weight_and_sentence():
     assert cut["ok"] is True
     (text,) = run_engine([["fill", say[0]["text"], names]])
     assert text["ok"].startswith("This response hit the generation budget (8 tokens)")
+
+
+def test_unipo_train_refuses_a_masking_spec_before_it_starts(tmp_path):
+    """Our trainer does not pass truncated flags yet: `unipo train` names the spec file and the field in one
+    line and exits 2 before loading a model (a project copy whose only spec masks truncated responses)."""
+    import shutil
+    import subprocess
+
+    root = tmp_path / "project"
+    shutil.copytree(spec_dir().parents[1], root, ignore=shutil.ignore_patterns("runs*", "warm-start", "tasks", ".git",
+                                                                               ".venv", "site", "node_modules", "docs"))
+    algorithms = root / "data" / "algorithms"
+    for f in algorithms.glob("*.yaml"):
+        f.unlink()
+    shutil.copy(spec_file(tmp_path, filter=("mask_truncated", {})), algorithms / "grpo_changed.yaml")
+    (algorithms / "grpo_changed.yaml").write_text((algorithms / "grpo_changed.yaml").read_text()
+                                                  .replace("predecessor: ppo", "predecessor: null"))
+    unipo = spec_dir().parents[1] / ".venv" / "bin" / "unipo"
+    out = subprocess.run([str(unipo), "train", "grpo_changed", "--steps", "1"], capture_output=True,
+                         text=True, cwd=root, env={**__import__("os").environ, "UNIPO_ROOT": str(root)}, timeout=300)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().count("\n") == 0
+    assert out.stderr.startswith(f"unipo train: {algorithms / 'grpo_changed.yaml'}: components.filter.kind: "
+                                 "mask_truncated masks truncated responses out of the loss, which training/rl.py")

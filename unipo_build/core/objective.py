@@ -190,6 +190,20 @@ def response_keep(cfg: ResolvedAlgorithm, truncated):
     return kind.response_keep(truncated, cfg.components["filter"].params)
 
 
+#: Why our trainer cannot train a spec whose filter masks single responses yet (objective.weights refuses it).
+UNTRAINED_RESPONSE_MASK = ("masks truncated responses out of the loss, which training/rl.py does not apply yet: it "
+                           "must pass each response's truncated flag to objective.weights(cfg, mask, dtype, truncated=...)")
+
+
+def training_problem(spec) -> str | None:
+    """Why training/rl.py cannot train ``spec`` (an AlgorithmSpec or a resolved configuration) as written, in
+    one line naming the field, or None (``unipo train`` asks before it starts)."""
+    name = spec.components["filter"].kind
+    if registry.kind("filter", name).response_keep is not None:
+        return f"components.filter.kind: {name} {UNTRAINED_RESPONSE_MASK}"
+    return None
+
+
 def weights(cfg: ResolvedAlgorithm, mask, dtype=None, truncated=None):
     """The aggregation slot: per-token weights (B, T) of one minibatch. ``truncated`` (B,): which responses
     hit the generation budget, required when the filter masks them out of the loss (their tokens weigh 0;
@@ -200,9 +214,8 @@ def weights(cfg: ResolvedAlgorithm, mask, dtype=None, truncated=None):
     if not masks_responses(cfg):
         return aggregation.apply(mask_f, params)
     if truncated is None:
-        raise ValueError(f"components.filter.kind: {cfg.kind('filter')} masks truncated responses out of the loss, and no "
-                         "truncated flags were given: the trainer must pass objective.weights(cfg, mask, dtype, "
-                         "truncated=...) (training/rl.py does not yet, so this spec cannot be trained)")
+        raise ValueError(f"components.filter.kind: {cfg.kind('filter')} {UNTRAINED_RESPONSE_MASK} (no truncated flags "
+                         "were given)")
     keep = xp.astype(response_keep(cfg, truncated), mask_f.dtype)[:, None]
     if cfg.param("filter", "count_masked"):  # the normaliser counts every sampled response (TRL grpo, dr_grpo)
         return aggregation.apply(mask_f, params) * keep
