@@ -43,8 +43,9 @@ from unipo_build.core.registry import (
 #   OpenRLHF   openrlhf/models/loss.py, PolicyLoss.forward: is_correction_level token | seq,
 #   0.11.2     is_correction_mode clip (tis) | mask (icepop; seq: seq-mask-tis, gated on the geometric mean),
 #              is_correction_threshold (0.5, 5.0); a kept token keeps its own ratio.
-#   prime-rl   src/prime_rl/trainer/rl/loss.py, compute_loss: the ratio is taken against the inference
-#              log-probs, and tokens whose ratio is outside [token_mask_low 0.125, token_mask_high 8] masked.
+#   prime-rl   src/prime_rl/trainer/rl/loss.py (559b447), compute_loss: the ratio is taken against the inference
+#              log-probs, with no pi_old besides them; its default loss masks tokens by the change of their
+#              probability (dppo_mask_low/high), not by a ratio: no correction kind of its own.
 
 class _Correction(_Params):
     level: Literal["token", "sequence"] = Field(
@@ -73,10 +74,10 @@ class TruncatedIS(_Correction):
 class MaskedIS(_Correction):
     lower: float | None = Field(0.5, gt=0, description="Below it a token's (or response's) weight is 0 (TRL "
                                                        "vllm_importance_sampling_clip_min, verl rollout_rs_threshold_lower, "
-                                                       "OpenRLHF is_correction_threshold's lower bound 0.5, prime-rl token_mask_low 0.125); "
+                                                       "OpenRLHF is_correction_threshold's lower bound 0.5); "
                                                        "null: no lower bound.")
     cap: float | None = Field(5.0, gt=0, description="Above it the weight is 0 (TRL vllm_importance_sampling_clip_max, "
-                                                     "verl rollout_rs_threshold, OpenRLHF 5.0, prime-rl token_mask_high 8); "
+                                                     "verl rollout_rs_threshold, OpenRLHF 5.0); "
                                                      "null: no upper bound.")
     kept: Literal["ratio", "token_ratio", "one"] = Field(
         "ratio", description="The weight of a kept token: the ratio that was tested (TRL, IcePop), the token's own ratio "
@@ -201,7 +202,7 @@ register("correction", "masked_is", MaskedIS,
          _masked_tex, _CORRECTION_TERMS + (
              Term("mask", r"\mathbb{1}", "1 inside the band [L, C], 0 outside: a token the two policies disagree on too "
                   "much in either direction is dropped from the update instead of weighed (IcePop; TRL *_mask, verl "
-                  "rollout_rs, OpenRLHF icepop and seq-mask-tis, prime-rl token_mask_low/high)."),),
+                  "rollout_rs, OpenRLHF is_correction_mode mask at the token or seq level)."),),
          fn=C.masked_is_weight, label="masked IS (two-sided)", worked=_correction_worked("masked_is"),
          apply=lambda old, samp, mask, p: C.masked_is_weight(old, samp, mask, p["level"], p.get("cap"), p.get("lower"),
                                                              p["sequence"], p["kept"]),
