@@ -429,3 +429,59 @@ def test_unipo_train_refuses_a_masking_spec_before_it_starts(tmp_path):
     assert out.stderr.strip().count("\n") == 0
     assert out.stderr.startswith(f"unipo train: {algorithms / 'grpo_changed.yaml'}: components.filter.kind: "
                                  "mask_truncated masks truncated responses out of the loss, which training/rl.py")
+
+
+# ---------------------------------------------------------------------------
+# Our trainer, unchanged, trains the first two and refuses the third
+# ---------------------------------------------------------------------------
+
+def _smoke_train(tmp_path, monkeypatch, checkpoint, **slots):
+    """Two rollouts of the tiny random policy (tests/test_training_smoke.py's settings) with grpo's spec, these
+    slots replaced; the run directory."""
+    pytest.importorskip("torch")
+    import training.rl as rl
+    from training_fixtures import coin_flip_score
+
+    data = load_spec(spec_dir() / "grpo.yaml").model_dump()
+    for slot, (kind, params) in slots.items():
+        data["components"][slot] = {**data["components"][slot], "kind": kind, "params": params}
+    spec = type(load_spec(spec_dir() / "grpo.yaml")).model_validate(data)
+    monkeypatch.setattr(rl, "load_algorithm", lambda name: spec)
+    monkeypatch.setattr(rl, "score_response", coin_flip_score)
+    opts = rl.TrainOptions(algorithm="grpo", steps=2, model=str(checkpoint), out=str(tmp_path / "run"), progress=False,
+                           eval_n=8, detail_every=1,
+                           rl_overrides={"prompts_per_step": 4, "group_size": 4, "max_new_tokens": 12})
+    return rl.train(opts)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("slot, kind, params", [("advantage", "group_mean_batch_std", {"std_ddof": 1, "eps": 1e-4}),
+                                                ("clip", "geo_mean", GMPO)])
+def test_the_trainer_trains_the_new_kind_and_every_token_recomputes(slot, kind, params, tmp_path, monkeypatch,
+                                                                    tiny_policy):
+    """training/rl.py needs no change for these two: it calls objective, which dispatches to the kind. Every
+    logged token objective and step objective recomputes; the batch-std advantages are the kind's, from the
+    logged rewards of the whole rollout (one divisor for every group)."""
+    from unipo_build.core import runlog
+
+    run = _smoke_train(tmp_path, monkeypatch, tiny_policy, **{slot: (kind, params)})
+    header = runlog.read_header(run)
+    assert header.algorithm_config.kind(slot) == kind
+    problems, seen = [], 0
+    for step in runlog.token_steps(run):
+        detail = runlog.read_step_detail(run, step)
+        problems += recompute.check_step(header.algorithm_config, detail)
+        if slot == "advantage":
+            scales = [(r.reward - np.mean([x.reward for x in g.responses])) / r.advantage
+                      for g in detail.prompts for r in g.responses if abs(r.advantage) > 1e-6]
+            seen += len(scales)
+            # one batch std + eps for every group of the rollout (the log holds float32 advantages)
+            assert not scales or max(scales) - min(scales) <= 1e-5 * max(scales), scales
+    assert problems == []
+    assert slot != "advantage" or seen > 0
+
+
+@pytest.mark.slow
+def test_the_trainer_refuses_mask_truncated_at_its_first_update(tmp_path, monkeypatch, tiny_policy):
+    with pytest.raises(ValueError, match=r"components\.filter\.kind: mask_truncated .*training/rl\.py does not apply"):
+        _smoke_train(tmp_path, monkeypatch, tiny_policy, filter=("mask_truncated", {"count_masked": True}))
