@@ -485,3 +485,17 @@ def test_the_trainer_trains_the_new_kind_and_every_token_recomputes(slot, kind, 
 def test_the_trainer_refuses_mask_truncated_at_its_first_update(tmp_path, monkeypatch, tiny_policy):
     with pytest.raises(ValueError, match=r"components\.filter\.kind: mask_truncated .*training/rl\.py does not apply"):
         _smoke_train(tmp_path, monkeypatch, tiny_policy, filter=("mask_truncated", {"count_masked": True}))
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"clip": ("geo_mean", GMPO), "aggregation": ("token_mean", {})}, "components.aggregation.kind"),
+    ({"filter": ("mask_truncated", {"count_masked": False})}, "components.filter.params.count_masked")])
+def test_unipo_validate_refuses_the_contradictions_in_one_line(changes, field, tmp_path):
+    import subprocess
+
+    path = spec_file(tmp_path, **changes)
+    out = subprocess.run([str(spec_dir().parents[1] / ".venv" / "bin" / "unipo"), "validate", str(path)],
+                         capture_output=True, text=True, timeout=120)
+    lines = (out.stdout + out.stderr).strip().splitlines()
+    assert out.returncode == 1 and len(lines) == 1, lines
+    assert lines[0].startswith(f"{path}: {field}: ")

@@ -191,13 +191,13 @@ def _cross_slot_problems(components: dict[str, ComponentSpec]) -> list[str]:
         need = kinds[slot].aggregation_kinds
         if need and kinds["aggregation"].name not in need:
             problems.append(f"components.aggregation.kind: {kinds[slot].name} ({slot}) is one term per response averaged "
-                            f"over responses, which only aggregation {' or '.join(need)} weighs as it means; "
+                            f"over responses, which only aggregation {' or '.join(need)} weighs as it means, and "
                             f"{kinds['aggregation'].name} would reweight it (set components.aggregation.kind to {need[0]})")
     if (kinds["filter"].response_keep is not None and components["filter"].params.get("count_masked") is False
             and kinds["aggregation"].weights_from_counts):
         problems.append(f"components.filter.params.count_masked: false takes masked responses out of the normaliser, "
                         f"but {kinds['aggregation'].name} divides by the number of responses, which no trainer shrinks "
-                        "when it masks (TRL counts every row; only its token count drops masked tokens): set "
+                        "when it masks (TRL counts every row, and only its token count drops masked tokens): set "
                         "count_masked true, or use the token_mean aggregation")
     if kinds["ratio"].is_none and not kinds["clip"].is_none:
         problems.append("components.clip.kind: with ratio 'none' the ratio is always 1, so clipping never acts "
