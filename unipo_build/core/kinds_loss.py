@@ -340,8 +340,8 @@ register("clip", "geo_mean", GeoMeanClip,
                "outlier moves it far less, which is why GMPO can afford a wider clip range than PPO."),
           Term("c", r"c_{i,u}", "The token's log-ratio, clipped as PPO clips the ratio but in log space: once log rho has "
                "left [-eps_low, eps_high] in the direction the advantage pushes, the token's c is a constant and its "
-               "gradient is 0 (the ratio's range is [exp(-eps_low), exp(eps_high)]; GMPO uses 0.4 on both sides). A "
-               "token with a zero advantage has c = 0 and still counts in the length.")),
+               "gradient is 0 (the range is [exp(-eps_low), exp(eps_high)] in the ratio; GMPO uses 0.4 on both sides). A "
+               "token with a zero advantage has c = 0 and still counts in the length. " + _CLIP_AFTER)),
          fn=C.geo_mean_surrogate, bounds=_geo_bounds, worked=_geo_worked, label="geometric mean (GMPO)",
          ratio_kinds=("token",), needs_mask=True, aggregation_kinds=("seq_mean_token_mean",),
          apply=lambda ratio, advantage, p, mask: C.geo_mean_surrogate(ratio, advantage, mask, p["eps_low"], p["eps_high"]),
