@@ -32,7 +32,8 @@ EXACT = {"dapo", "gspo"}
 APPROXIMATED = {"dr_grpo", "dapo_dr", "grpo", "ppo", "reinforce"}
 # OpenRLHF's name for what each advantage kind computes (the parity tests check that the two agree).
 # Keyed by every kind the registry holds, so a spec using any of them is checked, whichever it is.
-ESTIMATOR = {"group_zscore": "group_norm", "group_mean": "dr_grpo", "leave_one_out": "rloo", "gae": "gae",
+ESTIMATOR = {"group_zscore": "group_norm", "group_mean": "dr_grpo", "group_mean_batch_std": "dr_grpo",
+             "leave_one_out": "rloo", "gae": "gae",
              "reinforce_return": "reinforce", "whitened_return": "reinforce"}
 LOSS_AGG_MODE = {"seq_mean_token_mean": "seq-mean-token-mean", "token_mean": "token-mean"}
 

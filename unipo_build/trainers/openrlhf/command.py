@@ -195,6 +195,13 @@ def translate(cfg: ResolvedAlgorithm, *, max_new_tokens: int) -> Translation:
             eff = _with(eff, "advantage", "group_zscore", {**p, "std_ddof": 1})
     elif adv == "group_mean":
         t.flags += ["--algo.advantage.estimator", "dr_grpo"]
+    elif adv == "group_mean_batch_std":
+        t.flags += ["--algo.advantage.estimator", "dr_grpo"]
+        t.gaps.append(Gap("advantage", "the group mean subtracted, divided by the std of every reward in the batch",
+                          " has no estimator that divides by the batch's reward std",
+                          "dr_grpo (the group mean subtracted, no division): every advantage is the batch std + eps "
+                          "times the spec's", ("--algo.advantage.estimator", "dr_grpo")))
+        eff = _with(eff, "advantage", "group_mean")
     elif adv == "leave_one_out":
         t.flags += ["--algo.advantage.estimator", "rloo"]
     elif adv == "gae":
