@@ -75,15 +75,25 @@ def parse_args(argv=None):
     ap.add_argument("--warmup", type=int, default=1, help="rollouts per trainer run first and not measured")
     ap.add_argument("--threads", type=int, default=1, help="torch threads for both trainers")
     ap.add_argument("--preset", default="tiny")
-    ap.add_argument("--model", default=str(REPO / "work" / "sft-tiny"), help="local HF checkpoint (warm start)")
+    ap.add_argument("--model", default=None,
+                    help="local HF checkpoint (default: the preset's warm start, work/sft-<preset> when trained here, "
+                         "else the shipped data/warm-start/<preset>)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--sampler-lag", type=int, default=0,
+                    help="ours in its asynchronous mode: each rollout sampled by the policy of this many rollouts "
+                         "before (unipo train --sampler-lag); TRL's side is unchanged")
     ap.add_argument("--order", choices=("alternate", "sequential"), default="alternate")
     ap.add_argument("--omp-wait-policy", choices=("PASSIVE", "ACTIVE"), default=None,
                     help="set OMP_WAIT_POLICY before torch loads (default: the environment's value, else PASSIVE as "
                          "training/__init__.py sets it for every project run)")
     ap.add_argument("--json", default=str(REPO / "benchmarks" / "results" / "trainer_speed.json"))
     ap.add_argument("--keep-runs", default=None, help="keep both trainers' output directories under this path")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    if args.model is None:
+        from training.sft import warm_start_path
+
+        args.model = str(warm_start_path(args.preset, REPO))
+    return args
 
 
 ARGS = parse_args() if __name__ == "__main__" else None
@@ -140,7 +150,8 @@ class Ours:
         total = args.warmup + args.rollouts
         self.trainer = Trainer(TrainOptions(
             algorithm="grpo", preset=args.preset, steps=total, seed=args.seed, out=str(out), model=args.model,
-            device="cpu", progress=False, detail_every=1, threads=args.threads, eval_every=10**9))
+            device="cpu", progress=False, detail_every=1, threads=args.threads, eval_every=10**9,
+            sampler_lag=args.sampler_lag))
         self.trainer.setup()
         self.out = out
         self.sampled_tokens: list[int] = []
@@ -207,7 +218,6 @@ class TRLSide:
         from trl import GRPOConfig, GRPOTrainer
 
         from training.model import load_policy
-        from training.task import load_task
 
         rl = ours.trainer.rl
         P, G, E, M = rl.prompts_per_step, rl.group_size, rl.epochs, rl.minibatches
@@ -241,7 +251,8 @@ class TRLSide:
         # The prompts ours will draw (its prompt_rng: random.Random(seed), P draws per rollout, no filter),
         # in the same order: TRL reads them unshuffled, P per generation batch, so both sides see the same
         # 16 prompts in rollout r.
-        rows = load_task(REPO / ours.trainer.preset.task_dir / "train.jsonl")
+        # ours' own rows: the RL pool (rl.jsonl) since the task has three pools, not train.jsonl
+        rows = ours.trainer.train_rows
         rng = random.Random(args.seed)
         drawn = [rows[rng.randrange(len(rows))] for _ in range(P * self.total)]
         dataset = Dataset.from_list([{"prompt": r["prompt"], "answer": r["answer"]} for r in drawn])
@@ -424,6 +435,7 @@ def main(args) -> dict:
             "max_new_tokens": rl.max_new_tokens, "temperature": rl.temperature, "lr": rl.lr,
             "ours": {"epochs": rl.epochs, "minibatches": rl.minibatches, "detail_every": rl.detail_every,
                      "detail_groups": rl.detail_groups, "kl": "k3 in loss, beta 0.04 (grpo spec)",
+                     "sampler_lag": rl.sampler_lag,
                      "run_dir_bytes": run_dir_bytes},
             "trl": {**theirs.mapping, "loss_type": "grpo", "beta": theirs.config.beta, "epsilon": theirs.config.epsilon,
                     "scale_rewards": theirs.config.scale_rewards, "bf16": theirs.config.bf16,
