@@ -326,8 +326,8 @@ def test_mask_truncated_token_mean_with_and_without_the_masked_tokens():
 
 
 def test_mask_truncated_refuses_weights_without_truncated_flags():
-    """The trainer (training/rl.py) calls objective.weights without the flags today: it is refused in one line."""
-    with pytest.raises(ValueError, match=r"components\.filter\.kind: mask_truncated .*training/rl\.py"):
+    """A caller that gives objective.weights no truncated flags is refused in one line naming the field."""
+    with pytest.raises(ValueError, match=r"components\.filter\.kind: mask_truncated masks truncated responses .*none were given"):
         O.weights(masked_config(), _mask())
     # every group is kept; no other filter masks single responses
     assert O.keep_groups(masked_config(), np.asarray([[1, 0], [1, 1]])).tolist() == [True, True]
@@ -407,32 +407,8 @@ def test_mask_truncated_browser_weight_and_sentence():
     assert text["ok"].startswith("This response hit the generation budget (8 tokens)")
 
 
-def test_unipo_train_refuses_a_masking_spec_before_it_starts(tmp_path):
-    """Our trainer does not pass truncated flags yet: `unipo train` names the spec file and the field in one
-    line and exits 2 before loading a model (a project copy whose only spec masks truncated responses)."""
-    import shutil
-    import subprocess
-
-    root = tmp_path / "project"
-    shutil.copytree(spec_dir().parents[1], root, ignore=shutil.ignore_patterns("runs*", "warm-start", "tasks", ".git",
-                                                                               ".venv", "site", "node_modules", "docs"))
-    algorithms = root / "data" / "algorithms"
-    for f in algorithms.glob("*.yaml"):
-        f.unlink()
-    shutil.copy(spec_file(tmp_path, filter=("mask_truncated", {})), algorithms / "grpo_changed.yaml")
-    (algorithms / "grpo_changed.yaml").write_text((algorithms / "grpo_changed.yaml").read_text()
-                                                  .replace("predecessor: ppo", "predecessor: null"))
-    unipo = spec_dir().parents[1] / ".venv" / "bin" / "unipo"
-    out = subprocess.run([str(unipo), "train", "grpo_changed", "--steps", "1"], capture_output=True,
-                         text=True, cwd=root, env={**__import__("os").environ, "UNIPO_ROOT": str(root)}, timeout=300)
-    assert out.returncode == 2, out.stderr
-    assert out.stderr.strip().count("\n") == 0
-    assert out.stderr.startswith(f"unipo train: {algorithms / 'grpo_changed.yaml'}: components.filter.kind: "
-                                 "mask_truncated masks truncated responses out of the loss, which training/rl.py")
-
-
 # ---------------------------------------------------------------------------
-# Our trainer, unchanged, trains the first two and refuses the third
+# Our trainer trains all three (mask_truncated: training/rl.py passes each response's truncated flag)
 # ---------------------------------------------------------------------------
 
 def _smoke_train(tmp_path, monkeypatch, checkpoint, **slots):
@@ -482,9 +458,32 @@ def test_the_trainer_trains_the_new_kind_and_every_token_recomputes(slot, kind, 
 
 
 @pytest.mark.slow
-def test_the_trainer_refuses_mask_truncated_at_its_first_update(tmp_path, monkeypatch, tiny_policy):
-    with pytest.raises(ValueError, match=r"components\.filter\.kind: mask_truncated .*training/rl\.py does not apply"):
-        _smoke_train(tmp_path, monkeypatch, tiny_policy, filter=("mask_truncated", {"count_masked": True}))
+@pytest.mark.parametrize("count_masked, aggregation", [(True, "seq_mean_token_mean"), (False, "token_mean")])
+def test_the_trainer_masks_truncated_responses_and_every_token_recomputes(count_masked, aggregation, tmp_path,
+                                                                         monkeypatch, tiny_policy):
+    """training/rl.py passes each response's truncated flag to objective.weights: a truncated response's tokens
+    weigh 0 in the logged token files (12-token budget: the random policy hits it), the others do not, and
+    every logged token and step objective recomputes."""
+    from unipo_build.core import runlog
+
+    run = _smoke_train(tmp_path, monkeypatch, tiny_policy, filter=("mask_truncated", {"count_masked": count_masked}),
+                       aggregation=(aggregation, {}))
+    header = runlog.read_header(run)
+    problems, cut, kept = [], 0, 0
+    for step in runlog.token_steps(run):
+        detail = runlog.read_step_detail(run, step)
+        problems += recompute.check_step(header.algorithm_config, detail)
+        for group in detail.prompts:
+            for r in group.responses:
+                if r.tokens is None:
+                    continue
+                if r.truncated:
+                    cut += 1
+                    assert all(w == 0 for w in r.tokens.weight), r.tokens.weight
+                else:
+                    kept += 1
+                    assert any(w > 0 for w in r.tokens.weight)
+    assert problems == [] and cut > 0 and kept > 0
 
 
 @pytest.mark.parametrize("changes, field", [

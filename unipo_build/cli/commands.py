@@ -56,16 +56,7 @@ def _train(args: argparse.Namespace) -> int:
         return 2
     from unipo_build.core.specs import load_specs
 
-    specs = load_specs()
-    names = sorted(specs) if algorithm == "all" else [algorithm]
-    from unipo_build.core.objective import training_problem
-    from unipo_build.core.project import spec_dir
-
-    by_id = {k.lower(): v for k, v in specs.items()}
-    for name in names:  # a spec our trainer cannot apply yet is refused before anything loads
-        if name.lower() in by_id and (problem := training_problem(by_id[name.lower()])):
-            print(f"unipo train: {spec_dir() / (by_id[name.lower()].id + '.yaml')}: {problem}", file=sys.stderr)
-            return 2
+    names = sorted(load_specs()) if algorithm == "all" else [algorithm]
     if algorithm == "all" and args.out:
         print("with 'all', --out is a parent directory: one run per algorithm inside it", file=sys.stderr)
     for name in names:

@@ -191,17 +191,9 @@ def response_keep(cfg: ResolvedAlgorithm, truncated):
 
 
 #: Why our trainer cannot train a spec whose filter masks single responses yet (objective.weights refuses it).
-UNTRAINED_RESPONSE_MASK = ("masks truncated responses out of the loss, which training/rl.py does not apply yet: it "
-                           "must pass each response's truncated flag to objective.weights(cfg, mask, dtype, truncated=...)")
-
-
-def training_problem(spec) -> str | None:
-    """Why training/rl.py cannot train ``spec`` (an AlgorithmSpec or a resolved configuration) as written, in
-    one line naming the field, or None (``unipo train`` asks before it starts)."""
-    name = spec.components["filter"].kind
-    if registry.kind("filter", name).response_keep is not None:
-        return f"components.filter.kind: {name} {UNTRAINED_RESPONSE_MASK}"
-    return None
+#: Why a response-masking filter cannot weigh a minibatch without each response's truncated flag.
+NEEDS_TRUNCATED_FLAGS = ("masks truncated responses out of the loss: objective.weights needs each response's "
+                         "truncated flag (truncated=...)")
 
 
 def weights(cfg: ResolvedAlgorithm, mask, dtype=None, truncated=None):
@@ -214,8 +206,7 @@ def weights(cfg: ResolvedAlgorithm, mask, dtype=None, truncated=None):
     if not masks_responses(cfg):
         return aggregation.apply(mask_f, params)
     if truncated is None:
-        raise ValueError(f"components.filter.kind: {cfg.kind('filter')} {UNTRAINED_RESPONSE_MASK} (no truncated flags "
-                         "were given)")
+        raise ValueError(f"components.filter.kind: {cfg.kind('filter')} {NEEDS_TRUNCATED_FLAGS}, and none were given")
     keep = xp.astype(response_keep(cfg, truncated), mask_f.dtype)[:, None]
     if cfg.param("filter", "count_masked"):  # the normaliser counts every sampled response (TRL grpo, dr_grpo)
         return aggregation.apply(mask_f, params) * keep
