@@ -279,7 +279,20 @@ def test_sampling_mismatch_sentence_from_the_logs(tmp_path):
 
     write_metric_run(tmp_path / "plain" / "grpo", "grpo", rollouts=3)
     text = bound_macros(tmp_path / "plain")["sampling_mismatch"]()
-    assert text.startswith("None of the one run of this build logs a sampling log-prob")
+    assert text.startswith("The one synchronous run these pages compare logs no sampling log-prob")
+    assert "stale copy" not in text  # no asynchronous run in this build
+    # two asynchronous runs (sampler 8 rollouts stale) at seeds 0 and 1, one at lag 2: each lag's gaps, by lag
+    for name, lag, seed, gap in (("async8", 8, 0, 0.03), ("async8-s1", 8, 1, 0.02), ("async2", 2, 0, 0.006)):
+        run = write_metric_run(tmp_path / "plain" / name, "grpo", rollouts=3, seed=seed,
+                               metrics=lambda f, g, gap=gap: {"mismatch/logp_abs_mean": gap, "mismatch/logp_abs_max": 1.0})
+        header = _json.loads((run / "header.json").read_text())
+        header["hyperparameters"]["sampler_lag"] = lag
+        (run / "header.json").write_text(_json.dumps(header))
+    text = bound_macros(tmp_path / "plain")["sampling_mismatch"]()
+    assert text.startswith("The one synchronous run these pages compare logs no sampling log-prob")
+    assert text.endswith("The build's three runs sampled by a stale copy of the policy (the asynchronous mode) do log "
+                         "it: their mean gap |log π_train − log π_sample| is 0.006 nats at a lag of 2 and 0.02 to 0.03 "
+                         "nats at a lag of 8.")
 
     def metrics(f, g):  # the gap shrinks over training: 0.02 -> 0.01
         return {"mismatch/logp_abs_mean": 0.02 - 0.01 * f, "mismatch/logp_abs_max": 0.5,

@@ -147,15 +147,39 @@ def _runs(n: int) -> str:
 NEGLIGIBLE_TIS_SHIFT = 0.005
 
 
+def stale_sampler_text(site: Site) -> str:
+    """A sentence on the build's asynchronous runs (a variant ``grpo@lag8``): how far their sampler's
+    log-probs are from the learner's, by lag; "" when the build has none."""
+    from unipo_build.core.runs import split_variant
+
+    by_lag: dict[int, list[float]] = {}
+    for run in site.catalog.loaded():
+        lag = split_variant(run.variant)[1]
+        summary = mismatch_summary(run) if lag else None
+        if summary is not None:
+            by_lag.setdefault(lag, []).append(summary["gap"])
+    if not by_lag:
+        return ""
+    n = sum(len(v) for v in by_lag.values())
+    parts = [f"{fmt_num(min(g), 3)}" + (f" to {fmt_num(max(g), 3)}" if len(g) > 1 and fmt_num(min(g), 3) != fmt_num(max(g), 3)
+                                         else "") + f" nats at a lag of {fmt_num(lag)}"
+             for lag, g in sorted(by_lag.items())]
+    return (f" The build's {_runs(n)} sampled by a stale copy of the policy (the asynchronous mode) do log it: their "
+            f"mean gap |log π_train − log π_sample| is {', '.join(parts[:-1]) + ' and ' + parts[-1] if len(parts) > 1 else parts[0]}.")
+
+
 def sampling_mismatch_text(site: Site) -> str:
     runs = course_runs(site)[0]
     logged = [(r, m) for r in runs if (m := mismatch_summary(r)) is not None]
     if not logged:
         dtypes = sorted({r.header.hardware.dtype for r in runs if r.header.hardware and r.header.hardware.dtype})
         where = f" (they ran in {', '.join(dtypes)})" if dtypes else ""
-        return (f"None of the {_runs(len(runs))} of this build logs a sampling log-prob{where}: in float32 "
-                "the sampling and the training pass agree to rounding, so the probability a token was sampled with is "
-                "the one the update's ratio divides by, and the second ratio would be one throughout.")
+        head = ("The one synchronous run these pages compare logs no" if len(runs) == 1 else
+                f"None of the {count_word(len(runs))} synchronous runs these pages compare logs a")
+        return (f"{head} sampling log-prob{where}: "
+                "in float32 the sampling and the training pass agree to rounding, so the probability a token was sampled "
+                "with is the one the update's ratio divides by, and the second ratio would be one throughout."
+                + stale_sampler_text(site))
     worst = max(logged, key=lambda x: x[1]["gap"])
     parts = [f"{site.run_label(r)} {fmt_num(m['gap'], 3)}" for r, m in logged]
     tis = [m["tis"] for _, m in logged if m["tis"] is not None]
@@ -174,7 +198,7 @@ def sampling_mismatch_text(site: Site) -> str:
         text += (f" Applied, it would scale the average token's term down by at most {fmt_pct(shift, 2)}"
                  + (", so in these runs the correction would change little." if shift < NEGLIGIBLE_TIS_SHIFT else
                     ", enough to change what the update does."))
-    return text
+    return text + stale_sampler_text(site)
 
 
 def kl_spike_text(site: Site, name: str) -> str:
