@@ -9,6 +9,7 @@ the guides their measured figures. Neither changes the checkout they run from.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -122,30 +123,73 @@ def seed_warm_start(project: Path) -> Path:
 
 
 # ---------------------------------------------------------------------------
-# Contribute an algorithm: RLOO, REINFORCE with a leave-one-out baseline
+# Contribute an algorithm: a new filter kind, the accuracy band, and GRPO with it
 # ---------------------------------------------------------------------------
 
 CONTRIBUTE = [
-    "unipo new-algorithm rloo --base reinforce",
-    'grep -n "TODO(author)" data/algorithms/rloo.yaml docs/course/algorithms/rloo.md',
-    "unipo validate data/algorithms/rloo.yaml",
-    "pytest tests/test_components.py tests/test_objective.py tests/test_registry.py",
-    "unipo train rloo --steps 10 --eval-n 200 --threads 1 --out data/runs/rloo",
-    "unipo validate data/runs/rloo",
-    "unipo summary data/runs/rloo",
+    'pytest tests/test_components.py tests/test_views_explainer.py -k "accuracy_band or port"',
+    "unipo new-algorithm grpo_band --base grpo",
+    'grep -n "TODO(author)" data/algorithms/grpo_band.yaml docs/course/algorithms/grpo_band.md',
+    "unipo validate data/algorithms/grpo_band.yaml",
+    "unipo train grpo_band --steps 10 --eval-n 200 --threads 1 --out data/runs/grpo_band",
+    "unipo validate data/runs/grpo_band",
+    "unipo summary data/runs/grpo_band",
     "mkdocs build --strict",
-    "pytest -m specs",
+    "pytest -m specs -k grpo_band",
+]
+
+#: Where the guide's code blocks go, in the order the guide shows them: (language, file, where), where
+#: is "end" (appended), ("before", text), ("after line", text) or ("replace line", text) in the file as
+#: the checkout has it.
+KIND_CODE = [
+    ("python", "unipo_build/core/components.py", "end"),
+    ("python", "unipo_build/core/kinds_reward.py", ("before", "# --- shaping ---")),
+    ("js", "unipo_build/site/views/explainer/unipo-math.js", ("after line", "dynamic_sampling_keep: dynamicSamplingKeep,")),
+    ("python", "tests/test_components.py", "end"),
+    ("python", "unipo_build/trainers/openrlhf/command.py", ("before", '    elif flt != "none":\n        raise ValueError(f"filter kind')),
+    ("python", "tests/test_openrlhf_command.py",
+     ("replace line", 'assert a.algo.dynamic_filtering_enable == (kinds["filter"] == "dynamic_sampling")')),
 ]
 
 
-def write_rloo(project: Path) -> None:
-    """The author's part: every marked text rewritten in place, the advantage changed, the chapter, the nav,
+def guide_code(page: str) -> list[tuple[str, str]]:
+    """The (language, text) of each ```python and ```js block of docs/guides/<page>, in order: the code
+    the guide shows its reader writing."""
+    text = (ROOT / "docs" / "guides" / page).read_text(encoding="utf-8")
+    return [(m.group(1), m.group(2)) for m in re.finditer(r"^```(python|js)\n(.*?)^```", text, flags=re.S | re.M)]
+
+
+def write_kind(project: Path) -> None:
+    """The author's code for the new kind, exactly as the guide shows it, put where the guide says."""
+    blocks = guide_code("contribute.md")
+    assert [lang for lang, _ in blocks] == [lang for lang, _, _ in KIND_CODE], blocks
+    for (_, code), (_, name, where) in zip(blocks, KIND_CODE):
+        path = project / name
+        text = path.read_text(encoding="utf-8")
+        if where == "end":
+            text = text.rstrip("\n") + "\n\n\n" + code
+        else:
+            how, anchor = where
+            at = text.index(anchor)
+            if how == "after line":
+                at = text.index("\n", at) + 1
+                text = text[:at] + code + text[at:]
+            elif how == "replace line":
+                start, end = text.rindex("\n", 0, at) + 1, text.index("\n", at) + 1
+                text = text[:start] + code + text[end:]
+            else:  # an indented block goes right before the anchor's line, a top-level one two blank lines above it
+                text = text[:at] + code + ("" if code.startswith(" ") else "\n\n") + text[at:]
+        path.write_text(text, encoding="utf-8")
+
+
+def write_spec(project: Path, spec_id: str = "grpo_band") -> None:
+    """The author's part: every marked text rewritten in place, the filter changed, the chapter, the nav,
     the run listed in data/suite.yaml."""
-    spec_path = project / "data" / "algorithms" / "rloo.yaml"
+    spec_path = project / "data" / "algorithms" / f"{spec_id}.yaml"
     text = spec_path.read_text(encoding="utf-8")
     header = text[:text.index("\nid: ") + 1]  # the scaffold's comment block, kept as an author keeps it
     spec = yaml.safe_load(text)
-    authored = yaml.safe_load((FIXTURES / "contribute" / "rloo.yaml").read_text(encoding="utf-8"))
+    authored = yaml.safe_load((FIXTURES / "contribute" / f"{spec_id}.yaml").read_text(encoding="utf-8"))
     for key, value in authored.items():
         if key != "components":
             spec[key] = value
@@ -153,28 +197,30 @@ def write_rloo(project: Path) -> None:
         spec["components"][slot] = fields if "kind" in fields else {**spec["components"][slot], **fields}
     spec_path.write_text(header + yaml.safe_dump(spec, sort_keys=False, allow_unicode=True, width=100),
                          encoding="utf-8")
-    shutil.copyfile(FIXTURES / "contribute" / "rloo.md", project / "docs" / "course" / "algorithms" / "rloo.md")
+    shutil.copyfile(FIXTURES / "contribute" / f"{spec_id}.md", project / "docs" / "course" / "algorithms" / f"{spec_id}.md")
     mkdocs = project / "mkdocs.yml"
     lines = mkdocs.read_text(encoding="utf-8").splitlines(keepends=True)
-    for folder, entry in (("course/algorithms/", "- RLOO: course/algorithms/rloo.md"),
-                          ("reference/algorithms/", "- reference/algorithms/rloo.md")):
+    for folder, entry in (("course/algorithms/", f"- {authored['name']}: course/algorithms/{spec_id}.md"),
+                          ("reference/algorithms/", f"- reference/algorithms/{spec_id}.md")):
         last = max(i for i, line in enumerate(lines) if folder in line and line.strip().startswith("- "))
         indent = lines[last][:len(lines[last]) - len(lines[last].lstrip())]
         lines.insert(last + 1, f"{indent}{entry}\n")
     mkdocs.write_text("".join(lines), encoding="utf-8")
     suite = project / "data" / "suite.yaml"
     text = suite.read_text(encoding="utf-8")
-    entry = "  - {name: rloo, algorithm: rloo, seed: 0, detail: true}\n"
+    entry = f"  - {{name: {spec_id}, algorithm: {spec_id}, seed: 0, detail: true}}\n"
     runs_end = text.index("\n\n", text.index("\nruns:\n")) + 1  # the end of the runs: list
     suite.write_text(text[:runs_end] + entry + text[runs_end:], encoding="utf-8")
 
 
 def walk_contribute(project: Path, run: Runner) -> list[tuple[str, subprocess.CompletedProcess]]:
+    """The guide's order: the kind (code, then its tests), the spec scaffolded and written, the run, the build."""
     commands = guide_commands("contribute.md")
     assert commands == CONTRIBUTE, commands
-    done = [(c, run(c)) for c in commands[:2]]
-    write_rloo(project)
-    return done + [(c, run(c)) for c in commands[2:]]
+    write_kind(project)
+    done = [(c, run(c)) for c in commands[:3]]
+    write_spec(project)
+    return done + [(c, run(c)) for c in commands[3:]]
 
 
 # ---------------------------------------------------------------------------

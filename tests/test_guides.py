@@ -1,14 +1,16 @@
 """The guides, walked as a reader walks them (tests/guide_walk.py): a fresh copy of the project,
 the environment activated, every command run exactly as written, in order.
 
-- Contribute an algorithm: RLOO (a leave-one-out advantage, which no shipped spec uses) from the
-  scaffold to a trained run, a strict build and a green `pytest -m specs`.
+- Contribute an algorithm: a new filter kind, the accuracy band (its code exactly as the guide shows
+  it), then GRPO with it from the scaffold to a trained run, a strict build and a green `pytest -m specs`.
 - Rebuild the site with your own logs: a trained run and two imported ones, validated, built.
 - Every guide states the one convention (activate .venv first) once, at its top, and quotes a
   measured time and size for each training command.
 
-The warm start is a random tiny policy put where `unipo train` looks for it (it stands in for
-the minutes of `unipo sft`, tested in tests/test_sft_smoke.py), so the walks take a few minutes.
+The contribute walk trains from the warm start the project ships (data/warm-start/tiny), as the guide
+says a fresh clone does: the accuracy band needs groups with some right answers, which a random policy
+does not give. The own-logs walk's warm start is a random tiny policy put where `unipo train` looks for
+it (it stands in for the minutes of `unipo sft`, tested in tests/test_sft_smoke.py).
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ from guide_walk import (CONTRIBUTE, OWN_LOGS, fresh_copy, named_paths, reader_pa
 GUIDES = sorted(p.name for p in (ROOT / "docs" / "guides").glob("*.md") if p.name != "index.md")
 
 
-def _walk(walk, tmp_path) -> tuple[Path, dict]:
-    """Walk a guide on a fresh copy with a stand-in warm start; every command must succeed (a grep may find nothing)."""
+def _walk(walk, tmp_path, *, stand_in_warm_start: bool = True) -> tuple[Path, dict]:
+    """Walk a guide on a fresh copy (with a stand-in warm start, or the shipped one); every command must
+    succeed (a grep may find nothing)."""
     project = fresh_copy(tmp_path / "project")
-    seed_warm_start(project)
+    if stand_in_warm_start:
+        seed_warm_start(project)
     done = dict(walk(project, shell_runner(project)))
     for command, result in done.items():
         if not command.startswith("grep "):
@@ -100,22 +104,40 @@ def test_what_the_guides_write_stays_out_of_git_and_of_fresh_copies(tmp_path):
 
 @pytest.mark.slow
 def test_contribute_guide_walk(tmp_path):
-    project, done = _walk(walk_contribute, tmp_path)
+    project, done = _walk(walk_contribute, tmp_path, stand_in_warm_start=False)
     assert list(done) == CONTRIBUTE
-    # right after the scaffold, the marks the author is to rewrite are there; afterwards none is left
-    assert done[CONTRIBUTE[1]].stdout.count("TODO(author)") >= 10
-    for path in ("data/algorithms/rloo.yaml", "docs/course/algorithms/rloo.md"):
+    # the kind's hand-worked test and the check that its function has a browser port, both run and green
+    assert " 2 passed," in done[CONTRIBUTE[0]].stdout.splitlines()[-1], done[CONTRIBUTE[0]].stdout[-2000:]
+    # the scaffold lists the new kind among the filters; right after it, the marks the author is to
+    # rewrite are there; afterwards none is left
+    spec_text = (project / "data" / "algorithms" / "grpo_band.yaml").read_text()
+    assert "accuracy_band" in next(line for line in spec_text.splitlines() if line.startswith("#   filter "))
+    assert done[CONTRIBUTE[2]].stdout.count("TODO(author)") >= 10
+    for path in ("data/algorithms/grpo_band.yaml", "docs/course/algorithms/grpo_band.md"):
         assert "TODO(author)" not in (project / path).read_text(), path
-    assert "data/algorithms/rloo.yaml: valid" in done["unipo validate data/algorithms/rloo.yaml"].stdout
-    assert "data/runs/rloo: valid" in done["unipo validate data/runs/rloo"].stdout
-    summary = done["unipo summary data/runs/rloo"].stdout
-    assert summary.startswith("run rloo: algorithm rloo") and "teaching moments" in summary
-    header = json.loads((project / "data" / "runs" / "rloo" / "header.json").read_text())
-    assert header["algorithm_config"]["components"]["advantage"]["kind"] == "leave_one_out"
-    chapter = (project / "site" / "course" / "algorithms" / "rloo" / "index.html").read_text()
+    assert "data/algorithms/grpo_band.yaml: valid" in done["unipo validate data/algorithms/grpo_band.yaml"].stdout
+    assert "data/runs/grpo_band: valid" in done["unipo validate data/runs/grpo_band"].stdout
+    summary = done["unipo summary data/runs/grpo_band"].stdout
+    assert summary.startswith("run grpo_band: algorithm grpo_band") and "teaching moments" in summary
+    run = project / "data" / "runs" / "grpo_band"
+    header = json.loads((run / "header.json").read_text())
+    assert header["algorithm_config"]["components"]["filter"]["kind"] == "accuracy_band"
+    # the band acted in training: every group trained on has an accuracy strictly inside (0.2, 0.8), and
+    # the groups it dropped, those outside, are logged
+    trained, dropped = [], []
+    for step_file in sorted((run / "tokens").glob("step_*.json")):
+        detail = json.loads(step_file.read_text())
+        trained += [g["n_correct"] / g["size"] for g in detail["groups"]]
+        dropped += [g["n_correct"] / g["size"] for g in detail["filtered_groups"]]
+    assert trained and all(0.2 < a < 0.8 for a in trained), trained
+    assert dropped and not any(0.2 < a < 0.8 for a in dropped), dropped
+    chapter = (project / "site" / "course" / "algorithms" / "grpo_band" / "index.html").read_text()
     assert "Training Explorer: no run" not in chapter and "The Step Inspector has no run" not in chapter
-    assert "leave" in chapter.lower()
-    specs = done["pytest -m specs"].stdout
+    assert "accuracy band" in chapter
+    # the components reference, generated from the registry, lists the kind with its OpenRLHF setting
+    components = (project / "site" / "reference" / "components" / "index.html").read_text()
+    assert "accuracy_band" in components and "dynamic_filtering_range" in components
+    specs = done["pytest -m specs -k grpo_band"].stdout
     assert re.search(r"\d+ passed", specs) and " failed" not in specs and " error" not in specs, specs[-2000:]
 
 
