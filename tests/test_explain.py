@@ -196,7 +196,7 @@ def test_run_no_spec_matches(tmp_path):
     import_log("unipo", FIXTURES / "unipo" / "custom_algo.jsonl", run)
     line, out = _refused(tmp_path, run)
     assert line.startswith(f"unipo explain: {run / 'header.json'}: algorithm_config is null: the run's algorithm "
-                           "'my-new-po' is none of this project's (cispo, dapo, dapo_dr, dr_grpo, dual_clip, grpo, grpo_tis, gspo, "
+                           "'my-new-po' is none of this project's (cispo, dapo, dapo_dr, dr_grpo, dual_clip, grpo, grpo_mis, grpo_tis, gspo, "
                            "ppo, reinforce, sapo)")
     assert line.endswith("import it again with --algorithm and the nearest of them, or add a spec for it "
                          "(`unipo new-algorithm`)")
