@@ -17,6 +17,8 @@ the page is only observable frame by frame, a condition checked in the page on e
   started are done), ``wait_settled`` (nothing moves for a few frames), ``watch_sitemap`` and
   ``wait_instant_navigation`` (Material has read its sitemap: a click on a link is instant).
 - Reports: ``console_errors`` (SEVERE entries), ``foreign_requests`` (any URL off the site).
+- One walk: ``walk_every_page`` opens each page of a built site once and keeps what every test of
+  all pages reads there (figures at load, console, requests), once per process.
 """
 
 from __future__ import annotations
@@ -553,3 +555,82 @@ def take_screenshot(
     target.write_bytes(driver.get_screenshot_as_png())
     set_width(driver, width)
     return target
+
+
+# ---------------------------------------------------------------------------- one walk over every page
+
+
+#: The views a page can hold, by the elements that show them (the budgets test: view scripts only where
+#: their views are).
+VIEW_SELECTORS = {
+    "inspector": ".unipo-inspector",
+    "explainer": ".unipo-explainer, .unipo-compare-selector, .unipo-compare-view",
+    "explorer": ".unipo-explorer",
+    "playgrounds": "[data-pg-chart], [data-pg-tabs], .pg-grid, [data-pg-control]",
+}
+
+#: A page at load (before anything typesets the deferred formulas): whether its formulas near the top,
+#: charts and active inspectors are drawn, its DOM nodes, height, view scripts and views (argument: VIEW_SELECTORS).
+AT_LOAD_JS = """
+const scheme = document.body.getAttribute('data-md-color-scheme') || 'default';
+const pending = [...document.querySelectorAll('.arithmatex')].filter(e => !e.hasAttribute('data-unipo-rendered')).length
+  + [...document.querySelectorAll('.unipo-vega')].filter(e => {
+      const s = e.getAttribute('data-unipo-rendered'); return s !== scheme && s !== 'error'; }).length
+  + [...document.querySelectorAll('.unipo-inspector[data-active]')].filter(e => !e.hasAttribute('data-ready')).length;
+return {ready: document.readyState === 'complete' && !!window.UNIPO && pending === 0,
+        nodes: document.getElementsByTagName('*').length, height: document.documentElement.scrollHeight,
+        scripts: [...document.querySelectorAll('script[src*="assets/views/"]')].map(s => s.getAttribute('src').split('/').pop().replace('.js', '')),
+        views: Object.entries(arguments[0]).filter(([k, sel]) => document.querySelector(sel)).map(([k]) => k)};
+"""
+
+
+class PageVisit:
+    """What one visit of a page found: ``at_load`` (AT_LOAD_JS once ready and settled, None if it never
+    was), ``waits`` ({"at load" or "rendered": why that wait timed out}), ``console`` (SEVERE console
+    messages once rendered) and ``foreign`` (foreign_requests)."""
+
+    def __init__(self, at_load: dict | None, waits: dict[str, str], console: list[str], foreign: list[str]):
+        self.at_load, self.waits, self.console, self.foreign = at_load, waits, console, foreign
+
+
+def site_pages(site_dir: Path | str) -> list[str]:
+    """Every page of a built site, every run set's, as paths under its root ("" for the root, else "<dir>/")."""
+    site_dir = Path(site_dir)
+    pages = (p.relative_to(site_dir).parent.as_posix() for p in site_dir.rglob("index.html")
+             if "assets" not in p.relative_to(site_dir).parts)
+    return sorted("" if p == "." else p + "/" for p in pages)
+
+
+_WALKS: dict[tuple[str, str], dict[str, PageVisit]] = {}
+
+
+def walk_every_page(driver, site_url: str, site_dir: Path | str) -> dict[str, PageVisit]:
+    """Each page of the site served at ``site_url`` opened once in ``driver`` at 1280x900: first measured at
+    load (AT_LOAD_JS, ready and settled), then rendered in full (wait_rendered), then its console and
+    requests read. {page path (site_pages): PageVisit}.
+
+    Made once per process for a site, and handed to every test that reads it (the console and requests of
+    every page in test_skeleton, the budgets of each run set in test_reader), so the walk, which is most of
+    their time, is not made once per test. A walk that fails midway (the browser died) is not kept."""
+    key = (site_url, str(Path(site_dir).resolve()))
+    if key in _WALKS:
+        return _WALKS[key]
+    set_width(driver, 1280, 900)
+    visits = {}
+    for page in site_pages(site_dir):
+        driver.get(site_url + page)
+        waits, state = {}, None
+        try:
+            wait_js(driver, "const s = (function () {" + AT_LOAD_JS + "}).apply(null, arguments);"
+                            "return s.ready ? s : null", VIEW_SELECTORS, what=page or "/")
+            state = wait_settled(driver, AT_LOAD_JS, VIEW_SELECTORS, what=page or "/")
+        except AssertionError as err:
+            waits["at load"] = str(err)
+        try:
+            wait_rendered(driver)
+        except AssertionError as err:
+            waits["rendered"] = str(err)
+        visits[page] = PageVisit(state, waits, [e["message"] for e in console_errors(driver)],
+                                 foreign_requests(driver, site_url))
+    _WALKS[key] = visits
+    return visits

@@ -29,14 +29,6 @@ from unipo_build.site.views.inspector import token_scale as TS
 pytestmark = pytest.mark.browser
 
 CHAPTER = "course/algorithms/grpo/"
-VIEW_SELECTORS = {
-    "inspector": ".unipo-inspector",
-    "explainer": ".unipo-explainer, .unipo-compare-selector, .unipo-compare-view",
-    "explorer": ".unipo-explorer",
-    "playgrounds": "[data-pg-chart], [data-pg-tabs], .pg-grid, [data-pg-control]",
-}
-
-
 def _wait(driver, js: str, *args, timeout: float = 20.0, what: str = ""):
     return H.wait_js(driver, js, *args, timeout=timeout, what=what)
 
@@ -231,19 +223,6 @@ def test_every_legend_spans_the_steps_values(open_page, driver, built_site, sche
 # ---------------------------------------------------------------------------- budgets
 
 
-_AT_LOAD_JS = """
-const scheme = document.body.getAttribute('data-md-color-scheme') || 'default';
-const pending = [...document.querySelectorAll('.arithmatex')].filter(e => !e.hasAttribute('data-unipo-rendered')).length
-  + [...document.querySelectorAll('.unipo-vega')].filter(e => {
-      const s = e.getAttribute('data-unipo-rendered'); return s !== scheme && s !== 'error'; }).length
-  + [...document.querySelectorAll('.unipo-inspector[data-active]')].filter(e => !e.hasAttribute('data-ready')).length;
-return {ready: document.readyState === 'complete' && !!window.UNIPO && pending === 0,
-        nodes: document.getElementsByTagName('*').length, height: document.documentElement.scrollHeight,
-        scripts: [...document.querySelectorAll('script[src*="assets/views/"]')].map(s => s.getAttribute('src').split('/').pop().replace('.js', '')),
-        views: Object.entries(arguments[0]).filter(([k, sel]) => document.querySelector(sel)).map(([k]) => k)};
-"""
-
-
 def _budgets():
     """benchmarks/page_budgets.py, which holds the budgets and prints the same figures."""
     import importlib.util
@@ -259,22 +238,24 @@ def _budgets():
     return module
 
 
-def test_pages_keep_their_budgets(driver, site_url, built_site, set_width, run_set):
+def test_pages_keep_their_budgets(driver, site_url, built_site, run_set):
     """Every page of both run sets (issue 33): a course page at most 4,000 DOM nodes at load and
     10,000 px at 1280x900 and the view scripts of its views and no others; a reference page its own
     budget (benchmarks/page_budgets.py REFERENCE_NODES, REFERENCE_HEIGHT: benchmarks/README.md,
-    "Page budgets"). benchmarks/page_budgets.py prints the figures."""
+    "Page budgets"). benchmarks/page_budgets.py prints the figures. The figures are read at load, on the
+    one walk over every page (browser_harness.walk_every_page) that test_skeleton reads too."""
     budgets = _budgets()
-    set_width(1280, 900)
     pages = budgets.pages_of(built_site, run_set)
     assert sum(1 for p in pages if budgets.budget_of(p)[0] == "course") >= 15, pages
+    visits = H.walk_every_page(driver, site_url, built_site)
     over = []
     for page in pages:
         kind, node_budget, height_budget = budgets.budget_of(page)
-        driver.get(site_url + run_set + page)
-        _wait(driver, "const s = (function () {" + _AT_LOAD_JS + "}).apply(null, arguments);"
-                      "return s.ready ? s : null", VIEW_SELECTORS, what=page)
-        state = H.wait_settled(driver, _AT_LOAD_JS, VIEW_SELECTORS, what=page)
+        visit = visits[run_set + page]
+        if visit.at_load is None:
+            over.append(f"{run_set}{page}: {visit.waits['at load']}")
+            continue
+        state = visit.at_load
         if state["nodes"] > node_budget:
             over.append(f"{run_set}{page}: {state['nodes']} DOM nodes (a {kind} page: {node_budget})")
         if state["height"] > height_budget:
