@@ -1,10 +1,12 @@
 """Shared fixtures: the repository root, one strict build of the site, one random tiny policy and one real TRL
-run per test session; and the groups that keep `pytest -n 2 --dist loadgroup` (.ci/test.sh) from making a
-module's or the session's costly fixtures on both workers, or running two Chromium sessions at once."""
+run per test session; the groups that keep `pytest -n 2 --dist loadgroup` (.ci/test.sh) from making a
+module's or the session's costly fixtures on both workers; and, under xdist, the tests outside any group
+ordered slowest first (by the last measured durations), so that the run does not end on one long test."""
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -105,8 +107,36 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "xdist_group(name): tests that pytest-xdist's loadgroup runs on one worker")
 
 
+#: The last measured durations of the whole suite (`--durations`, kept in benchmarks/results).
+DURATIONS = REPO_ROOT / "benchmarks" / "results" / "test_durations.txt"
+
+
+def measured_durations(path: Path = DURATIONS) -> dict[str, float]:
+    """{node id: seconds of setup + call + teardown} from a `pytest --durations` report (empty if none)."""
+    seconds: dict[str, float] = {}
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            match = re.match(r"\s*([\d.]+)s (?:setup|call|teardown)\s+(\S+::\S+)\s*$", line)
+            if match:
+                seconds[match.group(2)] = seconds.get(match.group(2), 0.0) + float(match.group(1))
+    return seconds
+
+
+def slowest_first(items: list, seconds: dict[str, float]) -> list:
+    """The tests that no group holds together, the slowest of the last measurement first; the rest in their
+    order. --dist loadgroup hands out the groups, larger first, then these one by one in collection order:
+    a two-minute walk handed out last would run alone at the end while the other worker idles."""
+    free = [item for item in items if not any(m.name == "xdist_group" for m in item.iter_markers())]
+    slow = sorted((item for item in free if item.nodeid in seconds), key=lambda item: -seconds[item.nodeid])
+    first = {id(item) for item in slow}
+    return slow + [item for item in items if id(item) not in first]
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         group = xdist_group(item)
         if group and not any(m.name == "xdist_group" for m in item.iter_markers()):
             item.add_marker(pytest.mark.xdist_group(group))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # only under xdist, where the order decides which worker runs what; every worker orders alike
+        items[:] = slowest_first(items, measured_durations())
