@@ -413,7 +413,8 @@ def extreme_run(src: Path, dest: Path) -> None:
     (dest / "header.json").write_text(json.dumps(extreme_document(RunHeader, header)) + "\n", encoding="utf-8")
     for name, model in (("steps.jsonl", StepRecord), ("evals.jsonl", EvalRecord)):
         if (src / name).exists():
-            lines = [json.loads(x) for x in (src / name).read_text(encoding="utf-8").splitlines() if x.strip()]
+            # JSON lines end at "\n" only: a payload may hold other line breaks (U+2028, \x0b)
+            lines = [json.loads(x) for x in (src / name).read_text(encoding="utf-8").split("\n") if x.strip()]
             (dest / name).write_text("".join(json.dumps(extreme_document(model, r)) + "\n" for r in lines),
                                      encoding="utf-8")
     (dest / "tokens").mkdir()
@@ -421,3 +422,37 @@ def extreme_run(src: Path, dest: Path) -> None:
         detail = json.loads(token_file.read_text(encoding="utf-8"))
         (dest / "tokens" / token_file.name).write_text(json.dumps(extreme_document(StepDetail, detail)) + "\n",
                                                        encoding="utf-8")
+
+
+def runs_at_bounds(runs: Path) -> None:
+    """Every float of every run in ``runs`` moved to the bound its field allows, in place (extreme_run):
+    the hostile site's runs carry their payloads and their numbers at the bounds together."""
+    for run in sorted(p for p in runs.iterdir() if p.is_dir()):
+        moved = run.with_name(run.name + ".at-bounds")
+        extreme_run(run, moved)
+        shutil.rmtree(run)
+        moved.rename(run)
+
+
+def _floats(value: Any) -> int:
+    if isinstance(value, float):
+        return 1
+    if isinstance(value, dict):
+        return sum(_floats(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(_floats(v) for v in value)
+    return 0
+
+
+def floats_at_bounds(run: Path) -> tuple[int, list[str]]:
+    """(how many floats the run's files hold, the files in which one is not at its bound): extreme_run
+    made a run whose files this leaves unchanged."""
+    docs = [("header.json", RunHeader, json.loads((run / "header.json").read_text(encoding="utf-8")))]
+    docs += [(f"tokens/{p.name}", StepDetail, json.loads(p.read_text(encoding="utf-8")))
+             for p in sorted((run / "tokens").glob("step_*.json"))]
+    for name, model in (("steps.jsonl", StepRecord), ("evals.jsonl", EvalRecord)):
+        if (run / name).exists():
+            docs += [(f"{name}:{i + 1}", model, json.loads(line))
+                     for i, line in enumerate((run / name).read_text(encoding="utf-8").split("\n")) if line.strip()]
+    return sum(_floats(doc) for _, _, doc in docs), [name for name, model, doc in docs
+                                                      if extreme_document(model, doc) != doc]

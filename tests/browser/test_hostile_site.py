@@ -5,8 +5,9 @@ tests/hostile.py copies the project and fills every free-text field of every shi
 every file of every shipped run with tagged payloads (HTML, attribute breaking, </script> and
 </template>, Markdown, Jinja, KaTeX commands, javascript: URLs, control and bidi characters,
 placeholder look-alikes, strings as long as their field allows), generated from the pydantic
-models; a run whose identifiers are payloads sits next to them and must be skipped. The site is
-built with UNIPO_RUNS pointing at those runs, served on 127.0.0.1 and opened page by page, each
+models; every float of those runs sits at the bound its field allows (tests/hostile.py extreme_run);
+a run whose identifiers are payloads sits next to them and must be skipped. The site is built once,
+with UNIPO_RUNS pointing at those runs, served on 127.0.0.1 and opened page by page, each
 once; then Material's instant navigation swaps in one page of every kind (each combination of
 view scripts, charts and formulas a page can hold). On each page every view is driven (steps,
 tokens, metrics, buttons, sliders, chart hovers) and the page is searched for:
@@ -40,7 +41,7 @@ import pytest
 
 import browser_harness as H
 from helpers_runlog import checksums
-from hostile import MARK, Payloads, extreme_run, hostile_project, identifier_cases
+from hostile import MARK, Payloads, floats_at_bounds, hostile_project, identifier_cases, runs_at_bounds
 
 REPO = Path(__file__).resolve().parents[2]
 HEAD = re.compile("\u27e6(h\\d+)\u27e7")
@@ -194,6 +195,7 @@ class HostileBuild:
     log: str
     returncode: int
     payloads: Payloads
+    runs: Path
     inputs_before: dict
     inputs_after: dict
     skipped_dir: str
@@ -208,6 +210,8 @@ def hostile_build(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile-site")
     payloads = Payloads()
     project, runs = hostile_project(REPO, root, payloads)
+    # The numbers at their bounds in the same runs: one build and one walk check both kinds of input.
+    runs_at_bounds(runs)
     # A run whose identifiers are payloads, in a directory whose name is one: it must be skipped,
     # and the page that lists skipped runs shows both as text.
     skipped_dir = "evil \"'<img src=x " + MARK + "=dir onerror=alert('dir')>"
@@ -224,7 +228,7 @@ def hostile_build(tmp_path_factory):
     env.pop("UNIPO_STRICT_RUNS", None)
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-f", str(project / "mkdocs.yml"),
                            "-d", str(site)], cwd=project, env=env, capture_output=True, text=True, timeout=900)
-    yield HostileBuild(site, server, proc.stdout + proc.stderr, proc.returncode, payloads, before,
+    yield HostileBuild(site, server, proc.stdout + proc.stderr, proc.returncode, payloads, runs, before,
                        _inputs(project, runs), skipped_dir)
     server.close()
 
@@ -266,6 +270,12 @@ def _token_mode(text: str) -> str:
     return text.replace(" ", "\u00b7").replace("\n", "\u21b5\n").replace("\t", "\u2192")
 
 
+def _token_label(text: str) -> str:
+    """A token named in a sentence, a heading or a table (site/browser.py token_label, views-common.js
+    tokenLabel): spaces, line breaks and tabs marked, on one line."""
+    return text.replace(" ", "\u00b7").replace("\n", "\u21b5").replace("\t", "\u2192")
+
+
 def _one_line(text: str) -> str:
     return re.sub(r"\s+", " ", text)
 
@@ -283,9 +293,10 @@ def mangled(text: str, payloads: Payloads, *, one_line: bool = False) -> list[st
             bad.append(f"{tag}: not a tag this build handed out")
             continue
         ok = False
-        # as given; in the inspector's raw-token mode; or kept on one line (spaces made no-break,
-        # as tables do with algorithm names)
-        candidates = [_normal(expected), _token_mode(_normal(expected)), _normal(expected).replace(" ", "\u00a0")]
+        # as given; in the inspector's raw-token mode; as a token named in a sentence (token_label);
+        # or kept on one line (spaces made no-break, as tables do with algorithm names)
+        candidates = [_normal(expected), _token_mode(_normal(expected)), _token_label(_normal(expected)),
+                      _normal(expected).replace(" ", "\u00a0")]
         for candidate in [_one_line(c) for c in candidates] if one_line else candidates:
             shown = text[match.start():match.start() + len(candidate) + 1]
             common = len(os.path.commonprefix([shown, candidate]))
@@ -371,12 +382,29 @@ def test_no_page_holds_scriptable_markup_made_from_an_input(hostile_build):
     assert problems == []
 
 
+_WALKS: dict[str, dict[str, dict[str, list[str]]]] = {}
+
+
+def page_walk(hostile_build, served, browser) -> dict[str, dict[str, list[str]]]:
+    """Each page of the hostile site opened once, directly, and checked as loaded, then its views driven
+    and checked again (_check_and_drive): {page: {kind of problem: problems}}. Made once per module run by
+    the first test that reads it (the every-page test and the numbers-at-their-bounds test read the same
+    pages of the same build)."""
+    key = str(hostile_build.site)
+    if key not in _WALKS:
+        walk = {}
+        for page in _pages(hostile_build.site):
+            browser.get(urljoin(served, page + ("/" if page else "")))
+            walk[page] = _check_and_drive(browser, hostile_build.payloads, page or "index")
+        _WALKS[key] = walk
+    return _WALKS[key]
+
+
 def test_every_page_shows_inputs_as_text_and_runs_nothing(hostile_build, served, browser):
     """Each page opened once, directly: checked as loaded, then its views driven and checked again."""
-    problems = []
-    for page in _pages(hostile_build.site):
-        browser.get(urljoin(served, page + ("/" if page else "")))
-        problems += _check_and_drive(browser, hostile_build.payloads, page or "index")
+    walk = page_walk(hostile_build, served, browser)
+    assert sorted(walk) == _pages(hostile_build.site)
+    problems = [p for found in walk.values() for kind in PROBLEM_KINDS for p in found[kind]]
     assert problems == [], _report(problems)
 
 
@@ -402,7 +430,8 @@ def test_instant_navigation_runs_nothing(hostile_build, served, browser):
         where = f"{page or 'index'} (instant)"
         if browser.execute_script("return window.__unipoInstant") != 1:
             problems.append(f"{where}: the page was loaded anew, not swapped in by instant navigation")
-        problems += _check_and_drive(browser, hostile_build.payloads, where)
+        found = _check_and_drive(browser, hostile_build.payloads, where)
+        problems += [p for kind in PROBLEM_KINDS for p in found[kind]]
     assert len(sample) >= 3, sample
     assert problems == [], _report(problems)
 
@@ -459,48 +488,40 @@ def test_charts_carry_inputs_only_as_data(hostile_build):
     assert leaks == [], "\n".join(leaks[:20])
 
 
-def test_numbers_at_their_bounds_render_without_errors(tmp_path, driver):
-    """Every float of every shipped run at the bound its field allows: each page renders its
-    formulas and charts and drives its views with a clean console."""
-    runs = tmp_path / "runs"
-    for run in sorted(p for p in (REPO / "data" / "runs").iterdir() if p.is_dir()):
-        extreme_run(run, runs / run.name)
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", UNIPO_RUNS=str(runs))
-    env.pop("UNIPO_STRICT_RUNS", None)
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-d", str(tmp_path / "site")], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    driver.set_page_load_timeout(120)
-    driver.set_script_timeout(120)
-    problems = []
-    with H.serving(tmp_path / "site") as url:
-        for page in _pages(tmp_path / "site"):
-            driver.get(urljoin(url, page + ("/" if page else "")))
-            try:
-                H.wait_rendered(driver, timeout=60)
-            except AssertionError as err:
-                problems.append(f"{page}: {err}")
-            actions = driver.execute_async_script(INTERACT)
-            if isinstance(actions, str):
-                problems.append(f"{page}: driving the views failed: {actions}")
-            problems += errors_in_console(driver, page or "index")
+def test_numbers_at_their_bounds_render_without_errors(hostile_build, served, browser):
+    """Every float of every shipped run at the bound its field allows (the hostile site's runs hold
+    them): each page renders its formulas and charts and drives its views with a clean console."""
+    runs = sorted(p for p in hostile_build.runs.iterdir() if p.is_dir() and p.name != hostile_build.skipped_dir)
+    assert {p.name for p in runs} == {p.name for p in (REPO / "data" / "runs").iterdir() if p.is_dir()}
+    for run in runs:
+        floats, off_bounds = floats_at_bounds(run)
+        assert floats > 0 and off_bounds == [], (run.name, floats, off_bounds[:5])
+    walk = page_walk(hostile_build, served, browser)
+    assert sorted(walk) == _pages(hostile_build.site)
+    problems = [p for found in walk.values() for kind in ("rendered", "driven", "console") for p in found[kind]]
     assert problems == [], _report(problems)
 
 
-def _check_and_drive(driver, payloads: Payloads, where: str) -> list[str]:
-    """Wait for the page to render, check it, drive its views, check it again, read the console."""
-    problems = []
+#: The kinds of problem _check_and_drive finds, in the order it finds them.
+PROBLEM_KINDS = ("rendered", "shown", "driven", "shown after driving", "console")
+
+
+def _check_and_drive(driver, payloads: Payloads, where: str) -> dict[str, list[str]]:
+    """Wait for the page to render, check it, drive its views, check it again, read the console:
+    {kind of problem (PROBLEM_KINDS): problems}."""
+    found = {kind: [] for kind in PROBLEM_KINDS}
     try:
         H.wait_rendered(driver, timeout=60)
     except AssertionError as err:
-        problems.append(f"{where}: {err}")
-    problems += check_page(driver, payloads, where)
+        found["rendered"].append(f"{where}: {err}")
+    found["shown"] = check_page(driver, payloads, where)
     actions = driver.execute_async_script(INTERACT)
     if isinstance(actions, str):
-        problems.append(f"{where}: driving the views failed: {actions}")
+        found["driven"].append(f"{where}: driving the views failed: {actions}")
     _hover_charts(driver)
-    problems += check_page(driver, payloads, f"{where} (after driving its views)")
-    return problems + errors_in_console(driver, where)
+    found["shown after driving"] = check_page(driver, payloads, f"{where} (after driving its views)")
+    found["console"] = errors_in_console(driver, where)
+    return found
 
 
 def instant_sample(site: Path) -> list[str]:
