@@ -256,8 +256,9 @@ def test_help_lists_explain():
 
 def test_the_slot_panel_shows_the_gaps_the_import_found(tmp_path):
     """A TRL run with scale_rewards='batch' and mask_truncated_completions (tests/fixtures/trl/gaps): its
-    components hold the nearest kinds (group z-score, no filter), and the panel must not call those slots
-    unchanged: both are modified, each row saying what TRL ran, as the run card's notes do."""
+    components hold their kinds (group_mean_batch_std, mask_truncated), so the panel names the kinds it changed
+    and no gap. The bnpo run with gradient accumulation (tests/fixtures/trl/bnpo) has a gap: its aggregation row
+    says what TRL ran, as the run card's notes do."""
     run = tmp_path / "runs" / "trl-gaps"
     import_log("trl", FIXTURES / "trl" / "gaps", run, tap=FIXTURES / "trl" / "gaps-tap")
     explain.build([run], tmp_path / "site")
@@ -265,18 +266,22 @@ def test_the_slot_panel_shows_the_gaps_the_import_found(tmp_path):
     # the comparison's data (explainer.js draws it: tests/browser/test_compare_render.py)
     data = compare_view_data(raw)
     assert data["ids"] == {"a": "grpo", "b": "trl-gaps"} and data["specs"]["b"]["name"] == "run trl-gaps"
-    statuses = {slot: v["status"] for slot, v in data["pairs"]["a|b"].items()}
-    assert statuses["advantage"] == "modified" and statuses["filter"] == "modified"
-    assert statuses["ratio"] == statuses["aggregation"] == "unchanged"
-    assert data["pairs"]["a|b"]["filter"]["changed"] == ["trainer setting without a kind"]
-    # each row's gap lines, drawn under the run's label
-    assert any(line.startswith("ran scale_rewards = 'batch' (the reward minus the group mean, over the std of the "
-                               "whole batch): no kind expresses it; nearest: group_zscore (the group's own std)")
-               for line in data["gaps"]["advantage"])
-    assert any(line.startswith("ran mask_truncated_completions = True (truncated completions left out of the loss")
-               for line in data["gaps"]["filter"])
+    pair = data["pairs"]["a|b"]
+    assert (pair["advantage"]["status"], pair["advantage"]["changed"]) == ("modified", ["kind"])
+    assert (pair["filter"]["status"], pair["filter"]["changed"]) == ("added", ["kind"])
+    assert pair["ratio"]["status"] == pair["aggregation"]["status"] == "unchanged"
+    assert not data["gaps"]
     text = page_text(tmp_path / "site" / "runs" / "trl-gaps" / "index.html")
     assert "The run trained 2 slots differently from the GRPO spec" in text
+
+    run = tmp_path / "runs" / "trl-bnpo"
+    import_log("trl", FIXTURES / "trl" / "bnpo", run, tap=FIXTURES / "trl" / "bnpo-tap")
+    explain.build([run], tmp_path / "site-bnpo")
+    data = compare_view_data((tmp_path / "site-bnpo" / "runs" / "trl-bnpo" / "index.html").read_text())
+    assert data["pairs"]["a|b"]["aggregation"]["status"] == "modified"
+    assert data["gaps"]["aggregation"] == [
+        "ran loss_type = 'bnpo' with gradient accumulation (a token mean per micro-batch): no kind expresses it; "
+        "nearest: token_mean over the whole step"]
 
 
 def test_two_objectives_of_a_step_are_shown_with_the_reason(tmp_path):

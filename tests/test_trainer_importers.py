@@ -494,6 +494,8 @@ def with_actor_config(run: Path, name: str) -> Path:
     # sapo and gspo aggregate seq-mean-token-mean whatever the fixture's token-mean says
     ("sapo", "token", ("sapo", {"tau_pos": 1.0, "tau_neg": 1.2}), ("seq_mean_token_mean", {})),
     ("gspo", "sequence", ("asymmetric", {"eps_low": 0.0003, "eps_high": 0.0004}), ("seq_mean_token_mean", {})),
+    # GMPO: clip_ratio_low / high 0.4 bound the log-ratio; torch.mean over the responses whatever loss_agg_mode says
+    ("geo_mean", "token", ("geo_mean", {"eps_low": 0.4, "eps_high": 0.4}), ("seq_mean_token_mean", {})),
 ])
 def test_verl_policy_losses_map_to_kinds(verl_run, tmp_path, name, ratio, clip, aggregation):
     with_actor_config(verl_run, name)
@@ -506,7 +508,7 @@ def test_verl_policy_losses_map_to_kinds(verl_run, tmp_path, name, ratio, clip, 
     assert cfg.kind("ratio") == ratio
     assert (cfg.kind("clip"), dict(cfg.components["clip"].params)) == clip
     assert (cfg.kind("aggregation"), dict(cfg.components["aggregation"].params)) == aggregation
-    if name in ("sapo", "gspo"):
+    if name in ("sapo", "gspo", "geo_mean"):
         assert (f"verl's {name} loss aggregates with seq-mean-token-mean whatever loss_agg_mode says (token-mean)"
                 in header.notes)
     if name == "cispo":
@@ -564,8 +566,6 @@ def test_verl_surrogates_hand_worked(verl_run, tmp_path):
 
 
 @pytest.mark.parametrize("name, field, says", [
-    ("geo_mean", "actor_rollout_ref.actor.policy_loss.loss_mode", "'geo_mean (GMPO: the geometric mean of the token "
-                                                                   "ratios, each clipped in log space)' has no kind"),
     ("dual_clip_at_one", "actor_rollout_ref.actor.clip_ratio_c", "clip_ratio_c 1: verl's dual clip needs a bound "
                                                                  "above 1"),
 ])
@@ -575,5 +575,66 @@ def test_verl_policy_losses_without_a_kind_are_refused(verl_run, tmp_path, name,
     line = one_line_error(unipo("import", "verl", verl_run, "--out", out))
     assert line.startswith(f"{cfg_path}: {field}: ") and says in line, line
     assert not out.exists()
-    if name == "geo_mean":
-        assert "(nearest: sequence)" in line and "--algorithm SPEC" in line
+
+
+def test_verl_geo_mean_surrogate_hand_worked(verl_run, tmp_path):
+    """verl's compute_policy_loss_geo_mean with clip_ratio_low = clip_ratio_high = 0.4, one response of two tokens,
+    A = 1, ratios 2 and 0.5 (log 0.6931472, -0.6931472): A > 0 clamps each log-ratio's rise at 0.4, so
+    c = (min(0.6931472, 0.4), -0.6931472) = (0.4, -0.6931472), the term A exp(mean c) = exp(-0.1465736) = 0.8636637
+    on each token of the response (pg_loss = -0.8636622)."""
+    import numpy as np
+
+    from unipo_build.core.registry import REGISTRY
+
+    with_actor_config(verl_run, "geo_mean")
+    out = tmp_path / "runs" / "geo_mean"
+    assert unipo("import", "verl", verl_run, "--out", out).returncode == 0
+    clip = runlog.read_header(out).algorithm_config.components["clip"]
+    value, _ = REGISTRY["clip"][clip.kind].apply(np.array([[2.0, 0.5]]), np.array([[1.0, 1.0]]), dict(clip.params),
+                                                 np.ones((1, 2)))
+    np.testing.assert_allclose(value, [[0.8636622, 0.8636622]], rtol=0, atol=1e-7)
+
+
+def with_rejection(run: Path, rs, threshold, exact: bool = True) -> Path:
+    """The fixture run with verl's rejection sampling on; ``exact``: seq-mean-token-sum-norm and no KL loss, the
+    run in which verl's rejected token (out of the response_mask) is the masked_is kind's weight 0."""
+    cfg_path = run / ".hydra" / "config.yaml"
+    cfg = yaml.safe_load(cfg_path.read_text())
+    cfg["algorithm"]["rollout_correction"] = {"rollout_rs": rs, "rollout_rs_threshold": threshold}
+    if exact:
+        cfg["actor_rollout_ref"]["actor"].update(loss_agg_mode="seq-mean-token-sum-norm", use_kl_loss=False)
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    return cfg_path
+
+
+@pytest.mark.parametrize("rs, threshold, params", [
+    # verl tests k1 = -log(pi_old / pi_rollout) against [log L, log U] (U alone: L = 1/U): rho kept in [1/U, 1/L]
+    ("token_k1", 2.0, {"level": "token", "sequence": "product", "lower": 0.5, "cap": 2.0}),
+    ("seq_sum_k1", "0.5_4.0", {"level": "sequence", "sequence": "product", "lower": 0.25, "cap": 2.0}),
+    ("seq_mean_k1", "0.8_1.25", {"level": "sequence", "sequence": "geometric_mean", "lower": 0.8, "cap": 1.25}),
+])
+def test_verl_rejection_sampling_maps_to_masked_is(verl_run, tmp_path, rs, threshold, params):
+    with_rejection(verl_run, rs, threshold)
+    out = tmp_path / "runs" / rs
+    result = unipo("import", "verl", verl_run, "--out", out)
+    assert result.returncode == 0, result.stderr
+    header = runlog.read_header(out)
+    correction = header.algorithm_config.components["correction"]
+    assert correction.kind == "masked_is" and "gaps" not in header.imported_from
+    assert dict(correction.params) == pytest.approx({**params, "kept": "one"})
+    assert header.model_extra["missing"][-1].startswith(
+        f"the sampler's log-probs: verl's rollout correction was on (algorithm.rollout_correction.rollout_rs = {rs})")
+    assert unipo("validate", out).stdout.strip() == f"{out}: valid"
+
+
+@pytest.mark.parametrize("rs, threshold, exact, says", [
+    ("token_k3", 0.1, True, "token_k3 (a bound on a KL estimate of the mismatch, not a band of the ratio)"),
+    ("token_k1,seq_mean_k3", "2.0,0.1", True, "token_k1,seq_mean_k3 (several options, each of which must pass)"),
+    # the fixture's seq-mean-token-mean and k3 in the loss: verl's rejected token leaves both, the kind's stays
+    ("token_k1", 2.0, False, "token_k1 (a rejected token also leaves loss_agg_mode's normaliser and the KL loss)"),
+])
+def test_verl_rejection_sampling_without_an_exact_kind_is_one_gap(verl_run, tmp_path, rs, threshold, exact, says):
+    cfg_path = with_rejection(verl_run, rs, threshold, exact)
+    line = one_line_error(unipo("import", "verl", verl_run, "--out", tmp_path / "o"))
+    assert line.startswith(f"{cfg_path}: algorithm.rollout_correction.rollout_rs: ") and says in line, line
+    assert "more setting" not in line and "--algorithm SPEC" in line

@@ -584,3 +584,104 @@ def test_a_spec_with_a_correction_on_a_tap_without_sampler_log_probs_is_refused(
     proc = run_import(FIXTURE, out, "--algorithm", specs[0])
     line = one_line_error(proc, out)
     assert "tokens.sample_logp: the run's rollout correction needs the sampler's log-probs" in line, line
+
+
+def trl_settings(**settings) -> dict:
+    """A hand-made GRPOConfig as the tap's manifest records it (TRL 1.16's defaults: loss_type dapo, epsilon 0.2,
+    beta 0, scale_rewards group) with ``settings`` laid over it."""
+    return {"loss_type": "dapo", "epsilon_low": 0.2, "epsilon_high": 0.2, "beta": 0.0, "max_completion_length": 16,
+            "scale_rewards": "group", "gradient_accumulation_steps": 1, "steps_per_generation": 1, "config": {},
+            **settings}
+
+
+def components_of(trainer: dict):
+    from unipo_build.core.specs import ResolvedAlgorithm
+    from unipo_build.trainers import common as K
+    from unipo_build.trainers.trl.config import trl_components
+
+    comps, gaps = trl_components(trainer, K.Loc("manifest.json"))
+    # what the importer builds from them: the spec validator accepts every mapped combination
+    ResolvedAlgorithm.model_validate({"id": "trl_check", "name": "check", "components": comps})
+    return comps, gaps
+
+
+@pytest.mark.parametrize("scale, expected", [
+    ("group", ("group_zscore", {"std_ddof": 1, "eps": 1e-4})),
+    ("none", ("group_mean", {})),
+    # TRL 1.16 scale_rewards="batch": the group's mean, over rewards.std() of the whole generation batch + 1e-4
+    ("batch", ("group_mean_batch_std", {"std_ddof": 1, "eps": 1e-4})),
+])
+def test_trls_scale_rewards_maps_to_the_advantage_kinds(scale, expected):
+    comps, gaps = components_of(trl_settings(scale_rewards=scale))
+    assert (comps["advantage"]["kind"], comps["advantage"]["params"]) == expected
+    assert gaps == []
+
+
+@pytest.mark.parametrize("loss_type, count_masked", [
+    # grpo and sapo average each row's token mean over every row, dr_grpo divides by rows x max_completion_length:
+    # a masked row still counts; bnpo, dapo and cispo divide by the tokens left in the mask: it does not
+    ("grpo", True), ("dr_grpo", True), ("sapo", True), ("bnpo", False), ("dapo", False), ("cispo", False),
+])
+def test_trls_mask_truncated_completions_maps_to_the_filter(loss_type, count_masked):
+    extra = {"epsilon_high": 5.0} if loss_type == "cispo" else {}
+    comps, gaps = components_of(trl_settings(loss_type=loss_type, mask_truncated_completions=True, **extra))
+    assert comps["filter"] == {"kind": "mask_truncated", "params": {"count_masked": count_masked}}
+    assert gaps == []
+    off, _ = components_of(trl_settings(loss_type=loss_type, **extra))
+    assert off["filter"] == {"kind": "none", "params": {}}
+
+
+def test_trls_mask_truncated_completions_with_a_loss_no_kind_counts_is_one_gap():
+    """luspo's normaliser (a sum per response, averaged over responses) has no count_masked reading in the
+    registry's kind: the setting stays one gap naming it, the filter slot none."""
+    comps, gaps = components_of(trl_settings(loss_type="luspo", mask_truncated_completions=True))
+    assert comps["filter"] == {"kind": "none", "params": {}}
+    assert [(g.setting, g.slot) for g in gaps] == [("mask_truncated_completions", "filter")]
+    assert "loss_type 'luspo'" in gaps[0].value
+
+
+def test_trl_batch_std_and_mask_truncated_make_a_run_that_recomputes():
+    """A GRPOConfig with both new kinds resolves to a spec whose weights mask the truncated row out (grpo: the
+    normaliser still counts it, each row 1 / (rows x its length))."""
+    from unipo_build.core import objective as O
+    from unipo_build.core.specs import ResolvedAlgorithm
+
+    comps, gaps = components_of(trl_settings(loss_type="grpo", scale_rewards="batch", mask_truncated_completions=True))
+    cfg = ResolvedAlgorithm.model_validate({"id": "trl_grpo", "name": "TRL", "components": comps})
+    mask = np.array([[1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
+    w = np.asarray(O.weights(cfg, mask, truncated=np.array([False, True])))
+    np.testing.assert_allclose(w, [[0.25, 0.25, 0, 0], [0, 0, 0, 0]])
+    assert gaps == []
+
+
+def test_the_recorded_run_with_batch_std_and_masked_truncations_imports_with_parity(tmp_path):
+    """tests/fixtures/trl/gaps: a real TRL 1.16 run (loss_type grpo, beta 0.04, scale_rewards='batch',
+    mask_truncated_completions, max_completion_length 6). Both settings map to their kinds (no gap), and every
+    tapped token's weight is TRL's own: a truncated completion weighs 0 and still counts in grpo's mean over the
+    rows (count_masked true), so a kept one of 3 tokens among 8 rows weighs 1 / (8 x 3); the step objective is
+    minus TRL's loss."""
+    out = tmp_path / "run"
+    proc = unipo("import", "trl", str(FIXTURE / "gaps"), "--tap", str(FIXTURE / "gaps-tap"), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert unipo("validate", str(out)).returncode == 0
+    header = RunHeader.model_validate_json((out / "header.json").read_text())
+    cfg = header.algorithm_config
+    assert (cfg.kind("advantage"), dict(cfg.components["advantage"].params)) == (
+        "group_mean_batch_std", {"std_ddof": 1, "eps": 1e-4})
+    assert (cfg.kind("filter"), dict(cfg.components["filter"].params)) == ("mask_truncated", {"count_masked": True})
+    assert "gaps" not in header.imported_from
+    assert header.trl["objectives"]["differ"] == 0
+    details = [StepDetail.model_validate_json(p.read_text()) for p in sorted((out / "tokens").glob("*.json"))]
+    truncated = kept = 0
+    for d in details:
+        assert d.objective == pytest.approx(-d.trl_loss, abs=1e-6)
+        for p in d.prompts:
+            for r in p.responses:
+                t = r.tokens
+                assert np.max(np.abs(np.subtract(t.weight, t.engine_weight))) <= 1e-9
+                if r.truncated:
+                    truncated += 1
+                    assert set(t.weight) == {0.0}
+                else:
+                    kept += 1
+    assert truncated and kept

@@ -218,8 +218,8 @@ def test_cispo_and_sapo_recompute_to_trls_loss(tmp_path, settings):
 
 
 def test_settings_without_a_kind_are_named_with_the_nearest(tmp_path):
-    """TRL's default KL bias correction (KL x ratio) and masking of truncated completions have no kind:
-    the import names them and the nearest, and TRL's own per-token loss stays beside ours."""
+    """TRL's default KL bias correction (KL x ratio) has no kind: the import names it and the nearest, and TRL's
+    own per-token loss stays beside ours. Masking truncated completions is the mask_truncated kind."""
     run_trl(tmp_path, beta=0.04, num_iterations=2, max_steps=2, groups=None, use_bias_correction_kl=True,
             mask_truncated_completions=True, max_completion_length=6)
     run = tmp_path / "runs" / "gaps"
@@ -229,7 +229,8 @@ def test_settings_without_a_kind_are_named_with_the_nearest(tmp_path):
     gaps = {g["slot"]: g for g in header.imported_from["gaps"]}
     assert gaps["kl"] == {"setting": "use_bias_correction_kl", "value": "True (the KL times the ratio)", "slot": "kl",
                           "nearest": "k3 in the loss"}
-    assert gaps["filter"]["setting"] == "mask_truncated_completions"
+    assert "filter" not in gaps  # mask_truncated_completions is the mask_truncated kind
+    assert header.algorithm_config.kind("filter") == "mask_truncated"
     assert ("TRL's use_bias_correction_kl = True (the KL times the ratio) has no kind in the registry's kl slot "
             "(nearest: k3 in the loss)") in proc.stdout
     # TRL's term is beta x KL x ratio (engine_kl = KL x ratio): ours, beta x KL, is higher by beta x KL x (ratio - 1)
@@ -241,13 +242,12 @@ def test_settings_without_a_kind_are_named_with_the_nearest(tmp_path):
         if r.truncated:
             assert set(t.mask) == {0} and set(t.weight) == {0.0}
     assert any(r.truncated for d, p, r, t in token_rows(details))
-    # TRL counts the masked completions in its per-answer mean, the nearest kind does not: the two objectives of
-    # a step part, and each token file says why (never silently different).
+    # Where the two objectives of a step part, each token file says why (never silently different).
     labelled = 0
     for d in details:
         extra = d.model_extra or {}
         if abs(d.objective - extra["trl_objective"]) > 1e-6 * (1 + abs(extra["trl_objective"])):
-            assert "mask_truncated_completions" in extra["objective_differs"]
+            assert "use_bias_correction_kl" in extra["objective_differs"]
             labelled += 1
         else:
             assert "objective_differs" not in extra

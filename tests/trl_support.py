@@ -98,7 +98,8 @@ def run_trl(out: Path, *, loss_type: str = "grpo", beta: float = 0.04, num_itera
 
 #: The recorded fixtures (tests/fixtures/trl): the run the import tests read, and two foreign runs whose
 #: taps must not join it: the same settings with another seed, and the same seed with loss_type bnpo.
-#: gaps: settings without a kind (the batch std of scale_rewards='batch', masked truncated completions).
+#: gaps: the batch std of scale_rewards='batch' and masked truncated completions (once settings without a kind;
+#: now the group_mean_batch_std and mask_truncated kinds).
 #: cispo, sapo: the two loss types whose clip slot has another form (CISPO's cap 1.02 binds on this run; SAPO's
 #: negative temperature is not its default, so the mapping of each is seen).
 FIXTURE_RUNS = {"run1": {}, "seed1": {"seed": 1}, "bnpo": {"loss_type": "bnpo"},

@@ -31,6 +31,7 @@ CASES = [
     'compare("grpo", "grpo")',
     'compare_selector("dapo", "dr_grpo")',
     'explain_match("trl-gaps")',
+    'explain_match("trl-bnpo")',
 ]
 PAGE_SOURCE = "# Compare test\n\n" + "".join(f"## Case {i}\n\n{{{{ {c} }}}}\n\n" for i, c in enumerate(CASES))
 SPECS = load_specs()
@@ -42,6 +43,7 @@ def compare_url(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("compare-site")
     runs = tmp / "runs"
     import_log("trl", FIXTURES / "trl" / "gaps", runs / "trl-gaps", tap=FIXTURES / "trl" / "gaps-tap")
+    import_log("trl", FIXTURES / "trl" / "bnpo", runs / "trl-bnpo", tap=FIXTURES / "trl" / "bnpo-tap")
     site = H.build_test_site(tmp, {"index.md": PAGE_SOURCE}, runs)
     with H.serving(site) as url:
         yield url, site
@@ -150,27 +152,27 @@ def test_the_selector_draws_its_opening_pair_on_load(page):
 
 
 def test_a_run_compared_with_its_spec_shows_the_gaps_under_its_label(page):
-    """The TRL run with scale_rewards='batch' and mask_truncated_completions: its components hold the
-    nearest kinds, and the two slots are modified, each row saying what TRL ran under the run's label."""
+    """The TRL run with scale_rewards='batch' and mask_truncated_completions: its components hold those kinds
+    (group_mean_batch_std, mask_truncated), so the advantage is modified, the filter added, and no row has a gap."""
     driver, _ = page
     c = _case(driver, 4)
     assert (c["a"], c["b"]) == ("grpo", "trl-gaps")
     assert c["names"] == ["GRPO", "run trl-gaps"]
-    assert c["sentence"] == "From GRPO to run trl-gaps: ~ 2 modified = 6 unchanged"
-    assert c["label"] == "From GRPO to run trl-gaps: 2 modified, 6 unchanged (of the 8 slots)."
+    assert c["sentence"] == "From GRPO to run trl-gaps: ~ 1 modified + 1 added = 6 unchanged"
     rows = {r["slot"]: r for r in c["rows"]}
-    assert rows["advantage"]["status"] == rows["filter"]["status"] == "modified"
+    assert (rows["advantage"]["status"], rows["filter"]["status"]) == ("modified", "added")
     assert rows["ratio"]["status"] == rows["aggregation"]["status"] == "unchanged"
     assert rows["ratio"]["sides"] == [["both", "GRPO and run trl-gaps"]]
-    assert rows["filter"]["changed"] == "changed: trainer setting without a kind"
-    assert any(g.startswith("run trl-gaps ran scale_rewards = 'batch' (the reward minus the group mean, over the std "
-                            "of the whole batch): no kind expresses it; nearest: group_zscore") for g in rows["advantage"]["gaps"])
-    assert any("ran mask_truncated_completions = True (truncated completions left out of the loss" in g
-               for g in rows["filter"]["gaps"])
-    assert all(n == "run trl-gaps" for r in c["rows"] for n in r["gapNames"])
+    assert all(not r["gaps"] for r in c["rows"])
     # the run's side has no words of its own
     assert all(r["why"] is None for r in c["rows"])
-    assert all(not r["gaps"] for r in c["rows"] if r["slot"] not in ("advantage", "filter"))
+    # TRL's bnpo with gradient accumulation has a gap: its aggregation row says what TRL ran under the run's label
+    c = _case(driver, 5)
+    rows = {r["slot"]: r for r in c["rows"]}
+    assert rows["aggregation"]["status"] == "modified"
+    assert any(g.startswith("run trl-bnpo ran loss_type = 'bnpo' with gradient accumulation (a token mean per "
+                            "micro-batch): no kind expresses it; nearest: token_mean") for g in rows["aggregation"]["gaps"])
+    assert all(n == "run trl-bnpo" for r in c["rows"] for n in r["gapNames"])
 
 
 def test_hostile_names_are_text(page):
@@ -210,8 +212,10 @@ def test_the_build_sends_each_comparison_as_data(compare_url):
     views = re.findall(r'<div class="unipo-compare-view" id="([^"]+)"><template class="unipo-data" id="\1-data"'
                        r'[^>]*>(.*?)</template><div class="unipo-compare-target" aria-live="polite"></div></div>',
                        html, flags=re.S)
-    assert len(views) == 4
+    assert len(views) == 5
     data = [json.loads(raw) for _, raw in views]
     assert [d["ids"] for d in data] == [{"a": "grpo", "b": "dapo"}, {"a": "reinforce", "b": "dr_grpo"},
-                                        {"a": "grpo", "b": "grpo"}, {"a": "grpo", "b": "trl-gaps"}]
-    assert set(data[3]["gaps"]) == {"advantage", "filter"}
+                                        {"a": "grpo", "b": "grpo"}, {"a": "grpo", "b": "trl-gaps"},
+                                        {"a": "grpo", "b": "trl-bnpo"}]
+    assert data[3]["gaps"] == {}  # scale_rewards='batch' and mask_truncated_completions map to kinds
+    assert set(data[4]["gaps"]) == {"aggregation"}  # bnpo with gradient accumulation

@@ -389,6 +389,9 @@ class TokenInputs:
     extras: dict = field(default_factory=dict)
     #: the sampler's log-probs (the rollout correction's pi_sampler), where the trainer logged them
     sample_logp: list[float] | None = None
+    #: whether the response hit the generation budget, where the trainer logged it (a filter masking truncated
+    #: responses needs it for the weights)
+    truncated: bool | None = None
 
 
 @dataclass
@@ -462,7 +465,10 @@ def derive_tokens(cfg: ResolvedAlgorithm | None, responses: list[TokenInputs], n
                               advantages=_pad([r.advantage for r in responses], width), mask=mask, kl=kl_in_loss,
                               sampler_logp=sampler)
         ratio, side, derived = np.asarray(terms.ratio), np.asarray(terms.clip_side), np.asarray(terms.objective)
-        weights = np.zeros_like(mask) if mask.sum() == 0 else np.asarray(O.weights(algo, mask))
+        flags = ([bool(r.truncated) for r in responses] if O.masks_responses(algo)
+                 and all(r.truncated is not None for r in responses) else None)
+        weights = (np.zeros_like(mask) if mask.sum() == 0 else
+                   np.asarray(O.weights(algo, mask, truncated=None if flags is None else np.array(flags))))
 
     outputs = []
     for i, r in enumerate(responses):

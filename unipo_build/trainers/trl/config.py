@@ -21,6 +21,11 @@ AGGREGATION = registry.trainer_values("trl", "loss_type", "aggregation")
 #: TRL loss types whose surrogate is PPO's clipped min (epsilon, epsilon_high; delta's two-sided clip).
 PPO_LOSSES = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")
 NO_KIND = {"vespo": "a Gamma weighting of the sequence ratio"}
+#: mask_truncated_completions=True zeroes a truncated completion's completion_mask
+#: (``_generate_and_score_completions``); whether the loss's normaliser still counts it (the mask_truncated
+#: kind's count_masked): grpo and sapo average each row's token mean over every row, dr_grpo divides by
+#: rows x max_completion_length (true); bnpo, dapo and cispo divide by the tokens left in the mask (false).
+MASK_TRUNCATED_COUNTS = {"grpo": True, "dr_grpo": True, "sapo": True, "bnpo": False, "dapo": False, "cispo": False}
 
 
 # ---------------------------------------------------------------------------
@@ -47,11 +52,10 @@ def trl_components(trainer: dict, loc: K.Loc, sampler_logps: bool = False) -> tu
     scale = trainer.get("scale_rewards")
     if scale == "none":
         comps["advantage"] = {"kind": "group_mean", "params": {}}
+    elif scale == "batch":  # the reward minus its group's mean, over rewards.std() of the whole batch + 1e-4
+        comps["advantage"] = {"kind": "group_mean_batch_std", "params": {"std_ddof": 1, "eps": 1e-4}}
     else:
         comps["advantage"] = {"kind": "group_zscore", "params": {"std_ddof": 1, "eps": 1e-4}}
-        if scale == "batch":
-            gap("advantage", "scale_rewards", "'batch' (the reward minus the group mean, over the std of the whole "
-                                              "batch)", "group_zscore (the group's own std)")
     if trainer.get("multi_objective_aggregation", "sum_then_normalize") == "normalize_then_sum":
         gap("advantage", "multi_objective_aggregation", "'normalize_then_sum'", "the z-score of the summed reward")
     level = trainer.get("importance_sampling_level", "token")
@@ -73,8 +77,12 @@ def trl_components(trainer: dict, loc: K.Loc, sampler_logps: bool = False) -> tu
     comps["filter"] = {"kind": "none", "params": {}}
     comps["shaping"] = {"kind": "none", "params": {}}
     if trainer.get("mask_truncated_completions"):
-        gap("filter", "mask_truncated_completions", "True (truncated completions left out of the loss, still "
-                                                    "counted in the batch)", "filter none, their tokens kept with mask 0")
+        if loss_type in MASK_TRUNCATED_COUNTS:
+            comps["filter"] = {"kind": "mask_truncated", "params": {"count_masked": MASK_TRUNCATED_COUNTS[loss_type]}}
+        else:
+            gap("filter", "mask_truncated_completions", f"True with loss_type {loss_type!r} (truncated completions out "
+                                                        "of the loss; how its normaliser counts them has no kind)",
+                "filter none, their tokens kept with mask 0")
     config = trainer.get("config") or {}
     if config.get("delta") is not None and loss_type in PPO_LOSSES:
         gap("clip", "delta", f"{config['delta']} (two-sided clip of the ratio)", comps["clip"]["kind"])

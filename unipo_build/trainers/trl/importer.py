@@ -24,8 +24,10 @@ mean over the generation batch; dr_grpo: sum over G x max_completion_length; bnp
 sum per response, mean over responses) and the clip slot's form (:func:`trl_clip`: PPO's clip from
 epsilon / epsilon_high; cispo: the ``cispo`` kind, no lower bound, eps_high = epsilon_high - 1, since
 TRL caps the weight at epsilon_high itself; sapo: the ``sapo`` kind with sapo_temperature_pos / _neg),
-scale_rewards the advantage (group: group z-score with sample std and TRL's 1e-4; none: group mean),
-importance_sampling_level the ratio and beta the KL (k3 in the loss, as TRL computes it). The run's
+scale_rewards the advantage (group: group z-score with sample std and TRL's 1e-4; none: group mean;
+batch: ``group_mean_batch_std``, the group's mean over the whole batch's sample std + 1e-4),
+mask_truncated_completions the filter (``mask_truncated``, count_masked true for grpo, dr_grpo and sapo,
+false for bnpo, dapo and cispo; with luspo a gap), importance_sampling_level the ratio and beta the KL (k3 in the loss, as TRL computes it). The run's
 algorithm is the nearest spec (``common.nearest_algorithm``: ``unipo explain``'s rule) when it has all
 of these kinds, else ``trl-<loss_type>`` with that nearest spec in the notes. A setting the registry
 has no kind for is named with the nearest kind in the header (``imported_from.gaps``,
@@ -211,12 +213,18 @@ def _detail(tap: Tap, trl_step: int, index: int, rollout: int, cfg: ResolvedAlgo
                 engine_weight[row] = u["row_weight"][i]
         for s in u["samples"]:
             trained[s["row"]] = s
-    width = max(1, max(loss_tokens.values()))
+    # mask_truncated: TRL zeroed a truncated row's loss tokens (completion_mask); the filter is given its
+    # max_completion_length tokens and its flag, and masks it itself, counting it in the normaliser or not
+    truncated = (np.array([bool(rows[row].get("truncated")) for row in order])
+                 if cfg is not None and O.masks_responses(cfg) else None)
+    budget = int(tap.manifest["trainer"].get("max_completion_length") or 0) if truncated is not None else 0
+    width = max(1, max(loss_tokens.values()), budget)
     full_mask = np.zeros((len(order), width))
     for k, row in enumerate(order):
-        full_mask[k, : loss_tokens[row]] = 1.0
+        full_mask[k, : budget if truncated is not None and truncated[k] else loss_tokens[row]] = 1.0
     position = {row: k for k, row in enumerate(order)}
-    weights = np.asarray(O.weights(cfg, full_mask)) if cfg is not None else full_mask / max(1.0, full_mask.sum())
+    weights = (np.asarray(O.weights(cfg, full_mask, truncated=truncated)) if cfg is not None
+               else full_mask / max(1.0, full_mask.sum()))
 
     inputs, kept = [], []
     for row in order:
@@ -229,6 +237,7 @@ def _detail(tap: Tap, trl_step: int, index: int, rollout: int, cfg: ResolvedAlgo
         inputs.append(K.TokenInputs(loc=loc, ids=s["ids"], text=s["text"], logp=u["logp"][:n],
                                     old_logp=u["old_logp"][:n], advantage=[s["advantage"]] * n,
                                     ref_logp=s.get("ref_logp"), sample_logp=s.get("sampling_logp"),
+                                    truncated=bool(rows[row].get("truncated")),
                                     entropy=u["entropy"][:n] if u.get("entropy") else None))
         kept.append((row, s, u, mask))
     outputs = K.derive_tokens(cfg, inputs, notes) if inputs else []

@@ -1,6 +1,6 @@
 """verl's config mapped to the registry's kinds: its policy loss (vanilla is PPO's clip with the
-dual clip always on; gspo, cispo, sapo; the named gaps), loss_agg_mode, the KL estimator, the
-rollout correction settings, and the hyperparameters a run card shows."""
+dual clip always on; gspo, cispo, sapo, geo_mean; the named gaps), loss_agg_mode, the KL estimator, the
+rollout correction settings (rollout_is truncated, rollout_rs masked), and the hyperparameters a run card shows."""
 
 from __future__ import annotations
 
@@ -30,10 +30,11 @@ def _kl(kind: str, setting: str, value: Any, beta: float, gaps: list[Gap]) -> di
 
 #: verl's policy losses (``policy_loss.loss_mode``, ``core_algos.register_policy_loss``) that pass
 #: ``loss_agg_mode="seq-mean-token-mean"`` to ``agg_loss`` whatever the config says.
-FORCED_AGGREGATION = {"gspo": "seq-mean-token-mean", "sapo": "seq-mean-token-mean"}
+FORCED_AGGREGATION = {"gspo": "seq-mean-token-mean", "sapo": "seq-mean-token-mean",
+                      # geo_mean: torch.mean over the responses of A exp(mean of the clipped log-ratios), agg mode unused
+                      "geo_mean": "seq-mean-token-mean"}
 #: verl loss modes with no kind in the registry, and what each is (the gap names the nearest).
-NO_KIND_LOSS = {"geo_mean": ("sequence", "GMPO: the geometric mean of the token ratios, each clipped in log space"),
-                "gpg": ("token", "GPG: -log pi A with no ratio"),
+NO_KIND_LOSS = {"gpg": ("token", "GPG: -log pi A with no ratio"),
                 "clip_cov": ("token", "Clip-Cov: clipping of the tokens with the largest covariance"),
                 "kl_cov": ("token", "KL-Cov: a KL penalty on the tokens with the largest covariance")}
 
@@ -58,7 +59,11 @@ def policy_loss(actor: dict, gaps: list[Gap], notes: K.Notes, source: str = "con
       (the gradient is the same), so its pg_loss is not the kind's value: noted.
     - sapo: the gate (4 / tau) sigmoid(tau (ratio - 1)) with tau_pos / tau_neg (actor.tau_pos,
       actor.tau_neg; 1.0 and 1.05): the ``sapo`` kind, aggregated seq-mean-token-mean.
-    - any other mode (geo_mean, gpg, clip_cov, kl_cov, ...): a gap with the nearest ratio.
+    - geo_mean (GMPO, ``compute_policy_loss_geo_mean``): each token's log-ratio clamped to
+      [-clip_ratio_low, clip_ratio_high] on the side the advantage pushes, the response's term
+      A exp(mean of those), averaged over the responses whatever loss_agg_mode says: the ``geo_mean``
+      kind (eps_low, eps_high as log-ratio bounds) on the token ratio, aggregated seq-mean-token-mean.
+    - any other mode (gpg, clip_cov, kl_cov, ...): a gap with the nearest ratio.
     """
     mode = str(get(actor, "policy_loss.loss_mode", "vanilla"))
     eps = float(get(actor, "clip_ratio", 0.2))
@@ -84,6 +89,8 @@ def policy_loss(actor: dict, gaps: list[Gap], notes: K.Notes, source: str = "con
         tau = {"tau_pos": _float(get(actor, "tau_pos", 1.0), "actor_rollout_ref.actor.tau_pos", source),
                "tau_neg": _float(get(actor, "tau_neg", 1.05), "actor_rollout_ref.actor.tau_neg", source)}
         return token, {"kind": "sapo", "params": tau}, FORCED_AGGREGATION[mode]
+    if mode == "geo_mean":
+        return token, {"kind": "geo_mean", "params": {"eps_low": low, "eps_high": high}}, FORCED_AGGREGATION[mode]
     nearest, what = NO_KIND_LOSS.get(mode, ("token", "a policy loss this importer does not know"))
     gaps.append(Gap("actor_rollout_ref.actor.policy_loss.loss_mode", f"{mode} ({what})", "ratio", nearest))
     return (sequence if nearest == "sequence" else token), ppo, None
@@ -103,6 +110,69 @@ def correction_missing(cfg: dict, notes: K.Notes) -> list[str]:
             "is recomputed here")
     notes.once("missing (see the header's missing): " + line)
     return [line]
+
+
+RS = "algorithm.rollout_correction.rollout_rs"
+#: verl's rollout_rs options that test the ratio itself (k1, ``-log(pi_old / pi_rollout)``): the level and the
+#: sequence ratio of the masked_is kind (``rollout_corr_helper.compute_rollout_rejection_mask``).
+RS_K1 = {"token_k1": ("token", "product"), "seq_sum_k1": ("sequence", "product"),
+         "seq_mean_k1": ("sequence", "geometric_mean")}
+
+
+def rejection_sampling(correction: dict, gaps: list[Gap], source: str) -> dict | None:
+    """verl's rejection sampling (``algorithm.rollout_correction.rollout_rs``, verl b178a3c,
+    ``verl/trainer/ppo/rollout_corr_helper.py``: ``compute_rollout_rejection_mask`` and
+    ``_parse_rollout_rs_thresholds``) -> the ``masked_is`` kind with ``kept: one``, or None and one gap.
+
+    verl tests k1 = -log rho with rho = pi_old / pi_rollout (``log_ratio = old_log_prob - rollout_log_prob``;
+    clamped to +-20) and keeps a token when log L <= k1 <= log U, where ``rollout_rs_threshold`` is "L_U" or U
+    alone (L = 1/U): kept when 1/U <= rho <= 1/L. token_k1 tests each token's rho; seq_sum_k1 the sum of k1
+    over the response (the product of its ratios); seq_mean_k1 their mean (the geometric mean). A rejected
+    token leaves the batch's response_mask (weight 0), a kept one weighs 1. The divergence options (k2, k3,
+    seq_max) bound a KL estimate, not the ratio, several comma-separated options are combined, and a band with
+    L >= U keeps nothing: each stays one gap."""
+    rs, spec = str(get(correction, "rollout_rs")), get(correction, "rollout_rs_threshold")
+    if rs not in RS_K1:
+        what = ("several options, each of which must pass" if "," in rs
+                else "a bound on a KL estimate of the mismatch, not a band of the ratio")
+        gaps.append(Gap(RS, f"{rs} ({what})", "correction", "none"))
+        return None
+    field = "algorithm.rollout_correction.rollout_rs_threshold"
+    if spec is None:
+        raise LogError(source, f"rollout_rs {rs} without a threshold: verl refuses it (set rollout_rs_threshold, "
+                               "U or L_U)", field=field)
+    text = str(spec).strip()
+    try:
+        lower, upper = (float(x) for x in text.split("_", 1)) if "_" in text else (1.0 / float(text), float(text))
+    except ValueError:
+        raise LogError(source, f"{spec!r} is not U or L_U with numbers (verl's _parse_rollout_rs_thresholds)",
+                       field=field) from None
+    if not (0.0 < lower < upper):
+        gaps.append(Gap(RS, f"{rs} with rollout_rs_threshold {text} (the band [{lower:g}, {upper:g}] of "
+                            "pi_rollout / pi_old keeps nothing)", "correction", "none"))
+        return None
+    level, sequence = RS_K1[rs]
+    return {"kind": "masked_is", "params": {"level": level, "sequence": sequence, "lower": 1.0 / upper,
+                                            "cap": 1.0 / lower, "kept": "one"}}
+
+
+def _rejection_inexact(advantage: str, kl: str, aggregation: str, clip: str) -> str:
+    """Why verl's rejection is not the masked_is kind's weight 0 in this run ('' where it is): verl removes a
+    rejected token from the response_mask before the advantages and the loss, so it also leaves every normaliser
+    but seq-mean-token-sum-norm's constant, the KL loss, and GAE's and REINFORCE++'s whitening, where the kind's
+    weight 0 keeps it counted."""
+    reasons = []
+    if aggregation != "constant_normalizer":
+        reasons.append("a rejected token also leaves loss_agg_mode's normaliser")
+    if kl == "in_loss":
+        reasons.append("and the KL loss" if reasons else "a rejected token also leaves the KL loss")
+    if advantage in ("gae", "whitened_return"):
+        reasons.append(f"and the {advantage} advantages' masked statistics" if reasons
+                       else f"a rejected token also leaves the {advantage} advantages' masked statistics")
+    if clip == "geo_mean":
+        reasons.append("and GMPO's mean over the response" if reasons
+                       else "a rejected token also leaves GMPO's mean over the response")
+    return " ".join(reasons)
 
 
 def components(cfg: dict, notes: K.Notes, source: str = "config.yaml") -> tuple[str, dict[str, dict], list[Gap]]:
@@ -192,9 +262,22 @@ def components(cfg: dict, notes: K.Notes, source: str = "config.yaml") -> tuple[
         gaps.append(Gap("algorithm.rollout_correction.rollout_is", what, "correction",
                         "truncated_is without the batch normalisation" if rollout_is in ("token", "sequence")
                         else "none"))
+    if clip["kind"] == "geo_mean" and corrected["kind"] != "none" and corrected["params"]["level"] == "token":
+        # compute_policy_loss_geo_mean: exp(mean over the response of log(w + 1e-10)) on the response's term
+        gaps.append(Gap("algorithm.rollout_correction.rollout_is", "token with policy_loss geo_mean (GMPO weighs the "
+                        "response by the geometric mean of its token weights)", "correction",
+                        "truncated_is on each token's term"))
     if get(correction, "rollout_rs") is not None:
-        gaps.append(Gap("algorithm.rollout_correction.rollout_rs", str(get(correction, "rollout_rs")), "filter",
-                        f"{filt['kind']} (without the rejection sampling)"))
+        rejection = rejection_sampling(correction, gaps, source)
+        if rejection is not None and corrected["kind"] != "none":
+            gaps.append(Gap(RS, f"{get(correction, 'rollout_rs')} with rollout_is (verl weighs and rejects: two "
+                                "corrections, the slot holds one)", "correction", f"{corrected['kind']} (rollout_is) alone"))
+        elif rejection is not None:
+            corrected = rejection
+            inexact = _rejection_inexact(advantage["kind"], kl["kind"], agg_kind, clip["kind"])
+            if inexact:
+                gaps.append(Gap(RS, f"{get(correction, 'rollout_rs')} ({inexact})", "correction",
+                                "masked_is with kept one, whose rejected tokens weigh 0 but stay in the normaliser"))
     if get(algo, "use_pf_ppo", False):
         gaps.append(Gap("algorithm.use_pf_ppo", "true", "filter", f"{filt['kind']} (without the sample reweighting)"))
     comps = {"advantage": advantage, "ratio": ratio, "clip": clip, "kl": kl, "aggregation": aggregation,

@@ -47,11 +47,12 @@ false).
 
 The config's algorithm settings map onto the registry (:func:`components`; the policy loss and clip
 by :func:`policy_loss`: vanilla is dual-clip PPO, verl's clip_ratio_c bound always on, so the
-``dual_clip`` kind; gspo the sequence ratio; cispo and sapo their clip kinds; gspo and sapo aggregate
-seq-mean-token-mean whatever loss_agg_mode says; ``algorithm.rollout_correction.rollout_is`` token or
-sequence with ``rollout_is_threshold`` is the ``truncated_is`` correction, whose sampler log-probs
-verl's files do not hold: listed in the header's ``missing``); a setting no kind expresses (geo_mean,
-gpg, rollout_rs, ...) stops the import unless ``--algorithm`` names the spec to show instead.
+``dual_clip`` kind; gspo the sequence ratio; cispo, sapo and geo_mean their clip kinds; gspo, sapo and
+geo_mean aggregate seq-mean-token-mean whatever loss_agg_mode says; ``algorithm.rollout_correction.rollout_is``
+token or sequence with ``rollout_is_threshold`` is the ``truncated_is`` correction, ``rollout_rs`` token_k1,
+seq_sum_k1 or seq_mean_k1 the ``masked_is`` one with kept one (:func:`rejection_sampling`), whose sampler
+log-probs verl's files do not hold: listed in the header's ``missing``); a setting no kind expresses (gpg,
+a divergence rollout_rs, ...) stops the import unless ``--algorithm`` names the spec to show instead.
 
 What verl's files do not hold, and the run therefore lacks (listed in the run card): token-level
 detail of any kind (the dumps hold decoded text and a score: no token ids, log-probs, reference
