@@ -38,8 +38,10 @@ from unipo_build.core.registry import (
 #              the product of its token ratios.
 #   verl       verl/trainer/ppo/rollout_corr_helper.py, compute_rollout_correction_weights (rollout_is token |
 #              sequence, truncated at rollout_is_threshold 2.0, a sequence's ratio the product) and
-#              compute_rollout_rejection_mask (rollout_rs token | sequence | geometric, outside
-#              [rollout_rs_threshold_lower, rollout_rs_threshold] rejected: weight 0, a kept token 1).
+#              (b178a3c) compute_rollout_rejection_mask (rollout_rs token_k1 | seq_sum_k1 | seq_mean_k1 ...: the k1
+#              divergence -log rho tested against [log L, log U] of rollout_rs_threshold "L_U" (or U, L = 1/U),
+#              so a token is kept when rho lies in [1/U, 1/L]; rejected: weight 0, a kept token 1, and a
+#              rejected token also leaves verl's response mask: its normaliser, KL and whitening).
 #   OpenRLHF   openrlhf/models/loss.py, PolicyLoss.forward: is_correction_level token | seq,
 #   0.11.2     is_correction_mode clip (tis) | mask (icepop; seq: seq-mask-tis, gated on the geometric mean),
 #              is_correction_threshold (0.5, 5.0); a kept token keeps its own ratio.
@@ -53,7 +55,7 @@ class _Correction(_Params):
                              "all its tokens (TRL sequence_*, verl rollout_is 'sequence', OpenRLHF is_correction_level seq).")
     sequence: Literal["product", "geometric_mean"] = Field(
         "product", description="A response's ratio at the sequence level: the product of its token ratios (TRL, verl) "
-                               "or their geometric mean (OpenRLHF seq, verl rollout_rs 'geometric'). Unused at the token level.")
+                               "or their geometric mean (OpenRLHF seq, verl rollout_rs seq_mean_k1). Unused at the token level.")
 
     @field_validator("cap", check_fields=False)
     @classmethod
@@ -73,11 +75,11 @@ class TruncatedIS(_Correction):
 
 class MaskedIS(_Correction):
     lower: float | None = Field(0.5, gt=0, description="Below it a token's (or response's) weight is 0 (TRL "
-                                                       "vllm_importance_sampling_clip_min, verl rollout_rs_threshold_lower, "
+                                                       "vllm_importance_sampling_clip_min, verl 1/U of rollout_rs_threshold L_U, "
                                                        "OpenRLHF is_correction_threshold's lower bound 0.5); "
                                                        "null: no lower bound.")
     cap: float | None = Field(5.0, gt=0, description="Above it the weight is 0 (TRL vllm_importance_sampling_clip_max, "
-                                                     "verl rollout_rs_threshold, OpenRLHF 5.0); "
+                                                     "verl 1/L of rollout_rs_threshold L_U, OpenRLHF 5.0); "
                                                      "null: no upper bound.")
     kept: Literal["ratio", "token_ratio", "one"] = Field(
         "ratio", description="The weight of a kept token: the ratio that was tested (TRL, IcePop), the token's own ratio "
@@ -246,7 +248,9 @@ trainer_settings("correction", "masked_is",
                  setting("trl", "vllm_importance_sampling_mode", "sequence_mask", default=True,
                          note="with use_vllm=True; or token_mask; band clip_min to clip_max (3.0)"),
                  setting("verl", _RC + "rollout_rs", "token_k1",
-                         note="kept tokens weigh 1 (kept='one'); seq_mean_k1 tests the geometric mean"),
+                         note="kept tokens weigh 1 (kept='one'); seq_sum_k1 tests the product, seq_mean_k1 the "
+                              "geometric mean; rollout_rs_threshold 'L_U' keeps rho in [1/U, 1/L]; a rejected token "
+                              "also leaves verl's normaliser, KL and whitening (exact only without them)"),
                  setting("openrlhf", _IS + "level", "token",
                          note="mask is the default mode (IcePop); seq: seq-mask-tis, the geometric mean, kept tokens "
                               "keeping their own ratio"))
