@@ -451,8 +451,7 @@ class Trainer:
             None if t is None else t[:, :width]
             for t in (prepared.mask, prepared.old_logp, prepared.ref_logp, prepared.values, prepared.advantages,
                       prepared.returns, prepared.rollout_kl))
-        # truncated: a filter that masks truncated responses out of the loss (mask_truncated) reads them
-        weights = O.weights(self.cfg, mask[idx], dtype=torch.float32, truncated=batch.truncated[idx])
+        weights = O.weights(self.cfg, mask[idx], dtype=torch.float32, truncated=batch.truncated[idx])  # mask_truncated
         chunks = length_chunks(batch, rows, self.micro_rows, self.micro_tokens)
         where = {r: i for i, r in enumerate(rows)}
         order = torch.tensor([r for chunk in chunks for r in chunk])

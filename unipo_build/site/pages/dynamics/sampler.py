@@ -424,7 +424,9 @@ def gains_panel_spec(label: str, rows: list[dict], ranges: list[dict], domain: l
     """One panel: a row per variant, each seed's gain a dot, a rule from its lowest to its highest seed."""
     import altair as alt
 
-    y = alt.Y("v:N", sort=domain, title=None, axis=alt.Axis(labelLimit=170))
+    # the rows' order as the band scale's domain (data), not a custom sort, which Vega-Lite compiles into an
+    # expression holding the names (tests/browser/test_hostile_site.py: no input inside an expression)
+    y = alt.Y("v:N", scale=alt.Scale(domain=domain), sort=None, title=None, axis=alt.Axis(labelLimit=170))
     colour = alt.Color("v:N", scale=alt.Scale(domain=domain, range=colours), legend=None)
     x_scale = alt.Scale(zero=False, nice=True, padding=8)
     rule = alt.Chart(alt.Data(values=ranges)).mark_rule(strokeWidth=3, opacity=0.55).encode(

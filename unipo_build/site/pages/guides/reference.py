@@ -425,7 +425,9 @@ def kind_html(kind: Kind, specs: dict[str, AlgorithmSpec], link: Link = _no_link
         parts.append('<p class="unipo-formula-note">It adds no term to the objective.</p>')
     parts.append(params_table(kind))
     if kind.terms:
-        parts.append('<p>Terms of the formula:</p>' + terms_html(kind, lambda term: term.tooltip))
+        # folded: 32 kinds' term lists open would make the page twice the reference budget's height
+        parts.append(f'<details class="unipo-kind-terms"><summary>Terms of the formula ({len(kind.terms)})</summary>'
+                     + terms_html(kind, lambda term: term.tooltip) + '</details>')
     users = [s for s in lineage(specs) if s.components[kind.slot].kind == kind.name]
     if users:
         names = []
@@ -483,9 +485,12 @@ def trainer_settings_html(link: Link = _no_link) -> str:
     head = table(["Kind"] + list(registry.TRAINERS.values()), rows, row_attrs=attrs)
     sources = "".join(f"<li>{escape_text(registry.TRAINERS[t])}: {escape_text(where)}</li>"
                       for t, where in registry.TRAINER_SOURCES.items())
-    return (f'<div class="unipo-trainer-settings">{head}'
+    # folded: open, the table is as tall as the rest of the page (the reader budget's page height)
+    return (f'<details class="unipo-trainer-settings-fold"><summary>The table: {len(rows)} kinds, their settings in '
+            f'{", ".join(escape_text(t) for t in registry.TRAINERS.values())}</summary>'
+            f'<div class="unipo-trainer-settings">{head}'
             f'<p class="unipo-formula-note">Each setting was read in the trainer\'s own code:</p>'
-            f'<ul class="unipo-trainer-sources">{sources}</ul></div>')
+            f'<ul class="unipo-trainer-sources">{sources}</ul></div></details>')
 
 
 # ---------------------------------------------------------------------------
