@@ -387,6 +387,26 @@ def wait_rendered(driver, timeout: float = 30.0, *, everything: bool = True) -> 
         raise AssertionError(f"page not rendered after {timeout}s: {last}") from None
 
 
+def explain_first_token(driver, page_url: str, run: str) -> str:
+    """Open ``page_url``, wait for its Step Inspector, click the first token of its opening step (group 0,
+    response 0, token 0) and wait for the run's Algorithm Explainer to fill; the JS expression of that
+    explainer card, for the caller's reads."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(page_url)
+    wait_rendered(driver)
+    driver.execute_script("document.querySelector('.unipo-inspector').scrollIntoView()")
+    wait_js(driver, "return document.querySelector('.unipo-inspector').getAttribute('data-ready') === '1'",
+            what="the Step Inspector")
+    token = driver.find_elements(By.CSS_SELECTOR, ".unipo-inspector .unipo-tok")[0]
+    assert (token.get_attribute("data-g"), token.get_attribute("data-r"), token.get_attribute("data-t")) == ("0", "0", "0")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", token)
+    token.click()
+    card = f"document.querySelector('.unipo-explainer[data-run=\"{run}\"]')"
+    wait_js(driver, f"return {card}.getAttribute('data-live-ready')", what="the Algorithm Explainer")
+    return card
+
+
 #: What moves on a page: the scroll position, the document's size, the charts' sizes and the
 #: inspectors loading a step; the caller's probe adds its own value.
 _SETTLED_JS = """

@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from selenium.webdriver.common.by import By
 
 import browser_harness as H
 from unipo_build.site import explain
@@ -60,17 +59,7 @@ def test_a_token_of_a_run_using_a_new_kind_is_explained_from_its_data(standardis
     # explainer.js is the project's, unchanged: the new kind's name is nowhere in it
     shipped = (site / "assets" / "views" / "explainer.js").read_text(encoding="utf-8")
     assert EXPLAINER_JS.read_text(encoding="utf-8") in shipped and K.NAME not in shipped
-    driver.get(url + "runs/grpo_small/")
-    H.wait_rendered(driver)
-    driver.execute_script("document.querySelector('.unipo-inspector').scrollIntoView()")
-    H.wait_js(driver, "return document.querySelector('.unipo-inspector').getAttribute('data-ready') === '1'",
-                    what="the Step Inspector")
-    token = driver.find_elements(By.CSS_SELECTOR, ".unipo-inspector .unipo-tok")[0]
-    assert (token.get_attribute("data-g"), token.get_attribute("data-r"), token.get_attribute("data-t")) == ("0", "0", "0")
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", token)
-    token.click()
-    card = "document.querySelector('.unipo-explainer[data-run=\"grpo_small\"]')"
-    H.wait_js(driver, f"return {card}.getAttribute('data-live-ready')", what="the Algorithm Explainer")
+    card = H.explain_first_token(driver, url + "runs/grpo_small/", "grpo_small")
     block = driver.execute_script(f"return {card}.querySelector('.unipo-live[data-live=\"advantage\"]').textContent")
     # Step 0, group 0 of the fixture: rewards 1 and 0; this response's reward is 1. The kind's
     # sentence, filled in the browser: mean 0.5; sample std (n - 1) sqrt(0.5) = 0.7071; eps 1e-6.

@@ -13,7 +13,6 @@ import json
 from pathlib import Path
 
 import pytest
-from selenium.webdriver.common.by import By
 
 import browser_harness as H
 from unipo_build.site import explain
@@ -60,17 +59,7 @@ def test_a_token_is_explained_by_the_new_kinds_data(new_kinds_site, driver):
     shipped = (site / "assets" / "views" / "explainer.js").read_text(encoding="utf-8")
     source = EXPLAINER_JS.read_text(encoding="utf-8")
     assert source in shipped and not any(kind in source for kind, _ in KINDS.values())
-    driver.get(url + "runs/grpo_small/")
-    H.wait_rendered(driver)
-    driver.execute_script("document.querySelector('.unipo-inspector').scrollIntoView()")
-    H.wait_js(driver, "return document.querySelector('.unipo-inspector').getAttribute('data-ready') === '1'",
-              what="the Step Inspector")
-    token = driver.find_elements(By.CSS_SELECTOR, ".unipo-inspector .unipo-tok")[0]
-    assert (token.get_attribute("data-g"), token.get_attribute("data-r"), token.get_attribute("data-t")) == ("0", "0", "0")
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", token)
-    token.click()
-    card = "document.querySelector('.unipo-explainer[data-run=\"grpo_small\"]')"
-    H.wait_js(driver, f"return {card}.getAttribute('data-live-ready')", what="the Algorithm Explainer")
+    card = H.explain_first_token(driver, url + "runs/grpo_small/", "grpo_small")
     # Step 0, group 0: rewards 1 and 0, this response's 1, logged advantage 0.7071068. Batch std: r - mean = 0.5,
     # the divisor read back 0.5 / 0.7071068 = 0.7071067; the group z-score would give 0.5 / (0.7071068 + 1e-4).
     advantage = _block(driver, card, "advantage")
