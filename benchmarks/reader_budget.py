@@ -76,20 +76,9 @@ FIRST_CHART_PROBE = """
 })();
 """
 
-STATE_JS = """
-const scheme = document.body.getAttribute('data-md-color-scheme') || 'default';
-const pending = [...document.querySelectorAll('.arithmatex')].filter(e => !e.hasAttribute('data-unipo-rendered')).length
-  + [...document.querySelectorAll('.unipo-vega')].filter(e => {
-      const s = e.getAttribute('data-unipo-rendered'); return s !== scheme && s !== 'error'; }).length
-  + [...document.querySelectorAll('.unipo-inspector[data-active]')].filter(e => !e.hasAttribute('data-ready')).length;
-return {ready: document.readyState === 'complete' && !!window.UNIPO && pending === 0,
-        nodes: document.getElementsByTagName('*').length,
-        height: document.documentElement.scrollHeight,
-        chart: window.__unipoFirstChart,
-        has_chart: !!document.querySelector('.unipo-vega, .unipo-explorer__chart'),
-        scripts: [...document.querySelectorAll('script[src*="assets/views/"]')].map(s => s.getAttribute('src').split('/').pop().replace(/\\.js$/, '')),
-        views: Object.entries(arguments[0]).filter(([k, sel]) => document.querySelector(sel)).map(([k]) => k)};
-"""
+#: A page's state (its formulas, charts and inspectors drawn; nodes, height, scripts, views): page_state.js,
+#: which the browser tests' walk reads too.
+STATE_JS = (Path(__file__).resolve().parent / "page_state.js").read_text(encoding="utf-8")
 
 
 class _Quiet(SimpleHTTPRequestHandler):

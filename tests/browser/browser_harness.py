@@ -590,18 +590,9 @@ VIEW_SELECTORS = {
 }
 
 #: A page at load (before anything typesets the deferred formulas): whether its formulas near the top,
-#: charts and active inspectors are drawn, its DOM nodes, height, view scripts and views (argument: VIEW_SELECTORS).
-AT_LOAD_JS = """
-const scheme = document.body.getAttribute('data-md-color-scheme') || 'default';
-const pending = [...document.querySelectorAll('.arithmatex')].filter(e => !e.hasAttribute('data-unipo-rendered')).length
-  + [...document.querySelectorAll('.unipo-vega')].filter(e => {
-      const s = e.getAttribute('data-unipo-rendered'); return s !== scheme && s !== 'error'; }).length
-  + [...document.querySelectorAll('.unipo-inspector[data-active]')].filter(e => !e.hasAttribute('data-ready')).length;
-return {ready: document.readyState === 'complete' && !!window.UNIPO && pending === 0,
-        nodes: document.getElementsByTagName('*').length, height: document.documentElement.scrollHeight,
-        scripts: [...document.querySelectorAll('script[src*="assets/views/"]')].map(s => s.getAttribute('src').split('/').pop().replace('.js', '')),
-        views: Object.entries(arguments[0]).filter(([k, sel]) => document.querySelector(sel)).map(([k]) => k)};
-"""
+#: charts and active inspectors are drawn, its DOM nodes, height, view scripts and views (argument:
+#: VIEW_SELECTORS); the reader budgets' own probe (benchmarks/page_state.js), so both measure alike.
+AT_LOAD_JS = (Path(__file__).resolve().parents[2] / "benchmarks" / "page_state.js").read_text(encoding="utf-8")
 
 
 class PageVisit:
