@@ -465,6 +465,7 @@ def _explain(args: argparse.Namespace) -> int:
 
 def _explain_watch(args: argparse.Namespace, server, url: str, index: Path) -> int:
     """--watch: rebuild whenever the runs write new steps (serving the site meanwhile with --serve) until Ctrl-C."""
+    import signal
     import threading
 
     from unipo_build.site import explain
@@ -479,11 +480,17 @@ def _explain_watch(args: argparse.Namespace, server, url: str, index: Path) -> i
     def say(line: str, err: bool = False) -> None:
         print(line, file=sys.stderr if err else sys.stdout, flush=True)
 
+    # Ctrl-C sets a flag instead of raising wherever it lands: a build it interrupted (MkDocs may swallow the
+    # KeyboardInterrupt) finishes, and the loop ends at once after it
+    stopping = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: stopping.set())
     try:
-        explain.watch(args.runs, args.out, site_url=url, interval=args.interval, say=say)
+        explain.watch(args.runs, args.out, site_url=url, interval=args.interval, say=say, stop=stopping.is_set,
+                      wait=stopping.wait)
     except KeyboardInterrupt:
         pass
     finally:
+        signal.signal(signal.SIGINT, previous)
         if server is not None:
             server.shutdown()
             server.server_close()

@@ -318,16 +318,20 @@ def signature(run_paths: Sequence[str | Path]) -> tuple:
 
 
 def watch(run_paths: Sequence[str | Path], out: str | Path, *, site_url: str, interval: float = 2.0,
-          say=print, stop=lambda: False) -> None:
+          say=print, stop=lambda: False, wait=None) -> None:
     """Rebuild the site whenever the runs' files change (``--watch``): a change is built once it has held still for
     one ``interval`` (a step half written waits); a build that fails (a line cut mid-write) says so in one line and
-    keeps the previous site. Runs until ``stop()`` is true or Ctrl-C."""
+    keeps the previous site. Runs until ``stop()`` is true or Ctrl-C. ``wait(seconds)``: how it waits between
+    polls (default time.sleep; a threading.Event's wait returns as soon as it is set)."""
     import time
 
+    wait = wait or time.sleep
     built = signature(run_paths)
     seen = built
     while not stop():
-        time.sleep(interval)
+        wait(interval)
+        if stop():
+            break
         now = signature(run_paths)
         if now == built:
             seen = now
