@@ -132,6 +132,7 @@ def slowest_first(items: list, seconds: dict[str, float]) -> list:
     return slow + [item for item in items if id(item) not in first]
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the markers into the node ids
 def pytest_collection_modifyitems(config, items):
     for item in items:
         group = xdist_group(item)
