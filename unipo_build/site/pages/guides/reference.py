@@ -486,8 +486,9 @@ def trainer_settings_html(link: Link = _no_link) -> str:
     sources = "".join(f"<li>{escape_text(registry.TRAINERS[t])}: {escape_text(where)}</li>"
                       for t, where in registry.TRAINER_SOURCES.items())
     # folded: open, the table is as tall as the rest of the page (the reader budget's page height)
-    return (f'<details class="unipo-trainer-settings-fold"><summary>The table: {len(rows)} kinds, their settings in '
-            f'{", ".join(escape_text(t) for t in registry.TRAINERS.values())}</summary>'
+    names = [escape_text(t) for t in registry.TRAINERS.values()]
+    return (f'<details class="unipo-trainer-settings-fold"><summary>Every kind\'s setting in '
+            f'{", ".join(names[:-1])} and {names[-1]}: a table of {len(rows)} kinds</summary>'
             f'<div class="unipo-trainer-settings">{head}'
             f'<p class="unipo-formula-note">Each setting was read in the trainer\'s own code:</p>'
             f'<ul class="unipo-trainer-sources">{sources}</ul></div></details>')
