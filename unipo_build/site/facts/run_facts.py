@@ -41,12 +41,24 @@ from unipo_build.core.specs import SLOTS
 from unipo_build.core.summary import summarize
 from unipo_build.core.numbers import fmt_num, fmt_pct, percent_text
 from unipo_build.site.fmt import join_words
-from unipo_build.site.facts.series import edge_means, raw_series
+from unipo_build.site.facts.series import edge_means, logged_values, mean_se, raw_series
 from unipo_build.site.context import AuthorError, Site, macro
 
 #: The five algorithms the course is about; comparisons show them by default (and say when one
 #: has no run in the build), then any other run in the build.
 COURSE_ALGORITHMS = ("reinforce", "ppo", "grpo", "dapo", "dr_grpo")
+
+
+#: The sampler/learner mismatch of an update: mean |log π_train − log π_sample| over its tokens.
+MISMATCH = "mismatch/logp_abs_mean"
+
+
+def mean_mismatch(run: Run) -> tuple[float, float | None] | None:
+    """A run's sampler/learner log-prob gap (:data:`MISMATCH`) averaged over its logged updates,
+    with the standard error of that mean (None from one update); None when the run does not log
+    it. The clip chapter's precision sentence and the sampler chapter quote it."""
+    values = logged_values(run, MISMATCH)
+    return mean_se(values) if len(values) else None
 
 
 def missing_run_text(run: str | Run) -> str:

@@ -66,6 +66,23 @@ def raw_series(run: Run, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return steps, values, positions / span
 
 
+def logged_values(run: Run, name: str, later_updates: bool = False) -> np.ndarray:
+    """A metric's logged values over the run, in order (:func:`raw_series`); ``later_updates``:
+    every update's but the first of each rollout (whose ratios are all 1)."""
+    if later_updates:
+        table = run.reader.table
+        values = table.column(name)[~table.first_in_rollout]
+        return values[~np.isnan(values)]
+    return raw_series(run, name)[1]
+
+
+def mean_se(values: np.ndarray) -> tuple[float, float | None]:
+    """The mean of a run's values and its standard error, the points taken as independent (None
+    from a single point)."""
+    se = float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) >= 2 else None
+    return float(np.mean(values)), se
+
+
 def smoothed_series(run: Run, name: str, smooth: float = SMOOTH_FRACTION) -> Series | None:
     """One metric at every logged point, smoothed (centred moving average over ``smooth`` of its
     points, of values clipped to their 0.5th-99.5th percentiles); None when the run does not log it."""

@@ -19,7 +19,7 @@ importance sampling. Every number is read from the runs of the build, and every 
 chosen by what they show:
 
 - the mismatch is ``mismatch/logp_abs_mean`` (mean |old_logp - sample_logp| over an update's
-  tokens), averaged over the run (``effects.run_mean``, with its standard error);
+  tokens), averaged over the run (``run_facts.mean_mismatch``, with its standard error);
 - a held-out gain is the paired start-to-end change of the run (``heldout.run_change``), one
   value per seed; two sets of seeds are compared by ``effects.compare`` (with three seeds each,
   every seed of one beyond every seed of the other; a single run against two standard errors);
@@ -38,7 +38,9 @@ from typing import Sequence
 from unipo_build.core.heldout import Z95, run_change
 from unipo_build.core.numbers import fmt_num, fmt_pct, fmt_signed_points
 from unipo_build.core.runs import Run, split_variant
+from unipo_build.core.schema import metric_info
 from unipo_build.site.context import Site, macro
+from unipo_build.site.facts.run_facts import MISMATCH, mean_mismatch
 from unipo_build.site.facts.seeds import finished_runs
 from unipo_build.site.facts.spec_facts import and_names, count_word
 from unipo_build.site.fmt import escape_text, legend_html, note_html, table, two_lines
@@ -55,9 +57,7 @@ from unipo_build.site.pages.learning.bands import band_of, band_panel_spec, metr
 from unipo_build.site.pages.learning.effects import (
     RunValue,
     Side,
-    Unmeasurable,
     compare,
-    run_mean,
     seeds_words,
 )
 
@@ -67,7 +67,6 @@ SYNC = "grpo"
 STALE = "grpo@lag8"
 CORRECTIONS = ("grpo_tis@lag8", "grpo_mis@lag8")
 LAGS = ("grpo@lag2", "grpo@lag8", "grpo@lag32")
-MISMATCH = "mismatch/logp_abs_mean"
 MODES = ("greedy", "sampled")
 #: A mean gap (nats) below this is the agreement of one float32 engine's two passes over the same
 #: weights (about 1e-6 in the token schema's words): no mismatch.
@@ -161,10 +160,11 @@ def mismatch_side(site: Site, variant: str) -> Side:
         return Side(name, (), missing_line(site, variant, "its mismatch"))
     values, reasons = [], []
     for run in runs:
-        try:
-            values.append(run_mean(MISMATCH)(run))
-        except Unmeasurable as e:
-            reasons.append(str(e))
+        mean = mean_mismatch(run)
+        if mean is None:
+            reasons.append(f"the {run.id} run does not log {metric_info(MISMATCH).label.lower()} ({MISMATCH})")
+        else:
+            values.append(RunValue(run, *mean))
     return Side(name, tuple(values), "; ".join(reasons))
 
 

@@ -33,7 +33,7 @@ import numpy as np
 from unipo_build.core.runs import Run
 from unipo_build.core.schema import metric_info
 from unipo_build.core.numbers import MINUS, fmt_num, fmt_pct
-from unipo_build.site.facts.series import raw_series
+from unipo_build.site.facts.series import logged_values, mean_se
 
 Status = Literal["shown", "contradicted", "unclear", "unmeasurable"]
 #: Orderings of two sets of seeds needed before complete separation counts (p <= 1/20).
@@ -164,14 +164,6 @@ def direction(side: Side, predicted: int) -> Verdict:
 # Quantities of one run
 # ---------------------------------------------------------------------------
 
-def _values(run: Run, metric: str, later_updates: bool = False) -> np.ndarray:
-    if later_updates:
-        table = run.reader.table
-        values = table.column(metric)[~table.first_in_rollout]
-        return values[~np.isnan(values)]
-    return raw_series(run, metric)[1]
-
-
 def _edges(values: np.ndarray) -> tuple[float, float, float, float]:
     """(first mean, its SE, last mean, its SE) over the first and last tenth of the points."""
     k = max(1, int(round(len(values) * EDGE)))
@@ -192,12 +184,12 @@ def run_mean(*metrics: str, later_updates: bool = False) -> Callable[[Run], RunV
     """The mean over the whole run of a metric, or of the sum of several (``later_updates``: leaving
     out the first update of each rollout, whose ratios are all 1), with the SE of that mean."""
     def measure(run: Run) -> RunValue:
-        columns = [_values(run, m, later_updates) for m in metrics]
+        columns = [logged_values(run, m, later_updates) for m in metrics]
         for m, c in zip(metrics, columns):
             _need(run, m, c)
         n = min(len(c) for c in columns)
         values = np.sum([c[:n] for c in columns], axis=0)
-        return RunValue(run, float(np.mean(values)), float(np.std(values, ddof=1) / math.sqrt(len(values))))
+        return RunValue(run, *mean_se(values))
     return measure
 
 
@@ -205,7 +197,7 @@ def edge_change(metric: str, relative: bool = False) -> Callable[[Run], RunValue
     """The change of a metric from the first tenth of the run to the last (``relative``: as a
     fraction of the first), with its SE."""
     def measure(run: Run) -> RunValue:
-        values = _values(run, metric)
+        values = logged_values(run, metric)
         _need(run, metric, values)
         first, se_first, last, se_last = _edges(values)
         if not relative:

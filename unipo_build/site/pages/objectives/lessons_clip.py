@@ -28,7 +28,7 @@ from unipo_build.core.schema import StepDetail
 from unipo_build.core.numbers import fmt_num, fmt_pct
 from unipo_build.site.fmt import escape_text, note_html, panel_grid, table
 from unipo_build.site.palette import algorithm_colour
-from unipo_build.site.facts.run_facts import course_runs, missing_run_text
+from unipo_build.site.facts.run_facts import course_runs, mean_mismatch, missing_run_text
 from unipo_build.site.pages.learning.claims import runs_named
 from unipo_build.site.context import Site, macro
 from unipo_build.site.facts.spec_facts import count_word
@@ -126,13 +126,14 @@ def clip_bound_verdict_text(site: Site) -> str:
 
 
 def mismatch_summary(run: Run) -> dict | None:
-    """The run's logged gap between sampling and training log-probs (the mismatch/ metrics), or None."""
-    table = run.reader.table
-    gap = table.column("mismatch/logp_abs_mean")
-    if np.all(np.isnan(gap)):
+    """The run's logged gap between sampling and training log-probs (the mismatch/ metrics; the mean
+    gap is ``run_facts.mean_mismatch``), or None."""
+    gap = mean_mismatch(run)
+    if gap is None:
         return None
+    table = run.reader.table
     tis, tis_min = table.column("mismatch/tis_mean"), table.column("mismatch/tis_min")
-    return {"gap": float(np.nanmean(gap)), "gap_max": float(np.nanmax(table.column("mismatch/logp_abs_max"))),
+    return {"gap": gap[0], "gap_max": float(np.nanmax(table.column("mismatch/logp_abs_max"))),
             "tis": float(np.nanmean(tis)) if not np.all(np.isnan(tis)) else None,
             "tis_min": float(np.nanmin(tis_min)) if not np.all(np.isnan(tis_min)) else None,
             "dtype": run.header.hardware.dtype if run.header.hardware else None}
