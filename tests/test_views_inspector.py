@@ -112,6 +112,21 @@ def test_container_carries_run_site_root_steps_and_moments(runs):
         assert rendered not in html.replace(_template(html), "")
 
 
+def test_the_build_names_the_dropped_groups_for_the_browser(runs):
+    """A dropped group's name is made once, by inspector.group_name (which the anatomy figure uses
+    too), and handed to inspector.js by step and logged index; the script names none itself."""
+    data = _data(I.step_inspector("test-dapo", catalog=runs, uid="insp-f"))
+    assert data["filtered_names"] == {"2": {"1000": "Filtered group 1"}}
+    # numbered in logged-index order among the step's dropped groups, however they were logged
+    detail = make_detail(0)
+    detail.prompts.append(_filtered_group(1005))
+    detail.filtered_groups += [GroupSummary(index=i, size=4, n_correct=0, filtered=True, contribution=0.0,
+                                            detailed=i == 1005) for i in (1005, 1001)]
+    assert I.filtered_names(detail) == {"1001": "Filtered group 1", "1005": "Filtered group 2"}
+    assert I.group_name(detail, 1005, True) == "Filtered group 2" and I.group_name(detail, 3, False) == "Group 3"
+    assert I.filtered_names(make_detail(0)) == {}
+
+
 def test_run_by_algorithm_id_and_home_page_root(runs):
     html = I.step_inspector("dapo", page_url="", catalog=runs)
     assert 'data-run="test-dapo"' in html and 'data-site-root=""' in html

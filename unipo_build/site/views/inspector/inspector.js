@@ -509,7 +509,7 @@
         el("ul", null, detail.filtered_groups.map(function (g) {
           var text = ": " + (g.n_correct === null || g.n_correct === undefined ? "?" : g.n_correct) + "/" + g.size + " correct, dropped";
           var key = g.index + "f";
-          var name = groupName(detail, g.index, true);
+          var name = self.groupName(g.index, true);
           return el("li", null, logged[key] ? [self.groupButton(key, name), text] : [name + text]);
         })),
       ]));
@@ -598,7 +598,7 @@
       button.addEventListener("click", function () { self.showGroup(target, { push: true }); });
       return button;
     }
-    var head = [el("span", { class: "unipo-group-name", text: groupName(this.detail, g.index, g.filtered) }),
+    var head = [el("span", { class: "unipo-group-name", text: this.groupName(g.index, g.filtered) }),
       el("span", { class: "unipo-fact", text: correctKnown ? nCorrect + "/" + n + " correct" : "correctness not logged" })];
     if (g.filtered) head.push(el("span", { class: "unipo-mark unipo-mark--filtered", text: "dropped by the sampling filter" }));
     else if (g.contribution !== null && g.contribution !== undefined) head.push(el("span", { class: "unipo-fact", text: "contribution " + fmtObjective(g.contribution, true) }));
@@ -669,17 +669,14 @@
     return facts.join(" \u00b7 ");
   }
 
-  /** How a group is named to the reader (as inspector.py group_name, which the anatomy figure uses): "Group 3", or "Filtered group 2" for the second group the
-   *  sampling filter dropped at this step (a dropped group's logged index means nothing to a reader). */
-  function groupName(detail, index, filtered) {
+  /** How a group is named to the reader: "Group 3", or for a group the sampling filter dropped the
+   *  name the build gave it ("Filtered group 2": inspector.py group_name, handed over as
+   *  data.filtered_names[step][logged index]; a dropped group's logged index means nothing to a reader). */
+  Inspector.prototype.groupName = function (index, filtered) {
     if (!filtered) return "Group " + index;
-    var seen = {};
-    (detail.filtered_groups || []).forEach(function (g) { seen[g.index] = true; });
-    detail.prompts.forEach(function (g) { if (g.filtered) seen[g.index] = true; });
-    var dropped = Object.keys(seen).map(Number).sort(function (a, b) { return a - b; });
-    var at = dropped.indexOf(Number(index));
-    return at >= 0 ? "Filtered group " + (at + 1) : "Filtered group";
-  }
+    var names = (this.data.filtered_names || {})[this.detail.step] || {};
+    return names[index] || "Filtered group";
+  };
 
   function responseMeta(r) {
     var mark = r.correct === true ? ["correct", "\u2713"] : r.correct === false ? ["wrong", "\u2717"] : ["unknown", "?"];
@@ -702,7 +699,7 @@
     if (r.tokens) {
       var tk = r.tokens;
       text = el("div", { class: "unipo-tokens", role: "group",
-        "aria-label": groupName(this.detail, g.index, g.filtered) + ", response #" + r.index + ": " + tk.text.length + " tokens" });
+        "aria-label": this.groupName(g.index, g.filtered) + ", response #" + r.index + ": " + tk.text.length + " tokens" });
       tk.text.forEach(function (piece, t) {
         var node = el("span", { class: "unipo-tok", role: "button", tabindex: t === 0 ? "0" : "-1", "aria-pressed": "false",
           "data-g": g.index, "data-r": r.index, "data-t": t });
@@ -851,7 +848,7 @@
     var groupNode = m.group !== null && m.group !== undefined ? this.groupView.querySelector(".unipo-group") : null;
     if (groupNode && Number(groupNode.getAttribute("data-group")) === m.group) {
       groupNode.classList.add("unipo-moment");
-      where.push(groupName(this.detail, m.group, groupNode.getAttribute("data-filtered") === "1").toLowerCase());
+      where.push(this.groupName(m.group, groupNode.getAttribute("data-filtered") === "1").toLowerCase());
     } else {
       groupNode = null;
     }

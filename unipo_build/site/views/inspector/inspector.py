@@ -45,6 +45,7 @@ from typing import Any
 
 from unipo_build.core import runlog
 from unipo_build.core.moments import MOMENT_NAMES, Moment, find_moments
+from unipo_build.core.reader import token_digest
 from unipo_build.site.render import escape_text, json_data
 from unipo_build.core.runs import Run, RunCatalog, catalog_of
 from unipo_build.core.schema import StepDetail
@@ -64,11 +65,20 @@ def group_name(detail: StepDetail, index: int, filtered: bool) -> str:
     """How a group is named to the reader: 'Group 3' for a trained one (its index in the update),
     'Filtered group 2' for the second group the sampling filter dropped at this step (a dropped
     group's logged index, 1000 and up in this project's trainer, means nothing to a reader).
-    inspector.js ``groupName`` names them the same way."""
+    The browser gets the dropped groups' names from :func:`filtered_names` (inspector.js
+    ``groupName``), so the Step Inspector and the anatomy figure name a group the same way."""
     if not filtered:
         return f"Group {index}"
     dropped = sorted({g.index for g in detail.filtered_groups} | {g.index for g in detail.prompts if g.filtered})
     return f"Filtered group {dropped.index(index) + 1}" if index in dropped else "Filtered group"
+
+
+@token_digest("filtered_names")
+def filtered_names(detail: StepDetail) -> dict[str, str]:
+    """The step's dropped groups by logged index, each with its :func:`group_name` ({} when the
+    sampling filter dropped none): what the inspector's data hands inspector.js."""
+    dropped = {g.index for g in detail.filtered_groups} | {g.index for g in detail.prompts if g.filtered}
+    return {str(i): group_name(detail, i, True) for i in sorted(dropped)}
 
 
 # ---------------------------------------------------------------------------
@@ -256,6 +266,11 @@ def step_inspector(run: str | Run, step: int | None = None, moment: str | None =
         # the run's step-file folder; the file name comes from the page's browser data (common.browser_data)
         "step_path": step_path(found.id, 0).rsplit("/", 1)[0] + "/",
     }
+    # the names of the groups the sampling filter dropped, by step (group_name; inspector.js reads
+    # them, it does not name a dropped group itself); a run that drops none carries no table
+    dropped = {str(s): names for s, names in found.reader.digest("filtered_names").items() if names}
+    if dropped:
+        data["filtered_names"] = dropped
     title = found.header.title or found.id
     caption = (f'<p class="unipo-inspector-caption"><span class="unipo-label">Step Inspector</span> '
                f'{escape_text(title)} <span class="unipo-fact">{escape_text(found.header.algorithm)}</span> '
