@@ -22,6 +22,7 @@ for ``epochs`` passes of ``minibatches`` optimizer steps each.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 from dataclasses import asdict, dataclass, field, replace
@@ -289,6 +290,15 @@ def translate(cfg: ResolvedAlgorithm, *, max_new_tokens: int) -> Translation:
                           "whose slope the gate has only at rho = 1", ("--actor.eps_clip_low_high", "0.999999", "999999.0")))
         t.flags += ["--actor.eps_clip_low_high", "0.999999", "999999.0"]
         eff = _with(eff, "clip", "asymmetric", {"eps_low": 0.999999, "eps_high": 999999.0})
+    elif clip == "geo_mean":
+        low, high = round(1.0 - math.exp(-cp["eps_low"]), 6), round(math.expm1(cp["eps_high"]), 6)
+        t.gaps.append(Gap("clip", "GMPO's geometric mean of the token ratios, each log-ratio clipped first",
+                          " has no GMPO loss (--actor.policy_loss_type is ppo or gspo)",
+                          "PPO's token clip at the same ratio bounds, exp(-eps_low) to exp(eps_high): an arithmetic mean "
+                          "of the clipped token ratios instead of a geometric one",
+                          ("--actor.eps_clip_low_high", _fmt(low), _fmt(high))))
+        t.flags += ["--actor.eps_clip_low_high", _fmt(low), _fmt(high)]
+        eff = _with(eff, "clip", "asymmetric", {"eps_low": low, "eps_high": high})
     else:
         raise ValueError(f"clip kind {clip!r} has no OpenRLHF translation yet")
 
