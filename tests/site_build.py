@@ -17,6 +17,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -33,6 +35,39 @@ class SiteBuild:
     returncode: int | None
     log: str | None
     site_url: str | None = None
+
+
+def project_config() -> dict:
+    """The project's mkdocs.yml as data (``!ENV`` values read as MkDocs reads them), its paths made
+    absolute (theme.custom_dir, hooks), so a config written anywhere else finds them."""
+    from mkdocs.utils.yaml import yaml_load
+
+    with open(REPO_ROOT / "mkdocs.yml", encoding="utf-8") as fh:
+        config = yaml_load(fh)
+    config["theme"]["custom_dir"] = str((REPO_ROOT / config["theme"]["custom_dir"]).resolve())
+    config["hooks"] = [str((REPO_ROOT / h).resolve()) for h in config.get("hooks", [])]
+    return config
+
+
+def write_mkdocs_config(root: Path, **overrides) -> Path:
+    """Write ``root/mkdocs.yml`` for a test build: the project's config (:func:`project_config`)
+    with ``overrides`` by top-level key: a value replaces the project's, a function takes the
+    project's value and returns the test's (``plugins=lambda ps: [p for p in ps if p != "search"]``),
+    None leaves the key out. What a test does not override follows the project's mkdocs.yml."""
+    config = project_config()
+    for key, value in overrides.items():
+        if value is None:
+            config.pop(key, None)
+        else:
+            config[key] = value(config.get(key)) if callable(value) else value
+    path = Path(root) / "mkdocs.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def without_search(plugins: list) -> list:
+    """The project's plugins but its search index (a test site of a few pages needs none)."""
+    return [p for p in plugins if p != "search" and not (isinstance(p, dict) and "search" in p)]
 
 
 def free_port() -> int:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from site_build import registered_macros
+from site_build import registered_macros, without_search, write_mkdocs_config
 from training_fixtures import coin_flip_score
 from unipo_build.core import runlog
 from unipo_build.site.pages.dynamics import advantage_noise as AN
@@ -340,34 +340,6 @@ def on_page_content(html, page, config, files):
 """
 
 
-def _mkdocs_yml(runs: Path) -> str:
-    return f"""site_name: chapter test
-theme:
-  name: material
-  font: false
-plugins:
-  - macros:
-      modules: [unipo_build.site.macros]
-      j2_comment_start_string: "{{##"
-      j2_comment_end_string: "##}}"
-      on_error_fail: true
-      on_undefined: strict
-hooks:
-  - hooks.py
-markdown_extensions:
-  - admonition
-  - attr_list
-  - md_in_html
-  - tables
-  - pymdownx.details
-  - pymdownx.superfences
-  - pymdownx.arithmatex:
-      generic: true
-extra:
-  unipo_runs: {json.dumps(str(runs))}
-"""
-
-
 @pytest.mark.slow
 def test_ppo_chapter_builds_with_a_run_that_lacks_a_moment(on_policy_runs_dir, tmp_path):
     run = get_run("ppo", on_policy_runs_dir)
@@ -378,7 +350,10 @@ def test_ppo_chapter_builds_with_a_run_that_lacks_a_moment(on_policy_runs_dir, t
     (project / "docs" / "course" / "algorithms").mkdir(parents=True)
     (project / "docs" / "course" / "algorithms" / "ppo.md").write_text(
         (CHAPTER_DIR / "ppo.md").read_text(encoding="utf-8"), encoding="utf-8")
-    (project / "mkdocs.yml").write_text(_mkdocs_yml(on_policy_runs_dir), encoding="utf-8")
+    # the project's macros and Markdown extensions; a plain Material theme and the one hook below
+    write_mkdocs_config(project, site_name="chapter test", site_url=None, repo_url=None, nav=None, extra_css=None,
+                        theme={"name": "material", "font": False}, plugins=without_search, hooks=["hooks.py"],
+                        extra={"unipo_runs": str(on_policy_runs_dir)})
     shutil.copytree(REPO / "data" / "algorithms", project / "data" / "algorithms")  # the project's specs
     (project / "hooks.py").write_text(HOOK, encoding="utf-8")
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(REPO))

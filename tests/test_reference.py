@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from site_build import without_search, write_mkdocs_config
 from unipo_build.core import formula as F
 from unipo_build.site.pages.guides import reference as R
 from unipo_build.core import specs as S
@@ -475,27 +476,10 @@ def test_mkdocs_build_keeps_jinja_delimiters_in_macro_output(tmp_path, probe_kin
         "from unipo_build.site import macros\n"
         "def on_page_content(html, page, config, files):\n"
         "    return macros.restore_protected(page.file.src_uri, html)\n")
-    (tmp_path / "mkdocs.yml").write_text(textwrap.dedent("""
-        site_name: probe
-        strict: true
-        theme: {name: mkdocs}
-        plugins:
-          - macros:
-              modules: [unipo_build.site.macros]
-              j2_comment_start_string: "{##"
-              j2_comment_end_string: "##}"
-              on_error_fail: true
-              on_undefined: strict
-        hooks: [hook.py]
-        markdown_extensions:
-          - attr_list
-          - admonition
-          - md_in_html
-          - pymdownx.arithmatex: {generic: true}
-        nav:
-          - index.md
-          - reference/algorithms/probe.md
-        """))
+    # the project's macros and Markdown extensions; the plain MkDocs theme and the one hook above
+    write_mkdocs_config(tmp_path, site_name="probe", strict=True, site_url=None, repo_url=None, extra=None,
+                        extra_css=None, theme={"name": "mkdocs"}, plugins=without_search, hooks=["hook.py"],
+                        nav=["index.md", "reference/algorithms/probe.md"])
     config = load_config(str(tmp_path / "mkdocs.yml"))
     build(config)
     page = (tmp_path / "site" / "reference" / "algorithms" / "probe" / "index.html").read_text()

@@ -38,6 +38,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
+from site_build import without_search, write_mkdocs_config
+
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("UNIPO_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("UNIPO_CHROMEDRIVER", "/usr/bin/chromedriver")
@@ -163,50 +165,10 @@ def serving(site_dir: Path | str, built_for: str | None = None, *, prefix: str =
 # ---------------------------------------------------------------------------- test sites
 
 
-def _repository_config() -> dict:
-    from mkdocs.utils.yaml import yaml_load
-
-    with open(REPO / "mkdocs.yml", encoding="utf-8") as fh:
-        return yaml_load(fh)
-
-
-TEST_SITE_CONFIG = """
-site_name: UNIPO views test
-docs_dir: {docs}
-theme:
-  name: material
-  custom_dir: {custom_dir}
-  font: false
-  features: [navigation.instant]
-plugins:
-  - macros:
-      modules: [unipo_build.site.macros]
-      j2_comment_start_string: "{{##"
-      j2_comment_end_string: "##}}"
-      on_error_fail: true
-      on_undefined: strict
-hooks:
-{hooks}
-markdown_extensions:
-  - admonition
-  - attr_list
-  - md_in_html
-  - pymdownx.details
-  - pymdownx.superfences
-  - pymdownx.arithmatex:
-      generic: true
-extra:
-  unipo_runs: {runs}
-extra_css:
-{extra_css}
-"""
-
-
 def build_test_site(root: Path, pages: dict[str, str], runs: Path) -> Path:
     """Build ``pages`` (path -> Markdown) with the repository's theme, hooks, macros and style sheets
     and the runs in ``runs``, into ``root/site`` (a MkDocs config in ``root``, nothing written to the
     repository). No search, no palette toggle: a page of views and nothing else."""
-    base = _repository_config()
     docs = root / "docs"
     for name, text in pages.items():
         (docs / name).parent.mkdir(parents=True, exist_ok=True)
@@ -217,10 +179,10 @@ def build_test_site(root: Path, pages: dict[str, str], runs: Path) -> Path:
     (root / "data").mkdir(exist_ok=True)
     if not (root / "data" / "algorithms").exists():
         (root / "data" / "algorithms").symlink_to(REPO / "data" / "algorithms")
-    (root / "mkdocs.yml").write_text(TEST_SITE_CONFIG.format(
-        docs=docs, runs=runs, custom_dir=(REPO / base["theme"]["custom_dir"]).resolve(),
-        hooks="\n".join(f"  - {(REPO / h).resolve()}" for h in base.get("hooks", [])),
-        extra_css="\n".join(f"  - {css}" for css in base.get("extra_css", []))), encoding="utf-8")
+    write_mkdocs_config(root, site_name="UNIPO views test", docs_dir=str(docs), site_url=None, repo_url=None, nav=None,
+                        theme=lambda theme: {**{k: v for k, v in theme.items() if k != "palette"},
+                                             "features": ["navigation.instant"]},
+                        plugins=without_search, extra={"unipo_runs": str(runs)})
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1", UNIPO_RUNS=str(runs), UNIPO_NODE_MODULES=str(REPO / "node_modules"))
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(root / "mkdocs.yml"),
                            "-d", str(root / "site")], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)

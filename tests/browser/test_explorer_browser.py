@@ -5,7 +5,7 @@ pytest's default import mode needs unique basenames across folders without __ini
 
 Most tests build a small site of their own from a fixture run (tests/test_explorer.py's
 ``write_explorer_run``: 1,200 steps, 2 per rollout, token files every 50 steps, a spike in
-clip/frac_high at step 700) with the repository's mkdocs.yml (INHERIT) and one page, so they
+clip/frac_high at step 700) with the repository's mkdocs.yml (site_build.write_mkdocs_config) and one page, so they
 know the answers and do not depend on which runs are shipped. The screenshot test takes the
 repository's own reference page with its real runs.
 """
@@ -26,6 +26,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.keys import Keys
 
 import browser_harness as H
+from site_build import write_mkdocs_config
 from test_explorer import SPIKE_AT, drawn_fisheye, write_explorer_run
 from unipo_build.site.views.explorer import explorer as explorer_module
 from unipo_build.site.palette import METRIC_PALETTE, metric_colour
@@ -54,35 +55,6 @@ PAGE_SOURCE = """# Explorer test
 """
 
 
-def _config_for(tmp: Path, docs: Path) -> Path:
-    """An mkdocs.yml that inherits the repository's, with this docs folder and one page.
-
-    Relative paths of the repository's config (theme.custom_dir, hooks) are made absolute.
-    """
-    from mkdocs.utils.yaml import yaml_load
-
-    with open(REPO / "mkdocs.yml", encoding="utf-8") as fh:
-        base = yaml_load(fh)
-    hooks = [str((REPO / h).resolve()) for h in base.get("hooks", [])]
-    custom_dir = str((REPO / base["theme"]["custom_dir"]).resolve())
-    lines = [
-        f"INHERIT: {REPO / 'mkdocs.yml'}",
-        f"docs_dir: {docs}",
-        "theme:",
-        f"  custom_dir: {custom_dir}",
-        "hooks:",
-        *[f"  - {h}" for h in hooks],
-        "nav:",
-        "  - Home: index.md",
-        f"  - Explorer: {PAGE.rstrip('/')}.md",
-    ]
-    config = tmp / "mkdocs.yml"
-    config.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    # site/hooks.py reads the pinned browser libraries from package.json next to the config.
-    shutil.copyfile(REPO / "package.json", tmp / "package.json")
-    return config
-
-
 @pytest.fixture(scope="module")
 def explorer_site(tmp_path_factory):
     """Build the one-page site with the fixture run and serve it; yields its base URL and directory."""
@@ -97,9 +69,13 @@ def explorer_site(tmp_path_factory):
     docs.mkdir()
     (docs / "index.md").write_text("# Home\n", encoding="utf-8")
     (docs / f"{PAGE.rstrip('/')}.md").write_text(PAGE_SOURCE, encoding="utf-8")
-    config = _config_for(tmp, docs)
     site = tmp / "site"
     server = H.SiteServer(site)
+    # the repository's config with this docs folder and one page, built for the server's URL
+    config = write_mkdocs_config(tmp, docs_dir=str(docs), site_url=server.url,
+                                 nav=[{"Home": "index.md"}, {"Explorer": f"{PAGE.rstrip('/')}.md"}])
+    # site/hooks.py reads the pinned browser libraries from package.json next to the config.
+    shutil.copyfile(REPO / "package.json", tmp / "package.json")
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1", UNIPO_RUNS=str(tmp / "runs"), UNIPO_SITE_URL=server.url,
                UNIPO_NODE_MODULES=str(REPO / "node_modules"))
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
