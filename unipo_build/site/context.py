@@ -70,6 +70,7 @@ SITE_MODULES = (
     "unipo_build.site.pages.learning.set_differences",
     "unipo_build.site.pages.objectives.ladder_effects",
     "unipo_build.site.pages.objectives.clip_family",
+    "unipo_build.site.pages.objectives.beyond_grpo",
     "unipo_build.site.playgrounds.macros",
 )
 

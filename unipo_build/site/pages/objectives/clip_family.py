@@ -2,6 +2,7 @@
 
     {{ clip_family_gains("cispo", "dapo") }}         sentences: held-out gains of the two, seed by seed, the verdict,
                                                      and each seed's end-of-training gap paired problem by problem
+                                                     (baseline=true: the second is the first's baseline)
     {{ clip_family_entropy("cispo", "dapo") }}       sentences: mean token entropy over the last tenth, the verdict and
                                                      how large the gap is against the level
     {{ kept_gradient_tokens("cispo", "dapo") }}      sentences: how many tokens the first kept a gradient for that
@@ -41,7 +42,7 @@ from unipo_build.site.facts.seeds import finished_runs, seed_text, seeds_list
 from unipo_build.site.facts.spec_facts import and_names, count_word
 from unipo_build.site.fmt import escape_text, note_html, table
 from unipo_build.site.pages.learning.claims import runs_named, slots_apart
-from unipo_build.site.pages.learning.effects import EDGE, RunValue, Side, Verdict, compare
+from unipo_build.site.pages.learning.effects import EDGE, RunValue, Side, Verdict, compare, seeds_words
 from unipo_build.site.pages.learning.verdicts import interval_text
 
 #: Metrics left out when two runs' logs are compared value by value: wall-clock timings differ
@@ -110,17 +111,19 @@ def end_gaps(a: list[Run], b: list[Run], mode: str) -> list[tuple[Run, HeldOutCh
     return out
 
 
-def gain_verdict_words(verdict: Verdict, a: str, b: str) -> str:
+def gain_verdict_words(verdict: Verdict, a: str, b: str, baseline_seeds: int = 0) -> str:
+    """``baseline_seeds``: b is a's baseline (GRPO under SAPO), no direction predicted; the seeds of each."""
     if verdict.status == "shown":
         return f"{a} gained more than {b} ({verdict.basis})"
     if verdict.status == "contradicted":
-        return f"{a} gained less than {b}, not more ({verdict.basis})"
+        return f"{a} gained less than {b}{'' if baseline_seeds else ', not more'} ({verdict.basis})"
     if verdict.status == "unclear":
-        return f"the two gains cannot be told apart: {verdict.reason} ({verdict.basis})"
+        return (f"{a}'s gain is not distinguishable from {b}'s at {seeds_words(baseline_seeds)}: {verdict.reason}"
+                if baseline_seeds else f"the two gains cannot be told apart: {verdict.reason} ({verdict.basis})")
     return f"the two gains cannot be compared: {verdict.reason}"
 
 
-def clip_family_gains_text(site: Site, first: str, second: str) -> str:
+def clip_family_gains_text(site: Site, first: str, second: str, baseline: bool = False) -> str:
     missing = missing_text(site, (first, second), "their held-out gains")
     if missing:
         return missing
@@ -138,7 +141,7 @@ def clip_family_gains_text(site: Site, first: str, second: str) -> str:
         opening = (f"From the same start of {fmt_pct(start)}, held-out {mode} accuracy" if same_start else
                    f"Held-out {mode} accuracy")
         parts.append(f"{opening} rose by {_seeds_phrase(sa, fmt, 'points')} under {na} and by {_seeds_phrase(sb, fmt)} "
-                     f"under {nb}: {gain_verdict_words(verdict, na, nb)}.")
+                     f"under {nb}: {gain_verdict_words(verdict, na, nb, min(sa.n, sb.n) if baseline else 0)}.")
     gaps = end_gaps(a, b, "greedy")
     if gaps:
         each = and_names([f"{fmt_signed_points(c.change)} ({interval_text(c)}, {seed_text(r)})" for r, c in gaps])
@@ -150,6 +153,8 @@ def clip_family_gains_text(site: Site, first: str, second: str) -> str:
             tail = "every seed's interval excludes zero"
         else:
             tail = f"{count_word(clear)} of the {count_word(n)} intervals exclude{'s' if clear == 1 else ''} zero"
+        if len({c.direction for _, c in gaps if c.direction != "flat"}) > 1:
+            tail += ", on both sides of it: the seeds disagree on which ended higher"
         parts.append(f"Paired problem by problem, the same seed's {na} run ended {each} points from {nb}'s in greedy "
                      f"accuracy (95% intervals): {tail}.")
     return " ".join(parts)
@@ -331,6 +336,17 @@ def term_and_gradient(clip_kind, params: dict, ratio: float, advantage: float) -
     return float(value.detach()), grad, int(side)
 
 
+def clip_of(site: Site, name: str):
+    """(clip kind, its parameters) of an algorithm or run: its chosen run's config, else its spec; else None."""
+    run = site.run(name)
+    if run is not None and run.config is not None:
+        return run.config.component("clip"), run.config.components["clip"].params
+    spec = site.any_spec(name)
+    if spec is None:
+        return None
+    return spec.component("clip"), spec.params("clip")
+
+
 @dataclass(frozen=True)
 class TokenUnderBoth:
     run: Run
@@ -359,15 +375,10 @@ def clipped_token(site: Site, first: str, second: str) -> TokenUnderBoth | None:
     t = moment.token
     rows = []
     for name in (first, second):
-        other = site.run(name)
-        cfg = other.config if other is not None and other.config is not None else None
-        if cfg is None:
-            spec = site.any_spec(name)
-            if spec is None:
-                return None
-            kind, params = spec.component("clip"), spec.params("clip")
-        else:
-            kind, params = cfg.component("clip"), cfg.components["clip"].params
+        clip = clip_of(site, name)
+        if clip is None:
+            return None
+        kind, params = clip
         value, grad, side = term_and_gradient(kind, params, tk.ratio[t], tk.advantage[t])
         rows.append((site.algorithm_name(name), value, grad, side))
     return TokenUnderBoth(run, moment.step, tk.text[t], "".join(tk.text[:t]), tk.ratio[t], tk.advantage[t], tk.weight[t],
@@ -557,9 +568,9 @@ def dual_clip_reach_text(site: Site, first: str, second: str) -> str:
 # ---------------------------------------------------------------------------
 
 @macro
-def clip_family_gains(site: Site, first: str = "cispo", second: str = "dapo") -> str:
-    """Sentences: the two algorithms' held-out gains over seeds, the verdict, and the paired end-of-training gaps."""
-    return clip_family_gains_text(site, str(first), str(second))
+def clip_family_gains(site: Site, first: str = "cispo", second: str = "dapo", baseline: bool = False) -> str:
+    """Sentences: held-out gains over seeds, the verdict, the paired end gaps (``baseline``: second is first's)."""
+    return clip_family_gains_text(site, str(first), str(second), bool(baseline))
 
 
 @macro

@@ -1,0 +1,204 @@
+"""Three changes to GRPO (``site/pages/objectives/beyond_grpo.py`` and ``clip_family_gains(..., baseline=true)``):
+each sentence's numbers against a hand computation from the runs' own files (data/runs/<id>/evals.jsonl,
+steps.jsonl, tokens/), the verdict's wording on synthetic seed bands, SAPO's gate worked by hand, a build
+without the runs, and the built chapter (the session's shared build: no build of its own).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from seed_fixtures import FixtureRun, fixture_project, write_fixture_runs
+from unipo_build.core.numbers import fmt_num, fmt_signed_points
+from unipo_build.site.context import Site
+from unipo_build.site.pages.learning.effects import RunValue, Side, compare
+from unipo_build.site.pages.objectives import beyond_grpo as B
+from unipo_build.site.pages.objectives import clip_family as CF
+
+RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
+VARIANTS = ("sapo", "gmpo", "grpo_batch_std")
+
+
+@pytest.fixture(scope="module")
+def site(repo_root) -> Site:
+    return Site(root=repo_root)
+
+
+def evals(run_id: str) -> list[dict]:
+    return [json.loads(line) for line in (RUNS / run_id / "evals.jsonl").read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+
+
+def steps(run_id: str) -> list[dict]:
+    return [json.loads(line) for line in (RUNS / run_id / "steps.jsonl").read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+
+
+# ---------------------------------------------------------------------------
+# Held-out gains against GRPO
+# ---------------------------------------------------------------------------
+
+def test_the_gains_and_the_paired_gap_equal_a_hand_computation_from_evals_jsonl(site):
+    text = CF.clip_family_gains_text(site, "sapo", "grpo", baseline=True)
+    # seed 0 of each: end accuracy minus start accuracy, greedy, straight from the files
+    gains = {}
+    for run_id in ("sapo", "sapo-s1", "sapo-s2"):
+        rows = evals(run_id)
+        start, end = rows[0], rows[-1]
+        assert (start["phase"], end["phase"]) == ("start", "end")
+        gains[run_id] = end["accuracy_greedy"] - start["accuracy_greedy"]
+    assert ("under SAPO" in text and "(seeds: " + ", ".join(fmt_signed_points(gains[r]) for r in ("sapo", "sapo-s1"))
+            + " and " + fmt_signed_points(gains["sapo-s2"]) + ")") in text
+    # the same seed's two runs at the end, problem by problem: the mean of (SAPO's bit - GRPO's bit)
+    a, b = evals("sapo")[-1], evals("grpo")[-1]
+    assert a["problems"] == b["problems"]
+    diff = np.array([int(x) - int(y) for x, y in zip(a["correct_greedy"], b["correct_greedy"])], dtype=float)
+    assert f"the same seed's SAPO run ended {fmt_signed_points(diff.mean())} (" in text
+
+
+def test_the_verdict_wording_switches_on_the_seed_bands():
+    def side(name, values):
+        return Side(name, tuple(RunValue(None, v, 0.01) for v in values))
+    apart = compare(side("A", [0.30, 0.31, 0.32]), side("B", [0.20, 0.21, 0.22]), +1)
+    overlap = compare(side("A", [0.20, 0.25, 0.30]), side("B", [0.22, 0.24, 0.26]), +1)
+    below = compare(side("A", [0.10, 0.11, 0.12]), side("B", [0.20, 0.21, 0.22]), +1)
+    assert CF.gain_verdict_words(apart, "A", "B", 3) == (
+        "A gained more than B (three seeds each, every seed of one beyond every seed of the other)")
+    assert CF.gain_verdict_words(overlap, "A", "B", 3) == (
+        "A's gain is not distinguishable from B's at three seeds: the seeds of the two overlap")
+    assert CF.gain_verdict_words(below, "A", "B", 3).startswith("A gained less than B (")
+    # the CISPO chapter's wording (a direction predicted) is unchanged
+    assert CF.gain_verdict_words(below, "A", "B").startswith("A gained less than B, not more (")
+    assert CF.gain_verdict_words(overlap, "A", "B").startswith("the two gains cannot be told apart: ")
+
+
+def test_seeds_that_part_on_both_sides_of_zero_say_so(site):
+    text = CF.clip_family_gains_text(site, "grpo_batch_std", "grpo", baseline=True)
+    gaps = CF.end_gaps(*(CF._runs(site, n)[1] for n in ("grpo_batch_std", "grpo")), "greedy")
+    directions = {c.direction for _, c in gaps if c.direction != "flat"}
+    assert ("on both sides of it: the seeds disagree" in text) == (len(directions) > 1)
+
+
+# ---------------------------------------------------------------------------
+# What differs in the specs
+# ---------------------------------------------------------------------------
+
+def test_the_slots_apart_come_from_the_specs(site):
+    assert B.slots_apart_text(site, "grpo_batch_std", "grpo").startswith(
+        "GRPO, batch std differs from GRPO in one of the eight slots, the advantage (modified): whatever differs")
+    assert B.slots_apart_text(site, "sapo", "grpo").startswith(
+        "SAPO differs from GRPO in two of the eight slots, the clip (modified) and the KL penalty (removed): a "
+        "difference between their runs can come from either of them")
+
+
+# ---------------------------------------------------------------------------
+# SAPO's gate
+# ---------------------------------------------------------------------------
+
+def test_the_gate_worked_by_hand(site):
+    kind, params = CF.clip_of(site, "sapo")
+    assert (params["tau_pos"], params["tau_neg"]) == (1.0, 1.05)
+    sig = 1 / (1 + math.exp(-0.5))
+    # ratio 1.5, positive advantage: weight 4 s (1 - s) rho; its share of the unclipped weight rho is 4 s (1 - s)
+    assert B.kept_share(kind, params, 1.5, 1.0) == pytest.approx(4 * sig * (1 - sig))
+    # half the weight where 4 s (1 - s) = 1/2: s = (1 + sqrt(1/2)) / 2, tau (rho - 1) = log(s / (1 - s))
+    s_half = (1 + math.sqrt(0.5)) / 2
+    assert B.half_ratio(kind, params, +1) == pytest.approx(1 + math.log(s_half / (1 - s_half)), abs=1e-6)
+    # a negative advantage (tau 1.05): at a ratio near 0 the share is 4 s (1 - s) with s = sigmoid(-1.05) > 1/2 kept
+    assert B.half_ratio(kind, params, -1) is None
+    grpo_kind, grpo_params = CF.clip_of(site, "grpo")
+    assert B.kept_share(grpo_kind, grpo_params, 1.5, 1.0) == 0.0 and B.kept_share(grpo_kind, grpo_params, 1.1, 1.0) == 1.0
+
+
+def test_the_gate_sentence_counts_the_tokens_grpo_silences(site):
+    run, tokens = B.weigh(site, "sapo", "grpo")
+    silenced = [t for t in tokens if t.second == 0.0]
+    # by hand from the token files: a trained token with a non-zero advantage past [0.8, 1.2] on its pushing side
+    by_hand = total = 0
+    for path in sorted((RUNS / "sapo" / "tokens").glob("step_*.json")):
+        for group in json.loads(path.read_text(encoding="utf-8"))["prompts"]:
+            for response in group["responses"]:
+                tk = response.get("tokens")
+                for a, rho, m in zip(tk["advantage"], tk["ratio"], tk["mask"]) if tk else ():
+                    if m and a != 0:
+                        total += 1
+                        by_hand += (a > 0 and rho > 1.2) or (a < 0 and rho < 0.8)
+    assert (len(tokens), len(silenced)) == (total, by_hand)
+    text = B.gate_weight_text(site, "sapo", "grpo")
+    assert f"{fmt_num(total)} trained tokens had a non-zero advantage. {fmt_num(by_hand)} of them (" in text
+    largest = max(max(s["metrics"]["ratio/max"] for s in steps(r)) for r in ("sapo", "sapo-s1", "sapo-s2"))
+    assert f"runs logged was {fmt_num(largest, 3)} (" in text
+
+
+# ---------------------------------------------------------------------------
+# GMPO's clip
+# ---------------------------------------------------------------------------
+
+def test_the_clip_shares_equal_the_steps_files(site):
+    text = B.log_clip_text(site, "gmpo", "grpo")
+    later = [s["metrics"] for s in steps("gmpo") if not s["first_in_rollout"]]
+    held = float(np.mean([m["clip/frac_high"] + m["clip/frac_low"] for m in later]))
+    assert f"(seeds: {B._share(held, 2)}, " in text
+    assert text.count("three seeds each, every seed of one beyond every seed of the other") + text.count(
+        "not distinguishable from GRPO at three seeds") >= 2
+    assert "GMPO's clip (ratios 0.67 to 1.49)" in text and "GRPO's (0.8 to 1.2)" in text
+
+
+# ---------------------------------------------------------------------------
+# The batch's std
+# ---------------------------------------------------------------------------
+
+def test_every_group_under_grpo_has_the_z_scores_scale_and_the_batch_std_one_its_own(site):
+    grpo = B.group_scales(site.run("grpo"))
+    assert grpo and all(g.rms == pytest.approx(math.sqrt((g.size - 1) / g.size), abs=1e-4) for g in grpo)
+    batch = B.group_scales(site.run("grpo_batch_std"))
+    for g in batch:
+        p = g.right / g.size
+        # rewards 1/0: the centred rewards' root mean square is sqrt(p (1 - p)), divided by the batch's divisor
+        assert g.rms == pytest.approx(math.sqrt(p * (1 - p)) / g.divisor, rel=1e-4)
+    text = B.advantage_scale_text(site, "grpo_batch_std", "grpo")
+    near = [g.rms for g in batch if B.near_edge(g)]
+    mid = [g.rms for g in batch if not B.near_edge(g)]
+    assert f"{fmt_num(float(np.mean(near)), 3)} on average in the {len(near)} groups" in text
+    assert f"{fmt_num(float(np.mean(near)) / float(np.mean(mid)), 2)} times the advantage scale" in text
+    assert "root mean square of 0.935 every one" in text
+
+
+# ---------------------------------------------------------------------------
+# A build without the runs
+# ---------------------------------------------------------------------------
+
+def test_without_the_runs_each_macro_gives_one_line(tmp_path):
+    grpo = FixtureRun(run_id="grpo", algorithm="grpo", seed=0)
+    site = Site(root=fixture_project(tmp_path / "project"), runs_where=write_fixture_runs(tmp_path / "runs", [grpo]))
+    for fn, name in ((B.gate_weight_text, "sapo"), (B.log_clip_text, "gmpo"),
+                     (B.advantage_scale_text, "grpo_batch_std")):
+        text = fn(site, name, "grpo")
+        assert text.startswith(f"There is no finished '{name}' run in this build, so ") and text.count(".") == 1, text
+    assert "There is no finished 'grpo_batch_std' run" in html.unescape(
+        B.advantage_scale_html(site, "grpo_batch_std", "grpo"))
+    assert "There is no finished 'gmpo' run" in html.unescape(B.gains_dots_html(site, ["grpo", "gmpo"]))
+
+
+# ---------------------------------------------------------------------------
+# The built chapter and its reference pages
+# ---------------------------------------------------------------------------
+
+def test_the_built_chapter_shows_each_sentence_computed_from_the_runs(built_site, site):
+    page = html.unescape((built_site / "course" / "algorithms" / "beyond_grpo" / "index.html").read_text(encoding="utf-8"))
+    texts = [B.gate_weight_text(site, "sapo", "grpo"), B.log_clip_text(site, "gmpo", "grpo"),
+             B.advantage_scale_text(site, "grpo_batch_std", "grpo")]
+    texts += [CF.clip_family_gains_text(site, name, "grpo", baseline=True) for name in VARIANTS]
+    texts += [B.slots_apart_text(site, name, "grpo") for name in VARIANTS]
+    for text in texts:
+        assert text in page, text[:80]
+    assert page.count("unipo-beyond-gains") == 1 and page.count("unipo-beyond-scale") == 1
+    for name in ("gmpo", "grpo_batch_std"):
+        ref = (built_site / "reference" / "algorithms" / name / "index.html").read_text(encoding="utf-8")
+        assert "beyond_grpo" in ref
