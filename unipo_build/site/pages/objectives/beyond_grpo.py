@@ -447,7 +447,7 @@ def advantage_scale_html(site: Site, first: str, second: str) -> str:
     if missing:
         return note_html(missing, "warning")
     rows, labels, colours = [], [], []
-    for name in (first, second):
+    for shift, name in zip((-0.1, 0.1), (first, second)):  # side by side at the same number right
         run = site.run(name)
         groups = group_scales(run) if run is not None and run.token_steps() else []
         if not groups:
@@ -455,13 +455,13 @@ def advantage_scale_html(site: Site, first: str, second: str) -> str:
         label = f"{site.algorithm_name(name)} ({run.id})"
         labels.append(label)
         colours.append(algorithm_colour(name))
-        rows += [{"a": label, "k": g.right, "rms": round(g.rms, 4), "roll": g.rollout, "size": g.size} for g in groups]
+        rows += [{"a": label, "k": g.right, "kx": g.right + shift, "rms": round(g.rms, 4), "roll": g.rollout,
+                  "size": g.size} for g in groups]
     size = rows[0]["size"]
     colour = alt.Color("a:N", scale=alt.Scale(domain=labels, range=colours), legend=None)
     dots = alt.Chart(alt.Data(values=rows)).mark_point(filled=True, size=80, opacity=0.9).encode(
-        x=alt.X("k:Q", title=f"Right answers of the group's {size}", scale=alt.Scale(domain=[0, size], nice=False),
+        x=alt.X("kx:Q", title=f"Right answers of the group's {size}", scale=alt.Scale(domain=[0, size], nice=False),
                 axis=alt.Axis(tickMinStep=1, values=list(range(size + 1)))),
-        xOffset=alt.XOffset("a:N", scale=alt.Scale(domain=labels, range=[-6, 6])),
         y=alt.Y("rms:Q", title="RMS of the advantages", scale=alt.Scale(zero=True)),
         color=colour, shape=alt.Shape("a:N", scale=alt.Scale(domain=labels, range=["circle", "diamond"]), legend=None),
         tooltip=[alt.Tooltip("a:N", title="Run"), alt.Tooltip("k:Q", title="Right"),
