@@ -1,17 +1,22 @@
 """The Step Inspector's token colours (site/views/inspector/token_scale.py), with hand-worked numbers.
 
 The browser's port (unipo_build/site/views/inspector/token-scale.js) is checked against these functions on a
-real step in tests/browser/test_inspector.py.
+real step in tests/browser/test_inspector.py; its heat-map fit (``chartScale``, which has no Python side) is
+checked here under node.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
 from unipo_build.site.views.inspector import token_scale as T
-from unipo_build.site.palette import DIVERGING, SEQUENTIAL
+from unipo_build.site.palette import DIVERGING, DIVERGING_DARK, SEQUENTIAL, SEQUENTIAL_DARK
 from unipo_build.site.palette import (
     TOKEN_DIVERGING,
     TOKEN_DIVERGING_DARK,
@@ -100,3 +105,39 @@ def test_token_text_never_flips(dark):
     whole = T.ramps(dark, tokens=False)[0]
     assert len({T.text_colour(T.ramp_colour(whole, k / 400)) for k in range(401)}) == 2
     assert T.contrast(T.ramps(dark)[0][0], T.ramps(dark)[0][5]) > 1.8  # still a strong colour at the ends
+
+
+TOKEN_SCALE_JS = Path(__file__).resolve().parents[1] / "unipo_build" / "site" / "views" / "inspector" / "token-scale.js"
+
+
+def _chart_scale_js(values: list[float], dark: bool = False) -> dict:
+    """token-scale.js ``chartScale`` (the objective playground's heat-map fit, which has no Python
+    side) run under node on the palette's ramps."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    ramps = {"diverging": list(DIVERGING), "diverging_dark": list(DIVERGING_DARK), "sequential": list(SEQUENTIAL),
+             "sequential_dark": list(SEQUENTIAL_DARK), "min_tint": T.MIN_TINT}
+    script = (f"const s = require({json.dumps(str(TOKEN_SCALE_JS))});"
+              f"process.stdout.write(JSON.stringify(s.chartScale({json.dumps(ramps)}, {json.dumps(values)}, "
+              f"{json.dumps(dark)})));")
+    out = subprocess.run([node, "-e", script], capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(out.stdout)
+
+
+def test_the_heat_map_scale_spans_the_data_with_its_neutral_at_zero():
+    fitted = _chart_scale_js([1.0, -0.5, 0.25])
+    # nine even steps from the smallest value to the largest, and 0 put in among them
+    assert fitted["domain"] == pytest.approx([-0.5, -0.3125, -0.125, 0.0, 0.0625, 0.25, 0.4375, 0.625, 0.8125, 1.0])
+    assert fitted["ticks"] == [-0.5, 0, 1.0]
+    # symmetric about 0 (half-width 1, the larger side): -0.5 is a quarter of the way along the whole
+    # ramp, 0 its neutral centre, 1 its green end; no minimum tint on a surface
+    colours = dict(zip(fitted["domain"], fitted["range"]))
+    assert colours[-0.5] == "#e897c4" == T.ramp_colour(DIVERGING, 0.25)
+    assert colours[0.0] == DIVERGING[5] and colours[1.0] == DIVERGING[-1] == "#276419"
+    assert colours[0.0625] == T.ramp_colour(DIVERGING, 0.53125)
+    dark = _chart_scale_js([1.0, -0.5], dark=True)
+    assert dict(zip(dark["domain"], dark["range"]))[0.0] == DIVERGING_DARK[5]
+    # one value: a domain from 0 to it (0 and the value alone: [-1, 1] when the value is 0)
+    assert _chart_scale_js([0.4, 0.4])["domain"] == [0, 0.4] and _chart_scale_js([-0.4])["domain"] == [-0.4, 0]
+    assert _chart_scale_js([0.0, 0.0])["domain"] == [-1, 1]

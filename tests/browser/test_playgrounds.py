@@ -195,7 +195,7 @@ def _heat_scale(driver):
 
 def test_heat_map_legend_spans_the_surface_with_its_neutral_at_zero(open_page, driver, set_scheme, console_errors):
     from unipo_build.site.palette import DIVERGING, DIVERGING_DARK
-    from unipo_build.site.views.inspector.token_scale import chart_scale, contrast
+    from unipo_build.site.views.inspector.token_scale import contrast, ramp_colour
 
     open_playground(open_page, driver, "objective")
     for preset in ("two", "trap"):
@@ -209,9 +209,12 @@ def test_heat_map_legend_spans_the_surface_with_its_neutral_at_zero(open_page, d
         assert ticks[0] == pytest.approx(lo, abs=1e-9) and ticks[-1] == pytest.approx(hi, abs=1e-9)
         if lo < 0 < hi:
             assert 0 in ticks and colours[domain.index(0)] == DIVERGING[5]
-        # the browser's fit is the Python one (token_scale.chart_scale)
-        expected = chart_scale(values)
-        assert colours == expected["range"] and domain == pytest.approx(expected["domain"])
+        # nine even steps of the surface's range (and 0), each the symmetric ramp's colour there, the
+        # larger side at the ramp's end (token-scale.js chartScale, the one fit; no minimum tint)
+        steps = [lo + (hi - lo) * k / 8 for k in range(9)]
+        assert domain == pytest.approx(sorted(set(steps) | ({0.0} if lo < 0 < hi else set())))
+        half = max(abs(lo), abs(hi))
+        assert colours == [ramp_colour(DIVERGING, (v / half + 1) / 2) for v in domain]
     # dark page: a dark neutral, and the exact gradient (the ink) drawn over a casing of page colour
     set_scheme("slate")
     wait_for(driver, _READY_JS)

@@ -23,8 +23,7 @@ import numpy as np
 
 from unipo_build.site.playgrounds import multi_reward as mr
 from unipo_build.site.playgrounds import objective_1d as o1
-from unipo_build.site.palette import ALGORITHMS, role
-from unipo_build.site.views.inspector.token_scale import chart_scale
+from unipo_build.site.palette import ALGORITHMS, DIVERGING, role
 
 DIVERGING_SCHEME = "pinkyellowgreen"  # ColorBrewer PiYG, as the Step Inspector's token colours
 INK_LIGHT = role("ink")
@@ -171,6 +170,13 @@ def marker_rows(settings: o1.Settings) -> list[dict]:
     ]
 
 
+#: The heat map's colour-scale params as the build writes them (valid, not fitted): the browser
+#: fits jdomain, jrange and jticks to the surface it draws, in the page's colour scheme.
+UNFITTED_SCALE = ({"name": "jdomain", "value": [-1.0, 0.0, 1.0]},
+                  {"name": "jrange", "value": [DIVERGING[0], DIVERGING[len(DIVERGING) // 2], DIVERGING[-1]]},
+                  {"name": "jticks", "value": [-1.0, 0.0, 1.0]})
+
+
 def surface_spec(settings: o1.Settings) -> dict:
     mu_lo, mu_hi, n_mu = o1.SURFACE_MU
     sg_lo, sg_hi, n_sg = o1.SURFACE_SIGMA
@@ -181,15 +187,16 @@ def surface_spec(settings: o1.Settings) -> dict:
     labels = [o1.METHOD_LABELS[m] for m in o1.METHODS]
     runs = o1.run_all(settings)
     surface = surface_rows(settings.bumps, settings.beta)
-    fitted = chart_scale([v for row in surface for v in row["J"]])
     opacity = {"condition": {"test": "focus === 'all' || datum.method === focus", "value": 1}, "value": 0.12}
     return {
         "$schema": SCHEMA,
         "width": "container",
         "height": 340,
         "params": [_ink_param(), {"name": "paper", "value": PAPER_LIGHT}, {"name": "focus", "value": "all"},
-                   {"name": "jdomain", "value": fitted["domain"]}, {"name": "jrange", "value": fitted["range"]},
-                   {"name": "jticks", "value": fitted["ticks"]}],
+                   # the heat map's colour scale: playgrounds.js fits it to the surface (token-scale.js
+                   # chartScale) before the chart is drawn and whenever the surface or the scheme
+                   # changes; the spec carries the unfitted ramp, its ends and neutral on [-1, 1]
+                   *[dict(param) for param in UNFITTED_SCALE]],
         # SVG would be one element per cell; the chart's range comes from the jrange signal
         "usermeta": {"renderer": "canvas", "rangeSignals": {"jdomain": "jrange"}},
         "datasets": {
@@ -214,9 +221,9 @@ def surface_spec(settings: o1.Settings) -> dict:
                     "x2": {"field": "mu1"},
                     "y": {"field": "s0", "type": "quantitative", "scale": y_scale, "title": "std σ"},
                     "y2": {"field": "s1"},
-                    # Fitted to the surface (token_scale.chart_scale): the legend spans J's real range
-                    # and is neutral exactly at 0; playgrounds.js refits it when the surface changes,
-                    # and unipo.js puts the jrange signal in as the scale's range (Vega-Lite cannot).
+                    # Fitted to the surface in the browser (token-scale.js chartScale): the legend spans
+                    # J's real range and is neutral exactly at 0; unipo.js puts the jrange signal in as
+                    # the scale's range (Vega-Lite cannot).
                     "fill": {"field": "J", "type": "quantitative", "title": "J(μ, σ)",
                              "scale": {"domain": {"expr": "jdomain"}, "scheme": DIVERGING_SCHEME,
                                        "interpolate": "rgb", "clamp": True},

@@ -102,7 +102,11 @@
     return out;
   }
 
-  /** As token_scale.chart_scale: a chart's diverging colour scale fitted to its data (no minimum tint). */
+  /** A chart's continuous diverging colour scale fitted to its data (the objective playground's heat
+   *  map, playgrounds.js fitColours): domain from the smallest value to the largest with 0 among them,
+   *  range the symmetric ramp's colours there (neutral exactly at 0), ticks the legend's values. No
+   *  minimum tint: a surface is continuous. The one fit: the build writes the spec unfitted
+   *  (playgrounds/charts.py UNFITTED_SCALE). */
   function chartScale(ramps, values, dark, n) {
     n = n || 9;
     var scale = scaleFor({ kind: "signed" }, values);

@@ -24,12 +24,13 @@ text. This module stays in Python for what is not drawing:
 
 - the definitions the browser is sent as data: :data:`QUANTITIES` (what each colouring means and
   how it is computed) and :data:`MIN_TINT`, in every inspector's data (inspector.py);
-- :func:`chart_scale`, which gives the playground's Vega-Lite spec (playgrounds/charts.py) its
-  starting ``jdomain``/``jrange``/``jticks`` params, so the spec the build writes is complete and
-  valid on its own; the browser refits them before the chart is drawn;
 - the reference the browser's port is tested against, with hand-worked numbers
   (tests/test_token_scale.py) and on real token files (tests/browser/test_inspector.py,
   test_reader.py and test_playgrounds.py compare the colours the browser drew with these functions).
+
+The playground's heat-map fit (``chartScale``) has no Python side: the spec the build writes
+carries an unfitted scale (playgrounds/charts.py ``UNFITTED_SCALE``) and tests/test_token_scale.py
+checks the browser's fit with hand-worked numbers under node.
 """
 
 from __future__ import annotations
@@ -192,19 +193,3 @@ def legend_stops(scale: Scale, dark: bool = False, n: int = 9) -> list[tuple[flo
     if scale.lo == scale.hi:
         return [(scale.lo, colour(scale, scale.lo, dark))]
     return [(v, colour(scale, v, dark)) for v in (scale.lo + (scale.hi - scale.lo) * k / (n - 1) for k in range(n))]
-
-
-def chart_scale(values: Iterable[float], dark: bool = False, n: int = 9) -> dict:
-    """A chart's continuous diverging colour scale fitted to its data (the objective playground's
-    heat map): ``domain`` from the smallest value to the largest with 0 among them, ``range`` the
-    symmetric ramp's colours there (neutral exactly at 0), ``ticks`` the legend's values. No
-    minimum tint: a surface is continuous. playgrounds.js ``chartScale`` computes the same."""
-    scale = scale_for(Quantity("chart", "", "signed", "", ""), values)
-    if scale.lo == scale.hi:
-        domain = [scale.lo - 1.0, scale.lo + 1.0] if scale.lo == 0 else sorted([0.0, scale.lo])
-    else:
-        domain = [scale.lo + (scale.hi - scale.lo) * k / (n - 1) for k in range(n)]
-        if scale.lo < 0 < scale.hi:
-            domain = sorted(set(domain) | {0.0})
-    ticks = [scale.lo, 0.0, scale.hi] if scale.lo < 0 < scale.hi else [scale.lo, scale.hi]
-    return {"domain": domain, "range": [colour(scale, v, dark, 0.0, tokens=False) for v in domain], "ticks": ticks}
