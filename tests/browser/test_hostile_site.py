@@ -546,17 +546,21 @@ def _report(problems: list[str]) -> str:
 
 
 def _hover_charts(driver) -> None:
-    """Move the real pointer over a few points of the first charts, so tooltips are drawn."""
+    """Move the real pointer over a few points of the first charts, so tooltips are drawn.
+
+    Each move is one trusted pointer move to its point, and the next frame is awaited before the next
+    move. Duration 0: with Selenium's default of 250 ms chromedriver waits that long and then sends the
+    same single move (no point in between), which was half of the hover's time."""
     from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
 
     for chart in driver.find_elements(By.CSS_SELECTOR, ".md-content .unipo-vega svg, .md-content .unipo-explorer svg")[:4]:
         try:
-            driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", chart)
-            size = chart.size
+            width = driver.execute_script("arguments[0].scrollIntoView({block: 'center'});"
+                                          "return arguments[0].getBoundingClientRect().width", chart)
             for fx in (-0.3, 0.0, 0.3):
-                ActionChains(driver).move_to_element_with_offset(chart, int(size["width"] * fx), 0).perform()
+                ActionChains(driver, duration=0).move_to_element_with_offset(chart, int(width * fx), 0).perform()
                 H.next_frame(driver)  # the tooltip of this point is drawn before the pointer moves on
         except WebDriverException:
             continue
