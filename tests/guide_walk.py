@@ -111,6 +111,33 @@ def shell_runner(project: Path, timeout: float = 900) -> Runner:
     return run
 
 
+#: What the tests change in a guide's training command: its sizes, and nothing else. The guides quote ten
+#: rollouts and 200 held-out problems (benchmarks/guide_commands.py runs and times exactly that); the tests
+#: train two rollouts on 8 problems, which goes through the same trainer, log, validation, summary and build
+#: in a tenth of the time. Two rollouts of the contribute guide's run still show its band both keeping and
+#: dropping groups (the first rollout already does, from the shipped warm start with seed 0).
+SMOKE_SIZES = {"--steps": "2", "--eval-n": "8"}
+
+
+def smoke_sized(command: str) -> str:
+    """``command`` (a guide's `unipo train ...`) with each option of SMOKE_SIZES set to its smoke value;
+    every one of them must be in the command, once, and nothing else changes."""
+    assert command.startswith("unipo train "), command
+    for option, value in SMOKE_SIZES.items():
+        command, found = re.subn(rf"(?<= ){re.escape(option)} \S+(?=\s|$)", f"{option} {value}", command)
+        assert found == 1, f"{option} is not in `{command}` once"
+    return command
+
+
+def smoke_runner(run: Runner) -> Runner:
+    """``run``, with the guide's training commands at smoke size (smoke_sized); every other command as written."""
+
+    def run_smoke(command: str) -> subprocess.CompletedProcess:
+        return run(smoke_sized(command) if command.startswith("unipo train ") else command)
+
+    return run_smoke
+
+
 def seed_warm_start(project: Path) -> Path:
     """A random tiny policy where `unipo train` looks for the warm start (work/sft-tiny).
 

@@ -7,6 +7,10 @@ the environment activated, every command run exactly as written, in order.
 - Every guide states the one convention (activate .venv first) once, at its top, and quotes a
   measured time and size for each training command.
 
+The walks train at smoke size: the guide's `unipo train` with --steps 2 --eval-n 8 instead of its
+--steps 10 --eval-n 200 (guide_walk.smoke_sized, checked below to change those two values and nothing
+else); benchmarks/guide_commands.py runs the guides' commands at their own size for the figures they quote.
+
 The contribute walk trains from the warm start the project ships (data/warm-start/tiny), as the guide
 says a fresh clone does: the accuracy band needs groups with some right answers, which a random policy
 does not give. The own-logs walk's warm start is a random tiny policy put where `unipo train` looks for
@@ -24,18 +28,18 @@ import pytest
 
 from cli_helpers import ROOT, guide_commands
 from guide_walk import (CONTRIBUTE, OWN_LOGS, fresh_copy, named_paths, reader_paths, seed_warm_start, shell_runner,
-                        walk_contribute, walk_own_logs)
+                        smoke_runner, smoke_sized, walk_contribute, walk_own_logs)
 
 GUIDES = sorted(p.name for p in (ROOT / "docs" / "guides").glob("*.md") if p.name != "index.md")
 
 
 def _walk(walk, tmp_path, *, stand_in_warm_start: bool = True) -> tuple[Path, dict]:
-    """Walk a guide on a fresh copy (with a stand-in warm start, or the shipped one); every command must
-    succeed (a grep may find nothing)."""
+    """Walk a guide on a fresh copy (with a stand-in warm start, or the shipped one), its training at smoke
+    size; every command must succeed (a grep may find nothing)."""
     project = fresh_copy(tmp_path / "project")
     if stand_in_warm_start:
         seed_warm_start(project)
-    done = dict(walk(project, shell_runner(project)))
+    done = dict(walk(project, smoke_runner(shell_runner(project))))
     for command, result in done.items():
         if not command.startswith("grep "):
             assert result.returncode == 0, f"{command}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
@@ -102,6 +106,18 @@ def test_what_the_guides_write_stays_out_of_git_and_of_fresh_copies(tmp_path):
     assert [name for name in made if (copy / name).exists()] == []
 
 
+def test_the_walks_train_the_guides_commands_at_smoke_size():
+    """The one change the walks make to a guide's command: the sizes of its training, nothing else."""
+    assert smoke_sized(CONTRIBUTE[4]) == "unipo train grpo_band --steps 2 --eval-n 8 --threads 1 --out data/runs/grpo_band"
+    assert smoke_sized(OWN_LOGS[7]) == "unipo train grpo --steps 2 --eval-n 8 --threads 1 --out runs/grpo-mine"
+    assert [c for c in CONTRIBUTE + OWN_LOGS if c.startswith("unipo train ")] == [CONTRIBUTE[4], OWN_LOGS[7]]
+    with pytest.raises(AssertionError, match="--eval-n"):
+        smoke_sized("unipo train grpo --steps 10 --threads 1")
+    ran = []
+    smoke_runner(ran.append)("unipo validate runs")
+    assert ran == ["unipo validate runs"]
+
+
 @pytest.mark.slow
 def test_contribute_guide_walk(tmp_path):
     project, done = _walk(walk_contribute, tmp_path, stand_in_warm_start=False)
@@ -119,6 +135,7 @@ def test_contribute_guide_walk(tmp_path):
     assert "data/runs/grpo_band: valid" in done["unipo validate data/runs/grpo_band"].stdout
     summary = done["unipo summary data/runs/grpo_band"].stdout
     assert summary.startswith("run grpo_band: algorithm grpo_band") and "teaching moments" in summary
+    assert "\n  4 updates over 2 rollouts," in summary  # GRPO's 2 updates a rollout, at smoke size
     run = project / "data" / "runs" / "grpo_band"
     header = json.loads((run / "header.json").read_text())
     assert header["algorithm_config"]["components"]["filter"]["kind"] == "accuracy_band"
