@@ -91,7 +91,7 @@ def test_seeds_that_part_on_both_sides_of_zero_say_so(site):
 
 def test_the_slots_apart_come_from_the_specs(site):
     assert B.slots_apart_text(site, "grpo_batch_std", "grpo").startswith(
-        "GRPO, batch std differs from GRPO in one of the eight slots, the advantage (modified): whatever differs")
+        "Batch-std GRPO differs from GRPO in one of the eight slots, the advantage (modified): whatever differs")
     assert B.slots_apart_text(site, "sapo", "grpo").startswith(
         "SAPO differs from GRPO in two of the eight slots, the clip (modified) and the KL penalty (removed): a "
         "difference between their runs can come from either of them")
