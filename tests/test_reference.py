@@ -427,7 +427,8 @@ def test_component_catalogue():
     assert "Filled in from the run when null." in md
     # formulas shown with defaults, or with the parameters of the first shipped spec using the kind
     assert "Shown with the parameters of GRPO." in md and "Shown with the parameters of PPO." in md
-    assert "Used by: GRPO, Dual-clip GRPO, DAPO, CISPO, GRPO-TIS, GRPO-MIS, GSPO, SAPO." in md  # the group z-score, in lineage order
+    assert "Used by: GRPO, Dual-clip GRPO, DAPO, CISPO, GMPO, GRPO-TIS, GRPO-MIS, GSPO, SAPO." in md  # the group z-score, in lineage order
+    assert "Used by: Batch-std GRPO." in md  # the group mean over the batch's std
     assert "Used by: GRPO-TIS." in md  # truncated importance sampling
     assert "Used by: GRPO-MIS." in md  # masked importance sampling
     assert "Not used by a shipped algorithm." in md  # e.g. the leave-one-out baseline
@@ -436,7 +437,7 @@ def test_component_catalogue():
 def test_component_catalogue_links_to_algorithm_pages():
     md = R.component_catalogue_markdown(SPECS, link=lambda target: "../" + target.rsplit("/", 1)[-1][:-3] + "/")
     assert ('Used by: <a href="../grpo/">GRPO</a>, <a href="../dual_clip/">Dual-clip GRPO</a>, <a href="../dapo/">DAPO</a>, '
-            '<a href="../cispo/">CISPO</a>, <a href="../grpo_tis/">GRPO-TIS</a>, <a href="../grpo_mis/">GRPO-MIS</a>, '
+            '<a href="../cispo/">CISPO</a>, <a href="../gmpo/">GMPO</a>, <a href="../grpo_tis/">GRPO-TIS</a>, <a href="../grpo_mis/">GRPO-MIS</a>, '
             '<a href="../gspo/">GSPO</a>, '
             '<a href="../sapo/">SAPO</a>.') in md
 
@@ -523,10 +524,10 @@ def test_reference_pages_in_the_built_site(built_site):
 
 
 def test_pages_that_say_which_variants_have_runs_compute_it():
-    """Whether the course has a run of dual-clip, CISPO or SAPO changes as runs ship (CISPO and
-    dual-clip did, SAPO has none yet): the welcome page, the objectives chapter and their reference
+    """Whether the course has a run of dual-clip, CISPO, SAPO, GMPO or batch-std GRPO changes as runs
+    ship (each has shipped since its spec did): the welcome page, the objectives chapter and their reference
     pages say it through seed_counts, never in typed prose that a new run would make false."""
-    said = {"dual_clip", "cispo", "sapo"}
+    said = {"dual_clip", "cispo", "sapo", "gmpo", "grpo_batch_std"}
     for page in ("docs/index.md", "docs/course/compare/objectives.md",
                  *(f"docs/reference/algorithms/{spec}.md" for spec in sorted(said))):
         words = " ".join((ROOT / page).read_text(encoding="utf-8").split())

@@ -201,6 +201,22 @@ def test_seed_bands_draw_a_band_only_where_there_are_seeds(site):
     assert grpo_points == [(0, 0.4), (0.5, 0.6), (1, 0.9)]
 
 
+def test_seed_bands_leave_a_family_member_to_its_own_chapter_unless_asked_for(tmp_path):
+    """CISPO is compared with DAPO in a chapter of its own (run_facts.OWN_CHAPTER): the figure of every
+    algorithm leaves it out and says so (no page here, so no link); asked for by name, it is drawn."""
+    cispo = FixtureRun(run_id="cispo", algorithm="cispo", seed=0,
+                       metrics=lambda r: {"reward/mean": 0.4, "length/mean": 25.0, "sampled/tokens": 150.0},
+                       start_bits=START, end_bits=START)
+    site = Site(runs_where=write_fixture_runs(tmp_path, [grpo(0, "grpo"), grpo(1, "grpo-s1"), cispo]))
+    every = B.seed_bands_html(site, ["reward/mean"], None, "fraction")
+    rows = json.loads(re.findall(r'<template class="unipo-data"[^>]*>(.*?)</template>', every)[0])["data"]["values"]
+    assert {r["a"] for r in rows} == {"GRPO (2 runs)"}
+    assert "Not drawn here: CISPO, each compared with the algorithm it changes in a chapter of its own." in every
+    asked = B.seed_bands_html(site, ["reward/mean"], ["grpo", "cispo"], "fraction")
+    rows = json.loads(re.findall(r'<template class="unipo-data"[^>]*>(.*?)</template>', asked)[0])["data"]["values"]
+    assert {r["a"] for r in rows} == {"GRPO (2 runs)", "CISPO (1 run)"} and "Not drawn here" not in asked
+
+
 def test_seed_bands_reject_an_unknown_metric_or_axis(site):
     with pytest.raises(AuthorError):
         B.seed_bands_html(site, ["reward/nonsense"], None)

@@ -48,6 +48,17 @@ from unipo_build.site.context import AuthorError, Site, macro
 #: has no run in the build), then any other run in the build.
 COURSE_ALGORITHMS = ("reinforce", "ppo", "grpo", "dapo", "dr_grpo")
 
+#: Members of the family that a chapter of their own compares with the algorithm they change (its
+#: docs path): the figures that draw every algorithm at once (seed bands) leave them out and link
+#: there, so that the course's algorithms are not lost among a dozen lines.
+OWN_CHAPTER = {
+    "cispo": "course/algorithms/cispo.md",
+    "dual_clip": "course/algorithms/cispo.md",
+    "sapo": "course/algorithms/beyond_grpo.md",
+    "gmpo": "course/algorithms/beyond_grpo.md",
+    "grpo_batch_std": "course/algorithms/beyond_grpo.md",
+}
+
 
 #: The sampler/learner mismatch of an update: mean |log π_train − log π_sample| over its tokens.
 MISMATCH = "mismatch/logp_abs_mean"

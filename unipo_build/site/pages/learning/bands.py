@@ -38,7 +38,9 @@ from unipo_build.core.schema import METRICS, metric_info
 from unipo_build.site.pages.dynamics.dynamics import absent_reason
 from unipo_build.site.fmt import escape_text, legend_html, note_html
 from unipo_build.site.palette import algorithm_colour
-from unipo_build.site.facts.run_facts import course_runs
+from unipo_build.site.facts.run_facts import OWN_CHAPTER, course_runs
+from unipo_build.site.facts.spec_facts import and_names
+from unipo_build.site.pages.guides.reference import page_linker
 from unipo_build.site.facts.seeds import finished_runs, still_training
 from unipo_build.site.facts.series import SMOOTH_FRACTION, round_to, smoothed_series
 from unipo_build.site.context import AuthorError, Site, macro
@@ -197,6 +199,10 @@ def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms:
     if axis not in AXES:
         raise AuthorError(f"seed_bands: x must be one of {', '.join(AXES)}, not {axis!r}")
     shown, missing = course_runs(site, algorithms)
+    elsewhere: list[str] = []  # compared in a chapter of their own (drawn here only when asked for)
+    if algorithms is None:
+        elsewhere = [r.header.algorithm for r in shown if r.header.algorithm in OWN_CHAPTER]
+        shown = [r for r in shown if r.header.algorithm not in OWN_CHAPTER]
     if not shown:
         return note_html("No runs are in this build, so there is nothing to compare. Train the runs (see the README) "
                          "or point UNIPO_RUNS at a directory of runs, then rebuild.", "warning")
@@ -264,6 +270,16 @@ def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms:
         caption += f" One run only, so no band: {', '.join(single)}."
     if same_scale:
         caption += " The panels share one vertical scale."
+    own = ""
+    if elsewhere:
+        link = page_linker(site.env)
+        names = []
+        for algorithm in elsewhere:
+            href = link(OWN_CHAPTER[algorithm])
+            name = escape_text(site.algorithm_name(algorithm))
+            names.append(f'<a href="{escape_text(href)}">{name}</a>' if href else name)
+        own = (f' <span class="unipo-bands-elsewhere">Not drawn here: {and_names(names)}, each compared with the '
+               "algorithm it changes in a chapter of its own.</span>")
     missing_note = ""
     if missing:
         missing_note = note_html("Not in this build: " + ", ".join(site.algorithm_name(m) for m in missing)
@@ -274,7 +290,7 @@ def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms:
     grid = ('<div class="unipo-course-grid" style="display:grid;grid-template-columns:repeat(auto-fit,minmax(15rem,1fr));'
             'gap:1.2rem 1.6rem">' + "".join(panels) + "</div>")
     return (f'<figure class="unipo-figure unipo-seed-bands">{legend}{grid}'
-            f"<figcaption>{escape_text(caption)}</figcaption></figure>{missing_note}")
+            f"<figcaption>{escape_text(caption)}{own}</figcaption></figure>{missing_note}")
 
 
 def _absent_why(run: Run, metric: str, axis: str) -> str:
