@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from unipo_build.core.heldout import Z95, run_change
+from unipo_build.core.heldout import Z95, HeldOutChange, run_change
 from unipo_build.core.numbers import fmt_num, fmt_pct, fmt_signed_points
 from unipo_build.core.runs import Run, split_variant
 from unipo_build.core.schema import metric_info
@@ -420,6 +420,16 @@ def lag_words_text(site: Site, mode: str = "sampled", sync: str = SYNC, lags: Se
     return text
 
 
+def gain_points(name: str, measured: list[tuple[Run, HeldOutChange]]) -> tuple[list[dict], list[dict]]:
+    """One variant's dots (a run's held-out gain in points, with its interval) and its seeds' range,
+    the rows :func:`gains_panel_spec` draws."""
+    rows = [{"v": name, "r": r.id, "g": round(100 * c.change, 2),
+             "ci": f"{fmt_signed_points(c.low)} to {fmt_signed_points(c.high)}"} for r, c in measured]
+    gains = [100 * c.change for _, c in measured]
+    ranges = [{"v": name, "lo": round(min(gains), 2), "hi": round(max(gains), 2)}] if gains else []
+    return rows, ranges
+
+
 def gains_panel_spec(label: str, rows: list[dict], ranges: list[dict], domain: list[str], colours: list[str]) -> dict:
     """One panel: a row per variant, each seed's gain a dot, a rule from its lowest to its highest seed."""
     import altair as alt
@@ -459,12 +469,9 @@ def gains_figure_html(site: Site, variants: Sequence[str] | None = None) -> str:
     for mode in MODES:
         rows, ranges = [], []
         for (variant, _), name in zip(shown, labels):
-            measured = [(r, c) for r, c in changes[(variant, mode)] if c is not None]
-            rows += [{"v": name, "r": r.id, "g": round(100 * c.change, 2),
-                      "ci": f"{fmt_signed_points(c.low)} to {fmt_signed_points(c.high)}"} for r, c in measured]
-            if measured:
-                gains = [100 * c.change for _, c in measured]
-                ranges.append({"v": name, "lo": round(min(gains), 2), "hi": round(max(gains), 2)})
+            dots, span = gain_points(name, [(r, c) for r, c in changes[(variant, mode)] if c is not None])
+            rows += dots
+            ranges += span
         title = f"Held-out gain, {mode} (points)"
         spec = gains_panel_spec(title, rows, ranges, labels, colours)
         panels.append(f'<div class="unipo-course-panel" style="min-width:0"><p class="unipo-band-title" '

@@ -39,7 +39,7 @@ from typing import Sequence
 import numpy as np
 
 from unipo_build.core.heldout import run_change
-from unipo_build.core.numbers import fmt_num, fmt_pct, fmt_signed_points
+from unipo_build.core.numbers import fmt_num, fmt_pct
 from unipo_build.core.runs import Run
 from unipo_build.site.context import Site, macro
 from unipo_build.site.facts.seeds import finished_runs
@@ -47,7 +47,7 @@ from unipo_build.site.facts.spec_facts import and_names, count_word
 from unipo_build.site.fmt import escape_text, legend_html, note_html
 from unipo_build.site.palette import algorithm_colour
 from unipo_build.site.render import vega_embed
-from unipo_build.site.pages.dynamics.sampler import gains_panel_spec
+from unipo_build.site.pages.dynamics.sampler import gain_points, gains_panel_spec
 from unipo_build.site.pages.learning.effects import Side, Verdict, compare, measure_side, run_mean, seeds_words
 from unipo_build.site.pages.objectives.clip_family import (
     _runs,
@@ -116,12 +116,10 @@ def gains_dots_html(site: Site, algorithms: Sequence[str]) -> str:
     for mode in MODES:
         rows, ranges = [], []
         for (_, runs), label in zip(shown, labels):
-            measured = [(r, c) for r, c in ((r, run_change(r.evals, mode)) for r in runs) if c is not None]
-            rows += [{"v": label, "r": r.id, "g": round(100 * c.change, 2),
-                      "ci": f"{fmt_signed_points(c.low)} to {fmt_signed_points(c.high)}"} for r, c in measured]
-            if measured:
-                gains = [100 * c.change for _, c in measured]
-                ranges.append({"v": label, "lo": round(min(gains), 2), "hi": round(max(gains), 2)})
+            dots, span = gain_points(label, [(r, c) for r, c in ((r, run_change(r.evals, mode)) for r in runs)
+                                             if c is not None])
+            rows += dots
+            ranges += span
         title = f"Held-out gain, {mode} (points)"
         if rows:
             spec = gains_panel_spec(title, rows, ranges, labels, colours)
