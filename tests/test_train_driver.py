@@ -81,15 +81,18 @@ def _message(result) -> str:
 
 def test_ctrl_c_then_the_printed_command_finishes_the_run(policy, tmp_path):
     run = tmp_path / "run"
-    steps = 8
-    argv = ["train", "reinforce", "--model", str(policy), "--out", "run", "--steps", str(steps), "--eval-n", "8",
-            "--threads", "1", "--no-progress"]
+    steps = 5
+    argv = ["train", "reinforce", "--model", str(policy), "--out", "run", "--steps", str(steps), "--checkpoint-every", "2",
+            "--eval-n", "8", "--threads", "1", "--no-progress"]
     meta = run / "checkpoint" / "meta.json"
 
     def past_first_checkpoint() -> bool:
-        # REINFORCE: one update per rollout, a checkpoint after each. Stop once a step past the first checkpoint
-        # is logged; the rollouts to spare keep the run from reaching its end between two polls on a loaded
-        # machine (with 4 rollouts it sometimes did, and the SIGINT then met a finished run).
+        # REINFORCE: one update per rollout; a checkpoint after the 2nd and the 4th. Stop once the 3rd rollout's
+        # update is logged past the checkpoint: that holds for a whole rollout (until the checkpoint after the 4th),
+        # and the 5th rollout and the last evaluation are still to come, so the SIGINT cannot meet a finished run
+        # between two polls even on a loaded machine. (With a checkpoint after every rollout, the default of a run
+        # of 4, a step is past the checkpoint only while the next one is written, and such runs sometimes ended
+        # between two polls.)
         try:
             return _lines(run / "steps.jsonl") > json.loads(meta.read_text())["step"]
         except (OSError, ValueError):  # no checkpoint yet, or one being replaced
