@@ -249,7 +249,7 @@ def test_chip_shows_label_last_value_and_definition(page):
 def test_hover_shows_every_ring_at_the_step(page):
     drv = page.open()
     dx, dy = step_offset(drv, 300)
-    ActionChains(drv).move_to_element_with_offset(svg_of(drv), dx, dy).perform()
+    ActionChains(drv, duration=0).move_to_element_with_offset(svg_of(drv), dx, dy).perform()
     tip = wait_for(drv, "const t = document.querySelector('.unipo-explorer__tip'); return t.hidden ? null : t.innerText")
     # About one pixel per step without magnification: the pointer lands within a step of 300.
     step = int(re.match(r"Step ([\d,]+)", tip).group(1).replace(",", ""))
@@ -270,7 +270,7 @@ def test_click_opens_the_nearest_logged_step(page):
     drv = page.open()
     listen_open_step(drv)
     dx, dy = step_offset(drv, 613)  # token data every 50 steps: the nearest is 600
-    ActionChains(drv).move_to_element_with_offset(svg_of(drv), dx, dy).click().perform()
+    ActionChains(drv, duration=0).move_to_element_with_offset(svg_of(drv), dx, dy).click().perform()
     opened = wait_for(drv, "return window.__opened.length ? window.__opened : null")
     own = drv.execute_script("return document.querySelector('.unipo-explorer').getAttribute('data-inspector')")
     assert [{k: o[k] for k in ("run", "step", "inspector")} for o in opened] == [
@@ -372,10 +372,10 @@ def test_fisheye_magnifies_and_picks_single_steps(page):
     # position comes from the fisheye the chart draws, the step from the inverse in explorer.js.
     for step in (650, 699, 700, 701):
         dx, dy = step_offset(drv, step, focus=700 / 1200, mag=7)
-        ActionChains(drv).move_to_element_with_offset(svg_of(drv), dx, dy).perform()
+        ActionChains(drv, duration=0).move_to_element_with_offset(svg_of(drv), dx, dy).perform()
         wait_for(drv, "return document.querySelector('.unipo-explorer__tip').innerText.startsWith(arguments[0])",
                  f"Step {step}\n")
-    ActionChains(drv).click().perform()
+    ActionChains(drv, duration=0).click().perform()
     opened = wait_for(drv, "return window.__opened.length ? window.__opened : null")
     assert [(o["run"], o["step"]) for o in opened] == [("test-grpo", 700)]
     # Dragging with the mouse moves the lens (and opens nothing): the focus follows the pointer.
@@ -383,7 +383,7 @@ def test_fisheye_magnifies_and_picks_single_steps(page):
     start = step_offset(drv, 700, focus=700 / 1200, mag=7)
     end = step_offset(drv, 300, focus=700 / 1200, mag=7)
     svg = svg_of(drv)
-    (ActionChains(drv).move_to_element_with_offset(svg, *start).click_and_hold()
+    (ActionChains(drv, duration=0).move_to_element_with_offset(svg, *start).click_and_hold()
      .move_to_element_with_offset(svg, *end).release().perform())
     focus_step = int(section.find_element("css selector", ".unipo-explorer__focus").get_attribute("value"))
     angle_step = 1200 * drawn_fisheye(300 / 1200, 700 / 1200, 7)  # where 300 was drawn
@@ -422,7 +422,7 @@ def test_narrow_screen_scales_the_chart(page):
     # A tap opens a step on a phone too.
     listen_open_step(drv)
     dx, dy = step_offset(drv, 100)
-    ActionChains(drv).move_to_element_with_offset(svg_of(drv), dx, dy).click().perform()
+    ActionChains(drv, duration=0).move_to_element_with_offset(svg_of(drv), dx, dy).click().perform()
     opened = wait_for(drv, "return window.__opened.length ? window.__opened : null")
     assert [(o["run"], o["step"]) for o in opened] == [("test-grpo", 100)]
 
@@ -495,7 +495,7 @@ def test_a_click_answers_under_the_chart_and_shows_the_inspector(page):
     drv = page.open()
     window_top = drv.execute_script("window.__unipoSamePage = 1; return scrollY")
     dx, dy = step_offset(drv, 613)
-    ActionChains(drv).move_to_element_with_offset(svg_of(drv), dx, dy).click().perform()
+    ActionChains(drv, duration=0).move_to_element_with_offset(svg_of(drv), dx, dy).click().perform()
     own = drv.execute_script("return document.querySelector('.unipo-explorer').getAttribute('data-inspector')")
     wait_for(drv, f"return document.querySelector('#{own}').getAttribute('data-step') === '600' && "
                   f"document.querySelector('#{own}').getAttribute('data-ready') === '1'")
