@@ -249,6 +249,18 @@ def test_train_engine_openrlhf_dry_run_and_version_guard(capsys, monkeypatch, tm
     assert not (tmp_path / "tap").exists()  # nothing written before the guard passes
 
 
+def test_train_refuses_openrlhf_options_without_the_engine(capsys, tmp_path):
+    """The in-house trainer has no --group-size, --temperature, ...: given without --engine openrlhf they are
+    refused in one line before anything is loaded or written, not silently ignored."""
+    out = tmp_path / "run"
+    assert cli.main(["train", "grpo", "--group-size", "4", "--temperature", "0.7", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("--group-size, --temperature: OpenRLHF run options, used with --engine openrlhf only")
+    assert cli.main(["train", "grpo", "--no-tap", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.startswith("--no-tap: an OpenRLHF run option, used with --engine openrlhf only")
+    assert not out.exists()
+
+
 @pytest.mark.specs
 def test_guide_commands_run_as_documented(capsys):
     """`unipo openrlhf command` lines of the guide as written; its generated per-algorithm lines as dry runs."""

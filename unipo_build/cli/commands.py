@@ -48,6 +48,14 @@ def _train(args: argparse.Namespace) -> int:
     if args.dry_run:
         print("--dry-run prints the OpenRLHF command: use it with --engine openrlhf", file=sys.stderr)
         return 2
+    from unipo_build.cli.openrlhf import openrlhf_only_given
+
+    given = openrlhf_only_given(args)
+    if given:  # the in-house trainer would ignore them: refused, so that a run is never silently other than asked
+        print(f"{', '.join(given)}: {'OpenRLHF run options' if len(given) > 1 else 'an OpenRLHF run option'}, used "
+              "with --engine openrlhf only; the in-house trainer takes the batch shape, lengths, temperature and "
+              "passes from its preset (--preset) and the spec", file=sys.stderr)
+        return 2
     try:
         from training.rl import TrainOptions, train
         from training.runstate import AlreadyFinished, Interrupted, TrainError

@@ -30,46 +30,59 @@ def add_run_options(p, *, in_train: bool = False) -> None:
     """
     d = RunOptions()
     g = p.add_argument_group("OpenRLHF run options (with --engine openrlhf)" if in_train else "OpenRLHF run options")
+    actions = []
+
+    def add(*flags, **kw):
+        actions.append(g.add_argument(*flags, **kw))
+
     if in_train:
-        g.add_argument("--dry-run", action="store_true", help="print the OpenRLHF command, run nothing")
+        add("--dry-run", action="store_true", help="print the OpenRLHF command, run nothing")
     if not in_train:
-        g.add_argument("--preset", default="tiny", choices=["tiny", "gpu"],
+        add("--preset", default="tiny", choices=["tiny", "gpu"],
                        help="take the batch shape, lr, budget and number of rollouts from the in-house trainer's "
                             "preset (default %(default)s); the flags below override it")
-        g.add_argument("--model", help="actor checkpoint, a local HF directory (default work/sft-<preset>)")
-        g.add_argument("--rollouts", type=int, help="number of rollouts (default: the preset's)")
-    g.add_argument("--prompts", help="training prompts, JSONL (default: the preset's task directory's RL pool, "
+        add("--model", help="actor checkpoint, a local HF directory (default work/sft-<preset>)")
+        add("--rollouts", type=int, help="number of rollouts (default: the preset's)")
+    add("--prompts", help="training prompts, JSONL (default: the preset's task directory's RL pool, "
                                      "rl.jsonl, or its train.jsonl where it has none: data/tasks for tiny, "
                                      "data/tasks-gpu for gpu)")
-    g.add_argument("--eval-dataset", help="held-out prompts, JSONL; '' for none (default: the preset's task "
+    add("--eval-dataset", help="held-out prompts, JSONL; '' for none (default: the preset's task "
                                           "directory's eval.jsonl)")
-    g.add_argument("--input-key", default=d.input_key, help="prompt field of the JSONL (default %(default)s)")
-    g.add_argument("--label-key", default=d.label_key, help="answer field of the JSONL (default %(default)s)")
-    g.add_argument("--reward-file", default=d.reward_file, help="the reward_func file (default: training/reward.py)")
-    g.add_argument("--prompts-per-step", type=int, help="default: the preset's")
-    g.add_argument("--group-size", type=int, help="default: the preset's")
-    g.add_argument("--max-new-tokens", type=int, help="default: the preset's")
-    g.add_argument("--max-len", type=int, default=d.max_len, help="prompt + response tokens (default %(default)s)")
+    add("--input-key", default=d.input_key, help="prompt field of the JSONL (default %(default)s)")
+    add("--label-key", default=d.label_key, help="answer field of the JSONL (default %(default)s)")
+    add("--reward-file", default=d.reward_file, help="the reward_func file (default: training/reward.py)")
+    add("--prompts-per-step", type=int, help="default: the preset's")
+    add("--group-size", type=int, help="default: the preset's")
+    add("--max-new-tokens", type=int, help="default: the preset's")
+    add("--max-len", type=int, default=d.max_len, help="prompt + response tokens (default %(default)s)")
     if not in_train:
-        g.add_argument("--eval-every", type=int, help="rollouts between held-out evaluations (default: the preset's)")
-    g.add_argument("--epochs", type=int, help="passes over each rollout (default: the spec's, else the preset's)")
-    g.add_argument("--minibatches", type=int, help="optimizer steps per pass (default: the spec's, else the preset's)")
-    g.add_argument("--critic-lr", type=float, help="with a critic (PPO): its learning rate (default: the spec's)")
-    g.add_argument("--temperature", type=float, help="default: the preset's")
-    g.add_argument("--micro-batch-size", type=int, default=d.micro_batch_size, help="default %(default)s")
-    g.add_argument("--nodes", type=int, default=d.nodes, help="default %(default)s")
-    g.add_argument("--gpus-per-node", type=int, default=d.gpus_per_node, help="default %(default)s")
-    g.add_argument("--vllm-engines", type=int, help="default: one per GPU")
-    g.add_argument("--no-colocate", action="store_true", help="give vLLM and the models their own GPUs")
-    g.add_argument("--save-path", default=d.save_path, help="where OpenRLHF saves the trained model (default %(default)s)")
-    g.add_argument("--tensorboard-dir", default=d.tensorboard_dir, help="default %(default)s")
-    g.add_argument("--run-name", help="default <algo>-openrlhf-s<seed>")
-    g.add_argument("--tap-dir", help="where the token tap writes its shards (default <tensorboard-dir>/../tap)")
-    g.add_argument("--tap-fraction", type=float, default=0.25,
+        add("--eval-every", type=int, help="rollouts between held-out evaluations (default: the preset's)")
+    add("--epochs", type=int, help="passes over each rollout (default: the spec's, else the preset's)")
+    add("--minibatches", type=int, help="optimizer steps per pass (default: the spec's, else the preset's)")
+    add("--critic-lr", type=float, help="with a critic (PPO): its learning rate (default: the spec's)")
+    add("--temperature", type=float, help="default: the preset's")
+    add("--micro-batch-size", type=int, default=d.micro_batch_size, help="default %(default)s")
+    add("--nodes", type=int, default=d.nodes, help="default %(default)s")
+    add("--gpus-per-node", type=int, default=d.gpus_per_node, help="default %(default)s")
+    add("--vllm-engines", type=int, help="default: one per GPU")
+    add("--no-colocate", action="store_true", help="give vLLM and the models their own GPUs")
+    add("--save-path", default=d.save_path, help="where OpenRLHF saves the trained model (default %(default)s)")
+    add("--tensorboard-dir", default=d.tensorboard_dir, help="default %(default)s")
+    add("--run-name", help="default <algo>-openrlhf-s<seed>")
+    add("--tap-dir", help="where the token tap writes its shards (default <tensorboard-dir>/../tap)")
+    add("--tap-fraction", type=float, default=0.25,
                    help="fraction of prompt groups recorded token by token (default %(default)s)")
-    g.add_argument("--no-tap", action="store_true", help="run OpenRLHF's entry point directly, without the tap")
-    g.add_argument("--accept-approximation", action="store_true",
+    add("--no-tap", action="store_true", help="run OpenRLHF's entry point directly, without the tap")
+    add("--accept-approximation", action="store_true",
                    help="train OpenRLHF's nearest approximation where it cannot express the spec exactly")
+    if in_train:
+        # what `unipo train` refuses without --engine openrlhf: the in-house trainer has none of these
+        p.set_defaults(openrlhf_only=tuple((a.option_strings[0], a.dest, a.default) for a in actions))
+
+
+def openrlhf_only_given(args) -> list[str]:
+    """The OpenRLHF run options of `unipo train` given a value other than their default."""
+    return [flag for flag, dest, default in getattr(args, "openrlhf_only", ()) if getattr(args, dest) != default]
 
 
 def options_from_args(args) -> RunOptions:
