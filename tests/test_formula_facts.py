@@ -107,6 +107,13 @@ def test_a_spec_without_a_paper_is_not_credited_to_another_paper():
     assert '"meta": "2025 \\u00b7 no paper of its own"' in spec and "2025 \\u00b7 arXiv 2503.20783" in spec
 
 
+def test_the_change_phrase_joins_a_summarys_lines_and_keeps_its_other_characters():
+    """A YAML summary's line breaks and indents become one space; a vertical tab or form feed in it is
+    the author's text (Python's str.split would drop it), as the page shows it elsewhere."""
+    spec = SPECS["reinforce"].model_copy(update={"summary": "No baseline\n  at all \x0bvt \x0cff. Then more."})
+    assert FT.change_phrase(spec) == "No baseline at all \x0bvt \x0cff"
+
+
 # ---------------------------------------------------------------------------
 # Facts the prose states, computed where the prose gets them
 # ---------------------------------------------------------------------------

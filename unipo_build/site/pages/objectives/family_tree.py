@@ -8,6 +8,8 @@ contributed algorithm joins the tree without an edit here.
 
 from __future__ import annotations
 
+import re
+
 import textwrap
 
 from unipo_build.site.render import vega_embed
@@ -22,7 +24,9 @@ def change_phrase(spec: AlgorithmSpec, parent: AlgorithmSpec | None = None) -> s
     """The one change, in a few words: the spec summary's head (before its colon) when it says
     something (three words or more), else what the slot diff against the predecessor adds,
     changes or drops, else the summary's first sentence."""
-    summary = " ".join(spec.summary.split())
+    # a YAML summary's line breaks and indents become one space; other characters Python counts as
+    # whitespace (vertical tab, form feed, separators) are the author's text and stay
+    summary = re.sub(r"[ \t\r\n]+", " ", spec.summary).strip()
     head = summary.split(":", 1)[0].strip()
     if ":" in summary and len(head.split()) >= 3 and len(head) <= 80:
         return head
