@@ -48,7 +48,7 @@ def test_an_import_prints_a_few_lines_and_where_the_notes_are(tmp_path):
     assert lines[0] == f"{out}: run 'my-run', algorithm 'trl-grpo' (with its spec's components)"
     assert lines[1] == "  3 steps, 3 with token detail"
     # scale_rewards='batch' and mask_truncated_completions map to their kinds: the nearest spec is named
-    assert "  ! no spec has all of TRL's kinds, nearest spec: grpo (2 of 8 slots of another kind (advantage, filter))" \
+    assert "  ! no spec has all of TRL's kinds, nearest spec: grpo_batch_std (1 of 8 slots of another kind (filter))" \
         in lines
     header = json.loads((out / "header.json").read_text())
     n = len(header["notes"].split(" Derived or changed on import: ", 1)[1].split("; "))

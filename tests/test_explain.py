@@ -196,7 +196,8 @@ def test_run_no_spec_matches(tmp_path):
     import_log("unipo", FIXTURES / "unipo" / "custom_algo.jsonl", run)
     line, out = _refused(tmp_path, run)
     assert line.startswith(f"unipo explain: {run / 'header.json'}: algorithm_config is null: the run's algorithm "
-                           "'my-new-po' is none of this project's (cispo, dapo, dapo_dr, dr_grpo, dual_clip, grpo, grpo_mis, grpo_tis, gspo, "
+                           "'my-new-po' is none of this project's (cispo, dapo, dapo_dr, dr_grpo, dual_clip, gmpo, grpo, grpo_batch_std, "
+                           "grpo_mis, grpo_tis, gspo, "
                            "ppo, reinforce, sapo)")
     assert line.endswith("import it again with --algorithm and the nearest of them, or add a spec for it "
                          "(`unipo new-algorithm`)")
@@ -256,8 +257,8 @@ def test_help_lists_explain():
 
 def test_the_slot_panel_shows_the_gaps_the_import_found(tmp_path):
     """A TRL run with scale_rewards='batch' and mask_truncated_completions (tests/fixtures/trl/gaps): its
-    components hold their kinds (group_mean_batch_std, mask_truncated), so the panel names the kinds it changed
-    and no gap. The bnpo run with gradient accumulation (tests/fixtures/trl/bnpo) has a gap: its aggregation row
+    components hold their kinds (group_mean_batch_std, mask_truncated), so the nearest spec is batch-std
+    GRPO (the same advantage) and the panel names the one kind added and no gap. The bnpo run with gradient accumulation (tests/fixtures/trl/bnpo) has a gap: its aggregation row
     says what TRL ran, as the run card's notes do."""
     run = tmp_path / "runs" / "trl-gaps"
     import_log("trl", FIXTURES / "trl" / "gaps", run, tap=FIXTURES / "trl" / "gaps-tap")
@@ -265,14 +266,13 @@ def test_the_slot_panel_shows_the_gaps_the_import_found(tmp_path):
     raw = (tmp_path / "site" / "runs" / "trl-gaps" / "index.html").read_text()
     # the comparison's data (explainer.js draws it: tests/browser/test_compare_render.py)
     data = compare_view_data(raw)
-    assert data["ids"] == {"a": "grpo", "b": "trl-gaps"} and data["specs"]["b"]["name"] == "run trl-gaps"
+    assert data["ids"] == {"a": "grpo_batch_std", "b": "trl-gaps"} and data["specs"]["b"]["name"] == "run trl-gaps"
     pair = data["pairs"]["a|b"]
-    assert (pair["advantage"]["status"], pair["advantage"]["changed"]) == ("modified", ["kind"])
     assert (pair["filter"]["status"], pair["filter"]["changed"]) == ("added", ["kind"])
-    assert pair["ratio"]["status"] == pair["aggregation"]["status"] == "unchanged"
+    assert pair["advantage"]["status"] == pair["ratio"]["status"] == pair["aggregation"]["status"] == "unchanged"
     assert not data["gaps"]
     text = page_text(tmp_path / "site" / "runs" / "trl-gaps" / "index.html")
-    assert "The run trained 2 slots differently from the GRPO spec" in text
+    assert "The run trained 1 slot differently from the Batch-std GRPO spec" in text
 
     run = tmp_path / "runs" / "trl-bnpo"
     import_log("trl", FIXTURES / "trl" / "bnpo", run, tap=FIXTURES / "trl" / "bnpo-tap")

@@ -163,7 +163,7 @@ def verl_run(tmp_path: Path, **actor) -> Path:
 
 @pytest.mark.parametrize("make, expected", [
     (lambda p: trl_run(p, "bnpo"), "grpo"),  # TRL's bnpo: GRPO with a token mean (1 slot of another kind)
-    (lambda p: trl_run(p, "gaps"), "grpo"),  # GRPO's kinds, with gaps and TRL's parameters
+    (lambda p: trl_run(p, "gaps"), "grpo_batch_std"),  # scale_rewards='batch': batch-std GRPO's advantage, 1 slot off
     # TRL's dapo loss with beta 0: a tie in kinds that dr_grpo wins on parameters (the import used to name dapo
     # after the loss_type, while the explain page named dr_grpo)
     (lambda p: trl_run(p, "bnpo", loss_type="dapo", beta=0.0), "dr_grpo"),

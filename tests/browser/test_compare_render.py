@@ -153,16 +153,17 @@ def test_the_selector_draws_its_opening_pair_on_load(page):
 
 def test_a_run_compared_with_its_spec_shows_the_gaps_under_its_label(page):
     """The TRL run with scale_rewards='batch' and mask_truncated_completions: its components hold those kinds
-    (group_mean_batch_std, mask_truncated), so the advantage is modified, the filter added, and no row has a gap."""
+    (group_mean_batch_std, mask_truncated), so its nearest spec is batch-std GRPO (the same advantage), the filter
+    is added, and no row has a gap."""
     driver, _ = page
     c = _case(driver, 4)
-    assert (c["a"], c["b"]) == ("grpo", "trl-gaps")
-    assert c["names"] == ["GRPO", "run trl-gaps"]
-    assert c["sentence"] == "From GRPO to run trl-gaps: ~ 1 modified + 1 added = 6 unchanged"
+    assert (c["a"], c["b"]) == ("grpo_batch_std", "trl-gaps")
+    assert c["names"] == ["Batch-std GRPO", "run trl-gaps"]
+    assert c["sentence"] == "From Batch-std GRPO to run trl-gaps: + 1 added = 7 unchanged"
     rows = {r["slot"]: r for r in c["rows"]}
-    assert (rows["advantage"]["status"], rows["filter"]["status"]) == ("modified", "added")
+    assert (rows["advantage"]["status"], rows["filter"]["status"]) == ("unchanged", "added")
     assert rows["ratio"]["status"] == rows["aggregation"]["status"] == "unchanged"
-    assert rows["ratio"]["sides"] == [["both", "GRPO and run trl-gaps"]]
+    assert rows["ratio"]["sides"] == [["both", "Batch-std GRPO and run trl-gaps"]]
     assert all(not r["gaps"] for r in c["rows"])
     # the run's side has no words of its own
     assert all(r["why"] is None for r in c["rows"])
@@ -215,7 +216,7 @@ def test_the_build_sends_each_comparison_as_data(compare_url):
     assert len(views) == 5
     data = [json.loads(raw) for _, raw in views]
     assert [d["ids"] for d in data] == [{"a": "grpo", "b": "dapo"}, {"a": "reinforce", "b": "dr_grpo"},
-                                        {"a": "grpo", "b": "grpo"}, {"a": "grpo", "b": "trl-gaps"},
+                                        {"a": "grpo", "b": "grpo"}, {"a": "grpo_batch_std", "b": "trl-gaps"},
                                         {"a": "grpo", "b": "trl-bnpo"}]
     assert data[3]["gaps"] == {}  # scale_rewards='batch' and mask_truncated_completions map to kinds
     assert set(data[4]["gaps"]) == {"aggregation"}  # bnpo with gradient accumulation
