@@ -299,8 +299,11 @@ class RunCheck:
 def _sampler_logp_missing(reader: RunReader, config, steps: list[int]) -> runlog.LogError | None:
     """One error for a run whose rollout correction cannot be recomputed: the first logged response without
     the sampler's log-probs (recompute.sampler_logp_problems), with how many more there are."""
+    from unipo_build.core.objective import uses_sampler_logp
     from unipo_build.core.recompute import sampler_logp_problems
 
+    if not uses_sampler_logp(config):  # no rollout correction: no token file need be read again
+        return None
     found = [(step, where, message) for step in steps for where, message in sampler_logp_problems(config, reader.detail(step))]
     if not found:
         return None
