@@ -47,7 +47,7 @@ export UNIPO_REQUIRE_TRL=1
 # its own runs on one worker, and the users of the session's site builds and TRL run all on one
 # (tests/conftest.py), so nothing costly is made twice; the other tests are handed out slowest first (by the
 # last measured durations, benchmarks/results/test_durations.txt), so no long walk is left to run alone at the end. On the 2-core machine the whole suite took 27.6 min in
-# one process and 15.5 to 16.5 min on two workers (benchmarks/results/test_durations.txt). UNIPO_TEST_WORKERS=1: one
+# one process and 18.3 min on two workers (benchmarks/results/test_durations.txt). UNIPO_TEST_WORKERS=1: one
 # process (no xdist), e.g. to read a failing test's output in order.
 workers="${UNIPO_TEST_WORKERS:-2}"
 parallel=()
