@@ -22,7 +22,7 @@ import numpy as np
 
 from unipo_build.core.heldout import compare, start_and_end
 from unipo_build.core.reader import RunReader, reader_for
-from unipo_build.core.registry import REGISTRY
+from unipo_build.core.objective import clip_bounds
 
 FINE, LOOK, UNMEASURABLE = "fine", "look here", "not measurable"
 
@@ -154,10 +154,9 @@ def clip_zero(reader: RunReader) -> Diagnosis:
     if kind == "none":
         return Diagnosis("clip_zero", q, FINE, "this algorithm does not clip (clip slot: none)", ch, src)
     config = reader.header.algorithm_config
-    entry = REGISTRY["clip"].get(kind) if kind else None
-    if entry is not None and entry.bounds is not None and entry.bounds(config.components["clip"].params) == (None, None):
-        return Diagnosis("clip_zero", q, FINE, f"this objective has no bound to clip at (clip: {entry.label or kind}): "
-                         "its clip fraction is 0 by construction", ch, src)
+    if config is not None and clip_bounds(config) == (None, None):
+        return Diagnosis("clip_zero", q, FINE, f"this objective has no bound to clip at (clip: "
+                         f"{config.component('clip').label or kind}): its clip fraction is 0 by construction", ch, src)
     steps, low = _values(reader, "clip/frac_low")
     _, high = _values(reader, "clip/frac_high")
     if not len(low) and not len(high):
