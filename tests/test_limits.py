@@ -38,6 +38,31 @@ def test_problems_are_found_everywhere_with_their_location():
     assert list(L.problems(list(range(10)), max_nodes=5)) == [((), "holds more than 5 values")]
 
 
+@pytest.mark.parametrize("bad, at, message", [
+    (float("nan"), 2, "NaN or infinity is not allowed here"),
+    (float("-inf"), 2, "NaN or infinity is not allowed here"),
+    (1.5e15, 2, "1500000000000000.0 is outside \u00b11e15, the range the site's math carries"),
+    (1e308, 2, "1e+308 is outside \u00b11e15, the range the site's math carries"),
+    (2**53, 2, "an integer of 16 digits is outside \u00b1(2^53 - 1), the range JavaScript holds exactly"),
+    ("x\ud800", 2, "holds a lone surrogate U+D800 at character 1, which is not Unicode text"),
+])
+def test_a_token_array_is_checked_at_once_and_its_bad_value_still_located(bad, at, message):
+    """A list of plain numbers (a step file's token arrays) is checked in one pass; one bad value among
+    them, of any kind, sends it down the value-by-value path, which names its index."""
+    for plain in ([0.5, -1e15, 0.25, 1e15], [3, -(2**53 - 1), 7, 2**53 - 1]):
+        assert list(L.problems({"logp": plain})) == []
+        assert list(L.problems({"logp": plain[:at] + [bad] + plain[at:]})) == [(("logp", at), message)]
+    assert list(L.problems([1e308, 1e308, 0.5])) == [((0,), "1e+308 is outside \u00b11e15, the range the site's math "
+                                                      "carries"), ((1,), "1e+308 is outside \u00b11e15, the range the "
+                                                                          "site's math carries")]
+    assert list(L.problems([True, 2**60])) == [((1,), "an integer of 19 digits is outside \u00b1(2^53 - 1), the range "
+                                                       "JavaScript holds exactly")]
+    # Counted value by value all the same, containers included: a dict, its list and 3 values are 5.
+    assert list(L.problems([0.5] * 10, max_nodes=5)) == [((), "holds more than 5 values")]
+    assert list(L.problems({"a": [1] * 3}, max_nodes=5)) == []
+    assert list(L.problems({"a": [1] * 4}, max_nodes=5)) == [((), "holds more than 5 values")]
+
+
 def test_identifier_pattern():
     pattern = re.compile(L.IDENTIFIER)
     assert pattern.match("grpo-s1.v2_x") and pattern.match("A" * L.IDENTIFIER_MAX)

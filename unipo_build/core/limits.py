@@ -93,6 +93,25 @@ def number_problem(value: Any) -> str | None:
     return None
 
 
+def _plain_numbers_within_limits(items: list) -> bool:
+    """True when a list holds only floats, or only ints (not bools), each of which :func:`number_problem`
+    accepts: the token arrays of a step file, checked without visiting each value. False sends the list
+    down the value-by-value path, which locates what is wrong."""
+    if not items:
+        return False
+    kind = type(items[0])
+    if kind is float:
+        if not all(type(x) is float for x in items):
+            return False
+        # A finite sum means no NaN and no infinity (either makes the sum non-finite); values within
+        # the bound cannot overflow a float sum of any list that fits in memory; values beyond it are
+        # caught by the max, or make the sum infinite (the slow path then names them).
+        return math.isfinite(sum(items)) and max(map(abs, items)) <= MAX_MAGNITUDE
+    if kind is int:
+        return all(type(x) is int for x in items) and max(map(abs, items)) <= MAX_INT
+    return False
+
+
 def problems(value: Any, loc: tuple = (), *, max_nodes: int | None = None) -> Iterator[tuple[tuple, str]]:
     """(location, message) of every value in parsed JSON or YAML that no schema may accept.
 
@@ -121,6 +140,12 @@ def problems(value: Any, loc: tuple = (), *, max_nodes: int | None = None) -> It
                     continue
                 stack.append((sub, where + (key,)))
         elif isinstance(item, list):
+            if _plain_numbers_within_limits(item):
+                seen += len(item)  # a token array: checked at once, counted value by value
+                if max_nodes is not None and seen > max_nodes:
+                    yield loc, f"holds more than {max_nodes:,} values"
+                    return
+                continue
             stack.extend((sub, where + (i,)) for i, sub in reversed(list(enumerate(item))))
         elif (message := number_problem(item)) is not None:
             yield where, message

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from unipo_build.core.numbers import percent_text
 from unipo_build.core.reader import token_digest
 from unipo_build.core.registry import REGISTRY
-from unipo_build.site.render import escape_text, vega_embed
+from unipo_build.site.render import chart_spec, escape_text, vega_embed
 from unipo_build.core.runs import Run
 from unipo_build.core.schema import Response, StepDetail
 from unipo_build.site.pages.dynamics.critic_trace import resolve_run
@@ -180,7 +180,7 @@ def noise_chart(summary: NoiseSummary, title: str, start: float, width: float, y
         )
     )
     chart = alt.layer(zero, bars, title=alt.TitleParams(title, anchor="start", fontSize=13, fontWeight="normal"))
-    return chart.properties(width="container", height=170).to_dict()
+    return chart_spec(chart.properties(width="container", height=170))
 
 
 def _baseline_words(summary: NoiseSummary) -> str:

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from unipo_build.core.moments import MOMENT_NAMES, find_moment
 from unipo_build.core.numbers import fmt_num
-from unipo_build.site.render import escape_text, vega_embed
+from unipo_build.site.render import chart_spec, escape_text, vega_embed
 from unipo_build.core.runs import Run
 from unipo_build.core.schema import PromptGroup, Response, StepDetail
 from unipo_build.site.browser import token_label
@@ -208,7 +208,7 @@ def critic_trace_charts(trace: CriticTrace) -> tuple[dict, dict]:
     )
     bottom = alt.layer(zero, bars).properties(width="container", height=90)
     # a point, a tick and a label per token: on a canvas, not hundreds of SVG nodes (tooltips still work)
-    top, bottom = top.to_dict(), bottom.to_dict()
+    top, bottom = chart_spec(top), chart_spec(bottom)
     for spec in (top, bottom):
         spec["usermeta"] = {"renderer": "canvas"}
     return top, bottom

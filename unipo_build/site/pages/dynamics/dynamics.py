@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from unipo_build.site.render import vega_embed
+from unipo_build.site.render import chart_spec, vega_embed
 from unipo_build.core.schema import METRICS, metric_info
 from unipo_build.core.numbers import fmt_num, fmt_pct
 from unipo_build.site.fmt import escape_text, legend_html, note_html, panel_grid
@@ -67,7 +67,7 @@ def metric_panel_spec(metric: str, rows: list[dict], domain: list[str], colours:
         tooltip=[alt.Tooltip("algorithm:N", title="Run"), alt.Tooltip("step:Q", title="Update"),
                  alt.Tooltip("y:Q", title=y_title, format=".4~g")],
     ).properties(width="container", height=170, autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
-    spec = chart.to_dict()
+    spec = chart_spec(chart)
     spec["description"] = f"{info.label} over training, one line per run."
     return spec
 
@@ -214,7 +214,7 @@ def length_by_correctness_html(site: Site, runs: Sequence[str] | None) -> str:
             title=title, width="container", height=190,
             padding={"left": 5, "top": 5, "bottom": 5, "right": LABEL_ROOM},
             autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
-        spec = chart.to_dict()
+        spec = chart_spec(chart)
         spec["description"] = f"Mean length of the {kind} answers over training, one line per run, each named at its end."
         figures.append(vega_embed(spec, chart_id=site.chart_id(spec)))
     caption = ("Mean length in tokens of the wrong (upper panel) and the right (lower panel) answers of each rollout, "

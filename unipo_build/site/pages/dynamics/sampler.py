@@ -45,7 +45,7 @@ from unipo_build.site.facts.seeds import finished_runs
 from unipo_build.site.facts.spec_facts import and_names, count_word
 from unipo_build.site.fmt import escape_text, legend_html, note_html, table, two_lines
 from unipo_build.site.palette import SEQUENTIAL, algorithm_colour
-from unipo_build.site.render import vega_embed
+from unipo_build.site.render import chart_spec, vega_embed
 from unipo_build.site.pages.dynamics.sampler_facts import (
     correction_bounds_text,
     detail_step,
@@ -448,7 +448,7 @@ def gains_panel_spec(label: str, rows: list[dict], ranges: list[dict], domain: l
                  alt.Tooltip("ci:N", title="95% interval")])
     chart = alt.layer(rule, dots).properties(width="container", height=30 * len(domain) + 20,
                                              autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
-    spec = chart.to_dict()
+    spec = chart_spec(chart)
     spec["description"] = f"{label}: each run's held-out gain as a dot, one row per set of runs."
     return spec
 

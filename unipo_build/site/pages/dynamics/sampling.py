@@ -30,7 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from unipo_build.core.numbers import fmt_num, fmt_pct
-from unipo_build.site.render import vega_embed
+from unipo_build.site.render import chart_spec, vega_embed
 from unipo_build.core.runs import Run
 from unipo_build.site.pages.dynamics.dynamics import DASHES, x_encoding
 from unipo_build.site.fmt import escape_text, legend_html, note_html, table
@@ -157,8 +157,8 @@ def _panel(site: Site, rows: list[dict], labels: list[str], colours: list[str], 
     if rule is not None:
         layers.append(alt.Chart(alt.Data(values=[{"cap": rule}])).mark_rule(strokeDash=[2, 3], opacity=0.7).encode(
             y="cap:Q", tooltip=[alt.Tooltip("cap:Q", title="Cap on rounds")]))
-    spec = alt.layer(*layers).properties(width="container", height=170,
-                                         autosize=alt.AutoSizeParams(type="fit-x", contains="padding")).to_dict()
+    spec = chart_spec(alt.layer(*layers).properties(
+        width="container", height=170, autosize=alt.AutoSizeParams(type="fit-x", contains="padding")))
     spec["description"] = f"{title} over training, one line per run."
     return (f'<div class="unipo-course-panel" style="min-width:0"><p style="margin:0 0 .2em;font-weight:600">'
             f"{escape_text(title)}</p>{vega_embed(spec, chart_id=site.chart_id(spec))}</div>")

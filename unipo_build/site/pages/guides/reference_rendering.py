@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from unipo_build.core import components as C
-from unipo_build.site.render import escape_text
+from unipo_build.site.render import chart_spec, escape_text
 from unipo_build.site.palette import role
 from unipo_build.site.context import Site, macro
 
@@ -84,7 +84,7 @@ def browser_libraries_table(project_dir: Path) -> str:
 @macro
 def kl_estimators_spec(site: Site) -> dict:
     """The KL-estimator chart as a Vega-Lite spec (dict)."""
-    return kl_estimators_chart().to_dict()
+    return chart_spec(kl_estimators_chart())
 
 
 @macro(markdown=True)

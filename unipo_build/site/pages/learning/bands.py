@@ -32,7 +32,7 @@ import numpy as np
 
 from unipo_build.core.heldout import accuracy_curve
 from unipo_build.core.numbers import fmt_num, fmt_pct
-from unipo_build.site.render import vega_embed
+from unipo_build.site.render import chart_spec, vega_embed
 from unipo_build.core.runs import Run
 from unipo_build.core.schema import METRICS, metric_info
 from unipo_build.site.pages.dynamics.dynamics import absent_reason
@@ -185,7 +185,7 @@ def band_panel_spec(label: str, rows: list[dict], domain: list[str], colours: li
         x=x, y=alt.Y("m:Q", title=label, scale=y_scale, axis=y_axis), color=colour, detail="a:N", tooltip=tooltip)
     chart = alt.layer(band, line).properties(width="container", height=170,
                                              autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
-    spec = chart.to_dict()
+    spec = chart_spec(chart)
     spec["description"] = f"{label}: the median of each algorithm's runs, with a band from the lowest to the highest."
     return spec
 

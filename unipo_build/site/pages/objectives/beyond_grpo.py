@@ -46,7 +46,7 @@ from unipo_build.site.facts.seeds import finished_runs
 from unipo_build.site.facts.spec_facts import and_names, count_word
 from unipo_build.site.fmt import escape_text, legend_html, note_html
 from unipo_build.site.palette import algorithm_colour
-from unipo_build.site.render import vega_embed
+from unipo_build.site.render import chart_spec, vega_embed
 from unipo_build.site.pages.dynamics.sampler import gain_points, gains_panel_spec
 from unipo_build.site.pages.learning.effects import Side, Verdict, compare, measure_side, run_mean, seeds_words
 from unipo_build.site.pages.objectives.clip_family import (
@@ -56,6 +56,7 @@ from unipo_build.site.pages.objectives.clip_family import (
     logged_tokens,
     missing_text,
     term_and_gradient,
+    terms_and_gradients,
 )
 from unipo_build.site.views.compare.diff import SLOT_LABELS, diff_algorithms
 
@@ -169,13 +170,12 @@ def weigh(site: Site, first: str, second: str) -> tuple[Run, list[Weighed]] | st
         if getattr(kind, "needs_mask", False):
             return (f"{site.algorithm_name(name)}'s clip weighs a whole response, not a token on its own, so a "
                     "token's weight under it is not shown here.")
-    out = []
-    for _, step, adv, rho in logged_tokens([run]):
-        if adv == 0:
-            continue
-        weights = [term_and_gradient(kind, params, rho, adv)[1] / adv for kind, params in clips]
-        out.append(Weighed(int(step), float(rho), float(adv), weights[0], weights[1]))
-    return run, out
+    tokens = [(step, adv, rho) for _, step, adv, rho in logged_tokens([run]) if adv != 0]
+    ratios, advantages = [t[2] for t in tokens], [t[1] for t in tokens]
+    weights = [terms_and_gradients(kind, params, ratios, advantages)[1] / np.asarray(advantages, dtype=float)
+               for kind, params in clips] if tokens else [[], []]
+    return run, [Weighed(int(step), float(rho), float(adv), float(a), float(b))
+                 for (step, adv, rho), a, b in zip(tokens, *weights)]
 
 
 def kept_share(kind, params, ratio: float, advantage: float) -> float:
@@ -464,8 +464,8 @@ def advantage_scale_html(site: Site, first: str, second: str) -> str:
         color=colour, shape=alt.Shape("a:N", scale=alt.Scale(domain=labels, range=["circle", "diamond"]), legend=None),
         tooltip=[alt.Tooltip("a:N", title="Run"), alt.Tooltip("k:Q", title="Right"),
                  alt.Tooltip("roll:Q", title="Rollout"), alt.Tooltip("rms:Q", title="RMS advantage", format=".3f")])
-    spec = dots.properties(width="container", height=190,
-                           autosize=alt.AutoSizeParams(type="fit-x", contains="padding")).to_dict()
+    spec = chart_spec(dots.properties(width="container", height=190,
+                                      autosize=alt.AutoSizeParams(type="fit-x", contains="padding")))
     spec["description"] = ("Root mean square of each logged group's advantages against its number of right answers, "
                            "one dot per group, for the two runs.")
     legend = legend_html([(label, colour, None) for label, colour in zip(labels, colours)])

@@ -12,7 +12,7 @@ import re
 
 import textwrap
 
-from unipo_build.site.render import vega_embed
+from unipo_build.site.render import chart_spec, vega_embed
 from unipo_build.core.specs import AlgorithmSpec, lineage
 from unipo_build.site.views.compare.diff import SLOT_LABELS, diff_algorithms
 from unipo_build.site.fmt import escape_text, table
@@ -158,7 +158,7 @@ def family_tree_spec(rows: list[dict]) -> dict:
     chart = alt.layer(edge_layer, dots, names, meta, change).properties(
         width=min(660, 132 * n_columns), height=int(118 * (max_lane + 1.2)),
     ).configure_view(stroke=None)
-    spec = chart.to_dict()
+    spec = chart_spec(chart)
     spec["description"] = "The lineage of the algorithms: each node is an algorithm, linked to its predecessor."
     return spec
 

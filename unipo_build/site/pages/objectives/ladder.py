@@ -25,7 +25,7 @@ import yaml
 
 from unipo_build.core.heldout import HeldOutChange
 from unipo_build.core.numbers import fmt_num, fmt_pct, fmt_signed_points
-from unipo_build.site.render import vega_embed
+from unipo_build.site.render import chart_spec, vega_embed
 from unipo_build.core.runs import Run
 from unipo_build.core.specs import AlgorithmSpec
 from unipo_build.site.views.compare.diff import SLOT_LABELS, SlotDiff, diff_algorithms
@@ -222,7 +222,7 @@ def ladder_figure_spec(rows: list[dict], rung_names: list[str], rung_colours: li
                       .encode(x="at:Q", y=y, yOffset=offset, text="note:N"))
     chart = alt.layer(*layers).properties(width="container", height=max(120, 30 * len(rung_names)),
                                           autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
-    spec = chart.to_dict()
+    spec = chart_spec(chart)
     spec["description"] = f"{title} of each rung of the ablation ladder, one mark per run."
     return spec
 

@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from unipo_build.core.reader import token_digest
-from unipo_build.site.render import vega_embed
+from unipo_build.site.render import chart_spec, vega_embed
 from unipo_build.core.runs import Run
 from unipo_build.core.schema import StepDetail
 from unipo_build.core.numbers import fmt_num, fmt_pct
@@ -280,7 +280,7 @@ def kl_spike_html(site: Site, name: str) -> str:
             x="step:Q")
         chart = alt.layer(line, rule).properties(width="container", height=150,
                                                  autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
-        spec = chart.to_dict()
+        spec = chart_spec(chart)
         spec["description"] = f"The run's {label} at every update, log scale, the largest KL marked."
         charts.append(vega_embed(spec, chart_id=site.chart_id(spec)))
     caption = (f"The {site.run_label(run)} run's mean KL to the reference (first panel) and gradient norm (second) "
@@ -405,7 +405,7 @@ def up_clipped_html(site: Site, name: str) -> str:
         tooltip=[alt.Tooltip("set:N", title="Tokens"), alt.Tooltip("bin:O", title="Probability"),
                  alt.Tooltip("share:Q", title="Share", format=".1%"), alt.Tooltip("n:Q", title="Tokens")],
     ).properties(width="container", height=220, autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
-    spec = chart.to_dict()
+    spec = chart_spec(chart)
     spec["description"] = "Sampling probability of up-clipped tokens against every token with a positive advantage."
     caption = (f"The tokens with a positive advantage in the logged steps of {words}, by the "
                f"probability the policy gave them when it sampled them: the {fmt_num(len(clipped))} clipped on the "
@@ -440,7 +440,7 @@ def surrogate_html(site: Site, algorithm: str) -> str:
     )
     chart = base.mark_line(strokeWidth=2).properties(width=230, height=170).facet(
         column=alt.Facet("A:N", title=None, sort=["A = +1", "A = \u22121"]))
-    spec = chart.to_dict()
+    spec = chart_spec(chart)
     spec["description"] = "The clipped surrogate of one token against its ratio, and the line through rho = 1 with slope A."
     bounds = "no clip" if low is None else f"{fmt_num(1 - low, 4)} and {fmt_num(1 + high, 4)}"
     caption = (f"One token's objective under {spec_.name}'s clip (bounds {bounds}) as its ratio moves, for a positive "

@@ -20,7 +20,7 @@ from unipo_build.core.heldout import Z95, problem_count, start_and_end
 from unipo_build.core.moments import PUSH_FLOOR, find_moments, shared_prefix_push
 from unipo_build.core.reader import token_digest
 from unipo_build.core.registry import kind as registry_kind
-from unipo_build.site.render import vega_embed
+from unipo_build.site.render import chart_spec, vega_embed
 from unipo_build.core.runs import Run
 from unipo_build.core.schema import EvalRecord, StepDetail
 from unipo_build.core.numbers import MINUS, fmt_num, fmt_pct
@@ -425,7 +425,7 @@ def sharpening_html(site: Site) -> str:
         tooltip=[alt.Tooltip("run:N", title="Run"), alt.Tooltip("step:Q", title="After update"),
                  alt.Tooltip("gap:Q", title="Gap (points)", format=".1f"), alt.Tooltip("n:Q", title="Problems")],
     ).properties(width="container", height=240, autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
-    spec = chart.to_dict()
+    spec = chart_spec(chart)
     spec["description"] = "Greedy minus sampled held-out accuracy at every evaluation, one line per run."
     caption = ("Held-out accuracy of the greedy answer minus that of one answer sampled at the training temperature, "
                "in percentage points, at every evaluation of every run (one line per run, seeds included). Both are "
