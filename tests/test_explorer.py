@@ -393,3 +393,17 @@ def test_spec_is_valid_vega_lite():
     assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/v6")
     assert {"series", "boundaries", "ticks"} <= set(spec["datasets"])
     assert spec["config"]["aria"] is False
+
+
+def test_each_run_gets_its_own_first_step_and_span_in_the_shared_spec():
+    """The spec is assembled once per metrics and size; a run's first step, span and last step fill its
+    placeholders, and nothing of another run's (or a placeholder) is left."""
+    metrics = ["reward/mean", "kl/mean"]
+    first = json.dumps(explorer.explorer_spec(7, 250, metrics))
+    second = json.dumps(explorer.explorer_spec(0, 1200, metrics))
+    assert "(datum.s - 7) / 250" in first and "min(datum.s + datum.g, 257)" in first
+    assert "hover >= 7 ? format(hover, ',') : format(250, ',')" in first
+    assert "(datum.s - 0) / 1200" in second and "min(datum.s + datum.g, 1200)" in second
+    for text in (first, second):
+        assert not any(token in text for token in (explorer._S0, explorer._SPAN, explorer._END))
+    assert "(datum.s - 7)" not in second and "250" not in second

@@ -83,7 +83,7 @@ from unipo_build.site.views.explorer.explorer_series import (
 # The Vega-Lite spec (Altair)
 # ---------------------------------------------------------------------------
 
-def _geometry_exprs(s0: int, span: int) -> dict[str, str]:
+def _geometry_exprs(s0: int | str, span: int | str) -> dict[str, str]:
     """Vega expressions shared by the layers (datum fields u, ring slot j -> x, y)."""
     n = f"max(1, length(metrics))"
     band = f"(({R_OUT} - {R_IN}) / {n})"
@@ -100,14 +100,24 @@ def explorer_spec(s0: int, span: int, selected: Sequence[str], size: int = 480, 
     ``series`` (m, s, v, lo, hi, qlo, qhi; interp = 1 on points the browser interpolated),
     ``boundaries`` (s, i, g) and ``ticks`` (s, l, g).
 
-    Cached per arguments (Altair takes about a second to assemble it). Schema validation is
-    off in the build and on in the tests (``validate=True``).
+    Altair takes about a third of a second to assemble it, so it is assembled once per metrics and size,
+    with the run's first step and span as placeholders in its expressions, which each run's copy fills.
+    Schema validation is off in the build and on in the tests (``validate=True``).
     """
-    return json.loads(_explorer_spec_json(int(s0), int(span), tuple(selected), int(size), validate))
+    text = _explorer_spec_json(tuple(selected), int(size), validate)
+    s0, span = int(s0), int(span)
+    for token, value in ((_S0, s0), (_SPAN, span), (_END, s0 + span)):
+        text = text.replace(token, str(value))
+    return json.loads(text)
+
+
+#: Placeholders for a run's first step, its span and its last step in the cached spec's expressions.
+_S0, _SPAN, _END = "unipoFirstStep", "unipoStepSpan", "unipoLastStep"
 
 
 @lru_cache(maxsize=32)
-def _explorer_spec_json(s0: int, span: int, selected: tuple[str, ...], size: int, validate: bool) -> str:
+def _explorer_spec_json(selected: tuple[str, ...], size: int, validate: bool) -> str:
+    s0, span, end = _S0, _SPAN, _END
     import altair as alt
 
     geo = _geometry_exprs(s0, span)
@@ -156,7 +166,7 @@ def _explorer_spec_json(s0: int, span: int, selected: tuple[str, ...], size: int
     # Step ticks and labels on the rim; finer levels only where they have room.
     # (The room of the last label ends at the seam, where the first step's label is.)
     ticks = at_step(alt.Chart(alt.Data(name="ticks"), name="tick")).transform_calculate(
-        phi2=fisheye_expr(f"(min(datum.s + datum.g, {s0 + span}) - {s0}) / {span}"),
+        phi2=fisheye_expr(f"(min(datum.s + datum.g, {end}) - {s0}) / {span}"),
     ).transform_calculate(
         gap_px=f"{two_pi} * (datum.phi2 - datum.phi) * {R_LABEL} * {px_per_unit}",
     ).transform_filter(
