@@ -396,7 +396,7 @@ def test_spec_is_valid_vega_lite():
 
 
 def test_each_run_gets_its_own_first_step_and_span_in_the_shared_spec():
-    """The spec is assembled once per metrics and size; a run's first step, span and last step fill its
+    """The spec is assembled once per size; a run's first step, span and last step fill its
     placeholders, and nothing of another run's (or a placeholder) is left."""
     metrics = ["reward/mean", "kl/mean"]
     first = json.dumps(explorer.explorer_spec(7, 250, metrics))
@@ -407,3 +407,9 @@ def test_each_run_gets_its_own_first_step_and_span_in_the_shared_spec():
     for text in (first, second):
         assert not any(token in text for token in (explorer._S0, explorer._SPAN, explorer._END))
     assert "(datum.s - 7)" not in second and "250" not in second
+    # The metrics the chart opens on are the run's too, whichever run's spec was assembled first.
+    def opens_on(spec):
+        return next(p["value"] for p in spec["params"] if p["name"] == "metrics")
+    assert opens_on(explorer.explorer_spec(7, 250, metrics)) == metrics
+    assert opens_on(explorer.explorer_spec(7, 250, ["kl/mean"])) == ["kl/mean"]
+    assert opens_on(explorer.explorer_spec(7, 250, metrics)) == metrics

@@ -100,23 +100,26 @@ def explorer_spec(s0: int, span: int, selected: Sequence[str], size: int = 480, 
     ``series`` (m, s, v, lo, hi, qlo, qhi; interp = 1 on points the browser interpolated),
     ``boundaries`` (s, i, g) and ``ticks`` (s, l, g).
 
-    Altair takes about a third of a second to assemble it, so it is assembled once per metrics and size,
-    with the run's first step and span as placeholders in its expressions, which each run's copy fills.
+    Altair takes about a third of a second to assemble it, so it is assembled once per size, with the
+    run's first step and span as placeholders in its expressions, which each run's copy fills, as it
+    fills the metrics the chart opens on (the ``metrics`` parameter).
     Schema validation is off in the build and on in the tests (``validate=True``).
     """
-    text = _explorer_spec_json(tuple(selected), int(size), validate)
+    text = _explorer_spec_json(int(size), validate)
     s0, span = int(s0), int(span)
     for token, value in ((_S0, s0), (_SPAN, span), (_END, s0 + span)):
         text = text.replace(token, str(value))
-    return json.loads(text)
+    spec = json.loads(text)
+    next(p for p in spec["params"] if p["name"] == "metrics")["value"] = list(selected)
+    return spec
 
 
 #: Placeholders for a run's first step, its span and its last step in the cached spec's expressions.
 _S0, _SPAN, _END = "unipoFirstStep", "unipoStepSpan", "unipoLastStep"
 
 
-@lru_cache(maxsize=32)
-def _explorer_spec_json(selected: tuple[str, ...], size: int, validate: bool) -> str:
+@lru_cache(maxsize=8)
+def _explorer_spec_json(size: int, validate: bool) -> str:
     s0, span, end = _S0, _SPAN, _END
     import altair as alt
 
@@ -242,7 +245,7 @@ def _explorer_spec_json(selected: tuple[str, ...], size: int, validate: bool) ->
         fontSize=11, baseline="middle").encode(x=x_enc, y=y_enc, text="small:N"))
 
     chart = alt.layer(*layers).add_params(
-        alt.param(name="metrics", value=list(selected)),
+        alt.param(name="metrics", value=[]),  # explorer_spec fills the run's
         alt.param(name="robust", value=[]),
         alt.param(name="focus", value=0.5),
         alt.param(name="mag", value=0),
