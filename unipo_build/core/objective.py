@@ -13,8 +13,9 @@ over the responses of that update's minibatch, with the aggregation weights w.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
+import numpy as np
 from array_api_compat import array_namespace
 
 from unipo_build.core import components as C
@@ -140,6 +141,31 @@ def surrogate_terms(cfg: ResolvedAlgorithm, rho, advantages, mask=None):
             raise ValueError(f"the {kind.name} surrogate reads the whole response: the token mask is required")
         return kind.apply(rho, advantages, cfg.components["clip"].params, mask)
     return kind.apply(rho, advantages, cfg.components["clip"].params)
+
+
+def term_and_gradient(clip_kind, params: dict, ratio: float, advantage: float) -> tuple[float, float, int]:
+    """A token's term under a clip kind (a registry kind of the clip slot, with its parameters), its
+    derivative with respect to the token's log-probability (autograd through the kind's ``apply``:
+    stop-gradients count) and the clip side the kind reports. A kind that weighs a whole response
+    (``needs_mask``) has no term of a token alone."""
+    values, grads, sides = terms_and_gradients(clip_kind, params, [ratio], [advantage])
+    return float(values[0]), float(grads[0]), int(sides[0])
+
+
+def terms_and_gradients(clip_kind, params: dict, ratios: Sequence[float],
+                        advantages: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`term_and_gradient` of many tokens at once (one backward pass: each token's term depends on
+    its own log-probability alone, so the gradient of their sum is each token's own derivative)."""
+    import torch
+
+    shift = torch.zeros(len(ratios), dtype=torch.float64, requires_grad=True)  # d/d log pi at the logged ratios
+    rho = torch.exp(shift) * torch.tensor([float(r) for r in ratios], dtype=torch.float64)
+    advantage = torch.tensor([float(a) for a in advantages], dtype=torch.float64)
+    value, side = clip_kind.apply(rho, advantage, params)
+    value.sum().backward()
+    grads = np.zeros(len(ratios)) if shift.grad is None else shift.grad.numpy().copy()
+    side = side.detach().numpy() if isinstance(side, torch.Tensor) else np.asarray(side)
+    return value.detach().numpy().copy(), grads, np.broadcast_to(side, (len(ratios),)).astype(int)
 
 
 def token_terms(cfg: ResolvedAlgorithm, *, logp, old_logp, advantages, mask, ref_logp=None,

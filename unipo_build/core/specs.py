@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from unipo_build.core import limits, project
+from unipo_build.core import limits, project, yamlfile
 from unipo_build.core.limits import Line, Name, Text
 from unipo_build.core.registry import (  # noqa: F401  (re-exported)
     OPTIONAL_SLOTS,
@@ -227,7 +227,7 @@ def load_spec(path: str | Path) -> AlgorithmSpec:
     """Load and validate one spec file; SpecError names the file and every bad field."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_bytes().decode("utf-8"))
+        raw = yamlfile.load(path)
     except FileNotFoundError:
         raise SpecError(f"{path}: no such spec file") from None
     except OSError as err:

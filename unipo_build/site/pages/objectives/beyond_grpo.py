@@ -20,7 +20,7 @@ The held-out gains, seed by seed and paired problem by problem, are ``clip_famil
 baseline=true)``. Every number here is read from the runs of the build:
 
 - a token's gradient weight is its term's derivative with respect to its log-probability, divided by its
-  advantage, under each objective's clip kind (``clip_family.term_and_gradient``: the registry's
+  advantage, under each objective's clip kind (``core.objective.term_and_gradient``: the registry's
   ``Kind.apply`` through torch's autograd), at the ratio and advantage the token step logged;
 - the share of tokens a clip held is ``clip/frac_high + clip/frac_low`` of each update
   (``effects.run_mean``), leaving out the first update of each rollout, whose ratios are all 1;
@@ -40,6 +40,7 @@ import numpy as np
 
 from unipo_build.core.heldout import run_change
 from unipo_build.core.numbers import fmt_num, fmt_pct
+from unipo_build.core.objective import term_and_gradient, terms_and_gradients
 from unipo_build.core.runs import Run
 from unipo_build.site.context import Site, macro
 from unipo_build.site.facts.seeds import finished_runs
@@ -55,8 +56,6 @@ from unipo_build.site.pages.objectives.clip_family import (
     clip_of,
     logged_tokens,
     missing_text,
-    term_and_gradient,
-    terms_and_gradients,
 )
 from unipo_build.site.views.compare.diff import SLOT_LABELS, diff_algorithms
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from unipo_build.core.heldout import HeldOutChange, paired_change, run_change, start_and_end
 from unipo_build.core.moments import find_moment
+from unipo_build.core.objective import term_and_gradient
 from unipo_build.core.numbers import fmt_num, fmt_pct, fmt_signed_points
 from unipo_build.core.runs import Run
 from unipo_build.site.context import Site, macro
@@ -322,29 +323,6 @@ def kept_gradient_tokens_text(site: Site, first: str, second: str) -> str:
 # ---------------------------------------------------------------------------
 # One clipped token under both objectives
 # ---------------------------------------------------------------------------
-
-def term_and_gradient(clip_kind, params: dict, ratio: float, advantage: float) -> tuple[float, float, int]:
-    """A token's term under a clip kind, its derivative with respect to the token's log-probability
-    (autograd through the kind's ``apply``: stop-gradients count) and the clip side the kind reports."""
-    values, grads, sides = terms_and_gradients(clip_kind, params, [ratio], [advantage])
-    return float(values[0]), float(grads[0]), int(sides[0])
-
-
-def terms_and_gradients(clip_kind, params: dict, ratios: Sequence[float],
-                        advantages: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`term_and_gradient` of many tokens at once (one backward pass: each token's term depends on
-    its own log-probability alone, so the gradient of their sum is each token's own derivative)."""
-    import torch
-
-    shift = torch.zeros(len(ratios), dtype=torch.float64, requires_grad=True)  # d/d log pi at the logged ratios
-    rho = torch.exp(shift) * torch.tensor([float(r) for r in ratios], dtype=torch.float64)
-    advantage = torch.tensor([float(a) for a in advantages], dtype=torch.float64)
-    value, side = clip_kind.apply(rho, advantage, params)
-    value.sum().backward()
-    grads = np.zeros(len(ratios)) if shift.grad is None else shift.grad.numpy().copy()
-    side = side.detach().numpy() if isinstance(side, torch.Tensor) else np.asarray(side)
-    return value.detach().numpy().copy(), grads, np.broadcast_to(side, (len(ratios),)).astype(int)
-
 
 def clip_of(site: Site, name: str):
     """(clip kind, its parameters) of an algorithm or run: its chosen run's config, else its spec; else None."""

@@ -108,9 +108,7 @@ def family_tree_spec(rows: list[dict]) -> dict:
         columns.setdefault(r["column"], str(r["year"]))
     n_columns = max(columns) + 1 if columns else 1
     nodes = []
-    by_row = {r["id"]: r for r in rows}
     for r in rows:
-        parent = by_row.get(r["predecessor"]) if r["predecessor"] else None
         if r["paper"] is None:
             source = "no paper of its own"
         else:

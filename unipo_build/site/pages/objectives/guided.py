@@ -265,7 +265,7 @@ def aggregation_path(site: Site, a: str, b: str) -> str:
     steps = [
         (f"The two objectives slot by slot: {escape_text(name_a)} and {escape_text(name_b)} differ in their aggregation "
          "(and in what else the comparison marks).", compare_link),
-        (f"Each aggregation card with a real update of its own run: the longest and the shortest answer of one logged "
+        ("Each aggregation card with a real update of its own run: the longest and the shortest answer of one logged "
          "group, the weight of each of their tokens, and the weight of the whole answer.",
          f'<div class="unipo-agg-pair">{"".join(cards)}</div>'),
     ]

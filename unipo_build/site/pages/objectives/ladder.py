@@ -23,6 +23,7 @@ from typing import Sequence
 
 import yaml
 
+from unipo_build.core import yamlfile
 from unipo_build.core.heldout import HeldOutChange
 from unipo_build.core.numbers import fmt_num, fmt_pct, fmt_signed_points
 from unipo_build.site.render import chart_spec, vega_embed
@@ -49,7 +50,7 @@ def suite_ladders(site: Site) -> dict[str, list[str]]:
     if not path.is_file():
         return {}
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = yamlfile.load(path) or {}
     except yaml.YAMLError as err:
         raise AuthorError(f"{path}: not valid YAML: {err}") from None
     ladders = raw.get("ladders", {}) if isinstance(raw, dict) else None

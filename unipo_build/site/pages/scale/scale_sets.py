@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 
 import yaml
 
-from unipo_build.core import project, runs
+from unipo_build.core import project, runs, yamlfile
 from unipo_build.core.paths import project_relative
 from unipo_build.core.sets import ENV_RUNS, RunSet, SetsError, available_sets, declared_sets, env_name
 from unipo_build.core.numbers import fmt_num
@@ -150,7 +150,7 @@ def suite_file(root: Path, run_set: RunSet) -> Path | None:
 def _suite_summary(path: Path) -> str:
     """'17 runs of the gpu preset, 200 rollouts each' from a suite file ("" if it does not read)."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yamlfile.load(path) or {}
     except (OSError, yaml.YAMLError):
         return ""
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list):

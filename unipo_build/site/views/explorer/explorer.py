@@ -85,7 +85,7 @@ from unipo_build.site.views.explorer.explorer_series import (
 
 def _geometry_exprs(s0: int | str, span: int | str) -> dict[str, str]:
     """Vega expressions shared by the layers (datum fields u, ring slot j -> x, y)."""
-    n = f"max(1, length(metrics))"
+    n = "max(1, length(metrics))"
     band = f"(({R_OUT} - {R_IN}) / {n})"
     return {
         "u": f"(datum.s - {s0}) / {span}",
