@@ -52,14 +52,33 @@ from unipo_build.core import components as C
 from unipo_build.core import objective as O
 from unipo_build.core.specs import ResolvedAlgorithm, ResolvedComponent
 
-require_openrlhf()
 
-from openrlhf.models.loss import PolicyLoss, aggregate_loss  # noqa: E402
-from openrlhf.models.utils import compute_approx_kl, compute_reward, log_probs_from_logits  # noqa: E402
-from openrlhf.trainer.ppo_utils.experience import Experience  # noqa: E402
-from openrlhf.trainer.ppo_utils.experience_maker import RemoteExperienceMaker  # noqa: E402
-from openrlhf.trainer.ppo_utils.kl_controller import FixedKLController  # noqa: E402
-from openrlhf.trainer.ppo_utils.length_penalty import apply_overlong_penalty  # noqa: E402
+#: OpenRLHF's functions under test, filled by the ``openrlhf_code`` fixture before the module's first test.
+orl = SimpleNamespace()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def openrlhf_code():
+    """OpenRLHF's functions, imported when the module's first test runs, not when pytest collects it:
+    importing OpenRLHF (DeepSpeed, Transformers) takes 8 s, which every collection paid, a pytest run of
+    other tests too (the contribute guide's `pytest -m specs -k ...`). Skips the module, or fails it under
+    UNIPO_REQUIRE_OPENRLHF=1, where it is missing. A module-scoped fixture also keeps the module on one
+    pytest-xdist worker (tests/conftest.py xdist_group), so one worker imports it."""
+    require_openrlhf()
+    from openrlhf.models.loss import PolicyLoss, aggregate_loss
+    from openrlhf.models.utils import compute_approx_kl, compute_reward, log_probs_from_logits
+    from openrlhf.trainer.ppo_utils.experience import Experience
+    from openrlhf.trainer.ppo_utils.experience_maker import RemoteExperienceMaker
+    from openrlhf.trainer.ppo_utils.kl_controller import FixedKLController
+    from openrlhf.trainer.ppo_utils.length_penalty import apply_overlong_penalty
+
+    names = dict(PolicyLoss=PolicyLoss, aggregate_loss=aggregate_loss, compute_approx_kl=compute_approx_kl,
+                 compute_reward=compute_reward, log_probs_from_logits=log_probs_from_logits, Experience=Experience,
+                 RemoteExperienceMaker=RemoteExperienceMaker, FixedKLController=FixedKLController,
+                 apply_overlong_penalty=apply_overlong_penalty)
+    orl.__dict__.update(names)
+    return orl
+
 
 F64 = dict(rtol=1e-6, atol=1e-9)   # float64 on both sides (see the module docstring)
 F32 = dict(rtol=1e-6, atol=1e-6)   # OpenRLHF computes in float32 (see the module docstring)
@@ -136,7 +155,7 @@ def test_stubs_are_stubs_and_leave_the_cross_entropy_fallback():
         logits = torch.randn(2, 3, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
         labels = torch.tensor([[0, 4, 2], [1, 1, 3]])
         expected = torch.log_softmax(logits, -1).gather(-1, labels[..., None])[..., 0]
-        close(log_probs_from_logits(logits.clone(), labels), expected, F64)
+        close(orl.log_probs_from_logits(logits.clone(), labels), expected, F64)
     if getattr(vllm, "STUB", False):
         with pytest.raises(RuntimeError, match="test stub"):
             vllm.SamplingParams(temperature=1.0)
@@ -160,7 +179,7 @@ def test_policy_loss_hand_worked():
     adv = t64([[1.0, -1.0], [2.0, 5.0]])  # 5.0 sits on padding and must not count
     for token_level, loss_value, grad10 in ((True, -2.68 / 3, -2.2 / 3), (False, -1.22, -1.1)):
         logp = logp0.clone().requires_grad_(True)
-        loss, clip_ratio, ppo_kl, vllm_kl, is_filter = PolicyLoss(0.2, 0.28, token_level_loss=token_level)(
+        loss, clip_ratio, ppo_kl, vllm_kl, is_filter = orl.PolicyLoss(0.2, 0.28, token_level_loss=token_level)(
             logp, old, adv, action_mask=mask)
         loss.backward()
         close(loss, loss_value, F64)
@@ -179,7 +198,7 @@ def test_policy_loss_hand_worked():
     # GSPO: s_0 = exp(mean(log 1.5, log 0.5)) = sqrt(0.75) = 0.8660254 (inside [0.8, 1.28]), s_1 = 1.1.
     # With A = +1 on response 0 and +2 on response 1: (0.8660254 + 2.2) / 2 = 1.5330127 -> loss -1.5330127
     adv_seq = t64([[1.0, 1.0], [2.0, 2.0]])
-    loss, clip_ratio, *_ = PolicyLoss(0.2, 0.28, policy_loss_type="gspo")(logp0, old, adv_seq, action_mask=mask)
+    loss, clip_ratio, *_ = orl.PolicyLoss(0.2, 0.28, policy_loss_type="gspo")(logp0, old, adv_seq, action_mask=mask)
     ours, side = our_policy_loss(algo(ratio="sequence", aggregation="seq_mean_token_mean"), logp0, old, adv_seq, mask)
     close(loss, -(math.sqrt(0.75) + 2.2) / 2, F64)
     close(ours, -(math.sqrt(0.75) + 2.2) / 2, F64)
@@ -213,7 +232,7 @@ def test_policy_loss_random(seed, loss_type, token_level, eps_low, eps_high):
     if loss_type == "gspo":
         eps_low, eps_high = eps_low / 20, eps_high / 20  # GSPO's sequence ratios sit much closer to 1
     their_logp = logp0.clone().requires_grad_(True)
-    loss, clip_ratio, ppo_kl, vllm_kl, is_filter = PolicyLoss(
+    loss, clip_ratio, ppo_kl, vllm_kl, is_filter = orl.PolicyLoss(
         eps_low, eps_high, token_level_loss=token_level, policy_loss_type=loss_type)(
         their_logp, old, adv, action_mask=mask)
     loss.backward()
@@ -252,7 +271,7 @@ def test_policy_loss_dual_clip_hand_worked():
     logp0 = old + torch.log(t64([[4.0, 0.5, 2.0], [1.1, 1.0, 1.0]]))
     adv = t64([[-1.0, -1.0, -1.0], [2.0, 5.0, 5.0]])  # 5.0 sits on padding and must not count
     logp = logp0.clone().requires_grad_(True)
-    loss, clip_ratio, *_ = PolicyLoss(0.2, 0.28, dual_clip=3.0)(logp, old, adv, action_mask=mask)
+    loss, clip_ratio, *_ = orl.PolicyLoss(0.2, 0.28, dual_clip=3.0)(logp, old, adv, action_mask=mask)
     loss.backward()
     close(loss, 0.9, F64)
     close(clip_ratio, 0.25, F64)
@@ -278,7 +297,7 @@ def test_policy_loss_dual_clip_random(seed, token_level, c):
     adv = adv.clone()
     adv[full, 1] = -abs(float(adv[full, 1])) - 0.1
     their_logp = logp0.clone().requires_grad_(True)
-    loss, clip_ratio, *_ = PolicyLoss(0.2, 0.28, dual_clip=c, token_level_loss=token_level)(
+    loss, clip_ratio, *_ = orl.PolicyLoss(0.2, 0.28, dual_clip=c, token_level_loss=token_level)(
         their_logp, old, adv, action_mask=mask)
     loss.backward()
     cfg = algo(clip=("dual_clip", {"eps_low": 0.2, "eps_high": 0.28, "c": c}),
@@ -323,7 +342,7 @@ def test_policy_loss_correction_hand_worked():
     rollout = old - t64([[0.3, -0.1, -1.0]])
     adv = t64([[1.0, 1.0, 1.0]])
     for mode, expected in (("clip", -(1.2 + math.exp(-0.1) + 0.5) / 3), ("mask", -math.exp(-0.1) / 3)):
-        loss, *_ = PolicyLoss(0.2, 0.28, is_correction_level="token", is_correction_mode=mode,
+        loss, *_ = orl.PolicyLoss(0.2, 0.28, is_correction_level="token", is_correction_mode=mode,
                               is_correction_threshold=(0.5, 1.2))(old.clone(), old, adv, action_mask=mask,
                                                                   rollout_log_probs=rollout)
         close(loss, expected, F64)
@@ -341,7 +360,7 @@ def test_policy_loss_correction_random(seed, level, mode):
     rollout = old - t64(rng.normal(0.0, 0.4, size=tuple(old.shape)))  # pi_old / pi_rollout around 1, both sides
     rollout[0] = old[0] - 1.0  # not vacuous: the first response's ratios (and their mean) e^1, above the band
     their_logp = logp0.clone().requires_grad_(True)
-    loss, clip_ratio, ppo_kl, vllm_kl, is_filter = PolicyLoss(
+    loss, clip_ratio, ppo_kl, vllm_kl, is_filter = orl.PolicyLoss(
         0.2, 0.28, is_correction_level=level, is_correction_mode=mode, is_correction_threshold=(0.7, 1.4))(
         their_logp, old, adv, action_mask=mask, rollout_log_probs=rollout)
     loss.backward()
@@ -382,7 +401,7 @@ def test_clip_ratio_tie():
     old = t64([[0.0]])
     logp = t64([[log_ratio]])
     adv = t64([[1.7]])
-    loss, clip_ratio, *_ = PolicyLoss(0.2, 0.2)(logp, old, adv, action_mask=left_mask([1], 1))
+    loss, clip_ratio, *_ = orl.PolicyLoss(0.2, 0.2)(logp, old, adv, action_mask=left_mask([1], 1))
     _, side = C.clipped_surrogate(C.token_ratio(logp, old), adv, 0.2, 0.2)
     assert float(clip_ratio) == 0.0 and side.tolist() == [[C.CLIP_HIGH]]
     # the surrogate values agree regardless: min picks the same double
@@ -410,7 +429,7 @@ def test_policy_loss_over_micro_batches_and_dp_ranks(seed, token_level):
         total = 0.0
         for part in parts:
             part = torch.as_tensor(part)
-            loss, *_ = PolicyLoss(0.2, 0.28, token_level_loss=token_level)(
+            loss, *_ = orl.PolicyLoss(0.2, 0.28, token_level_loss=token_level)(
                 logp[part], old[part], adv[part], action_mask=mask[part], dp_size=dp_size,
                 batch_num_tokens=torch.tensor(n_tokens, dtype=torch.float32),
                 global_batch_size=torch.tensor(n_samples, dtype=torch.float32))
@@ -436,9 +455,9 @@ def test_kl_in_loss(seed, estimator):
     mask, logp0, old, adv, ref = policy_batch(200 + seed)
     beta = 0.04
     logp = logp0.clone().requires_grad_(True)
-    policy, *_ = PolicyLoss(0.2, 0.28)(logp, old, adv, action_mask=mask)
-    kl = compute_approx_kl(logp, ref, log_probs_old=old, kl_estimator=estimator)
-    loss = policy + beta * aggregate_loss(kl, mask, batch_num_tokens=torch.tensor(float(mask.sum())))
+    policy, *_ = orl.PolicyLoss(0.2, 0.28)(logp, old, adv, action_mask=mask)
+    kl = orl.compute_approx_kl(logp, ref, log_probs_old=old, kl_estimator=estimator)
+    loss = policy + beta * orl.aggregate_loss(kl, mask, batch_num_tokens=torch.tensor(float(mask.sum())))
     loss.backward()
 
     cfg = algo(kl=("in_loss", {"estimator": estimator, "beta": beta}))
@@ -458,8 +477,8 @@ def test_kl_in_loss_under_seq_mean_is_a_documented_gap():
     logp = t64([[-1.0, -1.0], [-1.0, -1.0]])
     ref = t64([[-1.5, -1.0], [-2.0, -1.0]])
     zero = torch.zeros(2, 2, dtype=torch.float64)
-    policy, *_ = PolicyLoss(0.2, 0.2, token_level_loss=False)(logp, logp, zero, action_mask=mask)
-    theirs = policy + aggregate_loss(compute_approx_kl(logp, ref, kl_estimator="k1"), mask)
+    policy, *_ = orl.PolicyLoss(0.2, 0.2, token_level_loss=False)(logp, logp, zero, action_mask=mask)
+    theirs = policy + orl.aggregate_loss(orl.compute_approx_kl(logp, ref, kl_estimator="k1"), mask)
     ours, _ = our_policy_loss(algo(kl=("in_loss", {"estimator": "k1", "beta": 1.0}), aggregation="seq_mean_token_mean"),
                               logp, logp, zero, mask, ref_logp=ref)
     close(theirs, 0.5, F64)
@@ -477,10 +496,10 @@ def test_aggregate_loss_hand_worked():
     loss = t64([[1, 2, 3], [4, 9, 9]])
     mask = left_mask([3, 1], 3)
     mf = mask.to(torch.float64)
-    close(aggregate_loss(loss, mask, True), 2.5, F64)
-    close(aggregate_loss(loss, mask, False), 3.0, F64)
-    close(aggregate_loss(loss, mask, True, dp_size=2, batch_num_tokens=8.0), 2.5, F64)
-    close(aggregate_loss(loss, mask, False, global_batch_size=4.0), 1.5, F64)
+    close(orl.aggregate_loss(loss, mask, True), 2.5, F64)
+    close(orl.aggregate_loss(loss, mask, False), 3.0, F64)
+    close(orl.aggregate_loss(loss, mask, True, dp_size=2, batch_num_tokens=8.0), 2.5, F64)
+    close(orl.aggregate_loss(loss, mask, False, global_batch_size=4.0), 1.5, F64)
     close((O.aggregation_weights("token_mean", mf) * loss).sum(), 2.5, F64)
     close((O.aggregation_weights("seq_mean_token_mean", mf) * loss).sum(), 3.0, F64)
 
@@ -495,10 +514,10 @@ def test_aggregate_loss_random(seed):
     loss = t64(rng.normal(size=(B, T)))
     for token_level, kind in ((True, "token_mean"), (False, "seq_mean_token_mean")):
         ours = (O.aggregation_weights(kind, mf) * loss).sum()
-        close(aggregate_loss(loss, mask, token_level), ours, F64)
+        close(orl.aggregate_loss(loss, mask, token_level), ours, F64)
         # the same through micro-batches with the step's totals, summed
         parts = np.array_split(rng.permutation(B), int(rng.integers(1, B + 1)))
-        total = sum(aggregate_loss(loss[p], mask[p], token_level, batch_num_tokens=float(mf.sum()),
+        total = sum(orl.aggregate_loss(loss[p], mask[p], token_level, batch_num_tokens=float(mf.sum()),
                                    global_batch_size=float((mf.sum(-1) > 0).sum()))
                     for p in map(torch.as_tensor, parts))
         close(total, ours, F64)
@@ -513,7 +532,7 @@ def test_kl_hand_worked():
     # k1 = 0.5 ; k2 = 0.5^2 / 2 = 0.125 ; k3 = e^-0.5 - 1 + 0.5 = 0.10653065971263342
     logp, ref = t64([-1.0]), t64([-1.5])
     for est, value in (("k1", 0.5), ("k2", 0.125), ("k3", 0.10653065971263342)):
-        close(compute_approx_kl(logp, ref, kl_estimator=est), [value], F32)
+        close(orl.compute_approx_kl(logp, ref, kl_estimator=est), [value], F32)
         close(C.kl_estimate(logp, ref, est), [value], F64)
 
 
@@ -524,14 +543,14 @@ def test_kl_random(seed, estimator, scale):
     rng = np.random.default_rng(seed)
     logp = t64(-rng.exponential(1.0, size=(4, 6)))
     ref = logp + t64(rng.normal(0.0, scale, size=(4, 6)))
-    theirs = compute_approx_kl(logp, ref, kl_estimator=estimator)
+    theirs = orl.compute_approx_kl(logp, ref, kl_estimator=estimator)
     ours = C.kl_estimate(logp, ref, estimator)
     inside = (ours.abs() < 10) & ((logp - ref) > -10)  # OpenRLHF clamps outside (test_kl_clamp_is_openrlhf_only)
     assert inside.any()
     close(theirs[inside], ours[inside], F32)
     # the gradients through the estimator (unbiased_gradient=False: the legacy pathwise gradient)
     a = logp.clone().requires_grad_(True)
-    (compute_approx_kl(a, ref, kl_estimator=estimator) * inside).sum().backward()
+    (orl.compute_approx_kl(a, ref, kl_estimator=estimator) * inside).sum().backward()
     b = logp.clone().requires_grad_(True)
     (C.kl_estimate(b, ref, estimator) * inside).sum().backward()
     close(a.grad, b.grad, F32)
@@ -540,7 +559,7 @@ def test_kl_random(seed, estimator, scale):
 def test_kl_clamp_is_openrlhf_only():
     # log pi - log pi_ref = 12: k1 = 12, past OpenRLHF's clamp at 10; ours is not clamped.
     logp, ref = t64([0.0]), t64([-12.0])
-    assert float(compute_approx_kl(logp, ref, kl_estimator="k1")) == 10.0
+    assert float(orl.compute_approx_kl(logp, ref, kl_estimator="k1")) == 10.0
     assert float(C.kl_estimate(logp, ref, "k1")) == 12.0
 
 
@@ -555,7 +574,7 @@ def test_compute_reward_hand_worked():
     mask = left_mask([3, 1], 3)
     kl = torch.full((2, 3), 0.1, dtype=torch.float64)
     expected = [[-0.05, -0.05, 0.95], [-0.55, -0.05, -0.05]]
-    close(compute_reward(t64([1.0, -0.5]), 0.5, kl, action_mask=mask, reward_clip_range=(-10, 10)), expected, F64)
+    close(orl.compute_reward(t64([1.0, -0.5]), 0.5, kl, action_mask=mask, reward_clip_range=(-10, 10)), expected, F64)
     close(C.terminal_token_rewards(t64([1.0, -0.5]), mask.to(torch.float64)) - 0.5 * kl, expected, F64)
 
 
@@ -567,7 +586,7 @@ def test_compute_reward_random(seed):
     r = t64(rng.uniform(-5, 5, size=B))  # inside the default clip range (-10, 10)
     kl = t64(rng.normal(0, 0.2, size=(B, T)))
     for beta in (0.0, 0.05, 0.5):
-        theirs = compute_reward(r, beta, kl, action_mask=mask, reward_clip_range=(-10, 10))
+        theirs = orl.compute_reward(r, beta, kl, action_mask=mask, reward_clip_range=(-10, 10))
         ours = C.terminal_token_rewards(r, mask.to(torch.float64)) - beta * kl
         close(theirs, ours, F64)
         assert float(theirs.abs().sum()) > 0
@@ -587,11 +606,11 @@ def make_maker(estimator, n_samples, *, gamma=1.0, lambd=0.95, no_std_norm=False
                                overlong_penalty_factor=1.0, stop_properly_penalty_coef=None),
         data=SimpleNamespace(max_len=max_new_tokens),
     )
-    maker = object.__new__(RemoteExperienceMaker)
+    maker = object.__new__(orl.RemoteExperienceMaker)
     maker.strategy = SimpleNamespace(args=args)
     maker.args = args
     maker.advantage_estimator = estimator
-    maker.kl_ctl = FixedKLController(kl_coef)
+    maker.kl_ctl = orl.FixedKLController(kl_coef)
     return maker
 
 
@@ -606,7 +625,7 @@ def run_openrlhf(maker, batch, rng):
     for part in parts:
         width = int(min(T, batch["lengths"][part].max() + rng.integers(0, 3)))
         idx = torch.as_tensor(part)
-        experiences.append(Experience(
+        experiences.append(orl.Experience(
             index=[int(i) for i in part],
             rewards=batch["rewards"][idx].clone(),
             action_mask=batch["mask"][idx, :width],
@@ -811,7 +830,7 @@ def test_gae_random(seed, no_std_norm, kl_coef, gamma, lambd):
     seen = ~torch.isnan(ret)
     close(ret[seen], returns[seen], F64)  # returns: float64 throughout, padding 0 on both sides
     # the raw GAE, through OpenRLHF's own get_advantages_and_returns on the whole batch
-    token_rewards = compute_reward(batch["rewards"], kl_coef, batch["kl"], action_mask=batch["mask"])
+    token_rewards = orl.compute_reward(batch["rewards"], kl_coef, batch["kl"], action_mask=batch["mask"])
     their_raw, their_ret = maker.get_advantages_and_returns(batch["values"], token_rewards, batch["mask"],
                                                             gamma, lambd)
     close(their_raw, raw, F64)
@@ -833,8 +852,8 @@ def test_overlong_hand_worked():
     # length 1 -> 0 ; 4 -> 0 ; 5 -> -1/4 ; 7 -> -3/4 ; 8 -> -1
     lengths = [1, 4, 5, 7, 8]
     expected = [0.0, 0.0, -0.25, -0.75, -1.0]
-    exp = Experience(rewards=torch.zeros(5, dtype=torch.float64), response_length=torch.tensor(lengths))
-    apply_overlong_penalty([exp], max_new_tokens=8, overlong_buffer_len=4)
+    exp = orl.Experience(rewards=torch.zeros(5, dtype=torch.float64), response_length=torch.tensor(lengths))
+    orl.apply_overlong_penalty([exp], max_new_tokens=8, overlong_buffer_len=4)
     close(exp.rewards, expected, F64)
     close(C.overlong_penalty(torch.tensor(lengths), 8, 4), expected, F64)
 
@@ -845,8 +864,8 @@ def test_overlong_random(max_new_tokens, data):
     cache = data.draw(st.integers(1, max_new_tokens))
     lengths = torch.arange(1, max_new_tokens + 1)  # every length OpenRLHF can produce
     rewards = t64(np.linspace(-1.0, 1.0, len(lengths)))
-    exp = Experience(rewards=rewards.clone(), response_length=lengths)
-    apply_overlong_penalty([exp], max_new_tokens=max_new_tokens, overlong_buffer_len=cache)
+    exp = orl.Experience(rewards=rewards.clone(), response_length=lengths)
+    orl.apply_overlong_penalty([exp], max_new_tokens=max_new_tokens, overlong_buffer_len=cache)
     ours = C.overlong_penalty(lengths, max_new_tokens, cache)
     close(exp.rewards - rewards, ours, F64)
     assert float(ours[-1]) == -1.0  # the budget itself gets the full penalty
