@@ -138,17 +138,6 @@ def smoke_runner(run: Runner) -> Runner:
     return run_smoke
 
 
-def seed_warm_start(project: Path) -> Path:
-    """A random tiny policy where `unipo train` looks for the warm start (work/sft-tiny).
-
-    It stands in for `unipo sft` (minutes of training; tests/test_sft_smoke.py covers it) so that a
-    walk trains in seconds; the benchmark makes the real one instead.
-    """
-    from training_fixtures import save_tiny_checkpoint
-
-    return save_tiny_checkpoint(project / "work" / "sft-tiny")
-
-
 # ---------------------------------------------------------------------------
 # Contribute an algorithm: a new filter kind, the accuracy band, and GRPO with it
 # ---------------------------------------------------------------------------
