@@ -96,6 +96,9 @@ class _SiteHandler(SimpleHTTPRequestHandler):
     """Serves the site directory under ``prefix``; everything else is a 404."""
 
     prefix = DEFAULT_SUBPATH
+    # Keep-alive, as any real host: http.server's default HTTP/1.0 opens a connection per file, a few
+    # dozen per page.
+    protocol_version = "HTTP/1.1"
 
     def translate_path(self, path):
         url_path = unquote(urlsplit(path).path)
