@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from seed_fixtures import FixtureRun, fixture_project, write_fixture_runs
-from unipo_build.core.numbers import fmt_num, fmt_signed_points
+from unipo_build.core.numbers import fmt_num, fmt_share, fmt_signed_points
 from unipo_build.site.context import Site
 from unipo_build.site.pages.learning.effects import RunValue, Side, compare
 from unipo_build.site.pages.objectives import beyond_grpo as B
@@ -144,7 +144,7 @@ def test_the_clip_shares_equal_the_steps_files(site):
     text = B.log_clip_text(site, "gmpo", "grpo")
     later = [s["metrics"] for s in steps("gmpo") if not s["first_in_rollout"]]
     held = float(np.mean([m["clip/frac_high"] + m["clip/frac_low"] for m in later]))
-    assert f"(seeds: {B._share(held, 2)}, " in text
+    assert f"(seeds: {fmt_share(held, 2)}, " in text
     assert text.count("three seeds each, every seed of one beyond every seed of the other") + text.count(
         "not distinguishable from GRPO at three seeds") >= 2
     assert "GMPO's clip (ratios 0.67 to 1.49)" in text and "GRPO's (0.8 to 1.2)" in text

@@ -60,6 +60,10 @@ def test_numbers_are_formatted_for_prose():
     assert F.fmt_num(12.0) == "12"
     assert F.fmt_num(2.487e-5) == "2.49 × 10\u207b\u2075"
     assert F.fmt_pct(0.4326667) == "43.3%"
+    # a share that may be tiny never reads as 0%: two significant digits under 1%, a floor under 0.01%
+    assert F.fmt_share(0.4326667) == "43%" and F.fmt_share(0.4326667, 1) == "43.3%"
+    assert F.fmt_share(0.00095) == "0.095%" and F.fmt_share(0.0042) == "0.42%"
+    assert F.fmt_share(0.00004) == "under 0.01%" and F.fmt_share(0.0) == "0%"
     assert F.fmt_signed(0.1) == "+0.1"
     assert F.fraction_text(1 / 144) == "1/144"
     assert F.fraction_text(np.float32(1 / 144)) == "1/144"  # logged weights are float32

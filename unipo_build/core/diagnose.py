@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from unipo_build.core.heldout import compare, start_and_end
+from unipo_build.core.numbers import fmt_pct
 from unipo_build.core.reader import RunReader, reader_for
 from unipo_build.core.objective import clip_bounds
 
@@ -103,10 +104,6 @@ def _g(x: float) -> str:
     return f"{x:.3g}"
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
-
-
 def _first(steps, mask, n: int = SHOWN) -> list[int]:
     return [int(s) for s in np.asarray(steps)[np.asarray(mask, dtype=bool)][:n]]
 
@@ -167,7 +164,7 @@ def clip_zero(reader: RunReader) -> Diagnosis:
     per_rollout = (table.n / table.n_rollouts) if table.n_rollouts else 1.0
     if clipped.any():
         return Diagnosis("clip_zero", q, FINE, f"tokens were clipped on {int(clipped.sum())} of {len(clipped)} updates "
-                         f"(mean clip fraction {_pct(float(np.mean(total)))})", ch, src)
+                         f"(mean clip fraction {fmt_pct(float(np.mean(total)))})", ch, src)
     if per_rollout <= 1.0:
         return Diagnosis("clip_zero", q, FINE, "no token clipped, as expected: one update per rollout, so every "
                          "update is on-policy and the ratio is exactly 1 (nothing to clip)", ch, src)
@@ -193,10 +190,10 @@ def zero_grad_with_std(reader: RunReader) -> Diagnosis:
     if np.all(np.isnan(zv)):
         why = "; groups/zero_variance_frac is not logged to tell whether every group had zero variance"
     elif float(np.nanmin(zv)) >= 1.0 - 1e-9:
-        why = (f"; on them every group has zero reward variance (every answer of a prompt scored alike): the batch's "
+        why = ("; on them every group has zero reward variance (every answer of a prompt scored alike): the batch's "
                "std is not 0, each group's is, so every advantage is 0")
     else:
-        why = (f"; on them only {_pct(float(np.nanmean(zv)))} of the groups have zero reward variance, so the "
+        why = (f"; on them only {fmt_pct(float(np.nanmean(zv)))} of the groups have zero reward variance, so the "
                "advantages are not all 0: the loss kept no token of the others (masked truncations, a filter or a "
                "mask dropping them)")
     return Diagnosis("zero_grad_with_std", q, LOOK, f"{int(hit.sum())} of {table.n} updates have reward std > 0 and "
@@ -212,7 +209,7 @@ def reward_not_rising(reader: RunReader) -> Diagnosis:
         change = compare(start, end, "sampled")
     if change is not None:
         low, high = change.low, change.high
-        figure = (f"held-out {change.mode} accuracy {_pct(change.start)} -> {_pct(change.end)} "
+        figure = (f"held-out {change.mode} accuracy {fmt_pct(change.start)} -> {fmt_pct(change.end)} "
                   f"({100 * change.change:+.1f} points, 95% CI {100 * low:+.1f} to {100 * high:+.1f}, n {change.n})")
         if low > 0:
             return Diagnosis("reward_not_rising", q, FINE, figure, ch, src)
@@ -335,12 +332,12 @@ def length_moving(reader: RunReader) -> Diagnosis:
         return Diagnosis("length_moving", q, UNMEASURABLE, figure, ch, src,
                          lacks="no length/truncated_frac: whether the budget cuts the responses cannot be told")
     t_first, t_last = _edges(truncated)
-    figure += f"; responses cut at the budget {_pct(t_first)} -> {_pct(t_last)}"
+    figure += f"; responses cut at the budget {fmt_pct(t_first)} -> {fmt_pct(t_last)}"
     if t_last > TRUNCATED:
         return Diagnosis("length_moving", q, LOOK, figure + ": the budget shapes length (a truncated answer scores as "
                          "wrong and, per token, weighs by the aggregation)", ch, src,
                          steps=_first(tsteps, truncated > TRUNCATED))
-    return Diagnosis("length_moving", q, FINE, figure + f": under {_pct(TRUNCATED)} cut, so the change is the "
+    return Diagnosis("length_moving", q, FINE, figure + f": under {fmt_pct(TRUNCATED)} cut, so the change is the "
                      "policy's, not the budget's", ch, src)
 
 
@@ -356,14 +353,14 @@ def which_side(reader: RunReader) -> Diagnosis:
                          lacks="clip/frac_low and clip/frac_high are not both logged (a single clip_ratio does not say "
                                "which side)")
     low_last, high_last = _edges(low)[1], _edges(high)[1]
-    figure = (f"low side (A < 0, ratio below 1 - eps) {_pct(float(np.mean(low)))} of tokens, high side (A > 0, ratio "
-              f"above 1 + eps) {_pct(float(np.mean(high)))} over the run; last tenth {_pct(low_last)} and "
-              f"{_pct(high_last)}")
+    figure = (f"low side (A < 0, ratio below 1 - eps) {fmt_pct(float(np.mean(low)))} of tokens, high side (A > 0, ratio "
+              f"above 1 + eps) {fmt_pct(float(np.mean(high)))} over the run; last tenth {fmt_pct(low_last)} and "
+              f"{fmt_pct(high_last)}")
     heavy = max(low_last, high_last)
     most = steps[np.argsort(-(low + high), kind="stable")[:SHOWN]]
     if heavy > HEAVY_CLIP:
         side = "low" if low_last >= high_last else "high"
-        return Diagnosis("which_side", q, LOOK, figure + f": the {side} side clips over {_pct(HEAVY_CLIP)} of tokens, "
+        return Diagnosis("which_side", q, LOOK, figure + f": the {side} side clips over {fmt_pct(HEAVY_CLIP)} of tokens, "
                          "a wall rather than a guard rail (too many epochs or too large a step?)", ch, src,
                          steps=sorted(int(s) for s in most))
     return Diagnosis("which_side", q, FINE, figure, ch, src, steps=sorted(int(s) for s in most if (low + high)[

@@ -81,6 +81,16 @@ def fmt_pct(value: float | None, decimals: int = 1) -> str:
     return f"{100 * float(value):.{decimals}f}%"
 
 
+def fmt_share(value: float, decimals: int = 0) -> str:
+    """:func:`fmt_pct` for a share that may be tiny: under 1% with two significant digits (0.095%), under
+    0.01% as 'under 0.01%', so that a small share never reads as 0%."""
+    if value != 0 and abs(value) < 1e-4:
+        return "under 0.01%"
+    if value != 0 and abs(value) < 0.01:
+        return f"{fmt_num(100 * value, 2)}%"
+    return fmt_pct(value, decimals)
+
+
 def fmt_points(value: float, decimals: int = 1) -> str:
     """A difference of two fractions in percentage points."""
     return f"{100 * abs(float(value)):.{decimals}f}"

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from unipo_build.site import render
-from unipo_build.core.numbers import param_text
+from unipo_build.core.numbers import fmt_pct, param_text
 from unipo_build.core.objective import response_weight_shares
 from unipo_build.site.palette import (
     ALGORITHMS,
@@ -217,7 +217,8 @@ def num(value: float, digits: int = 2, signed: bool = False) -> str:
 
 
 def pct(value: float, digits: int = 0) -> str:
-    return f"{100.0 * value:.{digits}f}%"
+    """The pages' percentage: :func:`unipo_build.core.numbers.fmt_pct`, whole percent unless asked."""
+    return fmt_pct(value, digits)
 
 
 @functools.lru_cache(maxsize=None)

@@ -39,7 +39,7 @@ from typing import Sequence
 import numpy as np
 
 from unipo_build.core.heldout import run_change
-from unipo_build.core.numbers import fmt_num, fmt_pct
+from unipo_build.core.numbers import fmt_num, fmt_share
 from unipo_build.core.objective import term_and_gradient, terms_and_gradients
 from unipo_build.core.runs import Run
 from unipo_build.site.context import Site, macro
@@ -68,15 +68,6 @@ NEAR = 0.25
 def _slot_words(slot: str) -> str:
     label = SLOT_LABELS.get(slot, slot)
     return "the " + (label if label[:2].isupper() else label[:1].lower() + label[1:])
-
-
-def _share(value: float, digits: int = 0) -> str:
-    """A share as a percentage; one under 1% with two significant digits, so that a small share never reads as 0%."""
-    if value != 0 and abs(value) < 1e-4:
-        return "under 0.01%"
-    if value != 0 and abs(value) < 0.01:
-        return f"{fmt_num(100 * value, 2)}%"
-    return fmt_pct(value, digits)
 
 
 # ---------------------------------------------------------------------------
@@ -223,26 +214,26 @@ def gate_weight_text(site: Site, first: str, second: str) -> str:
         under_half = int(np.sum(shares < 0.5))
         keep = ("more than half of it for every one" if under_half == 0 else
                 f"less than half of it for {fmt_num(under_half)} of them")
-        parts.append(f"{fmt_num(len(silenced))} of them ({_share(len(silenced) / len(tokens), 1)}) had a ratio past "
+        parts.append(f"{fmt_num(len(silenced))} of them ({fmt_share(len(silenced) / len(tokens), 1)}) had a ratio past "
                      f"{nb}'s clip on the side their advantage pushes{where}, from {fmt_num(min(ratios), 3)} to "
                      f"{fmt_num(max(ratios), 3)}, where {nb}'s clip gives a zero gradient. {na}'s gate kept "
-                     f"{_share(float(shares.mean()))} of the weight each would have with no clip at all (its ratio) on "
-                     f"average, {_share(float(shares.min()))} at the least: {keep}.")
+                     f"{fmt_share(float(shares.mean()))} of the weight each would have with no clip at all (its ratio) on "
+                     f"average, {fmt_share(float(shares.min()))} at the least: {keep}.")
     else:
         parts.append(f"None of them had a ratio past {nb}'s clip on the side their advantage pushes{where}, so on "
                      f"these tokens {nb}'s clip silenced nothing that {na}'s gate kept.")
     rest = [t for t in tokens if t.second != 0.0]
     if rest:
         gaps = np.array([abs(t.first - t.second) / abs(t.second) for t in rest])
-        parts.append(f"On the other {fmt_num(len(rest))} the two weights differed by {_share(float(gaps.mean()), 2)} "
-                     f"on average and {_share(float(gaps.max()), 1)} at most.")
+        parts.append(f"On the other {fmt_num(len(rest))} the two weights differed by {fmt_share(float(gaps.mean()), 2)} "
+                     f"on average and {fmt_share(float(gaps.max()), 1)} at most.")
     up, down = half_ratio(kind, params, +1), half_ratio(kind, params, -1)
     at_zero = kept_share(kind, params, 1e-9, -1.0)
     half = (f"The gate halves a token's weight only at a ratio of {fmt_num(up, 3)} with a positive advantage"
             if up is not None else "With a positive advantage the gate keeps more than half a token's weight up to a "
             "ratio of 100")
     half += (f" and at {fmt_num(down, 3)} with a negative one." if down is not None else
-             f"; with a negative one it never does: near a ratio of 0 it still keeps {_share(at_zero)}.")
+             f"; with a negative one it never does: near a ratio of 0 it still keeps {fmt_share(at_zero)}.")
     parts.append(half)
     highest = [(float(np.nanmax(col)), r, int(r.reader.table.steps[int(np.nanargmax(col))]))
                for r in runs for col in [r.reader.table.column("ratio/max")] if not np.all(np.isnan(col))]
@@ -253,8 +244,8 @@ def gate_weight_text(site: Site, first: str, second: str) -> str:
         theirs = [kept_share(kb, pb, top, s) for s in (1.0, -1.0)]
         parts.append(f"The largest ratio any update of the {count_word(len(runs))} {na} runs logged was "
                      f"{fmt_num(top, 3)} ({top_run.id}, update {fmt_num(top_step)}). At that ratio {na}'s gate keeps "
-                     f"{_share(mine[0])} of a token's unclipped weight with a positive advantage and {_share(mine[1])} "
-                     f"with a negative one; {nb}'s clip keeps {_share(theirs[0])} and {_share(theirs[1])}."
+                     f"{fmt_share(mine[0])} of a token's unclipped weight with a positive advantage and {fmt_share(mine[1])} "
+                     f"with a negative one; {nb}'s clip keeps {fmt_share(theirs[0])} and {fmt_share(theirs[1])}."
                      + (f" Far above 1, {na}'s gate turns a token off whatever the sign of its advantage, where {nb}'s "
                         "clip turns off only a token it pushes up and leaves one it pushes down at its full weight."
                         if max(mine) < 0.5 and theirs[0] < 0.5 <= theirs[1] else ""))
@@ -295,7 +286,7 @@ def log_clip_text(site: Site, first: str, second: str) -> str:
             for n, rs in ((na, a), (nb, b))]
     parts = []
     verdict = compare(held[0], held[1], -1)
-    pct = lambda v: _share(v, 2)  # noqa: E731
+    pct = lambda v: fmt_share(v, 2)  # noqa: E731
     if verdict.status == "unmeasurable":
         parts.append(f"How often the two clips engaged cannot be measured here: {verdict.reason}.")
     else:

@@ -42,6 +42,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from unipo_build.core import runlog
+from unipo_build.core.numbers import fmt_pct
 from unipo_build.core.heldout import accuracy_curve
 from unipo_build.site.render import escape_text, json_data
 from unipo_build.core.runs import Run
@@ -372,10 +373,6 @@ def _controls_html(uid: str, series: RunSeries) -> str:
 PHASES = {"start": "before training", "periodic": "during training", "end": "after training"}
 
 
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.1f}%"
-
-
 def evals_html(evals: Sequence[EvalRecord], max_rows: int = 8) -> str:
     """The held-out evaluation as a small table: start, some periodic rows, end."""
     if not evals:
@@ -400,8 +397,8 @@ def evals_html(evals: Sequence[EvalRecord], max_rows: int = 8) -> str:
             else:
                 a = None
         if a is not None:
-            headline = (f'<p class="unipo-explorer__evals-headline">Greedy accuracy <strong>{_pct(a)}'
-                        f" → {_pct(b)}</strong> on the {n:,} {on} "
+            headline = (f'<p class="unipo-explorer__evals-headline">Greedy accuracy <strong>{fmt_pct(a)}'
+                        f" → {fmt_pct(b)}</strong> on the {n:,} {on} "
                         f"(step {start.step:,} to {end.step:,}).</p>")
     def step_cell(e: EvalRecord) -> str:
         phase = {"start": "start", "end": "end"}.get(e.phase)
@@ -409,7 +406,7 @@ def evals_html(evals: Sequence[EvalRecord], max_rows: int = 8) -> str:
 
     body = "".join(
         f'<tr title="{escape_text(PHASES.get(e.phase, e.phase))}"><td>{step_cell(e)}</td>'
-        f"<td>{_pct(e.accuracy_greedy)}</td><td>{_pct(e.accuracy_sampled)}</td>"
+        f"<td>{fmt_pct(e.accuracy_greedy)}</td><td>{fmt_pct(e.accuracy_sampled)}</td>"
         f"<td>{'–' if e.mean_length is None else f'{e.mean_length:.1f}'}</td></tr>"
         for e in rows
     )
