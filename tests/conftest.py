@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,23 @@ def xdist_group(item) -> str | None:
 def pytest_configure(config):
     # pytest-xdist registers its marker itself; without it (UNIPO_TEST_WORKERS=1, no dev extra) it is unknown
     config.addinivalue_line("markers", "xdist_group(name): tests that pytest-xdist's loadgroup runs on one worker")
+    one_thread_per_worker()
+
+
+def one_thread_per_worker() -> None:
+    """In a pytest-xdist worker, torch (and every process a test starts: `unipo train`, TRL, mkdocs) computes on
+    one thread unless the environment says otherwise. Workers share the machine's cores: each worker's OpenMP
+    threads waiting for a core the other worker holds made the training tests three times slower (two smoke
+    modules side by side: 86 s apart from each other's threads, 37 s on one thread each). README's advice for
+    a busy machine, `--threads 1` or UNIPO_THREADS=1, applied to the suite."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    for name in ("OMP_NUM_THREADS", "UNIPO_THREADS"):
+        os.environ.setdefault(name, "1")
+    threads = os.environ["OMP_NUM_THREADS"]
+    torch = sys.modules.get("torch")  # torch reads OMP_NUM_THREADS when it is imported: tell one imported already
+    if torch is not None and threads.isdigit() and int(threads) > 0:
+        torch.set_num_threads(int(threads))
 
 
 #: The last measured durations of the whole suite (`--durations`, kept in benchmarks/results).
