@@ -46,9 +46,10 @@ export UNIPO_REQUIRE_TRL=1
 # Two workers by default (pytest-xdist, in the dev extra: -n 2 --dist loadgroup); each module with fixtures of
 # its own runs on one worker, and the users of the session's site builds and TRL run all on one
 # (tests/conftest.py), so nothing costly is made twice; the other tests are handed out slowest first (by the
-# last measured durations, benchmarks/results/test_durations.txt), so no long walk is left to run alone at the end. On the 2-core machine the whole suite took 27.6 min in
-# one process and 18.3 min on two workers (benchmarks/results/test_durations.txt). UNIPO_TEST_WORKERS=1: one
-# process (no xdist), e.g. to read a failing test's output in order.
+# last measured durations, benchmarks/results/test_durations.txt), so no long walk is left to run alone at the end.
+# Each worker computes on one thread (tests/conftest.py one_thread_per_worker). On the 2-core machine the whole
+# suite took 27.6 min in one process and 13.9 min on two workers (benchmarks/results/test_durations.txt).
+# UNIPO_TEST_WORKERS=1: one process (no xdist), e.g. to read a failing test's output in order.
 workers="${UNIPO_TEST_WORKERS:-2}"
 parallel=()
 if [ "$workers" != 1 ]; then
