@@ -48,7 +48,7 @@ export UNIPO_REQUIRE_TRL=1
 # (tests/conftest.py), so nothing costly is made twice; the other tests are handed out slowest first (by the
 # last measured durations, benchmarks/results/test_durations.txt), so no long walk is left to run alone at the end.
 # Each worker computes on one thread (tests/conftest.py one_thread_per_worker). On the 2-core machine the whole
-# suite took 27.6 min in one process and 13.9 min on two workers (benchmarks/results/test_durations.txt).
+# suite took 27.6 min in one process and 13.6 to 13.9 min on two workers (benchmarks/results/test_durations.txt).
 # UNIPO_TEST_WORKERS=1: one process (no xdist), e.g. to read a failing test's output in order.
 workers="${UNIPO_TEST_WORKERS:-2}"
 parallel=()
