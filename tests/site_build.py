@@ -183,3 +183,41 @@ def bound_macros(runs_dir: Path | None = None) -> dict:
 
     return {name: as_text(fn) if name in MACROS and not (MACROS[name].html or MACROS[name].markdown) else fn
             for name, fn in env.macros.items()}
+
+
+_TEMPLATE_RE = re.compile(r'<template class="unipo-data" id="([^"]+)"[^>]*>(.*?)</template>', re.S)
+
+
+def vega_lite_specs(data):
+    """Every Vega-Lite spec in a page's data, a chart's own or one inside a view's payload."""
+    if isinstance(data, dict):
+        if str(data.get("$schema", "")).startswith("https://vega.github.io/schema/vega-lite/"):
+            yield data
+            return
+        data = list(data.values())
+    if isinstance(data, list):
+        for item in data:
+            yield from vega_lite_specs(item)
+
+
+def vega_lite_checker():
+    """A function giving the schema errors of one spec against the Vega-Lite schema Altair ships: the check a
+    build skips (unipo_build.site.render.chart_spec), made by the tests on what the build wrote."""
+    import jsonschema
+    from altair.vegalite.v6.schema import core
+
+    schema = core.load_schema()
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    return lambda spec: [e.message[:300] for e in validator.iter_errors(spec)]
+
+
+def invalid_charts(site_dir: Path, errors_of) -> tuple[int, dict[str, list[str]]]:
+    """(how many Vega-Lite specs the built site embeds, {page#data id: its first schema errors} for the invalid)."""
+    checked, invalid = 0, {}
+    for page in sorted(Path(site_dir).rglob("*.html")):
+        for data_id, text in _TEMPLATE_RE.findall(page.read_text(encoding="utf-8")):
+            for spec in vega_lite_specs(json.loads(text)):
+                checked += 1
+                if found := errors_of(spec):
+                    invalid[f"{page.relative_to(site_dir)}#{data_id}"] = found[:3]
+    return checked, invalid

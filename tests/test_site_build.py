@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from site_build import invalid_charts, vega_lite_checker
 from unipo_build.site import hooks, macros
 
 LOADING_LINK_RELS = {"stylesheet", "preload", "modulepreload", "prefetch", "preconnect",
@@ -183,44 +184,17 @@ def test_rendering_page_has_math_and_chart(built_site):
     assert '<template class="unipo-data" id="unipo-vega-1-' in text
 
 
-_TEMPLATE_RE = re.compile(r'<template class="unipo-data" id="([^"]+)"[^>]*>(.*?)</template>', re.S)
-
-
-def _vega_lite_specs(data):
-    """Every Vega-Lite spec in a page's data, a chart's own or one inside a view's payload."""
-    if isinstance(data, dict):
-        if str(data.get("$schema", "")).startswith("https://vega.github.io/schema/vega-lite/"):
-            yield data
-            return
-        data = list(data.values())
-    if isinstance(data, list):
-        for item in data:
-            yield from _vega_lite_specs(item)
-
-
 @pytest.fixture(scope="module")
 def vega_lite_errors():
-    """Schema errors of one spec against the Vega-Lite schema Altair ships (the check a build skips:
-    unipo_build.site.render.chart_spec)."""
-    import jsonschema
-    from altair.vegalite.v6.schema import core
-
-    schema = core.load_schema()
-    validator = jsonschema.validators.validator_for(schema)(schema)
-    return lambda spec: [e.message[:300] for e in validator.iter_errors(spec)]
+    return vega_lite_checker()
 
 
 def test_every_chart_of_the_built_site_is_valid_vega_lite(built_site, vega_lite_errors):
     """The build makes its charts without Altair's schema check (a fifth of its time); every chart it
-    embedded, on every page of every set, is checked here instead."""
-    checked, errors = 0, {}
-    for page in _pages(built_site):
-        for data_id, text in _TEMPLATE_RE.findall(page.read_text(encoding="utf-8")):
-            for spec in _vega_lite_specs(json.loads(text)):
-                checked += 1
-                if found := vega_lite_errors(spec):
-                    errors[f"{page.relative_to(built_site)}#{data_id}"] = found[:3]
-    assert errors == {}
+    embedded, on every page of every set, is checked here instead (the hostile site's too:
+    tests/browser/test_hostile_site.py)."""
+    checked, invalid = invalid_charts(built_site, vega_lite_errors)
+    assert invalid == {}
     assert checked >= 100, f"only {checked} Vega-Lite specs found in the built site"
 
 

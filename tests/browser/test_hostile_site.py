@@ -42,6 +42,7 @@ import pytest
 import browser_harness as H
 from helpers_runlog import checksums
 from hostile import MARK, Payloads, floats_at_bounds, hostile_project, identifier_cases, runs_at_bounds
+from site_build import invalid_charts, vega_lite_checker
 
 REPO = Path(__file__).resolve().parents[2]
 HEAD = re.compile("\u27e6(h\\d+)\u27e7")
@@ -345,6 +346,14 @@ def test_the_hostile_site_builds_and_leaves_its_inputs_alone(hostile_build):
     published = {p.name for p in (hostile_build.site / "assets" / "runs").iterdir()}
     # the runs with token detail: those are the ones whose steps the inspector fetches
     assert published == {p.name for p in (REPO / "data" / "runs").iterdir() if any(p.glob("tokens/step_*.json"))}
+
+
+def test_every_chart_made_from_hostile_runs_is_valid_vega_lite(hostile_build):
+    """A build makes its charts without Altair's schema check: charts made from runs full of payloads and
+    numbers at their bounds are still valid Vega-Lite."""
+    checked, invalid = invalid_charts(hostile_build.site, vega_lite_checker())
+    assert invalid == {}
+    assert checked >= 50, f"only {checked} Vega-Lite specs found in the hostile site"
 
 
 def test_the_generator_reached_every_kind_of_payload_and_field(hostile_build):
