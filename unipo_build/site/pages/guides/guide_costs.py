@@ -58,7 +58,9 @@ def measured_text(results: dict, command: str, style: str = "sentence") -> str:
     where = ", ".join(f"`{w}`" for w in entry.get("writes", []))
     machine = results.get("machine", "this project's machine")
     busy = entry.get("load_average_5min", 0) > results.get("cores", float("inf"))
-    return (f"Measured on {results.get('measured_at', 'an unrecorded date')} on {machine}"
+    # a command measured again on its own carries its own date; the others the file's
+    when = entry.get("measured_at") or results.get("measured_at", "an unrecorded date")
+    return (f"Measured on {when} on {machine}"
             + (" while other work kept its cores busy" if busy else "") + f": {took}"
             + (f", writing {wrote} to {where}." if wrote else "."))
 
