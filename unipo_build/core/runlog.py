@@ -9,7 +9,6 @@ prompt and response, and the field. Nothing here ever writes to a file it reads.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -269,17 +268,15 @@ def _utf8_error(err: UnicodeDecodeError, data: bytes, *, line: int | None = None
     return f"not valid UTF-8 text ({where}byte {err.start - line_start + 1} of the line: 0x{data[err.start]:02x})"
 
 
-def _validate(file: str, raw: Any, model: type[BaseModel], *, line: int | None = None, step: int | None = None,
-              within_limits: bool = False):
+def _validate(file: str, raw: Any, model: type[BaseModel], *, line: int | None = None, step: int | None = None):
     """Validate parsed JSON; every problem as a LogError.
 
     Values no schema accepts (NaN, numbers out of range, lone surrogates, over-long strings) are
     found everywhere, in unknown fields too (unipo_build.core.limits); the model's own errors follow,
-    except at a place already reported. ``within_limits``: the same bytes passed that scan before
-    (:func:`read_json_model`), so it is not run again.
+    except at a place already reported.
     """
     errors = []
-    for loc, message in ([] if within_limits else limits.problems(raw)):
+    for loc, message in limits.problems(raw):
         where, field = _where(loc)
         errors.append(LogError(file, message, line=line, step=step, where=where, field=field or None))
     reported = {(e.where, e.field) for e in errors}
@@ -309,15 +306,7 @@ def read_json_model(path: Path, model: type[BaseModel], *, step: int | None = No
         raise LogError(str(path), f"not valid JSON: {err}", step=step) from None
     if step is None and isinstance(raw, dict) and _is_step(raw.get("step")):
         step = raw["step"]
-    key = (model.__name__, hashlib.blake2b(data, digest_size=16).digest())
-    record = _validate(str(path), raw, model, step=step, within_limits=key in _WITHIN_LIMITS)
-    _WITHIN_LIMITS.add(key)  # reached only without an error
-    return record
-
-
-#: (model, digest of the bytes) of every file read that passed the limits scan: a build reads each
-#: token file several times (its run's check, then the views), and the scan is most of a read's time.
-_WITHIN_LIMITS: set[tuple[str, bytes]] = set()
+    return _validate(str(path), raw, model, step=step)
 
 
 def _is_step(value: Any) -> bool:

@@ -9,7 +9,6 @@ contributed algorithm joins the tree without an edit here.
 from __future__ import annotations
 
 import re
-
 import textwrap
 
 from unipo_build.site.render import chart_spec, vega_embed
