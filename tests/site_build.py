@@ -211,12 +211,17 @@ def vega_lite_checker():
     return lambda spec: [e.message[:300] for e in validator.iter_errors(spec)]
 
 
+def page_data(html: str) -> list[tuple[str, object]]:
+    """(id, parsed JSON) of every data template of a page or a macro's HTML (render.json_data), in order."""
+    return [(data_id, json.loads(text)) for data_id, text in _TEMPLATE_RE.findall(html)]
+
+
 def invalid_charts(site_dir: Path, errors_of) -> tuple[int, dict[str, list[str]]]:
     """(how many Vega-Lite specs the built site embeds, {page#data id: its first schema errors} for the invalid)."""
     checked, invalid = 0, {}
     for page in sorted(Path(site_dir).rglob("*.html")):
-        for data_id, text in _TEMPLATE_RE.findall(page.read_text(encoding="utf-8")):
-            for spec in vega_lite_specs(json.loads(text)):
+        for data_id, data in page_data(page.read_text(encoding="utf-8")):
+            for spec in vega_lite_specs(data):
                 checked += 1
                 if found := errors_of(spec):
                     invalid[f"{page.relative_to(site_dir)}#{data_id}"] = found[:3]

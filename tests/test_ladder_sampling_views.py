@@ -8,12 +8,12 @@ rollout 4 (6 of 8 responses kept) and rollout 7 (nothing kept: no update, no lin
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 
 from seed_fixtures import FixtureRun, fixture_project, write_fixture_runs
+from site_build import page_data
 from test_seed_views import grpo, START
 from unipo_build.site.pages.objectives import ladder as L
 from unipo_build.site.pages.dynamics import sampling as SM
@@ -98,7 +98,7 @@ def test_rung_rows_carry_the_paired_change_and_final_metrics_of_every_seed(site)
 
 def test_ladder_figure_has_one_mark_per_run_and_every_rung_on_its_axis(site):
     html = L.ablation_ladder_html(site, "dapo")
-    specs = [json.loads(t) for t in re.findall(r'<template class="unipo-data"[^>]*>(.*?)</template>', html)]
+    specs = [data for _, data in page_data(html)]
     change = layer_values(specs[0], "point")
     assert sorted((r["rung"], r["seed"]) for r in change) == sorted(
         [("GRPO", "seed 0"), ("GRPO", "seed 1"), ("GRPO", "seed 2"), ("GRPO \u2212 KL", "seed 0"),
@@ -151,7 +151,7 @@ def test_without_sampled_metrics_fewer_rounds_than_the_cap_means_full(tmp_path):
 
 def test_batch_filling_shows_filtering_runs_only_with_kept_and_all_sampled(site):
     html = SM.batch_filling_html(site, ["grpo", "dapo"])
-    specs = [json.loads(t) for t in re.findall(r'<template class="unipo-data"[^>]*>(.*?)</template>', html)]
+    specs = [data for _, data in page_data(html)]
     assert len(specs) == 3
     assert specs[1]["layer"][1]["data"]["values"] == [{"cap": 10}]  # the cap drawn on the rounds panel
     kinds = {r["kind"] for r in layer_values(specs[2], "line")}

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from seed_fixtures import FixtureRun, write_fixture_runs
+from site_build import page_data
 from unipo_build.core import heldout, runs
 from unipo_build.site.pages.learning import bands as B
 from unipo_build.site.facts import seeds as S
@@ -186,7 +187,7 @@ def test_token_axis_counts_every_generated_token_before_an_update(site):
 
 def test_seed_bands_draw_a_band_only_where_there_are_seeds(site):
     html = B.seed_bands_html(site, ["heldout/greedy", "reward/mean"], ["grpo", "dapo"], "fraction")
-    specs = [json.loads(t) for t in re.findall(r'<template class="unipo-data"[^>]*>(.*?)</template>', html)]
+    specs = [data for _, data in page_data(html)]
     assert len(specs) == 2
     reward = specs[1]
     rows = reward["data"]["values"]  # one data set: the median line, and the band's low and high
