@@ -20,6 +20,8 @@ from pathlib import Path
 import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+#: A folder whose sitecustomize makes `import torch` fail (a site build must not need torch).
+NO_TORCH = Path(__file__).resolve().parent / "no_torch"
 
 
 @dataclass(frozen=True)
@@ -85,13 +87,23 @@ def sitemap_root(site_dir: Path) -> str | None:
     return match.group(1) if match else None
 
 
+def build_env(extra_env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a test's site build: this one, with `import torch` made to fail (tests/no_torch)."""
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", **(extra_env or {}))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(NO_TORCH), env.get("PYTHONPATH")]))
+    env["UNIPO_TEST_NO_TORCH"] = "1"
+    return env
+
+
 def build_site(
     site_dir: Path, *, site_url: str | None = None, extra_env: dict[str, str] | None = None,
     tool: str = "mkdocs",
 ) -> SiteBuild:
     """Run ``mkdocs build --strict`` into ``site_dir`` in a subprocess (``tool="properdocs"``: the
-    same build with ProperDocs, the maintained MkDocs 1.x fork, reading mkdocs.yml)."""
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", **(extra_env or {}))
+    same build with ProperDocs, the maintained MkDocs 1.x fork, reading mkdocs.yml). ``import torch``
+    fails in that subprocess (tests/no_torch), as on the Pages workflow and the README's first command:
+    a site build needs numpy only."""
+    env = build_env(extra_env)
     if site_url:
         env["UNIPO_SITE_URL"] = site_url
     config = ["--config-file", str(REPO_ROOT / "mkdocs.yml")] if tool != "mkdocs" else []

@@ -1,4 +1,4 @@
-"""The site builds from a non-editable install, as the Pages workflow builds it.
+"""The site builds from a non-editable install without torch, as the Pages workflow builds it.
 
 ``pip install .`` copies ``unipo_build`` into site-packages and leaves ``data/`` behind, so every
 spec, run and task must be found from the project (the MkDocs config's directory), never from the
@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+NO_TORCH = Path(__file__).resolve().parent / "no_torch"
 
 
 def _run(argv: list[str], **kwargs) -> subprocess.CompletedProcess:
@@ -48,6 +49,10 @@ def installed(tmp_path_factory):
                       "--target", str(fresh_site), str(wheel)])
     assert installed.returncode == 0, installed.stdout + installed.stderr
 
+    # `import torch` fails there where UNIPO_TEST_NO_TORCH=1 (the site build's test), as on the Pages workflow
+    (fresh_site / "_unipo_no_torch.py").write_text((NO_TORCH / "sitecustomize.py").read_text(encoding="utf-8"),
+                                                   encoding="utf-8")
+    (fresh_site / "zz_unipo_no_torch.pth").write_text("import _unipo_no_torch\n", encoding="utf-8")
     where = _run([str(python), "-I", "-c", "import unipo_build; print(unipo_build.__file__)"], cwd=REPO)
     assert where.returncode == 0, where.stderr
     assert Path(where.stdout.strip()).resolve().is_relative_to(fresh_site.resolve()), where.stdout
@@ -62,8 +67,10 @@ def installed(tmp_path_factory):
 def test_site_builds_from_a_non_editable_install(installed, tmp_path):
     python, _, env = installed
     site = tmp_path / "site"
+    no_torch = _run([str(python), "-I", "-c", "import torch"], cwd=REPO, env=dict(env, UNIPO_TEST_NO_TORCH="1"))
+    assert no_torch.returncode != 0 and "torch is blocked" in no_torch.stderr, no_torch.stderr
     build = _run([str(python), "-I", "-m", "mkdocs", "build", "--strict", "-q", "--site-dir", str(site)],
-                 cwd=REPO, env=env)
+                 cwd=REPO, env=dict(env, UNIPO_TEST_NO_TORCH="1"))
     assert build.returncode == 0, (build.stdout + build.stderr)[-6000:]
     dapo = (site / "reference" / "algorithms" / "dapo" / "index.html").read_text(encoding="utf-8")
     assert "unipo-objective" in dapo and "clip" in dapo

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from types import SimpleNamespace
@@ -11,7 +13,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from site_build import invalid_charts, vega_lite_checker
+from site_build import build_env, invalid_charts, vega_lite_checker
 from unipo_build.site import hooks, macros
 
 LOADING_LINK_RELS = {"stylesheet", "preload", "modulepreload", "prefetch", "preconnect",
@@ -72,6 +74,16 @@ def test_build_is_strict_and_free_of_warnings(site_build):
         if re.match(r"\s*(WARNING|ERROR)\b", line) or "DeprecationWarning" in line
     ]
     assert noisy == [], "\n".join(noisy)
+
+
+def test_the_test_builds_run_where_torch_cannot_be_imported():
+    """The session's builds (both sets, site_build) and every other test build run in build_env, where
+    `import torch` fails: the site must build as the README's first command and the Pages workflow
+    build it, without torch. Numpy and the site's own modules still import there."""
+    probe = "import numpy, unipo_build.site.macros\ntry:\n    import torch\nexcept ImportError as e:\n    print('no torch:', e)"
+    proc = subprocess.run([sys.executable, "-c", probe], env=build_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("no torch: No module named 'torch'"), proc.stdout
 
 
 def test_vendor_files_are_copied_from_node_modules(built_site, repo_root):

@@ -16,6 +16,7 @@ ratio, computed in log space (never as a quotient of probabilities).
 
 from __future__ import annotations
 
+import numpy as np
 from array_api_compat import array_namespace
 
 # Sides reported by the clip component. Stored as small ints in the logs.
@@ -286,6 +287,42 @@ def sapo_surrogate(ratio, advantage, tau_pos: float, tau_neg: float):
     tau = tau_neg + (tau_pos - tau_neg) * positive
     surrogate = sapo_gate(ratio, tau) * advantage
     return surrogate, xp.zeros_like(surrogate, dtype=xp.int8)
+
+
+# Each token-level surrogate's derivative with respect to the token's log-probability, on numpy arrays:
+# d ell / d log pi = rho * d ell / d rho, with stop-gradients counted (a constant has no derivative).
+# The site computes a token's gradient weight with these (a build needs numpy only, never torch);
+# tests/test_objective_grad.py holds each equal to torch's autograd through the surrogate itself.
+
+def clipped_surrogate_grad(ratio, advantage, eps_low: float | None, eps_high: float | None):
+    """d/d log pi of :func:`clipped_surrogate`: rho A where the unclipped branch carries the gradient,
+    0 where the clipped branch won (the sides CLIP_HIGH and CLIP_LOW). At a bound both branches are
+    equal and clip passes its gradient, so the token keeps rho A, as autograd gives."""
+    ratio, advantage = np.asarray(ratio, dtype=float), np.asarray(advantage, dtype=float)
+    _, side = clipped_surrogate(ratio, advantage, eps_low, eps_high)
+    return np.where(side != CLIP_NONE, 0.0, ratio * advantage)
+
+
+def dual_clip_surrogate_grad(ratio, advantage, eps_low: float, eps_high: float, c: float):
+    """d/d log pi of :func:`dual_clip_surrogate`: PPO's, and 0 where the floor c A won."""
+    ratio, advantage = np.asarray(ratio, dtype=float), np.asarray(advantage, dtype=float)
+    surrogate, _ = clipped_surrogate(ratio, advantage, eps_low, eps_high)
+    bounded = (advantage < 0) & (surrogate < c * advantage)
+    return np.where(bounded, 0.0, clipped_surrogate_grad(ratio, advantage, eps_low, eps_high))
+
+
+def cispo_surrogate_grad(ratio, advantage, eps_low: float | None, eps_high: float):
+    """d/d log pi of :func:`cispo_surrogate`: the clipped weight times A, w A, for every token."""
+    ratio, advantage = np.asarray(ratio, dtype=float), np.asarray(advantage, dtype=float)
+    return np.clip(ratio, None if eps_low is None else 1.0 - eps_low, 1.0 + eps_high) * advantage
+
+
+def sapo_surrogate_grad(ratio, advantage, tau_pos: float, tau_neg: float):
+    """d/d log pi of :func:`sapo_surrogate`: 4 sigmoid (1 - sigmoid) rho A, the gate's slope times rho A."""
+    ratio, advantage = np.asarray(ratio, dtype=float), np.asarray(advantage, dtype=float)
+    tau = np.where(advantage > 0, tau_pos, tau_neg)
+    sigma = sapo_gate(ratio, tau) * tau / 4.0
+    return 4.0 * sigma * (1.0 - sigma) * ratio * advantage
 
 
 def geo_mean_surrogate(ratio, advantage, mask, eps_low: float, eps_high: float):

@@ -89,6 +89,11 @@ def _ppo_clip(bounds):
     return lambda ratio, advantage, p: C.clipped_surrogate(ratio, advantage, *bounds(p))
 
 
+def _ppo_clip_grad(bounds):
+    """A clip kind's ``grad``: the derivative of PPO's surrogate with the kind's ``bounds``."""
+    return lambda ratio, advantage, p: C.clipped_surrogate_grad(ratio, advantage, *bounds(p))
+
+
 _NO_BOUNDS = lambda p: (None, None)  # noqa: E731
 _SYMMETRIC = lambda p: (p["eps"], p["eps"])  # noqa: E731
 _ASYMMETRIC = lambda p: (p["eps_low"], p["eps_high"])  # noqa: E731
@@ -120,7 +125,7 @@ _CLIP_ROWS = explain(
 
 register("clip", "none", NoParams, "No clipping: the surrogate is the ratio times the advantage.",
          lambda p: r"\ell_{i,t}=\rho_{i,t}\,\hat{A}_{i,t}",
-         fn=C.clipped_surrogate, bounds=_NO_BOUNDS, worked=_clip_worked, apply=_ppo_clip(_NO_BOUNDS), label="no clip",
+         fn=C.clipped_surrogate, bounds=_NO_BOUNDS, worked=_clip_worked, apply=_ppo_clip(_NO_BOUNDS), grad=_ppo_clip_grad(_NO_BOUNDS), label="no clip",
          explain=explain(row("ℓ = {ratio_symbol}·Â", "{calc.ratio} × {token.advantage} (nothing is clipped)", "calc.surrogate",
                              key="surrogate")))
 register("clip", "symmetric", SymmetricClip,
@@ -129,7 +134,7 @@ register("clip", "symmetric", SymmetricClip,
          % (_fmt(p["eps"]), _fmt(p["eps"])),
          (Term("clip", r"\operatorname{clip}", _CLIP_TERM),
           Term("min", r"\min", "The pessimistic choice: the smaller of the clipped and unclipped objectives.")),
-         fn=C.clipped_surrogate, bounds=_SYMMETRIC, worked=_clip_worked, apply=_ppo_clip(_SYMMETRIC), label="symmetric clip",
+         fn=C.clipped_surrogate, bounds=_SYMMETRIC, worked=_clip_worked, apply=_ppo_clip(_SYMMETRIC), grad=_ppo_clip_grad(_SYMMETRIC), label="symmetric clip",
          explain=_CLIP_ROWS)
 register("clip", "asymmetric", AsymmetricClip,
          "Separate lower and upper bounds, 1 - eps_low and 1 + eps_high: once the ratio has left them in the advantage's direction, the term stops pushing.",
@@ -138,7 +143,7 @@ register("clip", "asymmetric", AsymmetricClip,
          (Term("clip", r"\operatorname{clip}", "Asymmetric bounds: the term stops pushing up once the ratio exceeds "
                "1 + eps_high and stops pushing down once it falls below 1 - eps_low. " + _CLIP_AFTER),
           Term("min", r"\min", "The pessimistic choice: the smaller of the clipped and unclipped objectives.")),
-         fn=C.clipped_surrogate, bounds=_ASYMMETRIC, worked=_clip_worked, apply=_ppo_clip(_ASYMMETRIC), label="asymmetric clip (clip-higher)",
+         fn=C.clipped_surrogate, bounds=_ASYMMETRIC, worked=_clip_worked, apply=_ppo_clip(_ASYMMETRIC), grad=_ppo_clip_grad(_ASYMMETRIC), label="asymmetric clip (clip-higher)",
          explain=_CLIP_ROWS)
 
 class DualClip(_Params):
@@ -221,6 +226,7 @@ register("clip", "dual_clip", DualClip,
                "term is constant and the token's gradient is 0 (verl clip_ratio_c, 3 by default; OpenRLHF dual_clip).")),
          fn=C.dual_clip_surrogate, bounds=_ASYMMETRIC, worked=_dual_clip_worked, label="dual clip (floor c·Â)",
          apply=lambda ratio, advantage, p: C.dual_clip_surrogate(ratio, advantage, p["eps_low"], p["eps_high"], p["c"]),
+         grad=lambda ratio, advantage, p: C.dual_clip_surrogate_grad(ratio, advantage, p["eps_low"], p["eps_high"], p["c"]),
          explain=explain(
              row("bounds", "[1 − {params.eps_low}, 1 + {params.eps_high}], and c = {params.c} when Â < 0",
                  text="[{1 - params.eps_low}, {1 + params.eps_high}]"),
@@ -254,6 +260,7 @@ register("clip", "cispo", CispoClip,
          fn=C.cispo_surrogate, bounds=_cispo_bounds, worked=_cispo_worked, label="clipped IS weight (CISPO)",
          ratio_kinds=("token",),
          apply=lambda ratio, advantage, p: C.cispo_surrogate(ratio, advantage, p.get("eps_low"), p["eps_high"]),
+         grad=lambda ratio, advantage, p: C.cispo_surrogate_grad(ratio, advantage, p.get("eps_low"), p["eps_high"]),
          explain=explain(
              row("bounds of the weight", cases(("has(params.eps_low)", "[1 − {params.eps_low}, 1 + {params.eps_high}]"),
                                                (None, "no lower bound, at most 1 + {params.eps_high}")),
@@ -288,6 +295,7 @@ register("clip", "sapo", SapoGate,
                "(1.05 against 1.0 in TRL and verl), so pushing a token down fades sooner than pushing one up.")),
          fn=C.sapo_surrogate, bounds=_NO_BOUNDS, worked=_sapo_worked, label="soft gate (SAPO)",
          apply=lambda ratio, advantage, p: C.sapo_surrogate(ratio, advantage, p["tau_pos"], p["tau_neg"]),
+         grad=lambda ratio, advantage, p: C.sapo_surrogate_grad(ratio, advantage, p["tau_pos"], p["tau_neg"]),
          explain=explain(
              row("temperature τ", cases(("token.advantage > 0", "τ_pos, for Â > 0"), (None, "τ_neg, for Â ≤ 0")),
                  _SAPO_TAU, key="tau"),

@@ -145,27 +145,27 @@ def surrogate_terms(cfg: ResolvedAlgorithm, rho, advantages, mask=None):
 
 def term_and_gradient(clip_kind, params: dict, ratio: float, advantage: float) -> tuple[float, float, int]:
     """A token's term under a clip kind (a registry kind of the clip slot, with its parameters), its
-    derivative with respect to the token's log-probability (autograd through the kind's ``apply``:
-    stop-gradients count) and the clip side the kind reports. A kind that weighs a whole response
-    (``needs_mask``) has no term of a token alone."""
+    derivative with respect to the token's log-probability (the kind's ``grad``: stop-gradients count)
+    and the clip side the kind reports. A kind that weighs a whole response (``needs_mask``) has no
+    term of a token alone."""
     values, grads, sides = terms_and_gradients(clip_kind, params, [ratio], [advantage])
     return float(values[0]), float(grads[0]), int(sides[0])
 
 
 def terms_and_gradients(clip_kind, params: dict, ratios: Sequence[float],
                         advantages: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`term_and_gradient` of many tokens at once (one backward pass: each token's term depends on
-    its own log-probability alone, so the gradient of their sum is each token's own derivative)."""
-    import torch
-
-    shift = torch.zeros(len(ratios), dtype=torch.float64, requires_grad=True)  # d/d log pi at the logged ratios
-    rho = torch.exp(shift) * torch.tensor([float(r) for r in ratios], dtype=torch.float64)
-    advantage = torch.tensor([float(a) for a in advantages], dtype=torch.float64)
+    """:func:`term_and_gradient` of many tokens at once, on numpy alone: the term from the kind's
+    ``apply``, its derivative from the kind's ``grad`` (closed form, held equal to torch's autograd
+    through ``apply`` by the tests), so that a site build needs no torch."""
+    if clip_kind.needs_mask or clip_kind.grad is None:
+        raise ValueError(f"the {clip_kind.name} clip has no term of a token alone (it weighs the whole response)"
+                         if clip_kind.needs_mask else f"the {clip_kind.name} clip kind registers no grad")
+    rho = np.asarray([float(r) for r in ratios], dtype=np.float64)
+    advantage = np.asarray([float(a) for a in advantages], dtype=np.float64)
     value, side = clip_kind.apply(rho, advantage, params)
-    value.sum().backward()
-    grads = np.zeros(len(ratios)) if shift.grad is None else shift.grad.numpy().copy()
-    side = side.detach().numpy() if isinstance(side, torch.Tensor) else np.asarray(side)
-    return value.detach().numpy().copy(), grads, np.broadcast_to(side, (len(ratios),)).astype(int)
+    grads = np.asarray(clip_kind.grad(rho, advantage, params), dtype=np.float64)
+    return (np.asarray(value, dtype=np.float64).copy(), np.broadcast_to(grads, rho.shape).copy(),
+            np.broadcast_to(np.asarray(side), rho.shape).astype(int))
 
 
 def token_terms(cfg: ResolvedAlgorithm, *, logp, old_logp, advantages, mask, ref_logp=None,

@@ -115,6 +115,10 @@ class Kind:
     run_resolved: tuple[str, ...] = field(default=())
     fn: Callable | None = None
     apply: Callable | None = None
+    # A clip kind's derivative of its term with respect to the token's log-probability, stop-gradients
+    # counted: ``grad(ratio, advantage, params)`` on numpy arrays (objective.terms_and_gradients; the site
+    # needs numpy only). None for a kind whose term reads the whole response (``needs_mask``).
+    grad: Callable | None = None
     bounds: Callable[[dict], tuple[float | None, float | None]] | None = None
     # A clip kind that only means something on these ratio kinds (CISPO weights each token's own
     # log-probability by that token's ratio); empty: any ratio. specs refuses another.
