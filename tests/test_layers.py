@@ -12,6 +12,10 @@ unipo_build/ is four layers, each a folder, each importing only itself and the l
 ``training/`` imports only the core. No module of unipo_build/ or training/ is over about 600 lines,
 and no script or style sheet of the site is over about 1,000.
 
+The one exception to "every module in a layer folder": 0.1.0's module paths, kept for one release as
+deprecated aliases of the modules that moved (:data:`DEPRECATED_ALIASES`; CHANGELOG.md, Moved). They sit
+where 0.1.0's modules sat, hold nothing of their own, and nothing in the project imports them.
+
 Imports inside functions count: the check walks every import statement of a module's syntax tree.
 """
 
@@ -30,6 +34,13 @@ ARGPARSE_ALLOWED = {"unipo_build.trainers.openrlhf.launch"}
 MAX_LINES = 610
 #: A script or style sheet of the site (the theme's and the views'): the same guideline, in its lines.
 MAX_ASSET_LINES = 1000
+#: 0.1.0's paths, each an alias of the module that moved (0.2.0 only: tests/test_compat.py checks that each
+#: warns and is the new module). Outside the layers on purpose; remove them, and this list, after 0.2.0.
+DEPRECATED_ALIASES = {"unipo_build.trl_tap", "unipo_build.macros", "unipo_build.importers"} | {
+    f"unipo_build.importers.{name}" for name in ("common", "openrlhf_tb", "prime_rl", "tfevents", "trainer_config",
+                                                  "trl", "trl_tap_files", "unipo_format", "verl")}
+#: An alias is its docstring, a warning and the import of the new module: a few lines, never code.
+MAX_ALIAS_LINES = 40
 
 
 def module_name(path: Path) -> str:
@@ -74,7 +85,8 @@ def own_modules(path: Path, names: set[str]) -> set[str]:
 
 
 def package_files() -> list[Path]:
-    return sorted(PACKAGE.rglob("*.py"))
+    """The package's modules, less the deprecated aliases of 0.1.0's paths (checked on their own below)."""
+    return sorted(p for p in PACKAGE.rglob("*.py") if module_name(p) not in DEPRECATED_ALIASES)
 
 
 def layer_of(module: str) -> str | None:
@@ -87,6 +99,21 @@ def test_every_module_is_in_a_layer_folder():
     loose = [module_name(p) for p in package_files()
              if module_name(p) != "unipo_build" and layer_of(module_name(p)) not in LAYERS]
     assert not loose, f"modules outside the layer folders {LAYERS}: {loose}"
+
+
+def test_the_deprecated_aliases_are_only_aliases_and_nothing_imports_them():
+    files = {module_name(p): p for p in PACKAGE.rglob("*.py") if module_name(p) in DEPRECATED_ALIASES}
+    assert set(files) == DEPRECATED_ALIASES, f"aliases listed but missing: {DEPRECATED_ALIASES - set(files)}"
+    for name, path in files.items():
+        text = path.read_text(encoding="utf-8")
+        assert len(text.splitlines()) <= MAX_ALIAS_LINES, f"{name} is more than an alias"
+        assert "DeprecationWarning" in text and "stacklevel=2" in text, f"{name} does not warn its importer"
+    users = sorted(f"{path.relative_to(REPO)} imports {sorted(hit)}"
+                   for folder in ("unipo_build", "training", "tests", "benchmarks")
+                   for path in sorted((REPO / folder).rglob("*.py"))
+                   if module_name(path) not in DEPRECATED_ALIASES and path.name != "test_compat.py"
+                   and (hit := own_modules(path, imports_of(path)) & DEPRECATED_ALIASES))
+    assert not users, "use the new paths, not the deprecated aliases:\n" + "\n".join(users)
 
 
 def test_the_import_check_sees_imports_inside_functions():

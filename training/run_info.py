@@ -9,6 +9,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
+from importlib import metadata
 from pathlib import Path
 
 import torch
@@ -120,6 +121,19 @@ def git_commit() -> str | None:
     return None
 
 
+def software() -> dict[str, str]:
+    """The versions a run's header records. The package's own is the installed distribution's, read by
+    importlib.metadata from what pyproject.toml says (typed nowhere else); left out when the code runs from a
+    checkout that was never installed."""
+    versions = {"python": platform.python_version(), "torch": torch.__version__,
+                "transformers": __import__("transformers").__version__}
+    try:
+        versions["unipo"] = metadata.version("unipo")
+    except metadata.PackageNotFoundError:
+        pass
+    return versions
+
+
 def load_algorithm(name: str) -> AlgorithmSpec:
     try:
         return specs_load_algorithm(name)
@@ -166,8 +180,7 @@ def run_header(trainer, checkpoint: str, n_train: int, n_eval: int, task_source:
                           cpu=platform.processor() or platform.machine(), cores=os.cpu_count(),
                           threads=torch.get_num_threads(),
                           dtype="bfloat16 autocast, float32 log-probs" if trainer.autocast else "float32"),
-        software={"python": platform.python_version(), "torch": torch.__version__,
-                  "transformers": __import__("transformers").__version__, "unipo": "0.1.0"},
+        software=software(),
         commit=git_commit(), engine="unipo", created_at=datetime.now(timezone.utc),
         steps_per_rollout=trainer.rl.epochs * trainer.rl.minibatches,
     )

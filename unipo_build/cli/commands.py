@@ -15,6 +15,15 @@ from pathlib import Path
 TRAIN_EXTRA = "pip install torch==2.13.0 && pip install -e '.[train]'"
 
 
+def no_train_extra(command: str, err: ImportError) -> str:
+    """One line, no traceback, for a training command whose imports fail (torch or another part of the train
+    extra missing): what is missing and how to install the extra."""
+    why = f"{err.name} is not installed" if isinstance(err, ModuleNotFoundError) and err.name else str(err)
+    return (f"unipo {command} needs the train extra ({why}): {TRAIN_EXTRA} (torch first and pinned, as the extra "
+            "keeps any torch it finds; for the CPU build add --index-url https://download.pytorch.org/whl/cpu to "
+            "the first command)")
+
+
 def _resume_command(args: argparse.Namespace) -> str:
     """The command line that was run, with --resume: what continues an interrupted run."""
     argv = list(getattr(args, "argv", None) or [])
@@ -60,7 +69,7 @@ def _train(args: argparse.Namespace) -> int:
         from training.rl import TrainOptions, train
         from training.runstate import AlreadyFinished, Interrupted, TrainError
     except ImportError as err:
-        print(f"unipo train needs the training extra ({TRAIN_EXTRA}): {err}", file=sys.stderr)
+        print(no_train_extra("train", err), file=sys.stderr)
         return 2
     from unipo_build.core.specs import load_specs
 
@@ -102,7 +111,7 @@ def _sft(args: argparse.Namespace) -> int:
     try:
         from training.sft import run_sft
     except ImportError as err:
-        print(f"unipo sft needs the training extra ({TRAIN_EXTRA}): {err}", file=sys.stderr)
+        print(no_train_extra("sft", err), file=sys.stderr)
         return 2
     from unipo_build.core.presets import get_preset
 
@@ -290,7 +299,7 @@ def _suite(args: argparse.Namespace) -> int:
     try:
         from training.suite import DEFAULT_SUITE, SuiteError, run_suite
     except ImportError as err:
-        print(f"unipo suite needs the training extra ({TRAIN_EXTRA}): {err}", file=sys.stderr)
+        print(no_train_extra("suite", err), file=sys.stderr)
         return 2
     try:
         return run_suite(args.suite or DEFAULT_SUITE, args.out, jobs=args.jobs, only=args.only,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import types
+import warnings
 from pathlib import Path
 
 from unipo_build.core import project, runlog
@@ -149,6 +151,20 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = argv  # as typed: what a message repeats (e.g. the command that resumes a run)
     return args.func(args)
 
+
+class _CalledAsMain(types.ModuleType):
+    """Deprecated: 0.1.0's entry point ``unipo_build.cli:main``. cli/ is a package now, so ``from unipo_build.cli
+    import main`` gives this module: calling it runs :func:`main` and warns (a ``unipo`` script installed by 0.1.0
+    does just that until the package is installed again). It goes in the release after 0.2.0 (CHANGELOG.md)."""
+
+    def __call__(self, argv: list[str] | None = None) -> int:
+        warnings.warn("unipo_build.cli:main moved to unipo_build.cli.main:main in unipo 0.2.0 and goes in the next "
+                      "release: install the package again (pip install -e .) to update the `unipo` script, and "
+                      "write `from unipo_build.cli.main import main`", DeprecationWarning, stacklevel=2)
+        return main(argv)
+
+
+sys.modules[__name__].__class__ = _CalledAsMain
 
 if __name__ == "__main__":
     sys.exit(main())
