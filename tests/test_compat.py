@@ -288,7 +288,8 @@ def test_the_stand_in_really_hides_a_package():
     assert proc.returncode == 1 and "ModuleNotFoundError: No module named 'torch'" in proc.stderr
 
 
-@pytest.mark.parametrize("command", [["train", "grpo", "--steps", "1"], ["sft", "--steps", "1"]])
+@pytest.mark.parametrize("command", [["train", "grpo", "--steps", "1"], ["sft", "--steps", "1"],
+                                     ["suite", "--jobs", "1"]])
 def test_a_training_command_without_torch_says_how_to_install_the_extra(tmp_path, command):
     out = tmp_path / "run"
     proc = without("torch", *command, "--out", str(out))

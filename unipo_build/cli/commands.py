@@ -297,6 +297,7 @@ def register_publish(sub) -> None:
 
 def _suite(args: argparse.Namespace) -> int:
     try:
+        import torch  # noqa: F401  (each run is `unipo train`: say it once here, not once per run)
         from training.suite import DEFAULT_SUITE, SuiteError, run_suite
     except ImportError as err:
         print(no_train_extra("suite", err), file=sys.stderr)
