@@ -67,6 +67,7 @@ SITE_MODULES = (
     "unipo_build.site.pages.guides.explain_pages",
     "unipo_build.site.pages.scale.scale",
     "unipo_build.site.pages.scale.scale_sets",
+    "unipo_build.site.pages.scale.provenance",
     "unipo_build.site.pages.learning.set_differences",
     "unipo_build.site.pages.objectives.ladder_effects",
     "unipo_build.site.pages.objectives.clip_family",
