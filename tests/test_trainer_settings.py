@@ -5,13 +5,25 @@ a setting for a trainer the registry does not know is refused in one line."""
 
 from __future__ import annotations
 
+import argparse
+import ast
+import dataclasses
 import html
+import importlib
+import inspect
+import os
 import re
+import runpy
 
+import numpy as np
 import pytest
 
 from unipo_build.core import components as C
 from unipo_build.core import registry as R
+from unipo_build.core.kinds_correction import TruncatedIS
+from unipo_build.core.project import spec_dir
+from unipo_build.core.specs import load_specs
+from unipo_build.site.facts.spec_facts import count_word
 from unipo_build.core.registry import REGISTRY, SLOTS, setting
 from unipo_build.site.pages.guides.reference import trainer_settings_html
 from unipo_build.trainers.verl import config as verl_config
@@ -50,19 +62,32 @@ def test_the_tables_rows_are_the_registrys_kinds():
 def test_a_hand_checked_row_per_trainer():
     table = rows(trainer_settings_html())
     # TRL 1.16, grpo_trainer.py _compute_loss: loss_type == "cispo" clamps the ratio at epsilon_high
-    assert table[("clip", "cispo")][1] == 'loss_type="cispo" epsilon_high is the cap itself, 1 + eps_high (no lower bound)'
+    assert table[("clip", "cispo")][1] == ('loss_type="cispo" epsilon_high is the cap itself, 1 + eps_high (no lower '
+                                           "bound); TRL recommends 5.0, ScaleRL's")
+    # verl core_algos.compute_policy_loss_cispo: clamp(ratio, 1 - clip_ratio_low, 1 + clip_ratio_high), both 0.2 by
+    # default (actor.yaml): unlike the paper's and TRL's, verl's CISPO has a lower bound unless it is set away
+    assert table[("clip", "cispo")][2] == ("actor_rollout_ref.actor.policy_loss.loss_mode=cispo the weight clamped to "
+                                           "[1 - clip_ratio_low, 1 + clip_ratio_high], [0.8, 1.2] by default: a lower "
+                                           "bound the paper does not set (clip_ratio_low=1 removes it)")
+    # verl actor.yaml: use_kl_loss false, kl_loss_coef 0.001 when it is on
+    assert table[("kl", "in_loss")][2] == ("actor_rollout_ref.actor.use_kl_loss=true kl_loss_coef (0.001 by default); "
+                                           "kl_loss_type low_var_kl (k3) by default")
     # verl core_algos.compute_policy_loss_vanilla: the dual clip -A * clip_ratio_c, 3.0 by default, always on
     assert table[("clip", "dual_clip")][2] == ("actor_rollout_ref.actor.clip_ratio_c=3.0 (default) with "
                                                "policy_loss.loss_mode=vanilla (default): always on")
     # prime-rl's orchestrator: algo = GRPOAlgoConfig() (reward minus the group mean) by default; no CISPO
     assert table[("advantage", "group_mean")][3] == 'orchestrator.algo.type = "grpo" (default)'
     assert table[("clip", "cispo")][3] == DASH
-    # OpenRLHF 0.11.2 train_ppo_ray.py: is_correction_level token with is_correction_mode clip (TIS)
+    # OpenRLHF 0.11.2 train_ppo_ray.py: is_correction_level token with is_correction_mode clip (TIS), which clamps
+    # to [low, high] of is_correction_threshold: a lower bound too
     assert table[("correction", "truncated_is")][4] == ("--algo.advantage.is_correction_level token | "
-                                                        "--algo.advantage.is_correction_mode clip bounds "
-                                                        "--algo.advantage.is_correction_threshold (0.5 5.0)")
+                                                        "--algo.advantage.is_correction_mode clip the weight clamped to "
+                                                        "--algo.advantage.is_correction_threshold (0.5 5.0): a lower "
+                                                        "bound 0.5 and a cap 5.0 by default; one value is the cap alone")
     assert table[("clip", "dual_clip")][4] == "--actor.dual_clip 3"
-    assert table[("clip", "dual_clip")][1] == DASH
+    assert table[("clip", "dual_clip")][1].startswith("delta=3.0 INTELLECT-2's two-sided clip")
+    # prime-rl has no truncated weight: its ratio is taken against the inference log-probs (the ratio's row)
+    assert table[("correction", "truncated_is")][3] == DASH
 
 
 def test_each_trainer_writes_its_settings_in_its_own_syntax():
@@ -141,3 +166,222 @@ def test_trls_importer_reads_its_loss_types_aggregations_from_the_registry():
     assert trl_config.AGGREGATION == {"grpo": "seq_mean_token_mean", "sapo": "seq_mean_token_mean",
                                       "dapo": "token_mean", "bnpo": "token_mean", "cispo": "token_mean",
                                       "dr_grpo": "constant_normalizer", "luspo": "seq_mean_token_sum"}
+
+
+# ---------------------------------------------------------------------------
+# Read against the trainers' own code
+# ---------------------------------------------------------------------------
+#
+# Where the suite has the trainer installed (TRL; OpenRLHF's Python), every setting of the table is read against
+# it: its key is one the trainer has, its "(default)" mark says whether its value is the trainer's default, and a
+# note's "NAME (VALUE)" (NAME a GRPOConfig field, an OpenRLHF flag) states NAME's default, which must be the
+# trainer's. verl and prime-rl are not installed: their cells are hand-checked above against the commits
+# TRAINER_SOURCES cites.
+
+_NOTE_DEFAULT = re.compile(r"(?:--)?([A-Za-z_][\w.]*) \(([^()]*)\)")
+
+
+_NOT_A_VALUE = object()
+
+
+def _literal(text: str):
+    """'3.0' -> 3.0, 'None' -> None, '0.5 5.0' -> [0.5, 5.0] (a note's stated default); _NOT_A_VALUE for words
+    ('(default)': the note says the setting left out is the default)."""
+    try:
+        values = [ast.literal_eval(v) for v in text.split()]
+    except (ValueError, SyntaxError):
+        return _NOT_A_VALUE
+    return values[0] if len(values) == 1 else values
+
+
+def note_defaults(note: str, known: dict) -> list[tuple[str, object]]:
+    """(name, stated default) of each "NAME (VALUE)" in a note whose NAME the trainer knows."""
+    return [(name, value) for name, shown in _NOTE_DEFAULT.findall(note)
+            if name in known and (value := _literal(shown)) is not _NOT_A_VALUE]
+
+
+def every_setting(trainer: str):
+    for slot in SLOTS:
+        for name, kind in REGISTRY[slot].items():
+            for s in R.settings_of(kind, trainer):
+                yield (slot, name), s
+
+
+def _trl():
+    if os.environ.get("UNIPO_REQUIRE_TRL") != "1":
+        pytest.importorskip("trl", reason="TRL is not installed (pip install -e '.[trl]')")
+    from trl_support import import_grpo_trainer
+
+    return import_grpo_trainer()  # trl.trainer.grpo_trainer, with the OpenRLHF tests' stubs out of sight
+
+
+def grpo_config_defaults() -> dict:
+    """Every GRPOConfig field of the installed TRL with its default."""
+    import trl
+
+    return {f.name: (f.default_factory() if f.default is dataclasses.MISSING else f.default)
+            for f in dataclasses.fields(trl.GRPOConfig)}
+
+
+def trl_object(path: str):
+    """The object a dotted path names (trl.rewards.get_soft_overlong_punishment), imported; AttributeError or
+    ImportError if the installed TRL has none."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ImportError(path)
+
+
+def test_every_trl_setting_is_one_grpoconfig_has_with_its_default():
+    _trl()
+    defaults = grpo_config_defaults()
+    stated = set()
+    for where, s in every_setting("trl"):
+        if s.key in defaults:
+            assert s.default == (s.value == defaults[s.key]), (where, s.key, s.value, defaults[s.key])
+        elif s.key:  # a function or trainer class of TRL's: it must exist
+            assert not s.default and trl_object(s.key) is not None, (where, s.key)
+        for name, value in note_defaults(s.note, defaults):
+            assert value == defaults[name], (where, name, value, defaults[name])
+            stated.add(name)
+    assert {"vllm_importance_sampling_clip_max", "vllm_importance_sampling_clip_min",
+            "off_policy_mask_threshold"} <= stated
+
+
+def test_trls_column_has_delta_gmpo_the_soft_overlong_punishment_and_the_bias_corrected_kl():
+    grpo_trainer = _trl()
+    defaults = grpo_config_defaults()
+    table = rows(trainer_settings_html())
+    trl_cell = {key: cells[1] for key, cells in table.items()}
+
+    # delta (None: off): _compute_loss clamps coef_1 at delta before PPO's min, for loss types grpo, bnpo,
+    # dr_grpo, dapo, luspo. For delta > 1 + epsilon_high that is the dual clip with c = delta: the kind's term
+    # equals TRL's -per_token_loss at every ratio and both signs of the advantage
+    assert defaults["delta"] is None and "delta" not in [s.key for s in R.settings_of(REGISTRY["clip"]["symmetric"], "trl")]
+    assert "coef_1 = torch.clamp(coef_1, max=self.args.delta)" in inspect.getsource(grpo_trainer.GRPOTrainer._compute_loss)
+    delta, eps = 3.0, defaults["epsilon"]
+    rho = np.exp(np.linspace(-3, 3, 121))[None, :].repeat(2, 0)
+    adv = np.array([[0.7], [-0.7]]).repeat(rho.shape[1], 1)
+    trl_term = np.minimum(np.minimum(rho, delta) * adv, np.clip(rho, 1 - eps, 1 + eps) * adv)
+    dual = REGISTRY["clip"]["dual_clip"]
+    term, _ = dual.apply(rho, adv, {"eps_low": eps, "eps_high": eps, "c": delta})
+    np.testing.assert_allclose(term, trl_term, rtol=0, atol=1e-12)
+    assert trl_cell[("clip", "dual_clip")].startswith("delta=3.0 ")
+
+    # GMPO: trl.experimental.gmpo, its clip in log space with GMPOConfig's epsilon 0.4 (the kind's default)
+    gmpo = trl_object("trl.experimental.gmpo")
+    assert issubclass(gmpo.GMPOTrainer, grpo_trainer.GRPOTrainer)
+    gmpo_eps = {f.name: f.default for f in dataclasses.fields(gmpo.GMPOConfig)}["epsilon"]
+    params = REGISTRY["clip"]["geo_mean"].params()
+    assert gmpo_eps == params.eps_low == params.eps_high == 0.4
+    assert trl_cell[("clip", "geo_mean")].startswith(f"trl.experimental.gmpo.GMPOTrainer with GMPOConfig "
+                                                     f"(experimental): epsilon {gmpo_eps} ")
+
+    # trl.rewards.get_soft_overlong_punishment is DAPO's eq. 13 with penalty 1: the overlong kind's term, length by length
+    punish = trl_object("trl.rewards.get_soft_overlong_punishment")(max_completion_len=10, soft_punish_cache=4)
+    lengths = np.arange(0, 12)
+    overlong = REGISTRY["shaping"]["overlong"]
+    mine = overlong.apply(lengths, {"max_length": 10, "cache_length": 4, "penalty": 1.0})
+    np.testing.assert_allclose(mine, punish([[0] * n for n in lengths]), rtol=0, atol=1e-12)
+    assert trl_cell[("shaping", "overlong")].startswith("trl.rewards.get_soft_overlong_punishment one of reward_funcs")
+    assert "no length term" in trl_cell[("shaping", "none")] and "(default)" in trl_cell[("shaping", "none")]
+
+    # use_bias_correction_kl: True by default, the KL times the ratio; the kind's k3 is TRL's with it False
+    assert defaults["use_bias_correction_kl"] is True
+    assert "per_token_kl = per_token_kl * coef_1" in inspect.getsource(grpo_trainer.GRPOTrainer._compute_loss)
+    assert trl_cell[("kl", "in_loss")] == ("beta=0.001 any beta > 0; the estimator is k3 | use_bias_correction_kl=False "
+                                           "its default, True, multiplies k3 by the ratio to pi_old (DeepSeek-V3.2), "
+                                           "which changes the KL's gradient even on-policy; no kind computes that")
+
+    # off_policy_mask_threshold (None: off) has no kind; the filter's "none" row says so
+    assert defaults["off_policy_mask_threshold"] is None
+    assert "off_policy_mask_threshold (None) is DeepSeek-V3.2's off-policy sequence mask" in trl_cell[("filter", "none")]
+
+    # the *_mask modes: clip_min None by default, so TRL's default masks above the cap only (lower null), not both sides
+    assert defaults["vllm_importance_sampling_mode"] == "sequence_mask"
+    assert defaults["vllm_importance_sampling_clip_min"] is None
+    assert "by default only above the cap" in trl_cell[("correction", "masked_is")]
+
+    # CISPO: TRL's epsilon_high help recommends 5.0 for loss_type cispo (ScaleRL)
+    import trl
+
+    help_text = {f.name: f.metadata.get("help", "") for f in dataclasses.fields(trl.GRPOConfig)}["epsilon_high"]
+    assert "cispo" in help_text and "`5.0`" in help_text
+
+
+class _Parser(Exception):
+    def __init__(self, parser):
+        super().__init__("parser")
+        self.parser = parser
+
+
+def openrlhf_parser(monkeypatch) -> argparse.ArgumentParser:
+    """OpenRLHF 0.11.2's own argument parser, as train_ppo_ray.py builds it (run as __main__, stopped at
+    parse_args), or skip where OpenRLHF is not installed."""
+    from openrlhf_support import require_openrlhf
+
+    from unipo_build.trainers.openrlhf.command import ENTRY_MODULE
+
+    require_openrlhf()
+
+    def stop(self, *args, **kwargs):
+        raise _Parser(self)
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", stop)
+    with pytest.raises(_Parser) as caught:
+        runpy.run_module(ENTRY_MODULE, run_name="__main__")
+    return caught.value.parser
+
+
+def test_every_openrlhf_setting_is_one_of_its_flags_with_its_default(monkeypatch):
+    parser = openrlhf_parser(monkeypatch)
+    defaults = {a.dest: a.default for a in parser._actions}
+    stated = set()
+    for where, s in every_setting("openrlhf"):
+        if s.key:
+            assert s.key in defaults, (where, s.key)
+            value = [float(v) for v in s.value.split()] if isinstance(s.value, str) and " " in s.value else s.value
+            assert s.default == (value == defaults[s.key]), (where, s.key, s.value, defaults[s.key])
+        for name, shown in note_defaults(s.note, defaults):
+            assert shown == defaults[name], (where, name, shown, defaults[name])
+            stated.add(name)
+    assert "algo.advantage.is_correction_threshold" in stated
+
+
+def test_openrlhfs_truncation_has_a_lower_bound(monkeypatch):
+    """0.11.2 has no 'tis' option: is_correction_mode clip clamps the token ratio to [low, high] of
+    is_correction_threshold, [0.5, 5.0] by default (train_ppo_ray.py and PolicyLoss.__init__ agree)."""
+    parser = openrlhf_parser(monkeypatch)
+    defaults = {a.dest: a.default for a in parser._actions}
+    choices = {a.dest: a.choices for a in parser._actions}
+    from openrlhf.models.loss import PolicyLoss
+
+    signature = inspect.signature(PolicyLoss.__init__).parameters
+    low, high = defaults["algo.advantage.is_correction_threshold"]
+    assert (low, high) == tuple(signature["is_correction_threshold"].default) == (0.5, 5.0)
+    assert "tis" not in choices["algo.advantage.is_correction_mode"] and "clip" in choices["algo.advantage.is_correction_mode"]
+    lower = TruncatedIS.model_fields["lower"].description
+    assert "as verl truncates" in lower and f"clamps to [{low}, {high}] by default" in lower
+    assert "verl and OpenRLHF" not in lower
+    tis = load_specs(spec_dir())["grpo_tis"]
+    explanation = tis.components["correction"].explanation
+    assert f"is_correction_mode clip clamps to [{low:g}, {high:g}] by default" in explanation
+    assert "OpenRLHF's tis" not in explanation
+
+
+def test_the_truncated_is_spec_names_the_trainers_the_registry_gives_it():
+    """grpo_tis.yaml says how many trainers ship a truncated weight, and which does not, as the registry has them."""
+    tis = load_specs(spec_dir())["grpo_tis"]
+    kind = REGISTRY["correction"]["truncated_is"]
+    shipping = [t for t in R.TRAINERS if R.settings_of(kind, t)]
+    lacking = [t for t in R.TRAINERS if t not in shipping]
+    assert lacking == ["prime-rl"]
+    assert (f"{count_word(len(shipping)).capitalize()} of the {count_word(len(R.TRAINERS))} trainers ship a truncated "
+            "weight") in tis.changed.replace("\n", " ")
+    assert "prime-rl has none" in tis.changed and "All four trainers" not in tis.changed

@@ -67,17 +67,20 @@ class _Correction(_Params):
 
 
 class TruncatedIS(_Correction):
-    lower: float | None = Field(None, gt=0, description="The weight's lower bound; null: none, as verl and OpenRLHF "
-                                                        "truncate (TRL vllm_importance_sampling_clip_min).")
+    lower: float | None = Field(None, gt=0, description="The weight's lower bound; null: none, as verl truncates (TRL "
+                                                        "vllm_importance_sampling_clip_min, None by default; OpenRLHF's "
+                                                        "clip mode clamps to [0.5, 5.0] by default, its "
+                                                        "is_correction_threshold's lower bound).")
     cap: float = Field(2.0, gt=0, description="The weight's cap C (TRL vllm_importance_sampling_clip_max, 3.0 by default; "
-                                              "verl rollout_is_threshold, 2.0; OpenRLHF is_correction_threshold's upper bound).")
+                                              "verl rollout_is_threshold, 2.0; OpenRLHF is_correction_threshold's upper "
+                                              "bound, 5.0).")
 
 
 class MaskedIS(_Correction):
     lower: float | None = Field(0.5, gt=0, description="Below it a token's (or response's) weight is 0 (TRL "
-                                                       "vllm_importance_sampling_clip_min, verl 1/U of rollout_rs_threshold L_U, "
-                                                       "OpenRLHF is_correction_threshold's lower bound 0.5); "
-                                                       "null: no lower bound.")
+                                                       "vllm_importance_sampling_clip_min, None by default: no lower bound; "
+                                                       "verl 1/U of rollout_rs_threshold L_U, OpenRLHF "
+                                                       "is_correction_threshold's lower bound 0.5); null: no lower bound.")
     cap: float | None = Field(5.0, gt=0, description="Above it the weight is 0 (TRL vllm_importance_sampling_clip_max, "
                                                      "verl 1/L of rollout_rs_threshold L_U, OpenRLHF 5.0); "
                                                      "null: no upper bound.")
@@ -200,12 +203,13 @@ register("correction", "truncated_is", TruncatedIS,
              _NO_SAMPLER))
 register("correction", "masked_is", MaskedIS,
          "Masked importance sampling against the sampler: a token (or a whole response) whose ratio pi_old / pi_sampler "
-         "leaves [L, C] gets weight 0; the others keep theirs (two-sided, as IcePop).",
+         "leaves [L, C] gets weight 0; the others keep theirs (two-sided, as IcePop; with no L, only the cap masks).",
          _masked_tex, _CORRECTION_TERMS + (
              Term("mask", r"\mathbb{1}", "1 inside the band [L, C], 0 outside: a token the two policies disagree on too "
-                  "much in either direction is dropped from the update instead of weighed (IcePop; TRL *_mask, verl "
-                  "rollout_rs, OpenRLHF is_correction_mode mask at the token or seq level)."),),
-         fn=C.masked_is_weight, label="masked IS (two-sided)", worked=_correction_worked("masked_is"),
+                  "much is dropped from the update instead of weighed. IcePop, verl rollout_rs and OpenRLHF "
+                  "is_correction_mode mask test both sides; TRL's *_mask modes have no lower bound unless "
+                  "vllm_importance_sampling_clip_min is set, so by default they mask only above the cap."),),
+         fn=C.masked_is_weight, label="masked IS (MIS)", worked=_correction_worked("masked_is"),
          apply=lambda old, samp, mask, p: C.masked_is_weight(old, samp, mask, p["level"], p.get("cap"), p.get("lower"),
                                                              p["sequence"], p["kept"]),
          explain=explain(
@@ -243,10 +247,14 @@ trainer_settings("correction", "truncated_is",
                          note="or sequence_truncate; cap vllm_importance_sampling_clip_max (3.0)"),
                  setting("verl", _RC + "rollout_is", "token", note="or sequence; cap rollout_is_threshold (2.0)"),
                  setting("openrlhf", _IS + "level", "token"),
-                 setting("openrlhf", _IS + "mode", "clip", note="bounds --algo.advantage.is_correction_threshold (0.5 5.0)"))
+                 setting("openrlhf", _IS + "mode", "clip",
+                         note="the weight clamped to --algo.advantage.is_correction_threshold (0.5 5.0): a lower bound "
+                              "0.5 and a cap 5.0 by default; one value is the cap alone"))
 trainer_settings("correction", "masked_is",
                  setting("trl", "vllm_importance_sampling_mode", "sequence_mask", default=True,
-                         note="with use_vllm=True; or token_mask; band clip_min to clip_max (3.0)"),
+                         note="with use_vllm=True; or token_mask; masked above vllm_importance_sampling_clip_max (3.0) "
+                              "and below vllm_importance_sampling_clip_min (None): by default only above the cap "
+                              "(lower null), not IcePop's two-sided band"),
                  setting("verl", _RC + "rollout_rs", "token_k1",
                          note="kept tokens weigh 1 (kept='one'); seq_sum_k1 tests the product, seq_mean_k1 the "
                               "geometric mean; rollout_rs_threshold 'L_U' keeps rho in [1/U, 1/L]; a rejected token "

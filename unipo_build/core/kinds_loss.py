@@ -537,16 +537,26 @@ trainer_settings("clip", "asymmetric",
                  setting("verl", _VERL + "clip_ratio_high", 0.28, note="clip_ratio_low the lower bound; " + _GSPO_ONLY),
                  setting("openrlhf", "actor.eps_clip_low_high", "0.2 0.28"))
 trainer_settings("clip", "dual_clip",
+                 setting("trl", "delta", 3.0,
+                         note="INTELLECT-2's two-sided clip: PPO's min with the ratio capped at delta, which for a "
+                              "negative advantage is the floor c = delta and for a positive one changes nothing once "
+                              "delta > 1 + epsilon_high; loss_type grpo, bnpo, dr_grpo, dapo or luspo"),
                  setting("verl", _VERL + "clip_ratio_c", 3.0, default=True,
                          note="with policy_loss.loss_mode=vanilla (default): always on"),
                  setting("openrlhf", "actor.dual_clip", 3))
 trainer_settings("clip", "cispo",
-                 setting("trl", "loss_type", "cispo", note="epsilon_high is the cap itself, 1 + eps_high (no lower bound)"),
-                 setting("verl", _VERL + "policy_loss.loss_mode", "cispo", note="clip_ratio_low / clip_ratio_high bound the weight"))
+                 setting("trl", "loss_type", "cispo", note="epsilon_high is the cap itself, 1 + eps_high (no lower bound); "
+                                                            "TRL recommends 5.0, ScaleRL's"),
+                 setting("verl", _VERL + "policy_loss.loss_mode", "cispo",
+                         note="the weight clamped to [1 - clip_ratio_low, 1 + clip_ratio_high], [0.8, 1.2] by default: "
+                              "a lower bound the paper does not set (clip_ratio_low=1 removes it)"))
 trainer_settings("clip", "sapo",
                  setting("trl", "loss_type", "sapo", note="sapo_temperature_pos / _neg"),
                  setting("verl", _VERL + "policy_loss.loss_mode", "sapo", note="tau_pos / tau_neg"))
 trainer_settings("clip", "geo_mean",
+                 setting("trl", "trl.experimental.gmpo.GMPOTrainer",
+                         note="with GMPOConfig (experimental): epsilon 0.4 and epsilon_high (epsilon when unset) bound "
+                              "the log-ratio; beta > 0 adds each response's mean k3"),
                  setting("verl", _VERL + "policy_loss.loss_mode", "geo_mean",
                          note="clip_ratio_low / clip_ratio_high bound the log-ratio"))
 trainer_settings("kl", "none",
@@ -556,7 +566,11 @@ trainer_settings("kl", "none",
                  setting("openrlhf", "algo.kl.init_coef", 0))
 trainer_settings("kl", "in_loss",
                  setting("trl", "beta", 0.001, note="any beta > 0; the estimator is k3"),
-                 setting("verl", _VERL + "use_kl_loss", True, note="kl_loss_coef; kl_loss_type low_var_kl (k3) by default"),
+                 setting("trl", "use_bias_correction_kl", False,
+                         note="its default, True, multiplies k3 by the ratio to pi_old (DeepSeek-V3.2), which changes "
+                              "the KL's gradient even on-policy; no kind computes that"),
+                 setting("verl", _VERL + "use_kl_loss", True,
+                         note="kl_loss_coef (0.001 by default); kl_loss_type low_var_kl (k3) by default"),
                  setting("openrlhf", "algo.kl.use_loss", True, note="--algo.kl.init_coef; --algo.kl.estimator k3"))
 trainer_settings("kl", "in_reward",
                  setting("verl", "algorithm.use_kl_in_reward", True, note="kl_ctrl.kl_coef; kl_penalty kl (k1) by default"),

@@ -145,9 +145,9 @@ register("advantage", "group_mean_batch_std", BatchStdParams,
           Term("batch_std", r"\operatorname{std}(\{r_k\}_{k=1}^{BG})",
                "The spread of every reward in the batch (B groups of G responses), one number for every group. "
                "Dividing by the batch's spread instead of the group's keeps a group whose rewards barely differ "
-               "small, where the group z-score would blow it up to unit scale (TRL scale_rewards='batch', as Lite PPO "
-               "recommends, arXiv 2508.08221; OpenRLHF's reinforce_baseline subtracts the group mean too, then "
-               "whitens over the batch's tokens).")),
+               "small, where the group z-score would blow it up to unit scale (TRL scale_rewards='batch'; the "
+               "advantage of Lite PPO, arXiv 2508.08221, which also averages the loss over every token; OpenRLHF's "
+               "reinforce_baseline subtracts the group mean too, then whitens over the batch's tokens).")),
          fn=C.group_mean_batch_std_advantage, group_baseline=True, label="group mean, batch std",
          explain=explain(
              *_GROUP_REWARDS,
@@ -371,7 +371,10 @@ trainer_settings("advantage", "whitened_return",
                  setting("verl", "algorithm.adv_estimator", "reinforce_plus_plus"),
                  setting("openrlhf", "algo.advantage.estimator", "reinforce"))
 trainer_settings("filter", "none",
-                 setting("trl", note="always: TRL trains on every group"),
+                 setting("trl", note="always: TRL trains on every group. off_policy_mask_threshold (None) is "
+                                     "DeepSeek-V3.2's off-policy sequence mask, which drops a response with a negative "
+                                     "advantage whose mean log-prob has fallen by more than it since sampling; no kind "
+                                     "computes it"),
                  setting("verl", note="without algorithm.filter_groups.enable (default)"),
                  setting("openrlhf", note="without --algo.dynamic_filtering_enable (default)"))
 trainer_settings("filter", "mask_truncated",
@@ -383,10 +386,14 @@ trainer_settings("filter", "dynamic_sampling",
                  setting("openrlhf", "algo.dynamic_filtering_enable", True,
                          note="with --algo.dynamic_filtering_range 0 1 on a 0/1 score; refills until the batch is full"))
 trainer_settings("shaping", "none",
-                 setting("trl", note="always: no length term in the reward"),
+                 setting("trl", note="without trl.rewards.get_soft_overlong_punishment among reward_funcs (default): "
+                                     "no length term in the reward"),
                  setting("verl", note="without reward_model.reward_kwargs.overlong_buffer_cfg (default)"),
                  setting("openrlhf", note="without --reward.overlong_buffer_len (default)"))
 trainer_settings("shaping", "overlong",
+                 setting("trl", "trl.rewards.get_soft_overlong_punishment",
+                         note="one of reward_funcs, made with max_completion_len L_max and soft_punish_cache L_cache; "
+                              "the penalty is its entry of reward_weights (1 when unset)"),
                  setting("verl", "+reward_model.reward_kwargs.overlong_buffer_cfg.enable", True,
                          note="with reward_model.reward_manager=dapo (DAPO's recipe); overlong_buffer_cfg.len and "
                               ".penalty_factor are L_cache and the penalty"),
