@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -95,6 +96,27 @@ def test_the_slots_apart_come_from_the_specs(site):
     assert B.slots_apart_text(site, "sapo", "grpo").startswith(
         "SAPO differs from GRPO in two of the eight slots, the clip (modified) and the KL penalty (removed): a "
         "difference between their runs can come from either of them")
+
+
+def test_lite_ppo_is_named_for_its_advantage_not_for_the_batch_std_spec(repo_root):
+    """Lite PPO (Liu et al., arXiv 2508.08221) is the group's mean and the batch's std in the advantage AND one mean
+    over every token in the loss; the batch-std spec keeps GRPO's per-response mean, so every sentence that names
+    Lite PPO says it means its advantage."""
+    from unipo_build.core.registry import REGISTRY
+    from unipo_build.core.specs import load_specs
+
+    spec = load_specs(repo_root / "data" / "algorithms")["grpo_batch_std"]
+    assert spec.components["aggregation"].kind != "token_mean"
+    texts = {"the spec": " ".join([spec.paper.note, spec.changed, spec.summary]),
+             "the chapter": (repo_root / "docs/course/algorithms/beyond_grpo.md").read_text(encoding="utf-8"),
+             "the kind's terms": " ".join(t.tooltip for t in REGISTRY["advantage"]["group_mean_batch_std"].terms)}
+    named = 0
+    for where, text in texts.items():
+        for sentence in re.split(r"(?<=[.;])\s", " ".join(text.split())):
+            if "Lite PPO" in sentence:
+                named += 1
+                assert "advantage" in sentence or "in the loss" in sentence, (where, sentence)
+    assert named >= 3
 
 
 # ---------------------------------------------------------------------------
