@@ -160,7 +160,7 @@ import kinds_for_tests as K  # noqa: E402 (the tests' own kinds, never shipped)
 
 VIEWS = Path(__file__).resolve().parents[1] / "unipo_build" / "site" / "views"
 NO_DATA = (f"advantage kind '{K.NAME}' has no explainer data: give its register() call explain=explain(...) with "
-           "the rows and sentences the Algorithm Explainer shows for it (docs/guides/contribute.md, step 3)")
+           "the rows and sentences the Algorithm Explainer shows for it (docs/guides/contribute.md, section 1, 'The kind')")
 
 
 def test_every_shipped_kind_has_complete_explainer_data():

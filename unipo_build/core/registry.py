@@ -534,7 +534,7 @@ def explainer_problem(k: Kind) -> str | None:
     data = k.explain
     if data is None:
         return (f"{where} has no explainer data: give its register() call explain=explain(...) with the rows and "
-                "sentences the Algorithm Explainer shows for it (docs/guides/contribute.md, step 3)")
+                "sentences the Algorithm Explainer shows for it (docs/guides/contribute.md, section 1, 'The kind')")
     items = data.get("items") if isinstance(data, dict) else None
     if not items:
         return f"{where}: its explainer data has no items (rows or sentences) to show"
