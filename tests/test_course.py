@@ -53,6 +53,21 @@ def course_sources() -> list[Path]:
 # Pure functions, hand-worked
 # ---------------------------------------------------------------------------
 
+def test_no_formatter_writes_a_share_that_is_not_zero_as_zero():
+    """Issue 47: 'mean clip fraction 0.0%' for 86 clipped updates of 200. Hand-worked: 0.0003 is 0.03% (100 × 0.0003;
+    '{:.1f}' rounds it to 0.0), 0.00095 is 0.095% to two significant digits, 0.00004 is 0.004%, under the 0.01% floor;
+    0.9996 is 99.96%, which one decimal rounds to 100.0."""
+    assert F.fmt_pct(0.0003) == "0.03%" and F.fmt_pct(0.0003, 0) == "0.03%" and F.fmt_pct(0.0003, 2) == "0.03%"
+    assert F.fmt_pct(0.00095) == "0.1%" and F.fmt_pct(0.00095, 0) == "0.095%"  # 0.095 rounds to 0.1, not to 0
+    assert F.fmt_pct(0.00004) == "under 0.01%" and F.fmt_pct(0.00004, 3) == "0.004%"
+    assert F.fmt_pct(-0.0003) == "\u22120.03%" and F.fmt_pct(-0.00004) == "above \u22120.01%"
+    assert F.fmt_pct(0.0) == "0.0%" and F.fmt_pct(0.0, 0) == "0%" and F.fmt_pct(None) == "\u2013"  # a true 0 stays 0
+    assert F.fmt_share(0.0003, 1) == "0.03%" and F.fmt_share(0.05) == "5%" and F.fmt_share(0.2, 1) == "20.0%"
+    assert F.percent_text(0.0003) == "0.03%" and F.percent_text(0.00004) == "under 0.01%"
+    assert F.percent_text(0.004) == "0.4%" and F.percent_text(0.43) == "43%" and F.percent_text(0.0) == "0%"
+    assert F.percent_text(0.9996) == "over 99.9%" and F.percent_text(0.996) == "99.6%" and F.percent_text(1.0) == "100%"
+
+
 def test_numbers_are_formatted_for_prose():
     assert F.fmt_num(1061248) == "1,061,248"
     assert F.fmt_num(0.5) == "0.5"

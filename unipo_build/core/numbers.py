@@ -74,20 +74,31 @@ def fmt_signed(value: float | None, digits: int = 3) -> str:
     return "+" + text if value is not None and value > 0 and text != "0" else text
 
 
+def _small_share(value: float) -> str:
+    """A non-zero share under 1% as a reader can tell it from 0: two significant digits (0.095%, 0.03%),
+    under 0.01% as 'under 0.01%' (a negative one as 'above −0.01%')."""
+    if abs(value) < 1e-4:
+        return "under 0.01%" if value > 0 else f"above {MINUS}0.01%"
+    return f"{fmt_num(100 * value, 2)}%"
+
+
 def fmt_pct(value: float | None, decimals: int = 1) -> str:
-    """A fraction as a percentage: 0.4313 -> '43.1%'."""
+    """A fraction as a percentage: 0.4313 -> '43.1%'. A non-zero fraction that would round to 0 at
+    ``decimals`` is written as :func:`fmt_share` writes it (0.0003 -> '0.03%', not '0.0%')."""
     if value is None:
         return "–"
-    return f"{100 * float(value):.{decimals}f}%"
+    x = float(value)
+    text = f"{100 * x:.{decimals}f}"
+    if x != 0 and math.isfinite(x) and float(text) == 0:
+        return _small_share(x)
+    return text + "%"
 
 
 def fmt_share(value: float, decimals: int = 0) -> str:
     """:func:`fmt_pct` for a share that may be tiny: under 1% with two significant digits (0.095%), under
     0.01% as 'under 0.01%', so that a small share never reads as 0%."""
-    if value != 0 and abs(value) < 1e-4:
-        return "under 0.01%"
     if value != 0 and abs(value) < 0.01:
-        return f"{fmt_num(100 * value, 2)}%"
+        return _small_share(value)
     return fmt_pct(value, decimals)
 
 
@@ -107,11 +118,17 @@ def fmt_signed_points(value: float, decimals: int = 1) -> str:
 
 def percent_text(share: float) -> str:
     """A share as a percentage a reader can take in: whole percent, finer only near 0 and 100
-    (0%, 0.4%, 43%, 99.6%, 100%)."""
+    (0%, 0.4%, 43%, 99.6%, 100%); a share that is not 0 never reads as 0% (0.0003 -> '0.03%') and one
+    that is not 1 never reads as 100% (0.9996 -> 'over 99.9%')."""
     pct = 100.0 * share
     if pct == 0.0 or pct == 100.0 or 1.0 <= pct <= 99.0:
         return f"{pct:.0f}%"
-    return f"{pct:.1f}%"
+    text = f"{pct:.1f}"
+    if float(text) == 0:
+        return _small_share(share)
+    if float(text) == 100 and pct < 100:
+        return "over 99.9%"
+    return text + "%"
 
 
 def fraction_text(value: float, max_denominator: int = 100_000, rel_tol: float = 1e-6) -> str:
