@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import json
+import re
 import numpy as np
 import pytest
 
@@ -84,7 +85,7 @@ def test_reward_that_does_not_rise(tmp_path):
              EvalRecord(step=0, phase="end", n=100, accuracy_greedy=0.5, temperature=1.0, problems="eval rows 1-100",
                         correct_greedy=bits)]
     d = run_of(tmp_path, "evals", evals=evals)["reward_not_rising"]  # the training reward rises; held-out does not
-    assert d.verdict == LOOK and d.figure.startswith("held-out greedy accuracy 50.0% -> 50.0% (+0.0 points")
+    assert d.verdict == LOOK and d.figure.startswith("held-out greedy accuracy 50.0% \u2192 50.0% (0.0 points")
     few = run_of(tmp_path, "few", rollouts=5)["reward_not_rising"]
     assert few.verdict == UNMEASURABLE and "under 20 logged training rewards" in few.verdict_text
 
@@ -93,7 +94,7 @@ def test_entropy_collapsing_or_exploding(tmp_path):
     d = run_of(tmp_path, "collapse", change=lambda f, v: {"entropy/mean": 1.0 - 0.98 * f})["entropy_trend"]
     assert d.verdict == LOOK and "collapsed below 0.2 of the start" in d.figure and d.steps
     d = run_of(tmp_path, "explode", change=lambda f, v: {"entropy/mean": 1.0 + 3 * f})["entropy_trend"]
-    assert d.verdict == LOOK and "more than 2x the start" in d.figure
+    assert d.verdict == LOOK and "more than 2\u00d7 the start" in d.figure
 
 
 def test_sampler_and_learner_disagree(tmp_path):
@@ -113,7 +114,7 @@ def test_sampler_and_learner_disagree(tmp_path):
                                metrics={"objective": 0.0}))
     writer.finish()
     d = {x.key: x for x in diagnose(run)}["sampler_learner"]
-    assert d.verdict == LOOK and d.figure.startswith("mean |sampler - learner| log-prob gap 0.05 nats over ")
+    assert d.verdict == LOOK and d.figure.startswith("mean |sampler \u2212 learner| log-prob gap 0.05 nats over ")
     assert d.steps == [0, 1, 2, 3]
 
 
@@ -127,8 +128,8 @@ def test_length_moved_by_truncation(tmp_path):
 
 def test_which_side_clipped(tmp_path):
     d = run_of(tmp_path, change=lambda f, v: {"clip/frac_low": 0.3})["which_side"]
-    assert d.verdict == LOOK and "the low side clips over 20.0% of tokens" in d.figure
-    assert d.figure.startswith("low side (A < 0, ratio below 1 - eps) 30.0% of tokens, high side")
+    assert d.verdict == LOOK and "the low side clips over 20% of tokens" in d.figure
+    assert d.figure.startswith("low side (A < 0, ratio below 1 \u2212 \u03b5) 30.0% of tokens, high side")
 
 
 def test_a_log_without_the_metrics_says_what_it_lacks(tmp_path):
@@ -157,8 +158,8 @@ def test_no_shipped_run_raises_a_false_alarm(run):
 
 def test_sampler_and_learner_from_the_trainers_mismatch_metric(tmp_path):
     d = run_of(tmp_path, "ok", change=lambda f, v: {"mismatch/logp_abs_mean": 5e-4})["sampler_learner"]
-    assert d.verdict == FINE and d.figure.startswith("mean |sampler - learner| log-prob gap (mismatch/logp_abs_mean) "
-                                                     "0.0005 nats over 80 updates")
+    assert d.verdict == FINE and d.figure.startswith("mean |sampler \u2212 learner| log-prob gap (mismatch/logp_abs_mean) "
+                                                     "5 \u00d7 10\u207b\u2074 nats over 80 updates")
     d = run_of(tmp_path, "off", change=lambda f, v: {"mismatch/logp_abs_mean": 0.05 if f > 0.9 else 5e-4}
                )["sampler_learner"]
     assert d.verdict == LOOK and "above 0.01 on 8 updates" in d.figure and d.steps == [72, 73, 74, 75, 76]
@@ -188,3 +189,47 @@ def test_the_course_run_card_shows_the_same_cards():
            "at on the 8 questions" in html
     # a page's own URL is unknown outside a build: the chapter links are relative to the site's root
     assert re.search(r'<a href="[./]*course/[a-z_/]+/">', html)
+
+
+# ---------------------------------------------------------------------------
+# Issue 47 item 4: no non-zero share reads as 0, the site's symbols, chapters named by their pages' titles
+# ---------------------------------------------------------------------------
+
+def test_a_small_share_never_reads_as_zero(tmp_path):
+    """Hand-worked: 0.0003 of tokens clipped low on every update and none high: the mean clip fraction is
+    0.0003 = 0.03% (two significant digits below 1%), which fmt_pct(0.0003) printed as '0.0%'; 0.00004 is under
+    0.01%. The last tenth's truncated share 0.0004 = 0.04%, not '0.0%'."""
+    d = run_of(tmp_path, "tiny", change=lambda f, v: {"clip/frac_low": 0.0003, "clip/frac_high": 0.0,
+                                                       "length/truncated_frac": 0.0004})
+    assert d["clip_zero"].figure == "tokens were clipped on 80 of 80 updates (mean clip fraction 0.03%)"
+    assert d["which_side"].figure.startswith("low side (A < 0, ratio below 1 \u2212 \u03b5) 0.03% of tokens, high "
+                                             "side (A > 0, ratio above 1 + \u03b5) 0.0% over the run; last tenth 0.03% and 0.0%")
+    assert "responses cut at the budget 0.04% \u2192 0.04%: under 5% cut" in d["length_moving"].figure
+    d = run_of(tmp_path, "tinier", change=lambda f, v: {"clip/frac_low": 0.00004, "clip/frac_high": 0.0})
+    assert d["clip_zero"].figure.endswith("(mean clip fraction under 0.01%)")
+    for found in (d, run_of(tmp_path, "healthy")):
+        for x in found.values():
+            text = x.figure + (x.lacks or "")
+            assert "->" not in text and "+/-" not in text and not re.search(r"\b\d+x\b", text), text
+
+
+def test_the_first_update_ratio_is_worded_by_its_size(tmp_path):
+    """ratio/max = 1 exactly at every rollout's first update: 'exactly 1', not 'within exp(+/-0) of 1'; a ratio of
+    1.0001 there: |log 1.0001| = 9.9995e-5, which fmt_num writes to three digits as 1 × 10⁻⁴ (under the 1e-3 alarm)."""
+    d = run_of(tmp_path, "exact")["sampler_learner"]
+    assert d.verdict == FINE and d.figure.endswith("the ratio is exactly 1")
+    d = run_of(tmp_path, "near", change=lambda f, v: {"ratio/max": 1.0001})["sampler_learner"]
+    assert d.verdict == FINE and d.figure.endswith("ratio stays within exp(\u00b11 \u00d7 10\u207b\u2074) of 1")
+
+
+def test_each_chapter_is_named_by_its_pages_title():
+    """A diagnosis links to its chapter by the title the page itself shows (its level-one heading), so a link never
+    reads as another page ('Taught in From the policy gradient to a loss' led to 'From the reward to the surrogate')."""
+    from unipo_build.core.diagnose import CHAPTERS, page_title
+
+    for chapter in CHAPTERS.values():
+        heading = next(line[2:].strip() for line in (ROOT / "docs" / chapter.path).read_text().splitlines()
+                       if line.startswith("# "))
+        assert chapter.title == heading
+    assert CHAPTERS["derivation"].title == "From the reward to the surrogate"
+    assert page_title("course/no-such-page.md") == "docs/course/no-such-page.md"

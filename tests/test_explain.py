@@ -323,7 +323,7 @@ def test_the_run_page_answers_the_practitioners_questions(tmp_path):
     loss = next(d for d in found if d.key == "loss_zero")
     assert loss.verdict == "look here" and loss.steps
     text = page_text(tmp_path / "site" / "runs" / "trl-gaps" / "index.html")
-    assert loss.figure in text and "Taught in From the policy gradient to a loss" in text
+    assert loss.figure in text and "Taught in From the reward to the surrogate" in text
     for step in loss.steps:
         assert f'href="#explorer-run-inspector:step={step}"' in raw
     assert 'id="unipo-explorer-run-inspector"' in raw  # the Step Inspector those links open

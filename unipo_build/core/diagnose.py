@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from unipo_build.core.heldout import compare, start_and_end
-from unipo_build.core.numbers import fmt_pct
+from unipo_build.core.heldout import MIN_PROBLEMS, TOO_FEW, compare, start_and_end
+from unipo_build.core.numbers import fmt_num, fmt_share, fmt_signed_points
 from unipo_build.core.reader import RunReader, reader_for
 from unipo_build.core.objective import clip_bounds
 
@@ -51,20 +51,41 @@ MIN_UPDATES = 20
 SHOWN = 5
 
 
+#: The course's pages (docs/ of the checkout this package belongs to): a chapter is named by its page's title.
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def page_title(path: str, docs: Path = DOCS) -> str:
+    """The title a reader sees on the page ``docs/<path>``: its first level-one heading. Where the page is not
+    there (a package installed without the course), its path under docs/."""
+    try:
+        text = (docs / path).read_text(encoding="utf-8")
+    except OSError:
+        return f"docs/{path}"
+    for line in text.splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return f"docs/{path}"
+
+
 @dataclass(frozen=True)
 class Chapter:
-    title: str
+    title: str  # the page's own title (:func:`page_title`), so a link to it reads as the page it opens
     path: str  # under docs/, e.g. "course/algorithms/ppo.md"
     spec: str | None = None  # the spec whose chapter it is (``unipo explain`` copies that one)
 
 
+def _chapter(path: str, spec: str | None = None) -> Chapter:
+    return Chapter(page_title(path), path, spec)
+
+
 CHAPTERS = {
-    "derivation": Chapter("From the policy gradient to a loss", "course/derivation.md"),
-    "ppo": Chapter("PPO: the clipped ratio", "course/algorithms/ppo.md", "ppo"),
-    "dapo": Chapter("DAPO: dynamic sampling and clip-higher", "course/algorithms/dapo.md", "dapo"),
-    "dynamics": Chapter("Training dynamics compared", "course/compare/dynamics.md"),
-    "anatomy": Chapter("Anatomy of one update", "course/anatomy.md"),
-    "dr_grpo": Chapter("Dr. GRPO: the length bias", "course/algorithms/dr_grpo.md", "dr_grpo"),
+    "derivation": _chapter("course/derivation.md"),
+    "ppo": _chapter("course/algorithms/ppo.md", "ppo"),
+    "dapo": _chapter("course/algorithms/dapo.md", "dapo"),
+    "dynamics": _chapter("course/compare/dynamics.md"),
+    "anatomy": _chapter("course/anatomy.md"),
+    "dr_grpo": _chapter("course/algorithms/dr_grpo.md", "dr_grpo"),
 }
 
 
@@ -101,7 +122,18 @@ def _edges(values: np.ndarray) -> tuple[float, float]:
 
 
 def _g(x: float) -> str:
-    return f"{x:.3g}"
+    """A figure to three significant digits as the site writes numbers (true minus, 2.5 × 10⁻⁵)."""
+    return fmt_num(x, 3)
+
+
+def _share(x: float) -> str:
+    """A share to one decimal; one that is not 0 never reads as 0% (0.03%, under 0.01%)."""
+    return fmt_share(x, 1)
+
+
+def _points(x: float) -> str:
+    """A change of a share in percentage points, signed (+23.2, \u22124.1)."""
+    return fmt_signed_points(x, 1)
 
 
 def _first(steps, mask, n: int = SHOWN) -> list[int]:
@@ -164,13 +196,13 @@ def clip_zero(reader: RunReader) -> Diagnosis:
     per_rollout = (table.n / table.n_rollouts) if table.n_rollouts else 1.0
     if clipped.any():
         return Diagnosis("clip_zero", q, FINE, f"tokens were clipped on {int(clipped.sum())} of {len(clipped)} updates "
-                         f"(mean clip fraction {fmt_pct(float(np.mean(total)))})", ch, src)
+                         f"(mean clip fraction {_share(float(np.mean(total)))})", ch, src)
     if per_rollout <= 1.0:
         return Diagnosis("clip_zero", q, FINE, "no token clipped, as expected: one update per rollout, so every "
                          "update is on-policy and the ratio is exactly 1 (nothing to clip)", ch, src)
     return Diagnosis("clip_zero", q, LOOK, f"no token clipped in {len(clipped)} updates although a rollout is "
                      f"trained by {per_rollout:.3g} updates on average: the later updates should move the ratio off 1 (a learning "
-                     "rate too small to move it past 1 +/- epsilon, or a ratio taken against the current policy)",
+                     "rate too small to move it past 1 \u00b1 \u03b5, or a ratio taken against the current policy)",
                      ch, src, steps=[int(s) for s in table.steps[~table.first_in_rollout][:SHOWN]])
 
 
@@ -193,7 +225,7 @@ def zero_grad_with_std(reader: RunReader) -> Diagnosis:
         why = ("; on them every group has zero reward variance (every answer of a prompt scored alike): the batch's "
                "std is not 0, each group's is, so every advantage is 0")
     else:
-        why = (f"; on them only {fmt_pct(float(np.nanmean(zv)))} of the groups have zero reward variance, so the "
+        why = (f"; on them only {_share(float(np.nanmean(zv)))} of the groups have zero reward variance, so the "
                "advantages are not all 0: the loss kept no token of the others (masked truncations, a filter or a "
                "mask dropping them)")
     return Diagnosis("zero_grad_with_std", q, LOOK, f"{int(hit.sum())} of {table.n} updates have reward std > 0 and "
@@ -209,8 +241,11 @@ def reward_not_rising(reader: RunReader) -> Diagnosis:
         change = compare(start, end, "sampled")
     if change is not None:
         low, high = change.low, change.high
-        figure = (f"held-out {change.mode} accuracy {fmt_pct(change.start)} -> {fmt_pct(change.end)} "
-                  f"({100 * change.change:+.1f} points, 95% CI {100 * low:+.1f} to {100 * high:+.1f}, n {change.n})")
+        figure = (f"held-out {change.mode} accuracy {_share(change.start)} \u2192 {_share(change.end)} "
+                  f"({_points(change.change)} points, 95% CI {_points(low)} to {_points(high)}, n {fmt_num(change.n)})")
+        if change.too_few:
+            return Diagnosis("reward_not_rising", q, UNMEASURABLE, figure, ch, src,
+                             lacks=f"{TOO_FEW}: the held-out evaluation has {change.n} problems, under {MIN_PROBLEMS}")
         if low > 0:
             return Diagnosis("reward_not_rising", q, FINE, figure, ch, src)
         return Diagnosis("reward_not_rising", q, LOOK, figure + ": no rise the held-out set can tell from noise", ch,
@@ -225,7 +260,7 @@ def reward_not_rising(reader: RunReader) -> Diagnosis:
     first, last = reward[:k], reward[-k:]
     se = float(np.sqrt(np.var(first) / len(first) + np.var(last) / len(last))) if k > 1 else 0.0
     rise = float(np.mean(last) - np.mean(first))
-    figure = (f"training reward {_g(float(np.mean(first)))} -> {_g(float(np.mean(last)))} (first and last tenth of "
+    figure = (f"training reward {_g(float(np.mean(first)))} \u2192 {_g(float(np.mean(last)))} (first and last tenth of "
               f"updates; no held-out evaluation logged, so the prompts' draw is part of it)")
     if rise > 2 * se and rise > 0:
         return Diagnosis("reward_not_rising", q, FINE, figure, ch, src)
@@ -241,16 +276,16 @@ def entropy_trend(reader: RunReader) -> Diagnosis:
         return Diagnosis("entropy_trend", q, UNMEASURABLE, "", ch, src, lacks="no entropy/mean over two updates")
     first, last = _edges(entropy)
     ratio = last / first if first > 0 else float("inf")
-    figure = f"mean token entropy {_g(first)} -> {_g(last)} nats (first and last tenth), {ratio:.2f} of the start"
+    figure = f"mean token entropy {_g(first)} \u2192 {_g(last)} nats (first and last tenth), {ratio:.2f} of the start"
     if ratio < COLLAPSE:
         below = entropy < COLLAPSE * first
         return Diagnosis("entropy_trend", q, LOOK, figure + f": collapsed below {COLLAPSE:g} of the start, the policy "
                          "samples near-deterministically and explores no more", ch, src, steps=_first(steps, below))
     if ratio > EXPLODE:
         above = entropy > EXPLODE * first
-        return Diagnosis("entropy_trend", q, LOOK, figure + f": more than {EXPLODE:g}x the start, the policy is "
+        return Diagnosis("entropy_trend", q, LOOK, figure + f": more than {EXPLODE:g}\u00d7 the start, the policy is "
                          "spreading out (too large a step or clip-higher bound?)", ch, src, steps=_first(steps, above))
-    return Diagnosis("entropy_trend", q, FINE, figure + f": within {COLLAPSE:g} to {EXPLODE:g}x of the start", ch, src)
+    return Diagnosis("entropy_trend", q, FINE, figure + f": within {COLLAPSE:g}\u00d7 to {EXPLODE:g}\u00d7 the start", ch, src)
 
 
 def sampler_learner(reader: RunReader) -> Diagnosis:
@@ -261,7 +296,7 @@ def sampler_learner(reader: RunReader) -> Diagnosis:
     # update's tokens), over every update.
     msteps, mismatch = _values(reader, "mismatch/logp_abs_mean")
     if len(mismatch):
-        figure = (f"mean |sampler - learner| log-prob gap (mismatch/logp_abs_mean) {_g(float(np.mean(mismatch)))} nats "
+        figure = (f"mean |sampler \u2212 learner| log-prob gap (mismatch/logp_abs_mean) {_g(float(np.mean(mismatch)))} nats "
                   f"over {len(mismatch)} updates, at most {_g(float(np.max(mismatch)))}")
         high = mismatch > MISMATCH_MEAN
         if high.any():
@@ -290,7 +325,7 @@ def sampler_learner(reader: RunReader) -> Diagnosis:
                 by_step.setdefault(step, []).extend(found)
     if gaps:
         mean, worst = float(np.mean(gaps)), float(np.max(gaps))
-        figure = (f"mean |sampler - learner| log-prob gap {_g(mean)} nats over {len(gaps)} tokens of "
+        figure = (f"mean |sampler \u2212 learner| log-prob gap {_g(mean)} nats over {len(gaps)} tokens of "
                   f"{len(by_step)} steps (largest {_g(worst)})")
         if mean > MISMATCH_MEAN:
             return Diagnosis("sampler_learner", q, LOOK, figure + f", above {MISMATCH_MEAN:g} on average: the policy "
@@ -311,8 +346,9 @@ def sampler_learner(reader: RunReader) -> Diagnosis:
     dev = np.maximum(np.abs(np.log(np.clip(rmax[logged], 1e-300, None))),
                      np.abs(np.log(np.clip(rmin[logged], 1e-300, None))))
     steps = table.steps[first][logged]
+    worst = float(dev.max())
     figure = (f"at the first update of each of {int(logged.sum())} rollouts (where the learner is the sampler) the "
-              f"ratio stays within exp(+/-{_g(float(dev.max()))}) of 1")
+              + (f"ratio stays within exp(\u00b1{_g(worst)}) of 1" if worst > 0 else "ratio is exactly 1"))
     if dev.max() > MISMATCH:
         return Diagnosis("sampler_learner", q, LOOK, figure + f", beyond {MISMATCH:g}: the learner's log-probs are not "
                          "the sampler's", ch, src, steps=_first(steps, dev > MISMATCH))
@@ -327,17 +363,17 @@ def length_moving(reader: RunReader) -> Diagnosis:
         return Diagnosis("length_moving", q, UNMEASURABLE, "", ch, src, lacks="no length/mean over two updates")
     first, last = _edges(length)
     tsteps, truncated = _values(reader, "length/truncated_frac")
-    figure = f"mean response length {_g(first)} -> {_g(last)} tokens (first and last tenth)"
+    figure = f"mean response length {_g(first)} \u2192 {_g(last)} tokens (first and last tenth)"
     if not len(truncated):
         return Diagnosis("length_moving", q, UNMEASURABLE, figure, ch, src,
                          lacks="no length/truncated_frac: whether the budget cuts the responses cannot be told")
     t_first, t_last = _edges(truncated)
-    figure += f"; responses cut at the budget {fmt_pct(t_first)} -> {fmt_pct(t_last)}"
+    figure += f"; responses cut at the budget {_share(t_first)} \u2192 {_share(t_last)}"
     if t_last > TRUNCATED:
         return Diagnosis("length_moving", q, LOOK, figure + ": the budget shapes length (a truncated answer scores as "
                          "wrong and, per token, weighs by the aggregation)", ch, src,
                          steps=_first(tsteps, truncated > TRUNCATED))
-    return Diagnosis("length_moving", q, FINE, figure + f": under {fmt_pct(TRUNCATED)} cut, so the change is the "
+    return Diagnosis("length_moving", q, FINE, figure + f": under {fmt_share(TRUNCATED)} cut, so the change is the "
                      "policy's, not the budget's", ch, src)
 
 
@@ -353,14 +389,14 @@ def which_side(reader: RunReader) -> Diagnosis:
                          lacks="clip/frac_low and clip/frac_high are not both logged (a single clip_ratio does not say "
                                "which side)")
     low_last, high_last = _edges(low)[1], _edges(high)[1]
-    figure = (f"low side (A < 0, ratio below 1 - eps) {fmt_pct(float(np.mean(low)))} of tokens, high side (A > 0, ratio "
-              f"above 1 + eps) {fmt_pct(float(np.mean(high)))} over the run; last tenth {fmt_pct(low_last)} and "
-              f"{fmt_pct(high_last)}")
+    figure = (f"low side (A < 0, ratio below 1 \u2212 \u03b5) {_share(float(np.mean(low)))} of tokens, high side (A > 0, "
+              f"ratio above 1 + \u03b5) {_share(float(np.mean(high)))} over the run; last tenth {_share(low_last)} and "
+              f"{_share(high_last)}")
     heavy = max(low_last, high_last)
     most = steps[np.argsort(-(low + high), kind="stable")[:SHOWN]]
     if heavy > HEAVY_CLIP:
         side = "low" if low_last >= high_last else "high"
-        return Diagnosis("which_side", q, LOOK, figure + f": the {side} side clips over {fmt_pct(HEAVY_CLIP)} of tokens, "
+        return Diagnosis("which_side", q, LOOK, figure + f": the {side} side clips over {fmt_share(HEAVY_CLIP)} of tokens, "
                          "a wall rather than a guard rail (too many epochs or too large a step?)", ch, src,
                          steps=sorted(int(s) for s in most))
     return Diagnosis("which_side", q, FINE, figure, ch, src, steps=sorted(int(s) for s in most if (low + high)[
