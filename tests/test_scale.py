@@ -136,8 +136,9 @@ def r(status, sign, reason="", finding=""):
      "Clear only in the A (entropy fell less with the clip); in the B it is within the noise, though it points the same "
      "way: the seeds of the two overlap."),
     (r("unclear", -1, "x"), r("contradicted", -1), "differs", "Clear only in the B (entropy fell more with the clip); in the A"),
-    (r("unclear", 1, "x"), r("unclear", -1, "y"), "differs", "Within the noise in both sets, and they point different ways"),
-    (r("unclear", -1, "x"), r("unclear", -1, "y"), "same", "though both point the same way (entropy fell more with the clip)"),
+    # neither set shows it: a neutral badge, not "Same" or "Differs" (issue 47)
+    (r("unclear", 1, "x"), r("unclear", -1, "y"), "neither", "Within the noise in both sets, and they point different ways"),
+    (r("unclear", -1, "x"), r("unclear", -1, "y"), "neither", "though both point the same way (entropy fell more with the clip)"),
     (r("shown", 1), r("unmeasurable", 0, "the build has no run of DAPO"), "missing",
      "Not visible in the B: the build has no run of DAPO. Only the A measures it"),
     (r("unmeasurable", 0, "p"), r("unmeasurable", 0, "q"), "missing", "Not measurable in either set: in the A, p; in the B, q."),

@@ -149,11 +149,11 @@ def _steps_words(m: EntropyLadder) -> str:
 
 
 def _binding_words(high: Result | None) -> str:
-    """How many tokens the clip-only rung's upper bound bound, after the first update of each rollout."""
+    """How many tokens the clip-only rung's upper bound clipped, after the first update of each rollout."""
     if high is None or high.verdict.status == "unmeasurable" or high.a.n == 0:
         return ""
     share = high.a.mean
-    text = (f" After the first update of each rollout, the upper bound bound on {pct(share)} of {high.a.name}'s "
+    text = (f" After the first update of each rollout, the upper bound clipped {pct(share)} of {high.a.name}'s "
             f"tokens ({high.b.name}: {pct(high.b.mean)})")
     if share < 0.01:
         text += ", so the wider bound had few tokens to act on"
@@ -161,7 +161,7 @@ def _binding_words(high: Result | None) -> str:
 
 
 def entropy_ladder_words(m: EntropyLadder) -> str:
-    """Entropy's change on every rung, what the clip-only rung did, how many tokens its bound bound,
+    """Entropy's change on every rung, what the clip-only rung did, how many tokens its bound clipped,
     and which rungs' steps are clear of the noise."""
     if not m.sides:
         why = m.reason if not m.listed else "no rung has a finished run that logs entropy (entropy/mean)"

@@ -136,7 +136,7 @@ def read_entropy(site: Site) -> Reading:
     r = m.clip
     number = f"clip-only rung {signed_pct(r.a.mean)}, the rung before it {signed_pct(r.b.mean)}"
     if m.high is not None and m.high.verdict.status != "unmeasurable":
-        number += f"; upper bound bound on {pct(m.high.a.mean)} of its tokens"
+        number += f"; upper bound clipped {pct(m.high.a.mean)} of its tokens"
     steps = m.clear_steps
     number += ("; no rung's step clear of the noise" if not steps else "; steps clear of the noise: "
                + ", ".join(f"{s.rung.name} {signed(100 * s.step, 0, 'points')}" for s in steps))
@@ -260,12 +260,13 @@ SCALE_CLAIMS: tuple[ScaleClaim, ...] = (
 
 CLEAR = {"shown", "contradicted"}
 
-Agreement = Literal["same", "differs", "missing"]
+Agreement = Literal["same", "differs", "neither", "missing"]
 
 
 def compare_readings(claim: ScaleClaim, base: Reading, other: Reading, base_label: str,
                      other_label: str) -> tuple[Agreement, str]:
-    """(same | differs | missing, one sentence) for a claim read on the default set and another."""
+    """(same | differs | neither | missing, one sentence) for a claim read on the default set and another: ``neither``
+    where both sets measure it and neither shows it clear of the noise (nothing to agree or differ on)."""
     if base.status == "unmeasurable" and other.status == "unmeasurable":
         return "missing", (f"Not measurable in either set: in the {base_label}, {base.reason}; in the "
                            f"{other_label}, {other.reason}.")
@@ -296,16 +297,16 @@ def compare_readings(claim: ScaleClaim, base: Reading, other: Reading, base_labe
                            f"{vague_label} it is within the noise{', ' + lean if lean else ''}"
                            f"{': ' + vague.reason if vague.reason else ''}.")
     if base.sign == other.sign and base.sign != 0:
-        return "same", (f"Within the noise in both sets, though both point the same way ({way[base.sign]}): "
-                        "neither set shows it clearly.")
-    return "differs", "Within the noise in both sets, and they point different ways: neither set shows it."
+        return "neither", (f"Within the noise in both sets, though both point the same way ({way[base.sign]}): "
+                           "neither set shows it clearly.")
+    return "neither", "Within the noise in both sets, and they point different ways: neither set shows it."
 
 
 # ---------------------------------------------------------------------------
 # The comparison
 # ---------------------------------------------------------------------------
 
-AGREEMENT_WORDS = {"same": "Same", "differs": "Differs", "missing": "Not measurable"}
+AGREEMENT_WORDS = {"same": "Same", "differs": "Differs", "neither": "Neither set", "missing": "Not measurable"}
 
 
 def _reading_html(label: str, gist: str, reading: Reading) -> str:
