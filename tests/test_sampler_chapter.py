@@ -270,8 +270,9 @@ def test_the_busiest_step_is_the_one_whose_tokens_leave_the_bounds(site):
 
 def test_token_words_for_masking_and_truncation(site):
     mis = SM.token_words_text(site, "async8_mis")
-    assert mis.startswith(f"At update {DETAIL_STEP} (rollout 2) of the async8_mis run, the weight pi_old / pi_sampler of "
-                          "the 14 tokens the Step Inspector holds runs from 0.472 to 2.72.")
+    assert mis.startswith(f"At update {DETAIL_STEP} (rollout 2) of the async8_mis run, the behaviour ratio \u03f1 (the "
+                          "learner's probability of a token over the sampler's) of the 14 tokens the Step Inspector holds "
+                          "runs from 0.472 to 2.72.")
     assert "7 of them (50.00%) fall outside [0.5, 2] (4 above, 3 below): masked IS sets their weight to 0" in mis
     tis = SM.token_words_text(site, "async8_tis")
     assert "4 of them (28.57%) exceed the cap 2 and are weighted 2" in tis

@@ -301,14 +301,14 @@ METRICS: dict[str, MetricInfo] = {
     "ratio/max": _m("Ratio max", "Largest token importance ratio in the minibatch.", "policy"),
     "mismatch/logp_abs_mean": _m("Sampling mismatch", "Mean |old_logp - sample_logp| over the minibatch's tokens: how far the training pass's log-prob of a sampled token (before the update) is from the log-prob it was sampled with. Logged when the sampler's log-probs are kept: mixed precision (the gpu path), asynchronous sampling (sampler_lag) or a rollout correction.", "policy", "worse"),
     "mismatch/logp_abs_max": _m("Sampling mismatch max", "Largest |old_logp - sample_logp| in the minibatch.", "policy", "worse"),
-    "mismatch/tis_mean": _m("TIS weight mean", "Mean truncated importance-sampling weight min(1, pi_train / pi_sample) = min(1, exp(old_logp - sample_logp)) over the minibatch's tokens: 1 when the two passes agree.", "policy", "better"),
+    "mismatch/tis_mean": _m("TIS weight mean", "Mean truncated importance-sampling weight min(1, exp(old_logp - sample_logp)), the training pass's probability of the token over the sampling pass's, capped at 1, over the minibatch's tokens: 1 when the two passes agree.", "policy", "better"),
     "mismatch/tis_min": _m("TIS weight min", "Smallest truncated importance-sampling weight in the minibatch.", "policy", "better"),
     "mismatch/tis_below_1_frac": _m("TIS truncated below 1", "Fraction of the minibatch's tokens that the training pass finds less likely than the sampling pass did (weight below 1).", "policy", "worse"),
     "length/mean": _m("Response length", "Mean length in tokens of the trained responses (kept groups only under a sampling filter).", "length", scope="rollout"),
-    "length/correct": _m("Length (correct)", "Mean length of correct responses; null if none.", "length", scope="rollout"),
-    "length/incorrect": _m("Length (wrong)", "Mean length of wrong responses; null if none.", "length", scope="rollout"),
+    "length/correct": _m("Length (correct)", "Mean length of correct responses; no value in a rollout with none.", "length", scope="rollout"),
+    "length/incorrect": _m("Length (wrong)", "Mean length of wrong responses; no value in a rollout with none.", "length", scope="rollout"),
     "length/truncated_frac": _m("Truncated", "Fraction of responses that hit the generation budget.", "length", "worse", "rollout"),
-    "grad_norm": _m("Gradient norm", "Norm of the policy gradient before clipping; null when it was not finite "
+    "grad_norm": _m("Gradient norm", "Norm of the policy gradient before clipping; no value when it was not finite "
                                      "(the step was skipped).", "optimiser"),
     "update/skipped": _m("Skipped update", "1 when the gradient was not finite and the optimizer step was skipped "
                                            "(the weights unchanged), else 0.", "optimiser", "worse"),
@@ -381,10 +381,10 @@ class TokenArrays(_Model):
 
     ids: list[Count] = Field(description="Token ids of the response.")
     text: list[TokenText] = Field(description="Each token's text as the tokenizer decodes it.")
-    logp: list[LogProb] = Field(description="log pi_theta of the token at this update.")
-    old_logp: list[LogProb] = Field(description="log pi_old of the token (the sampling policy), as the training forward pass computes it before the rollout's first update: the ratio's denominator.")
+    logp: list[LogProb] = Field(description="The log-probability of the token under the policy being trained, at this update.")
+    old_logp: list[LogProb] = Field(description="The log-probability of the token under the old policy (the one that sampled the rollout), as the training forward pass computes it before the rollout's first update: the ratio's denominator.")
     sample_logp: list[LogProb] | None = Field(None, description="log-prob the token was sampled with, from the decoding pass. Logged when sampling and training run in mixed precision (bf16 on a GPU), where the two passes round differently and it can differ from old_logp, whenever the algorithm has a rollout correction (components.correction), which weighs each token by exp(old_logp - sample_logp) and cannot be recomputed without it, and in an asynchronous run (hyperparameters.sampler_lag), where a stale copy of the policy sampled the token; null otherwise (they agree to about 1e-6 in float32).")
-    ref_logp: list[LogProb] | None = Field(None, description="log pi_ref (the frozen reference model).")
+    ref_logp: list[LogProb] | None = Field(None, description="The log-probability of the token under the frozen reference model.")
     value: list[Finite] | None = Field(None, description="The critic's value at this token.")
     advantage: list[Finite] = Field(description="The token's advantage A_{i,t}.")
     return_: list[Finite] | None = Field(None, alias="return", description="The return (critic target) at this token.")

@@ -104,9 +104,9 @@ def token_words_text(site: Site, name: str, step: int | None = None) -> str:
     if c.tokens == 0:
         return f"Update {step} of the {run.id} run holds no tokens with the sampler's log-probs."
     cap, lower = params.get("cap"), params.get("lower")
-    head = (f"At update {fmt_num(step)} (rollout {fmt_num(c.rollout)}) of the {run.id} run, the weight pi_old / "
-            f"pi_sampler of the {fmt_num(c.tokens)} tokens the Step Inspector holds runs from {fmt_num(c.low, 3)} to "
-            f"{fmt_num(c.high, 3)}.")
+    head = (f"At update {fmt_num(step)} (rollout {fmt_num(c.rollout)}) of the {run.id} run, the behaviour ratio \u03f1 "
+            f"(the learner's probability of a token over the sampler's) of the {fmt_num(c.tokens)} tokens the Step "
+            f"Inspector holds runs from {fmt_num(c.low, 3)} to {fmt_num(c.high, 3)}.")
     outside = c.above + c.below
     if kind == "masked_is":
         bounds = f"[{fmt_num(lower, 2) if lower is not None else '0'}, {fmt_num(cap, 2) if cap is not None else '∞'}]"
