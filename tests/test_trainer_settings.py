@@ -296,7 +296,7 @@ def test_trls_column_has_delta_gmpo_the_soft_overlong_punishment_and_the_bias_co
     assert defaults["use_bias_correction_kl"] is True
     assert "per_token_kl = per_token_kl * coef_1" in inspect.getsource(grpo_trainer.GRPOTrainer._compute_loss)
     assert trl_cell[("kl", "in_loss")] == ("beta=0.001 any beta > 0; the estimator is k3 | use_bias_correction_kl=False "
-                                           "its default, True, multiplies k3 by the ratio to pi_old (DeepSeek-V3.2), "
+                                           "its default, True, multiplies k3 by the ratio to the old policy (DeepSeek-V3.2), "
                                            "which changes the KL's gradient even on-policy; no kind computes that")
 
     # off_policy_mask_threshold (None: off) has no kind; the filter's "none" row says so

@@ -51,8 +51,9 @@ from unipo_build.core.registry import (
 
 class _Correction(_Params):
     level: Literal["token", "sequence"] = Field(
-        "token", description="token: each token's own ratio pi_old / pi_sampler; sequence: one ratio per response on "
-                             "all its tokens (TRL sequence_*, verl rollout_is 'sequence', OpenRLHF is_correction_level seq).")
+        "token", description="token: each token's own behaviour ratio ϱ (the learner's probability over the "
+                             "sampler's); sequence: one ratio per response on all its tokens (TRL sequence_*, verl "
+                             "rollout_is 'sequence', OpenRLHF is_correction_level seq).")
     sequence: Literal["product", "geometric_mean"] = Field(
         "product", description="A response's ratio at the sequence level: the product of its token ratios (TRL, verl) "
                                "or their geometric mean (OpenRLHF seq, verl rollout_rs seq_mean_k1). Unused at the token level.")
@@ -178,8 +179,9 @@ register("correction", "none", NoParams,
          explain=explain(say("No rollout correction: the sampler's log-probabilities are taken to be the learner's "
                              "(their difference, when logged, is not corrected for).")))
 register("correction", "truncated_is", TruncatedIS,
-         "Truncated importance sampling against the sampler: each token's surrogate is weighted by pi_old / pi_sampler, "
-         "capped at C (per token, or one weight per response).",
+         "Truncated importance sampling against the sampler: each token's surrogate is weighted by its behaviour ratio "
+         "ϱ (the learner's probability of the token over the sampler's), capped at C (per token, or one weight per "
+         "response).",
          _truncated_tex, _CORRECTION_TERMS + (
              Term("C", r"C", "The cap: a token the sampler found much less likely than the learner does weighs at most C, "
                   "so one rare token cannot dominate the update (TRL vllm_importance_sampling_clip_max, verl "
@@ -202,8 +204,9 @@ register("correction", "truncated_is", TruncatedIS,
                  cls="unipo-live-branch"),
              _NO_SAMPLER))
 register("correction", "masked_is", MaskedIS,
-         "Masked importance sampling against the sampler: a token (or a whole response) whose ratio pi_old / pi_sampler "
-         "leaves [L, C] gets weight 0; the others keep theirs (two-sided, as IcePop; with no L, only the cap masks).",
+         "Masked importance sampling against the sampler: a token (or a whole response) whose behaviour ratio ϱ "
+         "(the learner's probability over the sampler's) leaves [L, C] gets weight 0; the others keep theirs "
+         "(two-sided, as IcePop; with no L, only the cap masks).",
          _masked_tex, _CORRECTION_TERMS + (
              Term("mask", r"\mathbb{1}", "1 inside the band [L, C], 0 outside: a token the two policies disagree on too "
                   "much is dropped from the update instead of weighed. IcePop, verl rollout_rs and OpenRLHF "

@@ -379,7 +379,8 @@ register("clip", "geo_mean", GeoMeanClip,
 # --- kl --------------------------------------------------------------------
 
 class KlParams(_Params):
-    estimator: Literal["k1", "k2", "k3"] = Field(description="Schulman's estimator of KL(pi_theta || pi_ref).")
+    estimator: Literal["k1", "k2", "k3"] = Field(description="Schulman's estimator of the policy's KL divergence from "
+                                                             "the reference model.")
     beta: float = Field(gt=0, description="KL coefficient.")
 
 
@@ -529,8 +530,10 @@ trainer_settings("ratio", "none",
                               "π_old is π_θ.detach()"))
 trainer_settings("clip", "symmetric",
                  setting("trl", "epsilon", 0.2, default=True, note="epsilon_high unset"),
+                 setting("verl", _VERL + "policy_loss.loss_mode", "gspo",
+                         note="gspo's loss has no dual clip; vanilla, the default, always adds it (clip_ratio_c)"),
                  setting("verl", _VERL + "clip_ratio_low", 0.2, default=True),
-                 setting("verl", _VERL + "clip_ratio_high", 0.2, default=True, note=_GSPO_ONLY),
+                 setting("verl", _VERL + "clip_ratio_high", 0.2, default=True),
                  setting("openrlhf", "actor.eps_clip", 0.2, default=True))
 trainer_settings("clip", "asymmetric",
                  setting("trl", "epsilon_high", 0.28, note="epsilon is the lower bound"),
@@ -567,7 +570,7 @@ trainer_settings("kl", "none",
 trainer_settings("kl", "in_loss",
                  setting("trl", "beta", 0.001, note="any beta > 0; the estimator is k3"),
                  setting("trl", "use_bias_correction_kl", False,
-                         note="its default, True, multiplies k3 by the ratio to pi_old (DeepSeek-V3.2), which changes "
+                         note="its default, True, multiplies k3 by the ratio to the old policy (DeepSeek-V3.2), which changes "
                               "the KL's gradient even on-policy; no kind computes that"),
                  setting("verl", _VERL + "use_kl_loss", True,
                          note="kl_loss_coef (0.001 by default); kl_loss_type low_var_kl (k3) by default"),
