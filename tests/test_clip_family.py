@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 
 import pytest
 
@@ -149,16 +150,36 @@ def test_trained_tokens_from_the_rollout_metrics():
     assert CF.trained_tokens({"length/mean": 10.0}) is None
 
 
-def test_kept_tokens_are_counted_from_the_shares(worse):
+def test_kept_tokens_are_counted_on_both_sides(worse):
     text = CF.kept_gradient_tokens_text(worse, "cispo", "dapo")
-    assert text.startswith("Over the 60 updates of CISPO's runs, its three runs had 20, 20 and 20 tokens with a positive "
-                           "advantage and a ratio above 1.28: 60 of the 6,000 tokens trained on, 1.000%, in 30 of the "
-                           "updates. DAPO's clip, whose upper bound is the same 1.28, would have given each a zero "
-                           "gradient; CISPO kept a gradient for each")
-    # the logged step: 14 tokens, one with a negative advantage and ratio 0.5
-    assert "in its logged token steps, 1 of 14 tokens had a negative advantage and a ratio below 0.8" in text
-    assert "and none had a negative advantage and a ratio above 1.28" in text
+    assert text.startswith("On the high side, counted at every update: over the 60 updates of CISPO's runs, its three "
+                           "runs had 20, 20 and 20 tokens with a positive advantage and a ratio above 1.28: 60 of the "
+                           "6,000 tokens trained on, 1.000%, in 30 of the updates. DAPO's clip, whose upper bound is the "
+                           "same 1.28, would have given each a zero gradient; CISPO kept a gradient for each")
+    # the logged step, 14 tokens: one with a negative advantage and ratio 0.5 (below DAPO's 0.8), one with a positive
+    # advantage and ratio 2 (past the cap): the two sides side by side
+    assert ("On the low side CISPO has no bound, so its logs count nothing there at every update; its logged token "
+            "steps show both sides: of 14 tokens, 1 (7.143%) had a negative advantage and a ratio below 0.8, which "
+            "DAPO's clip would have silenced and CISPO kept pushing down, against 1 (7.143%) past the cap on the high "
+            "side; none had a negative advantage and a ratio above 1.28") in text
     assert "DAPO's own three runs silenced 30 tokens on the high side and 180 on the low side, of 6,000." in text
+    # DAPO's low side is the larger (180 > 30), CISPO's logged one is not (1 = 1): no sentence on which side is larger
+    assert "the low side is the larger" not in text
+
+
+def test_a_larger_low_side_on_both_counts_is_said(tmp_path):
+    site = fixture_set(tmp_path, better=False)
+    path = tmp_path / "runs" / "cispo" / "tokens" / "step_000001.json"
+    detail = json.loads(path.read_text(encoding="utf-8"))
+    tokens = detail["prompts"][0]["responses"][1]["tokens"]  # the response of advantage -0.5
+    tokens["ratio"][3], tokens["clip"][3] = 0.6, 0
+    tokens["logp"][3] = tokens["old_logp"][3] + math.log(0.6)
+    path.write_text(json.dumps(detail), encoding="utf-8")
+    text = CF.kept_gradient_tokens_text(site, "cispo", "dapo")
+    assert "of 14 tokens, 2 (14.286%) had a negative advantage and a ratio below 0.8" in text
+    assert text.endswith("On both counts the low side is the larger: most of what CISPO changes is on tokens of wrong "
+                         "answers whose probability had already fallen, which it keeps pushing down where DAPO stops, "
+                         "not on the rising tokens the high-side count holds.")
 
 
 def test_no_token_past_the_bound_is_worded_as_none(tmp_path):
@@ -252,5 +273,12 @@ def test_the_built_chapter_shows_each_claim_computed_from_the_runs(built_site, r
                  CF.dual_clip_reach_text(site, "dual_clip", "grpo")):
         assert text in page, text[:80]
     assert 'class="unipo-inspector"' in page and 'data-algorithm="cispo"' in page
+    # the dual-clip section says what a GRPO run in verl has of the spec, from the registry (trainer_words)
+    from unipo_build.site.pages.guides.trainer_words import trainer_defaults_text
+
+    plain = re.sub(r"<[^>]+>", "", page)
+    assert html.unescape(re.sub(r"<[^>]+>", "", trainer_defaults_text(site.spec("dual_clip", "test"), "verl",
+                                                                       ("advantage",)))) in plain
+    assert "so a GRPO run in verl is this spec" not in plain
     ladder = (built_site / "course" / "compare" / "ladder" / "index.html").read_text(encoding="utf-8")
     assert 'id="from-grpo-to-cispo"' in ladder

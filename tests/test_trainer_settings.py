@@ -385,3 +385,45 @@ def test_the_truncated_is_spec_names_the_trainers_the_registry_gives_it():
     assert (f"{count_word(len(shipping)).capitalize()} of the {count_word(len(R.TRAINERS))} trainers ship a truncated "
             "weight") in tis.changed.replace("\n", " ")
     assert "prime-rl has none" in tis.changed and "All four trainers" not in tis.changed
+
+
+# ---------------------------------------------------------------------------
+# A spec against a trainer's defaults (site/pages/guides/trainer_words.py)
+# ---------------------------------------------------------------------------
+
+def test_a_grpo_run_in_verl_at_its_defaults_is_not_the_dual_clip_spec():
+    """verl at b178a3c (actor.yaml, core_algos.compute_policy_loss_vanilla): the vanilla loss always adds the dual clip
+    (clip_ratio_c 3.0), loss_agg_mode is token-mean and use_kl_loss false (kl_loss_coef 0.001 when on). So a run
+    with adv_estimator=grpo and nothing else set has the dual-clip spec's clip, not its KL penalty or aggregation."""
+    from unipo_build.site.pages.guides import trainer_words as W
+
+    specs = load_specs(spec_dir())
+    same, differ = W.defaults_against_spec(specs["dual_clip"], "verl", ("advantage",))
+    assert same == ["clip", "correction"]
+    assert [(slot, mine.name, [k.name for k in kinds]) for slot, mine, kinds in differ] == [
+        ("kl", "in_loss", ["none"]), ("aggregation", "seq_mean_token_mean", ["token_mean"])]
+    text = re.sub(r"</?code>", "`", W.trainer_defaults_text(specs["dual_clip"], "verl", ("advantage",)))
+    assert text.startswith("In verl, `algorithm.adv_estimator=grpo` with every other setting at its default has this "
+                           "spec's clip and rollout correction but not the rest: its KL penalty is `none` "
+                           "(`actor_rollout_ref.actor.use_kl_loss=false` (the default)), where this spec's `in_loss` "
+                           "needs `actor_rollout_ref.actor.use_kl_loss=true` (kl_loss_coef (0.001 by default);")
+    # GRPO's plain clip is not verl's default: vanilla adds the floor, so the clip slot differs for the GRPO spec
+    _, differ = W.defaults_against_spec(specs["grpo"], "verl", ("advantage",))
+    assert ("clip", "symmetric", ["dual_clip"]) in [(s, m.name, [k.name for k in ks]) for s, m, ks in differ]
+    # the spec's own words name the same two slots, and no longer say a verl GRPO run is this spec
+    changed = " ".join(specs["dual_clip"].changed.split())
+    assert "so a GRPO run in verl is this spec" not in changed
+    assert "differs in the KL penalty" in changed and "and the aggregation" in changed
+    # a slot whose settings are notes alone (verl's token ratio: "always") is left out, never guessed
+    assert W.at_defaults(REGISTRY["ratio"]["token"], "verl") is None
+
+
+def test_a_kinds_setting_in_a_sentence_is_the_tables():
+    from unipo_build.site.pages.guides import trainer_words as W
+
+    assert W.settings_words(REGISTRY["clip"]["dual_clip"], "openrlhf") == "<code>--actor.dual_clip 3</code>"
+    assert W.settings_words(REGISTRY["clip"]["cispo"], "verl") == (
+        "<code>actor_rollout_ref.actor.policy_loss.loss_mode=cispo</code> (the weight clamped to [1 - clip_ratio_low, "
+        "1 + clip_ratio_high], [0.8, 1.2] by default: a lower bound the paper does not set (clip_ratio_low=1 "
+        "removes it))")
+    assert W.settings_words(REGISTRY["clip"]["cispo"], "openrlhf") == ""

@@ -59,6 +59,7 @@ SITE_MODULES = (
     "unipo_build.site.pages.guides.reference",
     "unipo_build.site.pages.guides.reference_rendering",
     "unipo_build.site.pages.guides.openrlhf_guide",
+    "unipo_build.site.pages.guides.trainer_words",
     "unipo_build.site.facts.spec_facts",
     "unipo_build.site.pages.learning.claims",
     "unipo_build.site.pages.objectives.lessons_clip",

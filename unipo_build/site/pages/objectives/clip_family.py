@@ -300,24 +300,42 @@ def kept_gradient_tokens_text(site: Site, first: str, second: str) -> str:
                 f"{fmt_pct(total_high / total_tokens, 3)}, in {fmt_num(sum(c.updates_with_high for c in counts))} of "
                 f"the updates. {silenced}; {na} kept a gradient for each, its weight held at {fmt_num(cap, 3)} times "
                 "the advantage.")
+    text = "On the high side, counted at every update: " + text[0].lower() + text[1:]
     a_low, _ = bounds_of(a[0])
+    low_larger = []  # one flag per count that has both sides: is the low side the larger?
     if a_low is None and b_low is not None:
         tokens = [(adv, rho) for _, _, adv, rho in logged_tokens(a)]
         below = sum(1 for adv, rho in tokens if adv < 0 and rho < b_low)
+        high = sum(1 for adv, rho in tokens if adv > 0 and rho > cap)
         above = sum(1 for adv, rho in tokens if adv < 0 and rho > cap)
         if tokens:
-            text += (f" {na} has no lower bound, so its logs count nothing on the low side; in its logged token steps, "
-                     f"{fmt_num(below) if below else 'none'} of {fmt_num(len(tokens))} tokens had a negative advantage "
-                     f"and a ratio below {fmt_num(b_low, 3)}, which {nb} would also have silenced and {na} kept pushing "
-                     f"down, and {fmt_num(above) if above else 'none'} had a negative advantage and a ratio above "
+            n = len(tokens)
+            text += (f" On the low side {na} has no bound, so its logs count nothing there at every update; its logged "
+                     f"token steps show both sides: of {fmt_num(n)} tokens, {_tokens_share(below, n)} had a negative "
+                     f"advantage and a ratio below {fmt_num(b_low, 3)}, which {nb}'s clip would have silenced and {na} "
+                     f"kept pushing down, against {_tokens_share(high, n)} past the cap on the high side; "
+                     f"{fmt_num(above) if above else 'none'} had a negative advantage and a ratio above "
                      f"{fmt_num(cap, 3)}, whose push down {na} caps where {nb} does not.")
+            if below or high:
+                low_larger.append(below > high)
     b_counts = [c for c in (clip_counts(r) for r in b) if c is not None]
     if b_counts:
+        b_high, b_lo = sum(c.high for c in b_counts), sum(c.low for c in b_counts)
         text += (f" For scale, {nb}'s own {'run' if len(b_counts) == 1 else count_word(len(b_counts)) + ' runs'} "
-                 f"silenced {fmt_num(sum(c.high for c in b_counts))} tokens on the high side and "
-                 f"{fmt_num(sum(c.low for c in b_counts))} on the low side, of "
+                 f"silenced {fmt_num(b_high)} tokens on the high side and {fmt_num(b_lo)} on the low side, of "
                  f"{fmt_num(sum(c.tokens for c in b_counts))}.")
+        if a_low is None and b_low is not None and (b_high or b_lo):
+            low_larger.append(b_lo > b_high)
+    if low_larger and all(low_larger):
+        text += (f" On {'both counts' if len(low_larger) > 1 else 'that count'} the low side is the larger: most of "
+                 f"what {na} changes is on tokens of wrong answers whose probability had already fallen, which it keeps "
+                 f"pushing down where {nb} stops, not on the rising tokens the high-side count holds.")
     return text
+
+
+def _tokens_share(k: int, n: int) -> str:
+    """'14 (0.194%)', or 'none'."""
+    return f"{fmt_num(k)} ({fmt_pct(k / n, 3)})" if k else "none"
 
 
 # ---------------------------------------------------------------------------
