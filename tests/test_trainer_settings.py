@@ -427,3 +427,59 @@ def test_a_kinds_setting_in_a_sentence_is_the_tables():
         "1 + clip_ratio_high], [0.8, 1.2] by default: a lower bound the paper does not set (clip_ratio_low=1 "
         "removes it))")
     assert W.settings_words(REGISTRY["clip"]["cispo"], "openrlhf") == ""
+
+
+# ---------------------------------------------------------------------------
+# Trainer facts in the sampler chapter's prose
+# ---------------------------------------------------------------------------
+
+def _repo():
+    from pathlib import Path
+
+    return Path(__file__).resolve().parents[1]
+
+
+def test_the_sampler_chapter_names_prime_rls_lag_bound_as_its_code_has_it():
+    """prime-rl at 559b447 (packages/prime-rl-configs .../orchestrator.py) bounds staleness by max_off_policy_steps
+    (Field(8, ge=0)); async_level is gone (max_async_level was dropped in its #2631). Nothing of the project says
+    async_level."""
+    repo = _repo()
+    chapter = " ".join((repo / "docs/course/compare/sampler.md").read_text(encoding="utf-8").split())
+    assert "prime-rl bounds the lag by `max_off_policy_steps`" in chapter and "8 by default" in chapter
+    for path in ("docs/course/compare/sampler.md", "unipo_build/cli/commands.py", "unipo_build/core/presets.py",
+                 "training/stale.py"):
+        assert "async_level" not in (repo / path).read_text(encoding="utf-8"), path
+
+
+def test_the_sampler_chapter_says_what_a_token_level_correction_does_not_correct():
+    """Token-level TIS/MIS weigh a token by its own ratio: they do not correct the mismatch of the tokens before it,
+    so they do not remove the gradient's bias; TRL's default tests whole responses (sequence_mask), and no shipped
+    run has a sequence-level correction, which the chapter says (this test fails when one is added)."""
+    import json
+
+    repo = _repo()
+    chapter = " ".join((repo / "docs/course/compare/sampler.md").read_text(encoding="utf-8").split())
+    assert "remove, or bound, the bias" not in chapter
+    assert "a token-level weight does not remove the bias of the gradient estimate" in chapter
+    levels = set()
+    for header in (repo / "data" / "runs").glob("*/header.json"):
+        correction = json.loads(header.read_text(encoding="utf-8"))["algorithm_config"]["components"].get("correction")
+        if correction and correction["kind"] != "none":
+            levels.add(correction["params"]["level"])
+    assert levels == {"token"}, levels
+    assert "this chapter has no sequence-level run" in chapter
+    masked_trl = [s for s in R.settings_of(REGISTRY["correction"]["masked_is"], "trl") if s.default]
+    assert [s.value for s in masked_trl] == ["sequence_mask"] and "TRL's default is the sequence-level mask" in chapter
+    # TRL's *_mask modes are upper-only by default (clip_min None): the chapter does not call them IcePop's rule
+    assert "IcePop's rule; TRL's" not in chapter
+    assert "TRL's `*_mask` modes have no lower bound unless one is set" in chapter
+    # prime-rl ships neither correction (the registry's correction rows have no prime-rl setting)
+    assert not any(R.settings_of(REGISTRY["correction"][k], "prime-rl") for k in ("truncated_is", "masked_is"))
+    assert "Each trainer ships both corrections" not in chapter and "prime-rl has neither" in chapter
+
+
+def test_the_sampler_chapter_reads_the_common_lag_before_lag_8():
+    chapter = (_repo() / "docs/course/compare/sampler.md").read_text(encoding="utf-8")
+    for mode in ("sampled", "greedy"):
+        assert (chapter.index(f'sampler_lag_words("{mode}")') < chapter.index(f'sampler_cost_words("{mode}")'))
+    assert "A lag of one or two rollouts is what an overlapped trainer runs with" in chapter

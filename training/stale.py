@@ -1,6 +1,6 @@
 """Asynchronous sampling: rollouts drawn by the policy as it was some rollouts ago.
 
-Trainers that overlap generation with learning (prime-rl's ``async_level``, AReaL's decoupled
+Trainers that overlap generation with learning (prime-rl's ``max_off_policy_steps``, AReaL's decoupled
 PPO, verl's and OpenRLHF's asynchronous modes) let the sampler run on weights up to k updates old:
 while the learner trains on rollout r, the inference engine is already generating rollout r+1
 with the weights it had. The learner then sees tokens drawn by a policy that is not its pi_old,

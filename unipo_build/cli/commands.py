@@ -214,9 +214,9 @@ def register_train(sub) -> None:
                                                     f"(default: the preset's: {_preset_values('detail_every')})")
     g.add_argument("--sampler-lag", type=int, metavar="K",
                    help="asynchronous sampling: each rollout is sampled by the policy as it was K rollouts "
-                        "earlier, as an inference engine running ahead of the learner would (prime-rl's "
-                        "async_level); the sampler's log-probs are logged beside the learner's (default: the "
-                        "preset's, 0: the current policy samples)")
+                        "earlier, as an inference engine running ahead of the learner would (prime-rl bounds the "
+                        "lag by max_off_policy_steps); the sampler's log-probs are logged beside the learner's "
+                        "(default: the preset's, 0: the current policy samples)")
     g.add_argument("--checkpoint-every", type=int,
                    help="rollouts between checkpoints (default: 10, fewer for a run under 40 rollouts)")
     g.add_argument("--no-progress", action="store_true", help="print no progress bars")

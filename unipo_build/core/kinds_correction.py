@@ -257,7 +257,7 @@ trainer_settings("correction", "masked_is",
                  setting("trl", "vllm_importance_sampling_mode", "sequence_mask", default=True,
                          note="with use_vllm=True; or token_mask; masked above vllm_importance_sampling_clip_max (3.0) "
                               "and below vllm_importance_sampling_clip_min (None): by default only above the cap "
-                              "(lower null), not IcePop's two-sided band"),
+                              "(the kind with no lower bound), not IcePop's two-sided band"),
                  setting("verl", _RC + "rollout_rs", "token_k1",
                          note="kept tokens weigh 1 (kept='one'); seq_sum_k1 tests the product, seq_mean_k1 the "
                               "geometric mean; rollout_rs_threshold 'L_U' keeps rho in [1/U, 1/L]; a rejected token "

@@ -119,7 +119,7 @@ class RLPreset:
     detail_bytes: int | None = None
     # Asynchronous sampling (training/stale.py): rollout r is sampled by the policy as it was at the
     # start of rollout r - sampler_lag, as an inference engine that runs ahead of the learner
-    # (prime-rl's async_level, AReaL) would; 0 samples with the current policy.
+    # (prime-rl's max_off_policy_steps bounds it; AReaL) would; 0 samples with the current policy.
     sampler_lag: int = 0
     seed: int = 0
 

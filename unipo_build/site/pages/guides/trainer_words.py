@@ -12,7 +12,8 @@ chapter never types a trainer's setting a second time.
 A kind is at a trainer's defaults when it has settings with a key in that trainer and each is marked
 ``default`` (verl's dual clip: ``clip_ratio_c=3.0``, the default). A slot whose kinds' settings in the trainer
 are notes alone (verl's token ratio: "always") cannot be told from the registry and is left out of the
-sentence, never guessed. Both return HTML (settings and kind names in ``<code>``, the rest escaped text).
+sentence, never guessed. The builders return inline HTML (settings and kind names in ``<code>``, the rest
+escaped text); the macros hand it to ``site.protect`` as one inline piece, so it may sit inside a sentence.
 """
 
 from __future__ import annotations
@@ -99,14 +100,14 @@ def trainer_defaults_text(spec: AlgorithmSpec, trainer: str, given: Sequence[str
     return start + has + " but not the rest: " + "; ".join(parts) + "."
 
 
-@macro(html=True)
+@macro(markdown=True)
 def trainer_setting(site: Site, slot: str, kind: str, trainer: str) -> str:
-    """A kind's settings in one trainer, from the registry (``setting_words``)."""
-    return (settings_words(registry.kind(slot, kind), trainer)
-            or escape_text(f"none: {registry.TRAINERS[trainer]} does not ship it"))
+    """A kind's settings in one trainer, from the registry (``setting_words``), inline."""
+    return site.protect(settings_words(registry.kind(slot, kind), trainer)
+                        or escape_text(f"none: {registry.TRAINERS[trainer]} does not ship it"))
 
 
-@macro(html=True)
+@macro(markdown=True)
 def trainer_defaults(site: Site, algorithm: str, trainer: str, given: Sequence[str] = ("advantage",)) -> str:
-    """What a run of ``trainer`` at its defaults has of the spec (``trainer_defaults_text``)."""
-    return trainer_defaults_text(site.spec(algorithm, "trainer_defaults"), trainer, tuple(given))
+    """What a run of ``trainer`` at its defaults has of the spec (``trainer_defaults_text``), inline."""
+    return site.protect(trainer_defaults_text(site.spec(algorithm, "trainer_defaults"), trainer, tuple(given)))
