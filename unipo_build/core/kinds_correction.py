@@ -12,7 +12,7 @@ from pydantic import Field, field_validator
 from unipo_build.core import components as C
 from unipo_build.core.numbers import param_text as _fmt
 from unipo_build.core.numbers import tex_num
-from unipo_build.core.registry import (
+from unipo_build.core.registry_base import (
     NoParams,
     Term,
     _Params,

@@ -12,7 +12,7 @@ from pydantic import Field
 from unipo_build.core import components as C
 from unipo_build.core.numbers import param_text as _fmt
 from unipo_build.core.numbers import tex_fraction, tex_num
-from unipo_build.core.registry import (
+from unipo_build.core.registry_base import (
     OLD_POLICY_TEX,
     NoParams,
     Term,

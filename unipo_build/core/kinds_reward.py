@@ -10,7 +10,7 @@ from pydantic import Field
 from unipo_build.core import components as C
 from unipo_build.core.numbers import param_text as _fmt
 from unipo_build.core.numbers import tex_num
-from unipo_build.core.registry import NoParams, Term, _Params, cases, explain, register, row, say, setting, trainer_settings
+from unipo_build.core.registry_base import NoParams, Term, _Params, cases, explain, register, row, say, setting, trainer_settings
 
 # --- advantage -------------------------------------------------------------
 
