@@ -19,6 +19,7 @@ torch = pytest.importorskip("torch")
 
 from training_fixtures import coin_flip_score  # noqa: E402
 from unipo_build.core import runlog  # noqa: E402
+from unipo_build.core.reader import validate_run  # noqa: E402
 from unipo_build.core.recompute import check_step  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -169,7 +170,7 @@ def test_bf16_path_trains_logs_both_logprobs_and_recomputes(tiny, tmp_path, monk
     assert header.hardware.dtype == "bfloat16 autocast, float32 log-probs"
     assert header.hyperparameters.get("precision") == "bf16"
     assert header.hyperparameters.get("micro_rows") == 128 and header.hyperparameters.get("cuda_graphs") is False
-    assert runlog.validate_run(run) == []
+    assert validate_run(run) == []
     steps = list(runlog.iter_steps(run))
     problems = []
     for s in steps:
@@ -460,7 +461,7 @@ def test_token_bounded_passes_train_exactly_and_step_files_keep_their_limit(tiny
                  cuda_micro_tokens=120, detail_bytes=limit)
     header = runlog.read_header(run)
     assert header.hyperparameters.get("micro_tokens") == 120 and header.hyperparameters.get("detail_bytes") == limit
-    assert runlog.validate_run(run) == []
+    assert validate_run(run) == []
     detailed = []
     for s in runlog.iter_steps(run):
         detail = runlog.read_step_detail(run, s.step)

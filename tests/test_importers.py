@@ -19,6 +19,7 @@ import pytest
 from cli_helpers import unipo
 from helpers_runlog import checksums
 from unipo_build.core import runlog
+from unipo_build.core.reader import validate_run
 from unipo_build.cli.main import validate_path, _known_algorithms
 from unipo_build.trainers import import_log
 from unipo_build.trainers.common import OutputError
@@ -159,7 +160,7 @@ def test_unknown_algorithm_keeps_its_name(fixture_copy, tmp_path):
     out = tmp_path / "custom"
     header = import_log("unipo", fixture_copy / "unipo" / "custom_algo.jsonl", out)
     assert header.algorithm == "my-new-po" and header.algorithm_config is None
-    assert runlog.validate_run(out) == []
+    assert validate_run(out) == []
     detail = tokens_of(out, 1)
     x, y = detail.prompts[0].responses
     # ratio exp(-0.25 + 0.5) = exp(0.25) = 1.2840254; no clip bounds: side 0; objective ratio x A
@@ -399,7 +400,7 @@ def test_openrlhf_generated_logs(tmp_path):
     out = tmp_path / "runs" / "mine"
     header = import_log("openrlhf", tmp_path / "tb", out)
     assert header.algorithm == "unknown" and header.algorithm_config is None
-    assert runlog.validate_run(out) == []
+    assert validate_run(out) == []
     steps = list(runlog.iter_steps(out))
     assert [s.model_extra["source_step"] for s in steps] == [2, 4, 6]
     assert steps[0].metrics == {"reward/mean": 0.25, "loss/policy": 0.5, "lr": 1e-6, "entropy/mean": 1.5,

@@ -24,7 +24,8 @@ import pytest
 pytest.importorskip("torch")
 
 from training_fixtures import coin_flip_score  # noqa: E402
-from unipo_build.core import runlog, runs  # noqa: E402
+from unipo_build.core import runs  # noqa: E402
+from unipo_build.core.reader import validate_run  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -82,7 +83,7 @@ def build(runs_dir: Path, site: Path, **env) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def good_run(tmp_path_factory, tiny_policy) -> Path:
     run = _train(tmp_path_factory.mktemp("trained") / "good", tiny_policy)
-    assert runlog.validate_run(run) == []
+    assert validate_run(run) == []
     return run
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from unipo_build.core import runlog
+from unipo_build.core.reader import validate_run
 from unipo_build.trainers import import_log
 from unipo_build.trainers.tfevents import encode_event, encode_record
 from unipo_build.trainers.openrlhf.command import build_command, write_manifest
@@ -72,7 +73,7 @@ def tap_dir(tmp_path):
 def test_join_last_update_and_hand_worked_weights(tap_dir, tmp_path):
     out = tmp_path / "run"
     header = import_log("openrlhf", _tb(tmp_path / "tb"), out, tap=tap_dir)
-    assert runlog.validate_run(out) == []
+    assert validate_run(out) == []
     assert header.algorithm == "dapo" and header.model_extra["openrlhf"]["gaps"] == []
     # from the manifest: the run's name, model, prompts and reward file
     assert header.run_id == "dapo-openrlhf-s0" and header.model.name == "work/sft-tiny"

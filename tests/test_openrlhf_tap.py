@@ -24,6 +24,7 @@ import pytest
 from cli_helpers import guide_commands, unipo
 from openrlhf_support import require_openrlhf, stub_dir
 from unipo_build.core import runlog
+from unipo_build.core.reader import validate_run
 from unipo_build.trainers import import_log
 from unipo_build.trainers.tfevents import encode_event, encode_record
 from unipo_build.trainers.openrlhf import VersionError, check_version, tap
@@ -186,7 +187,7 @@ def test_shards_hold_what_openrlhf_computed(ray_run):
 def test_converted_run_validates_and_shows_the_tapped_tokens(ray_run):
     out = ray_run["base"] / "runs" / "grpo-openrlhf"
     header = import_log("openrlhf", _tb(ray_run["base"] / "tb"), out, tap=ray_run["tap_dir"])
-    assert runlog.validate_run(out) == []
+    assert validate_run(out) == []
     assert header.algorithm == "grpo" and header.engine == "openrlhf"
     assert header.algorithm_config.kind("aggregation") == "seq_mean_token_mean"
     assert [g["slot"] for g in header.model_extra["openrlhf"]["gaps"]] == ["kl"]
@@ -229,7 +230,7 @@ def test_guide_commands_run_as_documented(ray_run, tmp_path):
     results = [run(command) for command in commands]
     assert [r.returncode for r in results] == [2, 0, 0, 0, 0], [r.stderr[-2000:] for r in results]
     assert "cannot run dr_grpo exactly" in results[0].stderr and "python -m" in results[1].stdout
-    assert runlog.validate_run(project / "runs" / "dapo-openrlhf") == []
+    assert validate_run(project / "runs" / "dapo-openrlhf") == []
     page = (project / "site" / "guides" / "own-logs" / "index.html").read_text()
     run_id = runlog.read_header(project / "runs" / "dapo-openrlhf").run_id
     assert f"From <code>runs</code> (UNIPO_RUNS): 1 run loaded: <code>{run_id}</code>" in page

@@ -20,6 +20,7 @@ from training.model import load_policy  # noqa: E402
 from training.runstate import TrainError  # noqa: E402
 from training.task import file_sha256, generate_task, load_task  # noqa: E402
 from unipo_build.core import runlog  # noqa: E402
+from unipo_build.core.reader import validate_run  # noqa: E402
 from unipo_build.core.schema import MemorisationCheck  # noqa: E402
 from unipo_build.core.summary import summarize  # noqa: E402
 
@@ -109,7 +110,7 @@ def test_rl_draws_the_rl_pool_and_the_header_records_rollout_0(tiny, pools, tmp_
     monkeypatch.setattr(rl, "score_response", coin_flip_score)
     model = warm_start(tiny, tmp_path / "sft", pools / "train.jsonl")
     run = rl.train(_opts(model, pools, tmp_path / "run"))
-    assert runlog.validate_run(run) == []
+    assert validate_run(run) == []
     header = runlog.read_header(run)
     assert header.task.n_train == 30 and header.task.n_eval == 8  # the RL pool; the held-out pool cut to eval_n
     rl_prompts = {r["prompt"] for r in load_task(pools / "rl.jsonl")}
@@ -284,7 +285,7 @@ def test_a_run_past_its_time_limit_finishes_with_what_it_trained(tiny, pools, tm
     monkeypatch.setattr(rl, "score_response", coin_flip_score)
     model = warm_start(tiny, tmp_path / "sft", pools / "train.jsonl")
     run = rl.train(_opts(model, pools, tmp_path / "run", steps=3, time_limit=0.001))
-    assert runlog.validate_run(run) == []
+    assert validate_run(run) == []
     header = runlog.read_header(run)
     assert header.finished_at is not None and "Stopped after 1 of the 3 rollouts" in header.notes
     assert (header.hyperparameters.get("steps"), header.hyperparameters.get("steps_asked")) == (1, 3)
@@ -315,7 +316,7 @@ def test_a_non_finite_gradient_skips_the_step_and_three_in_a_row_stop_the_run(ti
     steps = list(runlog.iter_steps(run))
     assert [s.metrics["update/skipped"] for s in steps] == [0.0, 1.0, 0.0, 0.0]
     assert steps[1].metrics["grad_norm"] is None and steps[0].metrics["grad_norm"] > 0
-    assert runlog.validate_run(run) == []
+    assert validate_run(run) == []
 
     calls.clear()
     monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", nan_on({1, 2, 3}))

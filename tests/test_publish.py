@@ -12,6 +12,7 @@ import pytest
 from cli_helpers import ROOT, unipo
 from helpers_runlog import checksums, make_header, write_run
 from unipo_build.core import runlog
+from unipo_build.core.reader import validate_run
 from unipo_build.trainers.unipo.publish import publish_run
 from unipo_build.core.schema import ModelInfo, TaskInfo
 
@@ -52,7 +53,7 @@ def test_publish_relocates_paths_records_wall_time_and_leaves_the_logs(tmp_path)
     assert str(tmp_path) not in (run / "header.json").read_text()
     assert {k: v for k, v in checksums(run).items() if k != "header.json"} == logs
     assert {p.stat().st_mode & 0o777 for p in run.rglob("*") if p.is_file()} == {runlog.new_file_mode()}
-    assert runlog.validate_run(run) == []
+    assert validate_run(run) == []
     # a second time there is nothing left to do
     assert unipo("publish", run, "--trained-in", trained_in, cwd=tmp_path).stdout == f"{run}: nothing to change\n"
 

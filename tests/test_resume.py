@@ -19,6 +19,7 @@ import pytest
 pytest.importorskip("torch")
 
 from unipo_build.core import runlog  # noqa: E402
+from unipo_build.core.reader import validate_run  # noqa: E402
 from unipo_build.core.specs import load_algorithm  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -85,7 +86,7 @@ def test_killed_run_resumes_without_losing_or_repeating_a_step(tmp_path, tiny_po
     phases = [e.phase for e in runlog.iter_evals(run)]
     assert phases == ["start", "end"]
     assert not (run / "checkpoint").exists()  # removed once the run finished
-    assert runlog.validate_run(run) == []
+    assert validate_run(run) == []
     # the resumed run is the uninterrupted one: every update's metrics and token file, every evaluation
     assert _logged(run) == _logged(tmp_path / "uninterrupted")
 

@@ -19,6 +19,7 @@ from helpers_runlog import (
     write_run,
 )
 from unipo_build.core import runlog
+from unipo_build.core.reader import validate_run
 from unipo_build.core.runlog import LogError, LogErrors, RunWriter
 from unipo_build.core.schema import StepRecord
 
@@ -34,7 +35,7 @@ def run(tmp_path):
 
 def errors_of(run_dir: Path) -> list[LogError]:
     before = checksums(run_dir)
-    errors = runlog.validate_run(run_dir, known_algorithms=KNOWN)
+    errors = validate_run(run_dir, known_algorithms=KNOWN)
     assert checksums(run_dir) == before, "validation wrote over its input"
     return errors
 
@@ -168,7 +169,7 @@ def test_resume_at_the_last_step_drops_only_the_cut_off_line(run):
 def test_resume_in_an_empty_directory(tmp_path):
     RunWriter(tmp_path / "fresh", make_header(), resume_after=10)
     assert (tmp_path / "fresh" / "steps.jsonl").read_text() == ""
-    assert runlog.validate_run(tmp_path / "fresh", known_algorithms=KNOWN) == []
+    assert validate_run(tmp_path / "fresh", known_algorithms=KNOWN) == []
 
 
 # ---------------------------------------------------------------------------
@@ -367,7 +368,7 @@ def test_missing_steps_file_and_missing_header(tmp_path, run):
     run_dir, _ = run
     (run_dir / "steps.jsonl").unlink()
     (run_dir / "header.json").unlink()
-    messages = {str(e) for e in runlog.validate_run(run_dir)}
+    messages = {str(e) for e in validate_run(run_dir)}
     assert f"{run_dir / 'steps.jsonl'}: file is missing" in messages
     assert f"{run_dir / 'header.json'}: file is missing" in messages
 

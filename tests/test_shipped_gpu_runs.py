@@ -20,6 +20,7 @@ from helpers_runlog import assert_logged_tokens_recompute
 
 from training.suite import load_suite
 from unipo_build.core import runlog
+from unipo_build.core.reader import validate_run
 from unipo_build.core.specs import ablation_spec_paths, load_specs
 from unipo_build.core.summary import summarize
 
@@ -57,7 +58,7 @@ def test_every_run_is_a_finished_suite_run_made_on_a_gpu():
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
 def test_validates_and_every_logged_token_recomputes(path):
-    assert runlog.validate_run(path, known_algorithms=_known()) == []
+    assert validate_run(path, known_algorithms=_known()) == []
     assert_logged_tokens_recompute(path)
 
 

@@ -27,6 +27,7 @@ from helpers_runlog import assert_logged_tokens_recompute
 from training.suite import load_suite
 from training.task import file_sha256
 from unipo_build.core import runlog
+from unipo_build.core.reader import validate_run
 from unipo_build.core.moments import find_moment, find_moments
 from unipo_build.core.specs import ablation_spec_paths, load_specs
 from unipo_build.core.summary import summarize
@@ -78,7 +79,7 @@ def test_the_suite_names_what_is_shipped():
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
 def test_validates(path):
-    assert runlog.validate_run(path, known_algorithms=_known()) == []
+    assert validate_run(path, known_algorithms=_known()) == []
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])

@@ -73,6 +73,7 @@ def test_an_asynchronous_run_logs_the_real_mismatch_of_its_stale_sampler(tiny_po
     import training.rl as rl
     from training_fixtures import coin_flip_score
     from unipo_build.core import runlog
+    from unipo_build.core.reader import validate_run
     from unipo_build.core.recompute import check_step
 
     monkeypatch.setattr(rl, "score_response", coin_flip_score)
@@ -80,7 +81,7 @@ def test_an_asynchronous_run_logs_the_real_mismatch_of_its_stale_sampler(tiny_po
                            progress=False, eval_n=8, detail_every=1, sampler_lag=2,
                            rl_overrides={"prompts_per_step": 4, "group_size": 4, "max_new_tokens": 12, "lr": 3e-3})
     run = rl.train(opts)
-    assert runlog.validate_run(run) == []
+    assert validate_run(run) == []
     assert runlog.read_header(run).hyperparameters.get("sampler_lag") == 2
     gap = {}
     for record in runlog.iter_steps(run):

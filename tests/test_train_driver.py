@@ -29,6 +29,7 @@ from cli_helpers import ROOT, UNIPO  # noqa: E402
 from cli_helpers import unipo as _unipo  # noqa: E402
 from helpers_runlog import checksums  # noqa: E402
 from unipo_build.core import runlog  # noqa: E402
+from unipo_build.core.reader import validate_run  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -123,7 +124,7 @@ def test_ctrl_c_then_the_printed_command_finishes_the_run(policy, tmp_path):
     logged_steps = [r.step for r in runlog.iter_steps(run)]  # iter_steps rejects gaps and repeats
     assert logged_steps == list(range(steps)) and [r.rollout for r in runlog.iter_steps(run)] == logged_steps
     assert [e.phase for e in runlog.iter_evals(run)] == ["start", "end"]
-    assert runlog.validate_run(run) == []
+    assert validate_run(run) == []
     assert not [p for p in run.iterdir() if p.name.startswith("checkpoint")]
 
     # Files as any other program writes them, paths relative to the project, one wall time.
@@ -157,7 +158,7 @@ def test_ctrl_c_before_the_first_checkpoint_then_resume_starts_over(policy, tmp_
     assert [r.step for r in steps] == [0, 1]  # REINFORCE: one update per rollout
     assert [e.phase for e in runlog.iter_evals(run)] == ["start", "end"]
     assert runlog.token_steps(run) == [s.step for s in steps if s.has_tokens]
-    assert runlog.validate_run(run) == []
+    assert validate_run(run) == []
 
 
 def test_threads_hold_through_the_warm_start(tmp_path, monkeypatch):

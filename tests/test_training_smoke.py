@@ -16,6 +16,7 @@ torch = pytest.importorskip("torch")
 
 from training_fixtures import coin_flip_score  # noqa: E402
 from unipo_build.core import runlog  # noqa: E402
+from unipo_build.core.reader import validate_run  # noqa: E402
 from unipo_build.core.recompute import check_step  # noqa: E402
 from unipo_build.core.specs import load_specs  # noqa: E402
 from unipo_build.core.summary import summarize  # noqa: E402
@@ -58,7 +59,7 @@ def smoke_run(tiny_checkpoint, tmp_path_factory):
 @pytest.mark.parametrize("algorithm", sorted(load_specs()))
 def test_every_algorithm_trains_logs_and_recomputes(algorithm, smoke_run):
     run = smoke_run(algorithm)
-    assert runlog.validate_run(run, known_algorithms=set(load_specs())) == []
+    assert validate_run(run, known_algorithms=set(load_specs())) == []
     header = runlog.read_header(run)
     assert header.algorithm == algorithm
     assert header.algorithm_config.id == algorithm

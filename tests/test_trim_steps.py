@@ -11,6 +11,7 @@ import pytest
 from helpers_runlog import make_tokens, write_run
 from unipo_build.cli.main import main
 from unipo_build.core import project, runlog
+from unipo_build.core.reader import validate_run
 from unipo_build.core.schema import GroupSummary, PromptGroup, Response, StepDetail
 from unipo_build.core.step_budget import STEP_FILE_BUDGET, detail_order, file_bytes, trim_detail
 
@@ -81,7 +82,7 @@ def test_a_file_over_budget_shrinks_under_it_and_keeps_everything_else(run):
     old = {(p.index, p.filtered): p for p in before.prompts}
     assert all(p == old[(p.index, p.filtered)] for p in after.prompts)
     assert _file(run, 2).read_bytes() == small_step  # already within the budget: untouched
-    assert runlog.validate_run(run) == []
+    assert validate_run(run) == []
     assert not [p for p in _file(run, 0).parent.iterdir() if p.name.startswith(".")]  # no temporary file left
 
 

@@ -378,3 +378,9 @@ def check_run(run_dir: str | Path, *, known_algorithms: set[str] | None = None, 
                             for path in sorted(folder.glob(runlog.TOKEN_FILE_GLOB)) if path.name not in named]
     del errors[limit:]
     return result
+
+
+def validate_run(run_dir: str | Path, *, known_algorithms: set[str] | None = None, limit: int = 50) -> list[runlog.LogError]:
+    """Every problem found in a run directory (up to ``limit``); empty when valid: :func:`check_run`'s errors
+    (``unipo validate``, the importers and the site build read a run through the same checks)."""
+    return check_run(run_dir, known_algorithms=known_algorithms, limit=limit).errors

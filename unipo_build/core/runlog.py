@@ -406,12 +406,3 @@ def read_step_detail(run_dir: str | Path, step: int) -> StepDetail:
         raise LogError(str(path), f"file is for step {step} but says step {detail.step}", step=step, field="step")
     return detail
 
-
-def validate_run(run_dir: str | Path, *, known_algorithms: set[str] | None = None, limit: int = 50) -> list[LogError]:
-    """Every problem found in a run directory (up to ``limit``); empty when valid.
-
-    The checks are ``reader.check_run``'s: the loader the site build reads runs with.
-    """
-    from unipo_build.core.reader import check_run  # the reader is built on this module
-
-    return check_run(run_dir, known_algorithms=known_algorithms, limit=limit).errors

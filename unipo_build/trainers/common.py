@@ -33,7 +33,8 @@ from unipo_build.core import components as C
 from unipo_build.core import objective as O
 from unipo_build.core.matching import nearest_spec
 from unipo_build.core.project import ProjectError
-from unipo_build.core.runlog import LogError, validate_run
+from unipo_build.core.reader import validate_run
+from unipo_build.core.runlog import LogError
 from unipo_build.core.specs import REGISTRY, AlgorithmSpec, ResolvedAlgorithm, SpecError, load_specs, resolve
 
 EXTRA_PREFIX = "source_"
