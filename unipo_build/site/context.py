@@ -17,7 +17,7 @@ What a macro returns reaches the page by one of three paths, so that no string f
 spec, an import or a task file is ever read as Markdown, Jinja or TeX source:
 
 - ``html=True``: HTML in which every input string went through ``render.escape_text`` (or is
-  JSON data in a ``<template>``); handed to ``macros.protect_html``, so Markdown never sees it
+  JSON data in a ``<template>``); handed to ``page_state.protect_html``, so Markdown never sees it
   (call such a macro on a paragraph of its own);
 - the default, for a macro that returns a string: plain text. It is HTML-escaped here and
   protected the same way, so it may sit inside a sentence, a table cell or a formula and still
@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from unipo_build.core import project, runs
+from unipo_build.site import page_state
 from unipo_build.site.render import escape_text
 from unipo_build.core.specs import AlgorithmSpec, ablation_spec_paths, load_spec, load_specs
 from unipo_build.site.source_links import Repo, repo_from
@@ -227,14 +228,10 @@ class Site:
         return getattr(getattr(self.env, "page", None), "url", None)
 
     def chart_id(self, spec: Any, prefix: str = "unipo-vega") -> str:
-        from unipo_build.site import macros as unipo_macros
-
-        return unipo_macros.chart_id(self.env, spec, prefix=prefix)
+        return page_state.chart_id(self.env, spec, prefix=prefix)
 
     def protect(self, html: str) -> str:
-        from unipo_build.site import macros as unipo_macros
-
-        return unipo_macros.protect_html(self.env, html)
+        return page_state.protect_html(self.env, html)
 
     @property
     def repo(self) -> Repo | None:
@@ -242,9 +239,7 @@ class Site:
         return repo_from(getattr(self.env, "conf", None) or {})
 
     def use_scripts(self, names: tuple[str, ...]) -> None:
-        from unipo_build.site import macros as unipo_macros
-
-        unipo_macros.use_scripts(self.env, names)
+        page_state.use_scripts(self.env, names)
 
 
 #: A view whose macro may write a note instead of it (a run this build lacks: the gpu set has no

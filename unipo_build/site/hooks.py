@@ -9,9 +9,9 @@
   ``extra.unipo_runs``: ``unipo_build.core.runs``); under ``UNIPO_STRICT_RUNS=1`` fails the build,
   with the validator's messages, if a run cannot be read.
 - ``on_page_content``: puts back the HTML that macros protected from Markdown
-  (see ``unipo_build.site.macros.protect_html``), and adds the view scripts the page's macros asked
-  for (``macros.use_scripts``): a page without a Step Inspector loads no inspector code; and
-  chooses those views' style sheets (``macros.VIEW_STYLES``), which ``on_post_page`` links in the
+  (see ``unipo_build.site.macros``), and adds the view scripts the page's macros asked
+  for (``page_state.use_scripts``): a page without a Step Inspector loads no inspector code; and
+  chooses those views' style sheets (``page_state.VIEW_STYLES``), which ``on_post_page`` links in the
   page's head: a page without a Step Inspector loads no inspector styles either.
 - ``on_page_context``: gives the template the set switch's links to the same page in each
   other set (``unipo_set_links``: relative, so they work under any subpath; the page's script
@@ -52,7 +52,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import CombinedEvent, event_priority
 
 from unipo_build.site import csp
-from unipo_build.site import macros as unipo_macros
+from unipo_build.site import page_state
 from unipo_build.core import project, registry, runs, sets, specs
 from unipo_build.site import palette, search_text
 from unipo_build.site.browser import browser_data_html, site_root
@@ -218,10 +218,10 @@ def on_config(config):
 
 
 def on_page_content(html, page, config, files):
-    html = unipo_macros.restore_protected(page.file.src_uri, html)
-    views = unipo_macros.page_scripts(page.file.src_uri)
+    html = page_state.restore_protected(page.file.src_uri, html)
+    views = page_state.page_scripts(page.file.src_uri)
     root = site_root(page.url)
-    scripts = [name for name in views if name in unipo_macros.VIEW_SCRIPTS]
+    scripts = [name for name in views if name in page_state.VIEW_SCRIPTS]
     if scripts:
         # Inside the page's content, so Material's instant navigation loads them when it swaps
         # pages in (each script runs its set-up once: see overrides/assets/unipo.js).
@@ -229,7 +229,7 @@ def on_page_content(html, page, config, files):
     # The views' style sheets go in the page's head (on_post_page): Material's instant navigation
     # adds the head elements a new page has and the old one lacks, and removes the others.
     page.unipo_style_links = "".join(f'<link rel="stylesheet" href="{root}assets/views/{Path(sheet).name}">'
-                                     for sheet in unipo_macros.style_sheets(views))
+                                     for sheet in page_state.style_sheets(views))
     return html
 
 
@@ -272,19 +272,19 @@ def write_view_scripts(assets: Path) -> None:
     site-wide sheet (``macros.PAGE_STYLES``) as ``assets/pages.css``."""
     out = assets / "views"
     out.mkdir(parents=True, exist_ok=True)
-    for name, files in unipo_macros.VIEW_SCRIPTS.items():
+    for name, files in page_state.VIEW_SCRIPTS.items():
         parts = [f"/* ---- {Path(file).name} ---- */\n" + (SITE_SOURCES / file).read_text(encoding="utf-8")
                  for file in files]
         (out / f"{name}.js").write_text("\n".join(parts), encoding="utf-8")
     names: dict[str, str] = {}
-    for sheet in unipo_macros.STYLE_SHEETS:
+    for sheet in page_state.STYLE_SHEETS:
         name = Path(sheet).name
         if name in names:
-            raise PluginError(f"unipo_build/site/macros.py VIEW_STYLES: {sheet} and {names.get(name, name)} would "
+            raise PluginError(f"unipo_build/site/page_state.py VIEW_STYLES: {sheet} and {names.get(name, name)} would "
                               f"both be written as assets/views/{name}; give one another file name")
         names[name] = sheet
         shutil.copyfile(SITE_SOURCES / sheet, out / name)
-    shutil.copyfile(SITE_SOURCES / unipo_macros.PAGE_STYLES, assets / "pages.css")
+    shutil.copyfile(SITE_SOURCES / page_state.PAGE_STYLES, assets / "pages.css")
 
 
 def on_post_page(output, page, config):
