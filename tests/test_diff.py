@@ -1,4 +1,4 @@
-"""Slot-by-slot comparison of algorithms (site/views/compare/diff.py) and the data the build sends for it
+"""Slot-by-slot comparison of algorithms (site/facts/diff.py) and the data the build sends for it
 (site/views/compare/compare.py); the drawn comparison is checked in tests/browser/test_compare_render.py."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from unipo_build.site.views.compare.compare import (
     selector_data,
 )
 from unipo_build.site.views.explainer.explainer import DIFF_PLACEHOLDER
-from unipo_build.site.views.compare.diff import (
+from unipo_build.site.facts.diff import (
     SLOT_LABELS,
     DIFF_STYLES,
     STATUSES,

@@ -19,7 +19,7 @@ import pytest
 
 import browser_harness as H
 from unipo_build.core.specs import SLOTS, load_specs
-from unipo_build.site.views.compare.diff import SLOT_LABELS, diff_algorithms, diff_sentence
+from unipo_build.site.facts.diff import SLOT_LABELS, diff_algorithms, diff_sentence
 from unipo_build.trainers import import_log
 
 pytestmark = pytest.mark.browser

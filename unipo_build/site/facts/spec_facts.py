@@ -19,7 +19,7 @@ from typing import Any, Sequence
 from unipo_build.core.formula import with_ratio
 from unipo_build.core.numbers import fmt_num, fmt_pct
 from unipo_build.core.specs import SLOTS, AlgorithmSpec, lineage
-from unipo_build.site.views.compare.diff import STATUSES, diff_algorithms
+from unipo_build.site.facts.diff import STATUSES, diff_algorithms
 from unipo_build.site.fmt import math_display
 from unipo_build.site.context import AuthorError, Site, macro
 

@@ -26,7 +26,7 @@ from unipo_build.site.context import Site, macro
 from unipo_build.site.facts.spec_facts import and_names
 from unipo_build.site.fmt import code
 from unipo_build.site.render import escape_text
-from unipo_build.site.views.compare.diff import SLOT_LABELS
+from unipo_build.site.facts.diff import SLOT_LABELS
 
 
 def setting_words(s: registry.Setting, with_note: bool = True) -> str:

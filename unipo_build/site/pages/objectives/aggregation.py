@@ -16,7 +16,7 @@ from unipo_build.core.components import length_mask
 from unipo_build.core.numbers import fmt_num, fmt_pct, fraction_text
 from unipo_build.core.registry import REGISTRY, SLOTS
 from unipo_build.core.specs import AlgorithmSpec, lineage
-from unipo_build.site.views.compare.diff import SLOT_LABELS
+from unipo_build.site.facts.diff import SLOT_LABELS
 from unipo_build.site.views.explainer.explainer import components_of, kind_label
 from unipo_build.site.fmt import escape_text, math_inline, table
 from unipo_build.site.context import AuthorError, Site, macro

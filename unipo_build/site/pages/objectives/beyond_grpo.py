@@ -57,7 +57,7 @@ from unipo_build.site.pages.objectives.clip_family import (
     logged_tokens,
     missing_text,
 )
-from unipo_build.site.views.compare.diff import SLOT_LABELS, diff_algorithms
+from unipo_build.site.facts.diff import SLOT_LABELS, diff_algorithms
 
 MODES = ("greedy", "sampled")
 #: A group counts as near-solved or near-hopeless when at most this share of its answers, or at least

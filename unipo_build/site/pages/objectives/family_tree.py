@@ -13,7 +13,7 @@ import textwrap
 
 from unipo_build.site.render import chart_spec, vega_embed
 from unipo_build.core.specs import AlgorithmSpec, lineage
-from unipo_build.site.views.compare.diff import SLOT_LABELS, diff_algorithms
+from unipo_build.site.facts.diff import SLOT_LABELS, diff_algorithms
 from unipo_build.site.fmt import escape_text, table
 from unipo_build.site.palette import algorithm_colour, role
 from unipo_build.site.context import Site, macro

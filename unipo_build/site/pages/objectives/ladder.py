@@ -29,7 +29,7 @@ from unipo_build.core.numbers import fmt_num, fmt_pct, fmt_signed_points
 from unipo_build.site.render import chart_spec, vega_embed
 from unipo_build.core.runs import Run
 from unipo_build.core.specs import AlgorithmSpec
-from unipo_build.site.views.compare.diff import SLOT_LABELS, SlotDiff, diff_algorithms
+from unipo_build.site.facts.diff import SLOT_LABELS, SlotDiff, diff_algorithms
 from unipo_build.site.views.explainer.explainer import components_of, kind_label
 from unipo_build.site.fmt import escape_text, note_html, table, two_lines
 from unipo_build.site.palette import ALGORITHMS, role

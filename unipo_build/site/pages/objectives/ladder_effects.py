@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from unipo_build.site.pages.learning.claims import CLAIMS, Result, claim_result
 from unipo_build.site.pages.learning.effects import Side, Verdict, compare, measure_side, pct, signed_pct
-from unipo_build.site.views.compare.diff import SLOT_LABELS
+from unipo_build.site.facts.diff import SLOT_LABELS
 from unipo_build.site.pages.objectives.ladder import SUITE_FILE, Rung, ladder_rungs, suite_ladders
 from unipo_build.site.context import Site, macro
 from unipo_build.site.facts.spec_facts import and_names, count_word

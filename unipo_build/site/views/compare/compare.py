@@ -34,7 +34,7 @@ from typing import Any
 from unipo_build.site.render import escape_text, json_data
 from unipo_build.core.specs import SLOTS, AlgorithmSpec, ResolvedAlgorithm, lineage
 from unipo_build.core.matching import as_run_of
-from unipo_build.site.views.compare.diff import (
+from unipo_build.site.facts.diff import (
     DIFF_STYLES,
     SLOT_LABELS,
     STATUSES,

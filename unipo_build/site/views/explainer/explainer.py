@@ -45,7 +45,7 @@ from unipo_build.core.specs import (
     ResolvedComponent,
     Term,
 )
-from unipo_build.site.views.compare.diff import SLOT_LABELS
+from unipo_build.site.facts.diff import SLOT_LABELS
 from unipo_build.site.fmt import math_display, math_inline
 from unipo_build.site.source_links import Repo, source_html
 
