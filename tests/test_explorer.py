@@ -337,23 +337,30 @@ def test_failed_run_renders_an_admonition(loaded):
     assert "unipo-data" not in html  # no chart data for a run that failed to load
 
 
-def test_inspector_is_placed_under_the_chart(loaded, monkeypatch):
-    import sys
-    import types
-
+def test_inspector_is_placed_under_the_chart(loaded):
+    """The caller hands the explorer its Step Inspector (a view does not import another view), which gets the
+    explorer's id + "-inspector" and goes under the chart."""
     calls = []
-    fake = types.ModuleType("unipo_build.site.views.inspector.inspector")
 
-    def step_inspector(run, step=None, moment=None, page_url=None, uid=None):
-        calls.append((run.id, page_url))
+    def step_inspector(uid):
+        calls.append(uid)
         return '<div class="fake-inspector"></div>'
 
-    fake.step_inspector = step_inspector
-    monkeypatch.setitem(sys.modules, "unipo_build.site.views.inspector.inspector", fake)
-    html = explorer.explorer_html(loaded["grpo-run"], element_id="x5", page_url="reference/explorer/")
-    assert calls == [("test-grpo", "reference/explorer/")]
+    html = explorer.explorer_html(loaded["grpo-run"], element_id="x5", inspector=step_inspector)
+    assert calls == ["x5-inspector"] and 'data-inspector="x5-inspector"' in html
     assert html.index('class="fake-inspector"') > html.index("unipo-explorer__chart")
-    assert '<div class="fake-inspector">' not in explorer.explorer_html(loaded["grpo-run"], inspector=False)
+    html = explorer.explorer_html(loaded["grpo-run"], inspector=None)
+    assert '<div class="fake-inspector">' not in html and "data-inspector" not in html
+
+
+def test_the_explorer_macro_puts_the_run_s_own_inspector_under_it(loaded):
+    from types import SimpleNamespace
+
+    from unipo_build.site import view_macros
+
+    site = SimpleNamespace(page_url="reference/explorer/")
+    html = view_macros.explorer_inspector(site, loaded["grpo-run"])("x6-inspector")
+    assert 'id="x6-inspector"' in html and 'data-run="' in html
 
 
 # ---------------------------------------------------------------- the build hook

@@ -38,6 +38,12 @@ def _uid(site: Site, prefix: str, *parts: Any) -> str:
     return site.chart_id({"view": prefix, "args": [str(p) for p in parts]}, prefix=prefix)
 
 
+def explorer_inspector(site: Site, run: Any):
+    """The Step Inspector a Training Explorer puts under its chart, as ``explorer_html`` takes it (a function of
+    the inspector's element id); it fetches step files relative to the page's URL."""
+    return lambda uid: inspector.step_inspector(run, page_url=site.page_url, uid=uid)
+
+
 @macro(html=True, scripts=("explorer", "inspector"))
 def training_explorer(site: Site, run: Any, metrics: Sequence[str] | None = None, inspector: bool = True) -> str:
     """The Training Explorer of a run: one ring per metric, angle = step."""
@@ -53,7 +59,8 @@ def training_explorer(site: Site, run: Any, metrics: Sequence[str] | None = None
     # the same page built on another run set (unipo_build.core.sets) gives its explorer the same id, so
     # the state a reader's link carries in the hash (step, group, token) opens there too.
     element_id = site.chart_id({"explorer": name, "metrics": list(metrics or [])}, prefix="unipo-explorer")
-    return explorer.explorer_html(found, metrics, inspector=inspector, element_id=element_id, page_url=site.page_url)
+    return explorer.explorer_html(found, metrics, inspector=inspector and explorer_inspector(site, found),
+                                  element_id=element_id)
 
 
 @macro(name="step_inspector", html=True, scripts=("inspector",))

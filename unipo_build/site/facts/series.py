@@ -23,6 +23,18 @@ POINTS_PER_LINE = 150
 SMOOTH_FRACTION = 0.05
 
 
+def absent_reason(run, metric: str) -> str:
+    """Why a run logs no ``metric``, when its objective says why (" (no clipping)"), else ""."""
+    cfg = run.config
+    if cfg is None:
+        return ""
+    if metric == "kl/mean" and cfg.component("kl").is_none:
+        return " (no KL term, no reference model)"
+    if metric in ("clip/frac_high", "clip/frac_low") and cfg.component("clip").is_none:
+        return " (no clipping)"
+    return ""
+
+
 def moving_average(values: np.ndarray, window: int) -> np.ndarray:
     """Centred moving average; near the ends the window shrinks to the points there are."""
     values = np.asarray(values, dtype=np.float64)

@@ -20,6 +20,7 @@ from unipo_build.site.facts.run_facts import course_runs
 from unipo_build.site.facts.series import (
     POINTS_PER_LINE,
     SMOOTH_FRACTION,
+    absent_reason,
     robust_domain,
     round_to,
     run_series,
@@ -38,18 +39,6 @@ def x_encoding(x: str, title: str | None = None):
         return alt.X("x:Q", title=title or "fraction of training", scale=alt.Scale(domain=[0, 1], nice=False),
                      axis=alt.Axis(format="%", tickCount=5))
     return alt.X("x:Q", title=title or "update (step)", axis=alt.Axis(tickCount=5, format="~s"))
-
-
-def absent_reason(run, metric: str) -> str:
-    """Why a run logs no ``metric``, when its objective says why (" (no clipping)"), else ""."""
-    cfg = run.config
-    if cfg is None:
-        return ""
-    if metric == "kl/mean" and cfg.component("kl").is_none:
-        return " (no KL term, no reference model)"
-    if metric in ("clip/frac_high", "clip/frac_low") and cfg.component("clip").is_none:
-        return " (no clipping)"
-    return ""
 
 
 def metric_panel_spec(metric: str, rows: list[dict], domain: list[str], colours: list[str], x: str,

@@ -25,6 +25,7 @@ from unipo_build.core.runs import Run
 from unipo_build.core.schema import TokenArrays
 from unipo_build.site.views.explainer import explainer
 from unipo_build.site.views.explorer import explorer
+from unipo_build.site.views.inspector import inspector
 from unipo_build.site.views.compare.compare import compare_run_html
 from unipo_build.site.pages.learning.diagnoses import diagnoses_html
 from unipo_build.site.fmt import escape_text
@@ -210,7 +211,8 @@ def explain_run_card(site: Site, run_id: str) -> str:
 def explain_explorer(site: Site, run_id: str) -> str:
     """The run's Training Explorer and Step Inspector, under the fixed ids the diagnoses link to."""
     run = run_of(site, run_id, "explain_explorer")
-    return explorer.explorer_html(run, None, inspector=True, element_id=EXPLORER_ID, page_url=site.page_url)
+    return explorer.explorer_html(run, None, element_id=EXPLORER_ID,
+                                  inspector=lambda uid: inspector.step_inspector(run, page_url=site.page_url, uid=uid))
 
 
 @macro(html=True)

@@ -15,7 +15,8 @@ from unipo_build.trainers.openrlhf import OPENRLHF_VERSION
 from unipo_build.trainers.openrlhf.command import RunOptions, build_command, translation_for
 from unipo_build.core.specs import lineage, load_specs
 from unipo_build.site.fmt import escape_text, table
-from unipo_build.site.pages.guides.reference import ALGORITHM_PAGES, page_linker
+from unipo_build.site.page_links import page_linker
+from unipo_build.site.pages.guides.reference import ALGORITHM_PAGES
 from unipo_build.site.context import Site, macro
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any, Callable
 
 from unipo_build.core import formula, limits, registry
@@ -39,6 +38,7 @@ from unipo_build.core.schema import METRICS, json_schema
 from unipo_build.core.specs import REGISTRY, SLOTS, AlgorithmSpec, Kind, Reference, lineage
 from unipo_build.site.fmt import code, math_display, math_inline
 from unipo_build.site.context import Site, macro
+from unipo_build.site.page_links import Link, no_link, page_linker
 from unipo_build.site.source_links import Repo, source_html
 
 #: Where the generated pages live (relative to docs/): one page per spec, and the catalogues.
@@ -59,15 +59,10 @@ SLOT_DESCRIPTIONS = {
 }
 
 Protect = Callable[[str], str]
-Link = Callable[[str], "str | None"]
 
 
 def _same(html: str) -> str:
     return html
-
-
-def _no_link(target: str) -> None:
-    return None
 
 
 # ---------------------------------------------------------------------------
@@ -150,7 +145,7 @@ def terms_html(kind: Kind, tooltip: Callable[[Any], str]) -> str:
     return f'<ul class="unipo-terms">{"".join(items)}</ul>'
 
 
-def slots_table(spec: AlgorithmSpec, link: Link = _no_link, repo: Repo | None = None) -> str:
+def slots_table(spec: AlgorithmSpec, link: Link = no_link, repo: Repo | None = None) -> str:
     """One row per slot: component (kind and summary), parameters, definition with the tooltips
     of its terms, and the spec's explanation of the choice."""
     rows, attrs = [], []
@@ -182,7 +177,7 @@ def slots_table(spec: AlgorithmSpec, link: Link = _no_link, repo: Repo | None = 
                  row_attrs=attrs)
 
 
-def facts_html(spec: AlgorithmSpec, specs: dict[str, AlgorithmSpec], link: Link = _no_link) -> str:
+def facts_html(spec: AlgorithmSpec, specs: dict[str, AlgorithmSpec], link: Link = no_link) -> str:
     rows = [
         ["Name", f"{escape_text(spec.name)} \u2013 {escape_text(spec.full_name)}"],
         ["Year", escape_text(spec.year)],
@@ -216,7 +211,7 @@ def facts_html(spec: AlgorithmSpec, specs: dict[str, AlgorithmSpec], link: Link 
 
 
 def spec_reference_markdown(spec: AlgorithmSpec, specs: dict[str, AlgorithmSpec], *, protect: Protect = _same,
-                            link: Link = _no_link, repo: Repo | None = None) -> str:
+                            link: Link = no_link, repo: Repo | None = None) -> str:
     """The reference of one algorithm as Markdown (headings) around protected HTML."""
     objective = (f'<div class="unipo-objective" data-algorithm="{escape_text(spec.id)}">'
                  + math_display(formula.objective_latex(spec))
@@ -409,7 +404,7 @@ def params_table(kind: Kind) -> str:
     return table(["Parameter", "Type", "Default", "Description"], rows)
 
 
-def kind_html(kind: Kind, specs: dict[str, AlgorithmSpec], link: Link = _no_link, repo: Repo | None = None) -> str:
+def kind_html(kind: Kind, specs: dict[str, AlgorithmSpec], link: Link = no_link, repo: Repo | None = None) -> str:
     source = source_html(kind.fn, repo)
     parts = [f'<div class="unipo-component-kind" data-slot="{escape_text(kind.slot)}" '
              f'data-kind="{escape_text(kind.name)}"><p>{escape_text(kind.summary)}</p>'
@@ -442,7 +437,7 @@ def kind_html(kind: Kind, specs: dict[str, AlgorithmSpec], link: Link = _no_link
 
 
 def component_catalogue_markdown(specs: dict[str, AlgorithmSpec], *, protect: Protect = _same,
-                                 link: Link = _no_link, repo: Repo | None = None) -> str:
+                                 link: Link = no_link, repo: Repo | None = None) -> str:
     out = []
     for slot in SLOTS:
         out.append(f"## `{slot}` {{ #{_anchor('component', slot)} }}")
@@ -473,7 +468,7 @@ def trainer_cell(kind: Kind, trainer: str) -> str:
     return "<br>".join(setting_html(s) for s in settings) if settings else "\u2014"
 
 
-def trainer_settings_html(link: Link = _no_link) -> str:
+def trainer_settings_html(link: Link = no_link) -> str:
     """Every registered kind (slot by slot, in the registry's order) with its setting in each trainer."""
     rows, attrs = [], []
     for slot in SLOTS:
@@ -497,33 +492,6 @@ def trainer_settings_html(link: Link = _no_link) -> str:
 # ---------------------------------------------------------------------------
 # MkDocs glue
 # ---------------------------------------------------------------------------
-
-def page_linker(env: Any) -> Link:
-    """Links from the current page to another page of the site, if that page exists."""
-    page = getattr(env, "page", None)
-    conf = getattr(env, "conf", None)
-    if page is None or conf is None:
-        return _no_link
-    docs_dir = Path(conf["docs_dir"])
-
-    def link(target: str) -> str | None:
-        if not (docs_dir / target).is_file():
-            return None
-        return relative_url(page.file.src_uri, target, conf["docs_dir"], conf["site_dir"],
-                            conf.get("use_directory_urls", True))
-
-    return link
-
-
-def relative_url(source: str, target: str, docs_dir: str, site_dir: str, use_directory_urls: bool) -> str:
-    """The URL of page ``target`` as seen from page ``source`` (docs-relative .md paths), as
-    MkDocs computes it."""
-    from mkdocs.structure.files import File
-
-    target_file = File(target, docs_dir, site_dir, use_directory_urls)
-    source_file = File(source, docs_dir, site_dir, use_directory_urls)
-    return target_file.url_relative_to(source_file)
-
 
 @macro(markdown=True)
 def spec_reference(site: Site, algorithm_id: str) -> str:

@@ -35,14 +35,13 @@ from unipo_build.core.numbers import fmt_num, fmt_pct
 from unipo_build.site.render import chart_spec, vega_embed
 from unipo_build.core.runs import Run
 from unipo_build.core.schema import METRICS, metric_info
-from unipo_build.site.pages.dynamics.dynamics import absent_reason
 from unipo_build.site.fmt import escape_text, legend_html, note_html
 from unipo_build.site.palette import algorithm_colour
 from unipo_build.site.facts.run_facts import OWN_CHAPTER, course_runs
 from unipo_build.site.facts.spec_facts import and_names
-from unipo_build.site.pages.guides.reference import page_linker
+from unipo_build.site.page_links import page_linker
 from unipo_build.site.facts.seeds import finished_runs, still_training
-from unipo_build.site.facts.series import SMOOTH_FRACTION, round_to, smoothed_series
+from unipo_build.site.facts.series import SMOOTH_FRACTION, absent_reason, round_to, smoothed_series
 from unipo_build.site.context import AuthorError, Site, macro
 
 #: Pseudo-metrics: held-out accuracy at each evaluation.

@@ -37,7 +37,7 @@ import hashlib
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -471,21 +471,14 @@ def rings_html(series: RunSeries, selected: Sequence[str]) -> str:
             f'<ol class="unipo-explorer__ring-list">{"".join(items)}</ol></div>')
 
 
-def _inspector_html(run: Run, page_url: str | None, uid: str) -> str:
-    """The explorer's own Step Inspector (id ``uid``): a click opens steps there and nowhere else."""
-    from unipo_build.site.views.inspector.inspector import step_inspector
-
-    # The inspector needs the page's URL to fetch step files relative to it.
-    return step_inspector(run, page_url=page_url, uid=uid)
-
-
-def explorer_html(run: Run, metrics: Sequence[str] | None = None, *, inspector: bool = True,
-                  element_id: str | None = None, page_url: str | None = None) -> str:
+def explorer_html(run: Run, metrics: Sequence[str] | None = None, *, inspector: Callable[[str], str] | None = None,
+                  element_id: str | None = None) -> str:
     """The Training Explorer of a run (or an admonition when it failed to load).
 
     ``metrics``: 1 to 4 ring metrics, outermost first (names the run lacks are noted and
-    skipped). ``inspector``: put the run's Step Inspector under the chart. ``element_id``: the
-    section's id (unique on the page). ``page_url``: the page's URL, for the inspector's fetches.
+    skipped). ``inspector``: the run's own Step Inspector to put under the chart, as a function of the
+    inspector's element id (the caller's: ``inspector.step_inspector``; a view does not import another), so that
+    a click opens steps there and nowhere else. ``element_id``: the section's id (unique on the page).
     """
     if not run.ok:
         return failed_run_html(run.id, run.error or "unknown error")
@@ -576,5 +569,5 @@ def explorer_html(run: Run, metrics: Sequence[str] | None = None, *, inspector: 
     ]
     html_parts.append("</section>")
     if inspector:
-        html_parts.append(_inspector_html(run, page_url, f"{uid}-inspector"))
+        html_parts.append(inspector(f"{uid}-inspector"))
     return "".join(html_parts)
