@@ -3,11 +3,13 @@ changes one slot per rung, and the runner's bookkeeping (what is finished, resum
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
 
-from training.suite import DEFAULT_SUITE, SuiteError, load_suite, run_state, train_command
+from training.suite import DEFAULT_SUITE, SuiteError, load_suite, run_state
+from training.suite import train_command as train_suite_run
 from unipo_build.core.specs import load_algorithm, resolve
 
 SLOTS = ("advantage", "ratio", "clip", "kl", "aggregation", "filter", "shaping")
@@ -76,9 +78,13 @@ def test_run_state(tmp_path):
 
 
 def test_train_command_is_the_ordinary_cli(tmp_path):
+    """Each run is `unipo train`, which the CLI hands down (training does not name the layer above it)."""
+    from unipo_build.cli.commands import SUITE_TRAIN
+
     suite = load_suite(DEFAULT_SUITE)
     detailed = next(r for r in suite.runs if r.detail)
     plain = next(r for r in suite.runs if not r.detail)
+    train_command = functools.partial(train_suite_run, train=SUITE_TRAIN)
     cmd = train_command(suite, detailed, tmp_path / detailed.name, "cpu", resume=False)
     assert cmd[1:5] == ["-m", "unipo_build.cli.main", "train", detailed.algorithm]
     assert cmd[cmd.index("--steps") + 1] == str(suite.rollouts) and "--resume" not in cmd

@@ -29,6 +29,7 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Sequence
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -104,8 +105,10 @@ def run_state(run_dir: Path) -> str:
 
 
 def train_command(suite: Suite, run: SuiteRun, out: Path, device: str, resume: bool,
-                  time_limit: float | None = None) -> list[str]:
-    cmd = [sys.executable, "-m", "unipo_build.cli.main", "train", run.algorithm, "--preset", suite.preset,
+                  time_limit: float | None = None, *, train: Sequence[str]) -> list[str]:
+    """The command line that trains one run of the suite: ``train`` (the CLI's ``unipo train``, which the CLI
+    hands down: training does not name the layer above it) with the suite's and the run's settings."""
+    cmd = [*train, run.algorithm, "--preset", suite.preset,
            "--steps", str(suite.rollouts), "--seed", str(run.seed), "--out", str(out), "--threads", "1",
            "--device", device, "--no-progress", "--detail-every", str(suite.detail_every if run.detail else 0)]
     if suite.eval_every is not None:
@@ -167,9 +170,13 @@ def ensure_inputs(suite: Suite, threads: int, device: str, say) -> None:
 
 def run_suite(suite_path: str | Path = DEFAULT_SUITE, out_dir: str | Path = REPO / "data" / "runs",
               jobs: int | None = None, only: list[str] | None = None, device: str = "auto",
-              dry_run: bool = False, time_limit: float | None = None) -> int:
+              dry_run: bool = False, time_limit: float | None = None, *, train: Sequence[str] = ()) -> int:
+    """Train the suite's runs that ``out_dir`` does not hold yet; ``train``: the command that trains one run
+    (``unipo suite`` passes ``python -m unipo_build.cli.main train``)."""
     suite = load_suite(suite_path)
     check_machine(suite, suite_path, device)
+    if not train:
+        raise ValueError("run_suite: train= is the command that trains one run (unipo suite passes unipo train)")
     out_dir = Path(out_dir)
     jobs = jobs or os.cpu_count() or 1
     runs = [r for r in suite.runs if not only or r.name in only]
@@ -193,7 +200,8 @@ def run_suite(suite_path: str | Path = DEFAULT_SUITE, out_dir: str | Path = REPO
         f"{min(jobs, max(len(todo), 1))} at a time, into {out_dir}")
     if dry_run:
         for r in todo:
-            say(f"would run ({states[r.name]}): {' '.join(train_command(suite, r, out_dir / r.name, device, states[r.name] == 'resumable'))}")
+            cmd = train_command(suite, r, out_dir / r.name, device, states[r.name] == "resumable", train=train)
+            say(f"would run ({states[r.name]}): {' '.join(cmd)}")
         return 0
     started_all = time.time()
     ensure_inputs(suite, threads=jobs, device=device, say=say)
@@ -219,7 +227,7 @@ def run_suite(suite_path: str | Path = DEFAULT_SUITE, out_dir: str | Path = REPO
                 if left is not None and left < MIN_TIME_LEFT:
                     say(f"{r.name}: not started, {max(left, 0):.0f} s of --time-limit left")
                     continue
-                cmd = train_command(suite, r, run_dir, device, state == "resumable", left)
+                cmd = train_command(suite, r, run_dir, device, state == "resumable", left, train=train)
                 with open(WORK / "logs" / f"{r.name}.log", "a", encoding="utf-8") as fh:
                     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT,
                                             start_new_session=True)

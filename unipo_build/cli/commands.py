@@ -295,6 +295,11 @@ def register_publish(sub) -> None:
     p.set_defaults(func=_publish)
 
 
+#: What ``unipo suite`` runs for each run of a suite: the ordinary ``unipo train`` (training/suite.py is handed it,
+#: as training does not name the layer above it).
+SUITE_TRAIN = (sys.executable, "-m", "unipo_build.cli.main", "train")
+
+
 def _suite(args: argparse.Namespace) -> int:
     try:
         import torch  # noqa: F401  (each run is `unipo train`: say it once here, not once per run)
@@ -304,7 +309,7 @@ def _suite(args: argparse.Namespace) -> int:
         return 2
     try:
         return run_suite(args.suite or DEFAULT_SUITE, args.out, jobs=args.jobs, only=args.only,
-                         device=args.device, dry_run=args.dry_run, time_limit=args.time_limit)
+                         device=args.device, dry_run=args.dry_run, time_limit=args.time_limit, train=SUITE_TRAIN)
     except SuiteError as err:
         print(str(err), file=sys.stderr)
         return 2
