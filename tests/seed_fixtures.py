@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence, TypeVar
 
 from helpers_runlog import make_detail
 from unipo_build.core.runlog import RunWriter
@@ -29,6 +29,7 @@ from unipo_build.core.schema import (
 from unipo_build.core.specs import load_algorithm, resolve
 
 CREATED = datetime(2026, 1, 5, 9, 0, 0, tzinfo=timezone.utc)
+T = TypeVar("T")
 N_EVAL = 20
 N_PERIODIC = 10
 PROMPTS, GROUP = 4, 2  # a batch of 4 groups of 2 answers
@@ -125,6 +126,20 @@ def fixture_project(root: Path, suite: str = SUITE) -> Path:
     (root / "data" / "algorithms").symlink_to(spec_dir())
     (root / "data" / "suite.yaml").write_text(suite, encoding="utf-8")
     return root
+
+
+def seed_run_id(algorithm: str, seed: int, prefix: str = "") -> str:
+    """A run's id as data/suite.yaml names a variant's seeds: ``grpo``, ``grpo-s1``, ``grpo-s2`` (``prefix``:
+    ``async8_`` for ``async8_grpo-s1``)."""
+    return f"{prefix}{algorithm}" + ("" if seed == 0 else f"-s{seed}")
+
+
+def seed_runs(algorithm: str, per_seed: Sequence[T], make: Callable[[str, int, T], FixtureRun],
+              prefix: str = "") -> list[FixtureRun]:
+    """One run per seed of a variant, seeds 0, 1, ... in the order of ``per_seed`` (a test's hand-worked value of
+    each seed): ``make(run_id, seed, value)`` builds each. Five seeds let a difference be clear (core.judge: 5
+    against 5 reaches p = 2/252); three never can (p = 2/20 at best)."""
+    return [make(seed_run_id(algorithm, seed, prefix), seed, value) for seed, value in enumerate(per_seed)]
 
 
 def write_fixture_runs(root: Path, specs: list[FixtureRun]) -> Path:

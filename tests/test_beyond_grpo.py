@@ -46,37 +46,70 @@ def steps(run_id: str) -> list[dict]:
 # ---------------------------------------------------------------------------
 
 def test_the_gains_and_the_paired_gap_equal_a_hand_computation_from_evals_jsonl(site):
-    text = CF.clip_family_gains_text(site, "sapo", "grpo", baseline=True)
+    """SAPO against its baseline one slot away, GRPO without its KL term (not GRPO, two slots away)."""
+    text = B.baseline_gains_text(site, "sapo")
     # seed 0 of each: end accuracy minus start accuracy, greedy, straight from the files
     gains = {}
-    for run_id in ("sapo", "sapo-s1", "sapo-s2"):
+    for run_id in ("sapo", "sapo-s1", "sapo-s2", "ladder_no_kl"):
         rows = evals(run_id)
         start, end = rows[0], rows[-1]
         assert (start["phase"], end["phase"]) == ("start", "end")
         gains[run_id] = end["accuracy_greedy"] - start["accuracy_greedy"]
     assert ("under SAPO" in text and "(seeds: " + ", ".join(fmt_signed_points(gains[r]) for r in ("sapo", "sapo-s1"))
             + " and " + fmt_signed_points(gains["sapo-s2"]) + ")") in text
-    # the same seed's two runs at the end, problem by problem: the mean of (SAPO's bit - GRPO's bit)
-    a, b = evals("sapo")[-1], evals("grpo")[-1]
+    assert "under GRPO \u2212 KL" in text and " under GRPO;" not in text
+    # the same seed's two runs at the end, problem by problem: the mean of (SAPO's bit - GRPO - KL's bit)
+    a, b = evals("sapo")[-1], evals("ladder_no_kl")[-1]
     assert a["problems"] == b["problems"]
     diff = np.array([int(x) - int(y) for x, y in zip(a["correct_greedy"], b["correct_greedy"])], dtype=float)
-    assert f"the same seed's SAPO run ended {fmt_signed_points(diff.mean())} (" in text
+    assert f"SAPO run{'' if 'each seed' in text else ' of seed 0'} ended {fmt_signed_points(diff.mean())} (" in text
+    # however far apart, a baseline with one seed is never clear: the words say how many seeds there are
+    if len(B.finished_runs(site.catalog.seeds_of("ladder_no_kl"))[0]) == 1:
+        assert text.count("is not separable with one seed (the test cannot reach p \u2264 0.05 with three seeds "
+                          "against one)") == 2
+
+
+def test_the_baseline_is_the_spec_one_slot_away_that_undoes_the_change(site):
+    """From the specs: SAPO and GMPO differ from GRPO in the clip and the KL term, so their baseline is GRPO without
+    its KL term (the clip alone apart, and GRPO's clip); batch-std GRPO's is GRPO itself. GMPO is one slot from SAPO
+    too, but its clip is not GRPO's, so it is not SAPO's baseline."""
+    assert B.one_slot_baseline(site, "sapo") == ("ladder_no_kl", "clip")
+    assert B.one_slot_baseline(site, "gmpo") == ("ladder_no_kl", "clip")
+    assert B.one_slot_baseline(site, "grpo_batch_std") == ("grpo", "advantage")
+    assert B.one_slot_baseline(site, "cispo") == ("dapo", "clip")
+    assert B.one_slot_baseline(site, "grpo") is None  # no predecessor
+    assert B.baseline_text(site, "sapo").startswith(
+        "The spec one slot away from SAPO is GRPO \u2212 KL (GRPO without its KL term): the two differ in the clip "
+        "alone, so this page judges SAPO's runs against GRPO \u2212 KL's")
+    assert B.baseline_text(site, "grpo") == (
+        "No spec of the project differs from GRPO in one slot alone, so its runs have no baseline that isolates its "
+        "change.")
+
+
+def _side(values):
+    return Side("x", tuple(RunValue(None, v, 0.01) for v in values))
 
 
 def test_the_verdict_wording_switches_on_the_seed_bands():
-    def side(name, values):
-        return Side(name, tuple(RunValue(None, v, 0.01) for v in values))
-    apart = compare(side("A", [0.30, 0.31, 0.32]), side("B", [0.20, 0.21, 0.22]), +1)
-    overlap = compare(side("A", [0.20, 0.25, 0.30]), side("B", [0.22, 0.24, 0.26]), +1)
-    below = compare(side("A", [0.10, 0.11, 0.12]), side("B", [0.20, 0.21, 0.22]), +1)
-    assert CF.gain_verdict_words(apart, "A", "B", 3) == (
-        "A gained more than B (three seeds each, every seed of one beyond every seed of the other)")
-    assert CF.gain_verdict_words(overlap, "A", "B", 3) == (
-        "A's gain is not distinguishable from B's at three seeds: the seeds of the two overlap")
-    assert CF.gain_verdict_words(below, "A", "B", 3).startswith("A gained less than B (")
-    # the CISPO chapter's wording (a direction predicted) is unchanged
-    assert CF.gain_verdict_words(below, "A", "B").startswith("A gained less than B, not more (")
-    assert CF.gain_verdict_words(overlap, "A", "B").startswith("the two gains cannot be told apart: ")
+    apart = compare(_side([0.30, 0.31, 0.32, 0.33, 0.34]), _side([0.20, 0.21, 0.22, 0.23, 0.24]), +1)
+    overlap = compare(_side([0.20, 0.25, 0.30]), _side([0.22, 0.24, 0.26]), +1)
+    below = compare(_side([0.10, 0.11, 0.12, 0.13, 0.14]), _side([0.20, 0.21, 0.22, 0.23, 0.24]), +1)
+    three_below = compare(_side([0.10, 0.11, 0.12]), _side([0.20, 0.21, 0.22]), +1)
+    assert CF.gain_verdict_words(apart, "A", "B", baseline=True).startswith(
+        "A gained more than B: the difference, +10.0 points (95% interval +")
+    assert CF.gain_verdict_words(apart, "A", "B", baseline=True).endswith(
+        "points), is clear (five seeds each, two-sided permutation p = 0.008)")
+    assert CF.gain_verdict_words(overlap, "A", "B", baseline=True) == (
+        "A's gain is not clearly apart from B's: the difference, +1.0 points, is not separable with three seeds (the test "
+        "cannot reach p \u2264 0.05 with three seeds each)")
+    assert CF.gain_verdict_words(below, "A", "B", baseline=True).startswith("A gained less than B: ")
+    # every seed below every seed at three against three: suggestive, never "gained less"
+    assert CF.gain_verdict_words(three_below, "A", "B", baseline=True) == (
+        "A's gain is not clearly apart from B's: the difference, \u221210.0 points, is suggestive (three seeds each, "
+        "two-sided permutation p = 0.10)")
+    # the CISPO chapter's wording (a direction predicted)
+    assert CF.gain_verdict_words(below, "A", "B").startswith("A gained less than B, not more: ")
+    assert CF.gain_verdict_words(overlap, "A", "B").startswith("the two gains are not clearly apart: ")
 
 
 def test_seeds_that_part_on_both_sides_of_zero_say_so(site):
@@ -167,9 +200,13 @@ def test_the_clip_shares_equal_the_steps_files(site):
     later = [s["metrics"] for s in steps("gmpo") if not s["first_in_rollout"]]
     held = float(np.mean([m["clip/frac_high"] + m["clip/frac_low"] for m in later]))
     assert f"(seeds: {fmt_share(held, 2)}, " in text
-    assert text.count("three seeds each, every seed of one beyond every seed of the other") + text.count(
-        "not distinguishable from GRPO at three seeds") >= 2
+    # three verdicts (the share held, the largest ratio, the smallest), each judged: three seeds against three
+    assert text.count("(three seeds each, two-sided permutation p = ") + text.count(
+        "(the test cannot reach p \u2264 0.05 with three seeds each)") == 3
+    assert "gained" not in text and "held fewer" not in text  # 3 against 3 states no direction as a finding
     assert "GMPO's clip (ratios 0.67 to 1.49)" in text and "GRPO's (0.8 to 1.2)" in text
+    # by default against the spec one slot away
+    assert "GRPO \u2212 KL's (0.8 to 1.2)" in B.log_clip_text(site, "gmpo")
 
 
 # ---------------------------------------------------------------------------
@@ -206,6 +243,11 @@ def test_without_the_runs_each_macro_gives_one_line(tmp_path):
     assert "There is no finished 'grpo_batch_std' run" in html.unescape(
         B.advantage_scale_html(site, "grpo_batch_std", "grpo"))
     assert "There is no finished 'gmpo' run" in html.unescape(B.gains_dots_html(site, ["grpo", "gmpo"]))
+    # the baseline one slot away is found from the specs, and its missing runs are named
+    assert B.baseline_gains_text(site, "sapo") == (
+        "There is no finished 'sapo' and 'ladder_no_kl' run in this build, so their held-out gains cannot be measured "
+        "here.")
+    assert B.baseline_text(site, "sapo").endswith("This build has no finished run of GRPO \u2212 KL.")
 
 
 # ---------------------------------------------------------------------------
@@ -214,13 +256,15 @@ def test_without_the_runs_each_macro_gives_one_line(tmp_path):
 
 def test_the_built_chapter_shows_each_sentence_computed_from_the_runs(built_site, site):
     page = html.unescape((built_site / "course" / "algorithms" / "beyond_grpo" / "index.html").read_text(encoding="utf-8"))
-    texts = [B.gate_weight_text(site, "sapo", "grpo"), B.log_clip_text(site, "gmpo", "grpo"),
+    texts = [B.gate_weight_text(site, "sapo", "grpo"), B.log_clip_text(site, "gmpo"),
              B.advantage_scale_text(site, "grpo_batch_std", "grpo")]
-    texts += [CF.clip_family_gains_text(site, name, "grpo", baseline=True) for name in VARIANTS]
+    texts += [B.baseline_gains_text(site, name) for name in VARIANTS]
+    texts += [B.baseline_text(site, name) for name in VARIANTS]
     texts += [B.slots_apart_text(site, name, "grpo") for name in VARIANTS]
     for text in texts:
         assert text in page, text[:80]
     assert page.count("unipo-beyond-gains") == 1 and page.count("unipo-beyond-scale") == 1
+    assert 'href="../../../reference/judging/"' in page  # the verdicts' procedure, linked
     for name in ("gmpo", "grpo_batch_std"):
         ref = (built_site / "reference" / "algorithms" / name / "index.html").read_text(encoding="utf-8")
         assert "beyond_grpo" in ref

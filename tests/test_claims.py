@@ -37,31 +37,71 @@ def side(name, *values, se=None):
     return E.Side(name, tuple(E.RunValue(_Run(i), v, se) for i, v in enumerate(values)))
 
 
-def test_seeds_that_do_not_overlap_decide_when_there_are_enough():
-    a, b = side("A", 0.5, 0.6, 0.7), side("B", 0.1, 0.2, 0.3)
-    # 3 vs 3: C(6, 3) = 20 orderings, so complete separation has chance 1/20
-    assert E.compare(a, b, +1).status == "shown"
+def test_five_seeds_that_do_not_overlap_are_clear_both_ways():
+    """Five seeds each, every seed of one beyond every seed of the other: 2 of the C(10, 5) = 252 splits are as
+    far from zero, p = 2/252 = 0.008, clear; the words give the difference and its interval."""
+    a, b = side("A", 0.5, 0.6, 0.7, 0.8, 0.9), side("B", 0.0, 0.1, 0.2, 0.3, 0.4)
+    v = E.compare(a, b, +1)
+    assert v.status == "shown" and v.judgement.p == pytest.approx(2 / 252)
+    assert v.basis == "clear (five seeds each, two-sided permutation p = 0.008)"
     assert E.compare(a, b, -1).status == "contradicted"
     assert E.compare(b, a, -1).status == "shown"
-    assert "three seeds each" in E.compare(a, b, +1).basis
-    # 2 vs 2: only 6 orderings; a clean split is not enough
-    v = E.compare(side("A", 0.5, 0.6), side("B", 0.1, 0.2), +1)
-    assert v.status == "unclear" and "too few" in v.reason
-    # overlapping seeds: unclear
+    j = v.judgement
+    assert j.effect == pytest.approx(0.5) and j.low < 0.5 < j.high
+    points = lambda x: E.fmt_num(100 * x, 2)  # noqa: E731
+    assert E.judged(v, points, unit=" points") == (
+        f"the difference, 50 points (95% interval {points(j.low)} to {points(j.high)} points), is clear (five seeds "
+        "each, two-sided permutation p = 0.008)")
+    # four against four: the extreme split has p = 2/70 = 0.029, clear too
+    assert E.compare(side("A", 5, 6, 7, 8), side("B", 1, 2, 3, 4), +1).status == "shown"
+
+
+def test_three_seeds_that_do_not_overlap_are_only_suggestive():
+    """The rule the course used before read 3 against 3 with no overlap as clear; the procedure cannot: the
+    extreme split is 2 of C(6, 3) = 20, p = 0.10, suggestive, and no interval is printed."""
+    a, b = side("A", 0.5, 0.6, 0.7), side("B", 0.1, 0.2, 0.3)
+    for predicted in (+1, -1):
+        v = E.compare(a, b, predicted)
+        assert v.status == "unclear" and v.judgement.word == "suggestive"
+        assert v.reason == E.UNCLEAR_REASONS["suggestive"]
+    assert v.basis == "suggestive (three seeds each, two-sided permutation p = 0.10)"
+    assert E.judged(v, lambda x: E.fmt_num(100 * x, 2), unit=" points") == (
+        "the difference, 40 points, is suggestive (three seeds each, two-sided permutation p = 0.10)")
+    # overlapping seeds: p = 0.3 (6 of 20 splits at least as far), not separable at three seeds
     v = E.compare(side("A", 0.5, 0.15, 0.7), side("B", 0.1, 0.2, 0.3), +1)
-    assert v.status == "unclear" and "overlap" in v.reason
+    assert v.status == "unclear" and v.judgement.p == pytest.approx(0.3)
+    assert v.basis.startswith("not separable with three seeds (the test cannot reach p \u2264 0.05 with three seeds each)")
+    # two against two: a clean split is p = 2/6, never even suggestive
+    v = E.compare(side("A", 0.5, 0.6), side("B", 0.1, 0.2), +1)
+    assert v.status == "unclear" and v.basis.startswith("not separable with two seeds")
 
 
-def test_one_seed_is_judged_against_two_standard_errors_and_says_so():
-    # difference 0.3, SE of the difference hypot(0.1, 0.1) = 0.1414: 0.3 > 0.283, shown
-    v = E.compare(side("A", 0.5, se=0.1), side("B", 0.2, se=0.1), +1)
-    assert v.status == "shown" and v.basis.startswith("one seed each")
-    # difference 0.25 < 0.283: within the noise
-    assert E.compare(side("A", 0.45, se=0.1), side("B", 0.2, se=0.1), +1).status == "unclear"
-    assert E.compare(side("A", 0.5, se=0.1), side("B", 0.2, se=0.1), -1).status == "contradicted"
-    # a side with several seeds uses the SE of their mean: std (ddof 1) of 0.4, 0.5, 0.6 is 0.1 -> 0.0577
+def test_one_seed_is_never_clear_however_large_the_gap():
+    """The unit is the run: one seed's own standard error does not stand in for seeds (the old rule judged a
+    difference of 0.3 against hypot(0.1, 0.1) as shown)."""
+    v = E.compare(side("A", 0.5, se=0.001), side("B", 0.2, se=0.001), +1)
+    assert v.status == "unclear" and v.judgement.word == "not separable"
+    assert v.basis == "not separable with one seed (the test cannot reach p \u2264 0.05 with one seed each)"
+    assert v.reason == "there are too few seeds to tell them apart"
     v = E.compare(side("A", 0.4, 0.5, 0.6), side("B", 0.2, se=0.05), +1)
-    assert v.status == "shown" and "A three seeds, B one seed" in v.basis  # 0.3 > 2 * hypot(0.0577, 0.05)
+    assert v.status == "unclear" and "(the test cannot reach p \u2264 0.05 with three seeds against one)" in v.basis
+    assert E.compare(side("A", 0.2, se=0.05), side("B", 0.4, 0.5, 0.6), +1).basis.endswith("with one seed against three)")
+    # a side without runs: unmeasurable, with the side's own reason
+    v = E.compare(E.Side("A", (), "no log"), side("B", 0.2), +1)
+    assert (v.status, v.reason, v.judgement) == ("unmeasurable", "no log", None)
+
+
+def test_finding_states_a_direction_only_for_a_clear_verdict():
+    clear = E.compare(side("A", 5, 6, 7, 8, 9), side("B", 0, 1, 2, 3, 4), +1)
+    vague = E.compare(side("A", 5, 6, 7), side("B", 0, 1, 2), +1)
+    words = dict(shown="A is above B", contradicted="A is below B", unclear="A and B are not clearly apart")
+    assert E.finding(clear, E.fmt_num, **words).startswith("A is above B: the difference, 5 (95% interval ")
+    assert E.finding(vague, E.fmt_num, **words) == (
+        "A and B are not clearly apart: the difference, 5, is suggestive (three seeds each, two-sided permutation "
+        "p = 0.10)")
+    missing = E.compare(E.Side("A", (), "the build has no run of A"), side("B", 1), +1)
+    assert E.finding(missing, E.fmt_num, **words, unmeasurable="A and B cannot be compared") == (
+        "A and B cannot be compared: the build has no run of A")
 
 
 def test_a_change_within_runs_needs_every_seed_beyond_its_noise():
@@ -86,8 +126,12 @@ def _lerp(a, b, f):
     return a + (b - a) * f
 
 
+#: Seeds of each algorithm in the two worlds: five, so that a difference can be clear (core.judge).
+SEEDS = 5
+
+
 def world(root: Path, clip_higher_works: bool) -> Path:
-    """GRPO and DAPO (three seeds each) and Dr. GRPO (one): with ``clip_higher_works`` DAPO's entropy
+    """GRPO, DAPO and Dr. GRPO, five seeds each: with ``clip_higher_works`` DAPO's entropy
     falls a little and GRPO's a lot, DAPO clips fewer high-side tokens, GRPO's wrong answers drift
     longer and DAPO's overlong term shrinks; otherwise every one of these the other way round."""
     w = clip_higher_works
@@ -111,11 +155,11 @@ def world(root: Path, clip_higher_works: bool) -> Path:
         return {"length/correct": 20 + g.normal(0, 0.3),
                 "length/incorrect": _lerp(25, 26 if w else 34, f) + g.normal(0, 0.3)}
 
-    for seed in range(3):
+    for seed in range(SEEDS):
         suffix = "" if seed == 0 else f"-s{seed}"
         write_metric_run(root / f"grpo{suffix}", "grpo", seed=seed, metrics=grpo)
         write_metric_run(root / f"dapo{suffix}", "dapo", seed=seed, metrics=dapo)
-    write_metric_run(root / "dr_grpo", "dr_grpo", metrics=dr_grpo)
+        write_metric_run(root / f"dr_grpo{suffix}", "dr_grpo", seed=seed, metrics=dr_grpo)
     return root
 
 
@@ -137,15 +181,17 @@ def sentences(macros) -> dict[str, str]:
 def test_the_words_follow_the_runs(worlds):
     works, fails = sentences(bound_macros(worlds[True])), sentences(bound_macros(worlds[False]))
     assert works["entropy"].startswith("Entropy fell less under DAPO than under GRPO")
-    assert "three seeds each" in works["entropy"] and "fell 5%" in works["entropy"] and "fell 38%" in works["entropy"]
+    assert "fell 5%" in works["entropy"] and "fell 38%" in works["entropy"]
+    # five seeds each, every DAPO seed above every GRPO seed: p = 2/252, with the difference and its interval
+    assert "is clear (five seeds each, two-sided permutation p = 0.008)" in works["entropy"]
+    assert re.search(r"; the difference, \+3\d points \(95% interval \+\d\d to \+\d\d points\), is clear", works["entropy"])
     assert fails["entropy"].startswith("Entropy fell more under DAPO than under GRPO, not less")
     # DAPO and GRPO differ in five slots: the words do not lay the difference at clip-higher's door
     assert "clip-higher" not in fails["entropy"] and "clip-higher" not in works["entropy"]
     assert works["high"].startswith("DAPO clipped fewer tokens on the high side than GRPO")
     assert fails["high"].startswith("DAPO clipped more tokens on the high side than GRPO, not fewer")
-    # GRPO has three seeds, Dr. GRPO one: the words say so
     assert works["length"].startswith("Wrong answers drifted longer, relative to right ones, under GRPO than under Dr. GRPO")
-    assert "GRPO three seeds, Dr. GRPO one seed" in works["length"]
+    assert "tokens), is clear (five seeds each, two-sided permutation p = 0.008)" in works["length"]
     assert fails["length"].startswith("Wrong answers drifted longer under Dr. GRPO than under GRPO")
     assert works["overlong"].startswith("DAPO's answers learned to finish before the cut-off")
     assert fails["overlong"].startswith("DAPO's answers ran further into the cache zone")
@@ -198,7 +244,7 @@ def test_a_site_built_on_other_runs_says_what_those_runs_show(worlds, tmp_path_f
 def test_a_one_slot_pair_is_named_so_and_labels_name_the_rungs(tmp_path):
     """Ablation rungs that differ in the clip alone: the cause note says so, and the page's labels
     name them."""
-    for seed in range(3):
+    for seed in range(5):
         write_metric_run(tmp_path / f"ch-{seed}", "ladder/ladder_clip_higher", seed=seed,
                          metrics=lambda f, g: {"entropy/mean": 1.0 - 0.05 * f + g.normal(0, 0.005)})
         write_metric_run(tmp_path / f"nokl-{seed}", "ladder/ladder_no_kl", seed=seed,
@@ -215,10 +261,15 @@ def test_a_one_slot_pair_is_named_so_and_labels_name_the_rungs(tmp_path):
 def test_the_seeds_note_counts_each_algorithms_runs(worlds, tmp_path):
     """The warning under the charts says how many seeds each algorithm has, and only one seed
     when that is what the build holds."""
-    several = bound_macros(worlds[True])["seeds_note"]()
-    assert several.startswith("Some algorithms of this build were trained with several seeds: "
-                              "GRPO (three seeds) and DAPO (three seeds); every other algorithm once.")
-    assert "the spread between seeds" in several
+    every = bound_macros(worlds[True])["seeds_note"]()
+    assert every.startswith("Some algorithms of this build were trained with several seeds: "
+                            "GRPO (five seeds), DAPO (five seeds) and Dr. GRPO (five seeds). The charts")
+    assert "the spread between seeds" in every
+    some = tmp_path / "some"
+    for run_id, algorithm, seed in (("grpo", "grpo", 0), ("grpo-s1", "grpo", 1), ("dapo", "dapo", 0)):
+        write_metric_run(some / run_id, algorithm, seed=seed, metrics=lambda f, g: {"entropy/mean": 1.0})
+    assert bound_macros(some)["seeds_note"]().startswith(
+        "Some algorithms of this build were trained with several seeds: GRPO (two seeds); every other algorithm once.")
     only = tmp_path / "runs"
     only.mkdir()
     write_metric_run(only / "grpo", "grpo", metrics=lambda f, g: {"entropy/mean": 1.0})

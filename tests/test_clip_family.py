@@ -4,8 +4,11 @@ worked by hand, both outcomes of each sentence, a missing run, and the built cha
 Fixtures (``seed_fixtures``; 20 held-out problems, 10 rollouts of 2 updates): every run starts at 10 of 20
 right ("0" * 10 + "1" * 10); a run that gains k problems ends at "1" * k + "0" * (10 - k) + "1" * 10.
 In the ``worse`` set CISPO gains 2, 2 and 3 problems (+10, +10, +15 points) and DAPO 4, 5 and 4 (+20, +25,
-+20): every CISPO seed below every DAPO seed. Their sampled gains overlap. CISPO's entropy is 0.050,
-0.051 and 0.052 at every update, DAPO's 0.046, 0.047 and 0.048. Every update trains 100 tokens (100
++20): every CISPO seed below every DAPO seed, which three seeds against three can only call suggestive
+(p = 2/20, core.judge). Their sampled gains overlap. CISPO's entropy is 0.050, 0.051 and 0.052 at every
+update, DAPO's 0.046, 0.047 and 0.048. The ``worse5`` and ``better5`` sets add two seeds to each (CISPO
++15 and +10 points, entropy 0.0505 and 0.0515; DAPO +25 and +20, entropy 0.0465 and 0.0475): the same
+separation at five seeds against five is clear (p = 2/252). Every update trains 100 tokens (100
 sampled tokens / 10 per answer / 1.25 generated per kept = 8 answers of 12.5 tokens); CISPO's clip marks
 2 tokens high on each second update (10 updates: 20 tokens per run), DAPO's 1 high and 3 low. CISPO's
 seed 0 logs update 1's tokens, with one token of ratio 2 and advantage 0.5 and one of ratio 0.5 and
@@ -23,7 +26,7 @@ import re
 
 import pytest
 
-from seed_fixtures import FixtureRun, fixture_project, write_fixture_runs
+from seed_fixtures import FixtureRun, fixture_project, seed_runs, write_fixture_runs
 from unipo_build.site.context import Site
 from unipo_build.site.pages.objectives import clip_family as CF
 
@@ -48,17 +51,21 @@ def run(run_id: str, algorithm: str, seed: int, gained: int, sampled: int, entro
                       start_bits=START, end_bits=ends(gained), sampled_start=START, sampled_end=ends(sampled), **kw)
 
 
-def fixture_set(root, better: bool) -> Site:
-    cispo = ([(2, 5, 0.050), (2, 3, 0.051), (3, 6, 0.052)], 0.02, 0.0)
-    dapo = ([(4, 4, 0.046), (5, 6, 0.047), (4, 2, 0.048)], 0.01, 0.03)
+#: (problems gained greedy, sampled, entropy) of each seed; the first three are the three-seed sets'.
+CISPO_SEEDS = [(2, 5, 0.050), (2, 3, 0.051), (3, 6, 0.052), (3, 4, 0.0505), (2, 5, 0.0515)]
+DAPO_SEEDS = [(4, 4, 0.046), (5, 6, 0.047), (4, 2, 0.048), (5, 5, 0.0465), (4, 3, 0.0475)]
+
+
+def fixture_set(root, better: bool, seeds: int = 3) -> Site:
+    cispo = (CISPO_SEEDS[:seeds], 0.02, 0.0)
+    dapo = (DAPO_SEEDS[:seeds], 0.01, 0.03)
     if better:
         cispo, dapo = (dapo[0], cispo[1], cispo[2]), (cispo[0], dapo[1], dapo[2])
     specs = []
-    for algorithm, (seeds, high, low) in (("cispo", cispo), ("dapo", dapo)):
-        for seed, (gained, sampled, entropy) in enumerate(seeds):
-            run_id = algorithm if seed == 0 else f"{algorithm}-s{seed}"
-            detail = (1,) if algorithm == "cispo" and seed == 0 and not better else ()
-            specs.append(run(run_id, algorithm, seed, gained, sampled, entropy, high, low, detail_steps=detail))
+    for algorithm, (per_seed, high, low) in (("cispo", cispo), ("dapo", dapo)):
+        specs += seed_runs(algorithm, per_seed, lambda run_id, seed, v, algorithm=algorithm, high=high, low=low: run(
+            run_id, algorithm, seed, *v, high, low,
+            detail_steps=(1,) if algorithm == "cispo" and seed == 0 and not better else ()))
     specs.append(run("grpo", "grpo", 0, 3, 3, 0.06, 0.01, 0.02))
     dual = run("dual_clip", "dual_clip", 0, 3, 3, 0.06, 0.01, 0.02)
     if better:  # the floor engages at update 7: one more token clipped high, and everything after moves
@@ -92,43 +99,88 @@ def better(tmp_path_factory) -> Site:
     return fixture_set(tmp_path_factory.mktemp("clip-better"), better=True)
 
 
+@pytest.fixture(scope="module")
+def worse5(tmp_path_factory) -> Site:
+    return fixture_set(tmp_path_factory.mktemp("clip-worse5"), better=False, seeds=5)
+
+
+@pytest.fixture(scope="module")
+def better5(tmp_path_factory) -> Site:
+    return fixture_set(tmp_path_factory.mktemp("clip-better5"), better=True, seeds=5)
+
+
 # ---------------------------------------------------------------------------
 # Held-out gains
 # ---------------------------------------------------------------------------
 
-def test_gains_word_cispo_below_dapo_and_the_overlapping_sampled_gains(worse):
+def test_three_seeds_below_three_are_only_suggestive(worse):
+    """Every CISPO seed below every DAPO seed, three against three: the old rule's "gained less" is now suggestive."""
     text = CF.clip_family_gains_text(worse, "cispo", "dapo")
     assert ("From the same start of 50.0%, held-out greedy accuracy rose by +11.7 points on average (seeds: +10.0, "
-            "+10.0 and +15.0) under CISPO and by +21.7 on average (seeds: +20.0, +25.0 and +20.0) under DAPO: CISPO "
-            "gained less than DAPO, not more (three seeds each, every seed of one beyond every seed of the other).") in text
+            "+10.0 and +15.0) under CISPO and by +21.7 on average (seeds: +20.0, +25.0 and +20.0) under DAPO; the two "
+            "gains are not clearly apart: the difference, \u221210.0 points, is suggestive (three seeds each, two-sided "
+            "permutation p = 0.10).") in text
+    assert "gained less" not in text and "gained more" not in text
+    # sampled: CISPO +25, +15, +30 against DAPO +20, +30, +10 (means +23.3, +20.0): 16 of the 20 splits are as far
     assert "sampled accuracy rose by +23.3 points on average" in text
-    assert "the two gains cannot be told apart: the seeds of the two overlap" in text
+    assert ("the two gains are not clearly apart: the difference, +3.3 points, is not separable with three seeds (the "
+            "test cannot reach p \u2264 0.05 with three seeds each)") in text
     # seed 0: CISPO ends 12 of 20, DAPO 14, the same problems: 2 lost, none gained, -10 points
-    assert "Paired problem by problem, the same seed's CISPO run ended \u221210.0 (" in text
+    assert "Paired problem by problem, each seed's CISPO run ended \u221210.0 (" in text
+    assert "points from the DAPO run of the same seed, in greedy accuracy (95% intervals)" in text
 
 
-def test_gains_word_cispo_above_dapo(better):
-    text = CF.clip_family_gains_text(better, "cispo", "dapo")
-    assert "CISPO gained more than DAPO (three seeds each, every seed of one beyond every seed of the other)" in text
+def test_five_seeds_below_five_are_clear_with_the_difference_and_its_interval(worse5):
+    text = CF.clip_family_gains_text(worse5, "cispo", "dapo")
+    # greedy: CISPO +10, +10, +15, +15, +10 (mean +12) against DAPO +20, +25, +20, +25, +20 (mean +22): p = 2/252
+    assert re.search(r"under DAPO; CISPO gained less than DAPO, not more: the difference, \u221210\.0 points \(95% "
+                     r"interval \u22121\d\.\d to \u2212\d\.\d points\), is clear \(five seeds each, two-sided "
+                     r"permutation p = 0\.008\)\.", text), text
+    # sampled: CISPO 25, 15, 30, 20, 25 (mean 23) against DAPO 20, 30, 10, 25, 15 (mean 20): they overlap, and the
+    # interval the test bounds at five seeds holds zero
+    assert re.search(r"the two gains are not clearly apart: the difference, \+3\.0 points \(95% interval \u2212\d+\.\d "
+                     r"to \+\d+\.\d points\), is not separated \(five seeds each, two-sided permutation p = 0\.\d\d\)",
+                     text), text
+
+
+def test_gains_word_cispo_above_dapo(better, better5):
+    assert "gained more" not in CF.clip_family_gains_text(better, "cispo", "dapo")
+    text = CF.clip_family_gains_text(better5, "cispo", "dapo")
+    assert "CISPO gained more than DAPO: the difference, +10.0 points (95% interval" in text
+    assert "is clear (five seeds each, two-sided permutation p = 0.008)" in text
     assert "not more" not in text.split("Held-out sampled")[0]
+
+
+def test_a_baseline_comparison_words_no_predicted_direction(worse5):
+    text = CF.clip_family_gains_text(worse5, "cispo", "dapo", baseline=True)
+    assert "CISPO gained less than DAPO: the difference" in text and "not more" not in text
+    assert "CISPO's gain is not clearly apart from DAPO's: the difference, +3.0 points (95% interval" in text
 
 
 # ---------------------------------------------------------------------------
 # Entropy
 # ---------------------------------------------------------------------------
 
-def test_entropy_ends_higher_under_cispo_by_a_sliver(worse):
-    text = CF.clip_family_entropy_text(worse, "cispo", "dapo")
+def test_entropy_ends_higher_under_cispo_by_a_sliver(worse, worse5):
+    text = CF.clip_family_entropy_text(worse5, "cispo", "dapo")
     assert text.startswith("Entropy ended higher under CISPO than under DAPO: the mean token entropy over the last "
-                           "tenth of the updates was 0.051 nats on average (seeds: 0.05, 0.051 and 0.052) under CISPO "
-                           "and 0.047 on average (seeds: 0.046, 0.047 and 0.048) under DAPO")
+                           "tenth of the updates was 0.051 nats on average (seeds: 0.05, 0.051, 0.052, 0.0505 and "
+                           "0.0515) under CISPO and 0.047 on average (seeds: 0.046, 0.047, 0.048, 0.0465 and 0.0475) "
+                           "under DAPO; the difference, +0.004 nats (95% interval ")
+    assert "is clear (five seeds each, two-sided permutation p = 0.008)" in text
     # 0.004 / 0.047 = 8.5%: under the 10% of a sliver
-    assert "The gap, 0.004 nats, is 9% of DAPO's level, a sliver" in text
+    assert "The gap is 9% of DAPO's level, a sliver" in text
+    # the same at three seeds against three: suggestive, no direction stated
+    three = CF.clip_family_entropy_text(worse, "cispo", "dapo")
+    assert three.startswith("These runs do not tell the two apart in entropy")
+    assert "the difference, +0.004 nats, is suggestive (three seeds each, two-sided permutation p = 0.10)" in three
+    assert "The gap between the means is 9% of the lower one" in three
 
 
-def test_entropy_ends_higher_under_dapo_when_the_runs_say_so(better):
-    text = CF.clip_family_entropy_text(better, "cispo", "dapo")
+def test_entropy_ends_higher_under_dapo_when_the_runs_say_so(better5):
+    text = CF.clip_family_entropy_text(better5, "cispo", "dapo")
     assert text.startswith("Entropy ended higher under DAPO than under CISPO")
+    assert "the difference, \u22120.004 nats (95% interval" in text
     assert "of CISPO's level, a sliver" in text
 
 
@@ -137,7 +189,8 @@ def test_entropy_that_cannot_be_told_apart_says_so(tmp_path):
              run("dapo", "dapo", 0, 2, 2, 0.048, 0.0, 0.0), run("dapo-s1", "dapo", 1, 2, 2, 0.049, 0.0, 0.0)]
     site = Site(root=fixture_project(tmp_path / "project"), runs_where=write_fixture_runs(tmp_path / "runs", specs))
     text = CF.clip_family_entropy_text(site, "cispo", "dapo")
-    assert text.startswith("These runs do not tell the two apart in entropy") and "the seeds of the two overlap" in text
+    assert text.startswith("These runs do not tell the two apart in entropy")
+    assert "is not separable with two seeds (the test cannot reach p \u2264 0.05 with two seeds each)" in text
 
 
 # ---------------------------------------------------------------------------

@@ -26,6 +26,29 @@ def test_complete_separation_reaches_the_design_minimum():
     assert J.seeds_needed() == 4
 
 
+def test_unequal_sides_can_reach_one_split_alone():
+    """Five against three: the extreme split's mirror (three of the five against the rest) is nearer zero, so the
+    extreme split stands alone, p = 1/C(8, 3) = 1/56; min_p says so, and the word is clear."""
+    assert J.permutation_p([0.0] * 5, [1.0] * 3) == pytest.approx(1 / 56)
+    assert J.min_p(5, 3) == pytest.approx(1 / 56) and J.min_p(3, 5) == pytest.approx(1 / 56)
+    j = J.judge([1.0, 2.0, 3.0, 4.0, 5.0], [10.0, 11.0, 12.0])
+    assert j.word == "clear" and j.p == pytest.approx(1 / 56)
+    assert j.words() == "clear (five seeds against three, two-sided permutation p = 0.018)"
+    # one run against three: the test cannot reach 0.05 (1/4 at best), and the words count the runs right
+    one = J.judge([9.0], [1.0, 2.0, 3.0])
+    assert one.word == "not separable" and one.words() == (
+        "not separable with one seed (the test cannot reach p \u2264 0.05 with one seed against three)")
+    assert J.judge([1.0, 2.0, 3.0], [9.0]).seeds == "three seeds against one"
+
+
+def test_short_words_for_a_list_or_a_table_cell():
+    assert J.judge([5, 6, 7, 8, 9], [0, 1, 2, 3, 4]).short() == "clear, p = 0.008"
+    assert J.judge([4, 5, 6], [1, 2, 3]).short() == "suggestive, p = 0.10"
+    assert J.judge([9.0], [1.0]).short() == "not separable with one seed"
+    assert J.judge([1, 3, 5, 7, 9], [2, 4, 6, 8, 10]).short().startswith("not separated, p = 0.")
+    assert J.judge([], [1.0]).short() == "not measurable"
+
+
 def test_three_against_three_is_never_clear():
     """The rule the course used before (every seed beyond every seed) reads 3 against 3 as clear at
     a one-sided 1/20, applied both ways: a two-sided 0.10. The procedure calls it suggestive at best."""

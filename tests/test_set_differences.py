@@ -67,14 +67,37 @@ def test_gains_are_compared_at_matched_updates(runs):
     assert SD.matched_steps(setups) == [40]
     gap = SD.matched_gap(site, setups)
     assert gap.updates == 40 and gap.group == {"grpo": [pytest.approx(0.35)]}
-    assert gap.other == {"ppo": [pytest.approx(0.05)]} and gap.ahead == 1
+    # one run of each kind: however far apart, one run against one is never clear (core.judge)
+    assert gap.other == {"ppo": [pytest.approx(0.05)]} and gap.ahead == 0
     words = SD.matched_words(site, "A set", gap)
     assert words == ("After the same 40 updates in the A set, the group methods had gained GRPO +35.0 held-out points "
-                     "and the others PPO +5.0: every group-method run was ahead of every other run at equal updates, "
-                     "so the number of updates alone does not explain the difference.")
+                     "and the others PPO +5.0: at equal updates the two kinds are not clearly apart; the difference of "
+                     "the means, +30.0 points, is not separable with one seed (the test cannot reach p \u2264 0.05 "
+                     "with one seed each).")
     # GRPO's +55 against PPO's +10 at the end: PPO gained 18% of what the group methods gained
     assert SD.relative_gains_words(site, "A set", setups) == (
         "In the A set, measured against the group methods' mean held-out gain (+55.0 points), PPO 18% of it.")
+
+
+def test_a_lead_at_matched_updates_is_judged_across_the_runs(tmp_path):
+    """Five group-method runs (GRPO, gains +35..+55 after 80 updates) against three others (PPO, +5..+15): every
+    group run ahead, five runs against three, p = 1/C(8, 3) = 1/56: clear, with the difference and its interval."""
+    for seed, end in enumerate((12, 13, 14, 15, 16)):
+        write_metric_run(tmp_path / f"grpo-s{seed}", "grpo", seed=seed, rollouts=40,
+                         evals=[record("start", 0, 5), record("end", 0, end)])
+    for seed, end in enumerate((6, 7, 8)):
+        write_metric_run(tmp_path / f"ppo-s{seed}", "ppo", seed=seed, rollouts=40,
+                         evals=[record("start", 0, 5), record("end", 0, end)])
+    site = Site(MacroEnv()).with_runs(tmp_path)
+    gap = SD.matched_gap(site, SD.core_setups(site))
+    assert gap.updates == 80 and gap.ahead == 1 and gap.judgement.p == pytest.approx(1 / 56)
+    words = SD.matched_words(site, "A set", gap)
+    # means +45 and +10: +35 points
+    assert words.startswith("After the same 80 updates in the A set, the group methods had gained GRPO +35.0 to +55.0 "
+                            "held-out points and the others PPO +5.0 to +15.0: the group methods were ahead at equal "
+                            "updates, so the number of updates alone does not explain the difference; the difference of "
+                            "the means, +35.0 points (95% interval +"), words
+    assert words.endswith("points), is clear (five seeds against three, two-sided permutation p = 0.018).")
 
 
 def test_a_run_within_a_tenth_of_the_matched_count_stands_beside_it(tmp_path):

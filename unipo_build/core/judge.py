@@ -8,10 +8,11 @@ seed: a held-out gain, the mean entropy of a run, ... Two variants are compared 
   n_a and n_b is as likely; the p-value is the share of splits whose difference of means is at least as
   far from zero as the observed one. It assumes nothing about the values' distribution, and it is
   exact for any number of seeds.
-- The smallest p a design can reach is 2 / C(n_a + n_b, n_a) (the two splits that put every run of one
-  variant beyond every run of the other): 0.10 with three seeds against three, 0.0079 with five
-  against five. Below ALPHA's reach, no outcome can be "clear": the verdict says how many seeds there
-  are instead.
+- The smallest p a design can reach is 2 / C(n_a + n_b, n_a) with as many runs on each side (the two splits
+  that put every run of one variant beyond every run of the other, as far from zero as each other): 0.10
+  with three seeds against three, 0.0079 with five against five. With unequal sides the two extreme splits'
+  differences differ, so the more extreme one can stand alone: 1 / C(n_a + n_b, n_a). Below ALPHA's reach,
+  no outcome can be "clear": the verdict says how many seeds there are instead.
 - Effect: the difference of the means, with the interval of shifts the same test does not reject at
   ALPHA (the test inverted: a shift d is inside when moving one variant's values by d leaves p above
   ALPHA). Where no shift can be rejected the interval is unbounded, and it is not printed.
@@ -44,10 +45,12 @@ Word = Literal["clear", "suggestive", "not separable", "not separated", "unmeasu
 
 
 def min_p(n_a: int, n_b: int) -> float:
-    """The smallest two-sided p the exact permutation test can give with n_a runs against n_b."""
+    """The smallest two-sided p the exact permutation test can give with n_a runs against n_b: the extreme split
+    and its mirror image with equal sides; with unequal sides the extreme split alone (five runs at 0 against
+    three at 1: the mirror split, three of the zeros against the rest, differs by 0.6, not 1, so p = 1/56)."""
     if n_a < 1 or n_b < 1:
         return 1.0
-    return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
+    return min(1.0, (2.0 if n_a == n_b else 1.0) / math.comb(n_a + n_b, n_a))
 
 
 def seeds_needed() -> int:
@@ -126,10 +129,10 @@ class Judgement:
 
     @property
     def seeds(self) -> str:
-        """"five seeds each" or "GRPO five seeds, DAPO three" style counts, in words."""
+        """The runs of each side in words: "five seeds each", "three seeds against one"."""
         if self.n_a == self.n_b:
             return f"{count_word(self.n_a)} seed{'s' if self.n_a != 1 else ''} each"
-        return f"{count_word(self.n_a)} seeds against {count_word(self.n_b)}"
+        return f"{count_word(self.n_a)} seed{'s' if self.n_a != 1 else ''} against {count_word(self.n_b)}"
 
     def words(self) -> str:
         """The verdict in a reader's words, with its basis: what every page prints for it."""
@@ -143,6 +146,16 @@ class Judgement:
         if self.word == "not separated":
             return f"not separated ({self.seeds}, two-sided permutation p = {p})"
         return f"{self.word} ({self.seeds}, two-sided permutation p = {p})"
+
+    def short(self) -> str:
+        """The verdict in a few words, for a table cell or a list: "clear, p = 0.008", "suggestive, p = 0.10",
+        "not separable with one seed", "not separated, p = 0.42" (the seeds are said elsewhere)."""
+        if self.word == "unmeasurable":
+            return "not measurable"
+        if self.word == "not separable":
+            n = min(self.n_a, self.n_b)
+            return f"not separable with {count_word(n)} seed{'s' if n != 1 else ''}"
+        return f"{self.word}, p = {p_text(self.p)}"
 
 
 def p_text(p: float | None) -> str:

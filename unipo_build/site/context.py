@@ -63,6 +63,7 @@ SITE_MODULES = (
     "unipo_build.site.pages.guides.trainer_words",
     "unipo_build.site.facts.spec_facts",
     "unipo_build.site.pages.learning.claims",
+    "unipo_build.site.pages.learning.judging",
     "unipo_build.site.pages.objectives.lessons_clip",
     "unipo_build.site.pages.objectives.lessons_groups",
     "unipo_build.site.pages.guides.guide_costs",

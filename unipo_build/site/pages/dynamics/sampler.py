@@ -21,12 +21,12 @@ chosen by what they show:
 - the mismatch is ``mismatch/logp_abs_mean`` (mean |old_logp - sample_logp| over an update's
   tokens), averaged over the run (``run_facts.mean_mismatch``, with its standard error);
 - a held-out gain is the paired start-to-end change of the run (``heldout.run_change``), one
-  value per seed; two sets of seeds are compared by ``effects.compare`` (with three seeds each,
-  every seed of one beyond every seed of the other; a single run against two standard errors);
-- the end evaluations of two sets are also compared problem by problem
-  (:func:`end_difference`): each problem's end result averaged over a set's seeds, the mean of the
-  per-problem differences with its 95% interval. That interval counts the problems' noise, not
-  the seeds', so the verdicts rest on the seeds and the paired difference is reported beside them.
+  value per seed; two sets of seeds are compared by ``effects.compare``, the one procedure of
+  ``core.judge`` (an exact two-sided permutation test across seeds: the reference page "How a
+  difference is judged"), and worded by ``effects.finding``;
+- per seed, the runs of two sets that share a seed are also compared problem by problem at the end
+  of training (``judging.paired_words``): each seed's paired difference with its 95% interval, the
+  procedure's per-seed part, reported beside the verdict across seeds.
 
 A variant the build has no run of gives one line naming it, instead of a number.
 """
@@ -46,20 +46,10 @@ from unipo_build.site.facts.spec_facts import and_names, count_word
 from unipo_build.site.fmt import escape_text, legend_html, note_html, table, two_lines
 from unipo_build.site.palette import SEQUENTIAL, algorithm_colour
 from unipo_build.site.render import chart_spec, vega_embed
-from unipo_build.site.pages.dynamics.sampler_facts import (
-    correction_bounds_text,
-    detail_step,
-    end_difference,
-    end_difference_words,
-    token_words_text,
-)
+from unipo_build.site.pages.dynamics.sampler_facts import correction_bounds_text, detail_step, token_words_text
 from unipo_build.site.pages.learning.bands import band_of, band_panel_spec, metric_words, run_curve
-from unipo_build.site.pages.learning.effects import (
-    RunValue,
-    Side,
-    compare,
-    seeds_words,
-)
+from unipo_build.site.pages.learning.effects import RunValue, Side, compare, finding, judged, seeds_words
+from unipo_build.site.pages.learning.judging import paired_words
 
 #: The chapter's runs: synchronous GRPO, GRPO sampled 8 rollouts stale with no correction, with
 #: truncated IS and with masked IS, and the uncorrected runs at other lags.
@@ -210,16 +200,20 @@ def mismatch_words_text(site: Site, lags: Sequence[str] = LAGS) -> str:
     present = [(v, s) for v, s in sides if mismatch_present(s)]
     if len(present) >= 2:
         steps = [(a, b, compare(sb, sa, +1)) for (a, sa), (b, sb) in zip(present, present[1:])]
-        grows = [st for st in steps if st[2].status == "shown"]
-        if len(grows) == len(steps):
+        gap = lambda x: ("+" if x > 0 else "") + fmt_num(x, 2)  # noqa: E731
+        if all(st.status == "shown" for _, _, st in steps):
             (first, s_first), (last, s_last) = present[0], present[-1]
-            text += (f" The gap grows with the lag, every step clear of the noise: at {lag_of(last)} rollouts it is "
-                     f"{fmt_num(s_last.mean / s_first.mean, 2)} times what it is at {lag_of(first)}.")
-        else:
-            pairs = [f"from {lag_of(a)} to {lag_of(b)} rollouts "
-                     + ("it shrinks" if st.status == "contradicted" else f"the change is within the noise ({st.reason})")
-                     for a, b, st in steps if st.status != "shown"]
+            each = "; ".join(f"from {lag_of(a)} to {lag_of(b)} rollouts, {judged(st, gap, unit=' nats')}" for a, b, st in steps)
+            text += (f" The gap grows with the lag, every step clear: at {lag_of(last)} rollouts it is "
+                     f"{fmt_num(s_last.mean / s_first.mean, 2)} times what it is at {lag_of(first)} ({each}).")
+        elif any(st.status == "contradicted" for _, _, st in steps):
+            pairs = [f"from {lag_of(a)} to {lag_of(b)} rollouts it shrinks: {judged(st, gap, unit=' nats')}"
+                     for a, b, st in steps if st.status == "contradicted"]
             text += " The gap does not grow steadily with the lag here: " + "; ".join(pairs) + "."
+        else:
+            pairs = [f"from {lag_of(a)} to {lag_of(b)} rollouts, {judged(st, gap, unit=' nats')}"
+                     for a, b, st in steps if st.status != "shown"]
+            text += " Whether the gap grows with the lag is not clear from these runs: " + "; ".join(pairs) + "."
     return text
 
 
@@ -304,6 +298,16 @@ def points(side: Side) -> str:
     return f"{fmt_signed_points(side.low)} to {fmt_signed_points(side.high)} points over {seeds_words(side.n)}"
 
 
+POINTS = " points"
+
+
+def paired_text(site: Site, a: str, b: str, mode: str, a_name: str, b_name: str) -> str:
+    """Each seed's two runs compared problem by problem at the end (the procedure's per-seed part), as a sentence
+    after a space, or ''."""
+    text = paired_words(variant_runs(site, a), variant_runs(site, b), mode, a_name, b_name)
+    return f" {text}" if text else ""
+
+
 def cost_words_text(site: Site, mode: str = "sampled", sync: str = SYNC, stale: str = STALE) -> str:
     s, u = gain_side(site, sync, mode), gain_side(site, stale, mode)
     for side in (s, u):
@@ -312,19 +316,25 @@ def cost_words_text(site: Site, mode: str = "sampled", sync: str = SYNC, stale: 
     v = compare(u, s, -1)
     lag = lag_of(stale)
     nums = f"{s.name[:1].upper() + s.name[1:]} gained {points(s)} of {mode} held-out accuracy, {u.name} {points(u)}"
-    diff = end_difference_words(end_difference(variant_runs(site, stale), variant_runs(site, sync), mode),
-                                "the stale runs", "the synchronous ones")
-    if v.status == "shown":
-        return f"Sampling from a policy {lag} rollouts stale cost {mode} accuracy: {nums} ({v.basis}).{diff}"
-    if v.status == "contradicted":
-        return (f"Sampling from a policy {lag} rollouts stale did not cost {mode} accuracy here; the stale runs gained "
-                f"more: {nums} ({v.basis}).{diff}")
-    return (f"A cost of the stale sampler in {mode} accuracy is not visible here: {nums}, and {v.reason} "
-            f"({v.basis}).{diff}")
+    diff = paired_text(site, stale, sync, mode, "stale", "synchronous")
+    return finding(v, fmt_signed_points, f"Sampling from a policy {lag} rollouts stale cost {mode} accuracy: {nums}",
+                   f"Sampling from a policy {lag} rollouts stale did not cost {mode} accuracy here; the stale runs "
+                   f"gained more: {nums}",
+                   f"A cost of the stale sampler in {mode} accuracy is not clear here: {nums}", sep="; ",
+                   unit=POINTS) + f".{diff}"
+
+
+def mode_gap_side(site: Site, variant: str) -> Side:
+    """Each run's greedy gain minus its sampled gain: how much more the run gained in greedy accuracy."""
+    greedy, sampled = gain_side(site, variant, "greedy"), gain_side(site, variant, "sampled")
+    by_run = {v.run.id: v.value for v in sampled.values}
+    values = tuple(RunValue(v.run, v.value - by_run[v.run.id]) for v in greedy.values if v.run.id in by_run)
+    return Side(greedy.name, values, greedy.reason or sampled.reason)
 
 
 def cost_modes_text(site: Site, sync: str = SYNC, stale: str = STALE) -> str:
-    """Is the stale sampler's mean cost larger in sampled accuracy than in greedy accuracy?"""
+    """Is the stale sampler's cost larger in sampled accuracy than in greedy accuracy? The sampled cost minus the
+    greedy cost is the stale runs' (greedy gain - sampled gain) minus the synchronous runs', judged across seeds."""
     costs = {}
     for mode in MODES:
         s, u = gain_side(site, sync, mode), gain_side(site, stale, mode)
@@ -337,14 +347,18 @@ def cost_modes_text(site: Site, sync: str = SYNC, stale: str = STALE) -> str:
         return "the same" if size == "0.0" else f"{size} points {'smaller' if cost > 0 else 'larger'}"
     each = (f"On average over the seeds, the stale runs' gain was {behind(costs['sampled'])} than the synchronous "
             f"runs' in sampled accuracy and {behind(costs['greedy'])} in greedy accuracy.")
-    if costs["sampled"] > costs["greedy"] and costs["sampled"] > 0:
-        return (each + " The cost is larger in sampled accuracy, as one can predict: the learner's updates are computed "
-                "on answers the current policy would no longer give, so they sharpen the distribution less where the "
-                "policy has moved since, and sampled accuracy measures the whole distribution while greedy accuracy "
-                "measures only its mode.")
-    return (each + " The cost is not larger in sampled accuracy here, although sampled accuracy, which measures the "
-            "whole distribution rather than its mode, is where a learner trained on another policy's answers would "
-            "be expected to fall behind first.")
+    v = compare(mode_gap_side(site, stale), mode_gap_side(site, sync), +1)
+    why = ("the learner's updates are computed on answers the current policy would no longer give, so they sharpen "
+           "the distribution less where the policy has moved since, and sampled accuracy measures the whole "
+           "distribution while greedy accuracy measures only its mode")
+    return each + " " + finding(
+        v, fmt_signed_points, "The cost is larger in sampled accuracy",
+        "The cost is smaller in sampled accuracy here, not larger",
+        "Whether the cost is larger in sampled accuracy is not clear from these runs",
+        "Whether the cost is larger in sampled accuracy cannot be measured",
+        what="the sampled cost minus the greedy cost", unit=POINTS) + (
+        f". That is what one predicts: {why}." if v.status == "shown" else
+        f". One would predict it larger there: {why}.")
 
 
 def correction_words_text(site: Site, correction: str, mode: str = "greedy", sync: str = SYNC,
@@ -355,32 +369,32 @@ def correction_words_text(site: Site, correction: str, mode: str = "greedy", syn
             return side.reason if side.reason.startswith("This build") else f"The recovery cannot be measured: {side.reason}."
     vs_u, vs_s, cost = compare(c, u, +1), compare(c, s, -1), compare(u, s, -1)
     lag = lag_of(correction)
-    nums = (f"its runs gained {points(c)} of {mode} accuracy, against {points(u)} with no correction and {points(s)} "
-            "synchronous")
+    nums = (f"{{}} gained {points(c)} of {mode} accuracy, against {points(u)} with no correction and {points(s)} "
+            "synchronous").format
     first = f"With the sampler {lag} rollouts stale, {c.name}"
-    seeds = seeds_words(min(c.n, u.n))
-    diff = end_difference_words(end_difference(variant_runs(site, correction), variant_runs(site, stale), mode),
-                                f"the {c.name} runs", "the uncorrected ones")
+    diff = paired_text(site, correction, stale, mode, c.name, "uncorrected")
+    against_u = judged(vs_u, fmt_signed_points, "against no correction the difference", POINTS)
+    against_s = judged(vs_s, fmt_signed_points, "against the synchronous runs the difference", POINTS)
     if vs_u.status == "contradicted":
-        return f"{first} did worse than no correction in {mode} accuracy: {nums} ({vs_u.basis}).{diff}"
+        return f"{first} did worse than no correction in {mode} accuracy: {nums('its runs')}; {against_u}.{diff}"
     if vs_u.status == "shown":
         if vs_s.status == "shown":
-            return (f"{first} recovers part of the stale sampler's cost in {mode} accuracy: it is above the "
-                    f"uncorrected runs ({vs_u.basis}) but still below the synchronous ones: {nums}.{diff}")
+            return (f"{first} recovers part of the stale sampler's cost in {mode} accuracy, above the uncorrected runs "
+                    f"but still below the synchronous ones: {nums('its runs')}; {against_u}; {against_s}.{diff}")
         beyond = "more than recovers" if vs_s.status == "contradicted" else "recovers"
-        return (f"{first} {beyond} the stale sampler's cost in {mode} accuracy: {nums}; above the uncorrected runs "
-                f"({vs_u.basis}), and {'above' if beyond != 'recovers' else 'not distinguishable from'} the "
-                f"synchronous ones.{diff}")
-    # within the noise of the uncorrected runs
-    if vs_s.status == "shown":
-        return (f"{first} does not recover the stale sampler's cost in {mode} accuracy: {nums}. It stays below "
-                f"{s.name} ({vs_s.basis}), and at {seeds} it is not distinguishable from no correction "
-                f"({vs_u.reason}).{diff}")
+        return (f"{first} {beyond} the stale sampler's cost in {mode} accuracy: {nums('its runs')}; {against_u}; "
+                f"{against_s}.{diff}")
+    if vs_s.status == "shown":  # not clear of the uncorrected runs, clearly below the synchronous ones
+        return (f"{first} does not clearly recover the stale sampler's cost in {mode} accuracy: {nums('its runs')}. It "
+                f"stays below {s.name}: {against_s}; {against_u}.{diff}")
+    stale_words = judged(cost, fmt_signed_points, "the stale runs' difference from the synchronous ones", POINTS)
+    own = f"{c.name}'s runs"
     if cost.status != "shown":
-        return (f"{first} changes nothing visible in {mode} accuracy, and there is no visible cost for it to recover: "
-                f"{nums}.{diff}")
-    return (f"With the sampler {lag} rollouts stale, whether {c.name} recovers any of the cost in {mode} accuracy is not distinguishable at {seeds}: {nums}; "
-            f"against no correction {vs_u.reason}, against {s.name} {vs_s.reason}.{diff}")
+        return (f"With the sampler {lag} rollouts stale, neither a change that {c.name} makes nor a cost of the stale "
+                f"sampler for it to recover is clear in {mode} accuracy: {nums(own)}; "
+                f"{against_u}; {stale_words}.{diff}")
+    return (f"With the sampler {lag} rollouts stale, whether {c.name} recovers any of the stale sampler's cost in {mode} "
+            f"accuracy is not clear: {nums(own)}; {against_u}; {against_s}.{diff}")
 
 
 def lag_words_text(site: Site, mode: str = "sampled", sync: str = SYNC, lags: Sequence[str] = LAGS) -> str:
@@ -396,25 +410,29 @@ def lag_words_text(site: Site, mode: str = "sampled", sync: str = SYNC, lags: Se
     each = and_names([f"{points(side)} at a lag of {lag_of(v)}" for v, side in sides])
     text = f"With no correction, the {mode} held-out gain was {each}, against {points(s)} for {s.name}."
     verdicts = [(v, compare(side, s, -1)) for v, side in sides]
+    against = and_names([f"{fmt_signed_points(vd.judgement.effect)} points at {lag_of(v)} ({vd.judgement.short()})"
+                         for v, vd in verdicts])
     clear = [str(lag_of(v)) for v, vd in verdicts if vd.status == "shown"]
-    noise = [str(lag_of(v)) for v, vd in verdicts if vd.status == "unclear"]
     above = [str(lag_of(v)) for v, vd in verdicts if vd.status == "contradicted"]
+    text += f" Against {s.name}, the difference was {against}"
     if clear:
-        text += f" The cost is clear of the noise at {lags_words(clear)}"
-        text += f"; at {and_names(noise)} it is within the noise." if noise else "."
-    elif noise:
-        text += f" At every lag the difference from {s.name} is within the noise."
+        text += f": the cost is clear at {lags_words(clear)}"
+    text += "." if clear or above else ": at no lag is the difference clear."
     if above:
-        text += f" At {lags_words(above)} the stale runs gained more than the synchronous ones."
-    means = [side.mean for _, side in sides]
+        text += f" At {lags_words(above)} the stale runs gained clearly more than the synchronous ones."
     if len(sides) >= 3:
-        if all(a > b for a, b in zip(means, means[1:])):
-            text += " The mean gain falls at every step of the lag"
+        means = [side.mean for _, side in sides]
+        steps = [compare(b, a, -1) for (_, a), (_, b) in zip(sides, sides[1:])]
+        if all(st.status == "shown" for st in steps):
+            text += " The gain falls at every step of the lag, each step clear."
+        elif all(x > y for x, y in zip(means, means[1:])):
+            unclear = sum(1 for st in steps if st.status != "shown")
+            which = ("no step is clear" if unclear == len(steps) else
+                     f"{count_word(unclear)} of the {count_word(len(steps))} steps {'is' if unclear == 1 else 'are'} "
+                     "not clear")
+            text += f" The mean gain falls at every step of the lag, but {which}, so the order is a hint, not a finding."
         else:
-            text += " The mean gain does not fall steadily with the lag"
-        singles = [str(lag_of(v)) for v, side in sides if side.n == 1]
-        text += (f" ({lags_words(singles, short=True)} {'has' if len(singles) == 1 else 'have'} one seed only, so this order is a "
-                 "hint, not a finding)." if singles else ".")
+            text += " The mean gain does not fall steadily with the lag."
     if absent:
         text += " " + " ".join(absent)
     return text

@@ -3,20 +3,19 @@
 - what a rollout correction does to the tokens of one update: the tokens whose weight
   pi_old / pi_sampler leaves the bounds of the run's correction, counted with the objective's own
   rule (``objective.correction_weight``), and the update where it acts on the most tokens;
-- the correction's bounds as its spec sets them;
-- two sets of runs' end evaluations compared problem by problem (:func:`end_difference`).
+- the correction's bounds as its spec sets them.
+
+Two sets of runs are compared seed by seed (``judging.paired_words``) and across seeds (``effects.compare``).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
-from unipo_build.core.heldout import Z95, problem_count, start_and_end
-from unipo_build.core.numbers import fmt_num, fmt_pct, fmt_signed_points
+from unipo_build.core.numbers import fmt_num, fmt_pct
 from unipo_build.core.objective import correction_weight
 from unipo_build.core.runs import Run
 from unipo_build.site.context import Site
@@ -128,47 +127,3 @@ def token_words_text(site: Site, name: str, step: int | None = None) -> str:
                 f"{fmt_num(cap, 2)} and {'is' if c.above == 1 else 'are'} weighted {fmt_num(cap, 2)}; every other token's surrogate is multiplied by "
                 "its own ratio.")
     return head + f" {fmt_num(outside)} of them leave the bounds of its {kind} correction."
-
-
-@dataclass(frozen=True)
-class EndDifference:
-    """One set's end accuracy minus another's, problem by problem (each averaged over its seeds)."""
-
-    n: int
-    mean: float
-    low: float
-    high: float
-
-
-def end_bits(run: Run, mode: str) -> str | None:
-    _, end = start_and_end(run.evals)
-    if end is None or problem_count(end) is None:
-        return None
-    return getattr(end, f"correct_{mode}") or None
-
-
-def end_difference(a: Sequence[Run], b: Sequence[Run], mode: str) -> EndDifference | None:
-    """Mean over problems of (a's seeds' mean end result - b's), with a normal 95% interval over the
-    problems both sets' end evaluations scored; None when a run logged no per-problem results."""
-    bits_a = [end_bits(r, mode) for r in a]
-    bits_b = [end_bits(r, mode) for r in b]
-    if not bits_a or not bits_b or any(x is None for x in bits_a + bits_b):
-        return None
-    n = min(len(x) for x in bits_a + bits_b)
-    if n < 2:
-        return None
-    as_array = (lambda bits: np.array([[c == "1" for c in x[:n]] for x in bits], dtype=np.float64).mean(axis=0))
-    d = as_array(bits_a) - as_array(bits_b)
-    half = Z95 * float(np.std(d, ddof=1)) / math.sqrt(n)
-    return EndDifference(n, float(d.mean()), float(d.mean()) - half, float(d.mean()) + half)
-
-
-def end_difference_words(diff: EndDifference | None, a_name: str, b_name: str) -> str:
-    if diff is None:
-        return ""
-    where = "above" if diff.mean > 0 else "below" if diff.mean < 0 else "level with"
-    size = "" if diff.mean == 0 else fmt_signed_points(abs(diff.mean)).lstrip("+") + " points "
-    return (f" Problem by problem, on the {fmt_num(diff.n)} problems every end evaluation scored, {a_name} finished "
-            f"{size}{where} {b_name} on average over the seeds (95% interval over the problems "
-            f"{fmt_signed_points(diff.low)} to {fmt_signed_points(diff.high)}; it counts the problems' noise, not "
-            "the seeds', so the verdict rests on the seeds).")

@@ -6,9 +6,11 @@
     {{ effect("length_grows", "grpo") }}             did one algorithm's answers grow longer?
 
 Each claim (:data:`CLAIMS`) measures a quantity on every run of each algorithm named (one run per
-seed), compares it with a predicted direction (``effects.compare`` or ``effects.direction``) and
-words the verdict: clearly shown, clearly contradicted, within the noise, or not measurable here,
-always with the numbers and the number of seeds. The sentences never assume the effect: a
+seed), compares it with a predicted direction (``effects.compare``: two algorithms across their seeds by
+the procedure of ``core.judge``; or ``effects.direction``: each seed's change within its run) and words the
+verdict through ``effects.finding``: clearly shown, clearly contradicted, not clear (with the judgement's
+words: suggestive, not separable with N seeds, not separated), or not measurable here, always with the
+numbers, the difference and the number of seeds. The sentences never assume the effect: a
 rebuild on other logs rewrites them. An algorithm is named by its spec id (all its runs) or by a
 run id (that run alone).
 """
@@ -29,6 +31,7 @@ from unipo_build.site.pages.learning.effects import (
     compare,
     direction,
     edge_change,
+    finding,
     gap_change,
     measure_side,
     pct,
@@ -125,53 +128,59 @@ def unmeasurable_text(claim: "Claim", r: Result) -> str:
     return f"Whether {claim.what.format(a=r.a.name, b=b)} cannot be measured in this build: {r.verdict.reason}."
 
 
+def points(value: float) -> str:
+    """A difference of two shares or relative changes in percentage points, signed ('+4.1'; the unit is
+    ``POINTS``)."""
+    return signed(100 * value, 2)
+
+
+POINTS = " points"
+
+
 def _entropy(r: Result) -> str:
     """Clip-higher is named as the cause only when the two sides differ in the clip alone (an
     ablation rung and the rung before it); between DAPO and GRPO, five slots apart, the words say
     what the runs show and the cause note lists the candidates."""
     a, b = r.a, r.b
     both = (f"from the first tenth of training to the last, entropy {values_text(a, relative_change_words, signed_pct)} "
-            f"under {a.name} and {values_text(b, relative_change_words, signed_pct)} under {b.name} ({r.basis})")
-    status = r.verdict.status
-    if status == "shown":
-        return r.noted(f"Entropy fell less under {a.name} than under {b.name}: {both}."
-                       + (" That is what clip-higher is meant to do." if r.slot_alone else ""))
-    if status == "contradicted":
-        return r.noted(f"Entropy fell more under {a.name} than under {b.name}, not less: {both}."
-                       + (" In these runs clip-higher did not keep entropy up." if r.slot_alone else ""))
-    if r.slot_alone:
-        return r.noted(f"These runs neither show nor contradict that clip-higher keeps entropy up: {both}, and "
-                       f"{r.verdict.reason}.")
-    return r.noted(f"These runs do not show entropy falling less under {a.name} than under {b.name}: {both}, and "
-                   f"{r.verdict.reason}.")
+            f"under {a.name} and {values_text(b, relative_change_words, signed_pct)} under {b.name}")
+    unclear = (f"These runs neither show nor contradict that clip-higher keeps entropy up: {both}" if r.slot_alone else
+               f"These runs do not show entropy falling less under {a.name} than under {b.name}: {both}")
+    text = finding(r.verdict, points,
+                   f"Entropy fell less under {a.name} than under {b.name}: {both}",
+                   f"Entropy fell more under {a.name} than under {b.name}, not less: {both}", unclear, sep="; ",
+                   unit=POINTS)
+    tail = {"shown": " That is what clip-higher is meant to do.",
+            "contradicted": " In these runs clip-higher did not keep entropy up."}.get(r.verdict.status, "")
+    return r.noted(text + "." + (tail if r.slot_alone else ""))
 
 
 def _fewer_high(r: Result) -> str:
     a, b = r.a, r.b
     both = (f"{values_text(a, pct)} of {a.name}'s tokens against {values_text(b, pct)} of {b.name}'s, on the updates "
-            f"after the first of each rollout ({r.basis})")
-    status = r.verdict.status
-    if status == "shown":
-        expected = ", as its higher upper bound leads one to expect" if r.slot_alone else ""
-        return r.noted(f"{a.name} clipped fewer tokens on the high side than {b.name}{expected}: {both}.")
-    if status == "contradicted":
-        return r.noted(f"{a.name} clipped more tokens on the high side than {b.name}, not fewer: {both}. A higher "
-                       "bound clips fewer tokens only if the ratios drift as far; how far they drift depends on "
-                       "the rest of the objective too.")
-    return r.noted(f"{a.name} and {b.name} clipped shares of tokens on the high side that cannot be told apart: "
-                   f"{both}; {r.verdict.reason}.")
+            "after the first of each rollout")
+    expected = ", as its higher upper bound leads one to expect" if r.slot_alone else ""
+    text = finding(r.verdict, points,
+                   f"{a.name} clipped fewer tokens on the high side than {b.name}{expected}: {both}",
+                   f"{a.name} clipped more tokens on the high side than {b.name}, not fewer: {both}",
+                   f"Whether {a.name} clipped fewer tokens on the high side than {b.name} is not clear from these runs: "
+                   f"{both}", sep="; ", unit=POINTS)
+    if r.verdict.status == "contradicted":
+        text += (". A higher bound clips fewer tokens only if the ratios drift as far; how far they drift depends on "
+                 "the rest of the objective too")
+    return r.noted(text + ".")
 
 
 def _more_clips(r: Result) -> str:
     a, b = r.a, r.b
     both = (f"{values_text(a, pct)} of {a.name}'s tokens were clipped (on either side) against "
-            f"{values_text(b, pct)} of {b.name}'s, on the updates after the first of each rollout ({r.basis})")
-    status = r.verdict.status
-    if status == "shown":
-        return f"{a.name} clipped far more than {b.name}, as its paper reports for its tight bounds: {both}."
-    if status == "contradicted":
-        return (f"{a.name} clipped fewer tokens than {b.name}, the opposite of what its paper reports: {both}.")
-    return f"{a.name} and {b.name} clipped shares that cannot be told apart: {both}; {r.verdict.reason}."
+            f"{values_text(b, pct)} of {b.name}'s, on the updates after the first of each rollout")
+    return finding(r.verdict, points,
+                   f"{a.name} clipped far more than {b.name}, as its paper reports for its tight bounds: {both}",
+                   f"{a.name} clipped fewer tokens than {b.name}, the opposite of what its paper reports: {both}",
+                   f"Whether {a.name} clipped a larger share of tokens than {b.name} is not clear from these runs: "
+                   f"{both}",
+                   sep="; ", unit=POINTS) + "."
 
 
 def _gap_words(value: float) -> str:
@@ -182,16 +191,15 @@ def _length_bias(r: Result) -> str:
     a, b = r.a, r.b
     both = (f"the gap between wrong and right answers' mean lengths changed by {values_text(a, _gap_words)} under "
             f"{a.name} and by {values_text(b, _gap_words)} under {b.name}, from the first tenth of training to the "
-            f"last ({r.basis})")
-    status = r.verdict.status
-    if status == "shown":
-        return r.noted(f"Wrong answers drifted longer, relative to right ones, under {a.name} than under {b.name}: "
-                       f"{both}. That is the drift the length-bias argument predicts.")
-    if status == "contradicted":
-        return r.noted(f"Wrong answers drifted longer under {b.name} than under {a.name}, the opposite of the "
-                       f"length-bias argument: {both}. In these runs it did not pay to be wrong at length under "
-                       f"{a.name}.")
-    return r.noted(f"These runs neither show nor rule out the length bias: {both}, and {r.verdict.reason}.")
+            "last")
+    text = finding(r.verdict, lambda v: signed(v, 2),
+                   f"Wrong answers drifted longer, relative to right ones, under {a.name} than under {b.name}: {both}",
+                   f"Wrong answers drifted longer under {b.name} than under {a.name}, the opposite of the length-bias "
+                   f"argument: {both}",
+                   f"These runs neither show nor rule out the length bias: {both}", sep="; ", unit=" tokens")
+    tail = {"shown": " That is the drift the length-bias argument predicts.",
+            "contradicted": f" In these runs it did not pay to be wrong at length under {a.name}."}
+    return r.noted(text + "." + tail.get(r.verdict.status, ""))
 
 
 def _change_of(r: Result, fmt: Callable[[float], str]) -> str:

@@ -9,17 +9,20 @@ must say it only when the logs show it. Every such sentence rests on a :class:`V
 - ``unclear``: it is within the noise (or the seeds disagree);
 - ``unmeasurable``: the build lacks the runs or the metric, or the quantity is undefined here.
 
-What "clear of the noise" means depends on what the build holds:
+What "clear of the noise" means is one procedure for every comparison (``core.judge``, the reference
+page "How a difference is judged"):
 
-- two algorithms with several seeds each: every seed of one lies beyond every seed of the other
-  (no overlap), and there are at least 20 ways to order the runs, so complete separation by
-  chance has probability at most 1 in 20 (an exact rank test, one-sided);
-- otherwise (a single seed on some side): the difference exceeds two standard errors, each run's
-  error taken from the spread of its metric within the tenth of training it is averaged over
-  (rollouts treated as independent, which makes the error a lower bound), and the words say that
-  the claim rests on one seed;
+- two variants (algorithms, settings), one value per seed each: an exact two-sided permutation test of
+  the difference of the means, clear at p <= 0.05 (``judge.ALPHA``); suggestive up to 0.10; with too few
+  seeds to reach 0.05 at all (three against three can reach 0.10 at best, one run against one nothing)
+  the verdict says "not separable with N seeds", never clear. The unit is the training run: a single
+  run's own noise does not stand in for seeds;
 - a change within each run (start to end): every seed's change exceeds its two standard errors in
-  the same direction.
+  the same direction (the per-seed part of the procedure).
+
+Pages word a verdict through :func:`finding` (what a shown, a contradicted and an unclear result say, then
+the judgement) and :func:`judged` (the judgement alone: the difference, its interval where the test bounds
+it, and ``Judgement.words()``), so every sentence of the course says a verdict the same way.
 """
 
 from __future__ import annotations
@@ -30,14 +33,13 @@ from typing import Callable, Literal, Sequence
 
 import numpy as np
 
+from unipo_build.core.judge import ALPHA, Judgement, judge
 from unipo_build.core.runs import Run
 from unipo_build.core.schema import metric_info
 from unipo_build.core.numbers import MINUS, fmt_num, fmt_pct
 from unipo_build.site.facts.series import logged_values, mean_se
 
 Status = Literal["shown", "contradicted", "unclear", "unmeasurable"]
-#: Orderings of two sets of seeds needed before complete separation counts (p <= 1/20).
-MIN_ORDERINGS = 20
 #: Share of a run's points averaged at its start and at its end.
 EDGE = 0.1
 
@@ -96,8 +98,16 @@ class Side:
 @dataclass(frozen=True)
 class Verdict:
     status: Status
-    basis: str  # how the verdict was reached, in words ("three seeds each", "one seed each, against 2 SE")
+    basis: str  # how the verdict was reached, in words (core.judge: "clear (five seeds each, ... p = 0.008)")
     reason: str = ""  # for unmeasurable: why; for unclear: what kept it unclear
+    judgement: Judgement | None = None  # two variants compared across seeds: the effect, its interval, p
+
+#: What kept a comparison from being clear, by the judgement's word.
+UNCLEAR_REASONS = {
+    "suggestive": "the seeds point one way, but not clearly",
+    "not separable": "there are too few seeds to tell them apart",
+    "not separated": "the seeds overlap",
+}
 
 
 def seeds_words(n: int) -> str:
@@ -106,37 +116,58 @@ def seeds_words(n: int) -> str:
     return f"{count_word(n)} seed" + ("" if n == 1 else "s")
 
 
-def sides_basis(a: Side, b: Side) -> str:
-    if a.n == b.n:
-        return f"{seeds_words(a.n)} each"
-    return f"{a.name} {seeds_words(a.n)}, {b.name} {seeds_words(b.n)}"
-
-
 def compare(a: Side, b: Side, predicted: int) -> Verdict:
-    """Is ``a`` above ``b`` (``predicted`` +1) or below it (-1), clear of the noise?"""
+    """Is ``a`` above ``b`` (``predicted`` +1) or below it (-1), clear of the noise? Judged across seeds
+    by the one procedure (``core.judge``); only a clear judgement shows or contradicts a direction."""
     for side in (a, b):
         if side.n == 0:
             return Verdict("unmeasurable", "", side.reason or f"the build has no run of {side.name}")
-    basis = sides_basis(a, b)
-    if a.n >= 2 and b.n >= 2:
-        orderings = math.comb(a.n + b.n, a.n)
-        above, below = a.low > b.high, a.high < b.low
-        if (above or below) and orderings >= MIN_ORDERINGS:
-            sign = 1 if above else -1
-            return Verdict("shown" if sign == predicted else "contradicted",
-                           f"{basis}, every seed of one beyond every seed of the other")
-        if above or below:
-            return Verdict("unclear", basis, "the seeds point one way but are too few to rule out chance")
-        return Verdict("unclear", basis, "the seeds of the two overlap")
-    se_a, se_b = a.se, b.se
-    diff = a.mean - b.mean
-    if se_a is None or se_b is None:
-        return Verdict("unclear", basis, "the noise of a single run cannot be estimated from its log")
-    se = math.hypot(se_a, se_b)
-    words = f"{basis}, against two standard errors of the difference"
-    if se > 0 and abs(diff) <= 2 * se or diff == 0:
-        return Verdict("unclear", words, "the difference is within two standard errors")
-    return Verdict("shown" if (1 if diff > 0 else -1) == predicted else "contradicted", words)
+    j = judge([v.value for v in a.values], [v.value for v in b.values])
+    if j.word == "unmeasurable":
+        return Verdict("unmeasurable", "", f"a value of {a.name} or {b.name} is not finite", judgement=j)
+    if j.clear:
+        return Verdict("shown" if j.sign == predicted else "contradicted", j.words(), judgement=j)
+    return Verdict("unclear", j.words(), UNCLEAR_REASONS[j.word], judgement=j)
+
+
+#: How the effect's interval is named: the shifts the test does not reject at ALPHA.
+INTERVAL = f"{100 * (1 - ALPHA):g}% interval"
+
+
+def effect_text(j: Judgement, fmt: Callable[[float], str], unit: str = "") -> str:
+    """The judgement's effect (a's mean minus b's) in ``fmt`` and ``unit``, with its interval when the test bounds
+    it: '−2.6 points (95% interval −4.0 to −1.1 points)', or '−2.6 points'."""
+    text = f"{fmt(j.effect)}{unit}"
+    if j.low is not None and j.high is not None:
+        text += f" ({INTERVAL} {fmt(j.low)} to {fmt(j.high)}{unit})"
+    return text
+
+
+def judged(v: Verdict, fmt: Callable[[float], str] | None = None, what: str = "the difference",
+           unit: str = "") -> str:
+    """A verdict's basis in a reader's words, the same on every page. Across seeds (``v.judgement``): with
+    ``fmt``, 'the difference, −2.6 points, is suggestive (three seeds each, two-sided permutation
+    p = 0.10)', the interval after the effect when it is bounded; without, the judgement's words. A change
+    within runs (:func:`direction`): its basis. Unmeasurable: why."""
+    j = v.judgement
+    if j is None:
+        return v.basis or v.reason
+    if fmt is None or j.word == "unmeasurable":
+        return j.words()
+    return f"{what}, {effect_text(j, fmt, unit)}, is {j.words()}"
+
+
+def finding(v: Verdict, fmt: Callable[[float], str] | None, shown: str, contradicted: str, unclear: str,
+            unmeasurable: str = "", what: str = "the difference", sep: str = ": ", unit: str = "") -> str:
+    """The one frame of a verdict's words: what the page says for the verdict's status (only a clear
+    judgement states a direction: ``shown`` or ``contradicted``; ``unclear`` must not), then
+    :func:`judged`: 'CISPO gained less than DAPO: the difference, −10.0 points (95% interval ...), is
+    clear (five seeds each, two-sided permutation p = 0.008)'; ``sep`` joins the two ('; ' after a list of
+    numbers)."""
+    if v.status == "unmeasurable":
+        return f"{unmeasurable or 'this cannot be measured'}: {v.reason}"
+    head = {"shown": shown, "contradicted": contradicted, "unclear": unclear}[v.status]
+    return f"{head}{sep}{judged(v, fmt, what, unit)}"
 
 
 def direction(side: Side, predicted: int) -> Verdict:

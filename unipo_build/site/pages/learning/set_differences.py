@@ -24,12 +24,14 @@ from typing import Sequence
 import numpy as np
 
 from unipo_build.core.heldout import HeldOutChange, compare as heldout_compare, problem_count
+from unipo_build.core.judge import Judgement, judge
 from unipo_build.core.runs import Run
 from unipo_build.core.numbers import fmt_num, fmt_signed_points
 from unipo_build.site.fmt import escape_text, note_html, table, two_lines
 from unipo_build.site.facts.run_facts import COURSE_ALGORITHMS
 from unipo_build.site.context import Site, macro
 from unipo_build.site.facts.spec_facts import and_names, count_word
+from unipo_build.site.pages.learning.effects import effect_text
 from unipo_build.site.pages.learning.verdicts import changes_of
 
 
@@ -208,12 +210,15 @@ class MatchedGap:
     other: dict[str, list[float]]
 
     @property
+    def judgement(self) -> Judgement:
+        """The group methods' runs against the others', judged by the one procedure (``core.judge``)."""
+        return judge([v for vs in self.group.values() for v in vs], [v for vs in self.other.values() for v in vs])
+
+    @property
     def ahead(self) -> int:
-        """+1: every group-method run gained more than every other run; -1: every other run gained
-        more than every group-method run; 0: they overlap."""
-        g = [v for vs in self.group.values() for v in vs]
-        o = [v for vs in self.other.values() for v in vs]
-        return 1 if min(g) > max(o) else -1 if max(g) < min(o) else 0
+        """+1: the group methods' runs gained clearly more than the others'; -1: clearly less; 0: not clear."""
+        j = self.judgement
+        return j.sign if j.clear else 0
 
 
 def matched_gap(site: Site, setups: dict[str, list[RunSetup]]) -> MatchedGap | None:
@@ -301,12 +306,14 @@ def matched_words(site: Site, label: str, gap: MatchedGap | None) -> str:
         return and_names([f"{site.algorithm_name(a)} {_range(vs, fmt_signed_points)}" for a, vs in side.items()])
     text = (f"After the same {fmt_num(gap.updates)} updates in the {label}, the group methods had gained "
             f"{ranges(gap.group)} held-out points and the others {ranges(gap.other)}")
+    j = gap.judgement
+    judged = f"the difference of the means, {effect_text(j, fmt_signed_points, ' points')}, is {j.words()}"
     if gap.ahead > 0:
-        return text + (": every group-method run was ahead of every other run at equal updates, so the number of "
-                       "updates alone does not explain the difference.")
+        return text + (f": the group methods were ahead at equal updates, so the number of updates alone does not "
+                       f"explain the difference; {judged}.")
     if gap.ahead < 0:
-        return text + ": every other run was ahead of every group-method run at equal updates."
-    return text + ": at equal updates the two kinds' gains overlap."
+        return text + f": the other algorithms were ahead at equal updates; {judged}."
+    return text + f": at equal updates the two kinds are not clearly apart; {judged}."
 
 
 def set_differences_html(site: Site, views: Sequence[tuple[str, Site]]) -> str:

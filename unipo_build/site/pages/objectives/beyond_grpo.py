@@ -49,10 +49,13 @@ from unipo_build.site.fmt import escape_text, legend_html, note_html
 from unipo_build.site.palette import algorithm_colour
 from unipo_build.site.render import chart_spec, vega_embed
 from unipo_build.site.pages.dynamics.sampler import gain_points, gains_panel_spec
-from unipo_build.site.pages.learning.effects import Side, Verdict, compare, measure_side, run_mean, seeds_words
+from unipo_build.core.matching import slot_changes, slot_config
+from unipo_build.core.specs import SLOTS
+from unipo_build.site.pages.learning.effects import Side, compare, finding, measure_side, run_mean, signed
 from unipo_build.site.pages.objectives.clip_family import (
     _runs,
     bounds_of,
+    clip_family_gains_text,
     clip_of,
     logged_tokens,
     missing_text,
@@ -89,6 +92,63 @@ def slots_apart_text(site: Site, first: str, second: str) -> str:
                        "since everything else is the same.")
     return head + (f": a difference between their runs can come from {'either' if len(diffs) == 2 else 'any'} of "
                    "them, and these runs cannot say which.")
+
+
+# ---------------------------------------------------------------------------
+# The baseline one slot away
+# ---------------------------------------------------------------------------
+
+def one_slot_baseline(site: Site, name: str) -> tuple[str, str] | None:
+    """(spec id, slot) of the spec a variant's runs are judged against: a spec of the project (the ablation rungs
+    too) that differs from it in exactly one slot (``matching.slot_changes``), and in that slot holds what the
+    variant's predecessor holds, so it is the variant with one of its changes undone (SAPO: GRPO without its KL
+    term, whose clip is GRPO's). The predecessor itself first, then the one with the most finished runs in the
+    build, then by id; None when the variant has no predecessor or no such spec exists."""
+    specs = {**site.specs(), **site.ablation_specs()}
+    spec = specs.get(name)
+    parent = specs.get(spec.predecessor) if spec is not None and spec.predecessor else None
+    if parent is None:
+        return None
+    candidates = []
+    for other in specs.values():
+        apart = [slot for slot in SLOTS if slot_changes(*slot_config(spec, slot), *slot_config(other, slot))]
+        if len(apart) != 1 or slot_changes(*slot_config(other, apart[0]), *slot_config(parent, apart[0])):
+            continue
+        runs = len(finished_runs(site.catalog.seeds_of(other.id))[0])
+        candidates.append((other.id != parent.id, -runs, other.id, apart[0]))
+    if not candidates:
+        return None
+    best = min(candidates)
+    return best[2], best[3]
+
+
+def no_baseline_text(site: Site, name: str) -> str:
+    return (f"No spec of the project differs from {site.algorithm_name(name)} in one slot alone, so its runs have no "
+            "baseline that isolates its change.")
+
+
+def baseline_text(site: Site, first: str) -> str:
+    """'The spec one slot away from SAPO is GRPO − KL: the two differ in the clip alone, ...'."""
+    found = one_slot_baseline(site, first)
+    if found is None:
+        return no_baseline_text(site, first)
+    base, slot = found
+    na, nb = site.algorithm_name(first), site.algorithm_name(base)
+    runs = finished_runs(site.catalog.seeds_of(base))[0]
+    full = site.any_spec(base).full_name
+    named = f"{nb} ({full})" if full and full != nb else nb
+    seeds = (f"This build has {count_word(len(runs))} finished run{'s' if len(runs) != 1 else ''} of {nb}"
+             if runs else f"This build has no finished run of {nb}")
+    return (f"The spec one slot away from {na} is {named}: the two differ in {_slot_words(slot)} alone, so this page "
+            f"judges {na}'s runs against {nb}'s, where a difference is that slot's doing or the seeds'. {seeds}.")
+
+
+def baseline_gains_text(site: Site, first: str) -> str:
+    """The held-out gains against the spec one slot away (``clip_family_gains``, no direction predicted)."""
+    found = one_slot_baseline(site, first)
+    if found is None:
+        return no_baseline_text(site, first)
+    return clip_family_gains_text(site, first, found[0], baseline=True)
 
 
 # ---------------------------------------------------------------------------
@@ -267,17 +327,17 @@ def _seeds_values(side: Side, fmt) -> str:
     return f"{fmt(side.mean)} on average (seeds: {and_names([fmt(v.value) for v in side.values])})"
 
 
-def _than(verdict: Verdict, more: str, less: str, a: str, b: str, seeds: int) -> str:
-    if verdict.status == "shown":
-        return f"{a} {more} ({verdict.basis})"
-    if verdict.status == "contradicted":
-        return f"{a} {less} ({verdict.basis})"
-    if verdict.status == "unclear":
-        return f"not distinguishable from {b} at {seeds_words(seeds)}: {verdict.reason}"
-    return f"not comparable: {verdict.reason}"
+def _share_points(value: float) -> str:
+    return signed(100 * value, 2)
 
 
-def log_clip_text(site: Site, first: str, second: str) -> str:
+def log_clip_text(site: Site, first: str, second: str | None = None) -> str:
+    """How often the first's clip engaged against the second's (by default the spec one slot away)."""
+    if second is None:
+        found = one_slot_baseline(site, first)
+        if found is None:
+            return no_baseline_text(site, first)
+        second = found[0]
     missing = missing_text(site, (first, second), "how often their clips engaged")
     if missing:
         return missing
@@ -292,24 +352,23 @@ def log_clip_text(site: Site, first: str, second: str) -> str:
     else:
         parts.append(f"Leaving out the first update of each rollout, whose ratios are all 1, {na}'s clip (ratios "
                      f"{_bounds_words(a[0])}) held {_seeds_values(held[0], pct)} of an update's trained tokens, "
-                     f"{nb}'s ({_bounds_words(b[0])}) {_seeds_values(held[1], pct)}: "
-                     + _than(verdict, "held fewer", "held more, not fewer", f"{na}'s wider clip", nb,
-                             min(held[0].n, held[1].n)) + ".")
-    spread = []
+                     f"{nb}'s ({_bounds_words(b[0])}) {_seeds_values(held[1], pct)}; "
+                     + finding(verdict, _share_points, f"{na}'s wider clip held fewer",
+                               f"{na}'s wider clip held more, not fewer", "the two shares are not clearly apart",
+                               unit=" points")
+                     + ".")
+    three = lambda x: fmt_num(x, 3)  # noqa: E731
+    signed_three = lambda x: ("+" if x > 0 else "") + fmt_num(x, 3)  # noqa: E731
     for metric, predicted, word in (("ratio/max", +1, "largest"), ("ratio/min", -1, "smallest")):
         sa, sb = (measure_side(n, rs, run_mean(metric, later_updates=True)) for n, rs in ((na, a), (nb, b)))
         v = compare(sa, sb, predicted)
         if v.status == "unmeasurable":
             continue
-        three = lambda x: fmt_num(x, 3)  # noqa: E731
-        further = "higher" if predicted > 0 else "lower"
-        spread.append(f"the {word} ratio of an update was {_seeds_values(sa, three)} under {na} and "
-                      f"{_seeds_values(sb, three)} under {nb}, "
-                      + _than(v, f"{further}", f"{'lower' if predicted > 0 else 'higher'}, not {further}",
-                              na, nb, min(sa.n, sb.n)))
-    if spread:
-        text = "; ".join(spread)
-        parts.append(f"The token ratios themselves: {text}.")
+        further, nearer = ("higher", "lower") if predicted > 0 else ("lower", "higher")
+        parts.append(f"The {word} ratio of an update was {_seeds_values(sa, three)} under {na} and "
+                     f"{_seeds_values(sb, three)} under {nb}; "
+                     + finding(v, signed_three, f"{na}'s was {further}", f"{na}'s was {nearer}, not {further}",
+                               "the two are not clearly apart") + ".")
     run = site.run(first)
     if run is not None and run.token_steps() and b[0].config is not None:
         b_low, b_high = bounds_of(b[0])
@@ -489,9 +548,22 @@ def gate_weight_words(site: Site, first: str = "sapo", second: str = "grpo") -> 
 
 
 @macro
-def log_clip_words(site: Site, first: str = "gmpo", second: str = "grpo") -> str:
-    """Sentences: how often the first's clip engaged against the second's, and how far the ratios spread."""
-    return log_clip_text(site, str(first), str(second))
+def log_clip_words(site: Site, first: str = "gmpo", second: str | None = None) -> str:
+    """Sentences: how often the first's clip engaged against the second's (by default the spec one slot away), and
+    how far the ratios spread."""
+    return log_clip_text(site, str(first), None if second is None else str(second))
+
+
+@macro
+def baseline_words(site: Site, first: str) -> str:
+    """Sentence: the spec one slot away from a variant, which its runs are judged against, and its runs."""
+    return baseline_text(site, str(first))
+
+
+@macro
+def baseline_gains(site: Site, first: str) -> str:
+    """Sentences: the held-out gains against the spec one slot away, the verdict, each seed's paired gap."""
+    return baseline_gains_text(site, str(first))
 
 
 @macro

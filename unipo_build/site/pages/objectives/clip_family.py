@@ -33,18 +33,18 @@ from typing import Sequence
 
 import numpy as np
 
-from unipo_build.core.heldout import HeldOutChange, paired_change, run_change, start_and_end
+from unipo_build.core.heldout import run_change
 from unipo_build.core.moments import find_moment
 from unipo_build.core.objective import term_and_gradient
 from unipo_build.core.numbers import fmt_num, fmt_pct, fmt_signed_points
 from unipo_build.core.runs import Run
 from unipo_build.site.context import Site, macro
-from unipo_build.site.facts.seeds import finished_runs, seed_text, seeds_list
+from unipo_build.site.facts.seeds import finished_runs, seeds_list
 from unipo_build.site.facts.spec_facts import and_names, count_word
 from unipo_build.site.fmt import escape_text, note_html, table
 from unipo_build.site.pages.learning.claims import runs_named, slots_apart
-from unipo_build.site.pages.learning.effects import EDGE, RunValue, Side, Verdict, compare, seeds_words
-from unipo_build.site.pages.learning.verdicts import interval_text
+from unipo_build.site.pages.learning.effects import EDGE, RunValue, Side, Verdict, compare, finding
+from unipo_build.site.pages.learning.judging import end_gaps, paired_words, seed_pairs  # noqa: F401  (end_gaps: the chapters' tests)
 
 #: Metrics left out when two runs' logs are compared value by value: wall-clock timings differ
 #: between any two runs, whatever they computed.
@@ -66,12 +66,6 @@ def missing_text(site: Site, names: Sequence[str], what: str) -> str | None:
         return None
     return (f"There is no finished {and_names([repr(n) for n in lacking])} run in this build, so {what} cannot be "
             "measured here.")
-
-
-def seed_pairs(a: list[Run], b: list[Run]) -> list[tuple[Run, Run]]:
-    """The runs of two algorithms that share a seed, in seed order."""
-    by_seed = {r.header.seed: r for r in b if r.header.seed is not None}
-    return [(r, by_seed[r.header.seed]) for r in a if r.header.seed in by_seed]
 
 
 def _seeds_phrase(side: Side, fmt, unit: str = "") -> str:
@@ -98,30 +92,13 @@ def gain_side(name: str, runs: list[Run], mode: str) -> Side:
     return Side(name, tuple(values), "; ".join(reasons))
 
 
-def end_gaps(a: list[Run], b: list[Run], mode: str) -> list[tuple[Run, HeldOutChange]]:
-    """For each seed both have: the first run's end accuracy minus the second's, on the same problems."""
-    out = []
-    for ra, rb in seed_pairs(a, b):
-        ea, eb = start_and_end(ra.evals)[1], start_and_end(rb.evals)[1]
-        if ea is None or eb is None:
-            continue
-        bits_a, bits_b = getattr(ea, f"correct_{mode}"), getattr(eb, f"correct_{mode}")
-        if not bits_a or not bits_b or ea.problems != eb.problems:
-            continue
-        out.append((ra, paired_change(bits_b, bits_a, mode)))
-    return out
-
-
-def gain_verdict_words(verdict: Verdict, a: str, b: str, baseline_seeds: int = 0) -> str:
-    """``baseline_seeds``: b is a's baseline (GRPO under SAPO), no direction predicted; the seeds of each."""
-    if verdict.status == "shown":
-        return f"{a} gained more than {b} ({verdict.basis})"
-    if verdict.status == "contradicted":
-        return f"{a} gained less than {b}{'' if baseline_seeds else ', not more'} ({verdict.basis})"
-    if verdict.status == "unclear":
-        return (f"{a}'s gain is not distinguishable from {b}'s at {seeds_words(baseline_seeds)}: {verdict.reason}"
-                if baseline_seeds else f"the two gains cannot be told apart: {verdict.reason} ({verdict.basis})")
-    return f"the two gains cannot be compared: {verdict.reason}"
+def gain_verdict_words(verdict: Verdict, a: str, b: str, baseline: bool = False) -> str:
+    """The verdict on two gains (``effects.finding``); ``baseline``: b is a's baseline (SAPO against the spec one
+    slot away), no direction predicted."""
+    return finding(verdict, fmt_signed_points, f"{a} gained more than {b}",
+                   f"{a} gained less than {b}{'' if baseline else ', not more'}",
+                   f"{a}'s gain is not clearly apart from {b}'s" if baseline else "the two gains are not clearly apart",
+                   "the two gains cannot be compared", unit=" points")
 
 
 def clip_family_gains_text(site: Site, first: str, second: str, baseline: bool = False) -> str:
@@ -142,22 +119,10 @@ def clip_family_gains_text(site: Site, first: str, second: str, baseline: bool =
         opening = (f"From the same start of {fmt_pct(start)}, held-out {mode} accuracy" if same_start else
                    f"Held-out {mode} accuracy")
         parts.append(f"{opening} rose by {_seeds_phrase(sa, fmt, 'points')} under {na} and by {_seeds_phrase(sb, fmt)} "
-                     f"under {nb}: {gain_verdict_words(verdict, na, nb, min(sa.n, sb.n) if baseline else 0)}.")
-    gaps = end_gaps(a, b, "greedy")
-    if gaps:
-        each = and_names([f"{fmt_signed_points(c.change)} ({interval_text(c)}, {seed_text(r)})" for r, c in gaps])
-        clear = sum(1 for _, c in gaps if c.direction != "flat")
-        n = len(gaps)
-        if clear == 0:
-            tail = "no seed's interval excludes zero, so no single pair of runs is told apart on its own"
-        elif clear == n:
-            tail = "every seed's interval excludes zero"
-        else:
-            tail = f"{count_word(clear)} of the {count_word(n)} intervals exclude{'s' if clear == 1 else ''} zero"
-        if len({c.direction for _, c in gaps if c.direction != "flat"}) > 1:
-            tail += ", on both sides of it: the seeds disagree on which ended higher"
-        parts.append(f"Paired problem by problem, the same seed's {na} run ended {each} points from {nb}'s in greedy "
-                     f"accuracy (95% intervals): {tail}.")
+                     f"under {nb}; {gain_verdict_words(verdict, na, nb, baseline)}.")
+    paired = paired_words(a, b, "greedy", na, nb)
+    if paired:
+        parts.append(paired)
     return " ".join(parts)
 
 
@@ -204,13 +169,15 @@ def clip_family_entropy_text(site: Site, first: str, second: str) -> str:
     size = abs(gap) / low if low > 0 else math.inf
     start = float(np.mean([v.start for v in sa.values + sb.values]))
     scale = (f"; both started near {nats(start)} nats in the first tenth" if start > 0 else "")
+    higher, lower = (na, nb) if gap > 0 else (nb, na)
+    signed_nats = lambda v: f"{'+' if v > 0 else ''}{nats(v)}"  # noqa: E731
+    text = finding(verdict, signed_nats, f"Entropy ended higher under {higher} than under {lower}: {both}",
+                   f"Entropy ended higher under {higher} than under {lower}: {both}",
+                   f"These runs do not tell the two apart in entropy: {both}", sep="; ", unit=" nats")
     if verdict.status in ("shown", "contradicted"):
-        higher, lower = (na, nb) if gap > 0 else (nb, na)
         how = ("a sliver" if size < SLIVER else "a clear margin")
-        return (f"Entropy ended higher under {higher} than under {lower}: {both} ({verdict.basis}). The gap, "
-                f"{nats(abs(gap))} nats, is {fmt_pct(size, 0)} of {lower}'s level, {how}{scale}.")
-    return (f"These runs do not tell the two apart in entropy: {both}, and {verdict.reason} ({verdict.basis}); the "
-            f"means differ by {nats(abs(gap))} nats, {fmt_pct(size, 0)} of the lower{scale}.")
+        return f"{text}. The gap is {fmt_pct(size, 0)} of {lower}'s level, {how}{scale}."
+    return f"{text}. The gap between the means is {fmt_pct(size, 0)} of the lower one{scale}."
 
 
 # ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ clip-higher's door. The ladder (``data/suite.yaml``, ``ladder.ladder_rungs``) ch
 rung; the rung whose only change is the clip is the one comparison that isolates it. Each rung's
 entropy change is ``claims``' ``entropy_kept`` measure (the relative change from the first tenth of
 training to the last), each step is judged against the rung it was changed from with
-``effects.compare``, and the share of tokens the upper bound bound is ``fewer_high_clips``' measure
+``effects.compare`` (the procedure of ``core.judge``) and worded by ``effects.judged``, and the share of tokens the upper bound bound is ``fewer_high_clips``' measure
 (clipped on the high side, on the updates after the first of each rollout, whose ratios are all 1).
 """
 
@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from unipo_build.site.pages.learning.claims import CLAIMS, Result, claim_result
-from unipo_build.site.pages.learning.effects import Side, Verdict, compare, measure_side, pct, signed_pct
+from unipo_build.core.judge import p_text
+from unipo_build.site.pages.learning.claims import CLAIMS, POINTS, Result, claim_result, points
+from unipo_build.site.pages.learning.effects import Side, Verdict, compare, finding, measure_side, pct, signed_pct
 from unipo_build.site.facts.diff import SLOT_LABELS
 from unipo_build.site.pages.objectives.ladder import SUITE_FILE, Rung, ladder_rungs, suite_ladders
 from unipo_build.site.context import Site, macro
@@ -125,16 +126,19 @@ def _rung_list(m: EntropyLadder) -> str:
 
 
 def _step_words(step: RungStep) -> str:
-    """'+ token mean (its aggregation, 9 points)'."""
+    """'+ token mean (its aggregation, 9 points, p = 0.008)'."""
     slots = and_names([SLOT_LABELS.get(slot, slot).lower() for slot in step.slots])
-    return f"{step.rung.name} (its {slots}, {abs(step.step) * 100:.0f} points)"
+    return f"{step.rung.name} (its {slots}, {abs(step.step) * 100:.0f} points, p = {p_text(step.verdict.judgement.p)})"
 
 
 def _steps_words(m: EntropyLadder) -> str:
     """Which rungs carry entropy's fall: the steps clear of the noise, each way, and whether the clip is one."""
     clear = m.clear_steps
     if not clear:
-        return " No rung's step from the rung before it is clear of the noise."
+        words = {s.verdict.judgement.short() for s in m.steps if s.verdict.judgement is not None}
+        if len(words) == 1 and next(iter(words)).startswith("not separable"):
+            return f" No rung's step from the rung before it is clear; every step is {next(iter(words))}."
+        return " No rung's step from the rung before it is clear."
     more = [s for s in clear if s.step < 0]
     less = [s for s in clear if s.step > 0]
     parts = []
@@ -142,7 +146,7 @@ def _steps_words(m: EntropyLadder) -> str:
         parts.append("entropy fell more than on the rung before it at " + and_names([_step_words(s) for s in more]))
     if less:
         parts.append("it fell less at " + and_names([_step_words(s) for s in less]))
-    text = " Clear of the noise, " + "; ".join(parts) + "."
+    text = " Judged clear, " + "; ".join(parts) + "."
     if not any(s.slots == (SLOT,) for s in clear):
         text += f" The {SLOT}'s own step is not among them."
     return text
@@ -172,17 +176,12 @@ def entropy_ladder_words(m: EntropyLadder) -> str:
         text += f" What the {SLOT} alone does to it cannot be measured here: {m.reason}."
     else:
         r = m.clip
-        status = r.verdict.status
-        move = (f"{signed_pct(r.a.mean)} against {signed_pct(r.b.mean)} ({r.basis})")
-        if status == "shown":
-            text += (f" The clip alone kept entropy up: on {r.a.name}, which differs from {r.b.name} in the clip "
-                     f"only, entropy fell less, {move}.")
-        elif status == "contradicted":
-            text += (f" The clip alone did not keep entropy up: on {r.a.name}, which differs from {r.b.name} in the "
-                     f"clip only, entropy fell more, {move}.")
-        else:
-            text += (f" The clip alone did not change entropy's fall measurably: on {r.a.name}, which differs from "
-                     f"{r.b.name} in the clip only, entropy changed {move}; {r.verdict.reason}.")
+        where = f"on {r.a.name}, which differs from {r.b.name} in the clip only"
+        move = f"{signed_pct(r.a.mean)} against {signed_pct(r.b.mean)}"
+        text += " " + finding(r.verdict, points, f"The clip alone kept entropy up: {where}, entropy fell less, {move}",
+                              f"The clip alone did not keep entropy up: {where}, entropy fell more, {move}",
+                              f"What the clip alone does to entropy's fall is not clear here: {where}, entropy changed "
+                              f"{move}", sep="; ", unit=POINTS) + "."
         text += _binding_words(m.high)
     text += _steps_words(m)
     return text
@@ -194,12 +193,12 @@ def clip_higher_evidence_words(m: EntropyLadder) -> str:
         return f"not measurable in this build: {m.reason}"
     r = m.clip
     status = r.verdict.status
-    nums = f"{signed_pct(r.a.mean)} against {signed_pct(r.b.mean)}"
+    nums = f"{signed_pct(r.a.mean)} against {signed_pct(r.b.mean)}, {r.verdict.judgement.short()}"
     if status == "shown":
         return f"in this build's ladder the clip alone kept entropy up ({nums})"
     if status == "contradicted":
         return f"in this build's ladder the clip alone did not keep entropy up ({nums})"
-    return f"in this build's ladder the clip alone did not change entropy's fall measurably ({nums})"
+    return f"in this build's ladder what the clip alone does to entropy is not clear ({nums})"
 
 
 @macro
