@@ -7,8 +7,12 @@
                                                 a bar from an algorithm's lowest seed to its highest
     {{ gate_weight_words("sapo", "grpo") }}     sentences: the gradient weight SAPO's gate kept on the logged tokens
                                                 that GRPO's clip silences, and where the gate halves a weight
-    {{ log_clip_words("gmpo", "grpo") }}        sentences: how often GMPO's log-ratio clip engaged against GRPO's
-                                                clip, and how far the token ratios spread
+    {{ baseline_words("sapo") }}                sentence: the spec one slot away that the variant's runs are judged
+                                                against (:func:`one_slot_baseline`), and its runs in the build
+    {{ baseline_gains("sapo") }}                sentences: the held-out gains against that baseline, the verdict and
+                                                each seed's paired gap (``clip_family_gains``, no direction predicted)
+    {{ log_clip_words("gmpo") }}                sentences: how often GMPO's log-ratio clip engaged against its
+                                                baseline's clip (or a second algorithm's), and how far the ratios spread
     {{ advantage_scale_words("grpo_batch_std", "grpo") }}
                                                 sentences: the advantages' scale in near-solved and near-hopeless
                                                 groups against middle ones, under the batch's std and the group's
@@ -16,8 +20,10 @@
                                                 figure: each logged group's root mean square advantage by its
                                                 number of right answers
 
-The held-out gains, seed by seed and paired problem by problem, are ``clip_family_gains(first, "grpo",
-baseline=true)``. Every number here is read from the runs of the build:
+Each variant is judged against its baseline one slot away: a spec of the project that differs from it in exactly
+one slot and holds there what the variant's predecessor holds (SAPO and GMPO: GRPO without its KL term, since
+GRPO itself differs from them in the clip and the KL term; batch-std GRPO: GRPO). Every verdict goes through
+``effects.compare`` (``core.judge``). Every number here is read from the runs of the build:
 
 - a token's gradient weight is its term's derivative with respect to its log-probability, divided by its
   advantage, under each objective's clip kind (``core.objective.term_and_gradient``: the registry's
