@@ -74,9 +74,13 @@ def test_accuracy_curve_without_per_problem_results_keeps_each_evaluations_own_a
 def test_each_seeds_paired_change_is_worked_by_hand(site):
     c0 = V.changes_of(site.run("grpo"))["greedy"]
     assert (c0.gained, c0.lost, c0.start, c0.end) == (7, 1, 0.2, 0.5)
-    # d has mean 6/20 = 0.3 and sample variance (8 - 20 * 0.09) / 19; half-width 1.96 * sqrt(var / 20)
-    half = heldout.Z95 * math.sqrt((8 - 20 * 0.09) / 19 / 20)
-    assert (c0.low, c0.high) == pytest.approx((0.3 - half, 0.3 + half))
+    # 20 problems, under heldout.MIN_PROBLEMS: Newcombe's paired interval. 3 right both times, 7 gained, 1 lost, 9
+    # neither. Wilson(0.5, 20) = 0.5 -+ 0.200702, Wilson(0.2, 20) = (0.080657, 0.416016); phi = (3 x 9 - 7 x 1 - 20 /
+    # 2) / sqrt(10 x 10 x 4 x 16) = 10 / 80 = 0.125; low = 0.3 - sqrt(0.200702^2 - 2 x 0.125 x 0.200702 x 0.216016 +
+    # 0.216016^2) = 0.3 - 0.275873; high = 0.3 + sqrt(0.200702^2 - 2 x 0.125 x 0.200702 x 0.119344 + 0.119344^2) =
+    # 0.3 + 0.220309
+    assert (c0.low, c0.high) == pytest.approx((0.3 - 0.275873, 0.3 + 0.220309), abs=2e-6)
+    assert c0.method == "newcombe"
     assert c0.p_value == pytest.approx(2 * 9 / 256)  # McNemar: P(Binomial(8, 1/2) <= 1), two-sided
     c2 = V.changes_of(site.run("grpo-s2"))["greedy"]
     assert (c2.gained, c2.lost, c2.direction) == (10, 0, "up") and c2.p_value == pytest.approx(2 / 1024)
@@ -94,7 +98,7 @@ def test_verdict_states_the_signed_paired_change_and_every_seed(site):
     text = V.learning_verdict_text(site, run, "grpo", runs)
     assert text.startswith("Held-out greedy accuracy of the run grpo (seed 0) went from")
     assert "went from 20.0% to 50.0% over 20 updates, on the same 20 held-out problems" in text
-    assert "a change of +30.0 points (95% interval +5.0 to +55.0; 7 problems gained, 1 lost" in text
+    assert "a change of +30.0 points (95% interval +2.4 to +52.0; 7 problems gained, 1 lost" in text
     assert "McNemar's exact test p = 0.070" in text
     assert "The interval lies above zero" in text
     assert "Sampled accuracy" in text and "+30.0 points" in text
@@ -118,10 +122,13 @@ def test_eval_compare_lists_the_shown_run_and_each_seed(site):
     rows = re.findall(r"<tr>(.*?)</tr>", html)[1:]
     grpo_row = [re.sub(r"<[^>]+>", "", c.replace("<br>", " | ")) for c in re.findall(r"<td[^>]*>(.*?)</td>", rows[0])]
     assert grpo_row[1] == "grpo | seed 0"
-    assert grpo_row[3] == "+30.0 [+5.0, +55.0]" and grpo_row[4] == "7 / 1" and grpo_row[5] == "gain"
+    assert grpo_row[3] == "+30.0 [+2.4, +52.0]" and grpo_row[4] == "7 / 1" and grpo_row[5] == "gain"
     assert grpo_row[6] == "+30.0 · 0.0 · +50.0 | range 0.0 to +50.0; 2 up and 1 unclear"
     dapo_row = re.findall(r"<td[^>]*>(.*?)</td>", rows[1])
-    assert dapo_row[3] == "0.0 [0.0, 0.0]" and dapo_row[6] == "one seed only"
+    # the same 4 of 20 right at start and end: no discordant problem, yet 20 problems bound the change only to
+    # Newcombe's -+13.2 points (4 both, 16 neither: phi = (4 x 16 - 10) / sqrt(4 x 16 x 4 x 16) = 0.84375; Wilson(0.2,
+    # 20) = (0.080657, 0.416016): sqrt(0.119344^2 - 2 x 0.84375 x 0.119344 x 0.216016 + 0.216016^2) = 0.131916)
+    assert dapo_row[3] == "0.0 [\u221213.2, +13.2]" and dapo_row[6] == "one seed only"
     assert "not in this build" in rows[2]
 
 

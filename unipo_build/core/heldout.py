@@ -7,13 +7,21 @@ problem by problem: of the n problems, ``gained`` were wrong at the start and ri
 ``lost`` the reverse. The change in accuracy is (gained - lost) / n, and because each problem is its
 own control the interval is much tighter than for two independent accuracies.
 
-- Interval: the mean of the per-problem differences d_i in {-1, 0, 1} with its t-free normal 95%
-  interval, mean +- 1.96 * sd(d) / sqrt(n) (sd with n - 1). With n = 1,500 the normal
-  approximation is accurate to the reported precision.
+- Interval, paired, at least ``MIN_PROBLEMS`` (30) problems: the mean of the per-problem differences
+  d_i in {-1, 0, 1} with its t-free normal 95% interval, mean +- 1.96 * sd(d) / sqrt(n) (sd with
+  n - 1), cut to [-1, 1]. With n = 1,500 the normal approximation is accurate to the reported precision.
+- Interval, paired, fewer problems: Newcombe's hybrid score interval for paired proportions (Newcombe
+  1998, Statistics in Medicine 17:2635, method 10): the two accuracies' Wilson intervals combined with
+  the correlation of the pairs. A normal interval runs past what is possible there (1 of 4 problems
+  right, then 4 of 4: +75 points, +-49); Wilson-type bounds stay within [-1, 1] and within what each
+  accuracy allows.
+- Interval, unpaired (the log has no per-problem results, whatever the size): Newcombe's hybrid
+  score interval for two independent proportions (Newcombe 1998, Statistics in Medicine 17:873,
+  method 10); wider than the paired one, and ``paired`` is False.
 - Test: McNemar's exact test (a two-sided binomial test of ``gained`` against ``lost`` at p = 1/2),
   which uses only the discordant problems.
-- Evaluations that did not log per-problem results (older or imported logs) fall back to two
-  independent binomial proportions: the interval is then wider, and ``paired`` is False.
+- Under ``MIN_PROBLEMS`` problems a change is not judged (``HeldOutChange.too_few``): its interval is
+  given with the words ``TOO_FEW`` instead of a verdict.
 
 Two evaluations are comparable problem by problem when they name the same problems
 (EvalRecord.problems "eval rows 1-N"): rows 1..min(N, M) are then the same problems in the same order.
@@ -31,6 +39,10 @@ from unipo_build.core.schema import EvalRecord
 Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
 Mode = Literal["greedy", "sampled"]
 ROWS = re.compile(r"^eval rows 1-(\d+)$")
+#: Below this many problems a held-out change is not judged: its interval is given with ``TOO_FEW`` instead of a
+#: verdict, and a paired one is Newcombe's, not the normal interval.
+MIN_PROBLEMS = 30
+TOO_FEW = "too few problems to judge"
 
 
 @dataclass(frozen=True)
@@ -47,10 +59,17 @@ class HeldOutChange:
     gained: int | None = None  # wrong at the start, right at the end (paired only)
     lost: int | None = None  # right at the start, wrong at the end (paired only)
     p_value: float | None = None  # McNemar's exact test (paired only)
+    #: how the interval was computed: "normal" (paired, n >= MIN_PROBLEMS) or "newcombe" (hybrid score)
+    method: str = "normal"
 
     @property
     def change(self) -> float:
         return self.end - self.start
+
+    @property
+    def too_few(self) -> bool:
+        """Fewer than ``MIN_PROBLEMS`` problems: the interval is given, no verdict (``TOO_FEW``)."""
+        return self.n < MIN_PROBLEMS
 
     @property
     def direction(self) -> str:
@@ -64,7 +83,8 @@ class HeldOutChange:
     def as_dict(self) -> dict:
         return {"mode": self.mode, "start": self.start, "end": self.end, "change": self.change, "n": self.n,
                 "paired": self.paired, "ci95": [self.low, self.high], "gained": self.gained, "lost": self.lost,
-                "p_value": self.p_value, "direction": self.direction}
+                "p_value": self.p_value, "direction": self.direction, "interval": self.method,
+                "too_few": self.too_few}
 
 
 def mcnemar_exact(gained: int, lost: int) -> float:
@@ -76,8 +96,53 @@ def mcnemar_exact(gained: int, lost: int) -> float:
     return min(1.0, 2.0 * tail)
 
 
+def wilson(p: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson's score interval of a proportion ``p`` observed on ``n`` trials (no continuity correction)."""
+    if n <= 0:
+        return 0.0, 1.0
+    q = z * z / n
+    centre = (p + q / 2) / (1 + q)
+    half = z * math.sqrt(max(p * (1 - p), 0.0) / n + q / (4 * n)) / (1 + q)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def newcombe_unpaired(start: float, n_start: int, end: float, n_end: int, z: float = Z95) -> tuple[float, float]:
+    """Newcombe's hybrid score interval of ``end - start`` for two independent proportions (1998, method 10):
+    each side of the difference from the Wilson bounds of the two accuracies, squared and added."""
+    l1, u1 = wilson(end, n_end, z)
+    l2, u2 = wilson(start, n_start, z)
+    change = end - start
+    low = change - math.sqrt((end - l1) ** 2 + (u2 - start) ** 2)
+    high = change + math.sqrt((u1 - end) ** 2 + (start - l2) ** 2)
+    return max(-1.0, low), min(1.0, high)
+
+
+def newcombe_paired(both: int, gained: int, lost: int, neither: int, z: float = Z95) -> tuple[float, float]:
+    """Newcombe's hybrid score interval of the paired change (gained - lost) / n (1998, method 10, as in Altman et
+    al., Statistics with Confidence): the Wilson bounds of the end accuracy ((both + gained) / n) and the start
+    accuracy ((both + lost) / n), combined with phi, the correlation of the pairs (its numerator
+    both * neither - gained * lost taken 0 between 0 and n / 2, and less n / 2 above it)."""
+    n = both + gained + lost + neither
+    if n == 0:
+        raise ValueError("a paired interval needs at least one problem")
+    end, start = (both + gained) / n, (both + lost) / n
+    l1, u1 = wilson(end, n, z)
+    l2, u2 = wilson(start, n, z)
+    marginals = (both + gained) * (lost + neither) * (both + lost) * (gained + neither)
+    phi = 0.0
+    if marginals > 0:
+        a = both * neither - gained * lost
+        phi = (a - n / 2) / math.sqrt(marginals) if a > n / 2 else (a / math.sqrt(marginals) if a < 0 else 0.0)
+    change = end - start
+    low = change - math.sqrt(max(0.0, (end - l1) ** 2 - 2 * phi * (end - l1) * (u2 - start) + (u2 - start) ** 2))
+    high = change + math.sqrt(max(0.0, (u1 - end) ** 2 - 2 * phi * (u1 - end) * (start - l2) + (start - l2) ** 2))
+    return max(-1.0, low), min(1.0, high)
+
+
 def paired_change(start_bits: str, end_bits: str, mode: str = "greedy") -> HeldOutChange:
-    """Compare two equal-length 0/1 strings of per-problem results (same problems, same order)."""
+    """Compare two equal-length 0/1 strings of per-problem results (same problems, same order): the normal
+    interval of the per-problem differences from ``MIN_PROBLEMS`` problems on, Newcombe's paired interval
+    below."""
     if len(start_bits) != len(end_bits) or not start_bits:
         raise ValueError(f"paired comparison needs two non-empty results of equal length "
                          f"(got {len(start_bits)} and {len(end_bits)})")
@@ -87,18 +152,22 @@ def paired_change(start_bits: str, end_bits: str, mode: str = "greedy") -> HeldO
     start = start_bits.count("1") / n
     end = end_bits.count("1") / n
     mean = (gained - lost) / n
+    p_value = mcnemar_exact(gained, lost)
+    if n < MIN_PROBLEMS:
+        both = sum(1 for a, b in zip(start_bits, end_bits) if a == "1" and b == "1")
+        low, high = newcombe_paired(both, gained, lost, n - both - gained - lost)
+        return HeldOutChange(mode, start, end, n, True, low, high, gained, lost, p_value, "newcombe")
     # sample variance of d_i in {-1, 0, +1}: (sum d^2 - n mean^2) / (n - 1)
-    var = ((gained + lost) - n * mean * mean) / (n - 1) if n > 1 else 0.0
+    var = ((gained + lost) - n * mean * mean) / (n - 1)
     half = Z95 * math.sqrt(max(var, 0.0) / n)
-    return HeldOutChange(mode, start, end, n, True, mean - half, mean + half, gained, lost,
-                         mcnemar_exact(gained, lost))
+    return HeldOutChange(mode, start, end, n, True, max(-1.0, mean - half), min(1.0, mean + half), gained, lost,
+                         p_value)
 
 
 def unpaired_change(start: float, n_start: int, end: float, n_end: int, mode: str = "greedy") -> HeldOutChange:
-    """Two independent binomial accuracies (no per-problem results): normal 95% interval."""
-    se = math.sqrt(start * (1 - start) / n_start + end * (1 - end) / n_end)
-    change = end - start
-    return HeldOutChange(mode, start, end, min(n_start, n_end), False, change - Z95 * se, change + Z95 * se)
+    """Two independent binomial accuracies (no per-problem results): Newcombe's hybrid score 95% interval."""
+    low, high = newcombe_unpaired(start, n_start, end, n_end)
+    return HeldOutChange(mode, start, end, min(n_start, n_end), False, low, high, method="newcombe")
 
 
 def problem_count(record: EvalRecord) -> int | None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import ValidationError
 
-from unipo_build.core.heldout import compare, start_and_end
+from unipo_build.core.heldout import TOO_FEW, compare, start_and_end
 from unipo_build.core.moments import find_moments
 from unipo_build.core.reader import reader_for
 from unipo_build.core.schema import MemorisationCheck
@@ -126,6 +126,8 @@ def summary_lines(result: dict) -> list[str]:
                 if low is not None:
                     text += f", 95% CI {100 * low:+.1f} to {100 * high:+.1f}"
                 text += f", n {change['n']}{', paired' if change.get('paired') else ''})"
+                if change.get("too_few"):
+                    text += f": {TOO_FEW}"
             lines += _wrap(text, "  ")
         length = "mean_length" if start and start.get("mean_length") is not None else None
         if length:

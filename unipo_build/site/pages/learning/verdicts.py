@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from unipo_build.core.diagnose import diagnose
-from unipo_build.core.heldout import HeldOutChange, accuracy_curve, problem_count, run_change
+from unipo_build.core.heldout import MIN_PROBLEMS, TOO_FEW, HeldOutChange, accuracy_curve, problem_count, run_change
 from unipo_build.core.numbers import fmt_num, fmt_pct, fmt_signed_points
 from unipo_build.core.runs import Run
 from unipo_build.site.browser import site_root
@@ -138,6 +138,11 @@ def learning_verdict_text(site: Site, run: Run | None, name: str, runs: Sequence
 
 def _clear(c: HeldOutChange) -> str:
     return {"up": "a clear gain", "down": "a clear drop", "flat": "no clear change"}[c.direction]
+
+
+def _judged(c: HeldOutChange) -> str:
+    """The run card's verdict on a change: ``_clear``'s words, or under ``MIN_PROBLEMS`` problems ``TOO_FEW``."""
+    return f"{TOO_FEW} (under {MIN_PROBLEMS} problems)" if c.too_few else _clear(c)
 
 
 # ---------------------------------------------------------------------------
@@ -295,7 +300,7 @@ def evals_html(run: Run) -> str:
         c = changes[mode]
         if c is not None:
             lines.append(f"{MODE_WORDS[mode]}: {fmt_pct(c.start)} → {fmt_pct(c.end)}, "
-                         f"{fmt_signed_points(c.change)} points ({change_details(c)}), {_clear(c)}")
+                         f"{fmt_signed_points(c.change)} points ({change_details(c)}), {_judged(c)}")
     summary = ""
     if lines:
         paired = changes["greedy"] is not None and changes["greedy"].paired
