@@ -92,7 +92,93 @@ def test_verl_round_trip(verl_run, tmp_path):
     evals = list(runlog.iter_evals(out))
     # validation dumps: before training 1 of 2 right; after step 3 2 of 2 (greedy: val_kwargs.do_sample false)
     assert [(e.step, e.phase, e.n, e.accuracy_greedy) for e in evals] == [(0, "start", 2, 0.5), (3, "end", 2, 1.0)]
+    # each sample's acc kept per problem (Q3, Q4 in the first dump's order): start 1 0, end 1 1
+    assert [(e.problems, e.correct_greedy) for e in evals] == [("eval rows 1-2", "10"), ("eval rows 1-2", "11")]
     assert header.model_extra["pre_training_metrics"] == {"val-core/gsm8k/reward/mean@1": 0.5}
+    # verl's files do not record its version: the header says so, and which release's format they were read as
+    assert header.software["verl"] == "version not recorded in the run's files (read as verl 0.8.0.dev writes them)"
+
+
+def write_verl_small_validation(run: Path, *, end_step: int = 3) -> None:
+    """A verl run of two training steps with a 4-problem validation before training (Q5 right, Q6-Q8 wrong) and at
+    the end of the run on a line of its own after the last training line (verl step ``end_step``: every problem
+    right, the dump in another order, as verl's shuffled validation loader writes it); a wandb requirements file
+    names verl 0.9.1."""
+    from trainer_formats import VERL_CONFIG, VerlFileLogger, verl_config, verl_dump_generations
+
+    config = json.loads(json.dumps(VERL_CONFIG))
+    config["trainer"]["total_training_steps"] = 2
+    verl_config(run, config)
+    log = VerlFileLogger(run, "unipo_fixture", "verl_grpo")
+    problems = ["Q5", "Q6", "Q7", "Q8"]
+    log.log({"val-core/gsm8k/acc/mean@1": 0.25}, step=0)
+    verl_dump_generations(run / "validation_data", 0, problems, ["#### 5", "#### 0", "#### 0", "#### 0"],
+                          ["5", "6", "7", "8"], [1.0, 0.0, 0.0, 0.0], {"acc": [True, False, False, False]})
+    for step in (1, 2):
+        verl_dump_generations(run / "rollout_data", step, ["Q1", "Q1", "Q2", "Q2"], ["#### 1"] * 4, ["1"] * 4,
+                              [1.0, 0.0, 1.0, 1.0], {"acc": [True, False, True, True]})
+        log.log({"actor/pg_loss": -0.1 * step, "actor/kl_loss": 0.01 * step, "critic/score/mean": 0.75,
+                 "training/global_step": step}, step=step)
+    order = ["Q8", "Q6", "Q5", "Q7"]
+    verl_dump_generations(run / "validation_data", end_step, order, [f"#### {q[1]}" for q in order],
+                          [q[1] for q in order], [1.0] * 4, {"acc": [True] * 4})
+    log.log({"val-core/gsm8k/acc/mean@1": 1.0}, step=end_step)
+    log.close()
+    (run / "wandb" / "run-1" / "files").mkdir(parents=True)
+    (run / "wandb" / "run-1" / "files" / "requirements.txt").write_text("torch==2.7.1\nverl==0.9.1\nvllm==0.10.1\n")
+
+
+@pytest.mark.parametrize("end_step", [2, 3], ids=["at-the-last-step", "after-the-last-step"])
+def test_verl_end_of_run_validation_of_four_problems(tmp_path, end_step):
+    """verl 0.9.1 logs the end-of-run validation on a line of only val- metrics after the last training line: it is
+    filed at its step (the evaluation after both updates; its metrics with the step it follows), not as metrics
+    logged before training. The 4 problems' per-sample acc pair start and end problem by problem: 1 of 4 -> 4 of 4,
+    3 gained, none lost, an interval that stays within what is possible and no verdict (too few problems)."""
+    from unipo_build.core.diagnose import diagnose
+    from unipo_build.core.summary import summarize, summary_lines
+
+    run = tmp_path / "in" / "verl"
+    write_verl_small_validation(run, end_step=end_step)
+    out = tmp_path / "runs" / "verl"
+    result = unipo("import", "verl", run, "--out", out)
+    assert result.returncode == 0, result.stderr
+    header = runlog.read_header(out)
+    assert header.software["verl"] == "0.9.1"
+    assert header.model_extra["pre_training_metrics"] == {"val-core/gsm8k/acc/mean@1": 0.25}
+    steps = list(runlog.iter_steps(out))
+    assert [s.source_step for s in steps] == [1, 2]
+    assert steps[-1].metrics["val-core/gsm8k/acc/mean@1"] == 1.0 and "val-core/gsm8k/acc/mean@1" not in steps[0].metrics
+    assert f"after a training step (verl step {end_step}) kept with the metrics of the step they follow" in header.notes
+    evals = list(runlog.iter_evals(out))
+    # the end dump lists Q8 Q6 Q5 Q7: its results are written in the first dump's order Q5 Q6 Q7 Q8
+    assert [(e.step, e.phase, e.n, e.accuracy_greedy, e.correct_greedy) for e in evals] == [
+        (0, "start", 4, 0.25, "1000"), (2, "end", 4, 1.0, "1111")]
+    change = summarize(out, with_moments=False)["heldout_change"]["greedy"]
+    assert (change["paired"], change["gained"], change["lost"], change["too_few"]) == (True, 3, 0, True)
+    # Newcombe's paired interval (a marginal is 0, so phi = 0): 0.75 - sqrt((1 - 4 / (4 + z^2))^2 + (0.699359 -
+    # 0.25)^2) = +0.0852, 0.75 + (0.25 - 0.045587) = +0.9544; the normal interval read +0.326 to +1.174
+    assert change["ci95"] == pytest.approx([0.0852, 0.9544], abs=5e-5) and change["interval"] == "newcombe"
+    text = "\n".join(summary_lines(summarize(out, with_moments=False)))
+    assert ("greedy: 25.0% -> 100.0% (+75.0 points, 95% CI +8.5 to +95.4, n 4, paired): too few problems to judge"
+            in " ".join(text.split()))
+    rising = next(d for d in diagnose(out) if d.key == "reward_not_rising")
+    assert rising.verdict == "not measurable" and rising.lacks.startswith("too few problems to judge: the held-out "
+                                                                          "evaluation has 4 problems, under 30")
+
+
+def test_verl_run_card_says_too_few_problems_instead_of_a_verdict(tmp_path):
+    import html as html_lib
+
+    from unipo_build.core.runs import discover
+    from unipo_build.site.context import Site
+    from unipo_build.site.pages.learning import verdicts as V
+
+    write_verl_small_validation(tmp_path / "in")
+    assert unipo("import", "verl", tmp_path / "in", "--out", tmp_path / "runs" / "verl").returncode == 0
+    (run,) = discover(tmp_path / "runs")
+    card = html_lib.unescape(V.evals_html(run))
+    assert "greedy: 25.0% → 100.0%, +75.0 points (95% interval +8.5 to +95.4; 3 problems gained, 0 lost" in card
+    assert "too few problems to judge (under 30 problems)" in card and "clear gain" not in card
 
 
 def test_verl_config_the_registry_cannot_express(verl_run, tmp_path):

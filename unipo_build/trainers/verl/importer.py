@@ -43,7 +43,17 @@ their identical ``input``: the dump has no group id) come the group metrics (zer
 all-correct, all-wrong fractions), accuracy/train (the mean of ``acc`` when the reward function
 returns it) and reward/mean where the metrics lack it. A validation dump becomes an EvalRecord
 (``n`` = its samples, the accuracy the mean of ``acc``, greedy when ``val_kwargs.do_sample`` is
-false).
+false) at the updates done before its global step; where every problem of every dump has one sample
+whose ``acc`` (else score) is 0 or 1, the record keeps each problem's result (``correct_greedy`` /
+``correct_sampled``, :func:`_per_problem`): the problems matched across dumps by prompt and ground truth
+(verl's validation loader shuffles by default) and ordered as the first dump lists them, so that
+start and end are compared problem by problem (``unipo_build.core.heldout``).
+
+A line of only ``val-`` metrics before the first training line is the validation before training
+(``pre_training_metrics`` in the header); one after it (the end-of-run validation verl logs on a line
+of its own) is kept with the metrics of the training step it follows. The header's ``software.verl``
+is the run's version where its files record one (a ``requirements.txt`` of the run, as wandb writes
+it, naming ``verl==X``), else says it is not recorded.
 
 The config's algorithm settings map onto the registry (:func:`components`; the policy loss and clip
 by :func:`policy_loss`: vanilla is dual-clip PPO, verl's clip_ratio_c bound always on, so the
@@ -78,6 +88,21 @@ from unipo_build.trainers.trainer_config import choose, get, numeric
 from unipo_build.trainers.verl.config import _hyperparameters, components, correction_missing
 
 VERL_VERSION = "0.8.0.dev"
+#: A pinned verl in a requirements file of the run (wandb's files/requirements.txt).
+PINNED = re.compile(r"^verl\s*==\s*([A-Za-z0-9_.+-]+)\s*$", re.M)
+
+
+def run_version(src: Path) -> str:
+    """The header's ``software.verl``: the version the run's files name, else that none does (and which
+    release's format they were read as)."""
+    for path in sorted(src.rglob("requirements.txt"))[:20]:
+        try:
+            m = PINNED.search(path.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+        if m:
+            return m.group(1)
+    return f"version not recorded in the run's files (read as verl {VERL_VERSION} writes them)"
 
 METRICS = {
     "critic/score/mean": "reward/mean",
@@ -250,8 +275,10 @@ def _unit(value: Any) -> float | None:
     return None
 
 
-def _samples(path: Path, step: int, skipped: list[str]) -> tuple[list[float], list[float | None], dict[str, list[float]]]:
-    """Scores, acc (None where absent) and the score of every sample by its prompt, streamed."""
+def _samples(path: Path, step: int, skipped: list[str], keys: list | None = None
+             ) -> tuple[list[float], list[float | None], dict[str, list[float]]]:
+    """Scores, acc (None where absent) and the score of every sample by its prompt, streamed; ``keys``: each kept
+    sample's problem (its prompt and ground truth) appended, in order."""
     scores, accs, groups = [], [], {}
     for number, row in K.jsonl_objects(path, skipped):
         score = row.get("score")
@@ -261,7 +288,41 @@ def _samples(path: Path, step: int, skipped: list[str]) -> tuple[list[float], li
         scores.append(float(score))
         accs.append(_unit(row.get("acc")))
         groups.setdefault(str(row.get("input")), []).append(float(score))
+        if keys is not None:
+            keys.append((str(row.get("input")), json.dumps(row.get("gts"), sort_keys=True, default=str)))
     return scores, accs, groups
+
+
+def _per_problem(dumps: dict[int, tuple[list, list[float], list[float | None]]], notes: K.Notes
+                 ) -> dict[int, str] | None:
+    """Each validation dump's per-problem results ('1' right, '0' wrong), in one order for all of them: the
+    problems (prompt and ground truth) as the first dump lists them. None, with a note saying why, where a problem
+    has several samples (val_kwargs.n > 1), a result is not 0 or 1, or two dumps did not score the same problems."""
+    order: list | None = None
+    out: dict[int, str] = {}
+    for g, (keys, scores, accs) in sorted(dumps.items()):
+        right = [a if a is not None else s for a, s in zip(accs, scores)]
+        if len(set(keys)) != len(keys):
+            notes.once("validation dumps with several samples of a problem: no per-problem results (the held-out "
+                       "change is unpaired)")
+            return None
+        if any(r not in (0.0, 1.0) for r in right):
+            notes.once("validation results other than 0 and 1 (acc, else score): no per-problem results (the held-out "
+                       "change is unpaired)")
+            return None
+        if order is None:
+            order = list(keys)
+        elif set(keys) != set(order):
+            notes.once(f"the validation dump of step {g} scored other problems than the first: no per-problem results "
+                       "(the held-out change is unpaired)")
+            return None
+        by_key = dict(zip(keys, right))
+        out[g] = "".join("1" if by_key[k] == 1.0 else "0" for k in order)
+    if out:
+        notes.once("per-problem validation results from the dumps (each sample's acc, else its score), the problems "
+                   "matched across dumps by prompt and ground truth and ordered as the first dump lists them: start "
+                   "and end compare problem by problem")
+    return out
 
 
 def _rollout_metrics(path: Path, step: int, skipped: list[str], notes: K.Notes) -> dict[str, float]:
@@ -339,7 +400,7 @@ def import_verl(src: Path, stage: Path, *, algorithm: str | None = None, run_id:
         hyperparameters=_hyperparameters(cfg),
         seed=get(cfg, "data.seed"),
         engine="verl",
-        software={"verl": f"format of {VERL_VERSION}"},
+        software={"verl": run_version(src)},
         created_at=datetime.fromtimestamp(min(mtimes), tz=timezone.utc),
         finished_at=datetime.fromtimestamp(max(mtimes), tz=timezone.utc),
         imported_from={"format": "verl", "path": str(src), "config": str(cfg_path) if cfg_path else None,
@@ -357,13 +418,28 @@ def import_verl(src: Path, stage: Path, *, algorithm: str | None = None, run_id:
     done: dict[int, int] = {}  # verl global step -> canonical steps done after it
     pre: dict[str, float | None] = {}
     last = None
+    # the last training step (index, verl step, metrics), written once no later validation line can join it
+    pending: list[tuple[int, int, dict]] = []
+
+    def flush() -> None:
+        if pending:
+            i, g, metrics = pending.pop()
+            writer.step(StepRecord(step=i, rollout=i, first_in_rollout=True, metrics=metrics, source_step=g))
 
     def emit(g: int, data: dict, line: int | None, where: Path) -> None:
         nonlocal last
         loc = K.Loc(str(where), line=line, step=g)
         data = numeric(data, notes, "verl")
         if all(str(k).startswith("val-") for k in data) and data:
-            pre.update(K.map_metrics(data, loc, notes))
+            if last is None:  # the validation before training (trainer.val_before_train)
+                pre.update(K.map_metrics(data, loc, notes))
+                return
+            # after training began (the end-of-run validation, on a line of its own): with the step it follows
+            metrics = pending[-1][2]
+            for key, value in K.map_metrics(data, loc, notes).items():
+                metrics.setdefault(key, value)
+            notes.once(f"validation metrics logged on a line of their own after a training step (verl step {g}) kept "
+                       "with the metrics of the step they follow")
             return
         if last is not None and g <= last:
             skipped.append(f"{where}: line {line}: step {g} again after step {last} (a resumed run?); the first kept")
@@ -392,7 +468,8 @@ def import_verl(src: Path, stage: Path, *, algorithm: str | None = None, run_id:
                 notes.once("metric objective = -actor/pg_loss (verl logs no objective)")
             metrics["objective"] = -metrics["loss/policy"] - kl_part
         i = len(done)
-        writer.step(StepRecord(step=i, rollout=i, first_in_rollout=True, metrics=metrics, source_step=g))
+        flush()
+        pending.append((i, g, metrics))
         done[g] = i + 1
         last = g
 
@@ -408,6 +485,7 @@ def import_verl(src: Path, stage: Path, *, algorithm: str | None = None, run_id:
         notes.once("no metrics JSONL: the steps' metrics come from the rollout dumps alone")
         for g in sorted(rollouts):
             emit(g, {}, None, rollouts[g])
+    flush()
     without = [g for g in rollouts if g not in done]
     if without:
         skipped.append(f"{rollout_dir}: {len(without)} rollout dump(s) without a metrics line (steps "
@@ -420,20 +498,26 @@ def import_verl(src: Path, stage: Path, *, algorithm: str | None = None, run_id:
     if val_dir is not None and "actor_rollout_ref" not in cfg:
         notes.once("validation taken as greedy (verl's default val_kwargs.do_sample false; the config is missing)")
     ordered = sorted(done)
+    read: dict[int, tuple[list, list[float], list[float | None]]] = {}
     for g, path in sorted(vals.items()):
+        keys: list = []
+        scores, accs, _ = _samples(path, g, skipped, keys)
+        if scores:
+            read[g] = (keys, scores, accs)
+    bits = _per_problem(read, notes) or {}
+    mode = "greedy" if greedy else "sampled"
+    for g, (keys, scores, accs) in sorted(read.items()):
         before = sum(1 for s in ordered if s <= g)
-        scores, accs, _ = _samples(path, g, skipped)
-        if not scores:
-            continue
         acc = sum(accs) / len(accs) if all(a is not None for a in accs) else None
         if acc is None and all(s in (0.0, 1.0) for s in scores):
             acc = sum(scores) / len(scores)
             notes.once("validation accuracy = the mean score (every score 0 or 1; the dump has no acc)")
         phase = "start" if before == 0 else ("end" if before == len(done) else "periodic")
-        writer.eval(EvalRecord(step=before, phase=phase, n=len(scores), **{
-            "accuracy_greedy" if greedy else "accuracy_sampled": acc},
-            temperature=get(cfg, "actor_rollout_ref.rollout.val_kwargs.temperature"),
-            mean_score=sum(scores) / len(scores), source_step=g))
+        per_problem = ({f"correct_{mode}": bits[g], "problems": f"eval rows 1-{len(bits[g])}"} if g in bits
+                       else {})
+        writer.eval(EvalRecord(step=before, phase=phase, n=len(scores), **{f"accuracy_{mode}": acc},
+                               temperature=get(cfg, "actor_rollout_ref.rollout.val_kwargs.temperature"),
+                               mean_score=sum(scores) / len(scores), source_step=g, **per_problem))
     if pre:
         writer.header = writer.header.model_copy(update={"pre_training_metrics": pre})
         notes.once("validation metrics logged before training kept in the header (pre_training_metrics)")
