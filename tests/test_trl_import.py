@@ -152,17 +152,96 @@ def test_a_loss_the_registry_cannot_express(copy, tmp_path):
     proc = run_import(copy, tmp_path / "viewed", "--algorithm", "grpo")
     assert proc.returncode == 0, proc.stderr
     assert "components of the spec grpo (--algorithm)" in proc.stdout
+    # the loss type TRL ran is named as the gap in the clip slot, which holds grpo's clip
+    header = RunHeader.model_validate_json((tmp_path / "viewed" / "header.json").read_text())
+    assert header.imported_from["gaps"][0] == {"setting": "loss_type", "value": "'vespo' (a Gamma weighting of the "
+                                               "sequence ratio)", "slot": "clip", "nearest": "grpo's symmetric"}
 
 
-def test_a_cispo_cap_at_or_below_one_is_refused(copy, tmp_path):
-    """TRL's cispo caps the weight at epsilon_high itself (its default, epsilon's 0.2, caps every weight at 0.2);
-    the registry's cispo kind caps at 1 + eps_high > 1: refused in one line naming the field."""
+def test_a_cispo_cap_at_or_below_one_imports_with_the_cap_named(copy, tmp_path):
+    """TRL's cispo caps the weight at epsilon_high itself; at its default (unset: epsilon's 0.2) every token's
+    weight min(ratio, 0.2) is below its ratio. No kind caps below 1 (the registry's cispo caps at 1 + eps_high):
+    the run imports with the kind's default cap in its place, the gap named, and a note of what the cap does and
+    what TRL's documentation recommends (epsilon_high 5.0, GRPOConfig's help)."""
     manifest = copy / "cispo-tap" / "manifest.json"
     data = json.loads(manifest.read_text())
-    data["trainer"]["epsilon_high"] = 0.2
+    data["trainer"]["epsilon_high"] = 0.2  # what the tap records for epsilon_high unset (GRPOConfig.__post_init__)
     manifest.write_text(json.dumps(data))
-    line = one_line_error(run_import(copy, tmp_path / "out", tap="cispo-tap", state="cispo"), tmp_path / "out")
-    assert line.startswith(f"{manifest}: trainer.epsilon_high: loss_type 'cispo' with epsilon_high 0.2: TRL caps"), line
+    out = tmp_path / "out"
+    proc = run_import(copy, out, tap="cispo-tap", state="cispo")
+    assert proc.returncode == 0, proc.stderr
+    header = RunHeader.model_validate_json((out / "header.json").read_text())
+    cfg = header.algorithm_config
+    assert (cfg.kind("clip"), cfg.param("clip", "eps_high")) == ("cispo", 0.28)  # the kind's default cap, 1.28
+    assert header.imported_from["gaps"] == [{
+        "setting": "epsilon_high", "slot": "clip",
+        "value": "0.2 with loss_type 'cispo' (TRL caps the weight at epsilon_high itself, epsilon's 0.2 when it is "
+                 "unset: every token's weight min(ratio, 0.2) is below its ratio)",
+        "nearest": "cispo with eps_high 0.28 (a cap of 1.28: the registry's cap is above 1)"}]
+    assert ("TRL's CISPO cap of 0.2 (epsilon_high, which unset is epsilon's value) holds every token's weight below "
+            "its ratio") in header.notes
+    assert "TRL's GRPOConfig documentation recommends epsilon_high 5.0 for loss_type 'cispo'" in header.notes
+    from trl.trainer.grpo_config import GRPOConfig  # the recommendation is TRL's own words
+
+    assert "loss_type='cispo'" in GRPOConfig.__dataclass_fields__["epsilon_high"].metadata["help"]
+    assert "recommended value is `5.0`" in GRPOConfig.__dataclass_fields__["epsilon_high"].metadata["help"]
+
+
+def test_algorithm_lists_every_setting_trl_ran_otherwise_as_a_gap(tmp_path):
+    """--algorithm cispo on the recorded CISPO run (cap 1.02, beta 0.04, no filter, no shaping; TRL's std + 1e-4):
+    the run holds the spec's components, and every slot where TRL's GRPOConfig says otherwise is a gap, as the
+    nearest-spec path would show it against the cispo spec."""
+    from unipo_build.core.matching import compare as spec_compare
+    from unipo_build.core.specs import load_specs
+    from unipo_build.core.project import spec_dir
+
+    out = tmp_path / "as-cispo"
+    proc = run_import(FIXTURE, out, "--algorithm", "cispo", tap="cispo-tap", state="cispo")
+    assert proc.returncode == 0, proc.stderr
+    header = RunHeader.model_validate_json((out / "header.json").read_text())
+    assert header.algorithm == "cispo" and header.imported_from["algorithm_option"] == {"spec": "cispo",
+                                                                                         "settings": "compared"}
+    gaps = {g["slot"]: g for g in header.imported_from["gaps"]}
+    assert gaps == {
+        "advantage": {"setting": "scale_rewards", "value": "group_zscore (eps 0.0001, std_ddof 1)", "slot": "advantage",
+                      "nearest": "cispo's group_zscore (eps 1e-06, std_ddof 1)", "cause": "algorithm"},
+        "clip": {"setting": "loss_type", "value": "cispo (eps_high 0.02, eps_low None)", "slot": "clip",
+                 "nearest": "cispo's cispo (eps_high 0.28, eps_low None)", "cause": "algorithm"},
+        "kl": {"setting": "beta", "value": "in_loss (beta 0.04, estimator k3)", "slot": "kl", "nearest": "cispo's none",
+               "cause": "algorithm"},
+        "filter": {"setting": "filter", "value": "none", "slot": "filter",
+                   "nearest": "cispo's dynamic_sampling (max_rounds 10)", "cause": "algorithm"},
+        "shaping": {"setting": "shaping", "value": "none", "slot": "shaping", "cause": "algorithm",
+                    "nearest": "cispo's overlong (cache_fraction 0.2, cache_length 2, max_length 12, penalty 0.5)"}}
+    # the same slots the nearest-spec path shows against the cispo spec: the run imported without --algorithm
+    plain = tmp_path / "plain"
+    assert run_import(FIXTURE, plain, tap="cispo-tap", state="cispo").returncode == 0
+    own = RunHeader.model_validate_json((plain / "header.json").read_text()).algorithm_config
+    match = spec_compare(load_specs(spec_dir())["cispo"], own)
+    assert {d.slot for d in match.diffs if d.changed} == set(gaps)
+    assert "TRL's beta = in_loss (beta 0.04, estimator k3) is not --algorithm's kl (the run holds cispo's none)" in \
+        proc.stdout
+
+
+def test_algorithm_without_the_tap_says_the_settings_are_not_recorded(tmp_path):
+    out = tmp_path / "no-tap"
+    proc = unipo("import", "trl", str(FIXTURE / "cispo"), "--out", str(out), "--algorithm", "cispo",
+                 "--max-new-tokens", "16")
+    assert proc.returncode == 0, proc.stderr
+    header = RunHeader.model_validate_json((out / "header.json").read_text())
+    assert header.imported_from["algorithm_option"] == {"spec": "cispo", "settings": "not recorded"}
+    assert "gaps" not in header.imported_from and "the run is not compared with cispo" in header.notes
+
+
+def test_an_algorithm_naming_no_spec_stops_with_the_spec_ids(tmp_path):
+    from unipo_build.core.specs import load_specs
+    from unipo_build.core.project import spec_dir
+
+    out = tmp_path / "out"
+    line = one_line_error(run_import(FIXTURE, out, "--algorithm", "cispo-v2", tap="cispo-tap", state="cispo"), out)
+    ids = ", ".join(sorted(load_specs(spec_dir())))
+    assert line == f"{FIXTURE / 'cispo'}: --algorithm 'cispo-v2' names no spec; the spec ids are {ids}"
+    assert "cispo, dapo" in line
 
 
 def load(out: Path) -> tuple[RunHeader, list[StepDetail]]:

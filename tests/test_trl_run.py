@@ -217,6 +217,43 @@ def test_cispo_and_sapo_recompute_to_trls_loss(tmp_path, settings):
         assert any((s["metrics"].get("clip/frac_high") or 0) > 0 for s in steps)
 
 
+def test_cispo_at_its_defaults_imports_with_its_cap_named(tmp_path):
+    """loss_type cispo with epsilon_high unset: TRL caps CISPO's weight at epsilon's 0.2, so every token's weight is
+    min(ratio, 0.2), below its ratio wherever the ratio is above 0.2 (here every tapped token). The import goes on
+    with the cispo kind's default cap in its place, names the gap and what TRL's documentation recommends; TRL's own
+    per-token loss, kept as engine_objective, is the cap's. Imported with --algorithm cispo, every setting TRL ran
+    otherwise is a gap."""
+    run_trl(tmp_path, loss_type="cispo", beta=0.04, num_iterations=2, max_steps=2, groups=None)
+    header, steps, details = load_run(import_run(tmp_path))
+    cfg = header.algorithm_config
+    assert header.hyperparameters["epsilon_high"] == 0.2  # GRPOConfig: epsilon_high unset is epsilon
+    assert (cfg.kind("clip"), cfg.param("clip", "eps_high")) == ("cispo", 0.28)
+    (gap,) = [g for g in header.imported_from["gaps"] if g["slot"] == "clip"]
+    assert gap["setting"] == "epsilon_high" and gap["value"].startswith("0.2 with loss_type 'cispo'")
+    assert "recommends epsilon_high 5.0 for loss_type 'cispo'" in header.notes
+    below = 0
+    for d, p, r, t in token_rows(details):
+        live = np.asarray(t.mask, dtype=bool)
+        rho = np.exp(np.subtract(t.logp, t.old_logp))
+        a, logp = np.asarray(t.advantage), np.asarray(t.logp)
+        k3 = np.exp(np.subtract(t.ref_logp, t.logp)) - np.subtract(t.ref_logp, t.logp) - 1
+        w = np.minimum(rho, 0.2)  # TRL: clamp(coef_1, max=epsilon_high).detach(), epsilon_high = epsilon = 0.2
+        assert np.max(np.abs((w * a * logp - 0.04 * k3) - np.asarray(t.engine_objective))[live]) <= 1e-6
+        below += int(np.sum((w < rho) & live))
+        assert np.all(w[live] < rho[live])  # every token's weight below its ratio
+    assert below
+    assert all(d.model_extra.get("objective_differs") for d in details)  # the cap in its place parts the objectives
+    run = tmp_path / "runs" / "as-cispo"
+    proc = unipo("import", "trl", str(tmp_path / "trl-output"), "--tap", str(tmp_path / "tap"), "--out", str(run),
+                 "--algorithm", "cispo")
+    assert proc.returncode == 0, proc.stderr
+    header = RunHeader.model_validate_json((run / "header.json").read_text())
+    slots = {g["slot"]: g.get("cause", "kind") for g in header.imported_from["gaps"]}
+    # the cap (no kind), and TRL's beta 0.04, no filter, no shaping and its std's 1e-4 against the spec's
+    assert slots == {"clip": "kind", "kl": "algorithm", "filter": "algorithm", "shaping": "algorithm",
+                     "advantage": "algorithm"}
+
+
 def test_settings_without_a_kind_are_named_with_the_nearest(tmp_path):
     """TRL's default KL bias correction (KL x ratio) has no kind: the import names it and the nearest, and TRL's
     own per-token loss stays beside ours. Masking truncated completions is the mask_truncated kind."""

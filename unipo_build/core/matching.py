@@ -17,7 +17,9 @@ components (:func:`slot_changes`, the spec's run-filled parameters taken from th
 
 A trainer's setting that no kind of the registry expresses is a :class:`Gap`: the importer imports the
 nearest kind in its place and records the gap in the run's header (``imported_from.gaps``), which the
-explain page's slot panel and the run card's notes show.
+explain page's slot panel and the run card's notes show. An import with ``--algorithm SPEC`` records, as gaps of
+cause ``"algorithm"``, every slot where what the trainer ran is not what the spec shows (the run holds the spec's
+components): the slots the nearest-spec path would show as differing from that spec.
 """
 
 from __future__ import annotations
@@ -156,17 +158,26 @@ class Gap:
     setting: str  # the trainer's setting, e.g. "algorithm.adv_estimator", "scale_rewards"
     value: str  # what it was set to (and what that does)
     slot: str
-    nearest: str  # the nearest kind, e.g. "group_mean", "group_zscore (the group's own std)"
+    nearest: str  # the nearest kind, e.g. "group_mean", "group_zscore (the group's own std)"; cause "algorithm": the spec's
+    #: "kind": no kind expresses the setting, the run holds the nearest; "algorithm": --algorithm named a spec whose
+    #: slot is not what the trainer ran, the run holds the spec's
+    cause: str = "kind"
 
     def line(self) -> str:
+        if self.cause == "algorithm":
+            return f"{self.setting} = {self.value} is not --algorithm's {self.slot} (the run holds {self.nearest})"
         return f"{self.setting} = {self.value} has no kind in the registry's {self.slot} slot (nearest: {self.nearest})"
 
     def as_dict(self) -> dict[str, str]:
-        return asdict(self)
+        out = asdict(self)
+        if self.cause == "kind":
+            del out["cause"]
+        return out
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> "Gap":
-        return cls(**{name: str(raw.get(name, "")) for name in ("setting", "value", "slot", "nearest")})
+        return cls(**{name: str(raw.get(name, "")) for name in ("setting", "value", "slot", "nearest")},
+                   cause=str(raw.get("cause") or "kind"))
 
 
 def header_gaps(header: Any) -> list[Gap]:

@@ -71,6 +71,10 @@ def import_log(fmt: str, src: str | Path, out: str | Path, *, algorithm: str | N
         raise OutputError(f"{src}: the unipo format is one .json or .jsonl file")
     if tap is not None and fmt not in ("openrlhf", "trl"):
         raise OutputError("--tap goes with the openrlhf and trl formats (the UNIPO token tap's shards)")
+    if algorithm is not None:
+        from unipo_build.trainers.trainer_config import check_algorithm
+
+        check_algorithm(algorithm, str(src))  # a --algorithm that names no spec: one line listing the spec ids
     extra = {"tap": Path(tap)} if tap is not None else {}
     if run_id is None and fmt in OUT_NAMED:
         run_id = run_id_from(out)

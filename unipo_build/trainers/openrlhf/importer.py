@@ -51,6 +51,7 @@ from unipo_build.core.runlog import LogError, RunWriter
 from unipo_build.core.schema import EvalRecord, ModelInfo, RewardInfo, RunHeader, StepRecord, TaskInfo
 from unipo_build.trainers import common as K
 from unipo_build.trainers.tfevents import EventFileError, ReadStats, event_files, read_scalars
+from unipo_build.trainers.trainer_config import algorithm_gaps
 
 
 def _collect(src: Path, notes: K.Notes) -> tuple[dict[str, dict[int, tuple[float, float]]], list[Path]]:
@@ -150,6 +151,8 @@ def import_openrlhf(src: Path, stage: Path, *, algorithm: str | None = None, run
     specs = K.known_specs(notes)
     config, name = None, algorithm or "unknown"
     effective = None
+    differ: list = []
+    option = None
     if tap_data is not None and tap_data.manifest is not None:
         from unipo_build.trainers.openrlhf.convert import effective_config
 
@@ -165,6 +168,14 @@ def import_openrlhf(src: Path, stage: Path, *, algorithm: str | None = None, run
         if spec_id is not None:
             name = spec_id
             config = K.resolve_for_import(specs[spec_id], {}, max_new_tokens, loc, notes, hparams_field=False)
+            # what OpenRLHF ran (the tap's command) against the spec shown: every slot that differs is a gap
+            ran = ({slot: c.model_dump() for slot, c in effective.components.items()} if effective is not None
+                   else {})
+            shown = {slot: c.model_dump() for slot, c in config.components.items()}
+            differ = algorithm_gaps("openrlhf", ran, shown, spec_id, [])
+            for gap in differ:
+                notes.once(f"OpenRLHF ran {gap.slot} {gap.value}; the run card shows --algorithm {gap.nearest}")
+            option = {"spec": spec_id, "settings": "compared" if ran else "not recorded"}
     if config is None:
         notes.add(f"algorithm {name!r}: not one of ours ({', '.join(sorted(specs))}), algorithm_config is null"
                   if algorithm else "algorithm unknown (TensorBoard does not record it; pass --algorithm)")
@@ -205,7 +216,9 @@ def import_openrlhf(src: Path, stage: Path, *, algorithm: str | None = None, run
         created_at=datetime.fromtimestamp(start, tz=timezone.utc),
         finished_at=datetime.fromtimestamp(max(walls), tz=timezone.utc),
         imported_from={"format": "openrlhf", "path": str(src),
-                       "files": [{"path": str(p), "sha256": K.sha256_file(p)} for p in files]},
+                       "files": [{"path": str(p), "sha256": K.sha256_file(p)} for p in files],
+                       **({"gaps": [g.as_dict() for g in differ]} if differ else {}),
+                       **({"algorithm_option": option} if option else {})},
         **({"unmatched_scalars": unmatched} if unmatched else {}),
     )
     writer = RunWriter(stage, header, durable=False)

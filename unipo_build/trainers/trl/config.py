@@ -10,8 +10,10 @@ import numpy as np
 
 from unipo_build.core import registry
 from unipo_build.core.matching import Gap
+from unipo_build.core.runlog import LogError
 from unipo_build.core.specs import ResolvedAlgorithm
 from unipo_build.trainers import common as K
+from unipo_build.trainers.trainer_config import algorithm_gaps, check_algorithm
 from unipo_build.trainers.trl.tap import MANIFEST, TRL_SERIES
 from unipo_build.trainers.trl.tap_files import Tap
 
@@ -26,6 +28,9 @@ NO_KIND = {"vespo": "a Gamma weighting of the sequence ratio"}
 #: kind's count_masked): grpo and sapo average each row's token mean over every row, dr_grpo divides by
 #: rows x max_completion_length (true); bnpo, dapo and cispo divide by the tokens left in the mask (false).
 MASK_TRUNCATED_COUNTS = {"grpo": True, "dr_grpo": True, "sapo": True, "bnpo": False, "dapo": False, "cispo": False}
+#: What TRL 1.16's GRPOConfig documentation (epsilon_high's help) recommends for loss_type 'cispo'.
+CISPO_RECOMMENDED = ("TRL's GRPOConfig documentation recommends epsilon_high 5.0 for loss_type 'cispo' (the ScaleRL "
+                     "paper's ε_max)")
 
 
 # ---------------------------------------------------------------------------
@@ -61,6 +66,13 @@ def trl_components(trainer: dict, loc: K.Loc, sampler_logps: bool = False) -> tu
     level = trainer.get("importance_sampling_level", "token")
     comps["ratio"] = {"kind": "sequence" if level == "sequence" else "token", "params": {}}
     comps["clip"] = trl_clip(trainer, loc)
+    cap = float(trainer.get("epsilon_high", 0.2))
+    if loss_type == "cispo" and cap <= 1.0:
+        nearest = comps["clip"]["params"]["eps_high"]
+        gap("clip", "epsilon_high", f"{cap:g} with loss_type 'cispo' (TRL caps the weight at epsilon_high itself, "
+                                    f"epsilon's {cap:g} when it is unset: every token's weight min(ratio, {cap:g}) "
+                                    "is below its ratio)",
+            f"cispo with eps_high {nearest:g} (a cap of {1 + nearest:g}: the registry's cap is above 1)")
     beta = float(trainer.get("beta") or 0.0)
     comps["kl"] = {"kind": "in_loss", "params": {"estimator": "k3", "beta": beta}} if beta else \
         {"kind": "none", "params": {}}
@@ -115,7 +127,8 @@ def trl_clip(trainer: dict, loc: K.Loc) -> dict:
       ``symmetric`` (eps) when the two are equal, else ``asymmetric``;
     - cispo: ``clamp(ratio, max=epsilon_high).detach() * A * log pi``: the ``cispo`` kind with no lower
       bound and ``eps_high = epsilon_high - 1`` (TRL's epsilon_high is the cap itself; ScaleRL's 5.0 is
-      eps_high 4). A cap at or below 1 has no kind (the registry's cap is above 1): refused;
+      eps_high 4). A cap at or below 1 (TRL's default: epsilon_high unset is epsilon's 0.2) has no kind (the
+      registry's cap is above 1): the kind's default cap stands in, and :func:`trl_components` names the gap;
     - sapo: ``sigmoid(tau (ratio - 1)) * 4 / tau`` with tau = sapo_temperature_pos where A > 0, else
       sapo_temperature_neg: the ``sapo`` kind (tau_pos, tau_neg).
     """
@@ -124,10 +137,8 @@ def trl_clip(trainer: dict, loc: K.Loc) -> dict:
     low, high = float(trainer.get("epsilon_low", 0.2)), float(trainer.get("epsilon_high", 0.2))
     if loss_type == "cispo":
         if high <= 1.0:
-            raise loc.error(f"loss_type 'cispo' with epsilon_high {high:g}: TRL caps the importance weight at "
-                            "epsilon_high itself, so every weight is at most that, and the registry's cispo kind caps "
-                            "at 1 + eps_high > 1 (set epsilon_high above 1, e.g. ScaleRL's 5.0, or pass --algorithm "
-                            "SPEC)", "trainer.epsilon_high")
+            default = registry.REGISTRY["clip"]["cispo"].params.model_fields["eps_high"].default
+            return {"kind": "cispo", "params": {"eps_low": None, "eps_high": float(default)}}
         return {"kind": "cispo", "params": {"eps_low": None, "eps_high": high - 1.0}}
     if loss_type == "sapo":
         return {"kind": "sapo", "params": {"tau_pos": float(config.get("sapo_temperature_pos", 1.0)),
@@ -185,26 +196,63 @@ def sampler_missing(tap: Tap | None, notes: K.Notes) -> list[str]:
     return [line]
 
 
-def _algorithm(tap: Tap | None, algorithm: str | None, max_new_tokens: int | None, loc: K.Loc,
-               notes: K.Notes) -> tuple[ResolvedAlgorithm | None, str, list[Gap]]:
-    specs = K.known_specs(notes)
-    if algorithm is not None:
-        spec_id = K.match_spec(algorithm, specs)
-        if spec_id is None:
-            notes.add(f"algorithm {algorithm!r}: not one of ours ({', '.join(sorted(specs))}), algorithm_config is null")
-            return None, algorithm, []
-        budget = max_new_tokens or (tap.manifest["trainer"].get("max_completion_length") if tap else None)
-        cfg = K.resolve_for_import(specs[spec_id], {}, budget, loc, notes, hparams_field=False)
-        notes.once(f"components of the spec {spec_id} (--algorithm); TRL's own loss kept as engine_objective")
-        return cfg, spec_id, []
-    if tap is None:
-        notes.add("algorithm unknown (trainer_state.json does not record the GRPOConfig; pass --tap or --algorithm)")
-        return None, "unknown", []
+def cispo_cap_note(trainer: dict, notes: K.Notes) -> None:
+    """What a CISPO cap at or below 1 does, and what TRL's documentation recommends instead."""
+    cap = float(trainer.get("epsilon_high", 0.2))
+    if trainer.get("loss_type") != "cispo" or cap > 1.0:
+        return
+    notes.once(f"TRL's CISPO cap of {cap:g} (epsilon_high, which unset is epsilon's value) holds every token's weight "
+               f"below its ratio: min(ratio, {cap:g}) is {cap:g} wherever the ratio is above {cap:g} (every token of a "
+               f"rollout's first update, where the ratio is 1), so a token's gradient is {cap:g} x A x grad log pi "
+               f"whatever its ratio, the policy gradient scaled by {cap:g}. " + CISPO_RECOMMENDED + ". The token files "
+               "use the nearest kind in its place (imported_from.gaps), so their objective parts from TRL's loss")
+
+
+def _trainer_settings(tap: Tap) -> tuple[dict, bool]:
+    """The GRPOConfig the tap recorded, and whether it holds the sampler's log-probs of every tapped completion."""
     trainer = {**tap.manifest["trainer"], "config": tap.manifest.get("config") or {}}
     trainer.setdefault("multi_objective_aggregation", trainer["config"].get("multi_objective_aggregation"))
     samples = [x for rows in tap.samples.values() for x in rows]
-    sampler = bool(samples) and all(x.get("sampling_logp") is not None for x in samples)
+    return trainer, bool(samples) and all(x.get("sampling_logp") is not None for x in samples)
+
+
+def _algorithm(tap: Tap | None, algorithm: str | None, max_new_tokens: int | None, loc: K.Loc,
+               notes: K.Notes) -> tuple[ResolvedAlgorithm | None, str, list[Gap], dict | None]:
+    """(the run's resolved components, its algorithm name, the gaps, ``imported_from.algorithm_option`` under
+    ``--algorithm``). With ``--algorithm SPEC`` the run holds the spec's components, and every slot where the tap's
+    GRPOConfig says TRL ran something else is a gap (``trainer_config.algorithm_gaps``), beside the settings no kind
+    expresses."""
+    specs = K.known_specs(notes)
+    if algorithm is not None:
+        spec_id = check_algorithm(algorithm, loc.file)
+        budget = max_new_tokens or (tap.manifest["trainer"].get("max_completion_length") if tap else None)
+        cfg = K.resolve_for_import(specs[spec_id], {}, budget, loc, notes, hparams_field=False)
+        notes.once(f"components of the spec {spec_id} (--algorithm); TRL's own loss kept as engine_objective")
+        if tap is None:
+            notes.once("TRL's settings unknown without --tap (trainer_state.json does not record the GRPOConfig): the "
+                       f"run is not compared with {spec_id}")
+            return cfg, spec_id, [], {"spec": spec_id, "settings": "not recorded"}
+        trainer, sampler = _trainer_settings(tap)
+        manifest = K.Loc(str(tap.directory / MANIFEST))
+        try:
+            comps, gaps = trl_components(trainer, manifest, sampler)
+        except LogError:  # a loss_type with no kind: the one gap, the other slots unknown
+            loss_type = trainer.get("loss_type")
+            comps, gaps = {}, [Gap("loss_type", repr(loss_type) + (f" ({NO_KIND[loss_type]})" if loss_type in NO_KIND
+                                                                   else " (unknown to TRL " + TRL_SERIES + ")"),
+                                   "clip", f"{spec_id}'s {cfg.kind('clip')}")]
+        cispo_cap_note(trainer, notes)
+        shown = {slot: c.model_dump() for slot, c in cfg.components.items()}
+        gaps = gaps + algorithm_gaps("trl", comps, shown, spec_id, gaps)
+        for g in gaps:
+            notes.once(f"TRL's {g.line()}")
+        return cfg, spec_id, gaps, {"spec": spec_id, "settings": "compared"}
+    if tap is None:
+        notes.add("algorithm unknown (trainer_state.json does not record the GRPOConfig; pass --tap or --algorithm)")
+        return None, "unknown", [], None
+    trainer, sampler = _trainer_settings(tap)
     comps, gaps = trl_components(trainer, K.Loc(str(tap.directory / MANIFEST)), sampler)
+    cispo_cap_note(trainer, notes)
     own = f"trl-{trainer.get('loss_type')}"
     cfg = ResolvedAlgorithm.model_validate({"id": re.sub(r"[^a-z0-9_]", "_", own.lower()),
                                             "name": f"TRL GRPOTrainer, loss_type={trainer.get('loss_type')}",
@@ -214,4 +262,4 @@ def _algorithm(tap: Tap | None, algorithm: str | None, max_new_tokens: int | Non
     cfg = cfg.model_copy(update={"id": spec_id})
     for g in gaps:
         notes.once(f"TRL's {g.line()}")
-    return cfg, run_name, gaps
+    return cfg, run_name, gaps, None

@@ -368,7 +368,7 @@ def import_trl(src: Path, stage: Path, *, algorithm: str | None = None, run_id: 
     logged, summary = _log_history(state_path, notes)
     tap_data = read_tap(Path(tap), notes) if tap is not None else None
     compared = cross_check(tap_data, logged, state_path, notes) if tap_data else None
-    cfg, name, gaps = _algorithm(tap_data, algorithm, max_new_tokens, K.Loc(str(state_path)), notes)
+    cfg, name, gaps, option = _algorithm(tap_data, algorithm, max_new_tokens, K.Loc(str(state_path)), notes)
     trainer = tap_data.manifest["trainer"] if tap_data else {}
     config = tap_data.manifest.get("config") or {} if tap_data else {}
 
@@ -413,7 +413,8 @@ def import_trl(src: Path, stage: Path, *, algorithm: str | None = None, run_id: 
         **({"missing": missing} if (missing := sampler_missing(tap_data, notes)) else {}),
         imported_from={"format": "trl", "path": str(src),
                        "files": [{"path": str(p), "sha256": K.sha256_file(p)} for p in files],
-                       **({"gaps": [g.as_dict() for g in gaps]} if gaps else {})},
+                       **({"gaps": [g.as_dict() for g in gaps]} if gaps else {}),
+                       **({"algorithm_option": option} if option else {})},
         trl={"version": tap_data.manifest.get("trl_version") if tap_data else None,
              "tap_run": tap_data.manifest.get("run") if tap_data else None, "cross_check": compared,
              "summary": summary, "config": config or None},

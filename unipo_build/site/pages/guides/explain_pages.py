@@ -120,8 +120,10 @@ def import_gaps(header) -> dict[str, list[str]]:
     run's components hold the nearest kind, so the slot panel shows these slots as modified with these lines."""
     out: dict[str, list[str]] = {}
     for gap in header_gaps(header):
-        out.setdefault(gap.slot, []).append(f"ran {gap.setting} = {gap.value}: no kind expresses it; nearest: "
-                                            f"{gap.nearest}")
+        out.setdefault(gap.slot, []).append(
+            f"ran {gap.setting} = {gap.value}; the run's components hold --algorithm's {gap.nearest}"
+            if gap.cause == "algorithm" else
+            f"ran {gap.setting} = {gap.value}: no kind expresses it; nearest: {gap.nearest}")
     for gap in ((header.model_extra or {}).get("openrlhf") or {}).get("gaps") or []:
         if gap.get("slot"):
             out.setdefault(str(gap["slot"]), []).append(f"ran on OpenRLHF, which cannot do {gap.get('spec_says')}: "
@@ -165,12 +167,20 @@ def explain_match(site: Site, run_id: str) -> str:
     match = match_of(site, run, "explain_match")
     gaps = import_gaps(run.header)
     changed = sum(1 for d in match.diffs if d.changed or d.slot in gaps)
-    verdict = (f"The run trained exactly the {match.spec.name} spec's components." if not changed else
+    option = ((run.header.model_extra or {}).get("imported_from") or {}).get("algorithm_option") or {}
+    unchecked = option.get("settings") == "not recorded"
+    verdict = (f"The log does not record the trainer's settings: the run is shown with the {match.spec.name} "
+               "spec's components (imported with --algorithm), which it may not have trained." if unchecked and not changed
+               else f"The run trained exactly the {match.spec.name} spec's components." if not changed else
                f"The run trained {changed} slot{'' if changed == 1 else 's'} differently from the {match.spec.name} "
                "spec: the chapter's words describe the spec, the views show what the run did.")
-    if gaps:
+    causes = {g.cause for g in header_gaps(run.header)}
+    if "kind" in causes or ((run.header.model_extra or {}).get("openrlhf") or {}).get("gaps"):
         verdict += (" Slots marked for a trainer setting without a kind hold the nearest kind in the run's "
                     "components; their rows say what the trainer ran.")
+    if "algorithm" in causes:
+        verdict += (" Slots marked where the trainer ran other settings than the spec named with --algorithm hold "
+                    "the spec's kind in the run's components; their rows say what the trainer ran.")
     head = (f'<p class="unipo-explain-match">Explained by <strong>{escape_text(match.spec.name)}</strong>: '
             f"{escape_text(match_sentence(site, run, match))}. {escape_text(verdict)}</p>")
     uid = site.chart_id({"view": "unipo-cmpr", "args": [run.id]}, prefix="unipo-cmpr")
