@@ -1,7 +1,7 @@
 """The command line as a practitioner meets it (issue 30 item 5): `unipo summary` readable at 80 columns, an
 import that prints a few lines and where its notes are, a run id that follows --out (two TRL runs saved as
 `output` do not collide; a collision is refused with the way out), and an import outside the project that
-says it found no spec directory instead of dropping its nearest-spec note."""
+names the algorithm from the specs shipped with the package, saying so (issue 44 item 6)."""
 
 from __future__ import annotations
 
@@ -83,9 +83,23 @@ def test_an_import_outside_the_project_says_which_specs_it_used(tmp_path):
     outside = import_trl(TRL / "gaps", TRL / "gaps-tap", tmp_path / "outside", cwd=elsewhere,
                          env={"UNIPO_ROOT": ""})
     assert outside.returncode == 0, outside.stderr
-    assert f"no spec directory found (no data/algorithms at or above {elsewhere.resolve()}" in outside.stdout
+    # outside any project: the specs the package carries, named as such; the nearest spec is named as inside
+    shipped = ROOT / "unipo_build" / "specs"
     header = json.loads((tmp_path / "outside" / "header.json").read_text())
-    assert header["algorithm"] == "trl-grpo" and "no spec directory found" in header["notes"]
+    assert (f"matched against the specs shipped with unipo ({shipped}): no data/algorithms at or above "
+            f"{elsewhere.resolve()}") in header["notes"]
+    assert "no spec directory found" not in header["notes"]
+    assert "  ! no spec has all of TRL's kinds, nearest spec: grpo_batch_std (1 of 8 slots of another kind (filter))" \
+        in outside.stdout.splitlines()
+    # --algorithm names a spec from there too, and one that names none stops with the spec ids
+    named = import_trl(TRL / "gaps", TRL / "gaps-tap", tmp_path / "named", "--algorithm", "grpo", cwd=elsewhere,
+                       env={"UNIPO_ROOT": ""})
+    assert named.returncode == 0, named.stderr
+    assert json.loads((tmp_path / "named" / "header.json").read_text())["algorithm"] == "grpo"
+    wrong = import_trl(TRL / "gaps", TRL / "gaps-tap", tmp_path / "wrong", "--algorithm", "grpo2", cwd=elsewhere,
+                       env={"UNIPO_ROOT": ""})
+    assert wrong.returncode == 1 and wrong.stderr.count("\n") == 1
+    assert wrong.stderr.startswith(f"{TRL / 'gaps'}: --algorithm 'grpo2' names no spec; the spec ids are cispo, dapo")
     # from a subdirectory of the project the project's specs are found
     sub = import_trl(TRL / "gaps", TRL / "gaps-tap", tmp_path / "sub", cwd=ROOT / "docs")
     assert sub.returncode == 0, sub.stderr

@@ -94,3 +94,35 @@ def test_training_from_a_non_editable_install_reads_the_project(installed, tmp_p
         assert root == REPO and suite_file == REPO / "data" / "suite.yaml"
         assert warm_start in (REPO / "work" / "sft-tiny", REPO / "data" / "warm-start" / "tiny")
         assert (warm_start / "config.json").is_file()
+
+
+@pytest.mark.slow
+def test_an_installed_package_names_a_runs_algorithm_from_any_directory(installed, tmp_path):
+    """The wheel carries the shipped specs (unipo_build/specs, MANIFEST.in): from a directory outside any project,
+    without UNIPO_ROOT, the installed package finds them in site-packages and `unipo import` names the run's spec
+    (issue 44 item 6). `unipo explain` needs the course (mkdocs.yml, docs/) the wheel does not carry: it says so in
+    one line. UNIPO_ROOT still points it at a project."""
+    python, fresh_site, env = installed
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    probe = ("from unipo_build.core import project; from unipo_build.core.specs import load_specs; "
+             "d = project.spec_dir(); print(d); print(' '.join(sorted(load_specs(d))))")
+    out = _run([str(python), "-I", "-c", probe], cwd=elsewhere, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    where, ids = out.stdout.splitlines()
+    assert Path(where) == fresh_site / "unipo_build" / "specs" and not Path(where).is_symlink()
+    assert ids.split() == sorted(p.stem for p in (REPO / "data" / "algorithms").glob("*.yaml"))
+    assert sorted(p.name for p in (fresh_site / "unipo_build" / "specs" / "ladder").glob("*.yaml")) == \
+        sorted(p.name for p in (REPO / "data" / "algorithms" / "ladder").glob("*.yaml"))
+    run = tmp_path / "runs" / "verl"
+    imported = _run([str(python), "-I", "-m", "unipo_build.cli.main", "import", "verl",
+                     str(REPO / "tests" / "fixtures" / "verl" / "run"), "--out", str(run)], cwd=elsewhere, env=env)
+    assert imported.returncode == 0, imported.stderr[-3000:]
+    assert imported.stdout.splitlines()[0] == f"{run}: run 'verl', algorithm 'dual_clip' (with its spec's components)"
+    explained = _run([str(python), "-I", "-m", "unipo_build.cli.main", "explain", str(run), "--out",
+                      str(tmp_path / "site")], cwd=elsewhere, env=env)
+    assert explained.returncode == 1 and explained.stderr.count("\n") == 1, explained.stderr[-3000:]
+    assert "which an installed package does not carry" in explained.stderr
+    explained = _run([str(python), "-I", "-m", "unipo_build.cli.main", "explain", str(run), "--out",
+                      str(tmp_path / "site")], cwd=elsewhere, env={**env, "UNIPO_ROOT": str(REPO)})
+    assert explained.returncode == 0, explained.stderr[-3000:]

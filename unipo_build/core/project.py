@@ -6,8 +6,11 @@ The project root is the directory that holds ``data/`` (and ``mkdocs.yml``). It 
 2. the environment variable ``UNIPO_ROOT``;
 3. the nearest directory at or above the current one that holds ``data/algorithms``.
 
-Never the installed package's own path: ``pip install .`` copies ``unipo_build`` into
-site-packages and leaves ``data/`` behind, so a path relative to this file finds nothing there.
+Runs and tasks are never found from the installed package's own path: ``pip install .`` copies ``unipo_build``
+into site-packages and leaves ``data/`` behind. The shipped specs are the one exception (:func:`spec_dir`): the
+package carries them as ``unipo_build/specs`` (in the checkout a link to ``data/algorithms``; in a wheel a copy,
+MANIFEST.in), so ``unipo import`` and ``unipo explain`` name a run's algorithm from any directory; a project found
+as above (or named by ``UNIPO_ROOT``) still comes first, its own specs included.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ ENV_ROOT = "UNIPO_ROOT"
 SPECS = Path("data") / "algorithms"
 RUNS = Path("data") / "runs"
 TASKS = Path("data") / "tasks"
+#: The specs shipped inside the package (not resolved: in a checkout it is the link to data/algorithms).
+SHIPPED_SPECS = Path(__file__).resolve().parent.parent / "specs"
 
 
 class ProjectError(ValueError):
@@ -59,9 +64,30 @@ def root_or(fallback: str | Path) -> Path:
         return Path(fallback).resolve()
 
 
+def shipped_spec_dir() -> Path | None:
+    """The specs the installed package carries (``unipo_build/specs``); None where it has none."""
+    return SHIPPED_SPECS if SHIPPED_SPECS.is_dir() and any(SHIPPED_SPECS.glob("*.yaml")) else None
+
+
 def spec_dir(root: str | Path | None = None) -> Path:
-    """``<root>/data/algorithms``: one spec file per algorithm."""
+    """``<root>/data/algorithms``: one spec file per algorithm. With no ``root`` and no ``UNIPO_ROOT``, outside any
+    project, the specs shipped with the package (:func:`shipped_spec_dir`); ProjectError where there are none."""
+    if root is None and not os.environ.get(ENV_ROOT):
+        try:
+            return find_root() / SPECS
+        except ProjectError:
+            shipped = shipped_spec_dir()
+            if shipped is None:
+                raise
+            return shipped
     return find_root(root) / SPECS
+
+
+def package_project() -> Path | None:
+    """The project the package was imported from (an editable install, a checkout on the path: the directory above
+    ``unipo_build`` holds data/algorithms and mkdocs.yml); None for an installed copy."""
+    here = Path(__file__).resolve().parents[2]
+    return here if _is_root(here) and (here / "mkdocs.yml").is_file() else None
 
 
 def task_dir(root: str | Path | None = None) -> Path:

@@ -8,8 +8,8 @@ and written in LaTeX; the trainer's loss (unipo_build.core.objective) and the si
 Conventions the literature splits on are explicit parameters: the std's ddof, the KL
 estimator and where the KL sits, the constant normaliser.
 
-Specs live in ``<project root>/data/algorithms`` (``unipo_build.core.project``), never beside the
-installed package.
+Specs live in ``<project root>/data/algorithms`` (``unipo_build.core.project``); outside any project, the
+package's own copy of the shipped specs (``unipo_build/specs``, ``project.spec_dir``) is read.
 """
 
 from __future__ import annotations

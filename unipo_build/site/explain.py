@@ -262,7 +262,12 @@ def build(run_paths: Sequence[str | Path], out: str | Path, *, site_url: str = "
     try:
         root = Path(root).resolve() if root is not None else project.find_root()
     except project.ProjectError as err:
-        raise ExplainError(str(err)) from None
+        # From any directory: the checkout the package runs from (an editable install), unless UNIPO_ROOT names
+        # another; an installed copy carries the specs but not the course's mkdocs.yml, docs/ and overrides/.
+        root = project.package_project() if not os.environ.get(project.ENV_ROOT) else None
+        if root is None:
+            raise ExplainError(f"{err} (the site is built with the course's mkdocs.yml, docs/ and overrides/, which "
+                               "an installed package does not carry)") from None
     runs = check_runs(run_paths, root)
     out = Path(out)
     check_out(out, runs, root)

@@ -224,10 +224,10 @@ def _normalise(name: str) -> str:
 
 
 def known_specs(notes: Notes | None = None) -> dict[str, AlgorithmSpec]:
-    """The project's specs; none outside a project or when a spec is broken (the import then keeps
-    the log's own algorithm name). With ``notes``, the run's notes say which spec directory the run was
-    matched against, or that none was found and why (an import run outside the project must not lose
-    its nearest spec silently)."""
+    """The project's specs (outside a project, those shipped with the package: ``project.spec_dir``); none where
+    there are neither or a spec is broken (the import then keeps the log's own algorithm name). With ``notes``, the
+    run's notes say which spec directory the run was matched against, or that none was found and why (an import
+    must not lose its nearest spec silently)."""
     from unipo_build.core import project
 
     try:
@@ -246,7 +246,9 @@ def known_specs(notes: Notes | None = None) -> dict[str, AlgorithmSpec]:
                        "no spec")
         return {}
     if notes is not None:
-        notes.once(f"matched against the specs of {directory}")
+        notes.once(f"matched against the specs shipped with unipo ({directory}): no {project.SPECS} at or above "
+                   f"{Path.cwd()}" if directory == project.shipped_spec_dir() else
+                   f"matched against the specs of {directory}")
     return specs
 
 
