@@ -159,14 +159,16 @@ class Recorder:
 
     def __init__(self):
         self.where: tuple[str, str, str] = ("", "", "")
+        self.again = False  # words pages that repeat the sentences' verdicts (the scale page)
         self.rows: list[dict] = []
         self._seen: set = set()
 
     def _add(self, a_name, b_name, a_values, b_values, predicted, old, new) -> None:
+        """One row per verdict of a call on a set; an HTML page's (``self.again``) only if no sentence made it."""
         key = (self.where[2], a_name, b_name, tuple(a_values), tuple(b_values), predicted)
-        if key in self._seen:
+        if (self.where[1], key) in self._seen or (self.again and key in self._seen):
             return
-        self._seen.add(key)
+        self._seen.update({(self.where[1], key), key})
         j = new.judgement
         self.rows.append({
             "page": self.where[0], "call": self.where[1], "set": self.where[2], "a": a_name, "b": b_name,
@@ -267,6 +269,7 @@ def main() -> int:
         rows.append({"page": page, "call": call, "sentences": dict(zip([l for l, _ in found], texts)),
                      "verdict_differs": differs})
     for page, call in VERDICT_HTML + FORMER_CALLS:
+        recorder.again = (page, call) in VERDICT_HTML
         for label, macros in envs:
             recorder.where = (page, call + (" (before issue 43)" if (page, call) in FORMER_CALLS else ""), label)
             try:
