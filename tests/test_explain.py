@@ -330,23 +330,107 @@ def test_the_run_page_answers_the_practitioners_questions(tmp_path):
     assert raw.count('class="unipo-explorer"') == 1
 
 
+class Lines:
+    """A process's output stream, read line by line on a thread of its own, so that a test waits for a line with a
+    deadline and fails at it saying what came, instead of blocking on readline or sleeping a fixed time."""
+
+    def __init__(self, stream, name: str):
+        import queue
+        import threading
+
+        self.name = name
+        self.queue: queue.Queue = queue.Queue()
+        self.taken: list[str] = []  # the lines expect() took
+        self.waiting: list[str] = []  # lines come that nothing took yet
+        self.thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _read(self, stream) -> None:
+        for line in stream:
+            self.queue.put(line)
+        self.queue.put(None)  # the stream closed
+
+    def _next(self, timeout: float) -> str | None:
+        import queue
+
+        if self.waiting:
+            return self.waiting.pop(0)
+        try:
+            return self.queue.get(timeout=timeout)
+        except queue.Empty:
+            return ""
+
+    def pending(self) -> list[str]:
+        """The lines come so far that nothing took (without waiting)."""
+        import queue
+
+        while True:
+            try:
+                line = self.queue.get_nowait()
+            except queue.Empty:
+                return list(self.waiting)
+            if line is not None:
+                self.waiting.append(line)
+
+    def expect(self, pattern: str, seconds: float, waiting_for: str, other: "Lines") -> str:
+        """The next line of the stream, which must match ``pattern`` in full, within ``seconds``; at the deadline
+        the test fails naming what it waited for, the lines taken so far and what ``other`` (the other stream) said."""
+        line = self._next(timeout=seconds)
+        if not line:
+            why = "closed" if line is None else f"said nothing more within {seconds:.0f} s"
+            pytest.fail(f"{self.name} {why} while waiting {waiting_for}; {self.name} so far: {self.taken!r}; "
+                        f"{other.name}: {other.pending()!r}")
+        self.taken.append(line)
+        assert re.fullmatch(pattern, line), (f"waiting {waiting_for}", line, f"{other.name}: {other.pending()!r}")
+        return line
+
+    def rest(self) -> str:
+        """Every line not taken, once the stream has closed (the process has exited)."""
+        self.thread.join(timeout=30)
+        return "".join(self.pending())
+
+
+def test_a_wait_for_a_line_fails_at_its_deadline_saying_what_came():
+    """Lines.expect: a process that stops talking fails the wait at its deadline (it does not hang on readline),
+    and the failure says what the test waited for and what each stream said."""
+    import sys
+    import time
+
+    code = "import sys, time; print('one', flush=True); print('oops', file=sys.stderr, flush=True); time.sleep(60)"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = Lines(proc.stdout, "stdout"), Lines(proc.stderr, "stderr")
+    try:
+        stdout.expect(r"one\n", 30, "for one", stderr)
+        stderr.expect(r"oops\n", 30, "for oops", stdout)
+        started = time.monotonic()
+        with pytest.raises(pytest.fail.Exception) as failed:
+            stdout.expect(r"two\n", 1, "for two", stderr)
+        assert time.monotonic() - started < 10
+        assert str(failed.value) == ("stdout said nothing more within 1 s while waiting for two; stdout so far: "
+                                     "['one\\n']; stderr: []")
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        proc.stdout.close()
+        proc.stderr.close()
+
+
 def test_watch_rebuilds_as_the_run_writes_new_steps(tmp_path, imported):
     """--watch --serve: a run that logs another step (as a training run appends to steps.jsonl) is rebuilt and
-    served with it; a step cut mid-write keeps the previous site and says so; Ctrl-C ends it with 0."""
+    served with it; a step cut mid-write keeps the previous site and says so; Ctrl-C ends it with 0. Each stage
+    waits for the line that says it happened, and fails at its deadline saying what came instead."""
     import signal
-    import time
 
     run = tmp_path / "runs" / "grpo_small"
     shutil.copytree(imported, run)
     out = tmp_path / "watched"
     proc = subprocess.Popen([str(UNIPO), "explain", str(run), "--out", str(out), "--serve", "--port", "0", "--watch",
                              "--interval", "0.3"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = Lines(proc.stdout, "stdout"), Lines(proc.stderr, "stderr")
     try:
-        line = proc.stdout.readline()
-        match = re.fullmatch(r"built a site for 1 run: open (http://127\.0\.0\.1:\d+/); watching the run for new "
-                             r"steps \(Ctrl-C stops\)\n", line)
-        assert match, (line, proc.stderr.read() if proc.poll() is not None else "")
-        url = match.group(1)
+        line = stdout.expect(r"built a site for 1 run: open (http://127\.0\.0\.1:\d+/); watching the run for new "
+                             r"steps \(Ctrl-C stops\)\n", 180, "for the first build", stderr)
+        url = re.search(r"open (http://\S+/);", line).group(1)
         page = urllib.request.urlopen(url + "runs/grpo_small/", timeout=10).read().decode()
         assert "a grpo run of 3 updates" in html.unescape(page).replace("GRPO", "grpo")
         steps = run / "steps.jsonl"
@@ -355,21 +439,23 @@ def test_watch_rebuilds_as_the_run_writes_new_steps(tmp_path, imported):
                "has_tokens": False}
         with steps.open("a") as fh:
             fh.write(json.dumps(new)[:20])  # a line half written: the build must not use it
-        time.sleep(1.5)
+        # the watcher sees it once it has held still for one interval, and refuses it in one line on stderr
+        stderr.expect(r"unipo explain: not rebuilt \(.*steps\.jsonl.*\); the site shows the previous build, still "
+                      r"watching\n", 120, "for the watcher to refuse the half-written line", stdout)
+        assert not stdout.pending(), "the half-written line was built into the site"
         with steps.open("a") as fh:
             fh.write(json.dumps(new)[20:] + "\n")
-        deadline = time.time() + 120
-        line = proc.stdout.readline()
-        assert re.fullmatch(r"rebuilt at \d\d:\d\d:\d\d: 4 steps logged; reload the page\n", line), line
-        assert time.time() < deadline
+        stdout.expect(r"rebuilt at \d\d:\d\d:\d\d: 4 steps logged; reload the page\n", 120,
+                      "for the rebuild with the completed line", stderr)
         page = urllib.request.urlopen(url + "runs/grpo_small/", timeout=10).read().decode()
         assert "run of 4 updates" in html.unescape(page)
     finally:
         proc.send_signal(signal.SIGINT)
         code = proc.wait(timeout=30)
-        err = proc.stderr.read()
+        err = stderr.rest()
+        stdout.rest()
         proc.stdout.close()
         proc.stderr.close()
     assert code == 0, err
-    # the half-written line, if a poll saw it, was refused in one line and the previous site kept
+    # nothing else on stderr: a later poll may refuse the half line again before it was completed
     assert all(line.startswith("unipo explain: not rebuilt (") for line in err.splitlines() if line.strip()), err
