@@ -248,7 +248,15 @@ def test_prime_rl_round_trip_and_recompute(prime_run, tmp_path):
     assert header.algorithm == "dr_grpo" and header.engine == "prime-rl"
     assert header.hyperparameters["group_size"] == 2 and header.hyperparameters["max_new_tokens"] == 8
     assert header.model.name == "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT"
-    assert {g["setting"] for g in header.imported_from["gaps"]} == {"trainer.loss.type", "trainer.loss.kl_tau"}
+    assert {g["setting"] for g in header.imported_from["gaps"]} == {"trainer.loss.type", "trainer.loss.kl_tau",
+                                                                    "aggregation"}
+    # prime-rl's loss is a token mean where dr_grpo's divides by the budget: listed under --algorithm (issue 44 item 2)
+    assert header.imported_from["gaps"][-1] == {"setting": "aggregation", "value": "token_mean", "slot": "aggregation",
+                                                "nearest": "dr_grpo's constant_normalizer (normalizer 8)",
+                                                "cause": "algorithm"}
+    assert header.imported_from["algorithm_option"] == {"spec": "dr_grpo", "settings": "compared"}
+    assert ("prime-rl ran aggregation token_mean where the run card shows --algorithm dr_grpo's constant_normalizer "
+            "(normalizer 8)") in result.stdout
     assert any(m.startswith("rewards") for m in header.missing) and "missing from prime-rl's export" in header.notes
     steps = list(runlog.iter_steps(out))
     # the orchestrator's row for step 1 came before the trainer's rows for step 0: merged by step all the same

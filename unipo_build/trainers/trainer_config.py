@@ -117,7 +117,7 @@ def choose(trainer: str, name: str, components: dict[str, dict], gaps: list[Gap]
             config["kl"] = {"kind": "none", "params": {}}
         differ = algorithm_gaps(trainer, components, config, spec_id, gaps)
         for gap in differ:
-            notes.once(f"{trainer} ran {gap.slot} {gap.value}; the run card shows --algorithm {gap.nearest}")
+            notes.once(f"{trainer} ran {gap.slot} {gap.value} where the run card shows --algorithm {gap.nearest}")
         everything = gaps + differ
         extras = {"gaps": [g.as_dict() for g in everything]} if everything else {}
         extras["algorithm_option"] = {"spec": spec_id, "settings": "compared" if components else "not recorded"}

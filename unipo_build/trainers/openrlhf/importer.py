@@ -174,7 +174,7 @@ def import_openrlhf(src: Path, stage: Path, *, algorithm: str | None = None, run
             shown = {slot: c.model_dump() for slot, c in config.components.items()}
             differ = algorithm_gaps("openrlhf", ran, shown, spec_id, [])
             for gap in differ:
-                notes.once(f"OpenRLHF ran {gap.slot} {gap.value}; the run card shows --algorithm {gap.nearest}")
+                notes.once(f"OpenRLHF ran {gap.slot} {gap.value} where the run card shows --algorithm {gap.nearest}")
             option = {"spec": spec_id, "settings": "compared" if ran else "not recorded"}
     if config is None:
         notes.add(f"algorithm {name!r}: not one of ours ({', '.join(sorted(specs))}), algorithm_config is null"
