@@ -76,6 +76,7 @@ SITE_MODULES = (
     "unipo_build.site.pages.objectives.clip_family",
     "unipo_build.site.pages.objectives.beyond_grpo",
     "unipo_build.site.playgrounds.macros",
+    "unipo_build.site.run_needs",
 )
 
 

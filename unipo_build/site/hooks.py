@@ -54,7 +54,7 @@ from mkdocs.plugins import CombinedEvent, event_priority
 from unipo_build.site import csp
 from unipo_build.site import page_state
 from unipo_build.core import project, registry, runs, sets, specs
-from unipo_build.site import palette, search_text
+from unipo_build.site import palette, run_needs, search_text
 from unipo_build.site.browser import browser_data_html, site_root
 
 #: (npm package, path inside the package, path under site/assets/vendor/).
@@ -217,8 +217,48 @@ def on_config(config):
     return config
 
 
+def on_page_markdown(markdown, page, config, files):
+    """A page whose runs (front matter ``needs_runs``, ``site/run_needs.py``) this set lacks: its note
+    for ``on_page_content``, its mark in this set's nav, and one INFO line per missing run naming the
+    suite entry that makes it."""
+    page.unipo_runs_note = ""
+    try:
+        names = run_needs.declared(page.meta, page.file.src_uri)
+    except run_needs.AuthorError as err:
+        raise PluginError(str(err)) from None
+    if not names:
+        return markdown
+    root = _project_dir(config)
+    shown, _ = read_sets(config)
+    missing = run_needs.lacking(names, runs.catalog(runs.runs_source(root, config.extra)))
+    if not missing:
+        return markdown
+    others = run_needs.other_sets(config.extra, root, shown.id)
+    having = {s.id for s in run_needs.sets_having(missing, others)}
+    switch = config.extra.get("unipo_set_switch") or []
+    links = [(e["label"], e["href"]) for e in set_links(page.url, shown.prefix, switch) if e["id"] in having]
+    site = run_needs.Site(None, root=root)
+    titles = [(run_needs.run_title(n, [o.catalog for o in others], site), n) for n in missing]
+    page.unipo_runs_note = run_needs.note_html(shown.label, titles, links)
+    page.meta.setdefault("subtitle", run_needs.NAV_MARK)
+    logged = _RUNS_LOGGED.setdefault(id(config), set())
+    for name in missing:
+        if name not in logged:
+            logged.add(name)
+            log.info("unipo: the %s set has no run %s (%s reads it): %s", shown.id, name, page.file.src_uri,
+                     run_needs.suite_entry_text(root, shown, name))
+    return markdown
+
+
+#: The missing runs each build has logged (by the config's id), so each is said once.
+_RUNS_LOGGED: dict[int, set[str]] = {}
+
+
 def on_page_content(html, page, config, files):
     html = page_state.restore_protected(page.file.src_uri, html)
+    note = getattr(page, "unipo_runs_note", "")
+    if note:  # right under the page's title
+        html = re.sub(r"(</h1>)", lambda m: m.group(1) + note, html, count=1) if "</h1>" in html else note + html
     views = page_state.page_scripts(page.file.src_uri)
     root = site_root(page.url)
     scripts = [name for name in views if name in page_state.VIEW_SCRIPTS]
