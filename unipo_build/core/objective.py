@@ -131,6 +131,24 @@ def clip_bounds(cfg: ResolvedAlgorithm) -> tuple[float | None, float | None]:
     return cfg.component("clip").bounds(cfg.components["clip"].params)
 
 
+def clip_rule(cfg: ResolvedAlgorithm) -> registry.ClipRule | None:
+    """The clip slot's bound in a reader's words and the ratio's numbers (the kind's ``clip_rule``); a kind that
+    gives only its ``bounds`` is read as PPO's clip of the ratio to [1 - eps_low, 1 + eps_high], a missing side
+    left out; None where the objective clips no token (no clip, SAPO's gate)."""
+    kind, params = cfg.component("clip"), cfg.components["clip"].params
+    if kind.clip_rule is not None:
+        return kind.clip_rule(params)
+    eps_low, eps_high = kind.bounds(params) if kind.bounds is not None else (None, None)
+    if eps_low is None and eps_high is None:
+        return None
+    low = None if eps_low is None else 1 - eps_low
+    high = None if eps_high is None else 1 + eps_high
+    where = ", ".join(f"{side} {x:.3g}" for side, x in (("at least", low), ("at most", high)) if x is not None)
+    return registry.ClipRule(f"the clip ({kind.label or kind.name})", f"the ratio's range ({where})", low, high,
+                             f"A < 0, ratio below {low:.3g}" if low is not None else "",
+                             f"A > 0, ratio above {high:.3g}" if high is not None else "")
+
+
 def surrogate_terms(cfg: ResolvedAlgorithm, rho, advantages, mask=None):
     """The clip slot: the surrogate's form (PPO's clipped min, CISPO's clipped weight, SAPO's gate,
     dual-clip, GMPO's geometric mean, ...) on the ratio and the advantages, ``(surrogate, clip side)``
@@ -162,8 +180,11 @@ def terms_and_gradients(clip_kind, params: dict, ratios: Sequence[float],
                          if clip_kind.needs_mask else f"the {clip_kind.name} clip kind registers no grad")
     rho = np.asarray([float(r) for r in ratios], dtype=np.float64)
     advantage = np.asarray([float(a) for a in advantages], dtype=np.float64)
-    value, side = clip_kind.apply(rho, advantage, params)
-    grads = np.asarray(clip_kind.grad(rho, advantage, params), dtype=np.float64)
+    # IEEE arithmetic as torch's autograd had it: a logged ratio or advantage at the float limits gives an
+    # infinite term or gradient, not a warning (the pages say what is not finite).
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        value, side = clip_kind.apply(rho, advantage, params)
+        grads = np.asarray(clip_kind.grad(rho, advantage, params), dtype=np.float64)
     return (np.asarray(value, dtype=np.float64).copy(), np.broadcast_to(grads, rho.shape).copy(),
             np.broadcast_to(np.asarray(side), rho.shape).astype(int))
 
