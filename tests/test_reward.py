@@ -41,6 +41,45 @@ def test_score_response(response, label, correct, fmt, parsed):
     assert s == {"correct": float(correct), "format": float(fmt), "parsed_answer": parsed}
 
 
+@pytest.mark.parametrize(
+    "response, label, correct, fmt, parsed",
+    [
+        ("34 + 7 = 41.", "41", 1, 0, 41),  # the equation's result is the last integer
+        ("To add 34 and 7, you simply add them together: 34 + 7 = 41.", 41, 1, 0, 41),
+        ("The answer is 41, or 42", "41", 0, 0, 42),  # the last integer counts, not the first right one
+        ("The answer is 41, or 42", "42", 1, 0, 42),
+        ("I cannot say.", "41", 0, 0, None),  # no integer
+        ("", "41", 0, 0, None),
+        ("41", "41", 1, 1, 41),  # the number alone, as the system prompt asks: well formed
+        ("41.", "41", 1, 1, 41),
+        (" 41 \n", "41", 1, 1, 41),
+        ("41<|im_end|>", "41", 1, 1, 41),  # a special token left by a decoder
+        ("-6", "-6", 1, 1, -6),  # negative numbers: a sign before a number
+        ("5 - 11 = -6.", "-6", 1, 0, -6),
+        ("5 - 11 = \u22126", "-6", 1, 0, -6),  # the typographic minus
+        ("The result is (-6).", "-6", 1, 0, -6),
+        ("34-7", "7", 1, 0, 7),  # a minus between two numbers is an operator, not a sign
+        ("34-7", "-7", 0, 0, 7),
+        ("x-7", "7", 1, 0, 7),
+        ("The answer is 41.5", "41", 0, 0, None),  # a decimal is no integer answer
+        ("41.5 rounds to 42", "42", 1, 0, 42),
+        ("1,000 apples", "1000", 1, 0, 1000),  # a thousands separator
+        ("41, 42", "41", 0, 0, 42),
+        ("Answer: 41", "41", 1, 0, 41),  # the task's format is read too, but is not the number alone
+    ],
+)
+def test_a_chat_answer_is_read_by_its_last_integer(response, label, correct, fmt, parsed):
+    s = score_response(response, label, rule="last_integer")
+    assert s == {"correct": float(correct), "format": float(fmt), "parsed_answer": parsed}
+
+
+def test_the_default_rule_is_the_tasks_and_an_unknown_rule_is_named():
+    assert score_response("34 + 7 = 41.", "41") == {"correct": 0.0, "format": 0.0, "parsed_answer": None}
+    assert score_response("34 + 7 = 41.", "41", rule="answer") == score_response("34 + 7 = 41.", "41")
+    with pytest.raises(ValueError, match="unknown reward rule 'first'"):
+        score_response("41", "41", rule="first")
+
+
 def test_non_integer_label_compares_text():
     assert score_response("Answer: \\frac{1}{2}", "\\frac{1}{2}")["correct"] == 1.0
     assert score_response("Answer: 0.5", "\\frac{1}{2}")["correct"] == 0.0

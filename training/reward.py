@@ -9,6 +9,17 @@ Two separate, verifiable components of a response (the text the policy generated
   leading zeros), after trailing whitespace and special-token strings such as ``<eos>`` or
   ``</s>`` are removed; else 0.0. ``Answer: 43. Done`` is correct but badly formatted.
 
+A chat model (a preset with a ``chat`` section, e.g. ``smollm2``) is asked for the number alone and never
+writes ``Answer:`` (shared/FEASIBILITY.md: 0 of 64 answers under three system prompts), so its answers are
+read by another rule, ``last_integer`` (``score_response(..., rule="last_integer")``):
+
+- correctness: 1.0 if the LAST number in the response is an integer equal to the label. A minus sign
+  belongs to the number when it does not join two numbers or words (``5 - 30 = -25`` reads -25, ``34-7``
+  reads 7); thousands separators are read (``1,000``); a decimal (``41.5``) is a number but not an
+  integer, so an answer ending in one is wrong. ``34 + 7 = 41.`` reads 41; ``41, or 42`` reads 42.
+- format: 1.0 if the response is the number alone (an optional final period), as the system prompt
+  asks; else 0.0. Logged, weighted 0 like the other rule's.
+
 Weighting: reward = CORRECTNESS_WEIGHT * correctness + FORMAT_WEIGHT * format, with weights 1.0 and
 0.0 by default, so the training reward IS correctness (the binary, verifiable reward of DeepSeekMath's
 GRPO and DAPO). The format component is always computed and logged, so a reader can see format being
@@ -48,6 +59,32 @@ TRAILING_SPECIAL = re.compile(r"(?:\s*<\|?/?[A-Za-z_][A-Za-z0-9_.\-]*\|?>)+\s*$"
 INTEGER_LABEL = re.compile(r"^\s*-?\d+\s*$")
 
 
+# The last_integer rule (a chat answer): a number, its minus sign kept unless a digit, letter or closing
+# bracket stands right before it (then the "-" is an operator: "34-7"); "\u2212" is the typographic minus.
+NUMBER = re.compile(r"(?:(?<![\w)\]])[-\u2212])?\d{1,3}(?:,\d{3})+(?!\d)(?:\.\d+)?|(?:(?<![\w)\]])[-\u2212])?\d+(?:\.\d+)?")
+# The number alone, as the chat preset's system prompt asks ("Answer with only the final number.").
+NUMBER_ALONE = re.compile(r"[-\u2212]?\d+\.?")
+#: Every rule score_response knows: "answer" (the last "Answer: <int>", the task's own format) and
+#: "last_integer" (the last number of a chat answer).
+REWARD_RULES = ("answer", "last_integer")
+#: What each rule's components mean, as the run header states them.
+RULE_TEXT = {
+    "answer": {
+        "description": "Correctness of the final answer (1/0); the format component is logged but weighted 0.",
+        "correct": "1 if the last 'Answer: <int>' equals the label, else 0.",
+        "format": "1 if the response ends with a well-formed 'Answer: <int>'.",
+    },
+    "last_integer": {
+        "description": "Correctness of a chat answer's last number (1/0): the last number in the response, a minus "
+                       "sign kept unless it joins two numbers or words, must be an integer equal to the label; the "
+                       "format component (the number alone, as the system prompt asks) is logged but weighted 0.",
+        "correct": "1 if the last number in the response is an integer equal to the label ('34 + 7 = 41.' reads 41, "
+                   "'41, or 42' reads 42, '5 - 30 = -25' reads -25), else 0.",
+        "format": "1 if the response is the number alone (an optional final period), else 0.",
+    },
+}
+
+
 def strip_trailing_special(text: str) -> str:
     return TRAILING_SPECIAL.sub("", text).rstrip()
 
@@ -62,11 +99,26 @@ def parse_answer(response: str) -> tuple[int | None, str | None]:
     return (int(m.group()) if m else None), raw
 
 
-def score_response(response_text: str, label) -> dict:
-    """Score one response against its label.
+def parse_last_number(response: str) -> tuple[int | None, str | None]:
+    """(the last number if it is an integer, else None; that number's text, or None without a number)."""
+    numbers = NUMBER.findall(response)
+    if not numbers:
+        return None, None
+    raw = numbers[-1].replace("\u2212", "-")
+    if "." in raw:
+        return None, raw
+    return int(raw.replace(",", "")), raw
+
+
+def score_response(response_text: str, label, rule: str = "answer") -> dict:
+    """Score one response against its label by `rule` (REWARD_RULES; the module docstring says each).
 
     Returns {"correct": 0.0|1.0, "format": 0.0|1.0, "parsed_answer": int | None}.
     """
+    if rule == "last_integer":
+        return _score_last_integer(response_text, label)
+    if rule != "answer":
+        raise ValueError(f"unknown reward rule {rule!r}; choose from {', '.join(REWARD_RULES)}")
     response = strip_trailing_special(response_text)
     parsed, raw = parse_answer(response)
     label_text = str(label).strip()
@@ -76,6 +128,18 @@ def score_response(response_text: str, label) -> dict:
         correct = raw is not None and raw == label_text
     well_formed = ANSWER_AT_END.search(response) is not None
     return {"correct": float(correct), "format": float(well_formed), "parsed_answer": parsed}
+
+
+def _score_last_integer(response_text: str, label) -> dict:
+    response = strip_trailing_special(response_text).strip()
+    parsed, raw = parse_last_number(response)
+    label_text = str(label).strip()
+    if INTEGER_LABEL.match(label_text):
+        correct = parsed is not None and parsed == int(label_text)
+    else:
+        correct = raw is not None and raw == label_text
+    alone = NUMBER_ALONE.fullmatch(response) is not None
+    return {"correct": float(correct), "format": float(alone), "parsed_answer": parsed}
 
 
 def reward_weights() -> tuple[float, float]:
