@@ -116,7 +116,42 @@ def test_every_worked_solution_fits_the_generation_budget(pools):
     longest = max(len(tok(r["solution"], add_special_tokens=False)["input_ids"]) + 1 for r in every)
     budget = min(p.rl.max_new_tokens for p in PRESETS.values() if p.task_level == meta["level"])
     assert longest <= budget, (meta["level"], longest, budget)
-    assert longest > budget // 2  # the column style is long: length is a choice
+    if len(TASK_LEVELS[meta["level"]].style_mix) > 1:
+        assert longest > budget // 2  # the column style is long: length is a choice
+
+
+def test_the_chat_level_asks_bare_questions_whose_answers_read_one_way(tmp_path):
+    """The smollm2 level: 'What is a + b?' / 'a - b' with operands 2-40 and no negative difference, in three
+    disjoint pools of its own sizes (1,000 held-out questions, unique); each answer is a plain integer that the
+    chat reward's last-integer rule reads as itself, and the one equation of its solution reads as the answer."""
+    from pathlib import Path
+
+    from training.reward import score_response
+
+    level = TASK_LEVELS["smollm2"]
+    meta = generate_task(tmp_path, seed=0, level="smollm2")
+    rows = {pool: load_task(tmp_path / name) for pool, name in POOL_FILES.items()}
+    assert (meta["n_train"], meta["n_rl"], meta["n_eval"]) == level.sizes == (500, 2000, 1000)
+    assert meta["pools_disjoint"] and len({r["prompt"] for r in rows["heldout"]}) == 1000
+    assert meta["level_meaning"].startswith("the largest operand") and meta["styles"] == {"bare": 1.0}
+    every = [r for pool in rows.values() for r in pool]
+    assert {r["template"] for r in every} == {"ask_add", "ask_sub"} and {r["level"] for r in every} == {40}
+    for r in every:
+        m = re.fullmatch(r"What is (\d+) ([-+]) (\d+)\?", r["prompt"])
+        a, op, b = int(m[1]), m[2], int(m[3])
+        assert 2 <= a <= 40 and 2 <= b <= 40 and (op == "+" or a >= b), r
+        assert r["answer"] == str(a + b if op == "+" else a - b) and int(r["answer"]) >= 0
+        scored = score_response(r["answer"], r["answer"], rule="last_integer")
+        assert scored == {"correct": 1.0, "format": 1.0, "parsed_answer": int(r["answer"])}
+        if "solution" in r:
+            equation = r["solution"].rsplit(" Answer: ", 1)[0]
+            assert score_response(equation, r["answer"], rule="last_integer")["correct"] == 1.0
+    committed = Path(__file__).resolve().parents[1] / "data" / "tasks-smollm2"  # the preset's, as generated
+    for name in (*POOL_FILES.values(), "meta.json"):
+        assert (committed / name).read_bytes() == (tmp_path / name).read_bytes(), name
+    # the other levels keep the generator's default sizes and their meaning of a level
+    assert TASK_LEVELS["tiny"].sizes is None and TASK_LEVELS["gpu"].sizes is None
+    assert TASK_LEVELS["tiny"].task_name == TASK_LEVELS["gpu"].task_name == "arithmetic word problems"
 
 
 def test_check_pools_refuses_an_overlap_in_one_line_and_changes_nothing(tmp_path):
@@ -161,9 +196,9 @@ def expected_answer(row):
     """The answer recomputed from the prompt's numbers alone, per template."""
     n = numbers(row["prompt"])
     t = row["template"]
-    if t == "add":
+    if t in ("add", "ask_add"):
         return n[0] + n[1]
-    if t == "sub":
+    if t in ("sub", "ask_sub"):
         return n[0] - n[1]
     if t == "mul":
         return n[0] * n[1]

@@ -222,12 +222,36 @@ def make_spend(rng: random.Random, level: int) -> Problem:
     return Problem(prompt, v, styles_for(column, [f"{b} * {c} = {p}.", f"{a} - {p} = {v}."], v, None))
 
 
+ASK_SMALLEST = 2  # the questions' smallest operand (the largest is their level)
+
+
+def make_ask_add(rng: random.Random, level: int) -> Problem:
+    """'What is a + b?', a and b from 2 to `level` (the largest operand, not a digit count): a chat model's
+    question, the number alone its expected answer. Every style is the one equation."""
+    a, b = rng.randint(ASK_SMALLEST, level), rng.randint(ASK_SMALLEST, level)
+    v = a + b
+    solution = finish([f"{a} + {b} = {v}."], v)
+    return Problem(f"What is {a} + {b}?", v, dict.fromkeys(STYLES, solution))
+
+
+def make_ask_sub(rng: random.Random, level: int) -> Problem:
+    """'What is a - b?', a >= b, both from 2 to `level`: the answer is never negative, so no minus sign can be
+    misread (the last-integer reward reads '-' as a sign only before a number)."""
+    a, b = rng.randint(ASK_SMALLEST, level), rng.randint(ASK_SMALLEST, level)
+    a, b = max(a, b), min(a, b)
+    v = a - b
+    solution = finish([f"{a} - {b} = {v}."], v)
+    return Problem(f"What is {a} - {b}?", v, dict.fromkeys(STYLES, solution))
+
+
 TEMPLATES: dict[str, Callable[[random.Random, int], Problem]] = {
     "add": make_add,
     "sub": make_sub,
     "mul": make_mul,
     "coins": make_coins,
     "spend": make_spend,
+    "ask_add": make_ask_add,
+    "ask_sub": make_ask_sub,
 }
 
 
@@ -240,6 +264,14 @@ class TaskLevel:
     levels: dict[str, tuple[int, ...]]
     style_mix: dict[str, float]
     description: str
+    # What a row's "level" means (meta.json's level_meaning).
+    level_meaning: str = ("digits of the operands (the multiplier in mul and coins has one digit, 2-9; in spend the "
+                          "amount has one digit more than the count)")
+    # The run header's task name.
+    task_name: str = "arithmetic word problems"
+    # Pool sizes when none is asked for (SFT, RL, held-out rows): a level with few distinct prompts needs
+    # smaller pools, since no prompt may be in two of them.
+    sizes: tuple[int, int, int] | None = None
 
 
 TASK_LEVELS: dict[str, TaskLevel] = {
@@ -256,6 +288,16 @@ TASK_LEVELS: dict[str, TaskLevel] = {
     "gpu": TaskLevel("gpu", {"add": (2, 4), "sub": (2, 4), "mul": (3,), "coins": (2,), "spend": (2,)}, STYLE_MIX,
                      "2- and 4-digit addition and subtraction, 3-digit times 1-digit in columns, coins a + b * c "
                      "and spend a - b * c at 2 digits"),
+    # For a pretrained chat model (the smollm2 preset), which cannot do the word problems above (0-6% greedy,
+    # shared/FEASIBILITY.md) but starts at 15-40% on bare questions with operands 2-40. Its answers are read by
+    # their last integer (training/reward.py, rule last_integer); no difference is negative. Nothing warm-starts
+    # on the SFT pool (the model is pretrained): it is there so that the three pools stay disjoint as elsewhere.
+    # Its 1,521 + 780 distinct questions hold a held-out set of 1,000, an RL pool of 2,000 draws and an SFT pool
+    # of 500 rows, no question in two of them.
+    "smollm2": TaskLevel("smollm2", {"ask_add": (40,), "ask_sub": (40,)}, {"bare": 1.0},
+                         "'What is a + b?' and 'What is a - b?' (a >= b), operands 2-40",
+                         level_meaning="the largest operand (both are drawn from 2 to it)",
+                         task_name="arithmetic questions", sizes=(500, 2_000, 1_000)),
 }
 
 
@@ -348,27 +390,33 @@ STYLE_MEANING = {
 def generate_task(
     out_dir: str | Path = "data/tasks",
     seed: int = DEFAULT_SEED,
-    n_train: int = DEFAULT_N_TRAIN,
-    n_eval: int = DEFAULT_N_EVAL,
+    n_train: int | None = None,
+    n_eval: int | None = None,
     *,
     version: str = GENERATOR_VERSION,
     level: str = DEFAULT_LEVEL,
-    n_rl: int = DEFAULT_N_RL,
+    n_rl: int | None = None,
 ) -> dict:
     """Write the task's files and meta.json to `out_dir`; return the meta dict.
 
     Version 3: three disjoint pools (train.jsonl for SFT, rl.jsonl, eval.jsonl) of the task level
     `level`. Version 2: train.jsonl and eval.jsonl of the tiny level, byte for byte what the shipped
     data/tasks holds (`level` and `n_rl` do not apply). Either way the held-out set is drawn first
-    from its own seeded stream, so it does not change when the other sizes do.
+    from its own seeded stream, so it does not change when the other sizes do. A size left None is the
+    level's (TaskLevel.sizes), else the defaults (DEFAULT_N_TRAIN, DEFAULT_N_RL, DEFAULT_N_EVAL).
     """
     if version == "2":
         if level != DEFAULT_LEVEL:
             raise ValueError(f"generator version 2 has one level ({DEFAULT_LEVEL}); --level {level} needs version 3")
-        return _generate_v2(Path(out_dir), seed, n_train, n_eval)
+        return _generate_v2(Path(out_dir), seed, DEFAULT_N_TRAIN if n_train is None else n_train,
+                            DEFAULT_N_EVAL if n_eval is None else n_eval)
     if version != "3":
         raise ValueError(f"unknown generator version {version!r}; choose from {', '.join(GENERATOR_VERSIONS)}")
     lv = get_level(level)
+    sizes = lv.sizes or (DEFAULT_N_TRAIN, DEFAULT_N_RL, DEFAULT_N_EVAL)
+    n_train = sizes[0] if n_train is None else n_train
+    n_rl = sizes[1] if n_rl is None else n_rl
+    n_eval = sizes[2] if n_eval is None else n_eval
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     pools: dict[str, list[dict]] = {}
@@ -400,8 +448,7 @@ def generate_task(
         "pools_disjoint": not any(shared.values()),
         "templates": list(lv.levels),
         "levels": {t: list(d) for t, d in lv.levels.items()},
-        "level_meaning": "digits of the operands (the multiplier in mul and coins has one digit, 2-9; in spend "
-                         "the amount has one digit more than the count)",
+        "level_meaning": lv.level_meaning,
         "styles": dict(lv.style_mix),
         "style_meaning": STYLE_MEANING,
         "answer_type": "string holding a base-10 integer",
@@ -538,9 +585,12 @@ def main(argv: list[str] | None = None) -> None:
                     help="the task level (a preset's task_level; default %(default)s)")
     ap.add_argument("--version", default=GENERATOR_VERSION, choices=GENERATOR_VERSIONS,
                     help="3: three disjoint pools (default); 2: the shipped two-file layout")
-    ap.add_argument("--n-train", type=int, default=DEFAULT_N_TRAIN, help="rows of the SFT pool (train.jsonl)")
-    ap.add_argument("--n-rl", type=int, default=DEFAULT_N_RL, help="rows of the RL pool (rl.jsonl; version 3)")
-    ap.add_argument("--n-eval", type=int, default=DEFAULT_N_EVAL, help="held-out problems (eval.jsonl)")
+    ap.add_argument("--n-train", type=int, help=f"rows of the SFT pool (train.jsonl; default: the level's, else "
+                                                 f"{DEFAULT_N_TRAIN:,})")
+    ap.add_argument("--n-rl", type=int, help=f"rows of the RL pool (rl.jsonl; version 3; default: the level's, else "
+                                             f"{DEFAULT_N_RL:,})")
+    ap.add_argument("--n-eval", type=int, help=f"held-out problems (eval.jsonl; default: the level's, else "
+                                               f"{DEFAULT_N_EVAL:,})")
     ap.add_argument("--force", action="store_true", help="replace a task already in --out")
     args = ap.parse_args(argv)
     held = [name for name in (*POOL_FILES.values(), "meta.json") if (Path(args.out) / name).exists()]
