@@ -764,3 +764,16 @@ def test_the_recorded_run_with_batch_std_and_masked_truncations_imports_with_par
                 else:
                     kept += 1
     assert truncated and kept
+
+
+@pytest.mark.parametrize("delta, epsilon_high, expected", [
+    # INTELLECT-2's delta above 1 + epsilon_high: coef_1 clamped at delta inside PPO's min is the dual clip, c = delta
+    (3.0, 0.2, ("dual_clip", {"eps_low": 0.2, "eps_high": 0.2, "c": 3.0})),
+    (4.0, 0.28, ("dual_clip", {"eps_low": 0.2, "eps_high": 0.28, "c": 4.0})),
+    # a delta inside PPO's range clamps the unclipped branch too: no kind, a gap on the plain clip
+    (1.1, 0.2, ("symmetric", {"eps": 0.2})),
+])
+def test_trls_delta_maps_to_the_dual_clip_above_the_upper_bound(delta, epsilon_high, expected):
+    comps, gaps = components_of(trl_settings(loss_type="grpo", epsilon_high=epsilon_high, config={"delta": delta}))
+    assert (comps["clip"]["kind"], comps["clip"]["params"]) == expected
+    assert [g.slot for g in gaps if "delta" in str(g)] == ([] if expected[0] == "dual_clip" else ["clip"])

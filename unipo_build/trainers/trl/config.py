@@ -96,8 +96,9 @@ def trl_components(trainer: dict, loc: K.Loc, sampler_logps: bool = False) -> tu
                                                         "of the loss; how its normaliser counts them has no kind)",
                 "filter none, their tokens kept with mask 0")
     config = trainer.get("config") or {}
-    if config.get("delta") is not None and loss_type in PPO_LOSSES:
-        gap("clip", "delta", f"{config['delta']} (two-sided clip of the ratio)", comps["clip"]["kind"])
+    if config.get("delta") is not None and loss_type in PPO_LOSSES and comps["clip"]["kind"] != "dual_clip":
+        gap("clip", "delta", f"{config['delta']} (two-sided clip of the ratio, at or below 1 + epsilon_high: "
+                             "it clips inside PPO's range)", comps["clip"]["kind"])
     if config.get("use_bias_correction_kl"):
         gap("kl", "use_bias_correction_kl", "True (the KL times the ratio)", "k3 in the loss")
     if (config.get("top_entropy_quantile") or 1.0) < 1.0:
@@ -129,6 +130,8 @@ def trl_clip(trainer: dict, loc: K.Loc) -> dict:
       bound and ``eps_high = epsilon_high - 1`` (TRL's epsilon_high is the cap itself; ScaleRL's 5.0 is
       eps_high 4). A cap at or below 1 (TRL's default: epsilon_high unset is epsilon's 0.2) has no kind (the
       registry's cap is above 1): the kind's default cap stands in, and :func:`trl_components` names the gap;
+    - with ``delta`` above 1 + epsilon_high (INTELLECT-2's two-sided clip: coef_1 clamped at delta): the
+      ``dual_clip`` kind with c = delta (its floor for a negative advantage); a delta inside PPO's range is a gap;
     - sapo: ``sigmoid(tau (ratio - 1)) * 4 / tau`` with tau = sapo_temperature_pos where A > 0, else
       sapo_temperature_neg: the ``sapo`` kind (tau_pos, tau_neg).
     """
@@ -143,6 +146,11 @@ def trl_clip(trainer: dict, loc: K.Loc) -> dict:
     if loss_type == "sapo":
         return {"kind": "sapo", "params": {"tau_pos": float(config.get("sapo_temperature_pos", 1.0)),
                                            "tau_neg": float(config.get("sapo_temperature_neg", 1.05))}}
+    delta = config.get("delta")
+    if delta is not None and loss_type in PPO_LOSSES and float(delta) > 1.0 + high:
+        # coef_1 clamped at delta inside PPO's min: for A < 0 and ratio > delta the term is delta A, constant (the
+        # dual clip's floor c A with c = delta); for A > 0 the clipped branch, 1 + epsilon_high, is the smaller
+        return {"kind": "dual_clip", "params": {"eps_low": low, "eps_high": high, "c": float(delta)}}
     return ({"kind": "symmetric", "params": {"eps": low}} if low == high
             else {"kind": "asymmetric", "params": {"eps_low": low, "eps_high": high}})
 
