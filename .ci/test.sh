@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: .venv with torch (CPU) and the train + dev + trl extras, OpenRLHF's Python
+# The whole test suite: .venv with torch (CPU) and the train + dev + trl + model extras (model: gguf, with which
+# tests/test_pretrained.py writes the tiny GGUF it converts), OpenRLHF's Python
 # code for the parity test, the browser libraries from npm, Chromium for the browser tests,
 # then pytest. Arguments go to pytest; --install-only (first) installs all of it and runs no test.
 set -euo pipefail
@@ -18,7 +19,7 @@ if ! "$VPY" -c 'import sys, torch; sys.exit(torch.__version__.split("+")[0] != "
   say "pip install torch==2.13.0"
   quiet "$VPY" -m pip install -q torch==2.13.0
 fi
-pip_install_project ".[train,dev,trl]"
+pip_install_project ".[train,dev,trl,model]"
 install_openrlhf_cpu
 npm_ci
 
@@ -32,7 +33,7 @@ if ! have_browser; then
   fi
 fi
 if [ "$install_only" = 1 ]; then
-  say "installed torch 2.13.0 and the train, dev and trl extras into .venv (no test run): source .venv/bin/activate"
+  say "installed torch 2.13.0 and the train, dev, trl and model extras into .venv (no test run): source .venv/bin/activate"
   exit 0
 fi
 if have_browser; then

@@ -555,5 +555,11 @@ def register_trim_steps(sub) -> None:
     register(sub)
 
 
+def register_model(sub) -> None:
+    from unipo_build.cli.model import register_model as register
+
+    register(sub)
+
+
 REGISTRARS: list = [register_train, register_suite, register_publish, register_trim_steps, register_import,
-                    register_explain, register_new_algorithm, register_openrlhf]
+                    register_explain, register_new_algorithm, register_openrlhf, register_model]
