@@ -148,15 +148,16 @@ def rewrite_lines(path: Path, edit) -> None:
 
 
 def write_metric_run(run_dir: Path, algorithm: str, *, seed: int = 0, rollouts: int = 40, steps_per_rollout: int = 2,
-                     metrics=None, evals=(), max_new_tokens: int = 64) -> Path:
+                     metrics=None, evals=(), max_new_tokens: int = 64, config=None, details=None) -> Path:
     """A run of metrics only (no token files): ``metrics(fraction, rng) -> {name: value}`` gives each
     rollout's values (fraction of training from 0 to 1; ``rng`` a seeded numpy Generator for noise),
     repeated on its updates; ``evals``: EvalRecords to log. ``algorithm``: a spec's path under
-    data/algorithms without .yaml (``grpo``, ``ladder/ladder_no_kl``). For tests of what pages say
-    about runs."""
+    data/algorithms without .yaml (``grpo``, ``ladder/ladder_no_kl``); ``config``: a ResolvedAlgorithm
+    to log instead of the spec's (a kind no spec has); ``details``: {step: StepDetail} token files to
+    write at those steps. For tests of what pages say about runs."""
     import numpy as np
 
-    config = resolve(load_spec(SPEC_DIR / f"{algorithm}.yaml"), max_new_tokens=max_new_tokens)
+    config = config or resolve(load_spec(SPEC_DIR / f"{algorithm}.yaml"), max_new_tokens=max_new_tokens)
     header = make_header("grpo").model_copy(update={
         "algorithm": config.id, "run_id": run_dir.name, "algorithm_config": config, "seed": seed,
         "hyperparameters": Hyperparameters(lr=0.0001, group_size=4, max_new_tokens=max_new_tokens,
@@ -171,8 +172,12 @@ def write_metric_run(run_dir: Path, algorithm: str, *, seed: int = 0, rollouts: 
         values = {k: (None if v is None else float(f"{v:.6g}"))
                   for k, v in (metrics or (lambda f, g: {}))(r / max(1, rollouts - 1), rng).items()}
         for k in range(steps_per_rollout):
-            writer.step(StepRecord(step=step, rollout=r, first_in_rollout=k == 0,
-                                   metrics={"objective": 0.0, "loss/policy": 0.0, **values}))
+            detail = (details or {}).get(step)
+            if detail is not None:
+                writer.step_detail(detail.model_copy(update={"step": step, "rollout": r}))
+            writer.step(StepRecord(step=step, rollout=r, first_in_rollout=k == 0, has_tokens=detail is not None,
+                                   metrics={"objective": 0.0 if detail is None else detail.objective,
+                                            "loss/policy": 0.0, **values}))
             step += 1
     for record in evals:
         if record.phase != "start":

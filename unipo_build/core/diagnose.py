@@ -9,8 +9,15 @@ prime-rl#2671); why does length move, often from truncation (EasyR1#40); which s
 :func:`diagnose` reads a run (``unipo_build.core.reader``) and returns one :class:`Diagnosis` per question, each
 computed from the run alone: the figure it rests on, a verdict (``fine``, ``look here``, or ``not measurable``
 with what the log lacks), the steps that show it (the Step Inspector opens them) and the course chapter that
-teaches it. Every function is pure over the reader: tests build logs by hand to trigger each one, and the
-shipped runs are checked for false alarms (tests/test_diagnose.py).
+teaches it. Every function is pure over the reader: tests build logs by hand to trigger each one, on every clip
+and filter kind, and the shipped runs are checked for false alarms (tests/test_diagnose.py).
+
+The questions are asked in the terms of the run's own objective, read from its kinds, never from their names: the
+clipping questions in the clip kind's (``objective.clip_rule``: PPO's range, CISPO's cap on the weight, GMPO's
+log-space range, the dual clip's floor; SAPO's gate and no clip clip nothing), the length question in the filter's
+(a masked truncation weighs 0) and the shaping's, with the reward the token files show a truncated answer got or,
+without them, the header's description of the reward. The sampler question reads the sampler's own log-probs or a
+trainer's mismatch metrics, mean and tail; a log with neither cannot answer it.
 """
 
 from __future__ import annotations
@@ -22,8 +29,10 @@ import numpy as np
 
 from unipo_build.core.heldout import MIN_PROBLEMS, TOO_FEW, compare, start_and_end
 from unipo_build.core.numbers import fmt_num, fmt_share, fmt_signed_points
+from unipo_build.core import log_reads as R
 from unipo_build.core.reader import RunReader, reader_for
-from unipo_build.core.objective import clip_bounds
+from unipo_build.core.objective import clip_rule, masks_responses
+from unipo_build.core.registry import ClipRule
 
 FINE, LOOK, UNMEASURABLE = "fine", "look here", "not measurable"
 
@@ -36,15 +45,31 @@ ZERO_LOSS = 1e-3
 COLLAPSE, EXPLODE = 0.2, 2.0
 #: The share of responses cut at the budget (last tenth of updates) from which length is the budget's doing.
 TRUNCATED = 0.05
-#: |log ratio| at the first update of a rollout (where the learner's policy is the sampler's) beyond which the
-#: sampler's and the learner's log-probs disagree: a numerical mismatch, not learning.
-MISMATCH = 1e-3
 #: A clip fraction (mean over the last tenth of updates) from which a side clips too much to be a guard rail.
 HEAVY_CLIP = 0.2
 #: The mean |sampler - learner| log-prob gap over tokens (nats) beyond which they disagree.
 MISMATCH_MEAN = 1e-2
-#: Token files a diagnosis reads at most (spread evenly over the run).
-TOKEN_STEPS_READ = 16
+#: The tail of the mismatch: a token whose probability differs by more than this factor between the sampler and the
+#: learner (the band outside which IcePop and verl's token-level rejection mask a token) ...
+TAIL_FACTOR = 2.0
+#: ... in more than this share of the tokens read (the shipped gpu runs, bf16 sampling: none of 12,358 tokens; a
+#: sampler 8 updates stale: 0.45%).
+TAIL_SHARE = 1e-3
+#: A log that keeps only each update's largest gap: its worst token beyond this factor in at least half the updates
+#: (the gpu runs' median worst token: about 0.2 nats, a factor 1.2; 8 updates stale: about 3.4 nats, a factor 30).
+MAX_FACTOR = 10.0
+#: KL(sampler || learner) per token (nats), estimated on the sampled tokens (k3), beyond which they disagree (the gpu
+#: runs: 1.1e-5; 8 updates stale: 3.9e-3).
+MISMATCH_KL = 1e-3
+#: The sampler/learner gap's per-update metrics as each writer names them: mean and largest |learner - sampler|
+#: log-prob over the update's tokens (this project's trainer; TRL with vLLM's importance-sampling correction), and the
+#: sampler KL (prime-rl's mismatch_kl, verl's rollout correction k3_kl).
+GAP_MEAN = ("mismatch/logp_abs_mean", "sampling/sampling_logp_difference/mean")
+GAP_MAX = ("mismatch/logp_abs_max", "sampling/sampling_logp_difference/max")
+SAMPLER_KL = ("mismatch_kl/all/mean", "rollout_corr/k3_kl")
+#: A clip's bound within this factor of 1 is met in ordinary training (PPO's 0.8 and 1.2); a farther one (a CISPO cap
+#: of 5) only by rare tokens, so that none reaching it says nothing.
+NEAR_BOUND = 2.0
 #: Training rewards needed to judge a rise without a held-out evaluation (two tenths of at least two each).
 MIN_UPDATES = 20
 #: How many steps a diagnosis points at.
@@ -140,9 +165,24 @@ def _first(steps, mask, n: int = SHOWN) -> list[int]:
     return [int(s) for s in np.asarray(steps)[np.asarray(mask, dtype=bool)][:n]]
 
 
-def _kind(reader: RunReader, slot: str) -> str | None:
+def _rule(reader: RunReader) -> tuple[bool, ClipRule | None]:
+    """(whether the log names its objective, the clip's bound in words: objective.clip_rule; None where the
+    objective clips no token)."""
     config = reader.header.algorithm_config
-    return config.kind(slot) if config is not None else None
+    return (config is not None, clip_rule(config) if config is not None else None)
+
+
+def _no_clip(reader: RunReader, lead: str) -> str:
+    """``lead``, then why an objective whose clip clips no token has nothing to count, in its clip kind's words."""
+    kind = reader.header.algorithm_config.component("clip")
+    return f"this objective clips no token, {lead} (clip slot: {kind.label or kind.name}). {kind.summary}"
+
+
+def _near(rule: ClipRule | None) -> bool:
+    """Whether a side of the clip sits near enough to 1 to be met in ordinary training (:data:`NEAR_BOUND`)."""
+    if rule is None:
+        return True
+    return any(x is not None and x > 0 and abs(np.log(x)) <= np.log(NEAR_BOUND) for x in (rule.low, rule.high))
 
 
 # ---------------------------------------------------------------------------
@@ -179,13 +219,10 @@ def loss_zero(reader: RunReader) -> Diagnosis:
 def clip_zero(reader: RunReader) -> Diagnosis:
     q = "clip_ratio is always 0: why?"
     ch, src = CHAPTERS["ppo"], "trl#3120"
-    kind = _kind(reader, "clip")
-    if kind == "none":
-        return Diagnosis("clip_zero", q, FINE, "this algorithm does not clip (clip slot: none)", ch, src)
-    config = reader.header.algorithm_config
-    if config is not None and clip_bounds(config) == (None, None):
-        return Diagnosis("clip_zero", q, FINE, f"this objective has no bound to clip at (clip: "
-                         f"{config.component('clip').label or kind}): its clip fraction is 0 by construction", ch, src)
+    named, rule = _rule(reader)
+    if named and rule is None:
+        return Diagnosis("clip_zero", q, FINE, _no_clip(reader, "so its clip fraction is 0 by construction"), ch, src)
+    bound = f"{rule.name}, {rule.bound}" if rule is not None else "the clip's bounds 1 \u00b1 \u03b5"
     steps, low = _values(reader, "clip/frac_low")
     _, high = _values(reader, "clip/frac_high")
     if not len(low) and not len(high):
@@ -195,15 +232,37 @@ def clip_zero(reader: RunReader) -> Diagnosis:
     table = reader.table
     per_rollout = (table.n / table.n_rollouts) if table.n_rollouts else 1.0
     if clipped.any():
-        return Diagnosis("clip_zero", q, FINE, f"tokens were clipped on {int(clipped.sum())} of {len(clipped)} updates "
+        what = ("tokens were clipped" if rule is None or rule.silences else
+                f"tokens reached {rule.name} (their weight held there, their gradient still flowing)")
+        return Diagnosis("clip_zero", q, FINE, f"{what} on {int(clipped.sum())} of {len(clipped)} updates "
                          f"(mean clip fraction {_share(float(np.mean(total)))})", ch, src)
     if per_rollout <= 1.0:
         return Diagnosis("clip_zero", q, FINE, "no token clipped, as expected: one update per rollout, so every "
                          "update is on-policy and the ratio is exactly 1 (nothing to clip)", ch, src)
-    return Diagnosis("clip_zero", q, LOOK, f"no token clipped in {len(clipped)} updates although a rollout is "
-                     f"trained by {per_rollout:.3g} updates on average: the later updates should move the ratio off 1 (a learning "
-                     "rate too small to move it past 1 \u00b1 \u03b5, or a ratio taken against the current policy)",
-                     ch, src, steps=[int(s) for s in table.steps[~table.first_in_rollout][:SHOWN]])
+    later = [int(s) for s in table.steps[~table.first_in_rollout][:SHOWN]]
+    intro = (f"no token clipped in {len(clipped)} updates although a rollout is trained by {per_rollout:.3g} updates "
+             "on average")
+    seen = R.later_ratio(reader)
+    if seen is not None:
+        lo, hi, where = seen
+        if abs(lo - 1) < 1e-6 and abs(hi - 1) < 1e-6:
+            return Diagnosis("clip_zero", q, LOOK, f"{intro}, and at the later updates the ratio is exactly 1 too "
+                             f"({where}): the old log-probs are the current policy's (a ratio taken against the current "
+                             "policy), or the weights do not move", ch, src, steps=later)
+        span = f"at the later updates the ratio stayed between {_g(lo)} and {_g(hi)} ({where})"
+        if rule is None or ((rule.low is None or lo >= rule.low) and (rule.high is None or hi <= rule.high)):
+            return Diagnosis("clip_zero", q, FINE, f"{intro}; {span}, inside {bound}: no token reached a bound, so "
+                             "none could be clipped", ch, src)
+        sides = "; ".join(x for x in (rule.low_side, rule.high_side) if x)
+        return Diagnosis("clip_zero", q, FINE, f"{intro}; {span}, past {bound} only on tokens it does not count: a "
+                         f"token is counted where its advantage pushes it out ({sides}), and none was", ch, src)
+    if not _near(rule):
+        return Diagnosis("clip_zero", q, UNMEASURABLE, intro, ch, src,
+                         lacks=f"no ratio/min, ratio/max or token ratios at the later updates: whether any token came "
+                               f"near {bound}, cannot be told, and a bound that far from 1 is reached by rare tokens only")
+    return Diagnosis("clip_zero", q, LOOK, f"{intro}: the later updates should move the ratio off 1 (a learning rate "
+                     f"too small to move it past {bound}, or a ratio taken against the current policy)",
+                     ch, src, steps=later)
 
 
 def zero_grad_with_std(reader: RunReader) -> Diagnosis:
@@ -225,9 +284,19 @@ def zero_grad_with_std(reader: RunReader) -> Diagnosis:
         why = ("; on them every group has zero reward variance (every answer of a prompt scored alike): the batch's "
                "std is not 0, each group's is, so every advantage is 0")
     else:
+        config = reader.header.algorithm_config
+        if config is None:
+            dropped = "masked truncations, a filter or a mask dropping them"
+        elif masks_responses(config):
+            kind = config.component("filter")
+            dropped = (f"this run's filter, {kind.label or kind.name}, takes truncated answers out of the loss: were "
+                       "the others' answers all cut at the budget?")
+        else:
+            kind = config.component("filter")
+            dropped = (f"a mask dropping them: this run's filter, {kind.label or kind.name}, takes no single answer "
+                       "out of the loss")
         why = (f"; on them only {_share(float(np.nanmean(zv)))} of the groups have zero reward variance, so the "
-               "advantages are not all 0: the loss kept no token of the others (masked truncations, a filter or a "
-               "mask dropping them)")
+               f"advantages are not all 0: the loss kept no token of the others ({dropped})")
     return Diagnosis("zero_grad_with_std", q, LOOK, f"{int(hit.sum())} of {table.n} updates have reward std > 0 and "
                      f"gradient norm 0{why}", ch, src, steps=_first(table.steps, hit))
 
@@ -283,76 +352,118 @@ def entropy_trend(reader: RunReader) -> Diagnosis:
                          "samples near-deterministically and explores no more", ch, src, steps=_first(steps, below))
     if ratio > EXPLODE:
         above = entropy > EXPLODE * first
+        named, rule = _rule(reader)
+        why = ("too large a step, or a high bound that lets unlikely tokens rise: "
+               f"{rule.name}, {rule.bound}?" if rule is not None and rule.high is not None else
+               "too large a step? this objective clips no token" if named and rule is None else
+               "too large a step or clip-higher bound?")
         return Diagnosis("entropy_trend", q, LOOK, figure + f": more than {EXPLODE:g}\u00d7 the start, the policy is "
-                         "spreading out (too large a step or clip-higher bound?)", ch, src, steps=_first(steps, above))
+                         f"spreading out ({why})", ch, src, steps=_first(steps, above))
     return Diagnosis("entropy_trend", q, FINE, figure + f": within {COLLAPSE:g}\u00d7 to {EXPLODE:g}\u00d7 the start", ch, src)
 
 
 def sampler_learner(reader: RunReader) -> Diagnosis:
     q = "Do the sampler's and the learner's log-probs disagree?"
     ch, src = CHAPTERS["anatomy"], "verl#2996, prime-rl#2671"
-    table = reader.table
-    # The trainer's own measure (mixed precision: mismatch/logp_abs_mean, the mean |old_logp - sample_logp| of each
-    # update's tokens), over every update.
-    msteps, mismatch = _values(reader, "mismatch/logp_abs_mean")
-    if len(mismatch):
-        figure = (f"mean |sampler \u2212 learner| log-prob gap (mismatch/logp_abs_mean) {_g(float(np.mean(mismatch)))} nats "
-                  f"over {len(mismatch)} updates, at most {_g(float(np.max(mismatch)))}")
-        high = mismatch > MISMATCH_MEAN
+    # What the log holds of the two: each update's mean and largest |learner - sampler| log-prob gap and the sampler
+    # KL where the trainer logged them (every update), and the sampler's own log-probs in the token files (a sample of
+    # steps, every token: the tail). The mean says whether they disagree on the whole; the tail, whether some tokens
+    # are far off, which a mean hides and which practitioners watch.
+    said: list[str] = []
+    alarms: list[str] = []
+    flagged: list[int] = []
+    mean = R.series_of(reader, GAP_MEAN)
+    if mean is not None:
+        name, msteps, values = mean
+        high = values > MISMATCH_MEAN
+        said.append(f"mean |sampler \u2212 learner| log-prob gap ({name}) {_g(float(np.mean(values)))} nats over "
+                    f"{len(values)} updates, at most {_g(float(np.max(values)))}")
         if high.any():
-            return Diagnosis("sampler_learner", q, LOOK, figure + f"; above {MISMATCH_MEAN:g} on {int(high.sum())} "
-                             "updates: the policy trained on is not the one that sampled", ch, src,
-                             steps=_first(msteps, high))
-        return Diagnosis("sampler_learner", q, FINE, figure + f": within {MISMATCH_MEAN:g} (numerical noise)", ch, src)
-    # Token files with the sampler's own log-probs (vLLM): compare them with the learner's old log-probs, token by
-    # token; a sampler in lower precision differs by ~1e-3 nats on average (the shipped gpu set: 5e-4 to 6e-4,
-    # single tokens up to 0.12), a mismatch that matters by ten times that on average.
-    token_steps = list(reader.token_steps)
-    if len(token_steps) > TOKEN_STEPS_READ:  # evenly spread over the run: a long run's token files are many
-        token_steps = [token_steps[int(i)] for i in np.linspace(0, len(token_steps) - 1, TOKEN_STEPS_READ)]
-    gaps: list[float] = []
-    by_step: dict[int, list[float]] = {}
-    for step in token_steps:
-        for prompt in reader.detail(step).prompts:
-            for response in prompt.responses:
-                t = response.tokens
-                sample = getattr(t, "sample_logp", None) if t is not None else None
-                if sample is None:
-                    continue
-                mask = t.mask or [1] * len(t.ids)
-                found = [abs(a - b) for a, b, m in zip(sample, t.old_logp, mask) if m]
-                gaps += found
-                by_step.setdefault(step, []).extend(found)
+            alarms.append(f"the mean gap is above {MISMATCH_MEAN:g} on {int(high.sum())} updates")
+            flagged += _first(msteps, high)
+    worst = R.series_of(reader, GAP_MAX)
+    if worst is not None:
+        name, wsteps, values = worst
+        median = float(np.median(values))
+        said.append(f"each update's largest token gap ({name}) {_g(median)} nats in the median update (a probability "
+                    f"ratio of {_g(float(np.exp(median)))}), {_g(float(np.max(values)))} at most")
+        beyond = values > np.log(MAX_FACTOR)
+        if median > np.log(MAX_FACTOR):
+            alarms.append(f"in most updates some token is over {MAX_FACTOR:g} times as likely to one as to the other")
+            flagged += _first(wsteps, beyond)
+    kl = R.series_of(reader, SAMPLER_KL)
+    if kl is not None:
+        name, ksteps, values = kl
+        said.append(f"sampler KL ({name}) {_g(float(np.mean(values)))} nats per token on average, "
+                    f"{_g(float(np.max(values)))} at most")
+        if float(np.mean(values)) > MISMATCH_KL:
+            alarms.append(f"the sampler KL is above {MISMATCH_KL:g} on average")
+            flagged += _first(ksteps, values > MISMATCH_KL)
+    # Token files with the sampler's own log-probs (vLLM, a stale sampler): every token's gap, its tail and the KL.
+    gaps = R.sampler_gaps(reader)
     if gaps:
-        mean, worst = float(np.mean(gaps)), float(np.max(gaps))
-        figure = (f"mean |sampler \u2212 learner| log-prob gap {_g(mean)} nats over {len(gaps)} tokens of "
-                  f"{len(by_step)} steps (largest {_g(worst)})")
-        if mean > MISMATCH_MEAN:
-            return Diagnosis("sampler_learner", q, LOOK, figure + f", above {MISMATCH_MEAN:g} on average: the policy "
-                             "trained on is not the one that sampled; correct it (importance sampling) or find the "
-                             "numerical cause", ch, src,
-                             steps=[s for s, g in by_step.items() if np.mean(g) > MISMATCH_MEAN][:SHOWN])
-        return Diagnosis("sampler_learner", q, FINE, figure + f": within {MISMATCH_MEAN:g} on average (numerical noise)",
-                         ch, src)
-    # Without the sampler's log-probs: at a rollout's first update the learner's policy is the sampler's, so any
-    # ratio off 1 there is a disagreement between the two computations.
-    first = table.first_in_rollout
-    rmax, rmin = table.column("ratio/max")[first], table.column("ratio/min")[first]
-    logged = ~np.isnan(rmax) & ~np.isnan(rmin)
-    if not logged.any():
-        return Diagnosis("sampler_learner", q, UNMEASURABLE, "", ch, src,
-                         lacks="no sampler log-probs (sample_logp) in the token files and no ratio/min and ratio/max "
-                               "at the first update of a rollout")
-    dev = np.maximum(np.abs(np.log(np.clip(rmax[logged], 1e-300, None))),
-                     np.abs(np.log(np.clip(rmin[logged], 1e-300, None))))
-    steps = table.steps[first][logged]
-    worst = float(dev.max())
-    figure = (f"at the first update of each of {int(logged.sum())} rollouts (where the learner is the sampler) the "
-              + (f"ratio stays within exp(\u00b1{_g(worst)}) of 1" if worst > 0 else "ratio is exactly 1"))
-    if dev.max() > MISMATCH:
-        return Diagnosis("sampler_learner", q, LOOK, figure + f", beyond {MISMATCH:g}: the learner's log-probs are not "
-                         "the sampler's", ch, src, steps=_first(steps, dev > MISMATCH))
-    return Diagnosis("sampler_learner", q, FINE, figure, ch, src)
+        d = np.concatenate(list(gaps.values()))
+        a = np.abs(d)
+        tail = float(np.mean(a > np.log(TAIL_FACTOR)))
+        k3 = float(np.mean(np.expm1(d) - d))  # KL(sampler || learner) on tokens the sampler drew: r - 1 - log r
+        said.append(f"over {fmt_num(len(d))} tokens of {len(gaps)} steps' token files, mean gap {_g(float(a.mean()))} "
+                    f"nats, 99.9% of tokens within {_g(float(np.quantile(a, 0.999)))} (largest {_g(float(a.max()))}), "
+                    + (f"{_share(tail)} of tokens" if tail else "no token")
+                    + f" beyond a factor {TAIL_FACTOR:g} in probability, sampler KL {_g(k3)} nats per token")
+        if mean is None and float(a.mean()) > MISMATCH_MEAN:
+            alarms.append(f"the mean gap is above {MISMATCH_MEAN:g}")
+            flagged += [s for s, g in gaps.items() if np.mean(np.abs(g)) > MISMATCH_MEAN][:SHOWN]
+        if tail > TAIL_SHARE:
+            alarms.append(f"over {_share(TAIL_SHARE)} of tokens are beyond a factor {TAIL_FACTOR:g}")
+            flagged += [s for s, g in gaps.items() if np.mean(np.abs(g) > np.log(TAIL_FACTOR)) > TAIL_SHARE][:SHOWN]
+        if kl is None and k3 > MISMATCH_KL:
+            alarms.append(f"the sampler KL is above {MISMATCH_KL:g}")
+    if not said:
+        return Diagnosis("sampler_learner", q, UNMEASURABLE, "", ch, src, lacks=(
+            "the log holds no log-prob of the sampler's (no sample_logp in the token files, no mismatch metric such as "
+            "mismatch/logp_abs_mean): the ratio at a rollout's first update compares the learner with itself, its old "
+            "log-probs being its own, so it is 1 whatever the sampler did and cannot show a disagreement"))
+    figure = "; ".join(said)
+    checks = [f"mean gap under {MISMATCH_MEAN:g} nats" if mean is not None or gaps else "",
+              f"the median update's largest gap within a factor {MAX_FACTOR:g}" if worst is not None else "",
+              f"no more than {_share(TAIL_SHARE)} of tokens beyond a factor {TAIL_FACTOR:g}" if gaps else "",
+              f"sampler KL under {MISMATCH_KL:g}" if kl is not None or gaps else ""]
+    if alarms:
+        return Diagnosis("sampler_learner", q, LOOK, figure + ": " + ", and ".join(alarms) + "; the policy trained on "
+                         "is not the one that sampled: correct it (importance sampling) or find the cause", ch, src,
+                         steps=sorted(set(flagged))[:SHOWN])
+    return Diagnosis("sampler_learner", q, FINE, figure + ": numerical noise (" + ", ".join(c for c in checks if c)
+                     + ")", ch, src)
+
+
+def _truncation_words(reader: RunReader) -> str:
+    """How the budget reaches this run's objective: what its reward gave a truncated answer (read from its token
+    files, else the header's description of the reward), how its filter weighs a truncated answer's tokens and
+    whether its shaping adds a length term."""
+    scored = R.truncated_rewards(reader)
+    if scored is not None:
+        cut, n_cut, done, n_done = scored
+        reward = (f"its {fmt_num(n_cut)} truncated answers in the token files scored {_g(cut)} on average"
+                  + (f", its {fmt_num(n_done)} finished ones {_g(done)}" if n_done else ""))
+    else:
+        reward = (f"a truncated answer is scored without its end by this run's reward "
+                  f"(\u201c{reader.header.reward.description}\u201d)")
+    config = reader.header.algorithm_config
+    if config is None:
+        return reward + "; the log names no objective to say how its tokens weigh"
+    if masks_responses(config):
+        kind = config.component("filter")
+        counted = config.param("filter", "count_masked")
+        weigh = (f"its filter ({kind.label or kind.name}) takes a truncated answer's tokens out of the loss (weight 0"
+                 + ("; the normaliser still counts them" if counted else ", and out of the normaliser")
+                 + "), while its reward still enters its group's mean and std, so the budget moves the other answers' "
+                   "advantages")
+    else:
+        kind = config.component("aggregation")
+        weigh = f"its tokens weigh in the loss as any answer's do ({kind.label or kind.name})"
+    shaping = config.component("shaping")
+    shaped = "" if shaping.is_none else f"; the reward's shaping adds a length term ({shaping.label or shaping.name})"
+    return f"{reward}; {weigh}{shaped}"
 
 
 def length_moving(reader: RunReader) -> Diagnosis:
@@ -370,9 +481,8 @@ def length_moving(reader: RunReader) -> Diagnosis:
     t_first, t_last = _edges(truncated)
     figure += f"; responses cut at the budget {_share(t_first)} \u2192 {_share(t_last)}"
     if t_last > TRUNCATED:
-        return Diagnosis("length_moving", q, LOOK, figure + ": the budget shapes length (a truncated answer scores as "
-                         "wrong and, per token, weighs by the aggregation)", ch, src,
-                         steps=_first(tsteps, truncated > TRUNCATED))
+        return Diagnosis("length_moving", q, LOOK, figure + f": the budget shapes length ({_truncation_words(reader)})",
+                         ch, src, steps=_first(tsteps, truncated > TRUNCATED))
     return Diagnosis("length_moving", q, FINE, figure + f": under {fmt_share(TRUNCATED)} cut, so the change is the "
                      "policy's, not the budget's", ch, src)
 
@@ -380,27 +490,46 @@ def length_moving(reader: RunReader) -> Diagnosis:
 def which_side(reader: RunReader) -> Diagnosis:
     q = "Which side clipped?"
     ch, src = CHAPTERS["ppo"], "trl#3144"
-    if _kind(reader, "clip") == "none":
-        return Diagnosis("which_side", q, FINE, "this algorithm does not clip (clip slot: none)", ch, src)
-    steps, low = _values(reader, "clip/frac_low")
-    _, high = _values(reader, "clip/frac_high")
-    if not len(low) or not len(high):
-        return Diagnosis("which_side", q, UNMEASURABLE, "", ch, src,
-                         lacks="clip/frac_low and clip/frac_high are not both logged (a single clip_ratio does not say "
-                               "which side)")
-    low_last, high_last = _edges(low)[1], _edges(high)[1]
-    figure = (f"low side (A < 0, ratio below 1 \u2212 \u03b5) {_share(float(np.mean(low)))} of tokens, high side (A > 0, "
-              f"ratio above 1 + \u03b5) {_share(float(np.mean(high)))} over the run; last tenth {_share(low_last)} and "
-              f"{_share(high_last)}")
-    heavy = max(low_last, high_last)
-    most = steps[np.argsort(-(low + high), kind="stable")[:SHOWN]]
+    named, rule = _rule(reader)
+    if named and rule is None:
+        return Diagnosis("which_side", q, FINE, _no_clip(reader, "so there is no side to count"), ch, src)
+    if rule is None:  # a log that names no objective: PPO's words
+        rule = ClipRule("the clip", "1 \u00b1 \u03b5", 0.0, 2.0, "A < 0, ratio below 1 \u2212 \u03b5",
+                        "A > 0, ratio above 1 + \u03b5")
+    table = reader.table
+    sides = [(side, words, table.column(f"clip/frac_{side}")) for side, words, at in
+             (("low", rule.low_side, rule.low), ("high", rule.high_side, rule.high)) if at is not None]
+    logged = [(side, words, v) for side, words, v in sides if not np.all(np.isnan(v))]
+    if len(logged) < len(sides):
+        if logged:
+            lacks = (f"only clip/frac_{logged[0][0]} is logged of {rule.name}'s two sides (a single clip fraction "
+                     "does not say which side)")
+        else:
+            lacks = "no " + " or ".join(f"clip/frac_{side}" for side, _, _ in sides)
+        return Diagnosis("which_side", q, UNMEASURABLE, "", ch, src, lacks=lacks)
+    rows = [(side, words, v, ~np.isnan(v)) for side, words, v in logged]
+    parts, lasts = [], []
+    for side, words, v, ok in rows:
+        parts.append(f"{side} side ({words}) {_share(float(np.mean(v[ok])))} of tokens")
+        lasts.append((side, _edges(v[ok])[1]))
+    figure = (", ".join(parts) + " over the run; last tenth " + " and ".join(_share(x) for _, x in lasts))
+    absent = [side for side, at in (("low", rule.low), ("high", rule.high)) if at is None]
+    if absent:
+        figure += f"; {rule.name} has no {absent[0]} side: {rule.bound}"
+    both = np.nansum(np.vstack([v for _, _, v, _ in rows]), axis=0)
+    some = np.any(np.vstack([ok for *_, ok in rows]), axis=0)
+    order = [i for i in np.argsort(-both, kind="stable") if some[i]]
+    side, heavy = max(lasts, key=lambda x: x[1])
     if heavy > HEAVY_CLIP:
-        side = "low" if low_last >= high_last else "high"
-        return Diagnosis("which_side", q, LOOK, figure + f": the {side} side clips over {fmt_share(HEAVY_CLIP)} of tokens, "
-                         "a wall rather than a guard rail (too many epochs or too large a step?)", ch, src,
-                         steps=sorted(int(s) for s in most))
-    return Diagnosis("which_side", q, FINE, figure, ch, src, steps=sorted(int(s) for s in most if (low + high)[
-        int(np.searchsorted(steps, s))] > 0))
+        most = sorted(int(table.steps[i]) for i in order[:SHOWN])
+        why = ("a wall rather than a guard rail (too many epochs or too large a step?)" if rule.silences else
+               "its tokens keep their gradient, only scaled down to the bound; a bound the ratios meet this often acts "
+               "on most updates, not on rare tokens" + (" (below 1 it holds the weight of every token whose ratio is "
+                                                        "above it)" if rule.high is not None and rule.high < 1 else ""))
+        return Diagnosis("which_side", q, LOOK, figure + f": the {side} side counts over {fmt_share(HEAVY_CLIP)} of "
+                         f"tokens, {why}", ch, src, steps=most)
+    return Diagnosis("which_side", q, FINE, figure, ch, src,
+                     steps=sorted(int(table.steps[i]) for i in order[:SHOWN] if both[i] > 0))
 
 
 DIAGNOSES = (loss_zero, clip_zero, zero_grad_with_std, reward_not_rising, entropy_trend, sampler_learner,

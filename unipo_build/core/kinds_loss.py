@@ -9,6 +9,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
+from unipo_build.core import clip_rules
 from unipo_build.core import components as C
 from unipo_build.core.numbers import param_text as _fmt
 from unipo_build.core.numbers import tex_fraction, tex_num
@@ -97,6 +98,7 @@ def _ppo_clip_grad(bounds):
 _NO_BOUNDS = lambda p: (None, None)  # noqa: E731
 _SYMMETRIC = lambda p: (p["eps"], p["eps"])  # noqa: E731
 _ASYMMETRIC = lambda p: (p["eps_low"], p["eps_high"])  # noqa: E731
+
 # The clip kinds are written on the token ratio (RATIO_TEX); formula.with_ratio rewrites them with
 # the algorithm's own ratio (GSPO clips its sequence ratio s_i, not a token's).
 _CLIP_AFTER = ("It does not bound the ratio: the ratio itself can move on, pushed by the updates of other "
@@ -135,6 +137,7 @@ register("clip", "symmetric", SymmetricClip,
          (Term("clip", r"\operatorname{clip}", _CLIP_TERM),
           Term("min", r"\min", "The pessimistic choice: the smaller of the clipped and unclipped objectives.")),
          fn=C.clipped_surrogate, bounds=_SYMMETRIC, worked=_clip_worked, apply=_ppo_clip(_SYMMETRIC), grad=_ppo_clip_grad(_SYMMETRIC), label="symmetric clip",
+         clip_rule=clip_rules.range_rule("PPO's clip", _SYMMETRIC),
          explain=_CLIP_ROWS)
 register("clip", "asymmetric", AsymmetricClip,
          "Separate lower and upper bounds, 1 - eps_low and 1 + eps_high: once the ratio has left them in the advantage's direction, the term stops pushing.",
@@ -144,6 +147,7 @@ register("clip", "asymmetric", AsymmetricClip,
                "1 + eps_high and stops pushing down once it falls below 1 - eps_low. " + _CLIP_AFTER),
           Term("min", r"\min", "The pessimistic choice: the smaller of the clipped and unclipped objectives.")),
          fn=C.clipped_surrogate, bounds=_ASYMMETRIC, worked=_clip_worked, apply=_ppo_clip(_ASYMMETRIC), grad=_ppo_clip_grad(_ASYMMETRIC), label="asymmetric clip (clip-higher)",
+         clip_rule=clip_rules.range_rule("PPO's clip with a higher upper bound (clip-higher)", _ASYMMETRIC),
          explain=_CLIP_ROWS)
 
 class DualClip(_Params):
@@ -225,6 +229,7 @@ register("clip", "dual_clip", DualClip,
                "lower bound, since rho A falls without limit as rho grows. The max with c A bounds it: above rho = c the "
                "term is constant and the token's gradient is 0 (verl clip_ratio_c, 3 by default; OpenRLHF dual_clip).")),
          fn=C.dual_clip_surrogate, bounds=_ASYMMETRIC, worked=_dual_clip_worked, label="dual clip (floor c·Â)",
+         clip_rule=clip_rules.dual_rule,
          apply=lambda ratio, advantage, p: C.dual_clip_surrogate(ratio, advantage, p["eps_low"], p["eps_high"], p["c"]),
          grad=lambda ratio, advantage, p: C.dual_clip_surrogate_grad(ratio, advantage, p["eps_low"], p["eps_high"], p["c"]),
          explain=explain(
@@ -258,6 +263,7 @@ register("clip", "cispo", CispoClip,
           Term("clip", r"\operatorname{clip}", "Clips the importance-sampling weight, not the objective: unlike PPO's min, "
                "nothing goes flat. The paper sets no lower bound and tunes only the upper one. " + _CLIP_AFTER)),
          fn=C.cispo_surrogate, bounds=_cispo_bounds, worked=_cispo_worked, label="clipped IS weight (CISPO)",
+         clip_rule=clip_rules.cispo_rule,
          ratio_kinds=("token",),
          apply=lambda ratio, advantage, p: C.cispo_surrogate(ratio, advantage, p.get("eps_low"), p["eps_high"]),
          grad=lambda ratio, advantage, p: C.cispo_surrogate_grad(ratio, advantage, p.get("eps_low"), p["eps_high"]),
@@ -351,6 +357,7 @@ register("clip", "geo_mean", GeoMeanClip,
                "gradient is 0 (the range is [exp(-eps_low), exp(eps_high)] in the ratio; GMPO uses 0.4 on both sides). A "
                "token with a zero advantage has c = 0 and still counts in the length. " + _CLIP_AFTER)),
          fn=C.geo_mean_surrogate, bounds=_geo_bounds, worked=_geo_worked, label="geometric mean (GMPO)",
+         clip_rule=clip_rules.geo_rule,
          ratio_kinds=("token",), needs_mask=True, aggregation_kinds=("seq_mean_token_mean",),
          apply=lambda ratio, advantage, p, mask: C.geo_mean_surrogate(ratio, advantage, mask, p["eps_low"], p["eps_high"]),
          explain=explain(

@@ -45,7 +45,8 @@ advantage  group kinds (``group_baseline``): ``apply(rewards (n_groups, G), para
 ratio      ``apply(logp, old_logp, mask, params)`` -> ratio (B, T)
 clip       ``apply(ratio, advantage, params)`` -> (surrogate, clip side) (B, T): the surrogate's form
            (``needs_mask``: ``apply(ratio, advantage, params, mask)``, a term that reads the whole response);
-           ``bounds(params)`` -> (eps_low, eps_high) of the ratio, (None, None) without bounds
+           ``bounds(params)`` -> (eps_low, eps_high) of the ratio, (None, None) without bounds;
+           ``clip_rule(params)`` -> :class:`ClipRule`, its bound in words (the diagnoses' terms)
 kl         ``kl_place``: None, "loss" or "reward"; the estimator is a parameter
 aggregation ``apply(mask, params)`` -> weights (B, T)
 filter     ``apply(correct (n_groups, G), params)`` -> keep (n_groups,), None: keep every group;
@@ -154,6 +155,10 @@ class Kind:
     # The setting that selects it in each trainer that ships it (``setting(...)``, :data:`TRAINERS`); empty:
     # no trainer ships it (the components reference shows a dash). ``trainer_settings`` sets them after register.
     trainers: tuple["Setting", ...] = field(default=(), compare=False)
+    # A clip kind's bound in a reader's words and the ratio's numbers: ``clip_rule(params) -> ClipRule``. The
+    # diagnoses ask their clipping questions in its terms (core/diagnose.py, through objective.clip_rule); None: a
+    # kind that clips no token (no clip, SAPO's gate), or one that gives only its ``bounds`` (PPO's words then).
+    clip_rule: Callable[[dict], "ClipRule"] | None = field(default=None, compare=False)
 
     @property
     def is_none(self) -> bool:
@@ -163,6 +168,22 @@ class Kind:
     @property
     def needs_reference(self) -> bool:
         return self.kl_place is not None
+
+
+@dataclass(frozen=True)
+class ClipRule:
+    """What a clip kind bounds, said as a reader reads it (a clip kind's ``clip_rule``): its name, where its bound
+    sits, the ratio below which its low side and above which its high side act (None: no such side), the tokens
+    each side counts (the logged clip/frac_low and clip/frac_high), and whether a counted token loses its gradient
+    (PPO's clip) or keeps it, only its size capped (CISPO's weight)."""
+
+    name: str  # "PPO's clip", "CISPO's cap on the importance weight", ...
+    bound: str  # "the ratio's range [0.8, 1.2]", "the weight's cap at 5 (no lower bound)", ...
+    low: float | None  # the ratio below which the low side acts; None: no low side
+    high: float | None  # the ratio above which the high side acts; None: no high side
+    low_side: str = ""  # the tokens the low side counts: "A < 0, ratio below 0.8"
+    high_side: str = ""  # the tokens the high side counts: "A > 0, ratio above 1.2"
+    silences: bool = True  # a counted token's gradient is 0; False: it flows, only its size is capped
 
 
 REGISTRY: dict[str, dict[str, Kind]] = {slot: {} for slot in SLOTS}
