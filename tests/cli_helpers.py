@@ -27,3 +27,9 @@ def guide_commands(page: str) -> list[str]:
     for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
         commands += [line.strip() for line in block.splitlines() if line.strip() and not line.startswith("#")]
     return commands
+
+
+def unwrapped(stdout: str) -> str:
+    """``unipo import``'s output with each note whole again: it wraps a note at 80 columns, its continuation lines
+    indented by four spaces (cli/commands.py, import_report)."""
+    return stdout.replace("\n    ", " ")

@@ -100,7 +100,8 @@ def test_a_variant_is_explained_by_the_nearest_spec(shipped_site):
     out, _ = shipped_site
     text = page_text(out / "runs/ladder_no_kl/index.html")
     assert ("explained by GRPO: its header names 'ladder_no_kl', not one of the course's algorithms; GRPO is the "
-            "nearest: the fewest slots of another kind, then of other parameters (1 of 8: kl)") in text
+            "nearest: the fewest slots of another kind, then of other parameters (1 of 8 slots differ: another kind "
+            "in kl)") in text
     assert "no token-level detail" in text and "token-level detail: the Step Inspector" in text
     raw = (out / "runs/ladder_no_kl/index.html").read_text()
     # its comparison with GRPO (drawn by explainer.js as "From GRPO to run ladder_no_kl: − 1 removed
@@ -299,13 +300,43 @@ def test_two_objectives_of_a_step_are_shown_with_the_reason(tmp_path):
     assert "loss_type = 'bnpo' with gradient accumulation (a token mean per micro-batch)" in text
     # the import's note (on the run card) and the page name one spec for the run: the same rule (core/matching.py)
     assert "explained by GRPO: its header names 'trl-bnpo'" in text
-    assert ("no spec has all of TRL's kinds, nearest spec: grpo (1 of 8 slots of another kind (aggregation); other "
-            "parameters in advantage)") in text
+    # ... and count the slots that differ by one rule (SpecMatch.differing): the aggregation's kind, which is also a
+    # trainer setting no kind expresses (counted once), and the advantage's parameters: 2 of 8, in both places
+    how = "2 of 8 slots differ: another kind in aggregation, other parameters in advantage"
+    assert f"no spec has all of TRL's kinds, nearest spec: grpo ({how})" in text
+    assert f"GRPO is the nearest: the fewest slots of another kind, then of other parameters ({how})" in text
+    assert "The run trained 2 slots differently from the GRPO spec" in text
     # a run whose two objectives agree says nothing of it
     run = tmp_path / "runs" / "run1"
     import_log("trl", FIXTURES / "trl" / "run1", run, tap=FIXTURES / "trl" / "run1-tap")
     explain.build([run], tmp_path / "site1")
     assert "Two objectives per step" not in page_text(tmp_path / "site1" / "runs" / "run1" / "index.html")
+
+
+def test_an_imported_run_is_explained_in_its_own_terms(tmp_path):
+    """Issue 44 item 4 and the reward sentence of item 3, on TRL's CISPO fixture (cap 1.02, a reward of two
+    functions, no held-out evaluation): the Explainer is headed by the run's own components with the nearest spec
+    named beside them (not 'GRPO ... Shao et al.' over a CISPO formula), its hint names this page's Step Inspector,
+    the reward's tooltip is the header's reward (not '1 if its final answer is right, 0 if not'), the run card's
+    heading claims no held-out evaluation above, and the two objectives' reason reads as a sentence."""
+    run = tmp_path / "runs" / "cispo"
+    import_log("trl", FIXTURES / "trl" / "cispo", run, tap=FIXTURES / "trl" / "cispo-tap")
+    explain.build([run], tmp_path / "site")
+    raw = (tmp_path / "site" / "runs" / "cispo" / "index.html").read_text()
+    text = page_text(tmp_path / "site" / "runs" / "cispo" / "index.html")
+    assert ("Algorithm Explainer run cispo the run's own components nearest spec: GRPO (Group Relative Policy "
+            "Optimization, Shao et al. (2024), arXiv:2402.03300") in text
+    assert "The formula and the cards below are what this run trained: " in text
+    assert "clipped IS weight (CISPO) (upper \u03b5 0.02)" in text
+    assert "Select a token in this page's Step Inspector of run cispo" in text
+    assert "Step Inspector of a GRPO run" not in text
+    tips = re.findall(r'title="(The reward of response i[^"]*)"', raw)
+    assert tips and {html.unescape(t) for t in tips} == {
+        "The reward of response i, as this run's log describes it: TRL reward functions: correct_reward x 1, "
+        "coin_reward x 0.5."}
+    assert "1 if its final answer is right" not in raw
+    assert "Not in this log (the held-out evaluations are above)" not in text and "Not in this log" in text
+    assert "They are TRL writes" not in text and "TRL writes CISPO's per-token loss as the MiniMax-M1 paper" in text
 
 
 def test_the_run_page_answers_the_practitioners_questions(tmp_path):

@@ -64,7 +64,7 @@ def test_exact_kinds_beat_fewer_parameters():
     first, second = ranked(None, config, SPECS)[:2]
     assert first.spec.id == "grpo" and first.exact_kinds
     assert first.params_changed == ("advantage", "clip", "kl")
-    assert first.how() == "other parameters in advantage, clip, kl"
+    assert first.how() == "3 of 8 slots differ: other parameters in advantage, clip and kl"
     assert len(second.kinds_changed) >= 1
 
 
@@ -79,7 +79,13 @@ def test_a_tie_in_kinds_goes_to_fewer_parameters():
     assert [m.spec.id for m in order[:2]] == ["dr_grpo", "grpo"]
     assert order[0].kinds_changed == ("advantage", "aggregation") and order[0].params_changed == ()
     assert order[1].kinds_changed == ("kl", "aggregation") and order[1].params_changed == ("advantage",)
-    assert order[0].how() == "2 of 8 slots of another kind (advantage, aggregation)"
+    assert order[0].how() == "2 of 8 slots differ: another kind in advantage and aggregation"
+    # one rule counts the slots that differ, for the import's note and the explain page alike (issue 44 item 4): a
+    # slot where the trainer ran a setting no kind expresses (an import's gap) differs too, counted once
+    assert order[1].differing() == ("advantage", "kl", "aggregation")
+    assert order[1].differing({"clip", "kl"}) == ("advantage", "clip", "kl", "aggregation")
+    assert order[1].how({"clip", "kl"}) == ("4 of 8 slots differ: another kind in kl and aggregation, other parameters "
+                                            "in advantage, a trainer setting its components do not show in clip")
     assert {m.spec.id: len(m.kinds_changed) for m in order}["dapo"] == 3
 
 

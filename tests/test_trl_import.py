@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cli_helpers import unwrapped
 from unipo_build.core.recompute import check_step
 from unipo_build.core.schema import RunHeader, StepDetail
 
@@ -151,7 +152,7 @@ def test_a_loss_the_registry_cannot_express(copy, tmp_path):
     # The way out it names: view the run against a spec, TRL's own loss kept beside it.
     proc = run_import(copy, tmp_path / "viewed", "--algorithm", "grpo")
     assert proc.returncode == 0, proc.stderr
-    assert "components of the spec grpo (--algorithm)" in proc.stdout
+    assert "components of the spec grpo (--algorithm)" in unwrapped(proc.stdout)
     # the loss type TRL ran is named as the gap in the clip slot, which holds grpo's clip
     header = RunHeader.model_validate_json((tmp_path / "viewed" / "header.json").read_text())
     assert header.imported_from["gaps"][0] == {"setting": "loss_type", "value": "'vespo' (a Gamma weighting of the "
@@ -220,7 +221,7 @@ def test_algorithm_lists_every_setting_trl_ran_otherwise_as_a_gap(tmp_path):
     match = spec_compare(load_specs(spec_dir())["cispo"], own)
     assert {d.slot for d in match.diffs if d.changed} == set(gaps)
     assert "TRL's beta = in_loss (beta 0.04, estimator k3) is not --algorithm's kl (the run holds cispo's none)" in \
-        proc.stdout
+        unwrapped(proc.stdout)
 
 
 def test_algorithm_without_the_tap_says_the_settings_are_not_recorded(tmp_path):
@@ -358,9 +359,9 @@ def test_a_partly_readable_log_imports_what_it_can(copy, tmp_path):
     shard.write_text("\n".join(lines) + "\n" + lines[-1][: len(lines[-1]) // 2])  # a record cut off
     proc = run_import(copy, tmp_path / "out")
     assert proc.returncode == 0, proc.stderr
-    assert "trainer_state.json: log_history[1] has no integer step, skipped" in proc.stdout
-    assert "log_history[0] (step 1) field 'reward' is not a number, skipped" in proc.stdout
-    assert f"shard-rank0.jsonl line {cut + 1}: not JSON (cut off?), skipped" in proc.stdout
+    assert "trainer_state.json: log_history[1] has no integer step, skipped" in unwrapped(proc.stdout)
+    assert "log_history[0] (step 1) field 'reward' is not a number, skipped" in unwrapped(proc.stdout)
+    assert f"shard-rank0.jsonl line {cut + 1}: not JSON (cut off?), skipped" in unwrapped(proc.stdout)
     assert unipo("validate", str(tmp_path / "out")).returncode == 0
     steps = (tmp_path / "out" / "steps.jsonl").read_text().splitlines()
     assert len(steps) == 3 and "reward/mean" not in json.loads(steps[0])["metrics"]
@@ -369,7 +370,7 @@ def test_a_partly_readable_log_imports_what_it_can(copy, tmp_path):
 def test_without_the_tap_metrics_only(tmp_path):
     proc = unipo("import", "trl", str(FIXTURE / "run1"), "--out", str(tmp_path / "out"))
     assert proc.returncode == 0, proc.stderr
-    assert "algorithm unknown" in proc.stdout
+    assert "algorithm unknown" in unwrapped(proc.stdout)
     header = RunHeader.model_validate_json((tmp_path / "out" / "header.json").read_text())
     assert header.algorithm_config is None
     assert not list((tmp_path / "out").glob("tokens/*.json"))
@@ -379,7 +380,8 @@ def test_a_malformed_tap_record_is_skipped_and_listed(copy, tmp_path):
     number = edit_shard(copy / "run1-tap", "update", lambda r: r.pop("loss"))
     proc = run_import(copy, tmp_path / "out")
     assert proc.returncode == 0, proc.stderr
-    assert f"shard-rank0.jsonl line {number}: update record without field 'loss', skipped" in proc.stdout
+    assert (f"shard-rank0.jsonl line {number}: update record without field 'loss', skipped"
+            in unwrapped(proc.stdout))
     assert unipo("validate", str(tmp_path / "out")).returncode == 0
 
 

@@ -9,6 +9,7 @@ import argparse
 import json
 import shlex
 import sys
+import textwrap
 from pathlib import Path
 
 
@@ -359,23 +360,26 @@ ATTENTION = ("skipped", "no kind", "not expressible", "unknown", "nearest", "two
 
 def import_report(out: Path, header) -> list[str]:
     """What an import prints: the run in one line, its size, the notes that need a reader's attention (at most 8,
-    each at most 200 characters), and where the full notes are."""
+    each whole, wrapped at 80 columns), and where the full notes are."""
     config = "with its spec's components" if header.algorithm_config is not None else "algorithm_config null"
     lines = [f"{out}: run {header.run_id!r}, algorithm {header.algorithm!r} ({config})"]
     steps = sum(1 for line in (out / "steps.jsonl").open() if line.strip()) if (out / "steps.jsonl").is_file() else 0
     from unipo_build.core.runlog import token_steps
     tokens = len(token_steps(out))
     lines.append(f"  {steps} step{'' if steps == 1 else 's'}, {tokens} with token detail")
-    notes = (header.notes or "").split(" Derived or changed on import: ", 1)
-    items = [n.strip().rstrip(".") for n in notes[1].split("; ")] if len(notes) == 2 else []
+    from unipo_build.trainers.common import split_notes
+
+    items = split_notes(header.notes)
     shown = [n for n in items if any(word in n for word in ATTENTION)]
-    for note in shown[:8]:
-        lines.append("  ! " + (note if len(note) <= 200 else note[:197] + "..."))
+    for note in shown[:8]:  # each note whole, wrapped at 80 columns
+        lines += textwrap.wrap(note, 80, initial_indent="  ! ", subsequent_indent="    ", break_long_words=False,
+                               break_on_hyphens=False)
     rest = len(items) - min(len(shown), 8)
     if items:
-        lines.append((f"  {rest} more note{'' if rest == 1 else 's'} (metric names mapped, values derived): " if rest
-                      else "  ") + f"all {len(items)} in {out / 'header.json'} (notes) and on the run card of "
-                     f"`unipo explain {out}`")
+        lines += textwrap.wrap((f"{rest} more note{'' if rest == 1 else 's'} (metric names mapped, values derived): "
+                                if rest else "") + f"all {len(items)} in {out / 'header.json'} (notes) and on the run "
+                               f"card of `unipo explain {out}`", 80, initial_indent="  ", subsequent_indent="    ",
+                               break_long_words=False, break_on_hyphens=False)
     return lines
 
 

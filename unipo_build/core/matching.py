@@ -25,7 +25,7 @@ components): the slots the nearest-spec path would show as differing from that s
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from unipo_build.core.registry import SLOTS
 from unipo_build.core.specs import AlgorithmSpec, ResolvedAlgorithm, ResolvedComponent, lineage
@@ -105,16 +105,31 @@ class SpecMatch:
         """Every slot of the run has the spec's kind (its parameters may differ)."""
         return not self.kinds_changed
 
-    def how(self) -> str:
-        """How near, in words: 'every slot alike', '2 of 7 slots of another kind (kl, aggregation)', '...;
-        other parameters in clip'."""
+    def differing(self, gaps: Iterable[str] = ()) -> tuple[str, ...]:
+        """The slots in which the run differs from the spec, in slot order: another kind, other parameters, or a
+        trainer setting no kind expresses (``gaps``: the slots of the import's gaps, :func:`header_gaps`). The one
+        count of differing slots: the import's note (:meth:`how`) and the explain page both give this one."""
+        gaps = set(gaps)
+        return tuple(d.slot for d in self.diffs if d.changed or d.slot in gaps)
+
+    def how(self, gaps: Iterable[str] = ()) -> str:
+        """How near, in words, counted by :meth:`differing`: 'every slot alike', '2 of 8 slots differ: another kind
+        in kl and aggregation', '3 of 8 slots differ: another kind in filter, other parameters in advantage, a
+        trainer setting its components do not show in clip' (a gap). No '; ' in it: an import's notes are joined by
+        '; '."""
+        differing = self.differing(gaps)
+        if not differing:
+            return "every slot alike"
         kinds, params = self.kinds_changed, self.params_changed
-        parts = []
-        if kinds:
-            parts.append(f"{len(kinds)} of {len(self.diffs)} slots of another kind ({', '.join(kinds)})")
-        if params:
-            parts.append(f"other parameters in {', '.join(params)}")
-        return "; ".join(parts) or "every slot alike"
+        unexpressed = tuple(slot for slot in differing if slot not in kinds and slot not in params)
+        parts = [f"{what} in {_and(slots)}" for what, slots in (("another kind", kinds), ("other parameters", params),
+                 ("a trainer setting its components do not show", unexpressed)) if slots]
+        return f"{len(differing)} of {len(self.diffs)} slots differ: " + ", ".join(parts)
+
+
+def _and(items: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def compare(spec: AlgorithmSpec, config: ResolvedAlgorithm, algorithm: str | None = None) -> SpecMatch:

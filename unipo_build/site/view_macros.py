@@ -85,7 +85,8 @@ def objective_card_macro(site: Site, algorithm: str, run: str | None = None) -> 
         else:
             config, run_id = found.config, found.id
     return explainer.objective_card(spec, config=config, run_id=run_id, uid=_uid(site, "unipo-expl", algorithm, run),
-                                    note=note, repo=site.repo)
+                                    note=note, repo=site.repo,
+                                    reward=found.header.reward.description if run_id is not None else None)
 
 
 @macro(html=True, scripts=("explainer",))

@@ -49,24 +49,64 @@ class OutputError(Exception):
 # ---------------------------------------------------------------------------
 
 class Notes:
-    """Derivation notes, each counted, in the order first seen."""
+    """Derivation notes, each counted, in the order first seen. :meth:`text` joins them with '; ', so a note's own
+    clauses are joined with ', ' unless they sit in brackets (:func:`one_note`): :func:`split_notes` gives the notes
+    back whole from a run header's text (``unipo import`` prints them so)."""
 
     def __init__(self) -> None:
         self._counts: dict[str, int] = {}
 
     def add(self, message: str, count: int = 1) -> None:
+        message = one_note(message)
         self._counts[message] = self._counts.get(message, 0) + count
 
     def once(self, message: str) -> None:
         """A rule that applies throughout: noted once, not counted."""
-        self._counts[message] = 1
+        self._counts[one_note(message)] = 1
 
     def lines(self) -> list[str]:
         return [m if n == 1 else f"{m} [{n} times]" for m, n in self._counts.items()]
 
     def text(self, prefix: str) -> str:
         lines = self.lines()
-        return prefix + ("" if not lines else " Derived or changed on import: " + "; ".join(lines) + ".")
+        return prefix + ("" if not lines else NOTES_LEAD + "; ".join(lines) + ".")
+
+
+NOTES_LEAD = " Derived or changed on import: "
+
+
+def _top_level(text: str) -> list[int]:
+    """Where '; ' stands outside every bracket of ``text``."""
+    depth, out = 0, []
+    for i, c in enumerate(text):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth = max(0, depth - 1)
+        elif c == ";" and depth == 0 and text[i + 1:i + 2] == " ":
+            out.append(i)
+    return out
+
+
+def one_note(message: str) -> str:
+    """A note's clauses joined with ', ' where it had '; ' outside brackets: '; ' separates the notes."""
+    for i in reversed(_top_level(message)):
+        message = message[:i] + "," + message[i + 1:]
+    return message
+
+
+def split_notes(notes: str | None) -> list[str]:
+    """The import's notes of a run header's notes text (:meth:`Notes.text`), each whole, without the closing full
+    stop; none where the header has no import notes."""
+    parts = (notes or "").split(NOTES_LEAD, 1)
+    if len(parts) < 2:
+        return []
+    text, out, start = parts[1].rstrip(), [], 0
+    text = text[:-1] if text.endswith(".") else text
+    for i in _top_level(text) + [len(text)]:
+        out.append(text[start:i].strip())
+        start = i + 2
+    return [n for n in out if n]
 
 
 # ---------------------------------------------------------------------------
@@ -276,19 +316,20 @@ KL_COEF_KEYS = ("init_kl_coef", "kl_coef", "beta")
 
 
 def nearest_algorithm(config: ResolvedAlgorithm, specs: dict[str, AlgorithmSpec], trainer: str,
-                      notes: Notes) -> str:
+                      notes: Notes, gaps: Iterable[str] = ()) -> str:
     """The algorithm id an import writes for a trainer's own components: the nearest spec's
     (:func:`unipo_build.core.matching.nearest_spec`, the rule ``unipo explain`` names a run's spec by) when it has all of
-    the run's kinds, else ``config.id``. The notes name the nearest spec and how it differs, so the import note and
-    the explain page of the run name the same spec."""
+    the run's kinds, else ``config.id``. The notes name the nearest spec and how it differs, counted as the explain
+    page counts (``SpecMatch.how``: ``gaps``, the slots of the import's gaps, differ too), so the import note and
+    the explain page of the run name the same spec and the same number of slots."""
     match = nearest_spec(None, config, specs)
     if match is None:
         return config.id
     if match.exact_kinds:
-        if match.params_changed:
-            notes.once(f"{match.spec.id}'s kinds with {trainer}'s parameters in {', '.join(match.params_changed)}")
+        if match.differing(gaps):
+            notes.once(f"{match.spec.id}'s kinds with {trainer}'s settings, {match.how(gaps)}")
         return match.spec.id
-    notes.once(f"no spec has all of {trainer}'s kinds, nearest spec: {match.spec.id} ({match.how()})")
+    notes.once(f"no spec has all of {trainer}'s kinds, nearest spec: {match.spec.id} ({match.how(gaps)})")
     return config.id
 
 

@@ -265,7 +265,7 @@ def _algorithm(tap: Tap | None, algorithm: str | None, max_new_tokens: int | Non
     cfg = ResolvedAlgorithm.model_validate({"id": re.sub(r"[^a-z0-9_]", "_", own.lower()),
                                             "name": f"TRL GRPOTrainer, loss_type={trainer.get('loss_type')}",
                                             "components": comps})
-    spec_id = K.nearest_algorithm(cfg, specs, "TRL", notes)
+    spec_id = K.nearest_algorithm(cfg, specs, "TRL", notes, gaps={g.slot for g in gaps})
     run_name = own if spec_id == cfg.id else spec_id
     cfg = cfg.model_copy(update={"id": spec_id})
     for g in gaps:

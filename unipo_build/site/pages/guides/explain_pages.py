@@ -75,13 +75,9 @@ def match_of(site: Site, run: Run, macro_name: str) -> SpecMatch:
 def match_sentence(site: Site, run: Run, match: SpecMatch) -> str:
     spec = match.spec
     if match.by_id:
-        how = f"its header names the {spec.name} spec ({spec.id})"
-    else:
-        changed = [d.slot for d in match.diffs if d.changed]
-        how = (f"its header names {run.header.algorithm!r}, not one of the course's algorithms; {spec.name} is the "
-               "nearest: the fewest slots of another kind, then of other parameters")
-        how += f" ({len(changed)} of {len(match.diffs)}: {', '.join(changed)})" if changed else " (none)"
-    return how
+        return f"its header names the {spec.name} spec ({spec.id})"
+    return (f"its header names {run.header.algorithm!r}, not one of the course's algorithms; {spec.name} is the "
+            f"nearest: the fewest slots of another kind, then of other parameters ({match.how(import_gaps(run.header))})")
 
 
 def lacks(run: Run) -> list[str]:
@@ -166,7 +162,7 @@ def explain_match(site: Site, run_id: str) -> str:
     run = run_of(site, run_id, "explain_match")
     match = match_of(site, run, "explain_match")
     gaps = import_gaps(run.header)
-    changed = sum(1 for d in match.diffs if d.changed or d.slot in gaps)
+    changed = len(match.differing(gaps))  # the import's note counts by the same rule (SpecMatch.how)
     option = ((run.header.model_extra or {}).get("imported_from") or {}).get("algorithm_option") or {}
     unchecked = option.get("settings") == "not recorded"
     verdict = (f"The log does not record the trainer's settings: the run is shown with the {match.spec.name} "
@@ -193,7 +189,10 @@ def explain_objective_card(site: Site, run_id: str) -> str:
     run = run_of(site, run_id, "explain_objective_card")
     match = match_of(site, run, "explain_objective_card")
     uid = site.chart_id({"view": "explain-card", "run": run.id}, prefix="unipo-expl")
-    html = explainer.objective_card(match.spec, config=run.config, run_id=run.id, uid=uid, repo=site.repo)
+    # a run that trained the spec it names is headed by it; any other by its own components, the spec beside them
+    own = None if match.by_id and not match.differing(import_gaps(run.header)) else f"run {run.id}"
+    html = explainer.objective_card(match.spec, config=run.config, run_id=run.id, uid=uid, repo=site.repo,
+                                    reward=run.header.reward.description, own=own)
     # The Step Inspector announces a token with the run's algorithm id; a card answers its own id,
     # so a run explained by a spec of another id (a variant of GRPO) gets a card under its id.
     spec_attr = f'data-algorithm="{escape_text(match.spec.id)}"'
@@ -206,8 +205,10 @@ def explain_run_card(site: Site, run_id: str) -> str:
     run = run_of(site, run_id, "explain_run_card")
     missing = lacks(run)
     notes = run.header.notes
+    # the run card above shows the held-out evaluations, or says the log has none
     lacking = (f'<div class="admonition warning unipo-explain-missing"><p class="admonition-title">Not in this log'
-               f" (the held-out evaluations are above)</p>{_items(missing)}</div>" if missing else
+               + (" (the held-out evaluations are above)" if list(run.evals) else "")
+               + f"</p>{_items(missing)}</div>" if missing else
                '<p class="unipo-explain-missing">Nothing the views use is missing from this log.</p>')
     derived = (f'<div class="admonition info unipo-explain-derived"><p class="admonition-title">Derived or noted '
                f"when the log was written or imported (the run header's notes)</p><p>{escape_text(notes)}</p></div>"
@@ -254,7 +255,9 @@ def objectives_html(run: Run) -> str:
     said = (f"On {fmt_num(facts['differ'])} of the {fmt_num(facts['steps'])} steps with token detail, the step "
             "objective of the token file (the one the Step Inspector adds up) is not the Training Explorer's (minus "
             f"TRL's loss): up to {fmt_num(facts['max_difference'])} apart." + pair)
-    why = f"They are {facts.get('reason') or 'two different things'}."
+    reason = facts.get("reason") or "two different things"
+    # a reason is a predicate ('two different things: ...') or a sentence of its own ('TRL writes CISPO's ...')
+    why = f"They are {reason}." if reason.startswith("two different things") else reason[0].upper() + reason[1:] + "."
     return ('<div class="admonition note unipo-explain-objectives"><p class="admonition-title">Two objectives per '
             f"step</p><p>{escape_text(said)}</p><p>{escape_text(why)}</p></div>")
 

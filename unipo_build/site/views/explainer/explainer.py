@@ -253,15 +253,35 @@ def _uid(*parts: Any) -> str:
 SAFE_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
 
+def _run_reward(comps: dict[str, Component], reward: str) -> dict[str, Component]:
+    """Each component whose formula has the reward rᵢ, with the run's own reward in its tooltip."""
+    tip = f"The reward of response i, as this run's log describes it: {reward.rstrip('.')}."
+    return {slot: replace(c, tooltips={**c.tooltips, "reward": tip}) if any(t.key == "reward" for t in c.kind.terms)
+            else c for slot, c in comps.items()}
+
+
 def objective_card(spec: AlgorithmSpec, *, config: ResolvedAlgorithm | None = None, run_id: str | None = None,
-                   uid: str | None = None, note: str | None = None, repo: Repo | None = None) -> str:
-    """HTML of the Algorithm Explainer of ``spec`` (with a run's resolved parameters when given)."""
+                   uid: str | None = None, note: str | None = None, repo: Repo | None = None,
+                   reward: str | None = None, own: str | None = None) -> str:
+    """HTML of the Algorithm Explainer of ``spec`` (with a run's resolved parameters when given). ``reward``: the
+    run's reward as its header describes it, for the reward's tooltip (the registry's says a 0/1 correctness).
+    ``own``: the name of a run whose components are not the spec's (an imported run): the Explainer is headed by
+    the run's own components, the spec named beside them as the nearest, and a slot the run sets otherwise than
+    the spec shows no spec words."""
     uid = uid or _uid(spec.id, run_id)
     if not SAFE_ID.match(uid):
         raise ValueError(f"objective_card: bad element id {uid!r}")
     comps = components_of(spec, config)
+    if own is not None:  # the spec's words describe its own parameters: none where the run's differ
+        spec_comps = components_of(spec)
+        comps = {slot: c if c.kind.name == spec_comps[slot].kind.name and c.params == spec_comps[slot].params
+                 else replace(c, explanation=None, tooltips={}) for slot, c in comps.items()}
+    if reward:
+        comps = _run_reward(comps, reward)
     name = escape_text(spec.name)
-    hint = (f"Select a token in a Step Inspector of a {spec.name} run on this page (click it, or Tab to it and "
+    hint = (f"Select a token in this page's Step Inspector of run {run_id} (click it, or Tab to it and press Enter) to "
+            "see its numbers here." if own is not None else
+            f"Select a token in a Step Inspector of a {spec.name} run on this page (click it, or Tab to it and "
             "press Enter) to see its numbers here.")
     where = (f'<div class="unipo-live unipo-live--where" data-live="where" aria-live="polite">'
              f'<p class="unipo-live-hint">{escape_text(hint)}</p></div>')
@@ -305,10 +325,19 @@ def objective_card(spec: AlgorithmSpec, *, config: ResolvedAlgorithm | None = No
         ref = escape_text(f"{paper.authors} ({paper.year})")
         if paper.arxiv:
             ref = f'<a href="https://arxiv.org/abs/{escape_text(paper.arxiv)}">{ref}, arXiv:{escape_text(paper.arxiv)}</a>'
-    header = (f'<p class="unipo-explainer-title"><span class="unipo-label">Algorithm Explainer</span> '
-              f'<strong>{name}</strong> <span class="unipo-fact">{escape_text(spec.full_name)}</span> '
-              f'<span class="unipo-explainer-ref">{ref}</span></p>'
-              f'<p class="unipo-explainer-summary">{escape_text(spec.summary)}</p>')
+    if own is not None:
+        parts_text = ", ".join(kind_label(comps[s], inline=True) for s in SLOTS if not comps[s].kind.is_none)
+        header = (f'<p class="unipo-explainer-title"><span class="unipo-label">Algorithm Explainer</span> '
+                  f'<strong>{escape_text(own)}</strong> <span class="unipo-fact">the run\'s own components</span> '
+                  f'<span class="unipo-explainer-ref">nearest spec: {name} ({escape_text(spec.full_name)}, {ref})'
+                  f'</span></p>'
+                  f'<p class="unipo-explainer-summary">The formula and the cards below are what this run trained: '
+                  f'{escape_text(parts_text)}. The nearest spec, {name}: {escape_text(spec.summary)}</p>')
+    else:
+        header = (f'<p class="unipo-explainer-title"><span class="unipo-label">Algorithm Explainer</span> '
+                  f'<strong>{name}</strong> <span class="unipo-fact">{escape_text(spec.full_name)}</span> '
+                  f'<span class="unipo-explainer-ref">{ref}</span></p>'
+                  f'<p class="unipo-explainer-summary">{escape_text(spec.summary)}</p>')
     note_html = f'<p class="unipo-explainer-note">{escape_text(note)}</p>' if note else ""
     return (f'<div class="unipo-explainer" id="{uid}" data-algorithm="{escape_text(spec.id)}"'
             f'{f" data-run={chr(34)}{escape_text(run_id)}{chr(34)}" if run_id else ""}>'
