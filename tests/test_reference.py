@@ -414,7 +414,10 @@ def test_component_catalogue():
     for slot, kinds in S.REGISTRY.items():
         assert f"## `{slot}` {{ #component-{slot} }}" in md
         for name, kind in kinds.items():
-            assert f"### `{name}` {{ #component-{slot}-{name} }}" in md
+            # one tab per kind in its slot's tabs, its heading the anchor the algorithm pages link to
+            assert (f'<h3 id="component-{slot}-{name}"><code>{name}</code><a class="headerlink" '
+                    f'href="#component-{slot}-{name}" title="Permanent link">&para;</a></h3>') in md
+            assert f'{name}<span class="unipo-sr-only"> ({slot})</span></label>' in md
             assert html.escape(kind.summary) in md
             for field, info in kind.params.model_fields.items():
                 assert f"<td><code>{field}</code></td>" in md

@@ -1,7 +1,7 @@
 """Each kind's settings in TRL, verl, prime-rl and OpenRLHF live in the registry (Kind.trainers) and the
-components reference renders them as one table: one row per registered kind, one column per trainer,
-a dash where the trainer does not ship the kind. A kind registered in a test-only module is a row of it;
-a setting for a trainer the registry does not know is refused in one line."""
+components reference renders them one trainer at a time: a content tab per trainer, a table of the kinds it
+ships with their settings, and one line naming the kinds it does not ship. A kind registered in a test-only
+module is in them; a setting for a trainer the registry does not know is refused in one line."""
 
 from __future__ import annotations
 
@@ -30,14 +30,45 @@ from unipo_build.trainers.verl import config as verl_config
 
 DASH = "\u2014"
 _ROW = re.compile(r'<tr data-slot="([^"]+)" data-kind="([^"]+)" class="unipo-trainer-row">(.*?)</tr>')
+_LACKS = re.compile(r'<p class="unipo-trainer-lacks" data-trainer="([^"]+)">(.*?)</p>')
+
+
+def blocks(page: str) -> dict[str, str]:
+    """trainer -> the HTML of its tab."""
+    parts = page.split('<div class="tabbed-block" data-trainer="')[1:]
+    return {part.split('"', 1)[0]: part.split('">', 1)[1] for part in parts}
+
+
+def lacking(page: str) -> dict[str, list[tuple[str, str]]]:
+    """trainer -> the (slot, kind) its line of kinds it does not ship names, in order."""
+    return {trainer: re.findall(r'href="#component-([a-z]+)-([a-z0-9_]+)"', line) for trainer, line in _LACKS.findall(page)}
 
 
 def rows(page: str) -> dict[tuple[str, str], list[str]]:
-    """(slot, kind) -> the row's cells as text (tags dropped, entities read), in the page's order."""
+    """(slot, kind) -> [its label, then its setting in each trainer as text (tags dropped, entities read, a dash
+    where the trainer's tab names it among the kinds it lacks)], in the registry's order: the tabs read back as
+    one table."""
+    def text(cell: str) -> str:
+        return html.unescape(re.sub(r"<[^>]+>", "", cell.replace("<br>", " | ")))
+
+    settings, labels = {}, {}
+    for trainer, block in blocks(page).items():
+        for slot, name, body in _ROW.findall(block):
+            label, cell = re.findall(r"<td>(.*?)</td>", body)
+            labels[(slot, name)] = text(label)
+            settings[(slot, name, trainer)] = text(cell)
+    missing = lacking(page)
     out = {}
-    for slot, name, body in _ROW.findall(page):
-        cells = re.findall(r"<td>(.*?)</td>", body)
-        out[(slot, name)] = [html.unescape(re.sub(r"<[^>]+>", "", c.replace("<br>", " | "))) for c in cells]
+    for slot in SLOTS:
+        for name in REGISTRY[slot]:
+            cells = []
+            for trainer in R.TRAINERS:
+                if (slot, name, trainer) in settings:
+                    cells.append(settings[(slot, name, trainer)])
+                elif (slot, name) in missing.get(trainer, []):
+                    cells.append(DASH)
+            if cells:
+                out[(slot, name)] = [labels.get((slot, name), f"{slot}: {name}")] + cells
     return out
 
 
@@ -45,18 +76,38 @@ def test_the_tables_rows_are_the_registrys_kinds():
     page = trainer_settings_html()
     table = rows(page)
     assert list(table) == [(slot, name) for slot in SLOTS for name in REGISTRY[slot]]
-    head = re.search(r"<thead><tr>(.*?)</tr></thead>", page).group(1)
-    assert re.findall(r"<th>(.*?)</th>", head) == ["Kind", "TRL 1.16", "verl", "prime-rl", "OpenRLHF 0.11.2"]
+    # one tab per trainer, in the registry's order, the first open
+    labels = re.findall(r'<label for="__tabbed_trainers_\d">(.*?)</label>', page)
+    assert labels == ["TRL 1.16", "verl", "prime-rl", "OpenRLHF 0.11.2"]
+    assert list(blocks(page)) == list(R.TRAINERS)
+    assert page.count('<input checked="checked" id="__tabbed_trainers_1"') == 1
+    total = len(table)
+    for trainer, block in blocks(page).items():
+        label = R.TRAINERS[trainer]
+        head = re.search(r"<thead><tr>(.*?)</tr></thead>", block).group(1)
+        assert re.findall(r"<th>(.*?)</th>", head) == ["Kind", f"Setting in {label}"]
+        shipped = [(slot, name) for slot, name, _ in _ROW.findall(block)]
+        lacks = lacking(page)[trainer]
+        # every kind once: in the trainer's table where it has a setting, else on its one line of what it lacks
+        assert shipped == [k for k in table if R.settings_of(REGISTRY[k[0]][k[1]], trainer)], trainer
+        assert lacks == [k for k in table if not R.settings_of(REGISTRY[k[0]][k[1]], trainer)], trainer
+        assert f'ships {len(shipped)} of the {total} kinds' in block
+        assert f"Not in {html.escape(label)} ({len(lacks)} of the {total} kinds): " in block
+        # no dash left: a trainer's missing kinds are one line, not a column of dashes
+        assert DASH not in re.sub(r"<[^>]+>", "", block)
+        # the table sits in Material's scrolling box (and fits the column: tests/browser/test_reference_fit.py),
+        # and the tab says where the trainer's settings were read
+        assert '<div class="md-typeset__scrollwrap"><div class="md-typeset__table"><table>' in block
+        assert html.escape(R.TRAINER_SOURCES[trainer], quote=True) in block
     for (slot, name), cells in table.items():
         assert len(cells) == 1 + len(R.TRAINERS), (slot, name)
         assert cells[0] == f"{slot}: {name}"
-        kind = REGISTRY[slot][name]
-        for trainer, cell in zip(R.TRAINERS, cells[1:]):
-            assert (cell == DASH) == (not R.settings_of(kind, trainer)), (slot, name, trainer)
-    # the table scrolls inside its own box (Material's wrapper), and says where each trainer was read
-    assert '<div class="md-typeset__scrollwrap"><div class="md-typeset__table"><table>' in page
-    for trainer in R.TRAINERS:
-        assert html.escape(R.TRAINER_SOURCES[trainer], quote=True) in page
+    # prime-rl ships few kinds: the rest are one line, slot by slot
+    missing = lacking(page)["prime-rl"]
+    assert len(missing) > total / 2
+    line = re.sub(r"<[^>]+>", "", dict(_LACKS.findall(page))["prime-rl"])
+    first_slot = missing[0][0]
+    assert line.startswith(f"Not in prime-rl ({len(missing)} of the {total} kinds): {first_slot} {missing[0][1]}, ")
 
 
 def test_a_hand_checked_row_per_trainer():

@@ -11,12 +11,13 @@ Macros (registered with ``site.macro``):
 - ``metric_catalogue()``: ``schema.METRICS`` as a table;
 - ``bound(name)``: a bound of ``unipo_build.core.limits`` (the text length caps, the number range) as
   the schema page's prose writes it;
-- ``component_catalogue()``: the registry: every slot, every kind, its parameters with defaults
-  and descriptions, its formula and terms, the function that computes it (a link into the
-  repository, ``source_links``), and the shipped algorithms that use it;
-- ``trainer_settings_table()``: one table, every registered kind a row and one column per trainer of
-  ``registry.TRAINERS``, each cell the kind's settings in that trainer (``Kind.trainers``), a dash
-  where the trainer does not ship it, and under it where each trainer's settings were read.
+- ``component_catalogue()``: the registry: every slot, its kinds as content tabs (one shown at a
+  time), each kind's parameters with defaults and descriptions, its formula and terms, the function
+  that computes it (a link into the repository, ``source_links``), and the shipped algorithms that
+  use it;
+- ``trainer_settings_table()``: one content tab per trainer of ``registry.TRAINERS``, each a table
+  of the kinds it ships with their settings in it (``Kind.trainers``), one line naming the kinds it
+  does not ship, and where its settings were read.
 
 The builders are pure functions returning Markdown in which every piece of HTML stands alone as
 a paragraph; the macros hand each piece to ``macros.protect_html`` so Markdown never rewrites
@@ -436,15 +437,27 @@ def kind_html(kind: Kind, specs: dict[str, AlgorithmSpec], link: Link = no_link,
     return "".join(parts)
 
 
+def kind_heading(slot: str, name: str) -> str:
+    """A kind's heading (its anchor, which the algorithm pages and the trainer tables link to), written as
+    the toc extension writes a Markdown heading, permalink included."""
+    anchor = escape_text(kind_anchor(slot, name))
+    return (f'<h3 id="{anchor}">{code(name)}<a class="headerlink" href="#{anchor}" title="Permanent link">'
+            '&para;</a></h3>')
+
+
 def component_catalogue_markdown(specs: dict[str, AlgorithmSpec], *, protect: Protect = _same,
                                  link: Link = no_link, repo: Repo | None = None) -> str:
+    """Slot by slot: its heading and description, then its kinds as content tabs, one kind shown at a time
+    (32 kinds' formulas typeset are some 7,000 DOM nodes: the reference page budget once read). A link to a
+    kind's anchor opens its tab (unipo.js openTabOf)."""
     out = []
     for slot in SLOTS:
         out.append(f"## `{slot}` {{ #{_anchor('component', slot)} }}")
         out.append(protect(f'<p class="unipo-slot-description">{escape_text(SLOT_DESCRIPTIONS.get(slot, ""))}</p>'))
-        for name, kind in REGISTRY[slot].items():
-            out.append(f"### `{name}` {{ #{kind_anchor(slot, name)} }}")
-            out.append(protect(kind_html(kind, specs, link, repo)))
+        tabs = [(f'{escape_text(name)}<span class="unipo-sr-only"> ({escape_text(slot)})</span>',
+                 kind_heading(slot, name) + kind_html(kind, specs, link, repo), "")
+                for name, kind in REGISTRY[slot].items()]
+        out.append(protect(tabs_html(_anchor("component", slot), tabs, "unipo-kind-tabs")))
     return "\n\n".join(out) + "\n"
 
 
@@ -463,30 +476,67 @@ def setting_html(s: registry.Setting) -> str:
 
 
 def trainer_cell(kind: Kind, trainer: str) -> str:
-    """The kind's settings in one trainer, one per line; a dash where the trainer does not ship it."""
-    settings = registry.settings_of(kind, trainer)
-    return "<br>".join(setting_html(s) for s in settings) if settings else "\u2014"
+    """The kind's settings in one trainer, one per line; empty where the trainer does not ship it."""
+    return "<br>".join(setting_html(s) for s in registry.settings_of(kind, trainer))
+
+
+def tabs_html(name: str, tabs: list[tuple[str, str, str]], css_class: str = "") -> str:
+    """Material content tabs (pymdownx.tabbed's alternate style, as Markdown's ``===`` writes them) of
+    ``tabs`` [(label HTML, block HTML, block attributes)], the first open. ``name`` makes the inputs' ids
+    (``__tabbed_<name>_<n>``) unique on the page. A label's innerText is what Material's linked tabs match
+    across the page (content.tabs.link), so a label shared by two tab sets ("none") carries its own
+    words in a screen-reader-only span."""
+    checked = 'checked="checked" '
+    inputs = "".join(f'<input {checked if n == 1 else ""}id="__tabbed_{name}_{n}" name="__tabbed_{name}" type="radio" />'
+                     for n in range(1, len(tabs) + 1))
+    labels = "".join(f'<label for="__tabbed_{name}_{n}">{label}</label>' for n, (label, _, _) in enumerate(tabs, 1))
+    blocks = "".join(f'<div class="tabbed-block"{" " + attrs if attrs else ""}>{block}</div>' for _, block, attrs in tabs)
+    return (f'<div class="tabbed-set tabbed-alternate{" " + css_class if css_class else ""}" '
+            f'data-tabs="{escape_text(name)}:{len(tabs)}">{inputs}<div class="tabbed-labels">{labels}</div>'
+            f'<div class="tabbed-content">{blocks}</div></div>')
+
+
+def _kinds_by_slot(kinds: list[tuple[str, str]]) -> str:
+    """'advantage <code>gae</code>, <code>leave_one_out</code>; clip <code>none</code>' (registry order)."""
+    slots: dict[str, list[str]] = {}
+    for slot, name in kinds:
+        slots.setdefault(slot, []).append(f'<a href="#{escape_text(kind_anchor(slot, name))}">{code(name)}</a>')
+    return "; ".join(f"{escape_text(slot)} {', '.join(names)}" for slot, names in slots.items())
+
+
+def trainer_block(trainer: str) -> str:
+    """One trainer: a two-column table, each kind it ships with the setting that selects it; one line
+    naming the kinds it does not ship; where its settings were read."""
+    label = registry.TRAINERS[trainer]
+    rows, attrs, lacking = [], [], []
+    for slot in SLOTS:
+        for name, kind in REGISTRY[slot].items():
+            cell = trainer_cell(kind, trainer)
+            if not cell:
+                lacking.append((slot, name))
+                continue
+            rows.append([f'<a href="#{escape_text(kind_anchor(slot, name))}">{escape_text(slot)}: {code(name)}</a>', cell])
+            attrs.append(f'data-slot="{escape_text(slot)}" data-kind="{escape_text(name)}" class="unipo-trainer-row"')
+    total = len(rows) + len(lacking)
+    out = [f'<p class="unipo-trainer-count">{escape_text(label)} ships {len(rows)} of the {total} kinds'
+           + (":" if rows else ".") + "</p>"]
+    if rows:
+        out.append(table(["Kind", f"Setting in {label}"], rows, row_attrs=attrs))
+    if lacking:
+        out.append(f'<p class="unipo-trainer-lacks" data-trainer="{escape_text(trainer)}">'
+                   f'Not in {escape_text(label)} ({len(lacking)} of the {total} kinds): {_kinds_by_slot(lacking)}.</p>')
+    where = registry.TRAINER_SOURCES.get(trainer)
+    if where:
+        out.append(f'<p class="unipo-formula-note unipo-trainer-source">Read in {escape_text(where)}.</p>')
+    return "".join(out)
 
 
 def trainer_settings_html(link: Link = no_link) -> str:
-    """Every registered kind (slot by slot, in the registry's order) with its setting in each trainer."""
-    rows, attrs = [], []
-    for slot in SLOTS:
-        for name, kind in REGISTRY[slot].items():
-            label = f'{escape_text(slot)}: {code(name)}'
-            rows.append([f'<a href="#{escape_text(kind_anchor(slot, name))}">{label}</a>']
-                        + [trainer_cell(kind, t) for t in registry.TRAINERS])
-            attrs.append(f'data-slot="{escape_text(slot)}" data-kind="{escape_text(name)}" class="unipo-trainer-row"')
-    head = table(["Kind"] + list(registry.TRAINERS.values()), rows, row_attrs=attrs)
-    sources = "".join(f"<li>{escape_text(registry.TRAINERS[t])}: {escape_text(where)}</li>"
-                      for t, where in registry.TRAINER_SOURCES.items())
-    # folded: open, the table is as tall as the rest of the page (the reader budget's page height)
-    names = [escape_text(t) for t in registry.TRAINERS.values()]
-    return (f'<details class="unipo-trainer-settings-fold"><summary>Every kind\'s setting in '
-            f'{", ".join(names[:-1])} and {names[-1]}: a table of {len(rows)} kinds</summary>'
-            f'<div class="unipo-trainer-settings">{head}'
-            f'<p class="unipo-formula-note">Each setting was read in the trainer\'s own code:</p>'
-            f'<ul class="unipo-trainer-sources">{sources}</ul></div></details>')
+    """Every registered kind (slot by slot, in the registry's order) with its setting in each trainer: one tab
+    per trainer (registry.TRAINERS), each a table of kind and setting, and one line of the kinds it lacks."""
+    tabs = [(escape_text(label), trainer_block(trainer), f'data-trainer="{escape_text(trainer)}"')
+            for trainer, label in registry.TRAINERS.items()]
+    return f'<div class="unipo-trainer-settings">{tabs_html("trainers", tabs, "unipo-trainer-tabs")}</div>'
 
 
 # ---------------------------------------------------------------------------
