@@ -60,9 +60,10 @@ def test_the_worked_example_counts_the_splits(tmp_path):
                     "least as far from zero, so p = 2 / 20 = 0.10: the difference, \u221210.0 points, is suggestive (three "
                     "seeds each, two-sided permutation p = 0.10). With three seeds each, no shift can be rejected at "
                     "p \u2264 0.05, so the effect's interval is unbounded and the pages give the difference alone.")
-    assert JG.example_text(site, "cispo", "sapo") == (
-        "This build has no finished run of SAPO with a greedy held-out evaluation at start and end, so the example "
-        "cannot be worked here.")
+    # a pair the build lacks is left out, never said as a missing run (issue 47 item 1): the next pair it has
+    assert JG.example_text(site, "cispo", "sapo") == ""
+    assert JG.example_pair(site, [["cispo", "sapo"], ["gmpo", "dapo"], ["cispo", "dapo"]]) == ["cispo", "dapo"]
+    assert JG.example_pair(site, [["cispo", "sapo"], ["gmpo", "dapo"]]) is None
 
 
 def test_the_page_is_in_the_nav_and_its_numbers_are_macros():

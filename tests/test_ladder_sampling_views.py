@@ -69,7 +69,7 @@ def test_each_rung_names_the_one_slot_it_changes_from_the_specs(site):
     # a slot's change in the registry's words, not its kind ids (seq_mean_token_mean -> token_mean)
     assert table[3][1] == ("Aggregation: mean per response, then over responses \u2192 mean over every token of the "
                            "batch")
-    assert table[3][2] == "still training: 3 of 10 rollouts logged" and table[4][2] == "no run in this build"
+    assert table[3][2] == "still training: 3 of 10 rollouts logged" and table[4][2] == "no run"
     assert table[3][3:] == ["–"] * 5  # a run still training has no end evaluation nor final values yet
     # DAPO's run resolved the overlong lengths from its budget (64 tokens in the fixture)
     assert table[5][1].startswith("Reward shaping: no shaping \u2192 overlong penalty (length budget 64 tokens, ")
@@ -105,18 +105,22 @@ def test_ladder_figure_has_one_mark_per_run_and_every_rung_on_its_axis(site):
          ("+ clip-higher", "seed 0"), ("DAPO", "seed 0")])
     # every rung has a row, in the ladder's order, by a number (a rung's name is never a sort list)
     rows = {r["rung"]: r["order"] for layer in specs[0]["layer"] for r in layer["data"]["values"]}
-    assert sorted(rows, key=rows.get) == ["GRPO", "GRPO \u2212 KL", "+ clip-higher", "+ token mean",
-                                          "+ dynamic sampling", "DAPO"]
+    # a rung the set has no run of is left out (issue 47 item 1), DAPO then compared with the rung above it
+    assert sorted(rows, key=rows.get) == ["GRPO", "GRPO \u2212 KL", "+ clip-higher", "+ token mean", "DAPO"]
     assert specs[0]["layer"][0]["encoding"]["y"]["sort"] == {"field": "order", "op": "min"}
     # lanes centre each rung's runs in its row: GRPO's three seeds in lanes 0, 2, 4, one run in lane 2
     assert sorted(r["lane"] for r in change if r["rung"] == "GRPO") == ["0", "2", "4"]
     assert sorted(r["change"] for r in change if r["rung"] == "GRPO") == [0.0, 30.0, 50.0]  # percentage points
     assert {r["lane"] for r in change if r["rung"] != "GRPO"} == {"2"}
-    assert "No run in this build for: + dynamic sampling." in html
+    assert "This set has no run of the rung + dynamic sampling, so the ladder leaves it out." in html
+    assert not any(s in html for s in ("UNIPO_RUNS", "Train them", "in this build"))
+    shown, absent = L.present_rungs(L.ladder_rungs(site, "dapo"))
+    assert [r.spec_id for r in absent] == ["ladder_dynamic_sampling"]
+    assert [d.slot for d in shown[-1].changed] == ["filter", "shaping"] and shown[-1].base == "ladder_token_mean"
     assert "Still training, so not shown yet" in html and "ladder_token_mean (still training: 3 of 10" in html
     # rows without a finished run say why inside the figure too
     assert [(r["rung"], r["note"]) for r in layer_values(specs[0], "text")] == [
-        ("+ token mean", "still training"), ("+ dynamic sampling", "no run")]
+        ("+ token mean", "still training")]
     assert "One run (one seed) only: GRPO \u2212 KL, + clip-higher, DAPO" in html
 
 

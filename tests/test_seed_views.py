@@ -236,8 +236,9 @@ def test_seed_counts_say_how_many_runs_and_which_rest_on_one_seed(site):
     assert S.seed_counts_text(site) == ("This build has three runs (seeds 0, 1 and 2) of GRPO and one run (seed 0) of "
                                         "DAPO. What it shows of DAPO rests on one seed.")
     assert S.seed_counts_text(site, ["dapo", "ppo"]) == ("This build has one run (seed 0) of DAPO. What it shows of "
-                                                         "DAPO rests on one seed. It has no run of PPO.")
-    assert S.seed_counts_text(site, ["ppo"]) == "This build has no run of PPO."
+                                                         "DAPO rests on one seed.")
+    # an algorithm without a run is left out, never said as a missing run (issue 47 item 1)
+    assert S.seed_counts_text(site, ["ppo"]) == ""
 
 
 # ---------------------------------------------------------------------------

@@ -116,7 +116,8 @@ def run_choice_text(site: Site, name: str) -> str:
 
 def seed_counts_text(site: Site, algorithms: Sequence[str] | None = None) -> str:
     """A sentence: how many runs (seeds) each algorithm of the build has, ablation rungs aside
-    (``algorithms``: those only, naming any without a run), and which rest on one seed."""
+    (``algorithms``: those only, any without a run left out), and which rest on one seed; "" when
+    none has a run."""
     if algorithms is None:
         rungs = site.ablation_ids()
         order = {a: i for i, a in enumerate(COURSE_ALGORITHMS)}
@@ -125,11 +126,9 @@ def seed_counts_text(site: Site, algorithms: Sequence[str] | None = None) -> str
     else:
         wanted = [str(a) for a in algorithms]
     groups: dict[str, list[str]] = {}  # "three runs (seeds 0, 1 and 2)" -> algorithm names
-    absent = []
     for algorithm in wanted:
         runs = site.catalog.seeds_of(algorithm)
         if not runs:
-            absent.append(site.algorithm_name(algorithm))
             continue
         words = f"{_count_word(len(runs))} run{'s' if len(runs) != 1 else ''} ({seeds_list(runs)})"
         groups.setdefault(words, []).append(site.algorithm_name(algorithm))
@@ -139,9 +138,9 @@ def seed_counts_text(site: Site, algorithms: Sequence[str] | None = None) -> str
     single = [n for words, names in groups.items() if words.startswith("one ") for n in names]
     if single:
         text += f" What it shows of {and_names(single)} rests on one seed."
-    if absent:
-        text += f" It has no run of {and_names(absent)}." if parts else f"This build has no run of {and_names(absent)}."
-    return text or "This build has no runs."
+    # an algorithm without a run is left out: a page that needs its runs says so once, in its note
+    # (front matter needs_runs, site/run_needs.py), never in a sentence here
+    return text
 
 
 def _count_word(n: int) -> str:

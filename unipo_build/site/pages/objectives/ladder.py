@@ -8,7 +8,8 @@ order), the same file ``unipo suite`` trains the runs from. A rung is a spec: a 
 (``data/algorithms/<id>.yaml``) or an ablation spec (``data/algorithms/ladder/<id>.yaml``). What
 changed from the rung above is the registry-based slot diff of the two specs (``diff.py``), never
 typed. Every run of the rung's spec in the build counts (several seeds give a spread); a rung
-without a run says so.
+the set has no run of is left out, each rung then compared with the rungs shown, and one sentence
+under the ladder names it.
 
 Columns: held-out greedy accuracy at the end and its paired change from the start with the 95%
 interval (``core/heldout.py``); response length, entropy and the clip fractions as the mean over the
@@ -34,6 +35,7 @@ from unipo_build.site.views.explainer.explainer import components_of, kind_label
 from unipo_build.site.fmt import escape_text, note_html, table, two_lines
 from unipo_build.site.palette import ALGORITHMS, role
 from unipo_build.site.facts.seeds import finished_runs, seed_text, spread, training_text
+from unipo_build.site.facts.spec_facts import and_names
 from unipo_build.site.facts.series import edge_means, raw_series
 from unipo_build.site.context import AuthorError, Site, macro
 from unipo_build.site.pages.learning.verdicts import change_cell, changes_of
@@ -96,19 +98,36 @@ def ladder_rungs(site: Site, ladder: str) -> list[Rung]:
     rungs: list[Rung] = []
     for spec_id in ladders[ladder]:
         spec = site.any_spec(spec_id)
+        runs, training = finished_runs(site.catalog.seeds_of(spec_id))
+        rungs.append(Rung(spec_id, spec, None, [], runs, [changes_of(r)["greedy"] for r in runs],
+                          {m: [final_value(r, m) for r in runs] for _, m, _ in FINAL_METRICS}, training))
+    return based(rungs)
+
+
+def based(rungs: list[Rung]) -> list[Rung]:
+    """Each rung compared with its base: the earlier rung of ``rungs`` it differs from in the fewest slots,
+    the nearest one on a tie; the rungs, rebased in place."""
+    for i, rung in enumerate(rungs):
         base, diffs = None, []
-        if spec is not None:
-            options = [(r, [d for d in diff_algorithms(r.spec, spec) if d.status != "unchanged"])
-                       for r in reversed(rungs) if r.spec is not None]
+        if rung.spec is not None:
+            options = [(r, [d for d in diff_algorithms(r.spec, rung.spec) if d.status != "unchanged"])
+                       for r in reversed(rungs[:i]) if r.spec is not None]
             if options:
                 base, diffs = min(options, key=lambda o: len(o[1]))  # min keeps the first (nearest) on a tie
-        elif rungs:
-            base = rungs[-1]
-        runs, training = finished_runs(site.catalog.seeds_of(spec_id))
-        rungs.append(Rung(spec_id, spec, base.spec_id if base else None, diffs, runs,
-                          [changes_of(r)["greedy"] for r in runs],
-                          {m: [final_value(r, m) for r in runs] for _, m, _ in FINAL_METRICS}, training))
+        elif i:
+            base = rungs[i - 1]
+        rung.base, rung.changed = (base.spec_id if base else None), diffs
     return rungs
+
+
+def present_rungs(rungs: list[Rung]) -> tuple[list[Rung], list[Rung]]:
+    """(the rungs the set has a run of, finished or training, each rebased on those; the rungs it has
+    none of): a rung without a run is left out of the figure and the table (issue 47 item 1)."""
+    shown = [r for r in rungs if r.runs or r.training]
+    absent = [r for r in rungs if not (r.runs or r.training)]
+    if not absent:
+        return rungs, []
+    return based([Rung(r.spec_id, r.spec, None, [], r.runs, r.changes, r.finals, r.training) for r in shown]), absent
 
 
 def _values_cell(values: Sequence[float | None], fmt) -> str:
@@ -275,7 +294,10 @@ def ablation_ladder_html(site: Site, ladder: str) -> str:
     rungs = ladder_rungs(site, ladder)
     if not rungs:
         return note_html(f"The {ladder} ladder of data/suite.yaml has no rungs.", "warning")
-    missing = [r.name for r in rungs if not r.runs and not r.training]
+    rungs, absent = present_rungs(rungs)
+    if not rungs:  # the set has no run of any rung: the ladder is left out
+        return ""
+    missing = [r.name for r in absent]
     training = [run for r in rungs for run in r.training]
     note = ""
     if training:
@@ -283,9 +305,10 @@ def ablation_ladder_html(site: Site, ladder: str) -> str:
                           "only once it has finished): " + ", ".join(f"{run.id} ({training_text(run)})"
                                                                     for run in training)
                           + ". Rebuild when they finish.", "info")
-    if missing:
-        note += note_html(f"No run in this build for: {', '.join(missing)}. Train them with the unipo suite command (or "
-                          "point UNIPO_RUNS at a directory that holds them) and rebuild.", "warning")
+    if missing:  # a reader's sentence; how to train a run is the guides' (docs/guides/own-logs.md)
+        one = len(missing) == 1
+        note += (f"<p>This set has no run of the rung{'' if one else 's'} {escape_text(and_names(missing))}, so the "
+                 f"ladder leaves {'it' if one else 'them'} out.</p>")
     single = [r.name for r in rungs if len(r.runs) == 1]
     if single:
         note += note_html(f"One run (one seed) only: {', '.join(single)}. What these rungs show, and how they differ "
@@ -294,10 +317,10 @@ def ablation_ladder_html(site: Site, ladder: str) -> str:
 
 
 def _absent_words(rung: Rung) -> str:
-    """The Runs cell of a rung without a finished run."""
+    """The Runs cell of a rung without a finished run (one without any run is left out)."""
     if rung.training:
         return "; ".join(training_text(r) for r in rung.training)
-    return "no run in this build"
+    return "no run"
 
 
 @macro(html=True)
