@@ -273,6 +273,7 @@
         var old = views.get(el);
         if (old && old !== result.view) old.finalize();
         views.set(el, result.view);
+        labelChart(el, spec);
         el.setAttribute("data-unipo-rendered", wanted);
       },
       function (err) {
@@ -282,6 +283,35 @@
         console.error("UNIPO: chart " + el.getAttribute("data-spec-id") + " failed:", err);
       }
     );
+  }
+
+  /** A formula's words for a label: its MathML's text when typeset, else its TeX without delimiters. */
+  function plainText(node) {
+    var copy = node.cloneNode(true);
+    Array.prototype.forEach.call(copy.querySelectorAll(".katex-html, annotation, .headerlink"), function (n) { n.remove(); });
+    return copy.textContent.replace(/\\[()[\]]/g, "").replace(/\s+/g, " ").trim();
+  }
+
+  var LABEL_MAX = 400;
+
+  /**
+   * Every chart says what it shows to a screen reader: vega-embed names its box by the spec's
+   * ``description``, else "Vega visualization". A spec without one is named by the box's
+   * data-label, else its figure's caption (up to LABEL_MAX characters, cut at a word), else the
+   * spec's title, else "Chart".
+   */
+  function labelChart(el, spec) {
+    if (spec && typeof spec.description === "string" && spec.description.trim()) return;
+    var label = el.getAttribute("data-label");
+    if (!label) {
+      var figure = el.closest("figure");
+      var caption = figure && figure.querySelector("figcaption");
+      label = caption ? plainText(caption) : "";
+    }
+    if (!label && spec && spec.title) label = typeof spec.title === "string" ? spec.title : String(spec.title.text || "");
+    label = label || "Chart";
+    if (label.length > LABEL_MAX) label = label.slice(0, label.lastIndexOf(" ", LABEL_MAX)) + "\u2026";
+    el.setAttribute("aria-label", label);
   }
 
   function renderCharts(root) {
@@ -313,6 +343,7 @@
     if (processedRoots.has(root)) return; // this page has had its pass
     processedRoots.add(root);
     shownPath = location.pathname + location.search;
+    noteArrivals(); // before the views start and write their state back
     currentRoot = root;
     renderMath(root);
     renderCharts(root);
@@ -407,6 +438,8 @@
         if (value !== null && value !== undefined && value !== "") clean[key] = String(value);
       });
       if (Object.keys(clean).length) entries.unshift({ id: id, params: clean });
+      // the first state a view writes after arriving from another set is where it landed
+      if (arrivals[id] && !arrivals[id].landed) arrivals[id].landed = clean;
       var hash = formatHash(entries);
       if (hash === location.hash || (!hash && !location.hash)) return;
       var url = location.pathname + location.search + hash;
@@ -518,7 +551,10 @@
     if (url.hash === location.hash) {
       event.preventDefault();
       var target = document.getElementById(decodePart(url.hash.slice(1)));
-      if (target) target.scrollIntoView();
+      if (target) {
+        openTabOf(target);
+        target.scrollIntoView();
+      }
     }
   });
 
@@ -653,6 +689,122 @@
 
   renderers.push({ name: "path-links", fn: wirePathLinks });
 
+  /* ----------------------------------------------------------- content tabs */
+
+  // A link to an element inside a content tab that is not shown (a kind of the components
+  // reference, from an algorithm's page or a search result) opens that tab, and any tab around
+  // it, then scrolls to it: the browser cannot scroll to what is not laid out. The tab is opened
+  // as Material's own click would, less the linking of same-named tabs and its scrolling
+  // (data-md-switching, which Material's linked tabs skip).
+  function openTabOf(target) {
+    var opened = false;
+    var block = target && target.closest ? target.closest(".tabbed-block") : null;
+    for (; block; block = block.parentElement && block.parentElement.closest(".tabbed-block")) {
+      var set = block.closest(".tabbed-set");
+      var blocks = Array.prototype.filter.call(block.parentElement.children, function (c) {
+        return c.classList.contains("tabbed-block");
+      });
+      var input = set ? set.querySelectorAll(":scope > input")[blocks.indexOf(block)] : null;
+      if (!input || input.checked) continue;
+      var label = set.querySelector('label[for="' + input.id + '"]');
+      if (label) label.setAttribute("data-md-switching", "");
+      input.checked = true;
+      input.dispatchEvent(new Event("change"));
+      opened = true;
+    }
+    return opened;
+  }
+
+  function showHashTarget() {
+    if (!location.hash || parseHash(location.hash).length) return; // a view's state, not an anchor
+    var target = document.getElementById(decodePart(location.hash.slice(1)));
+    if (target && openTabOf(target)) target.scrollIntoView();
+  }
+
+  window.addEventListener("hashchange", showHashTarget);
+  renderers.push({ name: "hash-tabs", fn: showHashTarget });
+
+  /* ------------------------------------------------------- sideways scrolling */
+
+  // A box that scrolls sideways (a display formula, a table in Material's wrapper, a box marked
+  // .unipo-scroll-cue) shows the shadow cue of unipo.css at the edge it continues past, and can be
+  // scrolled from the keyboard: while its content is wider than it, it is in the tab order
+  // (tabindex 0), a region named for what it holds, with a focus outline (unipo.css). Checked
+  // when the page is drawn, when formulas are typeset, when a fold or tab opens, and on resize.
+  var SCROLLERS = "div.arithmatex, .md-typeset__scrollwrap, .unipo-scroll-cue";
+
+  function scrollerName(box) {
+    if (box.matches("div.arithmatex")) return "Formula, scrolls sideways";
+    var caption = box.querySelector("caption");
+    var what = caption && caption.textContent.trim();
+    if (box.querySelector("table")) return (what ? "Table: " + what : "Table") + ", scrolls sideways";
+    return "Scrolls sideways";
+  }
+
+  function markScroller(box) {
+    var wide = box.getClientRects().length > 0 && box.scrollWidth > box.clientWidth + 1;
+    if (wide === box.hasAttribute("data-unipo-scrolls")) return;
+    if (wide) {
+      box.setAttribute("data-unipo-scrolls", "");
+      if (!box.hasAttribute("tabindex")) box.setAttribute("tabindex", "0");
+      if (!box.hasAttribute("role")) box.setAttribute("role", "region");
+      if (!box.hasAttribute("aria-label") && !box.hasAttribute("aria-labelledby")) {
+        box.setAttribute("aria-label", scrollerName(box));
+        box.setAttribute("data-unipo-named", "");
+      }
+    } else {
+      box.removeAttribute("data-unipo-scrolls");
+      if (box.getAttribute("tabindex") === "0") box.removeAttribute("tabindex");
+      if (box.getAttribute("role") === "region") box.removeAttribute("role");
+      if (box.hasAttribute("data-unipo-named")) {
+        box.removeAttribute("aria-label");
+        box.removeAttribute("data-unipo-named");
+      }
+    }
+  }
+
+  // A display formula at most FIT_MIN times too wide for its box is set a little smaller so that it
+  // fits (--unipo-fit, unipo.css) instead of scrolling; a wider one scrolls. Measured in batches:
+  // every fit taken off, every width read, every fit set, then every box checked.
+  var FIT_MIN = 0.82;
+
+  function fitFormulas(root) {
+    var formulas = Array.prototype.filter.call(root.querySelectorAll("div.arithmatex[data-unipo-rendered='katex']"),
+      function (f) { return f.getClientRects().length > 0; });
+    formulas.forEach(function (f) { f.style.removeProperty("--unipo-fit"); });
+    var widths = formulas.map(function (f) {
+      var style = getComputedStyle(f);
+      var room = f.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+      var need = f.scrollWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+      return room > 0 && need > room + 1 ? room / need : 1;
+    });
+    formulas.forEach(function (f, i) {
+      if (widths[i] < 1 && widths[i] >= FIT_MIN) f.style.setProperty("--unipo-fit", String(Math.floor(widths[i] * 1000) / 1000));
+    });
+  }
+
+  var scrollersPending = null;
+  function markScrollers() {
+    if (scrollersPending) return;
+    scrollersPending = setTimeout(function () {
+      scrollersPending = null;
+      var root = pageRoot();
+      fitFormulas(root);
+      Array.prototype.forEach.call(root.querySelectorAll(SCROLLERS), markScroller);
+    }, 120);
+  }
+
+  renderers.push({ name: "scrollers", fn: markScrollers });
+  document.addEventListener(EVENTS.typeset, markScrollers);
+  document.addEventListener("toggle", markScrollers, true);
+  document.addEventListener("change", markScrollers, true);
+  window.addEventListener("resize", markScrollers);
+  // KaTeX's fonts load after the first formulas are typeset, and change their widths
+  if (document.fonts) {
+    document.fonts.addEventListener("loadingdone", markScrollers);
+    document.fonts.ready.then(markScrollers);
+  }
+
   /* ---------------------------------------------------------------- run sets */
 
   // The set switch (overrides/partials/alternate.html) and a further set's banner link to the
@@ -679,17 +831,27 @@
   }
 
   /**
-   * The hash as the other set should read it. Each set trained its own runs for its own number
+   * The hash as set ``target`` should read it. Each set trained its own runs for its own number
    * of steps, so a view's step means "this far into training": every entry naming a step (or a
    * magnified stretch) gets the run's last step (of=) and this set's id (from=), and the view
    * there maps it to the same fraction of its own run; an inspector showing a teaching moment
-   * names it (moment=), and the other set opens its own moment of that name. The view there
-   * writes its state back without them. A plain anchor passes as it is.
+   * names it (moment=), and the other set opens its own moment of that name; an inspector's open
+   * group carries its prompt's fingerprint (prompt=, inspector.js data-prompt), so the other set
+   * can say when its group of that number is another prompt. The view there writes its state back
+   * without them. A view that came from ``target`` and is still where it landed goes back with the
+   * state it came with (arrivals), so a round trip returns to the step it left. A plain anchor
+   * passes as it is.
    */
-  function crossSetHash(hash) {
+  function crossSetHash(hash, target) {
     var entries = parseHash(hash);
     if (!entries.length) return hash;
     entries.forEach(function (e) {
+      var back = arrivals[e.id];
+      if (back && back.from === target && back.landed && samePlace(e.params, back.landed)) {
+        PLACE_PARAMS.forEach(function (k) { delete e.params[k]; });
+        Object.assign(e.params, back.params);
+        return;
+      }
       var view = document.getElementById("unipo-" + e.id);
       if (!view || !view.hasAttribute("data-last-step")) return;
       if (e.params.step === undefined && e.params.around === undefined) return;
@@ -697,17 +859,41 @@
       e.params.from = shownSet;
       var moment = view.getAttribute("data-at-moment");
       if (moment && e.params.step === view.getAttribute("data-step")) e.params.moment = moment;
+      var prompt = view.getAttribute("data-prompt");
+      if (prompt && e.params.step === view.getAttribute("data-step")) e.params.prompt = prompt;
     });
     return formatHash(entries);
+  }
+
+  // Where a view is in its run: what a round trip must bring back.
+  var PLACE_PARAMS = ["step", "around", "group", "token", "moment"];
+
+  function samePlace(a, b) {
+    return PLACE_PARAMS.every(function (k) { return (a[k] === undefined ? "" : String(a[k])) === (b[k] === undefined ? "" : String(b[k])); });
+  }
+
+  // The views whose state came from another set's page (their entries named of= and from=):
+  // {id: {from: that set, params: the state as that set wrote it, landed: the state the view
+  // wrote back here (state.set), null until it has}}. Read once per page, before its views start.
+  var arrivals = {};
+
+  function noteArrivals() {
+    arrivals = {};
+    parseHash(location.hash).forEach(function (e) {
+      if (e.params.of === undefined || !e.params.from) return;
+      var params = {};
+      PLACE_PARAMS.forEach(function (k) { if (e.params[k] !== undefined) params[k] = e.params[k]; });
+      arrivals[e.id] = { from: e.params.from, params: params, landed: null };
+    });
   }
 
   function followSetLinks() {
     var here = location.href;
     var mine = shownSet && setRoots[shownSet];
     if (!mine || here.indexOf(mine) !== 0) return;
-    var rest = here.slice(mine.length).split("#")[0] + crossSetHash(location.hash);
+    var path = here.slice(mine.length).split("#")[0];
     Array.prototype.forEach.call(document.querySelectorAll("a[data-unipo-root]"), function (a) {
-      a.href = a.getAttribute("data-unipo-root") + rest;
+      a.href = a.getAttribute("data-unipo-root") + path + crossSetHash(location.hash, a.getAttribute("data-unipo-set"));
     });
   }
 
