@@ -99,4 +99,4 @@ def test_the_built_page_states_the_computed_numbers(built_site):
     assert "four is the fewest with which a clear verdict is possible at all" in text
     assert "complete separation has p = 0.10, suggestive at best" in text
     assert "3 against 3 20 0.10 suggestive" in text and "5 against 5 252 0.008 clear" in text
-    assert "In this build, CISPO's three runs gained" in text or "In this build, CISPO's five runs gained" in text
+    assert re.search(r"In this build, CISPO's (two|three|four|five|\d+) runs gained", text)  # as many as it has

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from page_checks import EDGE, SKIPPED, reader_blocks, set_prefixes
+from page_checks import EDGE, SKIPPED, page_in_set, reader_blocks, set_prefixes
 from unipo_build.core import sets
 from unipo_build.site import run_needs
 
@@ -130,6 +130,49 @@ def test_no_missing_run_sentence_or_author_instruction_on_those_chapters(built_s
                 if s == "the card above fills in" and not prefix:
                     continue
                 assert s not in text, (prefix + page, s)
+
+
+#: Strings no reader page of any set holds: a missing run said as a sentence, or an author's instruction.
+NOT_ON_ANY_PAGE = ("This build has no", "cannot be measured", "Train one", "UNIPO_RUNS", "no finished run",
+                   "in this build)", "No run in this build", "then rebuild")
+#: Pages that document these for authors: how the build finds runs (UNIPO_RUNS) and what to do when a set lacks
+#: a chapter's runs (train it, then rebuild) is the guides' business, never a chapter's (run_needs.py).
+FOR_AUTHORS = ("guides/own-logs/", "guides/openrlhf/", "guides/contribute/")
+
+
+def reader_text(page_html: str) -> str:
+    """A page's text as a reader sees it: scripts, styles and templates (data, not text) out, tags stripped."""
+    words = re.sub(r"<(script|style|template)\b.*?</\1>", " ", page_html, flags=re.S | re.I)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", words)).split())
+
+
+def test_no_page_of_any_set_says_a_run_is_missing_or_instructs_an_author(built_site):
+    prefixes = set_prefixes()
+    found = []
+    for path in sorted(built_site.rglob("*.html")):
+        relative = path.relative_to(built_site).as_posix()
+        if page_in_set(relative, prefixes).startswith(FOR_AUTHORS):
+            continue
+        text = reader_text(_read(path))
+        found += [f"{relative}: {text[max(0, i - 60):i + 80]}" for s in NOT_ON_ANY_PAGE
+                  for i in [text.find(s)] if i >= 0]
+    assert not found, "\n".join(found)
+    pages = {page_in_set(p.relative_to(built_site).as_posix(), prefixes)
+             for p in (built_site / prefixes[0]).rglob("*.html")}
+    assert "reference/judging/index.html" in pages and "course/compare/ladder/index.html" in pages
+    # the gpu set's lists leave out what it lacks: the worked example on a pair it has, the rungs it has
+    gpu = prefixes[0]
+    judging = reader_text(_read(built_site / gpu / "reference/judging/index.html"))
+    assert "Worked through on the course's runs" in judging and "In this build, " in judging
+    ladder = reader_text(_read(built_site / gpu / "course/compare/ladder/index.html"))
+    assert "From GRPO to CISPO" not in ladder and "This set has no run of the rung" in ladder
+    assert "From GRPO to CISPO" in reader_text(_read(built_site / "course/compare/ladder/index.html"))
+
+
+def test_the_guides_tell_authors_what_reader_pages_do_not(built_site):
+    guide = reader_text(_read(built_site / "guides/own-logs/index.html"))
+    for said in ("needs_runs", "has_runs", "runs not in this set", "data/suite-gpu.yaml", "rebuild"):
+        assert said in guide, said
 
 
 def test_the_tiny_set_keeps_those_chapters_whole(built_site):
