@@ -286,3 +286,84 @@ def test_a_link_naming_a_step_the_set_lacks_lands_on_the_nearest(driver, site_ur
     assert state["step"] == str(steps[-1]) and state["note"] == "1", state
     assert state["status"].startswith(f"The link names step {asked}") and f"showing step {steps[-1]}" in state["status"], state
     assert H.console_errors(driver) == []
+
+
+def _open_step(driver, uid: str, step: int) -> None:
+    driver.execute_script("const s = document.getElementById(arguments[0] + '-step'); s.value = String(arguments[1]);"
+                          "s.dispatchEvent(new Event('change'));", uid, step)
+    _wait(driver, "return document.getElementById(arguments[0]).dataset.step === String(arguments[1]) && "
+                  "document.getElementById(arguments[0]).dataset.ready === '1'", uid, step, what=f"step {step} opened")
+
+
+def test_a_round_trip_returns_to_the_step_it_left(driver, site_url, built_site):
+    """A token at a step well into the tiny GRPO run, switched to the gpu set (mapped to the same fraction of
+    training) and straight back, opens the step, group and token it left: a fraction mapped twice lands
+    elsewhere (issue 47: step 101 came back as 100), so the way back is the state it came with."""
+    _gpu_site(built_site)
+    _open(driver, site_url + GRPO)
+    uid = _inspector_ready(driver)
+    tiny = _insp_data(driver, uid)
+    step = tiny["steps"][-3]
+    _open_step(driver, uid, step)
+    _pick_token(driver)
+    left = _selection(driver, uid)
+    assert left["step"] == str(step)
+    driver.execute_script("arguments[0].click()", _switch(driver, "gpu"))
+    _landed(driver, site_url + "gpu/" + GRPO, "the GRPO chapter of the gpu set")
+    _wait(driver, "const i = document.getElementById(arguments[0]); return i && i.dataset.mapped && i.dataset.ready === '1'",
+          uid, what="the mapped step on the gpu page")
+    landed = _selection(driver, uid)
+    # straight back: the link names the tiny set's own step again (no of=, from=)
+    back = _switch(driver, "tiny")
+    driver.execute_script("arguments[0].dispatchEvent(new Event('pointerover', {bubbles: true}))", back)
+    href = back.get_attribute("href")
+    assert f"step={step}" in href and "of=" not in href.split("#", 1)[1].split(";")[0], (href, landed)
+    driver.execute_script("arguments[0].click()", back)
+    _landed(driver, site_url + GRPO, "the GRPO chapter of the tiny set")
+    _wait(driver, "const i = document.getElementById(arguments[0]); return i && i.dataset.ready === '1' && i.dataset.selected",
+          uid, what="the inspector back at its step")
+    assert _selection(driver, uid) == left
+    state = driver.execute_script("const i = document.getElementById(arguments[0]);"
+                                  "return {mapped: i.dataset.mapped || null, other: i.dataset.otherPrompt || null};", uid)
+    assert state == {"mapped": None, "other": None}, state
+    # having moved on the gpu page, the way back maps the new step as before
+    assert H.console_errors(driver) == []
+
+
+def test_the_switch_says_when_the_group_is_another_prompt(driver, site_url, built_site):
+    """Arriving at the same step from the other set keeps the group and token; when that group of this run is
+    another prompt than the reader had there (the prompt's fingerprint the switch carries, prompt=), one line
+    says so; with the same prompt, nothing is added. The switch's link carries the open group's fingerprint."""
+    _gpu_site(built_site)
+    _open(driver, site_url + GRPO)
+    uid = _inspector_ready(driver)
+    tiny = _insp_data(driver, uid)
+    step = tiny["steps"][0]
+    _open_step(driver, uid, step)
+    _pick_token(driver)
+    mine = driver.execute_script("return document.getElementById(arguments[0]).dataset.prompt", uid)
+    assert mine and len(mine) == 8
+    link = _switch(driver, "gpu")
+    driver.execute_script("arguments[0].dispatchEvent(new Event('pointerover', {bubbles: true}))", link)
+    assert f"prompt={mine}" in link.get_attribute("href")
+    selection = _selection(driver, uid)
+    group = selection["group"]
+    token = driver.execute_script("return location.hash").split("token=", 1)[1].split(",")[0].split(";")[0]
+    short = uid[len("unipo-"):]
+    last = tiny["last_step"]
+    for prompt, other in ((mine, False), ("0badc0de", True)):
+        # as the gpu page's switch writes it: a step of a run as long as this one, so the step is kept
+        driver.get("about:blank")
+        driver.get(site_url + GRPO + f"#{short}:step={step},group={group},token={token},of={last},from=gpu,prompt={prompt}")
+        _wait(driver, "const i = document.getElementById(arguments[0]); return i && i.dataset.mapped && i.dataset.ready === '1'",
+              uid, what="the inspector from the other set's link")
+        state = driver.execute_script("const i = document.getElementById(arguments[0]);"
+                                      "return {step: i.dataset.step, group: i.dataset.group, other: i.dataset.otherPrompt || null,"
+                                      " status: i.querySelector('.unipo-inspector-status').textContent, hash: location.hash};", uid)
+        assert state["step"] == str(step) and state["group"] == group, state
+        assert state["status"].startswith("From the GPU set: step "), state
+        line = (f"Group {group.rstrip('f')} here is another prompt than in the GPU set (each set's run drew its own "
+                "prompts), so the token marked is at the same place in another response.")
+        assert (line in state["status"]) is other and (state["other"] == "1") is other, state
+        assert "prompt=" not in state["hash"] and "of=" not in state["hash"], state
+    assert H.console_errors(driver) == []

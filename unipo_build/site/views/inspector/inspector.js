@@ -78,6 +78,19 @@
     return String(g.index) + (g.filtered ? "f" : "");
   }
 
+  /** A short fingerprint of a prompt's text (FNV-1a, 32 bits, hex), kept on the inspector as
+   * data-prompt: the set switch carries it (unipo.js crossSetHash), so the other set's inspector
+   * can say when its group of that number holds another prompt. */
+  function promptPrint(text) {
+    var h = 0x811c9dc5;
+    text = String(text || "");
+    for (var i = 0; i < text.length; i++) {
+      h ^= text.charCodeAt(i);
+      h = Math.imul(h, 0x01000193) >>> 0;
+    }
+    return ("0000000" + h.toString(16)).slice(-8);
+  }
+
   function hasSignal(g) {
     return g.responses.some(function (r) {
       return r.tokens && r.tokens.advantage.some(function (a, t) { return r.tokens.mask[t] && a !== 0; });
@@ -220,7 +233,10 @@
           keep = step === asked;
           mapped = { kind: "fraction", text: where + "step " + asked + " of " + of + " there is " + Math.round(100 * fraction) +
             "% of the way through training; here that is step " + step + " of " + this.data.last_step +
-            " (the nearest with token detail)" + (keep ? "." : ", with this step's own groups.") };
+            " (the nearest with token detail)" + (keep ? "." : ", with this step's own groups."),
+            // the same step: its group and token are kept, and the line says when that group is another prompt
+            prompt: keep && params.prompt ? String(params.prompt) : null,
+            set: window.UNIPO.state.setLabel(params.from || "other set"), token: !!params.token };
         }
       } else if (number && this.steps.indexOf(asked) >= 0) {
         step = asked;
@@ -397,13 +413,21 @@
         if (item) self.select(item, { quiet: true });
         else missing.push("token " + options.token.response + "." + options.token.t);
       }
+      // From the other set at the same step: its group of this number is this run's own prompt, which
+      // may be another than the reader had there (each set's run drew its own prompts).
+      var other = !!(options.mapped && options.mapped.prompt && group && promptPrint(group.prompt) !== options.mapped.prompt);
+      var mappedText = !options.mapped ? "" : options.mapped.text + (!other ? "" : " Group " + group.index +
+        " here is another prompt than in the " + options.mapped.set + " (each set's run drew its own prompts)" +
+        (options.mapped.token ? ", so the token marked is at the same place in another response." : "."));
+      if (other) self.container.setAttribute("data-other-prompt", "1");
+      else self.container.removeAttribute("data-other-prompt");
       if (missing.length) {
         // A link (or a history entry) named what this inspector does not have: its default, and why.
         self.status.textContent = "The link names " + missing.join(", ") + ", which this inspector does not have; showing step " +
-          step + (group ? ", group " + group.index : "") + " instead." + (options.mapped ? " " + options.mapped.text : "");
+          step + (group ? ", group " + group.index : "") + " instead." + (mappedText ? " " + mappedText : "");
         self.container.setAttribute("data-state-note", "1");
       } else {
-        if (options.mapped) self.status.textContent = options.mapped.text + (self.status.textContent ? " " + self.status.textContent : "");
+        if (mappedText) self.status.textContent = mappedText + (self.status.textContent ? " " + self.status.textContent : "");
         self.container.removeAttribute("data-state-note");
       }
       if (options.mapped) self.container.setAttribute("data-mapped", options.mapped.kind);
@@ -563,6 +587,8 @@
     this.container.removeAttribute("data-selected");
     this.groupKey = g ? key : null;
     this.container.setAttribute("data-group", g ? key : "");
+    if (g) this.container.setAttribute("data-prompt", promptPrint(g.prompt));
+    else this.container.removeAttribute("data-prompt");
     Object.keys(this.groupButtons).forEach(function (k) {
       self.groupButtons[k].setAttribute("aria-pressed", k === key ? "true" : "false");
     });
