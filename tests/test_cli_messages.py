@@ -74,7 +74,7 @@ def test_resume_of_a_finished_run_changes_nothing(tmp_path):
 
 
 def test_unknown_preset_and_bad_values_are_one_line(tmp_path):
-    for args, fragment in ((["train", "grpo", "--preset", "big"], "invalid choice: 'big' (choose from 'tiny', 'gpu')"),
+    for args, fragment in ((["train", "grpo", "--preset", "big"], "invalid choice: 'big' (choose from 'tiny', 'gpu', 'smollm2')"),
                            (["sft", "--preset", "huge"], "invalid choice: 'huge'"),
                            (["train", "grpo", "--steps", "many"], "invalid int value: 'many'")):
         err = _refused(unipo(*args, cwd=tmp_path), fragment)

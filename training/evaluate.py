@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import torch
 
-from training.generation import decode, eos_ids_of, make_generator, pad_id_of
+from training.generation import decode, eos_ids_of, make_generator, pad_id_of, prompt_ids
 from training.reward import score_response
 
 
-def decode_texts(model, tokenizer, prompts, temperature, max_new_tokens, batch_size, generator, on_batch=None):
+def decode_texts(model, tokenizer, prompts, temperature, max_new_tokens, batch_size, generator, on_batch=None,
+                 system: str | None = None):
     """Responses (text, token count) for `prompts`, decoded in fixed batches (deterministic order);
-    ``on_batch(k)`` is called after each batch of k prompts (a progress bar's update)."""
+    ``on_batch(k)`` is called after each batch of k prompts (a progress bar's update). `system`: a chat
+    preset's system prompt (the prompts then go through the chat template: generation.prompt_ids)."""
     eos_ids, pad_id = eos_ids_of(model, tokenizer), pad_id_of(tokenizer)
     texts, lengths = [], []
     for start in range(0, len(prompts), batch_size):
         chunk = prompts[start:start + batch_size]
-        ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in chunk]
+        ids = prompt_ids(tokenizer, chunk, system)
         _, _, r_ids, r_mask, _ = decode(model, ids, max_new_tokens, temperature, eos_ids, pad_id, generator)
         n_tok = r_mask.sum(-1).long().tolist()
         texts += tokenizer.batch_decode([r_ids[i, :k].tolist() for i, k in enumerate(n_tok)], skip_special_tokens=True)
@@ -44,8 +46,9 @@ def _progress(total: int, desc: str):
                 disable=None if hf_logging.is_progress_bar_enabled() else True)
 
 
-def score_mode(rows, texts, lengths) -> dict:
-    scores = [score_response(t, r["answer"]) for t, r in zip(texts, rows)]
+def score_mode(rows, texts, lengths, rule: str = "answer") -> dict:
+    scores = [score_response(t, r["answer"], **({"rule": rule} if rule != "answer" else {}))
+              for t, r in zip(texts, rows)]
     n = len(rows)
     result = {
         "correct": "".join("1" if s["correct"] else "0" for s in scores),
@@ -74,6 +77,8 @@ def evaluate(
     batch_size: int = 500,
     seed: int = 0,
     desc: str = "evaluation",
+    system: str | None = None,
+    rule: str = "answer",
 ) -> dict:
     """Accuracy of `model` on the first `n` eval rows (all if None).
 
@@ -83,6 +88,8 @@ def evaluate(
     evaluations of the same rows can be compared problem by problem), "format_*", "mean_length_*"
     and "by_level_*" (accuracy per task level). Greedy is deterministic; sampled is deterministic
     given `seed`. On a terminal with progress bars on, a bar (``desc``) counts the problems decoded.
+    A chat preset passes its `system` prompt (the prompts go through the chat template) and its reward
+    `rule` (training/reward.py REWARD_RULES: how an answer is read).
     """
     rows = eval_rows[:n] if n else list(eval_rows)
     if not rows:
@@ -97,8 +104,8 @@ def evaluate(
         generator = make_generator(model, seed) if temp > 0 else None
         bar.set_postfix_str(mode)
         texts, lengths = decode_texts(model, tokenizer, prompts, temp, max_new_tokens, batch_size, generator,
-                                      on_batch=bar.update)
-        scored = score_mode(rows, texts, lengths)
+                                      on_batch=bar.update, system=system)
+        scored = score_mode(rows, texts, lengths, rule)
         out[f"accuracy_{mode}"] = scored["accuracy"]
         out[f"correct_{mode}"] = scored["correct"]
         out[f"format_{mode}"] = scored["format"]

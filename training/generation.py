@@ -213,6 +213,24 @@ def decode(
     return ids, mask, r_ids, r_mask, logps
 
 
+def prompt_ids(tokenizer, prompts: list[str], system: str | None = None) -> list[list[int]]:
+    """Each prompt's token ids, as the policy reads it.
+
+    Without `system`: the prompt's text tokenized without special tokens, as OpenRLHF does (the tiny
+    and gpu presets' models know no other form). With `system` (a chat preset's system prompt): through
+    the tokenizer's chat template, a system message, the prompt as the user's message and the
+    assistant's turn opened (``add_generation_prompt``), as the model was tuned to read a question;
+    the ids are apply_chat_template's own.
+    """
+    if system is None:
+        return [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    if not getattr(tokenizer, "chat_template", None):
+        raise ValueError("a system prompt was given, but the tokenizer has no chat template")
+    return [list(tokenizer.apply_chat_template([{"role": "system", "content": system}, {"role": "user", "content": p}],
+                                               add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"])
+            for p in prompts]
+
+
 def make_generator(model, seed: int | None) -> torch.Generator | None:
     if seed is None:
         return None
@@ -231,11 +249,13 @@ def sample_groups(
     seed: int | None = None,
     autocast: torch.dtype | None = None,
     static: bool = False,
+    system: str | None = None,
 ) -> RolloutBatch:
     """Sample `group_size` responses for every prompt (one batched decode over P * G rows).
 
     Randomness: pass a torch.Generator on the model's device, or a seed (a fresh generator), or
-    neither (torch's global RNG). Prompts are tokenized without special tokens, as OpenRLHF does.
+    neither (torch's global RNG). Prompts are tokenized without special tokens, as OpenRLHF does, or,
+    given a chat preset's `system` prompt, through the chat template (prompt_ids).
     `autocast` and `static` as in decode (the RL loop sets them on a GPU).
     """
     if temperature <= 0:
@@ -244,8 +264,7 @@ def sample_groups(
         generator = make_generator(model, seed)
     was_training = model.training
     model.eval()
-    prompt_ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
-    rows = [ids for ids in prompt_ids for _ in range(group_size)]
+    rows = [ids for ids in prompt_ids(tokenizer, prompts, system) for _ in range(group_size)]
     eos_ids, pad_id = eos_ids_of(model, tokenizer), pad_id_of(tokenizer)
     p_ids, p_mask, r_ids, r_mask, logps = (t.cpu() for t in decode(
         model, rows, max_new_tokens, temperature, eos_ids, pad_id, generator, autocast=autocast, static=static

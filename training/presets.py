@@ -3,6 +3,8 @@ OpenRLHF commands), and the site never imports ``training``. Re-exported here fo
 
 from unipo_build.core.presets import (
     GPU,
+    SMOLLM2,
+    ChatPreset,
     PRESETS,
     TINY,
     ModelPreset,
@@ -13,4 +15,4 @@ from unipo_build.core.presets import (
     with_overrides,
 )
 
-__all__ = ["GPU", "PRESETS", "TINY", "ModelPreset", "Preset", "RLPreset", "SFTPreset", "get_preset", "with_overrides"]
+__all__ = ["GPU", "SMOLLM2", "ChatPreset", "PRESETS", "TINY", "ModelPreset", "Preset", "RLPreset", "SFTPreset", "get_preset", "with_overrides"]

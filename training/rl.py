@@ -70,12 +70,13 @@ class Trainer:
         self.preset = get_preset(opts.preset)
         rl = self.preset.rl
         d = self.spec.defaults
+        fixed = self.preset.fixed_passes  # the preset's passes hold over the spec's (smollm2: one update a rollout)
         self.rl = replace(
             rl,
             steps=opts.steps if opts.steps is not None else rl.steps,
             lr=opts.lr or d.lr or rl.lr,
-            epochs=d.epochs or rl.epochs,
-            minibatches=d.minibatches or rl.minibatches,
+            epochs=rl.epochs if fixed else d.epochs or rl.epochs,
+            minibatches=rl.minibatches if fixed else d.minibatches or rl.minibatches,
             seed=opts.seed,
             eval_every=opts.eval_every or rl.eval_every,
             eval_n=opts.eval_n or rl.eval_n,
@@ -110,6 +111,20 @@ class Trainer:
         self.micro_tokens = self.rl.cuda_micro_tokens if self.gpu_path else None
         self.static_decode = self.gpu_path and self.rl.cuda_graphs
 
+    # A chat preset's model reads its prompts through its chat template with the preset's system prompt, and its
+    # answers are read by the preset's reward rule; None and "answer" (tiny, gpu): the task's own format.
+    @property
+    def chat(self):
+        return self.preset.chat
+
+    @property
+    def system_prompt(self) -> str | None:
+        return self.chat.system_prompt if self.chat else None
+
+    @property
+    def reward_rule(self) -> str:
+        return self.chat.reward_rule if self.chat else "answer"
+
     # -- setup ---------------------------------------------------------------
 
     def _check_inputs(self) -> None:
@@ -126,6 +141,13 @@ class Trainer:
     def _warm_start(self) -> str:
         if self.opts.model:
             return self.opts.model
+        chat = self.chat
+        if chat:  # a pretrained model: its checkpoint is made by `unipo model`, never trained here
+            path = REPO / chat.checkpoint
+            if not (path / "config.json").is_file():
+                raise TrainError(f"no {chat.model} checkpoint at {project_relative(path, REPO)}: make it with "
+                                 f"`unipo model {chat.model}` (or pass --model DIR)")
+            return str(path)
         from .sft import run_sft, warm_start_path
 
         path = warm_start_path(self.preset.name, REPO)
@@ -144,6 +166,12 @@ class Trainer:
     def setup(self) -> None:
         checkpoint = self._warm_start()
         self.policy, self.tokenizer = load_policy(checkpoint, device=str(self.device))
+        if self.chat and not getattr(self.tokenizer, "chat_template", None):
+            named = Path(self.opts.model) if self.opts.model else Path(project_relative(checkpoint, REPO))
+            raise TrainError(f"{named / 'tokenizer_config.json'}: the tokenizer "
+                             f"has no chat template, through which the {self.preset.name} preset puts each question "
+                             f"to the model: pass a chat model's checkpoint (`unipo model {self.chat.model}` makes "
+                             f"one)")
         self.policy.train()
         self.reference = None
         if O.uses_reference(self.cfg):
@@ -242,7 +270,7 @@ class Trainer:
         release_static_decoder(self.policy)  # its cache would sit beside the evaluation's (llama_decode)
         result = evaluate(self.policy, self.tokenizer, self.eval_rows, n=n, max_new_tokens=self.rl.max_new_tokens,
                           greedy=self.rl.eval_greedy, sampled=self.rl.eval_sampled,
-                          temperature=self.rl.temperature, seed=self.opts.seed + 7)
+                          temperature=self.rl.temperature, seed=self.opts.seed + 7, **self._chat_eval())
         self.policy.train()
         self.writer.eval(EvalRecord(step=self.step, phase=phase, n=result["n"],
                                     accuracy_greedy=result.get("accuracy_greedy"),
@@ -254,6 +282,12 @@ class Trainer:
                                     correct_sampled=result.get("correct_sampled")))
         return result
 
+    def _chat_eval(self) -> dict:
+        """evaluate()'s arguments for a chat preset (system prompt, reward rule, batch size); none otherwise."""
+        if not self.chat:
+            return {}
+        return {"system": self.system_prompt, "rule": self.reward_rule, "batch_size": self.chat.eval_batch_size}
+
     def _pool_accuracy(self) -> dict | None:
         """The start policy's sampled accuracy on the RL pool's first prompts, measured like the held-out
         one (as many prompts, one sample each, the same temperature; another seed): the memorisation
@@ -262,7 +296,7 @@ class Trainer:
             return None
         result = evaluate(self.policy, self.tokenizer, self.train_rows, n=min(len(self.eval_rows), len(self.train_rows)),
                           max_new_tokens=self.rl.max_new_tokens, greedy=False, sampled=True,
-                          temperature=self.rl.temperature, seed=self.opts.seed + 13)
+                          temperature=self.rl.temperature, seed=self.opts.seed + 13, **self._chat_eval())
         self.policy.train()
         return result
 
@@ -271,7 +305,7 @@ class Trainer:
         prompts = [r["prompt"] for r in self.eval_rows[:self.rl.probe_prompts]]
         batch = sample_groups(self.policy, self.tokenizer, prompts, self.rl.group_size, self.rl.max_new_tokens,
                               self.rl.temperature, seed=self.opts.seed + 11, autocast=self.autocast,
-                              static=self.static_decode)
+                              static=self.static_decode, **self._chat_prompts())
         self.policy.train()
         answers = [r["answer"] for r in self.eval_rows[:self.rl.probe_prompts]]
         _, comps = self._score(batch, answers)
@@ -286,8 +320,13 @@ class Trainer:
 
     # -- one rollout ---------------------------------------------------------
 
+    def _chat_prompts(self) -> dict:
+        """sample_groups' system prompt for a chat preset (the prompts go through the chat template); none otherwise."""
+        return {"system": self.system_prompt} if self.chat else {}
+
     def _score(self, batch: RolloutBatch, answers: list[str]):
-        scores = [score_response(text, answers[int(p)]) for text, p in zip(batch.texts, batch.prompt_index)]
+        rule = {"rule": self.reward_rule} if self.reward_rule != "answer" else {}
+        scores = [score_response(text, answers[int(p)], **rule) for text, p in zip(batch.texts, batch.prompt_index)]
         correct = torch.tensor([float(s["correct"]) for s in scores])
         fmt = torch.tensor([float(s["format"]) for s in scores])
         reward = torch.tensor([total_reward(s) for s in scores], dtype=torch.float32)
@@ -320,7 +359,7 @@ class Trainer:
             answers = [r["answer"] for r in rows]
             batch = sample_groups(self.sampler, self.tokenizer, [r["prompt"] for r in rows], G, self.rl.max_new_tokens,
                                   self.rl.temperature, generator=self.sample_gen, autocast=self.autocast,
-                                  static=self.static_decode)
+                                  static=self.static_decode, **self._chat_prompts())
             reward, comps = self._score(batch, answers)
             shaped, _ = O.shape_rewards(self.cfg, reward, batch.response_lengths)
             sampled["reward"].append(shaped)

@@ -16,13 +16,17 @@ import torch
 
 from unipo_build.core import objective as O
 from unipo_build.core.paths import project_relative
-from unipo_build.core.schema import Hardware, ModelInfo, RewardComponentInfo, RewardInfo, RunHeader, TaskInfo
+from unipo_build.core.schema import (Hardware, ModelInfo, ModelSource, RewardComponentInfo, RewardInfo, RunHeader,
+                                     TaskInfo)
 from unipo_build.core.specs import AlgorithmSpec
 from unipo_build.core.specs import load_algorithm as specs_load_algorithm
 
 from . import PROJECT
 from .model import count_parameters
+from .pretrained import model_source
+from .reward import RULE_TEXT
 from .runstate import TrainError
+from .task import TASK_LEVELS
 from .tokenizer import token_pieces
 
 REPO = PROJECT  # the project root (training/__init__.py)
@@ -143,9 +147,11 @@ def load_algorithm(name: str) -> AlgorithmSpec:
 
 def run_header(trainer, checkpoint: str, n_train: int, n_eval: int, task_source: str) -> RunHeader:
     """The run header of a Trainer that has loaded its policy, spec and preset."""
+    rule = getattr(trainer, "reward_rule", "answer")
+    said = RULE_TEXT[rule]
     reward_components = [
-        RewardComponentInfo(name="correct", description="1 if the last 'Answer: <int>' equals the label, else 0.", weight=1.0),
-        RewardComponentInfo(name="format", description="1 if the response ends with a well-formed 'Answer: <int>'.", weight=0.0),
+        RewardComponentInfo(name="correct", description=said["correct"], weight=1.0),
+        RewardComponentInfo(name="format", description=said["format"], weight=0.0),
     ]
     if trainer.cfg.kind("shaping") != "none":
         reward_components.append(RewardComponentInfo(
@@ -160,17 +166,23 @@ def run_header(trainer, checkpoint: str, n_train: int, n_eval: int, task_source:
                      cuda_graphs=trainer.static_decode and trainer.device.type == "cuda")
         if trainer.micro_tokens is not None:
             hyper["micro_tokens"] = trainer.micro_tokens
+    if getattr(trainer, "chat", None):  # how each question was put to the model (the logged prompt is the question)
+        hyper.update(chat_template=True, system_prompt=trainer.system_prompt)
+    source = model_source(checkpoint)
     model = ModelInfo(name=trainer.preset.name if not trainer.opts.model else project_relative(trainer.opts.model, REPO),
                       architecture=type(trainer.policy).__name__, parameters=params,
                       checkpoint=project_relative(checkpoint, REPO),
-                      vocab_size=trainer.policy.config.vocab_size)
+                      vocab_size=trainer.policy.config.vocab_size,
+                      source=ModelSource(**source) if source else None)
+    level = TASK_LEVELS.get(trainer.preset.task_level)
+    task_name = level.task_name if level else "arithmetic word problems"
     return RunHeader(
         run_id=trainer.out.name, algorithm=trainer.spec.id, algorithm_config=trainer.cfg,
-        title=f"{trainer.spec.name} on arithmetic word problems ({trainer.preset.name} preset)",
-        task=TaskInfo(name="arithmetic word problems" if not trainer.opts.task else Path(task_source).name,
+        title=f"{trainer.spec.name} on {task_name} ({trainer.preset.name} preset)",
+        task=TaskInfo(name=task_name if not trainer.opts.task else Path(task_source).name,
                       source=project_relative(task_source, REPO), n_train=n_train, n_eval=n_eval),
-        reward=RewardInfo(description="Correctness of the final answer (1/0); the format component is logged but weighted 0.",
-                          components=reward_components),
+        reward=RewardInfo(description=said["description"], components=reward_components,
+                          rule=rule if rule != "answer" else None),
         model=model, reference_model=model if O.uses_reference(trainer.cfg) else None,
         preset=trainer.preset.name,
         hyperparameters={**hyper, "critic_lr": trainer.critic_lr if O.uses_critic(trainer.cfg) else None},

@@ -162,6 +162,9 @@ def run_sft(
     """
     t_start = time.perf_counter()
     p = get_preset(preset)
+    if p.chat:  # a pretrained model is fine-tuned as it comes: nothing is trained from scratch for it
+        raise ValueError(f"the {p.name} preset starts from a pretrained model and has no warm start: make its "
+                         f"checkpoint with `unipo model {p.chat.model}`")
     cfg = p.sft
     total = steps if steps is not None else cfg.max_steps
     set_threads(thread_count(threads, p))

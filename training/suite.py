@@ -155,6 +155,12 @@ def ensure_inputs(suite: Suite, threads: int, device: str, say) -> None:
 
         say(f"generating the task data in {tasks} (level {preset.task_level})")
         generate_task(tasks, level=preset.task_level)
+    if preset.chat:  # a pretrained model: no warm start, its checkpoint made by `unipo model`
+        if not (REPO / preset.chat.checkpoint / "config.json").is_file():
+            raise SuiteError(f"no {preset.chat.model} checkpoint at {preset.chat.checkpoint}, which the {preset.name} "
+                             f"preset starts from: make it with `unipo model {preset.chat.model}`, then run the suite "
+                             f"again")
+        return
     from training.sft import run_sft, warm_start_path
 
     sft_dir = warm_start_path(suite.preset, REPO)

@@ -125,6 +125,23 @@ class RLPreset:
 
 
 @dataclass(frozen=True)
+class ChatPreset:
+    """A pretrained chat model fine-tuned as it comes (no warm start here): where its checkpoint is, how a
+    question is put to it and how its answer is read. Not an RLPreset field: the run header's hyperparameters
+    are the RLPreset's fields, and the tiny and gpu presets' headers stay as they were."""
+
+    model: str  # `unipo model <model>` makes the checkpoint (training/pretrained.py MODELS)
+    checkpoint: str  # where that command saves it, relative to the project (under work/: never in git)
+    # Prompts go through the tokenizer's chat template: this system message, then the question as the user's.
+    system_prompt: str = "Answer with only the final number."
+    # How an answer is read (training/reward.py REWARD_RULES): the last number of the answer, since a chat
+    # model does not write the task's "Answer: N" (shared/FEASIBILITY.md: 0 of 64 answers did).
+    reward_rule: str = "last_integer"
+    # Problems decoded at once in an evaluation: a 134.5M-parameter model's cache for 500 answers is GBs.
+    eval_batch_size: int = 64
+
+
+@dataclass(frozen=True)
 class Preset:
     name: str
     model: ModelPreset = field(default_factory=ModelPreset)
@@ -139,6 +156,11 @@ class Preset:
     # A preset only a CUDA GPU can run in reasonable time: `unipo suite` refuses it on a machine
     # without one before writing anything.
     needs_cuda: bool = False
+    # A pretrained chat model (None: a model trained here from scratch, after an SFT warm start).
+    chat: ChatPreset | None = None
+    # True: the preset's epochs and minibatches hold whatever a spec's defaults say (False: the spec's win, as
+    # they do for tiny and gpu). smollm2's budget is one update per rollout of a 134.5M-parameter model on CPU.
+    fixed_passes: bool = False
 
 
 TINY = Preset(name="tiny")
@@ -160,7 +182,26 @@ GPU = Preset(
     needs_cuda=True,
 )
 
-PRESETS: dict[str, Preset] = {p.name: p for p in (TINY, GPU)}
+# SmolLM2-135M-Instruct (134.5M parameters, pretrained; `unipo model smollm2` makes its checkpoint) on "What
+# is a + b?" / "a - b" with operands 2-40, the shape of the CPU prototype (shared/FEASIBILITY.md, "Prototype: a
+# real pretrained model, offline": 18.8% greedy at the start, 54.7% after 30 rollouts of plain GRPO at lr 1e-5,
+# temperature 0.8, 64 new tokens; its held-out set here starts at 7.8-10.5%: training/task.py's smollm2 level
+# says how that was measured): 8 prompts x 8 answers, one update per rollout (the ratio stays 1 unless a
+# spec asks for more), micro-batches of 16 answers (logits over a 49k vocabulary are the memory). The model
+# section is unused (the checkpoint brings its own shape), and so is sft: there is no warm start. The number of
+# rollouts and the evaluations are a first sizing, for the set of runs to settle.
+SMOLLM2 = Preset(
+    name="smollm2",
+    rl=RLPreset(prompts_per_step=8, group_size=8, max_new_tokens=64, temperature=0.8, lr=1e-5, epochs=1,
+                minibatches=1, micro_rows=16, steps=60, eval_every=10, eval_n=1000, eval_periodic_n=200,
+                probe_prompts=16, detail_groups=4, detail_every=10),
+    task_dir="data/tasks-smollm2",
+    task_level="smollm2",
+    chat=ChatPreset(model="smollm2", checkpoint="work/models/smollm2-135m-instruct"),
+    fixed_passes=True,
+)
+
+PRESETS: dict[str, Preset] = {p.name: p for p in (TINY, GPU, SMOLLM2)}
 
 
 def get_preset(preset: str | Preset) -> Preset:

