@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from cli_helpers import unipo
-from unipo_build.trainers.common import Notes, split_notes
+from unipo_build.trainers.notes import Notes, split_notes
 
 ROOT = Path(__file__).resolve().parents[1]
 TRL = ROOT / "tests" / "fixtures" / "trl"

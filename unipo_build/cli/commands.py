@@ -367,7 +367,7 @@ def import_report(out: Path, header) -> list[str]:
     from unipo_build.core.runlog import token_steps
     tokens = len(token_steps(out))
     lines.append(f"  {steps} step{'' if steps == 1 else 's'}, {tokens} with token detail")
-    from unipo_build.trainers.common import split_notes
+    from unipo_build.trainers.notes import split_notes
 
     items = split_notes(header.notes)
     shown = [n for n in items if any(word in n for word in ATTENTION)]
