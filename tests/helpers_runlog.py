@@ -202,3 +202,21 @@ def assert_logged_tokens_recompute(path) -> None:
         problems += check_step(header.algorithm_config, detail)
         assert detail.objective == pytest.approx(metrics[step]["objective"], rel=1e-5, abs=1e-9)
     assert problems == []
+
+
+def trl_fixture_with_a_gap(dst: Path) -> tuple[Path, Path]:
+    """tests/fixtures/trl/run1 and its tap, copied into ``dst`` with use_bias_correction_kl=True in the GRPOConfig
+    the tap recorded: a setting no kind expresses (TRL's KL times the ratio), the import's one gap, in the kl slot.
+    Only the recorded setting changes, not TRL's numbers: for what a page shows of a gap, not for its arithmetic.
+    Returns (TRL's output directory, the tap)."""
+    import shutil
+
+    fixtures = Path(__file__).resolve().parent / "fixtures" / "trl"
+    src, tap = dst / "run1", dst / "run1-tap"
+    shutil.copytree(fixtures / "run1", src)
+    shutil.copytree(fixtures / "run1-tap", tap)
+    manifest = tap / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["config"]["use_bias_correction_kl"] = True
+    manifest.write_text(json.dumps(data))
+    return src, tap

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import UNIPO, unipo
-from helpers_runlog import checksums
+from helpers_runlog import checksums, trl_fixture_with_a_gap
 from unipo_build.site import explain
 from unipo_build.core import runlog
 from unipo_build.trainers import import_log
@@ -259,8 +259,10 @@ def test_help_lists_explain():
 def test_the_slot_panel_shows_the_gaps_the_import_found(tmp_path):
     """A TRL run with scale_rewards='batch' and mask_truncated_completions (tests/fixtures/trl/gaps): its
     components hold their kinds (group_mean_batch_std, mask_truncated), so the nearest spec is batch-std
-    GRPO (the same advantage) and the panel names the one kind added and no gap. The bnpo run with gradient accumulation (tests/fixtures/trl/bnpo) has a gap: its aggregation row
-    says what TRL ran, as the run card's notes do."""
+    GRPO (the same advantage) and the panel names the one kind added and no gap. A run with TRL's bias-corrected KL
+    (run1's fixture with use_bias_correction_kl, helpers_runlog.trl_fixture_with_a_gap) has a gap: its kl row says
+    what TRL ran, as the run card's notes do, and the slot counts once among those that differ, in the import's note
+    and on the page alike."""
     run = tmp_path / "runs" / "trl-gaps"
     import_log("trl", FIXTURES / "trl" / "gaps", run, tap=FIXTURES / "trl" / "gaps-tap")
     explain.build([run], tmp_path / "site")
@@ -275,33 +277,45 @@ def test_the_slot_panel_shows_the_gaps_the_import_found(tmp_path):
     text = page_text(tmp_path / "site" / "runs" / "trl-gaps" / "index.html")
     assert "The run trained 1 slot differently from the Batch-std GRPO spec" in text
 
-    run = tmp_path / "runs" / "trl-bnpo"
-    import_log("trl", FIXTURES / "trl" / "bnpo", run, tap=FIXTURES / "trl" / "bnpo-tap")
-    explain.build([run], tmp_path / "site-bnpo")
-    data = compare_view_data((tmp_path / "site-bnpo" / "runs" / "trl-bnpo" / "index.html").read_text())
-    assert data["pairs"]["a|b"]["aggregation"]["status"] == "modified"
-    assert data["gaps"]["aggregation"] == [
-        "ran loss_type = 'bnpo' with gradient accumulation (a token mean per micro-batch): no kind expresses it; "
-        "nearest: token_mean over the whole step"]
+    src, tap = trl_fixture_with_a_gap(tmp_path / "fixture")
+    run = tmp_path / "runs" / "trl-gap"
+    import_log("trl", src, run, tap=tap)
+    explain.build([run], tmp_path / "site-gap")
+    page = tmp_path / "site-gap" / "runs" / "trl-gap" / "index.html"
+    data = compare_view_data(page.read_text())
+    assert data["pairs"]["a|b"]["kl"]["status"] == "modified"
+    assert data["gaps"] == {"kl": ["ran use_bias_correction_kl = True (the KL times the ratio): no kind expresses it; "
+                                   "nearest: k3 in the loss"]}
+    how = "2 of 8 slots differ: other parameters in advantage, a trainer setting its components do not show in kl"
+    assert f"grpo's kinds with TRL's settings, {how}" in runlog.read_header(run).notes
+    assert "The run trained 2 slots differently from the GRPO spec" in page_text(page)
 
 
 def test_two_objectives_of_a_step_are_shown_with_the_reason(tmp_path):
-    """The bnpo TRL run with gradient accumulation (tests/fixtures/trl/bnpo): the token file's step objective
-    and minus TRL's loss part on one step; the run page names both, the gap and why."""
-    run = tmp_path / "runs" / "bnpo"
-    import_log("trl", FIXTURES / "trl" / "bnpo", run, tap=FIXTURES / "trl" / "bnpo-tap")
+    """The CISPO TRL run (tests/fixtures/trl/cispo): the token file's step objective (the kind's value, w A) and
+    minus TRL's loss (the paper's form, -sg(w) A log pi) part on every step; the run page names both, the gap and
+    why, the reason read as its own sentence. The bnpo run with gradient accumulation no longer parts (issue 44 item
+    5: its micro-batch token mean is a kind), so its page says nothing of it."""
+    run = tmp_path / "runs" / "cispo"
+    import_log("trl", FIXTURES / "trl" / "cispo", run, tap=FIXTURES / "trl" / "cispo-tap")
     header = json.loads((run / "header.json").read_text())
     step = header["trl"]["objectives"]["at_step"]
     detail = json.loads((run / "tokens" / f"step_{step:06d}.json").read_text())
     explain.build([run], tmp_path / "site")
-    text = page_text(tmp_path / "site" / "runs" / "bnpo" / "index.html")
-    assert "Two objectives per step On 1 of the 3 steps with token detail" in text
+    text = page_text(tmp_path / "site" / "runs" / "cispo" / "index.html")
+    assert "Two objectives per step On 3 of the 3 steps with token detail" in text
     assert f"At step {step}: {detail['objective']:.6g} in the token file, {detail['trl_objective']:.6g} in steps.jsonl" in text
-    assert "loss_type = 'bnpo' with gradient accumulation (a token mean per micro-batch)" in text
+    assert "in steps.jsonl. TRL writes CISPO's per-token loss as the MiniMax-M1 paper does" in text
+    run = tmp_path / "runs" / "bnpo"
+    import_log("trl", FIXTURES / "trl" / "bnpo", run, tap=FIXTURES / "trl" / "bnpo-tap")
+    explain.build([run], tmp_path / "site-bnpo")
+    text = page_text(tmp_path / "site-bnpo" / "runs" / "bnpo" / "index.html")
+    assert "Two objectives per step" not in text
+    assert "mean over each micro-batch's tokens, then over micro-batches" in text
     # the import's note (on the run card) and the page name one spec for the run: the same rule (core/matching.py)
     assert "explained by GRPO: its header names 'trl-bnpo'" in text
-    # ... and count the slots that differ by one rule (SpecMatch.differing): the aggregation's kind, which is also a
-    # trainer setting no kind expresses (counted once), and the advantage's parameters: 2 of 8, in both places
+    # ... and count the slots that differ by one rule (SpecMatch.differing): the aggregation's kind and the
+    # advantage's parameters (TRL's 1e-4): 2 of 8, in both places
     how = "2 of 8 slots differ: another kind in aggregation, other parameters in advantage"
     assert f"no spec has all of TRL's kinds, nearest spec: grpo ({how})" in text
     assert f"GRPO is the nearest: the fewest slots of another kind, then of other parameters ({how})" in text

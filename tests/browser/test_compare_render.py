@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import browser_harness as H
+from helpers_runlog import trl_fixture_with_a_gap
 from unipo_build.core.specs import SLOTS, load_specs
 from unipo_build.site.facts.diff import SLOT_LABELS, diff_algorithms, diff_sentence
 from unipo_build.trainers import import_log
@@ -31,7 +32,7 @@ CASES = [
     'compare("grpo", "grpo")',
     'compare_selector("dapo", "dr_grpo")',
     'explain_match("trl-gaps")',
-    'explain_match("trl-bnpo")',
+    'explain_match("trl-gap")',
 ]
 PAGE_SOURCE = "# Compare test\n\n" + "".join(f"## Case {i}\n\n{{{{ {c} }}}}\n\n" for i, c in enumerate(CASES))
 SPECS = load_specs()
@@ -43,7 +44,8 @@ def compare_url(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("compare-site")
     runs = tmp / "runs"
     import_log("trl", FIXTURES / "trl" / "gaps", runs / "trl-gaps", tap=FIXTURES / "trl" / "gaps-tap")
-    import_log("trl", FIXTURES / "trl" / "bnpo", runs / "trl-bnpo", tap=FIXTURES / "trl" / "bnpo-tap")
+    src, tap = trl_fixture_with_a_gap(tmp / "fixture")  # TRL's bias-corrected KL: a gap in the kl slot
+    import_log("trl", src, runs / "trl-gap", tap=tap)
     site = H.build_test_site(tmp, {"index.md": PAGE_SOURCE}, runs)
     with H.serving(site) as url:
         yield url, site
@@ -167,13 +169,13 @@ def test_a_run_compared_with_its_spec_shows_the_gaps_under_its_label(page):
     assert all(not r["gaps"] for r in c["rows"])
     # the run's side has no words of its own
     assert all(r["why"] is None for r in c["rows"])
-    # TRL's bnpo with gradient accumulation has a gap: its aggregation row says what TRL ran under the run's label
+    # TRL's bias-corrected KL has a gap: its kl row says what TRL ran under the run's label
     c = _case(driver, 5)
     rows = {r["slot"]: r for r in c["rows"]}
-    assert rows["aggregation"]["status"] == "modified"
-    assert any(g.startswith("run trl-bnpo ran loss_type = 'bnpo' with gradient accumulation (a token mean per "
-                            "micro-batch): no kind expresses it; nearest: token_mean") for g in rows["aggregation"]["gaps"])
-    assert all(n == "run trl-bnpo" for r in c["rows"] for n in r["gapNames"])
+    assert rows["kl"]["status"] == "modified"
+    assert any(g.startswith("run trl-gap ran use_bias_correction_kl = True (the KL times the ratio): no kind "
+                            "expresses it; nearest: k3 in the loss") for g in rows["kl"]["gaps"])
+    assert all(n == "run trl-gap" for r in c["rows"] for n in r["gapNames"])
 
 
 def test_hostile_names_are_text(page):
@@ -217,6 +219,6 @@ def test_the_build_sends_each_comparison_as_data(compare_url):
     data = [json.loads(raw) for _, raw in views]
     assert [d["ids"] for d in data] == [{"a": "grpo", "b": "dapo"}, {"a": "reinforce", "b": "dr_grpo"},
                                         {"a": "grpo", "b": "grpo"}, {"a": "grpo_batch_std", "b": "trl-gaps"},
-                                        {"a": "grpo", "b": "trl-bnpo"}]
+                                        {"a": "grpo", "b": "trl-gap"}]
     assert data[3]["gaps"] == {}  # scale_rewards='batch' and mask_truncated_completions map to kinds
-    assert set(data[4]["gaps"]) == {"aggregation"}  # bnpo with gradient accumulation
+    assert set(data[4]["gaps"]) == {"kl"}  # TRL's bias-corrected KL

@@ -496,6 +496,21 @@ def constant_normalizer_weights(mask, normalizer):
     return mask / (n_responses * normalizer)
 
 
+def micro_token_mean_weights(mask, micro_batch: int):
+    """A token mean per micro-batch, the micro-batches averaged (gradient accumulation of a per-batch token mean: TRL's
+    loss_type 'bnpo' divides each micro-batch's loss by its own tokens and by the accumulation steps):
+    w = 1 / (M sum_{j in m} |o_j|), the update's rows taken in order ``micro_batch`` at a time, M micro-batches. A
+    micro-batch without a token weighs 0 (TRL's clamp(min=1) leaves its loss 0)."""
+    xp = array_namespace(mask)
+    n_micro = -(-mask.shape[0] // micro_batch)
+    parts = []
+    for m in range(n_micro):
+        chunk = mask[m * micro_batch:(m + 1) * micro_batch]
+        total = xp.sum(chunk)
+        parts.append(chunk / (n_micro * xp.where(total > 0, total, xp.ones_like(total))))
+    return xp.concat(parts, axis=0)
+
+
 def seq_mean_token_sum_weights(mask):
     """Token objectives summed per response, then averaged over responses: w = 1 / N."""
     _, n_responses = _lengths_and_count(mask)

@@ -593,7 +593,7 @@ trainer_settings("aggregation", "seq_mean_token_mean",
                  setting("openrlhf", "actor.loss_agg_mode", "seq-mean-token-mean"))
 trainer_settings("aggregation", "token_mean",
                  setting("trl", "loss_type", "dapo", default=True, note="over the generation batch"),
-                 setting("trl", "loss_type", "bnpo", note="over the micro-batch"),
+                 setting("trl", "loss_type", "bnpo", note="gradient_accumulation_steps 1 (else micro_token_mean)"),
                  setting("trl", "loss_type", "cispo", note="with CISPO's weight, over the generation batch"),
                  setting("verl", _VERL + "loss_agg_mode", "token-mean", default=True),
                  setting("prime-rl", note="always: each loss component over its global token count"),

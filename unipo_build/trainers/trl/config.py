@@ -80,8 +80,9 @@ def trl_components(trainer: dict, loc: K.Loc, sampler_logps: bool = False) -> tu
     comps["aggregation"] = {"kind": kind, "params": {"normalizer": int(trainer["max_completion_length"])}
                             if kind == "constant_normalizer" else {}}
     if loss_type == "bnpo" and int(trainer.get("gradient_accumulation_steps", 1)) > 1:
-        gap("aggregation", "loss_type", "'bnpo' with gradient accumulation (a token mean per micro-batch)",
-            "token_mean over the whole step")
+        # each micro-batch's token mean, over the accumulation steps: the tap's rows come in micro-batch order
+        comps["aggregation"] = {"kind": "micro_token_mean",
+                                "params": {"micro_batch": int(trainer["per_device_train_batch_size"])}}
     if loss_type in ("dapo", "cispo") and (trainer.get("steps_per_generation")
                                            != trainer.get("gradient_accumulation_steps")):
         gap("aggregation", "loss_type", f"{loss_type!r} with steps_per_generation != gradient_accumulation_steps (tokens "

@@ -20,7 +20,8 @@ clip/frac_high, ``frac_reward_zero_std`` -> groups/zero_variance_frac, ``learnin
 
 The algorithm is derived from the GRPOConfig the tap recorded (:func:`trl_components`): loss_type
 gives the aggregation (grpo and sapo: mean per response then over responses; dapo and cispo: one token
-mean over the generation batch; dr_grpo: sum over G x max_completion_length; bnpo: token mean; luspo:
+mean over the generation batch; dr_grpo: sum over G x max_completion_length; bnpo: token mean, with gradient accumulation
+micro_token_mean, a token mean per micro-batch of per_device_train_batch_size completions; luspo:
 sum per response, mean over responses) and the clip slot's form (:func:`trl_clip`: PPO's clip from
 epsilon / epsilon_high; cispo: the ``cispo`` kind, no lower bound, eps_high = epsilon_high - 1, since
 TRL caps the weight at epsilon_high itself; sapo: the ``sapo`` kind with sapo_temperature_pos / _neg),

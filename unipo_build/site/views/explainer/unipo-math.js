@@ -349,6 +349,8 @@
     masked_is_weight: function (o, s, m, p) { return maskedIsWeight(o, s, m, p.level, p.cap, p.lower, p.sequence, p.kept); },
     seq_mean_token_mean_weights: function (n) { return seqMeanTokenMeanWeights(n); },
     token_mean_weights: function (n) { return tokenMeanWeights(n); },
+    // one over M times the micro-batch's tokens: the log holds it only as the token's weight (counts.tokens)
+    micro_token_mean_weights: function (n) { return tokenMeanWeights(n); },
     constant_normalizer_weights: function (n, p) { return constantNormalizerWeights(n, p.normalizer); },
     seq_mean_token_sum_weights: function (n) { return seqMeanTokenSumWeights(n); },
     dynamic_sampling_keep: dynamicSamplingKeep,
