@@ -394,3 +394,29 @@ def test_bnpo_under_gradient_accumulation_is_its_kind(tmp_path, masked):
     assert objectives[None] == pytest.approx(objectives[1], abs=1e-6)
     if masked:  # the budget of 6 tokens cut some completions: their tokens weigh 0
         assert any(r.truncated and not any(r.tokens.weight) for d, p, r, t in token_rows(details))
+
+
+@pytest.mark.parametrize("settings", [{"loss_type": "cispo", "epsilon_high": 5.0},
+                                      {"loss_type": "sapo", "mask_truncated_completions": True}],
+                         ids=["cispo-cap5", "sapo-masked"])
+def test_real_cispo_and_sapo_runs_are_diagnosed_in_their_own_terms(tmp_path, settings):
+    """Issue 44 item 3 on real TRL runs with TRL's two reward functions (a fractional reward): CISPO with its cap of
+    5 (TRL's recommendation), whose ratio stays far below it, is not told that a learning rate too small kept it from
+    1 ± ε, and its one clip fraction answers which side; SAPO's gate clips nothing; the length question says what the
+    truncated answers scored and, masked, that they weigh 0; no diagnosis speaks of ε or of a 0/1 reward."""
+    from unipo_build.core.diagnose import FINE, LOOK, diagnose
+
+    run_trl(tmp_path, beta=0.04, num_iterations=2, max_steps=3, groups=None, **settings)
+    found = {d.key: d for d in diagnose(import_run(tmp_path))}
+    for d in found.values():
+        assert "\u03b5" not in d.figure + (d.lacks or "") and "scores as wrong" not in d.figure, d.figure
+    assert (found["clip_zero"].verdict, found["which_side"].verdict) == (FINE, FINE), (found["clip_zero"].figure, found["which_side"].figure)
+    if settings["loss_type"] == "sapo":
+        assert found["which_side"].figure.startswith("this objective clips no token")
+    else:
+        assert found["which_side"].figure.startswith("high side (A > 0, ratio above the cap 5)")
+    length = found["length_moving"]
+    if length.verdict == LOOK:
+        assert "truncated answers in the token files scored" in length.figure
+        assert ("out of the loss (weight 0" in length.figure) == bool(settings.get("mask_truncated_completions"))
+    assert found["sampler_learner"].verdict == "not measurable"
