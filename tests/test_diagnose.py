@@ -463,3 +463,21 @@ def test_trl_runs_are_asked_in_their_own_terms(tmp_path, name):
     length = found["length_moving"]
     assert "truncated answers in the token files scored" in length.figure
     assert ("out of the loss (weight 0" in length.figure) == (name == "gaps")
+
+
+def test_a_clip_no_kind_expresses_is_named_beside_the_words(tmp_path):
+    """TRL's CISPO at its defaults caps the weight at 0.2, below 1, which no kind expresses: the import holds the
+    cispo kind's cap of 1.28 in its place and records the gap (issue 44 item 2). The clipping answers are worded from
+    the run's components, and say so, naming what the trainer ran."""
+    run = write_metric_run(tmp_path / "run", "grpo", config=config_of("cispo", "none"),
+                           metrics=lambda f, rng: {**healthy(f, rng), "clip/frac_low": None, "clip/frac_high": 0.45})
+    header = json.loads((run / "header.json").read_text())
+    header["imported_from"] = {"format": "trl", "path": "x", "gaps": [
+        {"setting": "epsilon_high", "value": "0.2 with loss_type 'cispo'", "slot": "clip",
+         "nearest": "cispo with eps_high 0.28"}]}
+    (run / "header.json").write_text(json.dumps(header))
+    found = {d.key: d for d in diagnose(run)}
+    said = (" (the trainer ran epsilon_high = 0.2 with loss_type 'cispo', which no kind expresses: these words are the "
+            "run's components', cispo with eps_high 0.28)")
+    assert found["clip_zero"].figure.endswith(said) and found["which_side"].figure.endswith(said)
+    assert found["which_side"].verdict == LOOK and "keep their gradient, only scaled down" in found["which_side"].figure

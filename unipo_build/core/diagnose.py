@@ -22,11 +22,12 @@ trainer's mismatch metrics, mean and tail; a log with neither cannot answer it.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
+from unipo_build.core.matching import header_gaps
 from unipo_build.core.heldout import MIN_PROBLEMS, TOO_FEW, compare, start_and_end
 from unipo_build.core.numbers import fmt_num, fmt_share, fmt_signed_points
 from unipo_build.core import log_reads as R
@@ -172,6 +173,27 @@ def _rule(reader: RunReader) -> tuple[bool, ClipRule | None]:
     return (config is not None, clip_rule(config) if config is not None else None)
 
 
+def _clip_gap(reader: RunReader, found: Diagnosis) -> Diagnosis:
+    """A clipping answer of a run whose trainer clipped otherwise than any kind expresses (an import's gap in the clip
+    slot: TRL's CISPO capped at 0.2, below 1): its words are the nearest kind's, and it says so."""
+    gaps = [g for g in header_gaps(reader.header) if g.slot == "clip"]
+    if not gaps:
+        return found
+    ran = "; ".join(f"{g.setting} = {g.value}" for g in gaps)
+    said = f" (the trainer ran {ran}, which no kind expresses: these words are the run's components', {gaps[0].nearest})"
+    if found.verdict == UNMEASURABLE:
+        return replace(found, lacks=(found.lacks or "") + said)
+    return replace(found, figure=found.figure + said)
+
+
+def clip_zero(reader: RunReader) -> Diagnosis:
+    return _clip_gap(reader, _clip_zero(reader))
+
+
+def which_side(reader: RunReader) -> Diagnosis:
+    return _clip_gap(reader, _which_side(reader))
+
+
 def _no_clip(reader: RunReader, lead: str) -> str:
     """``lead``, then why an objective whose clip clips no token has nothing to count, in its clip kind's words."""
     kind = reader.header.algorithm_config.component("clip")
@@ -216,7 +238,7 @@ def loss_zero(reader: RunReader) -> Diagnosis:
     return Diagnosis("loss_zero", q, FINE, figure + why, ch, src)
 
 
-def clip_zero(reader: RunReader) -> Diagnosis:
+def _clip_zero(reader: RunReader) -> Diagnosis:
     q = "clip_ratio is always 0: why?"
     ch, src = CHAPTERS["ppo"], "trl#3120"
     named, rule = _rule(reader)
@@ -487,7 +509,7 @@ def length_moving(reader: RunReader) -> Diagnosis:
                      "policy's, not the budget's", ch, src)
 
 
-def which_side(reader: RunReader) -> Diagnosis:
+def _which_side(reader: RunReader) -> Diagnosis:
     q = "Which side clipped?"
     ch, src = CHAPTERS["ppo"], "trl#3144"
     named, rule = _rule(reader)
