@@ -526,9 +526,10 @@ def test_held_out_evaluations_run_without_the_static_decoders_cache(tiny, tmp_pa
     pool's at the start, periodic, end) finds no static decoder; every rollout builds it again."""
     import training.llama_decode as LD
     import training.rl as rl
+    import training.rl_evals as rl_evals
 
     seen = []
-    real_eval, real_sample = rl.evaluate, rl.Trainer._sample_rollout
+    real_eval, real_sample = rl_evals.evaluate, rl.Trainer._sample_rollout
 
     def evaluating(model, *a, **kw):
         seen.append(("eval", model in LD._STATIC))
@@ -539,7 +540,7 @@ def test_held_out_evaluations_run_without_the_static_decoders_cache(tiny, tmp_pa
         seen.append(("rollout", self.policy in LD._STATIC))
         return out
 
-    monkeypatch.setattr(rl, "evaluate", evaluating)
+    monkeypatch.setattr(rl_evals, "evaluate", evaluating)
     monkeypatch.setattr(rl.Trainer, "_sample_rollout", sampling)
     _train(tiny[0], tmp_path / "evals", monkeypatch, steps=2, precision="bf16", eval_every=1)
     assert [kind for kind, _ in seen] == ["eval", "eval", "rollout", "eval", "rollout", "eval"]

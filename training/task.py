@@ -225,23 +225,23 @@ def make_spend(rng: random.Random, level: int) -> Problem:
 ASK_SMALLEST = 2  # the questions' smallest operand (the largest is their level)
 
 
+def _asked(a: int, sign: str, b: int, v: int) -> Problem:
+    """A bare question and its one-equation solution, the same in every style."""
+    return Problem(f"What is {a} {sign} {b}?", v, dict.fromkeys(STYLES, finish([f"{a} {sign} {b} = {v}."], v)))
+
+
 def make_ask_add(rng: random.Random, level: int) -> Problem:
     """'What is a + b?', a and b from 2 to `level` (the largest operand, not a digit count): a chat model's
-    question, the number alone its expected answer. Every style is the one equation."""
+    question, the number alone its expected answer."""
     a, b = rng.randint(ASK_SMALLEST, level), rng.randint(ASK_SMALLEST, level)
-    v = a + b
-    solution = finish([f"{a} + {b} = {v}."], v)
-    return Problem(f"What is {a} + {b}?", v, dict.fromkeys(STYLES, solution))
+    return _asked(a, "+", b, a + b)
 
 
 def make_ask_sub(rng: random.Random, level: int) -> Problem:
     """'What is a - b?', a >= b, both from 2 to `level`: the answer is never negative, so no minus sign can be
     misread (the last-integer reward reads '-' as a sign only before a number)."""
-    a, b = rng.randint(ASK_SMALLEST, level), rng.randint(ASK_SMALLEST, level)
-    a, b = max(a, b), min(a, b)
-    v = a - b
-    solution = finish([f"{a} - {b} = {v}."], v)
-    return Problem(f"What is {a} - {b}?", v, dict.fromkeys(STYLES, solution))
+    a, b = sorted((rng.randint(ASK_SMALLEST, level), rng.randint(ASK_SMALLEST, level)), reverse=True)
+    return _asked(a, "-", b, a - b)
 
 
 TEMPLATES: dict[str, Callable[[random.Random, int], Problem]] = {
@@ -289,15 +289,11 @@ TASK_LEVELS: dict[str, TaskLevel] = {
                      "2- and 4-digit addition and subtraction, 3-digit times 1-digit in columns, coins a + b * c "
                      "and spend a - b * c at 2 digits"),
     # For a pretrained chat model (the smollm2 preset), which cannot do the word problems above (0-6% greedy,
-    # shared/FEASIBILITY.md) but answers some bare questions. Its answers are read by their last integer
-    # (training/reward.py, rule last_integer); no difference is negative. Nothing warm-starts on the SFT pool (the
-    # model is pretrained): it is there so that the three pools stay disjoint as elsewhere. Its 1,521 + 780
-    # distinct questions hold a held-out set of 1,000, an RL pool of 2,000 draws and an SFT pool of 500 rows, no
-    # question in two of them. Greedy start of SmolLM2-135M-Instruct (Q4_1, 64 new tokens, measured 2026-11-29):
-    # 5 of the first 64 held-out questions (7.8%), 27 of the first 256 (10.5%), under the 15-40% asked for and the
-    # prototype's 18.8% (shared/FEASIBILITY.md; 64 questions of its own). Smaller operands start higher (2-30:
-    # 15.6%, 2-20: 19.5%, 128 questions each) but hold too few distinct questions for 1,000 held out with
-    # non-negative differences (1,276 and 551 in all); negative differences start lower (5.9% at 2-40, 256).
+    # shared/FEASIBILITY.md) but answers some bare questions, read by their last integer (reward rule
+    # last_integer; no difference is negative). The SFT pool keeps the three pools disjoint; nothing trains on it.
+    # 1,521 + 780 distinct questions: held-out 1,000, RL 2,000 draws, SFT 500. Greedy start of
+    # SmolLM2-135M-Instruct (Q4_1, 64 new tokens, 2026-11-29): 7.8% of the first 64 held-out questions, 10.5% of
+    # 256, under the 15-40% asked for. 2-30 starts at 15.6%, 2-20 at 19.5% (128 each): too few distinct questions.
     "smollm2": TaskLevel("smollm2", {"ask_add": (40,), "ask_sub": (40,)}, {"bare": 1.0},
                          "'What is a + b?' and 'What is a - b?' (a >= b), operands 2-40",
                          level_meaning="the largest operand (both are drawn from 2 to it)",
