@@ -70,6 +70,13 @@ def test_materials_dark_links_fell_short_on_code():
     assert P._contrast("#5488e8", DARK["code"]) < 4.5
 
 
+def test_outlined_buttons_write_in_the_link_colour_on_slate():
+    """Material's outlined button (.md-button) writes in the primary indigo, #4051b5: 2.35:1 on the slate page."""
+    assert P._contrast("#4051b5", DARK["page"]) < 3
+    assert re.search(r'\[data-md-color-scheme="slate"\] \.md-typeset \.md-button:not\(\.md-button--primary\) \{\s*'
+                     r'color: var\(--md-typeset-a-color\);', CSS)
+
+
 @pytest.mark.parametrize("role", ["pos-text", "neg-text", "moment", "ink"])
 def test_the_palettes_text_roles_read_in_both_schemes(role):
     light, dark = P.ROLES[role]
