@@ -1,18 +1,21 @@
-"""Page budgets on every run set: DOM nodes and height of each page, as a reader at the top of it
-meets them, for the default (tiny) set and every further set the build shows (the gpu set under
-``gpu/``).
+"""Page budgets on every run set: DOM nodes and height of each page at two moments, as a reader at the
+top of it meets it (at load) and once the reader has read it to its end (scrolled to the bottom, every
+lazy view near the way drawn: benchmarks/page_read.py), for the default (tiny) set and every further set
+the build shows (the gpu set under ``gpu/``).
 
-Budgets: a course page (``course/``, ``playgrounds/``) at most 4,000 DOM nodes at load and
-10,000 px tall at 1280x900 (DESIGN.md, "Budgets"); a reference page (``reference/``, ``guides/``,
-the home page) at most REFERENCE_NODES nodes and REFERENCE_HEIGHT px (benchmarks/README.md,
-"Page budgets": a reference is read by searching and jumping, so it may be longer than a course
-page, not without end). The figures are taken as benchmarks/reader_budget.py takes them (one load,
-headless Chromium on 127.0.0.1); tests/browser/test_reader.py test_pages_keep_their_budgets fails
-over them on both sets.
+Budgets, at both moments (issue 47 item 5: the pages held them at load, not once read): a course page
+(``course/``, ``playgrounds/``) at most 4,000 DOM nodes and 10,000 px tall at 1280x900 (DESIGN.md,
+"Budgets"); a reference page (``reference/``, ``guides/``, the home page) at most REFERENCE_NODES nodes and
+REFERENCE_HEIGHT px (benchmarks/README.md, "Page budgets": a reference is read by searching and jumping,
+so it may be longer than a course page, not without end). What a reader opens (a fold, a tab) is not
+opened: its content is counted as the server wrote it. The figures are taken as
+benchmarks/reader_budget.py takes them (one load, headless Chromium on 127.0.0.1);
+tests/browser/test_reader.py test_pages_keep_their_budgets fails over them on both sets.
 
     .venv/bin/python benchmarks/page_budgets.py                    # build both sets, measure
     .venv/bin/python benchmarks/page_budgets.py --site-dir /tmp/site
     .venv/bin/python benchmarks/page_budgets.py --site-dir /tmp/site --json /tmp/budgets.json
+    .venv/bin/python benchmarks/page_budgets.py --site-dir /tmp/site --page course/algorithms/ppo/
 
 A measurement: it exits 0 whatever the figures (the test is what fails).
 """
@@ -59,24 +62,71 @@ def budget_of(page: str) -> tuple[str, int, int]:
     return "reference", REFERENCE_NODES, REFERENCE_HEIGHT
 
 
-def over_budget(figures: dict[str, dict]) -> list[str]:
-    """One line for each figure over its budget; keys are "<set prefix><page>"."""
+MOMENTS = (("at load", None), ("once read", "read"))
+
+#: The course pages still over their budget once read when that moment was first measured (issue 47 item 5,
+#: 2026-11-29), with what they then held: (DOM nodes, height px), the budget where that one was within it.
+#: Read to the end, a chapter draws its Algorithm Explainer (an objective of some 850 DOM nodes of KaTeX),
+#: two or three Step Inspectors (800-1,450 px each once drawn) and the Training Explorer's own, which only
+#: its text can fold or move. The test lets each be no larger than this (READ_SLACK for another run's
+#: numbers); a page within its budget comes off the list, and none is added.
+OVER_ONCE_READ: dict[str, tuple[int, int]] = {
+    "course/algorithms/cispo/": (5_409, 11_066),
+    "course/algorithms/dapo/": (4_543, 10_477),
+    "course/algorithms/dapo_dr/": (4_000, 10_312),
+    "course/algorithms/dr_grpo/": (4_000, 10_099),
+    "course/algorithms/grpo/": (4_728, 10_307),
+    "course/algorithms/gspo/": (4_758, 10_000),
+    "course/algorithms/ppo/": (4_839, 10_753),
+    "course/algorithms/reinforce/": (4_145, 10_000),
+    "course/anatomy/": (4_000, 10_568),
+    "gpu/course/algorithms/dapo/": (4_293, 10_255),
+    "gpu/course/algorithms/grpo/": (4_161, 10_000),
+    "gpu/course/algorithms/ppo/": (4_305, 10_449),
+}
+READ_SLACK = 0.03
+
+
+def unlisted_over(figures: dict[str, dict]) -> list[str]:
+    """over_budget's lines less those of a page of OVER_ONCE_READ once read that is no larger than its entry
+    (with READ_SLACK): what the test fails on."""
     out = []
     for key, f in figures.items():
-        kind, nodes, height = budget_of(f["page"])
-        if f["nodes"] > nodes:
-            out.append(f"{key or '/'}: {f['nodes']:,} DOM nodes over the {kind} page budget of {nodes:,}")
-        if f["height"] > height:
-            out.append(f"{key or '/'}: {f['height']:,} px tall, over the {kind} page budget of {height:,} px")
-        if not f["ready"]:
-            out.append(f"{key or '/'}: the views did not finish drawing (measured as they were)")
+        cap = OVER_ONCE_READ.get(key)
+        for line in over_budget({key: f}):
+            if cap and " once read," in line:
+                read = f["read"]
+                if read["nodes"] <= cap[0] * (1 + READ_SLACK) and read["height"] <= cap[1] * (1 + READ_SLACK):
+                    continue
+            out.append(line)
     return out
 
 
-def measure_sets(site: Path) -> dict[str, dict] | str:
-    """{"<prefix><page>": {set, page, nodes, height, ready}} for every page of every set."""
-    keys: list[tuple[str, str]] = [(prefix, page) for prefix in set_prefixes(site) for page in pages_of(site, prefix)]
-    figures = measure(site, [prefix + page for prefix, page in keys], 1)
+def over_budget(figures: dict[str, dict]) -> list[str]:
+    """One line for each figure over its budget, at load and once read (a figure's "read": {nodes, height,
+    ready}, when measured); keys are "<set prefix><page>"."""
+    out = []
+    for key, f in figures.items():
+        kind, nodes, height = budget_of(f["page"])
+        for moment, field in MOMENTS:
+            g = f.get(field) if field else f
+            if not g:
+                continue
+            if g["nodes"] > nodes:
+                out.append(f"{key or '/'}: {g['nodes']:,} DOM nodes {moment}, over the {kind} page budget of {nodes:,}")
+            if g["height"] > height:
+                out.append(f"{key or '/'}: {g['height']:,} px tall {moment}, over the {kind} page budget of {height:,} px")
+            if not g["ready"]:
+                out.append(f"{key or '/'}: the views did not finish drawing {moment} (measured as they were)")
+    return out
+
+
+def measure_sets(site: Path, only: list[str] | None = None) -> dict[str, dict] | str:
+    """{"<prefix><page>": {set, page, nodes, height, ready, read: {nodes, height, ready}}} for every page of
+    every set (``only``: these paths, relative to the site)."""
+    keys: list[tuple[str, str]] = [(prefix, page) for prefix in set_prefixes(site) for page in pages_of(site, prefix)
+                                   if only is None or prefix + page in only]
+    figures = measure(site, [prefix + page for prefix, page in keys], 1, read=True)
     if isinstance(figures, str):
         return figures
     return {prefix + page: {"set": prefix.rstrip("/") or "default", "page": page, **figures[prefix + page]}
@@ -87,31 +137,44 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--site-dir", type=Path, help="measure this built site instead of building one")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    parser.add_argument("--page", action="append", help="only this page (repeatable), e.g. gpu/course/algorithms/ppo/")
     args = parser.parse_args(argv)
     with site_to_measure(args.site_dir, None, "the site (every run set)") as (site, _):
         started = time.strftime("%Y-%m-%d %H:%M")
-        figures = measure_sets(site)
+        only = [p.strip("/") + "/" if p.strip("/") else "" for p in args.page] if args.page else None
+        figures = measure_sets(site, only)
         if isinstance(figures, str):
             print(f"not measured: {figures}")
             return 0
+        if not figures:
+            print(f"not measured: no such page in {site}")
+            return 0
         print(f"\n{started}; budgets: course pages {NODE_BUDGET:,} nodes and {HEIGHT_BUDGET:,} px, reference pages "
-              f"{REFERENCE_NODES:,} nodes and {REFERENCE_HEIGHT:,} px (1280x900, at load)\n")
-        width = max(len(p) for p in figures)
-        print(f"{'page'.ljust(width)}  {'kind':9}  {'nodes':>6}  {'height px':>9}")
+              f"{REFERENCE_NODES:,} nodes and {REFERENCE_HEIGHT:,} px (1280x900), at load and once read to the end\n")
+        width = max(len(p or "/") for p in figures)
+        print(f"{'page'.ljust(width)}  {'kind':9}  {'nodes':>6}  {'height px':>9}  {'read: nodes':>11}  {'height px':>9}")
         for key, f in figures.items():
             kind, nodes, height = budget_of(f["page"])
-            flag = "  OVER" if f["nodes"] > nodes or f["height"] > height else ""
-            print(f"{(key or '/').ljust(width)}  {kind:9}  {f['nodes']:>6,}  {f['height']:>9,}{flag}")
+            read = f.get("read") or {"nodes": 0, "height": 0}
+            worst = max(f["nodes"], read["nodes"]) > nodes or max(f["height"], read["height"]) > height
+            print(f"{(key or '/').ljust(width)}  {kind:9}  {f['nodes']:>6,}  {f['height']:>9,}  {read['nodes']:>11,}  "
+                  f"{read['height']:>9,}{'  OVER' if worst else ''}")
         print()
         for prefix in set_prefixes(site):
             name = prefix.rstrip("/") or "default"
             for kind in ("course", "reference"):
                 mine = [f for f in figures.values() if f["set"] == name and budget_of(f["page"])[0] == kind]
                 if mine:
-                    print(f"{name} set, {len(mine)} {kind} pages: most nodes {max(f['nodes'] for f in mine):,}, "
-                          f"tallest {max(f['height'] for f in mine):,} px")
+                    read = [f["read"] for f in mine if f.get("read")]
+                    print(f"{name} set, {len(mine)} {kind} pages: most nodes {max(f['nodes'] for f in mine):,} at load, "
+                          f"{max((r['nodes'] for r in read), default=0):,} once read; tallest {max(f['height'] for f in mine):,} px "
+                          f"at load, {max((r['height'] for r in read), default=0):,} px once read")
         over = over_budget(figures)
         print("\nwithin budget" if not over else f"\n{len(over)} over budget:\n  " + "\n  ".join(over))
+        unlisted = unlisted_over(figures)
+        if over:
+            print(f"\n{len(unlisted)} of them not in OVER_ONCE_READ or grown past it (what the test fails on)"
+                  + ("" if not unlisted else ":\n  " + "\n  ".join(unlisted)))
         if args.json:
             args.json.write_text(json.dumps({"measured": started, "pages": figures}, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -45,6 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from page_budget import site_to_measure  # noqa: E402  (the one way the benchmarks get a site to measure)
+from page_read import read_through  # noqa: E402  (a page read to its end, as the browser tests' walk reads it)
 
 NODE_BUDGET = 4000
 HEIGHT_BUDGET = 10_000
@@ -106,7 +107,10 @@ def load_average() -> float | None:
         return None
 
 
-def measure(site: Path, pages: list[str], repeat: int) -> dict[str, dict] | str:
+def measure(site: Path, pages: list[str], repeat: int, read: bool = False) -> dict[str, dict] | str:
+    """Each page's figures at load (see the module's docstring); ``read``: also once read to its end
+    (benchmarks/page_read.py: scrolled to the bottom, every lazy view near the way drawn), as ``read``:
+    {nodes, height, ready}."""
     if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
         return "no chromium/chromedriver"
     try:
@@ -156,6 +160,9 @@ def measure(site: Path, pages: list[str], repeat: int) -> dict[str, dict] | str:
                 "scripts": sorted(state["scripts"]), "views": sorted(state["views"]),
                 "ready": state["ready"],
             }
+            if read:
+                after = read_through(driver, STATE_JS, VIEW_SELECTORS)
+                out[page]["read"] = {"nodes": after["nodes"], "height": after["height"], "ready": after["ready"]}
     finally:
         driver.quit()
         server.shutdown()

@@ -128,20 +128,44 @@
     el.dispatchEvent(new CustomEvent(EVENTS.typeset, { bubbles: true }));
   }
 
-  /** Typeset the formulas deferred inside ``root`` (a <details> just opened; the page, to print). */
+  /** Typeset the formulas and draw the charts deferred inside ``root`` (a <details> just opened; the
+   * page, to print). */
   function renderDeferred(root) {
-    if (!window.katex) return;
-    var nodes = root.querySelectorAll('.arithmatex[data-unipo-rendered="deferred"]');
-    Array.prototype.forEach.call(nodes, function (el) {
-      if (root.tagName === "DETAILS" && folded(el)) return; // a closed one inside
-      typeset(el);
+    var inner = function (el) { return root.tagName === "DETAILS" && folded(el); }; // a closed one inside
+    if (window.katex) {
+      Array.prototype.forEach.call(root.querySelectorAll('.arithmatex[data-unipo-rendered="deferred"]'), function (el) {
+        if (!inner(el)) typeset(el);
+      });
+    }
+    Array.prototype.forEach.call(root.querySelectorAll('.unipo-vega[data-unipo-rendered="deferred"]'), function (el) {
+      if (!inner(el)) embed(el);
+    });
+  }
+
+  // A fold whose body the build wrote in a <template class="unipo-fold-body"> (a long list few readers
+  // open: the anatomy figure's other groups) has no DOM until it opens; then the body is put in its
+  // place and drawn as the page was (formulas, charts, the views' renderers).
+  function openFoldBodies(root) {
+    var bodies = root.querySelectorAll(root.tagName === "DETAILS" ? ":scope > template.unipo-fold-body"
+                                                                 : "template.unipo-fold-body");
+    Array.prototype.forEach.call(bodies, function (t) {
+      var parent = t.parentElement;
+      t.replaceWith(document.importNode(t.content, true));
+      renderMath(parent);
+      renderCharts(parent);
+      renderers.forEach(function (entry) { runRenderer(entry, parent); });
     });
   }
 
   document.addEventListener("toggle", function (event) {
-    if (event.target.tagName === "DETAILS" && event.target.open) renderDeferred(event.target);
+    if (event.target.tagName !== "DETAILS" || !event.target.open) return;
+    openFoldBodies(event.target);
+    renderDeferred(event.target);
   }, true);
-  window.addEventListener("beforeprint", function () { renderDeferred(document); });
+  window.addEventListener("beforeprint", function () {
+    openFoldBodies(document);
+    renderDeferred(document);
+  });
 
   /* ------------------------------------------------------------------ charts */
 
@@ -314,9 +338,18 @@
     el.setAttribute("aria-label", label);
   }
 
+  // A chart inside a closed fold is drawn when the fold opens (renderDeferred), as its formulas are
+  // typeset then: a page's folds held some 700 DOM nodes of charts nobody had opened, drawn at a
+  // width of nothing.
   function renderCharts(root) {
     var nodes = (root || pageRoot()).querySelectorAll(".unipo-vega:not([data-unipo-rendered])");
-    return Promise.all(Array.prototype.map.call(nodes, embed));
+    return Promise.all(Array.prototype.map.call(nodes, function (el) {
+      if (folded(el)) {
+        el.setAttribute("data-unipo-rendered", "deferred");
+        return Promise.resolve();
+      }
+      return embed(el);
+    }));
   }
 
   function redrawChartsForScheme() {
@@ -324,7 +357,7 @@
     var nodes = document.querySelectorAll(".unipo-vega[data-unipo-rendered]");
     Array.prototype.forEach.call(nodes, function (el) {
       var state = el.getAttribute("data-unipo-rendered");
-      if (state !== wanted && state !== "error") embed(el);
+      if (state !== wanted && state !== "error" && state !== "deferred") embed(el);
     });
   }
 
@@ -597,8 +630,10 @@
       return renderCharts(root);
     },
     renderMath: renderMath,
-    /** Typeset every formula deferred on the page (printing, tests that read every formula). */
+    /** Typeset every formula and draw every chart deferred on the page (printing, tests that read
+     * every formula). */
     renderAll: function () {
+      openFoldBodies(document);
       renderDeferred(document);
     },
     /** The parsed JSON of a data element written by unipo_build.site.render.json_data. */

@@ -318,7 +318,7 @@ return {
   math: math.filter(e => !e.hasAttribute('data-unipo-rendered')).length,
   charts: charts.filter(e => {
     const s = e.getAttribute('data-unipo-rendered');
-    return s !== scheme && s !== 'error';
+    return s !== scheme && s !== 'error' && s !== 'deferred'; // deferred: in a closed fold (renderAll draws it)
   }).length,
   // views that started: a Step Inspector near the viewport loading its step, a playground drawing
   views: document.querySelectorAll('.unipo-inspector[data-active]:not([data-ready]), .unipo-inspector[data-loading],'
@@ -560,13 +560,29 @@ VIEW_SELECTORS = {
 AT_LOAD_JS = (Path(__file__).resolve().parents[2] / "benchmarks" / "page_state.js").read_text(encoding="utf-8")
 
 
+def _page_read():
+    """benchmarks/page_read.py: a page read to its end, as the budgets measure it."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "page_read.py"
+    spec = importlib.util.spec_from_file_location("unipo_page_read", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+PAGE_READ = _page_read()
+
+
 class PageVisit:
     """What one visit of a page found: ``at_load`` (AT_LOAD_JS once ready and settled, None if it never
-    was), ``waits`` ({"at load" or "rendered": why that wait timed out}), ``console`` (SEVERE console
-    messages once rendered) and ``foreign`` (foreign_requests)."""
+    was), ``read`` (AT_LOAD_JS once the page was read to its end: benchmarks/page_read.py; None if it was
+    not), ``waits`` ({"at load", "read" or "rendered": why that wait timed out}), ``console`` (SEVERE
+    console messages once rendered) and ``foreign`` (foreign_requests)."""
 
-    def __init__(self, at_load: dict | None, waits: dict[str, str], console: list[str], foreign: list[str]):
-        self.at_load, self.waits, self.console, self.foreign = at_load, waits, console, foreign
+    def __init__(self, at_load: dict | None, waits: dict[str, str], console: list[str], foreign: list[str],
+                 read: dict | None = None):
+        self.at_load, self.waits, self.console, self.foreign, self.read = at_load, waits, console, foreign, read
 
 
 def site_pages(site_dir: Path | str) -> list[str]:
@@ -582,7 +598,8 @@ _WALKS: dict[tuple[str, str], dict[str, PageVisit]] = {}
 
 def walk_every_page(driver, site_url: str, site_dir: Path | str) -> dict[str, PageVisit]:
     """Each page of the site served at ``site_url`` opened once in ``driver`` at 1280x900: first measured at
-    load (AT_LOAD_JS, ready and settled), then rendered in full (wait_rendered), then its console and
+    load (AT_LOAD_JS, ready and settled), then once read to its end (scrolled to the bottom, every lazy view
+    on the way drawn: benchmarks/page_read.py), then rendered in full (wait_rendered), then its console and
     requests read. {page path (site_pages): PageVisit}.
 
     Made once per process for a site, and handed to every test that reads it (the console and requests of
@@ -602,11 +619,14 @@ def walk_every_page(driver, site_url: str, site_dir: Path | str) -> dict[str, Pa
             state = wait_settled(driver, AT_LOAD_JS, VIEW_SELECTORS, what=page or "/")
         except AssertionError as err:
             waits["at load"] = str(err)
+        read = PAGE_READ.read_through(driver, AT_LOAD_JS, VIEW_SELECTORS, timeout=60)
+        if not read["ready"]:
+            waits["read"] = f"{page or '/'}: the views did not finish drawing while the page was read"
         try:
             wait_rendered(driver)
         except AssertionError as err:
             waits["rendered"] = str(err)
         visits[page] = PageVisit(state, waits, [e["message"] for e in console_errors(driver)],
-                                 foreign_requests(driver, site_url))
+                                 foreign_requests(driver, site_url), read=read)
     _WALKS[key] = visits
     return visits

@@ -195,3 +195,78 @@ def test_every_chart_says_what_it_shows(open_page, driver, page, run_set, consol
     if page == "playgrounds/objective-1d/":
         assert any(c["canvas"] for c in charts)  # the heat map is drawn on a canvas, labelled as the others
     assert console_errors(driver) == []
+
+
+
+# ---------------------------------------------------------------------------- what a fold holds (issue 47 item 5)
+
+_FOLDED_CHARTS_JS = """
+return [...document.querySelectorAll('.unipo-vega')].filter(v => v.closest('details')).map(v => ({
+  open: !!v.closest('details').open, state: v.dataset.unipoRendered, drawn: !!v.querySelector('svg, canvas'),
+  width: Math.round(v.getBoundingClientRect().width),
+  summary: v.closest('details').querySelector('summary').textContent.trim().slice(0, 50)}));
+"""
+
+
+def test_a_closed_folds_charts_are_drawn_when_it_opens(driver, site_url, console_errors):
+    """A chart in a closed fold waits for the fold, as its formulas do: nothing drawn until the reader opens it,
+    then drawn at the fold's width (DAPO's chapter held some 700 DOM nodes of charts in folds nobody opened)."""
+    H.set_width(driver, 1280)
+    driver.get(site_url + "course/algorithms/dapo/")
+    H.wait_rendered(driver, everything=False)
+    charts = driver.execute_script(_FOLDED_CHARTS_JS)
+    folded = [c for c in charts if not c["open"]]
+    assert folded and all(c["state"] == "deferred" and not c["drawn"] for c in folded), folded
+    summary = driver.find_element(By.XPATH, "//details[not(@open)][.//*[contains(@class, 'unipo-vega')]]/summary")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", summary)
+    summary.click()
+    H.wait_rendered(driver, everything=False)
+    opened = [c for c in driver.execute_script(_FOLDED_CHARTS_JS) if c["open"]]
+    assert opened and all(c["state"] == "default" and c["drawn"] and c["width"] > 300 for c in opened), opened
+    # the rest still wait; everything=True (UNIPO.renderAll: printing, tests) draws them all
+    H.wait_rendered(driver)
+    assert all(c["state"] == "default" and c["drawn"] for c in driver.execute_script(_FOLDED_CHARTS_JS))
+    assert console_errors(driver) == []
+
+
+def test_a_long_folded_list_is_in_the_page_once_opened(driver, site_url, built_site, console_errors):
+    """The anatomy figure's folded rows (the gpu set's other 56 groups, other 11 answers...) are written in a
+    <template>: no DOM until the fold opens, then the rows, formulas typeset."""
+    page = "gpu/course/anatomy/" if (built_site / "gpu" / "index.html").is_file() else "course/anatomy/"
+    H.set_width(driver, 1280)
+    driver.get(site_url + page)
+    H.wait_rendered(driver, everything=False)
+    folds = driver.execute_script("""return [...document.querySelectorAll('details.unipo-fold:not(.unipo-run-diagnoses)')].map(d => ({
+        template: !!d.querySelector(':scope > template.unipo-fold-body'), rows: d.querySelectorAll('tr, li').length,
+        summary: d.querySelector('summary').textContent.trim()}));""")
+    if not folds:
+        pytest.skip(f"{page}: the anatomy figure folds nothing in this build")
+    assert all(f["template"] and f["rows"] == 0 for f in folds), folds
+    summary = driver.find_element(By.CSS_SELECTOR, "details.unipo-fold:not(.unipo-run-diagnoses) > summary")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", summary)
+    summary.click()
+    H.wait_rendered(driver, everything=False)
+    first = driver.execute_script("""const d = document.querySelector('details.unipo-fold:not(.unipo-run-diagnoses)');
+        return {open: d.open, template: !!d.querySelector(':scope > template'), rows: d.querySelectorAll('tr, li').length,
+                math: d.querySelectorAll('.arithmatex:not([data-unipo-rendered="katex"])').length};""")
+    assert first["open"] and not first["template"] and first["rows"] > 0 and first["math"] == 0, first
+    assert console_errors(driver) == []
+
+
+def test_a_teaching_moments_token_card_is_folded_and_a_chosen_tokens_open(open_page, driver, console_errors):
+    """The token a teaching moment opens at shows its numbers with the Explainer's card folded under them (one
+    click away); a token the reader clicks opens its card."""
+    open_page(CISPO)
+    uid = driver.execute_script("return [...document.querySelectorAll('.unipo-inspector[data-moment]')][0].id")
+    driver.execute_script("document.getElementById(arguments[0]).scrollIntoView()", uid)
+    H.wait_js(driver, "const i = document.getElementById(arguments[0]); return i.dataset.ready === '1' && i.dataset.selected",
+              uid, what="the moment's token")
+    card = driver.execute_script("const c = document.querySelector('#' + arguments[0] + ' details.unipo-token-card');"
+                                 "return c && {open: c.open, summary: c.querySelector('summary').textContent}", uid)
+    assert card and not card["open"] and "how this token" in card["summary"], card
+    token = driver.find_element(By.CSS_SELECTOR, f"#{uid} .unipo-group .unipo-tok:not(.unipo-tok--masked):not(.unipo-tok--selected)")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", token)
+    token.click()
+    H.wait_js(driver, "const c = document.querySelector('#' + arguments[0] + ' details.unipo-token-card'); return c && c.open",
+              uid, what="the chosen token's card, open")
+    assert console_errors(driver) == []

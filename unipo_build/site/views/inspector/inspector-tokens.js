@@ -93,7 +93,8 @@
   /**
    * The token's numbers right under its response: each quantity once (recomputed where the
    * Explainer recomputes it, so the two agree), how its objective adds up, and the Algorithm
-   * Explainer's card for this token, open, beside the token on every screen width.
+   * Explainer's card for this token beside the token on every screen width: open when the reader
+   * chose the token, folded when a teaching moment did.
    */
   methods.showReadout = function (item) {
     var self = this;
@@ -147,6 +148,10 @@
     if (tinyShown && !(card && card.querySelector(".unipo-noise-note"))) {
       parts.push(el("p", { class: "unipo-readout-note unipo-noise-note", text: V.NOISE_NOTE }));
     }
+    // A token the page chose (a teaching moment, opened as the inspector comes into view) shows its
+    // numbers with the card folded, one click away: open, its 400-600 px made every chapter with a
+    // moment taller than its budget once read (issue 47). A token the reader chooses opens it.
+    if (card && item.fromMoment) card.open = false;
     if (card) parts.push(card);
     this.readout = el("div", { class: "unipo-token-readout", role: "region", "aria-label": "Numbers of the selected token", "aria-live": "polite" }, parts);
     var li = item.node.closest(".unipo-response");
