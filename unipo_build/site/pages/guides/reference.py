@@ -466,8 +466,10 @@ def component_catalogue_markdown(specs: dict[str, AlgorithmSpec], *, protect: Pr
 # ---------------------------------------------------------------------------
 
 def setting_html(s: registry.Setting) -> str:
-    """One setting: as one types it, "(default)" when it is the trainer's default, and its note."""
-    bits = [code(s.text())] if s.key else []
+    """One setting: as one types it, "(default)" when it is the trainer's default, and its note. A narrow
+    column breaks a long key after a dot or before its value (<wbr>), not inside a word."""
+    breakable = re.sub(r"(=|\.(?=[A-Za-z_]))", r"\1<wbr>", escape_text(s.text()))
+    bits = [f"<code>{breakable}</code>"] if s.key else []
     if s.default:
         bits.append('<span class="unipo-setting-default">(default)</span>')
     if s.note:
