@@ -123,6 +123,9 @@ def test_a_box_that_scrolls_on_a_phone_shows_a_cue_and_takes_focus(open_page, dr
     assert all(_cued(b) for b in wide), [b for b in wide if not _cued(b)]
     table = driver.find_element(By.CSS_SELECTOR, ".unipo-run-evals .md-typeset__scrollwrap")
     assert table.get_attribute("aria-label").startswith("Table: Held-out evaluations")
+    # the shadow is painted under the table: the table lets it through
+    assert driver.execute_script("return getComputedStyle(arguments[0].querySelector('table')).backgroundColor",
+                                 table) in ("rgba(0, 0, 0, 0)", "transparent")
     focus = _keyboard_focus(driver, table)
     assert focus["visible"] and focus["outline"] != "none" and focus["width"] >= 1.5, focus
     assert driver.execute_script("return document.documentElement.scrollWidth - innerWidth") <= 0
