@@ -141,7 +141,7 @@ def test_the_training_extras_install_without_running_the_tests():
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "==> pytest" not in result.stdout
     assert result.stdout.strip().splitlines()[-1].endswith(
-        "installed torch 2.13.0 and the train, dev and trl extras into .venv (no test run): source .venv/bin/activate"
+        "installed torch 2.13.0 and the train, dev, trl and model extras into .venv (no test run): source .venv/bin/activate"
         "\x1b[0m")
     assert "bash .ci/test.sh --install-only" in (ROOT / "README.md").read_text()
 
