@@ -178,9 +178,10 @@ def test_page_with_a_stand_in_second_set_words_each_side_by_the_chapters_macros(
         assert both["CPU set (tiny)"][1] == chapter_tiny[name](*args), key
         assert both["GPU set"][1] == chapter_gpu[name](*args), key
         assert len(verdicts(found[key])) == 1, key
-    # the stand-in has one DAPO run against three in the tiny set: its filter-fill figure counts its own rollouts
+    # the stand-in has one DAPO run against every shipped seed in the tiny set: each figure counts its own rollouts
+    dapo_seeds = len(list((Path(__file__).resolve().parents[1] / "data" / "runs").glob("dapo-s*"))) + 1
     assert sides(found["filter_fill"])["GPU set"][0].endswith("of 100 rollouts used every round")
-    assert sides(found["filter_fill"])["CPU set (tiny)"][0].endswith("of 300 rollouts used every round")
+    assert sides(found["filter_fill"])["CPU set (tiny)"][0].endswith(f"of {100 * dapo_seeds} rollouts used every round")
     # copies of shipped runs: GRPO learned in both, so the held-out verdict is the same
     assert verdicts(found["heldout"])[0][0] == "same"
     # every core algorithm has a held-out card, folded under one line with each set's gains
@@ -188,11 +189,23 @@ def test_page_with_a_stand_in_second_set_words_each_side_by_the_chapters_macros(
     assert {"heldout_dapo", "heldout_dr_grpo", "heldout_ppo", "heldout_reinforce"} <= set(found)
     summary = unescape(re.search(r"<summary>(Held-out change of each core algorithm.*?)</summary>", html).group(1))
     assert summary.startswith("Held-out change of each core algorithm, points (CPU set (tiny) | GPU set): GRPO ")
-    assert "; PPO +19.7 to +20.4 | not measurable; REINFORCE +14.1 to +22.3 | not measurable" in summary
+    runs = Path(__file__).resolve().parents[1] / "data" / "runs"
+
+    def gain_range(algorithm):  # the shipped seeds' greedy held-out gains, from their evals.jsonl
+        gains = []
+        for path in [runs / algorithm, *sorted(runs.glob(f"{algorithm}-s*"))]:
+            rows = [json.loads(line) for line in (path / "evals.jsonl").read_text(encoding="utf-8").splitlines()]
+            gains.append(rows[-1]["accuracy_greedy"] - rows[0]["accuracy_greedy"])
+        return f"{100 * min(gains):+.1f} to {100 * max(gains):+.1f}"
+
+    assert (f"; PPO {gain_range('ppo')} | not measurable; REINFORCE {gain_range('reinforce')} | not measurable"
+            in summary)
     assert verdicts(found["heldout_ppo"])[0][0] == "missing"
     # each side names its set, from its runs' headers (the stand-in: 4 copies of tiny runs, 1 or 2 seeds)
     assert gists(found["entropy"]) == {
-        "CPU set (tiny)": "tiny preset, 1,060,480 parameters, 100 rollouts, seeds: 3 per core algorithm",
+        "CPU set (tiny)": "tiny preset, 1,060,480 parameters, 100 rollouts, seeds: "
+                          f"{len(list((Path(__file__).resolve().parents[1] / 'data' / 'runs').glob('grpo-s*'))) + 1} "
+                          "per core algorithm",
         "GPU set": "tiny preset, 1,060,480 parameters, 100 rollouts, seeds: 1 to 2 per core algorithm (no run of REINFORCE "
                    "and PPO)"}
     # the sets are named from their headers
