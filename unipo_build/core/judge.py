@@ -34,6 +34,8 @@ from typing import Literal, Sequence
 
 import numpy as np
 
+from unipo_build.core.numbers import count_word
+
 #: The two-sided level of a clear verdict.
 ALPHA = 0.05
 #: The two-sided level below which a difference is called suggestive, not clear.
@@ -162,11 +164,6 @@ def p_text(p: float | None) -> str:
     if p is None:
         return "n/a"
     return f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
-
-
-def count_word(n: int) -> str:
-    words = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
-    return words[n] if 0 <= n < len(words) else str(n)
 
 
 def judge(a: Sequence[float], b: Sequence[float], *, missing: str = "") -> Judgement:

@@ -167,3 +167,12 @@ def param_text(value) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
+
+
+NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                "twelve")
+
+
+def count_word(n: int) -> str:
+    """'seven' for 7; digits from 13 on."""
+    return NUMBER_WORDS[n] if 0 <= n < len(NUMBER_WORDS) else str(n)

@@ -17,20 +17,11 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from unipo_build.core.formula import with_ratio
-from unipo_build.core.numbers import fmt_num, fmt_pct
+from unipo_build.core.numbers import NUMBER_WORDS, count_word, fmt_num, fmt_pct  # noqa: F401 (views import the words here)
 from unipo_build.core.specs import SLOTS, AlgorithmSpec, lineage
 from unipo_build.site.facts.diff import STATUSES, diff_algorithms
 from unipo_build.site.fmt import math_display
 from unipo_build.site.context import AuthorError, Site, macro
-
-NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
-                "twelve")
-
-
-def count_word(n: int) -> str:
-    """'seven' for 7; digits from 13 on."""
-    return NUMBER_WORDS[n] if 0 <= n < len(NUMBER_WORDS) else str(n)
-
 
 def and_names(names: Sequence[str]) -> str:
     """'A', 'A and B', 'A, B and C' ('' for none): the one way the views join words into a list."""
