@@ -257,13 +257,23 @@ def block_macros() -> set[str]:
     return {name for name, definition in MACROS.items() if definition.html}
 
 
+def _value(node: ast.expr):
+    """A macro argument's value on a set that has the chapter's runs: a literal, or the first branch of
+    `(x if has_runs() else none)`, the form a chapter uses for an argument that names its runs (issue 47)."""
+    if isinstance(node, ast.IfExp):
+        test = node.test
+        assert isinstance(test, ast.Call) and getattr(test.func, "id", None) == "has_runs", ast.unparse(node)
+        return ast.literal_eval(node.body)
+    return ast.literal_eval(node)
+
+
 def _calls(text: str) -> list[tuple[str, list, dict]]:
     calls = []
     for match in MACRO_RE.finditer(text):
         node = ast.parse(match.group(1), mode="eval").body
         assert isinstance(node, ast.Call), match.group(0)
-        args = [ast.literal_eval(a) for a in node.args]
-        kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+        args = [_value(a) for a in node.args]
+        kwargs = {k.arg: _value(k.value) for k in node.keywords}
         calls.append((node.func.id, args, kwargs))
     return calls
 

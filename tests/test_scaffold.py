@@ -21,6 +21,7 @@ from unipo_build.core import objective as O
 from unipo_build.cli.scaffold import MARK, ScaffoldError, TEMPLATES, scaffold, todo_markers
 from unipo_build.core.specs import OPTIONAL_SLOTS, SLOTS, lineage, load_spec, load_specs, resolve
 from unipo_build.core.project import spec_dir
+from unipo_build.core.registry import REGISTRY
 
 from cli_helpers import unipo
 
@@ -59,7 +60,10 @@ def test_scaffold_writes_a_valid_spec_and_a_chapter(project):
     # a directory of specs with it still validates (its predecessor exists)
     assert set(load_specs(project / "data" / "algorithms")) >= {"my_po", "dapo"}
     text = spec_path.read_text()
-    assert "#   aggregation  constant_normalizer, seq_mean_token_mean" in text  # the kinds, as a comment
+    # the kinds, as a comment: a line per slot, every registered kind of it by name
+    line = next(l for l in text.splitlines() if l.startswith("#   aggregation "))
+    assert line.split(None, 2)[2].split(", ") == sorted(REGISTRY["aggregation"])
+    assert {"constant_normalizer", "seq_mean_token_mean", "micro_token_mean"} <= set(REGISTRY["aggregation"])
     page = chapter.read_text()
     for call in ('objective_card("my_po")', 'compare_selector("dapo", "my_po")', 'training_explorer("my_po")',
                  'step_inspector("my_po", moment="clipped_high")', 'run_card("my_po")'):

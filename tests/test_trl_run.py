@@ -269,7 +269,7 @@ def test_settings_without_a_kind_are_named_with_the_nearest(tmp_path):
     assert "filter" not in gaps  # mask_truncated_completions is the mask_truncated kind
     assert header.algorithm_config.kind("filter") == "mask_truncated"
     assert ("TRL's use_bias_correction_kl = True (the KL times the ratio) has no kind in the registry's kl slot "
-            "(nearest: k3 in the loss)") in proc.stdout
+            "(nearest: k3 in the loss)") in " ".join(proc.stdout.split())  # the note, wrapped at 80 columns
     # TRL's term is beta x KL x ratio (engine_kl = KL x ratio): ours, beta x KL, is higher by beta x KL x (ratio - 1)
     for d, p, r, t in token_rows(details):
         live = np.asarray(t.mask, dtype=bool)
