@@ -743,7 +743,9 @@ def test_the_recorded_run_with_batch_std_and_masked_truncations_imports_with_par
     mask_truncated_completions, max_completion_length 6). Both settings map to their kinds (no gap), and every
     tapped token's weight is TRL's own: a truncated completion weighs 0 and still counts in grpo's mean over the
     rows (count_masked true), so a kept one of 3 tokens among 8 rows weighs 1 / (8 x 3); the step objective is
-    minus TRL's loss."""
+    minus TRL's loss. A truncated completion's tokens are outside TRL's loss mask (mask 0: TRL did not attend to
+    them, their log-probs are placeholder zeros): their ratio, clip side and objective are 0, so the site's
+    recomputation (check_step) agrees with every token (it once read a ratio of 1 there)."""
     out = tmp_path / "run"
     proc = unipo("import", "trl", str(FIXTURE / "gaps"), "--tap", str(FIXTURE / "gaps-tap"), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
@@ -759,13 +761,15 @@ def test_the_recorded_run_with_batch_std_and_masked_truncations_imports_with_par
     truncated = kept = 0
     for d in details:
         assert d.objective == pytest.approx(-d.trl_loss, abs=1e-6)
+        assert check_step(cfg, d) == []
         for p in d.prompts:
             for r in p.responses:
                 t = r.tokens
                 assert np.max(np.abs(np.subtract(t.weight, t.engine_weight))) <= 1e-9
                 if r.truncated:
                     truncated += 1
-                    assert set(t.weight) == {0.0}
+                    assert set(t.weight) == set(t.mask) == set(t.ratio) == set(t.objective) == {0.0}
+                    assert set(t.clip) == {0}
                 else:
                     kept += 1
     assert truncated and kept

@@ -372,6 +372,10 @@ class TokenInputs:
     #: whether the response hit the generation budget, where the trainer logged it (a filter masking truncated
     #: responses needs it for the weights)
     truncated: bool | None = None
+    #: which tokens the trainer's loss counted (None: all). A token outside it has no log-probs of its own (TRL
+    #: masks a truncated completion out of attention: its log-probs are placeholders), so its ratio, clip side,
+    #: objective and weight are 0, as objective.token_terms writes any token outside the mask
+    mask: list[int] | None = None
 
 
 @dataclass
@@ -420,7 +424,8 @@ def derive_tokens(cfg: ResolvedAlgorithm | None, responses: list[TokenInputs], n
         return []
     algo = cfg if cfg is not None else UNKNOWN
     width = max(1, max(len(r.ids) for r in responses))
-    mask = _pad([[1.0] * len(r.ids) for r in responses], width)
+    mask = _pad([[1.0] * len(r.ids) for r in responses], width)  # the responses' tokens, for the weights
+    in_objective = _pad([[1.0] * len(r.ids) if r.mask is None else r.mask for r in responses], width)
     logp = _pad([r.logp for r in responses], width)
     in_loss = O.kl_in_loss(algo)
     kl_in_loss = None
@@ -432,6 +437,7 @@ def derive_tokens(cfg: ResolvedAlgorithm | None, responses: list[TokenInputs], n
         for i, r in enumerate(responses):
             if r.kl is not None:
                 kl_in_loss[i, : len(r.kl)] = r.kl
+        kl_in_loss = kl_in_loss * in_objective
     sampler = None
     if algo.component("correction").apply is not None:
         # the rollout correction weighs each token by the learner's over the sampler's probability: never invented
@@ -442,13 +448,14 @@ def derive_tokens(cfg: ResolvedAlgorithm | None, responses: list[TokenInputs], n
         sampler = _pad([r.sample_logp for r in responses], width)
     with np.errstate(over="ignore", invalid="ignore"):
         terms = O.token_terms(algo, logp=logp, old_logp=_pad([r.old_logp for r in responses], width),
-                              advantages=_pad([r.advantage for r in responses], width), mask=mask, kl=kl_in_loss,
-                              sampler_logp=sampler)
+                              advantages=_pad([r.advantage for r in responses], width), mask=in_objective,
+                              kl=kl_in_loss, sampler_logp=sampler)
         ratio, side, derived = np.asarray(terms.ratio), np.asarray(terms.clip_side), np.asarray(terms.objective)
         flags = ([bool(r.truncated) for r in responses] if O.masks_responses(algo)
                  and all(r.truncated is not None for r in responses) else None)
         weights = (np.zeros_like(mask) if mask.sum() == 0 else
-                   np.asarray(O.weights(algo, mask, truncated=None if flags is None else np.array(flags))))
+                   np.asarray(O.weights(algo, mask, truncated=None if flags is None else np.array(flags)))
+                   * in_objective)
 
     outputs = []
     for i, r in enumerate(responses):

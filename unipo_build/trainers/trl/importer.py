@@ -238,7 +238,7 @@ def _detail(tap: Tap, trl_step: int, index: int, rollout: int, cfg: ResolvedAlgo
         inputs.append(K.TokenInputs(loc=loc, ids=s["ids"], text=s["text"], logp=u["logp"][:n],
                                     old_logp=u["old_logp"][:n], advantage=[s["advantage"]] * n,
                                     ref_logp=s.get("ref_logp"), sample_logp=s.get("sampling_logp"),
-                                    truncated=bool(rows[row].get("truncated")),
+                                    truncated=bool(rows[row].get("truncated")), mask=mask,
                                     entropy=u["entropy"][:n] if u.get("entropy") else None))
         kept.append((row, s, u, mask))
     outputs = K.derive_tokens(cfg, inputs, notes) if inputs else []
@@ -271,7 +271,8 @@ def _detail(tap: Tap, trl_step: int, index: int, rollout: int, cfg: ResolvedAlgo
                              weight=w, objective=objective, mask=mask, **extras)
         if not all(mask):
             notes.once("tokens outside TRL's loss mask (mask 0) keep the log-probabilities TRL's tensors hold "
-                       "(0 for a completion masked as truncated: TRL does not attend to it)")
+                       "(0 for a completion masked as truncated: TRL does not attend to it); their ratio, clip "
+                       "side, objective and weight are 0")
         r = rows[row]
         if r["reward"] is None:
             notes.add("completions every reward function left unscored (TRL: advantage 0) shown with reward 0")
