@@ -376,6 +376,34 @@ def test_without_the_tap_metrics_only(tmp_path):
     assert not list((tmp_path / "out").glob("tokens/*.json"))
 
 
+def test_trls_evaluations_are_no_training_steps_and_their_change_is_said_unpaired(copy, tmp_path):
+    """Trainer.evaluate's log_history entries (eval_ metrics only, as TRL 1.16 writes them: tests/test_trl_run.py
+    runs one) are not steps: the one before training (eval_on_start, TRL step 0) is the header's
+    pre_training_metrics, the one at step 2 joins step 2's metrics. TRL logs their means only and no result per
+    problem, so no held-out evaluation is made and the note says a change between them could only be unpaired."""
+    path = copy / "run1" / "trainer_state.json"
+    state = json.loads(path.read_text())
+    history = state["log_history"]
+    evaluation = {"eval_loss": 0.0, "eval_reward": 0.375, "eval_rewards/correct_reward/mean": 0.25}
+    history.insert(0, {**evaluation, "epoch": 0.0, "step": 0})
+    history.insert(3, {**evaluation, "eval_reward": 0.5, "epoch": 0.25, "step": 2})
+    path.write_text(json.dumps(state))
+    proc = run_import(copy, tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    assert unipo("validate", str(tmp_path / "out")).returncode == 0
+    header = RunHeader.model_validate_json((tmp_path / "out" / "header.json").read_text())
+    assert header.model_extra["pre_training_metrics"] == evaluation
+    steps = [json.loads(line) for line in (tmp_path / "out" / "steps.jsonl").read_text().splitlines()]
+    assert [s["source_step"] for s in steps] == [1, 2, 3]
+    assert [s["metrics"].get("eval_reward") for s in steps] == [None, 0.5, None]
+    assert steps[1]["metrics"]["loss/policy"] == pytest.approx(history[2]["loss"], abs=1e-7)
+    assert not (tmp_path / "out" / "evals.jsonl").read_text().strip()
+    note = header.notes
+    assert ("TRL's evaluations (log_history's eval_ entries at TRL steps 0, 2) are means only" in note
+            and "TRL keeps no result per problem of an evaluation" in note
+            and "a held-out change between two of them could only be unpaired" in note)
+
+
 def test_a_malformed_tap_record_is_skipped_and_listed(copy, tmp_path):
     number = edit_shard(copy / "run1-tap", "update", lambda r: r.pop("loss"))
     proc = run_import(copy, tmp_path / "out")

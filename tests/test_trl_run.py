@@ -364,6 +364,39 @@ def test_a_run_logged_every_other_step_imports_against_its_logging_windows(tmp_p
     assert header["trl"]["cross_check"] == {"loss": 2, "reward": 2, "length": 2}
 
 
+def test_trls_evaluations_hold_no_result_per_problem_and_are_no_training_steps(tmp_path):
+    """What TRL 1.16 writes of an evaluation, as own-logs.md says (issue 44 item 1): log_history entries of eval_
+    means at each evaluated step (eval_on_start: step 0), and with log_completions one parquet per logged step from
+    buffers of one generation batch, so the evaluation's file replaces its step's training file and holds only the
+    last generation_batch_size (8) of the evaluation's 3 x 4 completions, each scored per reward function. The
+    import files the evaluations as metrics (step 0's in pre_training_metrics), makes no held-out evaluation and
+    notes that a change between them could only be unpaired."""
+    import pandas as pd
+
+    from training.task import load_task
+
+    run_trl(tmp_path, beta=0.0, num_iterations=1, max_steps=2, groups=1, eval_rows=3, eval_strategy="steps",
+            eval_steps=1, eval_on_start=True, log_completions=True, per_device_eval_batch_size=4)
+    output = tmp_path / "trl-output"
+    history = json.loads((output / "trainer_state.json").read_text())["log_history"]
+    evaluations = [e for e in history if "eval_reward" in e]
+    assert [e["step"] for e in evaluations] == [0, 1, 2]
+    assert all(not any(k.startswith("eval_") for k in e) for e in history if "loss" in e)
+    eval_prompts = {r["prompt"] for r in load_task(ROOT / "data" / "tasks" / "train.jsonl")[100:103]}
+    for step in (1, 2):
+        table = pd.read_parquet(output / "completions" / f"completions_{step:05d}.parquet")
+        assert len(table) == 8 < 3 * 4  # one generation batch: the evaluation's last completions only
+        assert {str(p) for p in table["prompt"]} < eval_prompts  # the step's training completions are gone
+        assert {"correct_reward", "coin_reward"} <= set(table.columns) and "correct" not in table.columns
+    run = import_run(tmp_path)
+    header, steps, _ = load_run(run)
+    assert [s["source_step"] for s in steps] == [1, 2]
+    assert header.model_extra["pre_training_metrics"]["eval_reward"] == pytest.approx(evaluations[0]["eval_reward"])
+    assert [s["metrics"]["eval_reward"] for s in steps] == pytest.approx([e["eval_reward"] for e in evaluations[1:]])
+    assert not (run / "evals.jsonl").read_text().strip()
+    assert "a held-out change between two of them could only be unpaired" in header.notes
+
+
 @pytest.mark.parametrize("masked", [False, True], ids=["plain", "masked-truncation"])
 def test_bnpo_under_gradient_accumulation_is_its_kind(tmp_path, masked):
     """Issue 44 item 5: loss_type bnpo with gradient_accumulation_steps 2 (micro-batches of 4 completions, one group

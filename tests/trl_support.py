@@ -53,9 +53,10 @@ def run_trl(out: Path, *, loss_type: str = "grpo", beta: float = 0.04, num_itera
             mask_truncated_completions: bool = False, epsilon_high: float | None = None,
             scale_rewards: str = "group", importance_sampling_level: str = "token",
             max_completion_length: int = 12, use_bias_correction_kl: bool = False, seed: int = 0,
-            logging_steps: int = 1, **config) -> tuple[Path, Path]:
+            logging_steps: int = 1, eval_rows: int = 0, **config) -> tuple[Path, Path]:
     """Train for ``max_steps`` optimizer steps; returns (TRL's output_dir, the tap directory). ``config``: any
-    other GRPOConfig field (sapo_temperature_pos, ...)."""
+    other GRPOConfig field (sapo_temperature_pos, eval_strategy, ...). ``eval_rows``: an eval_dataset of that many
+    task prompts, none of them among the training ones."""
     import torch
     from datasets import Dataset
 
@@ -77,6 +78,8 @@ def run_trl(out: Path, *, loss_type: str = "grpo", beta: float = 0.04, num_itera
     model.save_pretrained(policy)
     save_tokenizer(tokenizer, policy)
     dataset = Dataset.from_list([{"prompt": r["prompt"], "answer": r["answer"]} for r in rows[:64]])
+    evaluation = (Dataset.from_list([{"prompt": r["prompt"], "answer": r["answer"]} for r in rows[100:100 + eval_rows]])
+                  if eval_rows else None)
     output_dir, tap_dir = out / "trl-output", out / "tap"
     args = GRPOConfig(
         output_dir=str(output_dir), use_cpu=True, report_to=[], logging_steps=logging_steps, save_strategy="no",
@@ -88,7 +91,7 @@ def run_trl(out: Path, *, loss_type: str = "grpo", beta: float = 0.04, num_itera
         reward_weights=[1.0, 0.5], seed=seed,
         dataloader_num_workers=0, disable_tqdm=True, **config)
     trainer = GRPOTrainer(model=str(policy), reward_funcs=[correct_reward, coin_reward], args=args,
-                          train_dataset=dataset, processing_class=tokenizer)
+                          train_dataset=dataset, eval_dataset=evaluation, processing_class=tokenizer)
     if tap:
         TrlTokenTap(tap_dir, every=every, groups=groups).install(trainer)
     trainer.train()

@@ -18,6 +18,14 @@ length/truncated_frac, ``clip_ratio/low_mean`` -> clip/frac_low, ``clip_ratio/hi
 clip/frac_high, ``frac_reward_zero_std`` -> groups/zero_variance_frac, ``learning_rate`` -> lr,
 ``loss`` -> loss/policy (objective = -loss); every other name is kept as logged.
 
+Evaluations (``Trainer.evaluate``: entries of eval_ metrics only, :func:`_is_evaluation`) are no training steps:
+their metrics join the logged step they were made at (else the first logged step after it), and the one before
+training (TRL's step 0, eval_on_start) is the header's ``pre_training_metrics``. TRL 1.16 logs an evaluation's means
+only; the one file it writes per completion (log_completions: ``completions/completions_<step>.parquet``, each reward
+function's value per completion) is written from buffers of one generation batch, so an evaluation's file replaces
+the training file of its step and holds the last generation_batch_size completions made, none marked as the
+evaluation's. No EvalRecord is made of them, and the notes say a held-out change between them could only be unpaired.
+
 The algorithm is derived from the GRPOConfig the tap recorded (:func:`trl_components`): loss_type
 gives the aggregation (grpo and sapo: mean per response then over responses; dapo and cispo: one token
 mean over the generation batch; dr_grpo: sum over G x max_completion_length; bnpo: token mean, with gradient accumulation
@@ -123,8 +131,18 @@ def _state_file(src: Path) -> Path:
                              "(call trainer.save_state() after trainer.train())")
 
 
-def _log_history(path: Path, notes: K.Notes) -> tuple[dict[int, dict], dict]:
-    """TRL global step -> merged log entries; and the summary entry."""
+def _is_evaluation(entry: dict) -> bool:
+    """A log_history entry that ``Trainer.evaluate`` wrote: nothing but eval_ metrics (beside step and epoch)."""
+    keys = [k for k in entry if k not in ("step", "epoch")]
+    return bool(keys) and all(str(k).startswith("eval_") for k in keys)
+
+
+def _log_history(path: Path, notes: K.Notes) -> tuple[dict[int, dict], dict, dict]:
+    """TRL global step -> merged log entries; the summary entry; and the metrics of an evaluation before the first
+    update (TRL's step 0: eval_on_start), for the header's pre_training_metrics.
+
+    An evaluation (:func:`_is_evaluation`) is no training step: its eval_ metrics join the logged step it was made
+    at, else the first logged step after it (the logging window it fell in; the last logged step if none is)."""
     try:
         state = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
@@ -133,6 +151,7 @@ def _log_history(path: Path, notes: K.Notes) -> tuple[dict[int, dict], dict]:
     if not isinstance(history, list):
         raise LogError(str(path), "no log_history list: not a Trainer state file", field="log_history")
     steps: dict[int, dict] = {}
+    evaluations: dict[int, dict] = {}
     summary: dict = {}
     for i, entry in enumerate(history):
         if not isinstance(entry, dict) or not isinstance(entry.get("step"), int) or entry["step"] < 0:
@@ -150,11 +169,29 @@ def _log_history(path: Path, notes: K.Notes) -> tuple[dict[int, dict], dict]:
                           "skipped")
                 continue
             values[key] = value
-        steps.setdefault(entry["step"], {}).update(values)
+        (evaluations if _is_evaluation(entry) else steps).setdefault(entry["step"], {}).update(values)
     if not steps:
         raise LogError(str(path), "log_history holds no training step (was the state saved before training?)",
                        field="log_history")
-    return steps, summary
+    before: dict = {}
+    for step, values in sorted(evaluations.items()):
+        values = {k: v for k, v in values.items() if k.startswith("eval_")}
+        if step == 0:
+            before = {k: float(v) for k, v in values.items() if v is not None and math.isfinite(v)}
+            continue
+        joins = step if step in steps else min((s for s in steps if s > step), default=max(steps))
+        for key, value in values.items():
+            steps[joins].setdefault(key, value)
+    if evaluations:
+        notes.once(f"TRL's evaluations (log_history's eval_ entries at TRL step{'s' if len(evaluations) > 1 else ''} "
+                   f"{', '.join(map(str, sorted(evaluations)))}) are means only (eval_reward, "
+                   "eval_rewards/<function>/mean): TRL keeps no result per problem of an evaluation (log_completions' "
+                   "file of its step holds the last generation batch of completions, scored per reward function, "
+                   "none marked as the evaluation's), so they are kept as metrics"
+                   + (" (the one before training in the header's pre_training_metrics)" if 0 in evaluations else "")
+                   + " with the step they follow, not as held-out evaluations, and a held-out change between two "
+                   "of them could only be unpaired")
+    return steps, summary, before
 
 
 def _metrics(raw: dict, loc: K.Loc, notes: K.Notes) -> dict[str, float | None]:
@@ -367,7 +404,7 @@ def import_trl(src: Path, stage: Path, *, algorithm: str | None = None, run_id: 
     """Write the canonical run of the TRL output directory ``src`` (and tap) into ``stage``."""
     notes = K.Notes()
     state_path = _state_file(src)
-    logged, summary = _log_history(state_path, notes)
+    logged, summary, before = _log_history(state_path, notes)
     tap_data = read_tap(Path(tap), notes) if tap is not None else None
     compared = cross_check(tap_data, logged, state_path, notes) if tap_data else None
     cfg, name, gaps, option = _algorithm(tap_data, algorithm, max_new_tokens, K.Loc(str(state_path)), notes)
@@ -417,6 +454,7 @@ def import_trl(src: Path, stage: Path, *, algorithm: str | None = None, run_id: 
                        "files": [{"path": str(p), "sha256": K.sha256_file(p)} for p in files],
                        **({"gaps": [g.as_dict() for g in gaps]} if gaps else {}),
                        **({"algorithm_option": option} if option else {})},
+        **({"pre_training_metrics": before} if before else {}),
         trl={"version": tap_data.manifest.get("trl_version") if tap_data else None,
              "tap_run": tap_data.manifest.get("run") if tap_data else None, "cross_check": compared,
              "summary": summary, "config": config or None},
