@@ -20,8 +20,10 @@ import numpy as np
 import pytest
 
 from cli_helpers import unwrapped
+from unipo_build.core.diagnose import LOOK, diagnose
 from unipo_build.core.recompute import check_step
 from unipo_build.core.schema import RunHeader, StepDetail
+from unipo_build.trainers.trl.config import CISPO_RECOMMENDED
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "trl"
@@ -182,10 +184,24 @@ def test_a_cispo_cap_at_or_below_one_imports_with_the_cap_named(copy, tmp_path):
     assert ("TRL's CISPO cap of 0.2 (epsilon_high, which unset is epsilon's value) holds every token's weight below "
             "its ratio") in header.notes
     assert "TRL's GRPOConfig documentation recommends epsilon_high 5.0 for loss_type 'cispo'" in header.notes
+    # the diagnosis of which side clipped reads the cap the trainer ran: every tapped token's ratio is above 0.2
+    assert header.imported_from["weight_cap"] == {"setting": "epsilon_high", "cap": 0.2, "advice": CISPO_RECOMMENDED}
+    side = {d.key: d for d in diagnose(out)}["which_side"]
+    assert side.verdict == LOOK and "the trainer capped the importance weight at 0.2 (epsilon_high = 0.2" in side.figure
+    assert "every one of the 126 tokens in the token files had a ratio above it" in side.figure
+    assert side.figure.endswith(CISPO_RECOMMENDED) and "\u03b5" not in side.figure
+    assert "weight_cap" not in json.loads(unipo_import_header(tmp_path / "cap-1.02"))["imported_from"]
     from trl.trainer.grpo_config import GRPOConfig  # the recommendation is TRL's own words
 
     assert "loss_type='cispo'" in GRPOConfig.__dataclass_fields__["epsilon_high"].metadata["help"]
     assert "recommended value is `5.0`" in GRPOConfig.__dataclass_fields__["epsilon_high"].metadata["help"]
+
+
+def unipo_import_header(out: Path, name: str = "cispo") -> str:
+    """The header.json of the recorded run ``name`` (the fixture's own tap), imported to ``out``."""
+    proc = unipo("import", "trl", str(FIXTURE / name), "--tap", str(FIXTURE / f"{name}-tap"), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return (out / "header.json").read_text()
 
 
 def test_algorithm_lists_every_setting_trl_ran_otherwise_as_a_gap(tmp_path):

@@ -243,6 +243,14 @@ def test_cispo_at_its_defaults_imports_with_its_cap_named(tmp_path):
         assert np.all(w[live] < rho[live])  # every token's weight below its ratio
     assert below
     assert all(d.model_extra.get("objective_differs") for d in details)  # the cap in its place parts the objectives
+    # the diagnosis says what the cap did, counted from the token files, and what TRL's documentation recommends
+    from unipo_build.core.diagnose import LOOK, diagnose
+
+    side = {d.key: d for d in diagnose(tmp_path / "runs" / "run")}["which_side"]
+    live = sum(int(np.sum(t.mask)) for d, p, r, t in token_rows(details))
+    assert side.verdict == LOOK and f"every one of the {live} tokens in the token files had a ratio above it" \
+        in side.figure and side.figure.endswith("recommends epsilon_high 5.0 for loss_type 'cispo' (the ScaleRL "
+                                                "paper's cap)")
     run = tmp_path / "runs" / "as-cispo"
     proc = unipo("import", "trl", str(tmp_path / "trl-output"), "--tap", str(tmp_path / "tap"), "--out", str(run),
                  "--algorithm", "cispo")

@@ -14,10 +14,11 @@ and filter kind, and the shipped runs are checked for false alarms (tests/test_d
 
 The questions are asked in the terms of the run's own objective, read from its kinds, never from their names: the
 clipping questions in the clip kind's (``objective.clip_rule``: PPO's range, CISPO's cap on the weight, GMPO's
-log-space range, the dual clip's floor; SAPO's gate and no clip clip nothing), the length question in the filter's
-(a masked truncation weighs 0) and the shaping's, with the reward the token files show a truncated answer got or,
-without them, the header's description of the reward. The sampler question reads the sampler's own log-probs or a
-trainer's mismatch metrics, mean and tail; a log with neither cannot answer it.
+log-space range, the dual clip's floor; SAPO's gate and no clip clip nothing; a cap on the weight at or below 1 that
+the trainer ran and no kind expresses, ``imported_from.weight_cap``, in its own numbers), the length question in
+the filter's (a masked truncation weighs 0) and the shaping's, with the reward the token files show a truncated answer
+got or, without them, the header's description of the reward. The sampler question reads the sampler's own log-probs
+or a trainer's mismatch metrics, mean and tail; a log with neither cannot answer it.
 """
 
 from __future__ import annotations
@@ -191,7 +192,41 @@ def clip_zero(reader: RunReader) -> Diagnosis:
 
 
 def which_side(reader: RunReader) -> Diagnosis:
-    return _clip_gap(reader, _which_side(reader))
+    cap = _weight_cap(reader)
+    return _capped(reader, cap) if cap else _clip_gap(reader, _which_side(reader))
+
+
+def _weight_cap(reader: RunReader) -> dict | None:
+    """The cap at or below 1 on the importance weight an import recorded (``imported_from.weight_cap``: setting, cap,
+    advice; TRL's CISPO with epsilon_high unset caps at 0.2), which no clip kind expresses; None for other runs."""
+    imported = (reader.header.model_extra or {}).get("imported_from")
+    cap = imported.get("weight_cap") if isinstance(imported, dict) else None
+    ok = isinstance(cap, dict) and type(cap.get("cap")) in (int, float) and 0 < cap["cap"] <= 1
+    return cap if ok else None
+
+
+def _capped(reader: RunReader, cap: dict) -> Diagnosis:
+    """Which side clipped, where the trainer capped every token's weight at or below 1: the share of the token files'
+    tokens whose ratio passed the cap (their weight held below their ratio), and what the trainer's documentation
+    recommends."""
+    at = fmt_num(float(cap["cap"]))
+    figure = (f"above the cap, whatever the advantage's sign: the trainer capped the importance weight at {at} "
+              f"({cap.get('setting') or 'its cap'} = {at}, a cap no clip kind expresses), so a token's weight "
+              f"min(ratio, {at}) is below its ratio wherever the ratio is above {at}; ")
+    counted = R.ratios_above(reader, float(cap["cap"]))
+    steps: list[int] = []
+    if counted is None:
+        figure += "at a rollout's first update every token's ratio is 1, above it (no token file to count the others)"
+    else:
+        above, total, steps = counted
+        figure += (f"every one of the {fmt_num(total)} tokens in the token files had a ratio above it" if above == total
+                   else f"{_share(above / total)} of the {fmt_num(total)} tokens in the token files ({fmt_num(above)}) "
+                        "had a ratio above it")
+    figure += (f": their gradient is {at} \u00d7 A \u00d7 \u2207log \u03c0 whatever their ratio, the policy gradient "
+               "scaled down rather than guarded against large ratios")
+    figure += f"; {cap['advice']}" if cap.get("advice") else ""
+    return Diagnosis("which_side", "Which side clipped?", LOOK, figure, CHAPTERS["ppo"], "trl#3144",
+                     steps=steps[:SHOWN])
 
 
 def _no_clip(reader: RunReader, lead: str) -> str:

@@ -1,7 +1,7 @@
 """What the diagnoses (``unipo_build.core.diagnose``) read off a run's log beyond one metric's series: the
-ratio after each rollout's first update, the sampler's log-probs and the truncated answers' rewards in the token
-files (a few of them, spread over the run: a long run's token files are many), and a quantity that each writer
-names its own way. Pure functions of a ``reader.RunReader``."""
+ratio after each rollout's first update, the tokens whose ratio passed a bound, the sampler's log-probs and the
+truncated answers' rewards in the token files (a few of them, spread over the run: a long run's token files are
+many), and a quantity that each writer names its own way. Pure functions of a ``reader.RunReader``."""
 
 from __future__ import annotations
 
@@ -44,6 +44,27 @@ def later_ratio(reader: RunReader) -> tuple[float, float, str] | None:
     if not seen:
         return None
     return float(min(seen)), float(max(seen)), f"{fmt_num(len(seen))} token ratios of {len(steps)} later updates"
+
+
+def ratios_above(reader: RunReader, bound: float) -> tuple[int, int, list[int]] | None:
+    """How many tokens of the token files read (those in the objective: mask 1) have a ratio above ``bound``, of how
+    many, and the steps where some do; None where no token file holds a token."""
+    above = total = 0
+    steps: list[int] = []
+    for step in spread(list(reader.token_steps)):
+        here = 0
+        for prompt in reader.detail(step).prompts:
+            for response in prompt.responses:
+                t = response.tokens
+                if t is None:
+                    continue
+                live = [r for r, m in zip(t.ratio, t.mask or [1] * len(t.ratio)) if m]
+                total += len(live)
+                here += sum(1 for r in live if r > bound)
+        above += here
+        if here:
+            steps.append(int(step))
+    return (above, total, steps) if total else None
 
 
 def series_of(reader: RunReader, names: tuple[str, ...]) -> tuple[str, np.ndarray, np.ndarray] | None:

@@ -30,7 +30,7 @@ NO_KIND = {"vespo": "a Gamma weighting of the sequence ratio"}
 MASK_TRUNCATED_COUNTS = {"grpo": True, "dr_grpo": True, "sapo": True, "bnpo": False, "dapo": False, "cispo": False}
 #: What TRL 1.16's GRPOConfig documentation (epsilon_high's help) recommends for loss_type 'cispo'.
 CISPO_RECOMMENDED = ("TRL's GRPOConfig documentation recommends epsilon_high 5.0 for loss_type 'cispo' (the ScaleRL "
-                     "paper's ε_max)")
+                     "paper's cap)")
 
 
 # ---------------------------------------------------------------------------
@@ -203,6 +203,16 @@ def sampler_missing(tap: Tap | None, notes: K.Notes) -> list[str]:
             "are not recomputed here (TRL's per-token loss, engine_objective, includes them)")
     notes.once("missing (see the header's missing): " + line)
     return [line]
+
+
+def cispo_weight_cap(trainer: dict) -> dict | None:
+    """The header's ``imported_from.weight_cap`` of a CISPO run capped at or below 1 (TRL's cap is epsilon_high itself,
+    epsilon's 0.2 when unset), which no clip kind expresses: the diagnosis of which side clipped reads it
+    (core/diagnose.py). None for any other run."""
+    cap = float(trainer.get("epsilon_high", 0.2))
+    if trainer.get("loss_type") != "cispo" or cap > 1.0:
+        return None
+    return {"setting": "epsilon_high", "cap": cap, "advice": CISPO_RECOMMENDED}
 
 
 def cispo_cap_note(trainer: dict, notes: K.Notes) -> None:

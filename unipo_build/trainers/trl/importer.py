@@ -95,7 +95,7 @@ from unipo_build.core.schema import (
 )
 from unipo_build.core.specs import ResolvedAlgorithm
 from unipo_build.trainers import common as K
-from unipo_build.trainers.trl.config import _algorithm, sampler_missing, trl_token_loss
+from unipo_build.trainers.trl.config import _algorithm, cispo_weight_cap, sampler_missing, trl_token_loss
 from unipo_build.trainers.trl.tap_files import Tap, cross_check, read_tap
 
 STATE = "trainer_state.json"
@@ -453,6 +453,7 @@ def import_trl(src: Path, stage: Path, *, algorithm: str | None = None, run_id: 
         imported_from={"format": "trl", "path": str(src),
                        "files": [{"path": str(p), "sha256": K.sha256_file(p)} for p in files],
                        **({"gaps": [g.as_dict() for g in gaps]} if gaps else {}),
+                       **({"weight_cap": cap} if tap_data and (cap := cispo_weight_cap(trainer)) else {}),
                        **({"algorithm_option": option} if option else {})},
         **({"pre_training_metrics": before} if before else {}),
         trl={"version": tap_data.manifest.get("trl_version") if tap_data else None,
