@@ -482,3 +482,41 @@ def test_k3_gradient_matches_hand_derivative():
     C.kl_estimate(logp, ref, "k3").sum().backward()
     expected = 1 - torch.exp(ref - logp.detach())
     assert torch.allclose(logp.grad, expected, rtol=0, atol=TOL)
+
+
+# ---------------------------------------------------------------------------
+# DPPO's mask on the change of a token's probability (prime-rl's default loss)
+# ---------------------------------------------------------------------------
+
+def test_dppo_mask_by_hand_on_numpy_and_torch():
+    # delta_low = delta_high = 0.2; (pi_old, rho, A) -> change pi_old (rho - 1), term, side:
+    #   (0.5, 1.5, +1): +0.25 > 0.2 with A > 0: masked high, term 0, side 1
+    #   (0.5, 1.3, +1): +0.15, kept: 1.3 x 1 = 1.3 (PPO's clip at 1.2 would have clipped it)
+    #   (0.1, 2.5, +2): +0.15: kept, 2.5 x 2 = 5 (an improbable token's ratio may go far past PPO's clip)
+    #   (0.9, 0.7, -1): -0.27 < -0.2 with A < 0: masked low, term 0, side -1
+    #   (0.9, 1.5, -1): +0.45, but A < 0 pushes down: kept, 1.5 x -1 = -1.5
+    #   (0.15, 0.1, -1): -0.135: a token of probability 0.15 cannot fall by 0.2, kept, 0.1 x -1 = -0.1
+    #   (0.5, 2.0, 0): A = 0: term 0, side 0 (prime-rl's is_masked_high counts only A > 0)
+    old = np.log([0.5, 0.5, 0.1, 0.9, 0.9, 0.15, 0.5])
+    rho = np.array([1.5, 1.3, 2.5, 0.7, 1.5, 0.1, 2.0])
+    adv = np.array([1.0, 1.0, 2.0, -1.0, -1.0, -1.0, 0.0])
+    for lib in (np.asarray, t64):
+        surrogate, side = C.dppo_mask_surrogate(lib(rho), lib(adv), lib(old), 0.2, 0.2)
+        np.testing.assert_allclose(as_np(surrogate), [0.0, 1.3, 5.0, 0.0, -1.5, -0.1, 0.0], rtol=0, atol=1e-9)
+        assert as_np(side).tolist() == [1, 0, 0, -1, 0, 0, 0]
+
+
+def test_dppo_mask_gradient_is_rho_a_where_kept_and_zero_where_masked():
+    # d term / d log pi: rho A on a kept token (1.3 x 1 = 1.3; 1.5 x -1 = -1.5), 0 on a masked one
+    logp = torch.log(torch.tensor([0.75, 0.65, 0.63, 1.35], dtype=torch.float64)).requires_grad_()
+    old = torch.log(torch.tensor([0.5, 0.5, 0.9, 0.9], dtype=torch.float64))
+    adv = torch.tensor([1.0, 1.0, -1.0, -1.0], dtype=torch.float64)
+    ratio = C.token_ratio(logp, old)  # 1.5, 1.3, 0.7, 1.5
+    surrogate, side = C.dppo_mask_surrogate(ratio, adv, old, 0.2, 0.2)
+    surrogate.sum().backward()
+    assert side.tolist() == [1, 0, -1, 0]
+    np.testing.assert_allclose(logp.grad.numpy(), [0.0, 1.3, 0.0, -1.5], rtol=0, atol=1e-12)
+    # the registry's closed form (numpy, what a site build uses) gives the same
+    grad = REGISTRY["clip"]["dppo_mask"].grad(np.array([1.5, 1.3, 0.7, 1.5]), adv.numpy(),
+                                              {"delta_low": 0.2, "delta_high": 0.2}, old_logp=old.numpy())
+    np.testing.assert_allclose(grad, [0.0, 1.3, 0.0, -1.5], rtol=0, atol=1e-12)

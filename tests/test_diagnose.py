@@ -273,7 +273,7 @@ from unipo_build.core.specs import ResolvedComponent  # noqa: E402
 CLIPS = {"none": {}, "symmetric": {"eps": 0.2}, "asymmetric": {"eps_low": 0.2, "eps_high": 0.28},
          "dual_clip": {"eps_low": 0.2, "eps_high": 0.2, "c": 3.0}, "cispo": {"eps_high": 0.28},
          "cispo-cap5": {"eps_high": 4.0}, "sapo": {"tau_pos": 1.0, "tau_neg": 1.05},
-         "geo_mean": {"eps_low": 0.4, "eps_high": 0.4}}
+         "geo_mean": {"eps_low": 0.4, "eps_high": 0.4}, "dppo_mask": {"delta_low": 0.2, "delta_high": 0.2}}
 FILTERS = {"none": {}, "dynamic_sampling": {"max_rounds": 10}, "mask_truncated": {"count_masked": True},
            "mask_truncated-token": {"count_masked": False}}
 

@@ -313,3 +313,29 @@ def test_numpy_torch_parity_and_gradients(algorithm, seed):
         clipped = out_t["clip_side"] != 0
         assert torch.any(clipped)
         assert torch.all(grad[clipped] == 0)
+
+
+def test_dppo_mask_composed_with_grpo_by_hand():
+    """GRPO with prime-rl's DPPO mask in its clip slot (delta 0.2 each side), one group of 2, rewards [1, 0]:
+    A = +-0.5 / (sqrt(0.5) + 1e-6) = +-a. Response 0: probabilities 0.5 -> 0.75 (up 0.25 > 0.2: masked, term 0)
+    and 0.2 -> 0.3 (up 0.1: kept, ratio 1.5, term 1.5 a); response 1: 0.9 -> 0.6 (down 0.3 < -0.2 with A < 0:
+    masked). Weights 1/4, 1/4, 1/2 (seq_mean_token_mean); no KL difference (ref = logp): J = 0.25 x 1.5 a.
+    The gradient: 0.25 x 1.5 a on the kept token, 0 on the masked ones."""
+    base = cfg("grpo")
+    comps = dict(base.components)
+    comps["clip"] = comps["clip"].model_copy(update={"kind": "dppo_mask", "params": {"delta_low": 0.2, "delta_high": 0.2}})
+    c = base.model_copy(update={"components": comps})
+    a = 0.5 / (math.sqrt(0.5) + 1e-6)
+    old = np.log(np.array([[0.5, 0.2], [0.9, 1.0]]))
+    logp = np.log(np.array([[0.75, 0.3], [0.6, 1.0]]))
+    mask = mask_of([2, 1], 2)
+    batch = {"rewards": np.array([1.0, 0.0]), "lengths": np.array([2, 1]), "mask": mask, "logp": logp,
+             "old_logp": old, "ref_logp": logp.copy(), "values": None}
+    out = run_pipeline(c, batch, group_size=2)
+    assert out["clip_side"].tolist() == [[1, 0], [-1, 0]]
+    np.testing.assert_allclose(out["surrogate"], [[0.0, 1.5 * a], [0.0, 0.0]], rtol=0, atol=1e-9)
+    assert abs(float(out["J"]) - 0.25 * 1.5 * a) < 1e-9
+    tb = {k: (torch.as_tensor(v) if isinstance(v, np.ndarray) else v) for k, v in batch.items()}
+    tb["logp"] = tb["logp"].clone().requires_grad_(True)
+    run_pipeline(c, tb, group_size=2)["J"].backward()
+    np.testing.assert_allclose(tb["logp"].grad.numpy(), [[0.0, 0.25 * 1.5 * a], [0.0, 0.0]], rtol=0, atol=1e-9)

@@ -21,7 +21,11 @@ PARAMS = {
     "dual_clip": {"eps_low": 0.2, "eps_high": 0.2, "c": 3.0},
     "cispo": {"eps_high": 0.28},
     "sapo": {"tau_pos": 1.0, "tau_neg": 1.05},
+    "dppo_mask": {"delta_low": 0.2, "delta_high": 0.2},
 }
+# The probabilities the tokens had when sampled, for a kind that reads them (DPPO's mask on their change): with
+# the ratios above they cross both of its thresholds, and a token of probability 0.1 never can on the low side.
+OLD_PROBS = [0.1, 0.5, 0.95]
 
 
 def token_clip_kinds():
@@ -41,14 +45,15 @@ def test_every_token_level_clip_kind_has_a_grad_and_parameters_here():
 def test_grad_equals_torch_autograd_through_apply(name, params):
     torch = pytest.importorskip("torch")
     kind = registry.REGISTRY["clip"][name]
-    rho, adv = np.meshgrid(RATIOS, ADVANTAGES)
-    rho, adv = rho.ravel(), adv.ravel()
+    rho, adv, prob = np.meshgrid(RATIOS, ADVANTAGES, OLD_PROBS)
+    rho, adv, old = rho.ravel(), adv.ravel(), np.log(prob.ravel())
     shift = torch.zeros(len(rho), dtype=torch.float64, requires_grad=True)  # d/d log pi at the ratios
     ratio = torch.exp(shift) * torch.tensor(rho, dtype=torch.float64)
-    value, _ = kind.apply(ratio, torch.tensor(adv, dtype=torch.float64), params)
+    extra = {"old_logp": torch.tensor(old, dtype=torch.float64)} if kind.needs_old_logp else {}
+    value, _ = kind.apply(ratio, torch.tensor(adv, dtype=torch.float64), params, **extra)
     value.sum().backward()
     expected = shift.grad.numpy()
-    values, grads, _ = terms_and_gradients(kind, params, rho, adv)
+    values, grads, _ = terms_and_gradients(kind, params, rho, adv, old if kind.needs_old_logp else None)
     np.testing.assert_allclose(grads, expected, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(values, value.detach().numpy(), rtol=1e-12, atol=1e-15)
 
@@ -67,6 +72,23 @@ def test_grad_equals_torch_autograd_through_apply(name, params):
 def test_hand_worked_gradients(name, params, ratio, advantage, grad):
     _, got, _ = term_and_gradient(registry.REGISTRY["clip"][name], params, ratio, advantage)
     assert got == pytest.approx(grad, abs=1e-12)
+
+
+@pytest.mark.parametrize("ratio, advantage, prob, grad", [
+    (1.5, 1.0, 0.5, 0.0),     # probability 0.5 -> 0.75, up 0.25 > 0.2 with A > 0: masked
+    (1.5, 1.0, 0.3, 1.5),     # 0.3 -> 0.45, up 0.15: kept, rho A (PPO's clip at 1.2 would give 0)
+    (0.7, -1.0, 0.9, 0.0),    # 0.9 -> 0.63, down 0.27 with A < 0: masked
+    (0.5, -2.0, 0.3, -1.0),   # 0.3 -> 0.15, down 0.15: kept, 0.5 x -2
+])
+def test_dppo_mask_gradient_by_hand(ratio, advantage, prob, grad):
+    kind = registry.REGISTRY["clip"]["dppo_mask"]
+    _, got, _ = term_and_gradient(kind, PARAMS["dppo_mask"], ratio, advantage, np.log(prob))
+    assert got == pytest.approx(grad, abs=1e-12)
+
+
+def test_a_kind_that_reads_the_tokens_probability_needs_it():
+    with pytest.raises(ValueError, match="needs the tokens' old log-probs"):
+        term_and_gradient(registry.REGISTRY["clip"]["dppo_mask"], PARAMS["dppo_mask"], 1.0, 1.0)
 
 
 def test_sapo_gradient_by_hand_away_from_one():

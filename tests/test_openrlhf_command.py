@@ -340,3 +340,24 @@ def test_a_rollout_correction_is_a_named_gap_not_silently_dropped():
     assert not any(a.startswith("--algo.advantage.is_correction") for a in cmd.openrlhf_args)
     assert cmd.translation.requested.kind("correction") == "truncated_is"
     assert cmd.translation.effective.kind("correction") == "none"
+
+
+def test_dppos_mask_is_a_gap_nearest_ppos_clip_at_its_tightest_bounds(tmp_path):
+    """OpenRLHF 0.11.2 has no DPPO loss: a spec with prime-rl's mask (delta_low 0.2, delta_high 0.3) is refused by
+    name; accepted, it runs PPO's clip at the ratios where the mask acts on a token of probability 1, 1 - 0.2 = 0.8
+    and 1 + 0.3 = 1.3 (every other token's mask acts further out)."""
+    import yaml
+
+    data = yaml.safe_load((SPEC_DIR / "grpo.yaml").read_text())
+    data["id"] = "grpo_dppo"
+    data["components"]["clip"] = {"kind": "dppo_mask", "params": {"delta_low": 0.2, "delta_high": 0.3},
+                                  "explanation": "prime-rl's default mask."}
+    spec = tmp_path / "grpo_dppo.yaml"
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(C.ApproximationRefused) as err:
+        C.build_command(str(spec))
+    assert "- clip: the spec asks for DPPO's mask on the change of each token's probability" in str(err.value)
+    cmd = C.build_command(str(spec), accept_approximation=True)
+    assert flag_values(cmd.openrlhf_args, "--actor.eps_clip_low_high") == ["0.2", "0.3"]
+    assert cmd.translation.effective.kind("clip") == "asymmetric"
+    assert clip_bounds(cmd.translation.effective) == (0.2, 0.3)

@@ -282,11 +282,66 @@ def test_prime_rl_round_trip_and_recompute(prime_run, tmp_path):
 
 
 def test_prime_rl_default_loss_needs_algorithm(prime_run, tmp_path):
+    """The default loss's DPPO mask is the dppo_mask kind; its kl_tau x (log ratio)^2 toward the sampler (0.001 in
+    the fixture, prime-rl's default) has no kind, so the import stops there and asks for --algorithm."""
     out = tmp_path / "runs" / "p"
     line = one_line_error(unipo("import", "prime-rl", prime_run, "--out", out))
-    assert line.startswith(f"{prime_run / 'configs' / 'trainer.json'}: trainer.loss.type: ")
-    assert "nearest: asymmetric clip of the ratio" in line and "pass --algorithm SPEC" in line
+    assert line.startswith(f"{prime_run / 'configs' / 'trainer.json'}: trainer.loss.kl_tau: ")
+    assert "registry's kl slot" in line and "pass --algorithm SPEC" in line and "trainer.loss.type" not in line
     assert not out.exists()
+
+
+def test_prime_rl_default_loss_without_kl_is_the_dppo_mask(tmp_path):
+    """kl_tau = 0: prime-rl's default loss is the dppo_mask kind, imported without --algorithm, and the recomputed
+    clip sides are prime-rl's own is_masked_high / is_masked_low. One prompt [5, 6], dppo_mask_low = high = 0.2:
+    - [7, 8, 10], A = +0.5, pi_old (inference) 0.25, 0.6, 0.2 -> pi_theta 0.5, 0.9, 0.3: changes +0.25 and +0.3 are
+      above 0.2 (masked high, term 0); +0.1 is kept, its ratio 0.3 / 0.2 = 1.5 (PPO's clip at 1.2 would have
+      clipped it), term 1.5 x 0.5 = 0.75;
+    - [9, 11], A = -0.5, pi_old 0.8, 0.1 -> pi_theta 0.5, 0.05: change -0.3 is below -0.2 (masked low); -0.05 is
+      kept, ratio 0.5 (below PPO's 0.8), term 0.5 x -0.5 = -0.25.
+    Token mean over the 5 tokens: J = (0.75 - 0.25) / 5 = 0.1."""
+    from trainer_formats import ORCHESTRATOR_CONFIG, TRAINER_CONFIG, PrimeFileMonitor, prime_configs, prime_export, \
+        prime_sequence
+
+    src = tmp_path / "in" / "prime-dppo"
+    prime_configs(src, {**TRAINER_CONFIG, "loss": {**TRAINER_CONFIG["loss"], "kl_tau": 0.0}}, ORCHESTRATOR_CONFIG)
+    mon = PrimeFileMonitor(src)
+    mon.log({"optim/lr": 3e-6, "optim/grad_norm": 0.25}, step=0, time=1000.0)
+    mon.close()
+    log = math.log
+    prime_export(src, 0, [
+        prime_sequence(0, 0, 0, 0, [5, 6], [7, 8, 10], [log(0.5), log(0.9), log(0.3)], [log(0.25), log(0.6), log(0.2)],
+                       0.5),
+        prime_sequence(0, 0, 1, 1, [5, 6], [9, 11], [log(0.5), log(0.05)], [log(0.8), log(0.1)], -0.5),
+    ])
+    out = tmp_path / "runs" / "prime-dppo"
+    result = unipo("import", "prime-rl", src, "--out", out)
+    assert result.returncode == 0, result.stderr
+    header = runlog.read_header(out)
+    clip = header.algorithm_config.components["clip"]
+    assert clip.kind == "dppo_mask" and dict(clip.params) == {"delta_low": 0.2, "delta_high": 0.2}
+    assert not (header.imported_from or {}).get("gaps")
+    detail = runlog.read_step_detail(out, 0)
+    a, b = detail.prompts[0].responses
+    assert a.tokens.clip == [1, 1, 0] and b.tokens.clip == [-1, 0]
+    assert a.tokens.clip == a.tokens.model_extra["source_is_masked"]
+    assert b.tokens.clip == b.tokens.model_extra["source_is_masked"]
+    assert a.tokens.objective == pytest.approx([0.0, 0.0, 0.75], abs=1e-9)
+    assert b.tokens.objective == pytest.approx([0.0, -0.25], abs=1e-9)
+    assert detail.objective == pytest.approx(0.1, abs=1e-9)
+    assert check_step(header.algorithm_config, detail) == []
+
+
+def test_prime_rl_ipo_loss_is_a_gap_nearest_the_dppo_mask(prime_run, tmp_path):
+    """prime-rl's ipo loss masks a token whose probability moved more than ipo_threshold either way, whatever the
+    advantage's sign: the nearest kind is dppo_mask at that threshold on the side the advantage pushes."""
+    conf = prime_run / "configs" / "trainer.json"
+    data = json.loads(conf.read_text())
+    data["loss"] = {"type": "ipo", "ipo_threshold": 0.1, "adv_tau": 1.0, "kl_tau": 0.0}
+    conf.write_text(json.dumps(data))
+    line = one_line_error(unipo("import", "prime-rl", prime_run, "--out", tmp_path / "o"))
+    assert line.startswith(f"{conf}: trainer.loss.type: 'ipo (ipo_threshold = 0.1")
+    assert "nearest: dppo_mask (delta_low = delta_high = 0.1" in line
 
 
 def test_prime_rl_positive_log_prob(prime_run, tmp_path):

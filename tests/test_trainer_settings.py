@@ -139,6 +139,12 @@ def test_a_hand_checked_row_per_trainer():
     assert table[("clip", "dual_clip")][1].startswith("delta=3.0 INTELLECT-2's two-sided clip")
     # prime-rl has no truncated weight: its ratio is taken against the inference log-probs (the ratio's row)
     assert table[("correction", "truncated_is")][3] == DASH
+    # prime-rl 559b447 loss.py default_loss_fn: DPPO's mask on exp(trainer_logprobs) - exp(inference_logprobs),
+    # DefaultLossConfig dppo_mask_low = dppo_mask_high = 0.2 and kl_tau 1e-3; no other trainer ships it
+    assert table[("clip", "dppo_mask")][3] == ('trainer.loss.type = "default" (default) dppo_mask_low / dppo_mask_high '
+                                               "(0.2 each), the ratio taken against the inference log-probs; the loss "
+                                               "also adds kl_tau (0.001) × (log ratio)², which no kind computes")
+    assert [table[("clip", "dppo_mask")][i] for i in (1, 2, 4)] == [DASH] * 3
 
 
 def test_each_trainer_writes_its_settings_in_its_own_syntax():
@@ -534,3 +540,16 @@ def test_the_sampler_chapter_reads_the_common_lag_before_lag_8():
     for mode in ("sampled", "greedy"):
         assert (chapter.index(f'sampler_lag_words("{mode}")') < chapter.index(f'sampler_cost_words("{mode}")'))
     assert "A lag of one or two rollouts is what an overlapped trainer runs with" in chapter
+
+
+def test_the_dppo_masks_defaults_are_the_prime_rl_settings_the_import_reads():
+    """The dppo_mask kind's defaults are prime-rl's DefaultLossConfig defaults (0.2 each at 559b447), which its note
+    names and the prime-rl import falls back to when a config leaves them out."""
+    from unipo_build.trainers.prime_rl import importer as P
+
+    params = REGISTRY["clip"]["dppo_mask"].params()
+    assert (params.delta_low, params.delta_high) == (0.2, 0.2)
+    note = R.settings_of(REGISTRY["clip"]["dppo_mask"], "prime-rl")[0].note
+    assert f"({params.delta_low:g} each)" in note and params.delta_low == params.delta_high
+    _, comps, gaps = P.components({"loss": {"type": "default", "kl_tau": 0.0}}, {})
+    assert comps["clip"] == {"kind": "dppo_mask", "params": {"delta_low": 0.2, "delta_high": 0.2}} and gaps == []

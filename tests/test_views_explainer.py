@@ -181,6 +181,8 @@ CONFIGS = {
     "grpo_k2": lambda: _config("grpo", kl=("in_loss", {"estimator": "k2", "beta": 0.05})),
     "gspo": lambda: _config("grpo", ratio=("sequence", {}), clip=("asymmetric", {"eps_low": 0.0003, "eps_high": 0.0004})),
     "ppo_no_clip": lambda: _config("ppo", clip=("none", {})),
+    # DPPO's mask reads each token's old log-prob (the breakdown passes it to the clip's port)
+    "grpo_dppo": lambda: _config("grpo", clip=("dppo_mask", {"delta_low": 0.1, "delta_high": 0.1})),
 }
 
 
@@ -407,3 +409,19 @@ def test_the_engine_fills_templates_as_the_site_writes_numbers():
                    "dropped 2: group 3 (0/4 correct), group 7 (4/4 correct).",
                    "\u03b2 0.04, ratio 1.25, std 0.5774, 0*",
                    "\u2013 and \u2013"]
+
+
+@needs_node
+def test_js_breakdown_gives_dppos_probability_change():
+    """The DPPO mask's explainer rows read calc.prob_change, pi_old (rho - 1), from the breakdown: by hand,
+    probabilities 0.5 -> 0.75 (+0.25, A > 0: masked high) and 0.9 -> 0.63 (-0.27, A < 0: masked low), the padding 0."""
+    cfg = CONFIGS["grpo_dppo"]()
+    tokens = TokenArrays(ids=[1, 2, 3], text=["a", "b", "c"], logp=np.log([0.75, 0.63, 0.5]).tolist(),
+                         old_logp=np.log([0.5, 0.9, 0.5]).tolist(), ref_logp=np.log([0.75, 0.63, 0.5]).tolist(),
+                         advantage=[1.0, -1.0, 1.0], ratio=[1.0] * 3,
+                         clip=[0] * 3, weight=[0.1] * 3, objective=[0.0] * 3, mask=[1, 1, 0])
+    js = run_js([["breakdown", browser_config(cfg), _tokens_json(tokens)]])[0]
+    np.testing.assert_allclose(js["prob_change"], [0.25, -0.27, 0.0], rtol=0, atol=1e-12)
+    assert js["clip_side"] == [1, -1, 0] and js["surrogate"] == [0, 0, 0]
+    # a clip that does not read the probability has none
+    assert run_js([["breakdown", browser_config(CONFIGS["grpo"]()), _tokens_json(tokens)]])[0]["prob_change"] is None

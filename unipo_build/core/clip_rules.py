@@ -56,3 +56,20 @@ def geo_rule(p: dict) -> ClipRule:
     return ClipRule("GMPO's log-space clip", f"the log-ratio's range [{lo}, {hi}] (the ratio's [{_n(low)}, {_n(high)}])",
                     low, high, f"A < 0, log-ratio below {lo}, ratio below {_n(low)}",
                     f"A > 0, log-ratio above {hi}, ratio above {_n(high)}")
+
+
+def dppo_rule(p: dict) -> ClipRule:
+    """DPPO's mask on the change of a token's probability: a token of probability p_old is masked above the ratio
+    1 + delta_high / p_old (A > 0) or below 1 - delta_low / p_old (A < 0), so the ratio's thresholds are those of a
+    token of probability 1, 1 - delta_low and 1 + delta_high, and a less likely token's lie further out; a delta of 1
+    or more is a side that never acts (no probability moves that far)."""
+    lo_d, hi_d = _n(p["delta_low"]), _n(p["delta_high"])
+    low = 1 - p["delta_low"] if p["delta_low"] < 1 else None
+    high = 1 + p["delta_high"] if p["delta_high"] < 1 else None
+    return ClipRule("DPPO's mask on the probability's change",
+                    f"a fall of more than {lo_d} (A < 0) or a rise of more than {hi_d} (A > 0) in the token's "
+                    "probability, which no ratio inside "
+                    f"[{_n(1 - p['delta_low'])}, {_n(1 + p['delta_high'])}] reaches",
+                    low, high,
+                    f"A < 0, probability fell by more than {lo_d}" if low is not None else "",
+                    f"A > 0, probability rose by more than {hi_d}" if high is not None else "")

@@ -325,6 +325,19 @@ def sapo_surrogate_grad(ratio, advantage, tau_pos: float, tau_neg: float):
     return 4.0 * sigma * (1.0 - sigma) * ratio * advantage
 
 
+def dppo_mask_surrogate(ratio, advantage, old_logp, delta_low: float, delta_high: float):
+    """DPPO's mask (arXiv 2602.04879; prime-rl 559b447 loss.py default_loss_fn): with d = pi_old rho - pi_old, the
+    change of the token's probability (prime-rl's probs_diff), a token with A > 0 and d > delta_high, or A < 0 and
+    d < -delta_low, is masked (term and gradient 0); every other token's term is rho A, unclipped. Returns
+    ``(surrogate, side)``: CLIP_HIGH / CLIP_LOW where masked (prime-rl's is_masked_high / is_masked_low)."""
+    xp = array_namespace(ratio, advantage)
+    old = xp.exp(stop_gradient(old_logp))
+    change = old * stop_gradient(ratio) - old
+    high, low = (advantage > 0) & (change > delta_high), (advantage < 0) & (change < -delta_low)
+    side = xp.astype(high, xp.int8) - xp.astype(low, xp.int8)
+    return xp.where(high | low, xp.zeros_like(ratio), ratio * advantage), side
+
+
 def geo_mean_surrogate(ratio, advantage, mask, eps_low: float, eps_high: float):
     """GMPO's surrogate (Zhao et al., arXiv 2507.20673; verl policy_loss 'geo_mean',
     core_algos.compute_policy_loss_geo_mean): the response's token ratios enter through their

@@ -47,7 +47,7 @@ from unipo_build.core.registry_base import (
 #              is_correction_threshold (0.5, 5.0); a kept token keeps its own ratio.
 #   prime-rl   src/prime_rl/trainer/rl/loss.py (559b447), compute_loss: the ratio is taken against the inference
 #              log-probs, with no pi_old besides them; its default loss masks tokens by the change of their
-#              probability (dppo_mask_low/high), not by a ratio: no correction kind of its own.
+#              probability (dppo_mask_low/high), not by a ratio: the clip kind dppo_mask, no correction kind.
 
 class _Correction(_Params):
     level: Literal["token", "sequence"] = Field(
@@ -236,7 +236,7 @@ register("correction", "masked_is", MaskedIS,
 # --- the kinds in the trainers (sources in the block at the top; registry.TRAINER_SOURCES) ---------------
 # prime-rl has no correction of its own: it has no pi_old besides the sampler, its ratio is taken against the
 # inference log-probs (the ratio kind's setting), and its default loss masks tokens by the change of their
-# probability (dppo_mask_low/high), not by a ratio.
+# probability (dppo_mask_low/high), not by a ratio: the clip kind dppo_mask (kinds_loss).
 
 _RC = "algorithm.rollout_correction."
 _IS = "algo.advantage.is_correction_"

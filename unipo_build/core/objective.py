@@ -149,42 +149,56 @@ def clip_rule(cfg: ResolvedAlgorithm) -> registry.ClipRule | None:
                              f"A > 0, ratio above {high:.3g}" if high is not None else "")
 
 
-def surrogate_terms(cfg: ResolvedAlgorithm, rho, advantages, mask=None):
+def surrogate_terms(cfg: ResolvedAlgorithm, rho, advantages, mask=None, old_logp=None):
     """The clip slot: the surrogate's form (PPO's clipped min, CISPO's clipped weight, SAPO's gate,
-    dual-clip, GMPO's geometric mean, ...) on the ratio and the advantages, ``(surrogate, clip side)``
-    (B, T). ``mask``: the real tokens, which a kind whose term reads the whole response needs."""
+    dual-clip, GMPO's geometric mean, DPPO's mask, ...) on the ratio and the advantages, ``(surrogate, clip
+    side)`` (B, T). ``mask``: the real tokens, which a kind whose term reads the whole response needs;
+    ``old_logp``: the tokens' log-probs when sampled, which a kind that reads their probability needs."""
     kind = cfg.component("clip")
+    params = cfg.components["clip"].params
     if kind.needs_mask:
         if mask is None:
             raise ValueError(f"the {kind.name} surrogate reads the whole response: the token mask is required")
-        return kind.apply(rho, advantages, cfg.components["clip"].params, mask)
-    return kind.apply(rho, advantages, cfg.components["clip"].params)
+        return kind.apply(rho, advantages, params, mask)
+    if kind.needs_old_logp:
+        if old_logp is None:
+            raise ValueError(f"the {kind.name} surrogate reads each token's probability when it was sampled: "
+                             "old_logp is required")
+        return kind.apply(rho, advantages, params, old_logp=old_logp)
+    return kind.apply(rho, advantages, params)
 
 
-def term_and_gradient(clip_kind, params: dict, ratio: float, advantage: float) -> tuple[float, float, int]:
+def term_and_gradient(clip_kind, params: dict, ratio: float, advantage: float,
+                      old_logp: float | None = None) -> tuple[float, float, int]:
     """A token's term under a clip kind (a registry kind of the clip slot, with its parameters), its
     derivative with respect to the token's log-probability (the kind's ``grad``: stop-gradients count)
     and the clip side the kind reports. A kind that weighs a whole response (``needs_mask``) has no
-    term of a token alone."""
-    values, grads, sides = terms_and_gradients(clip_kind, params, [ratio], [advantage])
+    term of a token alone; one that reads the token's probability (``needs_old_logp``) needs ``old_logp``."""
+    values, grads, sides = terms_and_gradients(clip_kind, params, [ratio], [advantage],
+                                               None if old_logp is None else [old_logp])
     return float(values[0]), float(grads[0]), int(sides[0])
 
 
-def terms_and_gradients(clip_kind, params: dict, ratios: Sequence[float],
-                        advantages: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def terms_and_gradients(clip_kind, params: dict, ratios: Sequence[float], advantages: Sequence[float],
+                        old_logps: Sequence[float] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`term_and_gradient` of many tokens at once, on numpy alone: the term from the kind's
     ``apply``, its derivative from the kind's ``grad`` (closed form, held equal to torch's autograd
     through ``apply`` by the tests), so that a site build needs no torch."""
     if clip_kind.needs_mask or clip_kind.grad is None:
         raise ValueError(f"the {clip_kind.name} clip has no term of a token alone (it weighs the whole response)"
                          if clip_kind.needs_mask else f"the {clip_kind.name} clip kind registers no grad")
+    if clip_kind.needs_old_logp and old_logps is None:
+        raise ValueError(f"the {clip_kind.name} clip reads each token's probability when it was sampled: its term "
+                         "needs the tokens' old log-probs (old_logps)")
     rho = np.asarray([float(r) for r in ratios], dtype=np.float64)
     advantage = np.asarray([float(a) for a in advantages], dtype=np.float64)
+    extra = ({"old_logp": np.asarray([float(x) for x in old_logps], dtype=np.float64)}
+             if clip_kind.needs_old_logp else {})
     # IEEE arithmetic as torch's autograd had it: a logged ratio or advantage at the float limits gives an
     # infinite term or gradient, not a warning (the pages say what is not finite).
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        value, side = clip_kind.apply(rho, advantage, params)
-        grads = np.asarray(clip_kind.grad(rho, advantage, params), dtype=np.float64)
+        value, side = clip_kind.apply(rho, advantage, params, **extra)
+        grads = np.asarray(clip_kind.grad(rho, advantage, params, **extra), dtype=np.float64)
     return (np.asarray(value, dtype=np.float64).copy(), np.broadcast_to(grads, rho.shape).copy(),
             np.broadcast_to(np.asarray(side), rho.shape).astype(int))
 
@@ -204,7 +218,7 @@ def token_terms(cfg: ResolvedAlgorithm, *, logp, old_logp, advantages, mask, ref
     xp = array_namespace(logp)
     mask_f = xp.astype(mask, logp.dtype)
     rho = ratio(cfg, logp, old_logp, mask_f)
-    surrogate, side = surrogate_terms(cfg, rho, advantages, mask_f)
+    surrogate, side = surrogate_terms(cfg, rho, advantages, mask_f, old_logp)
     surrogate = surrogate * mask_f
     side = side * xp.astype(mask, side.dtype)
     correction, correction_side = correction_weight(cfg, old_logp, sampler_logp, mask_f)

@@ -4,8 +4,8 @@ Every name of ``unipo_build.core.registry_base``, which holds what a kind is mad
 :func:`register`, the explainer data's builders, the trainer settings: ``TRAINERS``, ``TRAINER_SOURCES``,
 ``setting``, ``trainer_settings``) and says so in its docstring; importing this module also registers the
 shipped kinds, each once: ``core/kinds_reward.py`` (advantage, filter, shaping), ``core/kinds_loss.py`` (ratio,
-clip, KL, aggregation), ``core/kinds_accumulation.py`` (a token mean per micro-batch) and
-``core/kinds_correction.py``. The kinds modules import ``registry_base``, never this
+clip, KL, aggregation), ``core/kinds_accumulation.py`` (a token mean per micro-batch), ``core/kinds_mask.py``
+(a clip that reads the token's probability: DPPO's mask) and ``core/kinds_correction.py``. The kinds modules import ``registry_base``, never this
 module, so no import runs in a circle (tests/test_layers.py refuses cycles).
 """
 
@@ -17,4 +17,5 @@ from unipo_build.core.registry_base import _Params  # noqa: F401  (a kind's para
 # The shipped kinds register themselves on import.
 from unipo_build.core import kinds_correction, kinds_loss, kinds_reward  # noqa: E402,F401
 from unipo_build.core import kinds_accumulation  # noqa: E402,F401  (after kinds_loss: listed after its aggregations)
+from unipo_build.core import kinds_mask  # noqa: E402,F401  (after kinds_loss: listed after its clips)
 from unipo_build.core.kinds_reward import ZScoreParams  # noqa: E402,F401  (a test-only kind reuses its parameters)

@@ -44,7 +44,9 @@ advantage  group kinds (``group_baseline``): ``apply(rewards (n_groups, G), para
            token kinds: ``apply(token_rewards, mask, rewards, values, params) -> (adv, returns)``
 ratio      ``apply(logp, old_logp, mask, params)`` -> ratio (B, T)
 clip       ``apply(ratio, advantage, params)`` -> (surrogate, clip side) (B, T): the surrogate's form
-           (``needs_mask``: ``apply(ratio, advantage, params, mask)``, a term that reads the whole response);
+           (``needs_mask``: ``apply(ratio, advantage, params, mask)``, a term that reads the whole response;
+           ``needs_old_logp``: ``apply(ratio, advantage, params, old_logp=...)``, a term that reads the token's
+           probability when it was sampled, DPPO's mask on its change);
            ``bounds(params)`` -> (eps_low, eps_high) of the ratio, (None, None) without bounds;
            ``clip_rule(params)`` -> :class:`ClipRule`, its bound in words (the diagnoses' terms)
 kl         ``kl_place``: None, "loss" or "reward"; the estimator is a parameter
@@ -119,7 +121,8 @@ class Kind:
     apply: Callable | None = None
     # A clip kind's derivative of its term with respect to the token's log-probability, stop-gradients
     # counted: ``grad(ratio, advantage, params)`` on numpy arrays (objective.terms_and_gradients; the site
-    # needs numpy only). None for a kind whose term reads the whole response (``needs_mask``).
+    # needs numpy only; ``grad(ratio, advantage, params, old_logp=...)`` for a ``needs_old_logp`` kind).
+    # None for a kind whose term reads the whole response (``needs_mask``).
     grad: Callable | None = None
     bounds: Callable[[dict], tuple[float | None, float | None]] | None = None
     # A clip kind that only means something on these ratio kinds (CISPO weights each token's own
@@ -128,6 +131,9 @@ class Kind:
     # A clip kind whose term reads the whole response (GMPO's geometric mean of its token ratios): its
     # apply is ``apply(ratio, advantage, params, mask)``.
     needs_mask: bool = False
+    # A clip kind whose term reads the token's log-probability when it was sampled, not only its ratio
+    # (DPPO's mask on the change of the token's probability): its apply and grad take ``old_logp=`` (B, T).
+    needs_old_logp: bool = False
     # A kind that means what it says only with these aggregation kinds (GMPO's geometric mean is one
     # term per response, averaged over responses: seq_mean_token_mean); empty: any. specs refuses another.
     aggregation_kinds: tuple[str, ...] = ()

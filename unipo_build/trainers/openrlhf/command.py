@@ -299,6 +299,18 @@ def translate(cfg: ResolvedAlgorithm, *, max_new_tokens: int) -> Translation:
                           ("--actor.eps_clip_low_high", _fmt(low), _fmt(high))))
         t.flags += ["--actor.eps_clip_low_high", _fmt(low), _fmt(high)]
         eff = _with(eff, "clip", "asymmetric", {"eps_low": low, "eps_high": high})
+    elif clip == "dppo_mask":
+        # a token of probability 1 is masked at the ratios 1 - delta_low and 1 + delta_high: PPO's clip there holds
+        # every token at least as tightly as the mask does (a less likely one sooner)
+        low, high = min(max(cp["delta_low"], 1e-6), 0.999999), max(cp["delta_high"], 1e-6)  # OpenRLHF: 0 < eps < 1
+        t.gaps.append(Gap("clip", "DPPO's mask on the change of each token's probability",
+                          " has no DPPO loss (--actor.policy_loss_type is ppo or gspo)",
+                          "PPO's clip at the ratio bounds the mask has for a token of probability 1, 1 - delta_low and "
+                          "1 + delta_high: a less likely token is clipped sooner than the mask would drop it, and a "
+                          "clipped token's term stays clip(rho) A instead of 0",
+                          ("--actor.eps_clip_low_high", _fmt(low), _fmt(high))))
+        t.flags += ["--actor.eps_clip_low_high", _fmt(low), _fmt(high)]
+        eff = _with(eff, "clip", "asymmetric", {"eps_low": low, "eps_high": high})
     else:
         raise ValueError(f"clip kind {clip!r} has no OpenRLHF translation yet")
 

@@ -39,11 +39,14 @@ own ``importance_ratio``, ``is_masked_high`` and ``is_masked_low`` are kept besi
 ``source_importance_ratio`` and ``source_is_masked`` (1 high, -1 low, 0 kept).
 
 The loss prime-rl ran (``trainer.loss``) maps onto the registry as far as kinds allow: its default
-loss masks tokens by the change of their probability (``dppo_mask_low/high``), not by the ratio, and
-adds ``kl_tau x (log ratio)^2`` against the sampling policy, not a reference model: neither has a
-kind, so the import stops unless ``--algorithm`` names the spec to show (the gap then in the run
-card). The orchestrator's ``algo`` (``grpo``: reward minus the group mean) is the advantage kind
-``group_mean``; aggregation is ``token_mean`` (``compute_loss`` divides by the global batch's tokens).
+loss masks tokens by the change of their probability (``dppo_mask_low/high``), the clip kind
+``dppo_mask`` (its recomputed sides are prime-rl's ``is_masked_high``/``is_masked_low``), and adds
+``kl_tau x (log ratio)^2`` against the sampling policy, not a reference model, which has no kind: with
+``kl_tau`` > 0 (0.001 by default) the import stops unless ``--algorithm`` names the spec to show (the gap
+then in the run card). ``ipo`` masks by the probability's change whatever the advantage's sign, a gap whose
+nearest kind is ``dppo_mask`` at its threshold. The orchestrator's ``algo`` (``grpo``: reward minus the
+group mean) is the advantage kind ``group_mean``; aggregation is ``token_mean`` (``compute_loss`` divides by
+the global batch's tokens).
 
 What the export lacks, and the run therefore lacks (listed in the run card): the rewards (responses'
 ``reward`` null), the prompts' and tokens' text (the export holds token ids: each token's text is its
@@ -63,6 +66,7 @@ from typing import Any
 import numpy as np
 
 from unipo_build.core.matching import Gap
+from unipo_build.core.registry import REGISTRY
 from unipo_build.core.runlog import LogError, RunWriter
 from unipo_build.core.schema import (
     GroupSummary,
@@ -94,6 +98,8 @@ DETAIL_TOKENS = 2048  # and at most this many tokens: a step file of the site st
 WINDOW = 8  # steps a metrics row may lag behind the newest step seen (trainer and orchestrator interleave)
 METRICS = {"optim/lr": "lr", "optim/grad_norm": "grad_norm", "entropy/all/mean": "entropy/mean"}
 STEP_DIR = re.compile(r"^step_(\d+)$")
+#: prime-rl's DefaultLossConfig defaults of dppo_mask_low and dppo_mask_high, which the dppo_mask kind's are.
+DPPO_DEFAULTS = {name: field.default for name, field in REGISTRY["clip"]["dppo_mask"].params.model_fields.items()}
 
 
 def components(trainer: dict, orchestrator: dict) -> tuple[str, dict[str, dict], list[Gap]]:
@@ -110,17 +116,18 @@ def components(trainer: dict, orchestrator: dict) -> tuple[str, dict[str, dict],
         advantage = {"kind": "group_mean", "params": {}}
     loss = get(trainer, "loss", {}) or {}
     ltype = str(get(loss, "type", "default"))
-    low, high = float(get(loss, "dppo_mask_low", 0.2)), float(get(loss, "dppo_mask_high", 0.2))
-    if ltype == "default":
-        gaps.append(Gap("trainer.loss.type", f"default (DPPO mask on the probability change, dppo_mask_low = {low}, "
-                                             f"dppo_mask_high = {high})", "clip", "asymmetric clip of the ratio"))
-    elif ltype == "ipo":
-        gaps.append(Gap("trainer.loss.type", f"ipo (ipo_threshold = {get(loss, 'ipo_threshold', 0.1)})", "clip",
-                        "symmetric clip of the ratio"))
-    else:
+    low = float(get(loss, "dppo_mask_low", DPPO_DEFAULTS["delta_low"]))
+    high = float(get(loss, "dppo_mask_high", DPPO_DEFAULTS["delta_high"]))
+    clip = {"kind": "dppo_mask", "params": {"delta_low": low, "delta_high": high}}  # the default loss, exactly
+    if ltype == "ipo":
+        threshold = float(get(loss, "ipo_threshold", 0.1))
+        gaps.append(Gap("trainer.loss.type", f"ipo (ipo_threshold = {threshold:g}: a token masked when its probability "
+                                             "moved that far either way, whatever the sign of its advantage)", "clip",
+                        f"dppo_mask (delta_low = delta_high = {threshold:g}, on the side the advantage pushes)"))
+        clip = {"kind": "dppo_mask", "params": {"delta_low": threshold, "delta_high": threshold}}
+    elif ltype != "default":
         gaps.append(Gap("trainer.loss.type", ltype, "clip", "symmetric clip of the ratio"))
-    clip = ({"kind": "symmetric", "params": {"eps": low}} if low == high
-            else {"kind": "asymmetric", "params": {"eps_low": low, "eps_high": high}})
+        clip = {"kind": "symmetric", "params": {"eps": 0.2}}
     kl_tau = float(get(loss, "kl_tau", 1e-3))
     if kl_tau > 0:
         gaps.append(Gap("trainer.loss.kl_tau", str(kl_tau), "kl",

@@ -178,6 +178,27 @@
   }
 
   /**
+   * dppo_mask_surrogate (DPPO's mask, prime-rl's default loss): the change of the token's probability,
+   * exp(old_logp) * rho - exp(old_logp) (dppo_probability_change); A > 0 and a change above delta_high, or
+   * A < 0 and one below -delta_low, masks the token (term 0, side 1 or -1); every other token's term is rho A.
+   */
+  function dppoMaskSurrogate(ratio, advantage, oldLogp, deltaLow, deltaHigh) {
+    var n = ratio.length;
+    var surrogate = new Array(n);
+    var side = new Array(n);
+    var change = new Array(n);
+    for (var t = 0; t < n; t++) {
+      var old = Math.exp(oldLogp[t]);
+      change[t] = old * ratio[t] - old;
+      var high = advantage[t] > 0 && change[t] > deltaHigh;
+      var low = advantage[t] < 0 && change[t] < -deltaLow;
+      surrogate[t] = high || low ? 0 : ratio[t] * advantage[t];
+      side[t] = high ? 1 : low ? -1 : 0;
+    }
+    return { surrogate: surrogate, side: side, prob_change: change };
+  }
+
+  /**
    * geo_mean_surrogate (GMPO): each token's log-ratio clipped in log space by the sign of its advantage,
    * c = A > 0 ? min(log rho, eps_high) : A < 0 ? max(log rho, -eps_low) : 0; every real token's term is
    * A exp(mean of c over the response's real tokens). Sides as PPO's (1: A > 0 above, -1: A < 0 below).
@@ -337,12 +358,13 @@
     token_ratio: function (logp, oldLogp) { return tokenRatio(logp, oldLogp); },
     sequence_ratio: sequenceRatio,
     self_ratio: function (logp) { return selfRatio(logp); },
-    // the clip slot's surrogates: (ratio, advantage, eps_low, eps_high, params, mask)
+    // the clip slot's surrogates: (ratio, advantage, eps_low, eps_high, params, mask, old_logp)
     clipped_surrogate: clippedSurrogate,
     dual_clip_surrogate: function (r, a, lo, hi, p) { return dualClipSurrogate(r, a, lo, hi, p.c); },
     cispo_surrogate: function (r, a, lo, hi, p) { return cispoSurrogate(r, a, p.eps_low, p.eps_high); },
     sapo_surrogate: function (r, a, lo, hi, p) { return sapoSurrogate(r, a, p.tau_pos, p.tau_neg); },
     geo_mean_surrogate: function (r, a, lo, hi, p, mask) { return geoMeanSurrogate(r, a, mask, p.eps_low, p.eps_high); },
+    dppo_mask_surrogate: function (r, a, lo, hi, p, mask, o) { return dppoMaskSurrogate(r, a, o, p.delta_low, p.delta_high); },
     kl_estimate: klEstimate,
     // the correction slot's weights: (old_logp, sampler_logp, mask, params)
     truncated_is_weight: function (o, s, m, p) { return truncatedIsWeight(o, s, m, p.level, p.cap, p.lower, p.sequence); },
@@ -395,7 +417,8 @@
     var mask = tokens.mask;
     var rho = fnOf(cfg, "ratio")(tokens.logp, tokens.old_logp, mask);
     var bounds = slotOf(cfg, "clip").bounds || [null, null];
-    var clipped = fnOf(cfg, "clip")(rho, tokens.advantage, bounds[0], bounds[1], slotOf(cfg, "clip").params || {}, mask);
+    var clipped = fnOf(cfg, "clip")(rho, tokens.advantage, bounds[0], bounds[1], slotOf(cfg, "clip").params || {}, mask,
+                                    tokens.old_logp);
     var surrogate = clipped.surrogate.map(function (s, t) { return s * mask[t]; });
     var side = clipped.side.map(function (s, t) { return s * mask[t]; });
     var kl = null;
@@ -425,6 +448,8 @@
       objective: objective,
       eps_low: bounds[0],
       eps_high: bounds[1],
+      // a clip that reads the token's probability (DPPO's mask): how far it moved, else null
+      prob_change: clipped.prob_change ? clipped.prob_change.map(function (c, t) { return c * mask[t]; }) : null,
       correction: correction ? correction.weight : null,
       correction_side: correction ? correction.side : null,
       correction_ratio: correction ? correction.ratio : null,
@@ -440,6 +465,7 @@
     groupMeanBatchStdAdvantage: groupMeanBatchStdAdvantage,
     leaveOneOutAdvantage: leaveOneOutAdvantage,
     geoMeanSurrogate: geoMeanSurrogate,
+    dppoMaskSurrogate: dppoMaskSurrogate,
     tokenRatio: tokenRatio,
     sequenceRatio: sequenceRatio,
     selfRatio: selfRatio,
