@@ -634,6 +634,29 @@ def with_actor_config(run: Path, name: str) -> Path:
     return cfg_path
 
 
+def test_verl_cispo_keeps_its_default_lower_bound():
+    """verl's CISPO (core_algos.compute_policy_loss_cispo at b178a3c) clamps the weight to [1 - clip_ratio_low,
+    1 + clip_ratio_high], each falling back to clip_ratio, 0.2 in actor.yaml: a config that sets none of them imports
+    as the cispo kind with a lower bound, eps_low 0.2 (the paper and TRL have none), and the components table's verl
+    cell and the CISPO chapter say so with the same numbers."""
+    from unipo_build.core.registry import REGISTRY, settings_of
+    from unipo_build.trainers.common import Notes
+    from unipo_build.trainers.verl.config import policy_loss
+
+    ratio, clip, _ = policy_loss({"policy_loss": {"loss_mode": "cispo"}}, [], Notes())
+    assert ratio["kind"] == "token" and clip == {"kind": "cispo", "params": {"eps_low": 0.2, "eps_high": 0.2}}
+    low, high = 1 - clip["params"]["eps_low"], 1 + clip["params"]["eps_high"]
+    (verl,) = settings_of(REGISTRY["clip"]["cispo"], "verl")
+    assert f"[{low:g}, {high:g}] by default: a lower bound the paper does not set" in verl.note
+    # the kind's own default is the paper's (no lower bound): the description names verl's default beside it
+    field = REGISTRY["clip"]["cispo"].params.model_fields["eps_low"]
+    assert field.default is None and f"verl clip_ratio_low, {clip['params']['eps_low']:g} by default" in field.description
+    chapter = (ROOT / "docs" / "course" / "algorithms" / "cispo.md").read_text(encoding="utf-8")
+    reference = (ROOT / "docs" / "reference" / "algorithms" / "cispo.md").read_text(encoding="utf-8")
+    for page in (chapter, reference):
+        assert 'trainer_setting("clip", "cispo", "verl")' in page
+
+
 @pytest.mark.parametrize("name, ratio, clip, aggregation", [
     # verl's defaults: the dual clip is always on in the vanilla loss (clip_ratio_c 3.0), token-mean
     ("vanilla_defaults", "token", ("dual_clip", {"eps_low": 0.2, "eps_high": 0.2, "c": 3.0}), ("token_mean", {})),

@@ -157,7 +157,7 @@ class DualClip(_Params):
 
 
 class CispoClip(_Params):
-    eps_low: float | None = Field(None, gt=0, lt=1, description="The IS weight's lower bound is 1 - eps_low; null: none, as the paper trains (it tunes only the upper bound; verl clip_ratio_low).")
+    eps_low: float | None = Field(None, gt=0, lt=1, description="The IS weight's lower bound is 1 - eps_low; null: none, as the paper trains (it tunes only the upper bound) and TRL runs it; verl clip_ratio_low, 0.2 by default: verl's CISPO keeps a lower bound unless it is set away.")
     eps_high: float = Field(0.28, gt=0, description="The IS weight's upper bound is 1 + eps_high (verl clip_ratio_high; TRL's epsilon_high for loss_type 'cispo' is the cap itself, 1 + eps_high, 5 in ScaleRL's recipe).")
 
 
