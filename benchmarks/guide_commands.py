@@ -31,6 +31,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the walks live with the tests that ch
 
 from guide_walk import fresh_copy, shell_runner, walk_contribute, walk_own_logs  # noqa: E402
 
+from unipo_build.core.cache import file_state  # noqa: E402
 from unipo_build.site.pages.guides.guide_costs import RESULTS, duration_text, size_text  # noqa: E402
 
 SFT = "unipo sft --threads 1"
@@ -43,8 +44,7 @@ def snapshot(root: Path) -> dict[str, tuple[int, int]]:
         dirnames[:] = [d for d in dirnames if d not in NOT_COUNTED]
         for name in filenames:
             path = Path(dirpath) / name
-            stat = path.stat()
-            files[path.relative_to(root).as_posix()] = (stat.st_size, stat.st_mtime_ns)
+            files[path.relative_to(root).as_posix()] = file_state(path)[1:]  # (size, modification time)
     return files
 
 

@@ -24,8 +24,6 @@ never checks less than the validator, and a run it checked is already parsed for
 
 from __future__ import annotations
 
-import os
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -34,6 +32,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from unipo_build.core import limits, runlog
+from unipo_build.core.cache import Cache, files_state
 from unipo_build.core.schema import METRICS, EvalRecord, RunHeader, StepDetail, StepRecord
 
 #: name -> function(StepDetail) -> anything small; run on every token file in one pass.
@@ -161,7 +160,7 @@ class RunReader:
         self._table: StepTable | None = None
         self._token_steps: list[int] | None = None
         self._digests: dict[str, dict[int, Any]] = {}
-        self._details: OrderedDict[int, StepDetail] = OrderedDict()
+        self._details: Cache[StepDetail] = Cache(DETAILS_KEPT)
 
     @property
     def header(self) -> RunHeader:
@@ -188,15 +187,8 @@ class RunReader:
         return self._token_steps
 
     def detail(self, step: int) -> StepDetail:
-        """One step's token file in full (the last few are kept)."""
-        if step in self._details:
-            self._details.move_to_end(step)
-            return self._details[step]
-        detail = runlog.read_step_detail(self.path, step)
-        self._details[step] = detail
-        while len(self._details) > DETAILS_KEPT:
-            self._details.popitem(last=False)
-        return detail
+        """One step's token file in full (the last few are kept: a new reader is made when the run's files change)."""
+        return self._details.get(step, None, lambda: runlog.read_step_detail(self.path, step))
 
     def scan_tokens(self, problems: list[runlog.LogError] | None = None, limit: int = 50) -> None:
         """Parse every token file once, running every registered digest not computed yet (and
@@ -240,34 +232,21 @@ class RunReader:
 
 
 def _state(run_dir: Path) -> tuple:
-    """What a cached reader is keyed on: the files' sizes and modification times."""
-    parts = []
-    for name in (runlog.HEADER, runlog.STEPS, runlog.EVALS):
-        try:
-            stat = os.stat(run_dir / name)
-            parts.append((stat.st_size, stat.st_mtime_ns))
-        except OSError:
-            parts.append(None)
-    return (*parts, len(runlog.token_steps(run_dir)), runlog.tokens_mtime(run_dir))
+    """What a cached reader is kept on: the state of the header, steps and evaluations, and how many token
+    files there are and the newest one's time."""
+    return (files_state(run_dir / name for name in (runlog.HEADER, runlog.STEPS, runlog.EVALS)),
+            len(runlog.token_steps(run_dir)), runlog.tokens_mtime(run_dir))
 
 
-_READERS: dict[str, tuple[tuple, RunReader]] = {}
 #: Readers kept at once (a build reads its runs; tests make many small ones).
 READERS_KEPT = 32
+_READERS: Cache[RunReader] = Cache(READERS_KEPT)
 
 
 def reader_for(run_dir: str | Path) -> RunReader:
     """The cached reader of a run directory (a new one when its files changed)."""
     path = Path(run_dir).resolve()
-    key, state = str(path), _state(path)
-    cached = _READERS.get(key)
-    if cached is not None and cached[0] == state:
-        return cached[1]
-    reader = RunReader(path)
-    _READERS[key] = (state, reader)
-    while len(_READERS) > READERS_KEPT:
-        _READERS.pop(next(iter(_READERS)))
-    return reader
+    return _READERS.get(str(path), _state(path), lambda: RunReader(path))
 
 
 # ---------------------------------------------------------------------------

@@ -39,6 +39,7 @@ from typing import Any, Mapping, Sequence
 
 from unipo_build.core import moments  # noqa: F401  (its token digest joins the one pass over each run's token files)
 from unipo_build.core import project, runlog
+from unipo_build.core.cache import Cache, files_state
 from unipo_build.core.paths import project_relative, without_project_root
 from unipo_build.core.reader import RunReader, check_run, reader_for
 from unipo_build.core.schema import EvalRecord, RunHeader
@@ -361,35 +362,21 @@ class RunCatalog:
         return self.chosen(name)  # no run: None, or the error of a run choice that names none
 
 
-_CATALOGS: dict[tuple, RunCatalog] = {}
+_CATALOGS: Cache[RunCatalog] = Cache(8)
 
 
-def _dir_state(source: RunsSource) -> tuple:
-    state = []
-    for path in _run_dirs(source):
-        steps = path / runlog.STEPS
-        try:
-            stat = steps.stat()
-            state.append((str(path), stat.st_size, stat.st_mtime_ns))
-        except OSError:
-            state.append((str(path), None, None))
-    return tuple(state)
+def _load_catalog(source: RunsSource) -> RunCatalog:
+    try:
+        specs = load_specs()
+    except (SpecError, project.ProjectError):
+        specs = {}
+    return RunCatalog(source, [load_run(p, specs, source.root) for p in _run_dirs(source)], list(specs))
 
 
 def catalog(source: RunsSource) -> RunCatalog:
-    """The runs of ``source``, each loaded once (cached while the run directories are unchanged)."""
-    key = (source, _dir_state(source))
-    found = _CATALOGS.get(key)
-    if found is None:
-        try:
-            specs = load_specs()
-        except (SpecError, project.ProjectError):
-            specs = {}
-        found = RunCatalog(source, [load_run(p, specs, source.root) for p in _run_dirs(source)], list(specs))
-        if len(_CATALOGS) > 8:
-            _CATALOGS.clear()
-        _CATALOGS[key] = found
-    return found
+    """The runs of ``source``, each loaded once (cached while the run directories' step logs are unchanged)."""
+    state = files_state(path / runlog.STEPS for path in _run_dirs(source))
+    return _CATALOGS.get(source, state, lambda: _load_catalog(source))
 
 
 def strict_failure(source: RunsSource) -> str | None:

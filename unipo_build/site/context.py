@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from unipo_build.core import project, runs
+from unipo_build.core.cache import Cache, file_state, files_state
 from unipo_build.site import page_state
 from unipo_build.site.render import escape_text
 from unipo_build.core.specs import AlgorithmSpec, ablation_spec_paths, load_spec, load_specs
@@ -114,30 +115,21 @@ class AuthorError(ValueError):
     """An author's error in a page (unknown key, moment, metric, beat): stops the build."""
 
 
-_SPECS: dict[tuple, dict[str, AlgorithmSpec]] = {}
+_SPECS: Cache[dict[str, AlgorithmSpec]] = Cache(4)
 
 
 def specs_in(directory: Path) -> dict[str, AlgorithmSpec]:
     """The specs of a directory, read once while its files are unchanged (`mkdocs serve` sees edits)."""
-    state = (str(directory), tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size)
-                                   for p in sorted(directory.glob("*.yaml"))))
-    if state not in _SPECS:
-        if len(_SPECS) > 4:
-            _SPECS.clear()
-        _SPECS[state] = load_specs(directory)
-    return _SPECS[state]
+    state = files_state(sorted(directory.glob("*.yaml")))
+    return _SPECS.get(str(directory), state, lambda: load_specs(directory))
 
 
-_ABLATION: dict[tuple, AlgorithmSpec] = {}
+_ABLATION: Cache[AlgorithmSpec] = Cache(64)
 
 
 def _ablation_spec(path: Path) -> AlgorithmSpec:
     """One ablation spec, read once while its file is unchanged."""
-    stat = path.stat()
-    key = (str(path), stat.st_mtime_ns, stat.st_size)
-    if key not in _ABLATION:
-        _ABLATION[key] = load_spec(path)
-    return _ABLATION[key]
+    return _ABLATION.get(str(path), file_state(path), lambda: load_spec(path))
 
 
 class Site:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from unipo_build.core import project, runlog
+from unipo_build.core.cache import files_state
 from unipo_build.core.reader import check_run
 from unipo_build.core.runs import ENV_RUNS, ENV_STRICT, is_run_dir
 from unipo_build.core.schema import RunHeader
@@ -304,22 +305,16 @@ def build(run_paths: Sequence[str | Path], out: str | Path, *, site_url: str = "
 
 
 def signature(run_paths: Sequence[str | Path]) -> tuple:
-    """What the runs' files are now (name, size, modification time of each): a training run that writes a step, an
-    evaluation or a token file changes it."""
-    found = []
+    """What the runs' files are now (``cache.file_state`` of each: path, size, modification time): a training
+    run that writes a step, an evaluation or a token file changes it."""
+    found: list[Path] = []
     for raw in run_paths:
         run = Path(raw)
-        names = [run / runlog.HEADER, run / runlog.STEPS, run / runlog.EVALS]
+        found += [run / runlog.HEADER, run / runlog.STEPS, run / runlog.EVALS]
         tokens = run / runlog.TOKENS_DIR
         if tokens.is_dir():
-            names += sorted(tokens.glob("*.json"))
-        for path in names:
-            try:
-                stat = path.stat()
-            except OSError:
-                continue
-            found.append((str(path), stat.st_size, stat.st_mtime_ns))
-    return tuple(found)
+            found += sorted(tokens.glob("*.json"))
+    return files_state(found)
 
 
 def watch(run_paths: Sequence[str | Path], out: str | Path, *, site_url: str, interval: float = 2.0,

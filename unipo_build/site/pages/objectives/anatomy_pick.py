@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from unipo_build.core.cache import Cache
 from unipo_build.core.reader import token_digest
 from unipo_build.core.registry import REGISTRY
 from unipo_build.core.runs import Run
@@ -123,14 +124,16 @@ def choose_step(run: Run, requested: int | None) -> tuple[int | None, int | None
     return candidates[0], None, None, None, "no mixed group in any logged update"
 
 
-_PICKS: dict[tuple, AnatomyPick | None] = {}
+#: Kept while the run's reader is the same (a new reader when the run's files change).
+_PICKS: Cache[AnatomyPick | None] = Cache(16)
 
 
 def get_pick(run: Run, step: int | None = None) -> AnatomyPick | None:
     """The update the anatomy page walks through, read in full (the same pick for every beat)."""
-    key = (id(run.reader), str(run.path), step)
-    if key in _PICKS:
-        return _PICKS[key]
+    return _PICKS.get((str(run.path), step), run.reader, lambda: _make_pick(run, step))
+
+
+def _make_pick(run: Run, step: int | None) -> AnatomyPick | None:
     chosen, mixed_i, correct_i, later, reason = choose_step(run, step)
     pick = None
     if chosen is not None:
@@ -149,9 +152,6 @@ def get_pick(run: Run, step: int | None = None) -> AnatomyPick | None:
             pick.later_group = next((p for p in later_detail.prompts if p.index == pick.mixed.index
                                      and not p.filtered), None)
             pick.updates_between = later - chosen
-    if len(_PICKS) > 16:
-        _PICKS.clear()
-    _PICKS[key] = pick
     return pick
 
 

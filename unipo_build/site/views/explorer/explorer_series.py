@@ -23,6 +23,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from unipo_build.core import runlog
+from unipo_build.core.cache import Cache
 from unipo_build.core.downsample import StreamingEnvelope, StrideSample, drop_repeats, quantile_bounds
 from unipo_build.core.numbers import fmt_num
 from unipo_build.core.reader import StepTable, reader_for
@@ -123,7 +124,7 @@ def series_from_table(table: StepTable, n_out: int = POINTS_PER_RING, buckets: i
     """Every metric of a parsed steps.jsonl downsampled to at most ``n_out`` points (bounded
     envelope, then LTTB), with the rollout boundaries, min/max and robust range."""
     if table.n == 0:
-        raise runlog.LogError("steps.jsonl", "no steps logged yet")
+        raise runlog.LogError(runlog.STEPS, "no steps logged yet")
     boundaries = StrideSample(MAX_BOUNDARIES)
     for step in table.rollout_starts().tolist():
         boundaries.add(step)
@@ -149,7 +150,8 @@ def series_from_table(table: StepTable, n_out: int = POINTS_PER_RING, buckets: i
                      boundary_stride=boundaries.stride)
 
 
-_SERIES: dict[tuple, RunSeries] = {}
+#: Kept while the run's reader is the same (a new reader when the run's files change).
+_SERIES: Cache[RunSeries] = Cache(16)
 
 
 def collect_series(run_dir: str | Path, *, n_out: int = POINTS_PER_RING, buckets: int = ENVELOPE_BUCKETS,
@@ -157,12 +159,8 @@ def collect_series(run_dir: str | Path, *, n_out: int = POINTS_PER_RING, buckets
     """Every metric of a run downsampled to at most ``n_out`` points, from the run's one reader
     (steps.jsonl parsed once per build). Raises LogError / LogErrors as ``runlog.iter_steps``."""
     reader = reader_for(run_dir)
-    key = (id(reader), n_out, buckets, chunk)
-    if key not in _SERIES:
-        if len(_SERIES) > 16:
-            _SERIES.clear()
-        _SERIES[key] = series_from_table(reader.table, n_out, buckets, chunk)
-    return _SERIES[key]
+    return _SERIES.get((str(reader.path), n_out, buckets, chunk), reader,
+                       lambda: series_from_table(reader.table, n_out, buckets, chunk))
 
 
 # ---------------------------------------------------------------------------
