@@ -61,6 +61,7 @@ def sets() -> list[tuple[str, Path]]:
     """(label, runs directory) of every declared set that holds runs."""
     import yaml
 
+    from unipo_build.core.runlog import HEADER
     from unipo_build.core.sets import declared_sets
 
     class Loader(yaml.SafeLoader):
@@ -70,7 +71,7 @@ def sets() -> list[tuple[str, Path]]:
     conf = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=Loader)
     out = []
     for s in declared_sets(conf.get("extra", {}), ROOT):
-        if s.runs is not None and s.runs.is_dir() and any((p / "header.json").is_file() for p in s.runs.iterdir()):
+        if s.runs is not None and s.runs.is_dir() and any((p / HEADER).is_file() for p in s.runs.iterdir()):
             out.append((s.label, s.runs))
     return out
 

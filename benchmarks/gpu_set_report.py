@@ -51,7 +51,7 @@ def plateau(path: Path) -> dict | None:
 def run_rows(runs: Path) -> tuple[list[dict], list[str]]:
     """(a row per finished run, the names of the runs that did not finish)."""
     rows, unfinished = [], []
-    for path in sorted(p for p in runs.iterdir() if (p / "header.json").is_file()):
+    for path in sorted(p for p in runs.iterdir() if (p / runlog.HEADER).is_file()):
         header = runlog.read_header(path)
         if header.finished_at is None:
             unfinished.append(path.name)

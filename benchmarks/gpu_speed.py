@@ -131,8 +131,9 @@ def checkpoint(args, scratch: Path) -> tuple[str, str]:
     from training.presets import get_preset
     from training.task import load_task
     from training.tokenizer import save_tokenizer, task_corpus, train_tokenizer
+    from unipo_build.core.file_names import SFT_POOL
 
-    rows = load_task(REPO / get_preset(args.preset).task_dir / "train.jsonl")
+    rows = load_task(REPO / get_preset(args.preset).task_dir / SFT_POOL)
     tok = train_tokenizer(task_corpus(rows))
     model = build_model(args.preset, len(tok), seed=args.seed, pad_token_id=tok.pad_token_id,
                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)

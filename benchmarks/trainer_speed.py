@@ -111,6 +111,8 @@ OMP_POLICY = (os.environ.get("OMP_WAIT_POLICY", "unset (libgomp default)")
 
 import torch  # noqa: E402
 
+from unipo_build.core import runlog  # noqa: E402
+
 
 def loadavg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
@@ -186,7 +188,7 @@ class Ours:
         t.run_rollout()
         wall, cpu = clock.lap()
         gen_wall, gen_cpu = self.first_update[0] - clock.wall, self.first_update[1] - clock.cpu
-        steps = [json.loads(line) for line in (self.out / "steps.jsonl").read_text().splitlines()]
+        steps = [json.loads(line) for line in (self.out / runlog.STEPS).read_text().splitlines()]
         mine = [s for s in steps if s["step"] >= first_step]
         m = mine[0]["metrics"]
         n_resp = t.rl.prompts_per_step * t.rl.group_size  # grpo has no filter: every group is trained on

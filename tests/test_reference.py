@@ -17,7 +17,8 @@ from site_build import without_search, write_mkdocs_config
 from unipo_build.core import formula as F
 from unipo_build.site.pages.guides import reference as R
 from unipo_build.core import specs as S
-from unipo_build.core.schema import METRICS, json_schema
+from unipo_build.core.runlog import json_schema
+from unipo_build.core.schema import METRICS
 from unipo_build.core.specs import SLOTS, load_spec, load_specs, resolve
 from unipo_build.core.project import spec_dir
 

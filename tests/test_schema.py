@@ -8,11 +8,12 @@ import pytest
 from pydantic import ValidationError
 
 from helpers_runlog import make_detail, make_header, make_tokens
+from unipo_build.core import runlog
 from unipo_build.core import schema as M
 
 
 def test_json_schema_covers_every_run_file():
-    schemas = M.json_schema()
+    schemas = runlog.json_schema()
     assert list(schemas) == ["header.json", "steps.jsonl (one object per line)", "evals.jsonl (one object per line)",
                              "tokens/step_NNNNNN.json"]
     json.dumps(schemas)  # serialisable as it is

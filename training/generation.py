@@ -338,14 +338,15 @@ def benchmark(path: str | None = "work/sft-tiny", prompts: int = 16, group_size:
 
     from training.model import build_model, load_policy, set_threads
     from training.task import load_task
+    from unipo_build.core.file_names import HELDOUT_POOL, SFT_POOL
     from training.tokenizer import task_corpus, train_tokenizer
 
     set_threads(threads)
-    rows = load_task("data/tasks/eval.jsonl")[:prompts]
+    rows = load_task(f"data/tasks/{HELDOUT_POOL}")[:prompts]
     if path:
         model, tok = load_policy(path)
     else:
-        tok = train_tokenizer(task_corpus(load_task("data/tasks/train.jsonl")))
+        tok = train_tokenizer(task_corpus(load_task(f"data/tasks/{SFT_POOL}")))
         model = build_model("tiny", len(tok), seed=0)
     model.eval()
     rows_ids = [tok(r["prompt"], add_special_tokens=False)["input_ids"] for r in rows for _ in range(group_size)]

@@ -15,6 +15,7 @@ import random
 import sys
 from pathlib import Path
 
+from unipo_build.core.file_names import RL_POOL, SFT_META
 from unipo_build.core.paths import project_relative
 from unipo_build.core.schema import MemorisationCheck
 
@@ -57,7 +58,7 @@ def warm_start_overlap(checkpoint: str | Path, prompts: list[str], root: str | P
     a generator-version-2 directory (that layout had no RL pool). A relative path in the meta is
     tried from `root` (the project, as sft.py stores it), then from the working directory.
     """
-    meta_path = Path(checkpoint) / "sft_meta.json"
+    meta_path = Path(checkpoint) / SFT_META
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -102,8 +103,8 @@ def check_rl_prompts(checkpoint: str, rows: list[dict], task_source: str, task_f
         return
     raise TrainError(
         f"{flag}: {shared} of its {distinct} RL prompts are in the warm start's SFT data "
-        f"({project_relative(sft_file, repo)}, named in {project_relative(checkpoint, repo)}/sft_meta.json): draw RL "
-        f"prompts from the rl.jsonl of the task that warm start was made on, or make a warm start on this task "
+        f"({project_relative(sft_file, repo)}, named in {project_relative(checkpoint, repo)}/{SFT_META}): draw RL "
+        f"prompts from the {RL_POOL} of the task that warm start was made on, or make a warm start on this task "
         f"(unipo sft --task-dir DIR)")
 
 

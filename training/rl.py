@@ -48,9 +48,9 @@ from .model import (load_policy, resolve_device, resolve_precision, set_threads,
 from .presets import get_preset
 from .reward import score_response, total_reward
 from .stale import StaleSampler, restore_sampler
-from .runstate import (Interrupted, TrainError, check_out_dir, checkpoint_dir, checkpoint_interval, checkpoint_rollout,
-                       clear_logged_steps, logged_updates, remove_checkpoints, replace_checkpoint, rng_from_state,
-                       rng_state, run_state)
+from .runstate import (CHECKPOINT_META, Interrupted, TrainError, check_out_dir, checkpoint_dir, checkpoint_interval,
+                       checkpoint_rollout, clear_logged_steps, logged_updates, remove_checkpoints, replace_checkpoint,
+                       rng_from_state, rng_state, run_state)
 from .pools import check_rl_prompts, load_rows, memorisation_check
 from .run_info import RolloutBar, TimeLimit, TrainOptions, _Pieces, git_commit, load_algorithm, run_header  # noqa: F401 (the API)
 from .task import generate_task
@@ -223,21 +223,21 @@ class Trainer(Evaluations):
                     "update_rng": rng_state(self.update_rng),
                     "elapsed": self.elapsed_before + time.time() - self.started,
                     "created_at": self.writer.header.created_at.isoformat()}
-            (folder / "meta.json").write_text(json.dumps(meta))
+            (folder / CHECKPOINT_META).write_text(json.dumps(meta))
 
         replace_checkpoint(self.out, write)
 
     def _load_checkpoint(self) -> int | None:
         """Restore the last checkpoint; returns the last step it covers (None: start fresh)."""
         path = checkpoint_dir(self.out)
-        if not (path / "meta.json").exists():
+        if not (path / CHECKPOINT_META).exists():
             if run_state(self.out) == "started":
                 # Stopped before its first checkpoint: nothing to continue from, so start it over.
                 print(f"{self.out}: no checkpoint yet, so the run starts over (its logged steps are replaced)",
                       file=sys.stderr)
                 clear_logged_steps(self.out)
             return None
-        meta = json.loads((path / "meta.json").read_text())
+        meta = json.loads((path / CHECKPOINT_META).read_text())
         state = torch.load(path / "state.pt", map_location=self.device, weights_only=False)
         self.policy.load_state_dict(state["policy"])
         self.optimizer.load_state_dict(state["optimizer"])

@@ -20,6 +20,8 @@ from typing import Callable
 from unipo_build.core import runlog
 
 CHECKPOINT = "checkpoint"
+#: A checkpoint's record: the step and rollout it was taken after, the generators' states, the time spent.
+CHECKPOINT_META = "meta.json"
 
 
 class TrainError(Exception):
@@ -49,11 +51,11 @@ def run_state(out: Path) -> str:
     if not (steps.exists() and steps.stat().st_size):
         return "empty"
     try:
-        if json.loads((out / "header.json").read_text(encoding="utf-8")).get("finished_at"):
+        if json.loads((out / runlog.HEADER).read_text(encoding="utf-8")).get("finished_at"):
             return "finished"
     except (OSError, ValueError):
         pass
-    return "checkpointed" if (checkpoint_dir(out) / "meta.json").exists() else "started"
+    return "checkpointed" if (checkpoint_dir(out) / CHECKPOINT_META).exists() else "started"
 
 
 def check_out_dir(out: Path, resume: bool) -> None:
@@ -74,12 +76,12 @@ def check_out_dir(out: Path, resume: bool) -> None:
 def checkpoint_dir(out: Path) -> Path:
     """The run's checkpoint; the previous one if a kill came while the new one was renamed into place."""
     current, previous = out / CHECKPOINT, out / (CHECKPOINT + ".old")
-    return previous if not current.exists() and (previous / "meta.json").exists() else current
+    return previous if not current.exists() and (previous / CHECKPOINT_META).exists() else current
 
 
 def checkpoint_rollout(out: Path) -> int | None:
     """The rollout the run's last checkpoint was taken after (None: no checkpoint)."""
-    meta = checkpoint_dir(out) / "meta.json"
+    meta = checkpoint_dir(out) / CHECKPOINT_META
     return json.loads(meta.read_text(encoding="utf-8"))["rollout"] if meta.exists() else None
 
 

@@ -38,12 +38,14 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from unipo_build.core.file_names import POOL_FILES, SFT_META, TASK_META
+
 from . import PROJECT
 from training.evaluate import evaluate
 from training.model import (autocast_for, build_model, count_parameters, resolve_device, set_threads,
                             show_progress_bars, thread_count)
 from training.presets import Preset, SFTPreset, get_preset
-from training.task import POOL_FILES, check_pools, file_sha256, load_task, task_version
+from training.task import check_pools, file_sha256, load_task, task_version
 from training.tokenizer import save_tokenizer, task_corpus, train_tokenizer
 
 IGNORE = -100
@@ -123,7 +125,7 @@ def save_checkpoint(model, tokenizer, out_dir: Path, meta: dict) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir)
     save_tokenizer(tokenizer, out_dir)
-    (out_dir / "sft_meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    (out_dir / SFT_META).write_text(json.dumps(meta, indent=2) + "\n")
 
 
 #: Where the project ships a preset's warm start (data/warm-start/<preset>): a contributor's first
@@ -240,7 +242,7 @@ def run_sft(
     eval_seconds = time.perf_counter() - t_eval
     say(f"final eval (n={final['n']}): greedy {final['accuracy_greedy']:.3f}  sampled {final['accuracy_sampled']:.3f}  "
         f"[{stop_reason}]")
-    meta_path = task_dir / "meta.json"
+    meta_path = task_dir / TASK_META
     meta = {
         "kind": "unipo-sft",
         "preset": p.name,

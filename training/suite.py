@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import PROJECT
 from training.runstate import run_state as trainer_state
+from unipo_build.core.file_names import SFT_POOL
 
 REPO = PROJECT  # the project root (training/__init__.py)
 DEFAULT_SUITE = REPO / "data" / "suite.yaml"
@@ -150,7 +151,7 @@ def ensure_inputs(suite: Suite, threads: int, device: str, say) -> None:
 
     preset = get_preset(suite.preset)
     tasks = REPO / preset.task_dir
-    if not (tasks / "train.jsonl").is_file():
+    if not (tasks / SFT_POOL).is_file():
         from training.task import generate_task
 
         say(f"generating the task data in {tasks} (level {preset.task_level})")

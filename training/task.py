@@ -42,11 +42,8 @@ Generator versions. Version 2 (the shipped data/tasks and the runs made on it) w
 train.jsonl, read by SFT and, there, by RL as well, and eval.jsonl. Version 3 (the default) writes
 three disjoint pools from the seed, so that RL never trains on prompts the warm start learned by
 heart (issue 20: a warm start that saw its RL prompts 85 times answered them 99.8% right against
-78% held-out, and RL had nothing left to learn):
-
-    train.jsonl  the SFT pool: worked solutions the warm start learns
-    rl.jsonl     the RL pool: the prompts RL draws, with their answers but no worked solutions
-    eval.jsonl   the held-out pool: evaluation only
+78% held-out, and RL had nothing left to learn): train.jsonl, the SFT pool; rl.jsonl, the RL pool; eval.jsonl,
+the held-out pool (each file's name and what it holds: ``unipo_build/core/file_names.py``).
 
 No prompt text is in two pools (meta.json counts the shared prompts of every pair, all zero, and
 ``check_pools`` refuses a directory where one is not). Version 3 also takes a task level: which
@@ -67,6 +64,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from unipo_build.core.file_names import HELDOUT_POOL, POOL_FILES, RL_POOL, SFT_POOL, TASK_META
+
 GENERATOR_VERSION = "3"
 GENERATOR_VERSIONS = ("2", "3")
 DEFAULT_SEED = 0
@@ -74,7 +73,6 @@ DEFAULT_N_TRAIN = 12_000  # the SFT pool (version 3) or the training set (versio
 DEFAULT_N_RL = 8_000  # the RL pool (version 3): 16 x 100 draws (tiny set) see each prompt about once
 DEFAULT_N_EVAL = 1_500
 DEFAULT_LEVEL = "tiny"
-POOL_FILES = {"sft": "train.jsonl", "rl": "rl.jsonl", "heldout": "eval.jsonl"}
 
 NAMES = ("Ana", "Ben", "Cara", "Dan", "Eva", "Finn", "Gia", "Hugo")
 ITEMS = ("stickers", "marbles", "cards", "stamps", "shells", "beads")
@@ -455,7 +453,7 @@ def generate_task(
         "bytes": {name: (out / name).stat().st_size for name in POOL_FILES.values()},
         "sha256": {name: file_sha256(out / name) for name in POOL_FILES.values()},
     }
-    (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    (out / TASK_META).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return meta
 
 
@@ -465,8 +463,8 @@ def _generate_v2(out: Path, seed: int, n_train: int, n_eval: int) -> dict:
     eval_rows = generate_rows(random.Random(f"{seed}-eval"), n_eval, "eval", unique=True)
     eval_prompts = {r["prompt"] for r in eval_rows}
     train_rows = generate_rows(random.Random(f"{seed}-train"), n_train, "train", exclude=eval_prompts)
-    write_jsonl(out / "train.jsonl", train_rows)
-    write_jsonl(out / "eval.jsonl", eval_rows)
+    write_jsonl(out / SFT_POOL, train_rows)
+    write_jsonl(out / HELDOUT_POOL, eval_rows)
     meta = {
         "generator": "training.task",
         "generator_version": "2",
@@ -481,10 +479,10 @@ def _generate_v2(out: Path, seed: int, n_train: int, n_eval: int) -> dict:
         "style_meaning": STYLE_MEANING,
         "answer_type": "string holding a base-10 integer",
         "eval_disjoint_from_train": "by prompt text",
-        "bytes": {name: (out / name).stat().st_size for name in ("train.jsonl", "eval.jsonl")},
-        "sha256": {name: file_sha256(out / name) for name in ("train.jsonl", "eval.jsonl")},
+        "bytes": {name: (out / name).stat().st_size for name in (SFT_POOL, HELDOUT_POOL)},
+        "sha256": {name: file_sha256(out / name) for name in (SFT_POOL, HELDOUT_POOL)},
     }
-    (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    (out / TASK_META).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return meta
 
 
@@ -496,7 +494,7 @@ def shared_prompts(pools: dict[str, set[str]]) -> dict[str, int]:
 
 def task_version(task_dir: str | Path) -> str | None:
     """The generator version in a task directory's meta.json; None for a directory without one."""
-    meta = Path(task_dir) / "meta.json"
+    meta = Path(task_dir) / TASK_META
     try:
         return str(json.loads(meta.read_text(encoding="utf-8")).get("generator_version"))
     except (OSError, ValueError, AttributeError):
@@ -585,15 +583,15 @@ def main(argv: list[str] | None = None) -> None:
                     help="the task level (a preset's task_level; default %(default)s)")
     ap.add_argument("--version", default=GENERATOR_VERSION, choices=GENERATOR_VERSIONS,
                     help="3: three disjoint pools (default); 2: the shipped two-file layout")
-    ap.add_argument("--n-train", type=int, help=f"rows of the SFT pool (train.jsonl; default: the level's, else "
+    ap.add_argument("--n-train", type=int, help=f"rows of the SFT pool ({SFT_POOL}; default: the level's, else "
                                                  f"{DEFAULT_N_TRAIN:,})")
-    ap.add_argument("--n-rl", type=int, help=f"rows of the RL pool (rl.jsonl; version 3; default: the level's, else "
+    ap.add_argument("--n-rl", type=int, help=f"rows of the RL pool ({RL_POOL}; version 3; default: the level's, else "
                                              f"{DEFAULT_N_RL:,})")
-    ap.add_argument("--n-eval", type=int, help=f"held-out problems (eval.jsonl; default: the level's, else "
+    ap.add_argument("--n-eval", type=int, help=f"held-out problems ({HELDOUT_POOL}; default: the level's, else "
                                                f"{DEFAULT_N_EVAL:,})")
     ap.add_argument("--force", action="store_true", help="replace a task already in --out")
     args = ap.parse_args(argv)
-    held = [name for name in (*POOL_FILES.values(), "meta.json") if (Path(args.out) / name).exists()]
+    held = [name for name in (*POOL_FILES.values(), TASK_META) if (Path(args.out) / name).exists()]
     if held and not args.force:
         ap.exit(2, f"{args.out} already holds a task (generator version {task_version(args.out)}: "
                    f"{', '.join(held)}); nothing was changed: choose another --out, or pass --force to replace it "

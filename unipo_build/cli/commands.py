@@ -12,6 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from unipo_build.core.file_names import HELDOUT_POOL, RL_POOL, SFT_META, SFT_POOL
 
 TRAIN_EXTRA = "pip install torch==2.13.0 && pip install -e '.[train]'"
 
@@ -123,7 +124,7 @@ def _sft(args: argparse.Namespace) -> int:
         print(f"unipo sft: {out} already holds a checkpoint; nothing was changed: choose another --out "
               "(or delete it first)", file=sys.stderr)
         return 2
-    missing = [str(task / name) for name in ("train.jsonl", "eval.jsonl") if not (task / name).is_file()]
+    missing = [str(task / name) for name in (SFT_POOL, HELDOUT_POOL) if not (task / name).is_file()]
     if missing:
         print(f"unipo sft: {' and '.join(missing)} not found: generate the task with `python -m training.task "
               f"--out {task} --level {preset.task_level}` or pass --task-dir", file=sys.stderr)
@@ -141,7 +142,7 @@ def _sft(args: argparse.Namespace) -> int:
     final = meta["final_eval"]
     print(f"warm start written to {out}: {meta['steps']} steps, held-out accuracy {final['accuracy_greedy']:.3f} "
           f"greedy / {final['accuracy_sampled']:.3f} sampled on {final['n']} problems, {meta['wall_seconds']:.0f} s "
-          f"(details in {out / 'sft_meta.json'})")
+          f"(details in {out / SFT_META})")
     return 0
 
 
@@ -196,10 +197,10 @@ def register_train(sub) -> None:
                         "none yet)")
     g.add_argument("--model", help="a local Hugging Face causal-LM checkpoint to start from "
                                    "(default: the preset's warm start, work/sft-<preset>, else data/warm-start/<preset>)")
-    g.add_argument("--task", help="a task directory (RL prompts from rl.jsonl, else train.jsonl; eval.jsonl held "
-                                  "out) or one JSONL of prompt/answer pairs; refused if its prompts are in the warm "
-                                  "start's SFT data (default: the preset's task directory, data/tasks for tiny, "
-                                  "data/tasks-gpu for gpu, made at its task level if missing)")
+    g.add_argument("--task", help=f"a task directory (RL prompts from {RL_POOL}, else {SFT_POOL}; "
+                                  f"{HELDOUT_POOL} held out) or one JSONL of prompt/answer pairs; refused if its "
+                                  "prompts are in the warm start's SFT data (default: the preset's task directory, "
+                                  "data/tasks for tiny, data/tasks-gpu for gpu, made at its task level if missing)")
     g.add_argument("--lr", type=float, help="learning rate (default: the spec's, else the preset's: "
                                             f"{_preset_values('lr')})")
     g = p.add_argument_group("in-house trainer")
@@ -235,17 +236,17 @@ def register_train(sub) -> None:
 
     p = sub.add_parser("sft", help="supervised warm start of the small model",
                        description="Train the tokenizer and the preset's model from scratch on the task's worked "
-                                   "solutions (train.jsonl, the SFT pool), stopping once greedy accuracy on the RL "
-                                   "pool's first rows (rl.jsonl; the held-out set's for a task without one) reaches "
-                                   "the preset's target, and save a Hugging Face checkpoint (with sft_meta.json: the "
+                                   f"solutions ({SFT_POOL}, the SFT pool), stopping once greedy accuracy on the RL "
+                                   f"pool's first rows ({RL_POOL}; the held-out set's for a task without one) reaches "
+                                   f"the preset's target, and save a Hugging Face checkpoint (with {SFT_META}: the "
                                    "stop rule, where it stopped, the SFT data) that `unipo train` starts from. An "
                                    "--out that holds a checkpoint is never overwritten.")
     p.add_argument("--preset", default="tiny", type=str.lower, choices=presets,
                    help="model size and SFT schedule (default %(default)s)")
     p.add_argument("--out", help="checkpoint directory (default work/sft-<preset>, where `unipo train` looks)")
     p.add_argument("--task-dir",
-                   help="train.jsonl, eval.jsonl and, made by generator version 3, rl.jsonl (default: the preset's "
-                        "task directory: data/tasks for tiny, data/tasks-gpu for gpu)")
+                   help=f"{SFT_POOL}, {HELDOUT_POOL} and, made by generator version 3, {RL_POOL} (default: the "
+                        "preset's task directory: data/tasks for tiny, data/tasks-gpu for gpu)")
     p.add_argument("--seed", type=int, default=0, help="default %(default)s")
     p.add_argument("--steps", type=int, help="at most this many steps (default: the preset's max_steps)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (default %(default)s)")
@@ -363,8 +364,8 @@ def import_report(out: Path, header) -> list[str]:
     each whole, wrapped at 80 columns), and where the full notes are."""
     config = "with its spec's components" if header.algorithm_config is not None else "algorithm_config null"
     lines = [f"{out}: run {header.run_id!r}, algorithm {header.algorithm!r} ({config})"]
-    steps = sum(1 for line in (out / "steps.jsonl").open() if line.strip()) if (out / "steps.jsonl").is_file() else 0
-    from unipo_build.core.runlog import token_steps
+    from unipo_build.core.runlog import STEPS, token_steps
+    steps = sum(1 for line in (out / STEPS).open() if line.strip()) if (out / STEPS).is_file() else 0
     tokens = len(token_steps(out))
     lines.append(f"  {steps} step{'' if steps == 1 else 's'}, {tokens} with token detail")
     from unipo_build.trainers.notes import split_notes

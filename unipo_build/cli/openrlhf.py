@@ -8,6 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from unipo_build.core.file_names import HELDOUT_POOL, RL_POOL, SFT_POOL
 from unipo_build.trainers.openrlhf import OPENRLHF_VERSION
 from unipo_build.trainers.openrlhf.command import (
     ApproximationRefused,
@@ -44,10 +45,10 @@ def add_run_options(p, *, in_train: bool = False) -> None:
         add("--model", help="actor checkpoint, a local HF directory (default work/sft-<preset>)")
         add("--rollouts", type=int, help="number of rollouts (default: the preset's)")
     add("--prompts", help="training prompts, JSONL (default: the preset's task directory's RL pool, "
-                                     "rl.jsonl, or its train.jsonl where it has none: data/tasks for tiny, "
+                                     f"{RL_POOL}, or its {SFT_POOL} where it has none: data/tasks for tiny, "
                                      "data/tasks-gpu for gpu)")
     add("--eval-dataset", help="held-out prompts, JSONL; '' for none (default: the preset's task "
-                                          "directory's eval.jsonl)")
+                                          f"directory's {HELDOUT_POOL})")
     add("--input-key", default=d.input_key, help="prompt field of the JSONL (default %(default)s)")
     add("--label-key", default=d.label_key, help="answer field of the JSONL (default %(default)s)")
     add("--reward-file", default=d.reward_file, help="the reward_func file (default: training/reward.py)")

@@ -46,6 +46,17 @@ def token_file_name(step: int) -> str:
     return f"{TOKEN_FILE_PREFIX}{step:0{TOKEN_FILE_DIGITS}d}{TOKEN_FILE_SUFFIX}"
 
 
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of every file of a run, for the reference docs, by the file's name."""
+    return {
+        HEADER: RunHeader.model_json_schema(by_alias=True),
+        f"{STEPS} (one object per line)": StepRecord.model_json_schema(by_alias=True),
+        f"{EVALS} (one object per line)": EvalRecord.model_json_schema(by_alias=True),
+        f"{TOKENS_DIR}/{TOKEN_FILE_PREFIX}{'N' * TOKEN_FILE_DIGITS}{TOKEN_FILE_SUFFIX}":
+            StepDetail.model_json_schema(by_alias=True),
+    }
+
+
 @dataclass
 class LogError(Exception):
     """One problem in a run log, with everything a reader needs to find it."""

@@ -487,13 +487,3 @@ class StepDetail(_Model):
                 raise ValueError(f"group {p.index} appears twice")
             seen.add(key)
         return prompts
-
-
-def json_schema() -> dict[str, Any]:
-    """The JSON Schema of every file of a run, for the reference docs."""
-    return {
-        "header.json": RunHeader.model_json_schema(by_alias=True),
-        "steps.jsonl (one object per line)": StepRecord.model_json_schema(by_alias=True),
-        "evals.jsonl (one object per line)": EvalRecord.model_json_schema(by_alias=True),
-        "tokens/step_NNNNNN.json": StepDetail.model_json_schema(by_alias=True),
-    }

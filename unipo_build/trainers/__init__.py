@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from unipo_build.core.runlog import LogErrors, validation_errors
+from unipo_build.core.runlog import HEADER, LogErrors, validation_errors
 from unipo_build.core.schema import RunHeader
 from unipo_build.trainers.common import OutputError, discard, publish, run_id_from, staging_dir
 from unipo_build.trainers.openrlhf.importer import import_openrlhf
@@ -44,10 +44,10 @@ def same_id_beside(out: Path, run_id: str) -> Path | None:
     if not parent.is_dir():
         return None
     for sibling in sorted(parent.iterdir()):
-        if sibling.name.startswith(".") or sibling.resolve() == out.resolve() or not (sibling / "header.json").is_file():
+        if sibling.name.startswith(".") or sibling.resolve() == out.resolve() or not (sibling / HEADER).is_file():
             continue
         try:
-            if json.loads((sibling / "header.json").read_text(encoding="utf-8")).get("run_id") == run_id:
+            if json.loads((sibling / HEADER).read_text(encoding="utf-8")).get("run_id") == run_id:
                 return sibling
         except (OSError, ValueError, AttributeError):
             continue

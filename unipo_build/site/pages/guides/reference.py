@@ -7,7 +7,7 @@ Macros (registered with ``site.macro``):
   a table of its slots with kind, parameters, LaTeX definition, explanation and the
   tooltips of the formula's terms;
 - ``schema_reference()``: every file of a run directory, a table of fields per model (type,
-  required, description) and the raw JSON Schema, from ``schema.json_schema()`` at build time;
+  required, description) and the raw JSON Schema, from ``runlog.json_schema()`` at build time;
 - ``metric_catalogue()``: ``schema.METRICS`` as a table;
 - ``bound(name)``: a bound of ``unipo_build.core.limits`` (the text length caps, the number range) as
   the schema page's prose writes it;
@@ -35,7 +35,8 @@ from typing import Any, Callable
 
 from unipo_build.core import formula, limits, registry
 from unipo_build.site.render import escape_text
-from unipo_build.core.schema import METRICS, json_schema
+from unipo_build.core.runlog import json_schema
+from unipo_build.core.schema import METRICS
 from unipo_build.core.specs import REGISTRY, SLOTS, AlgorithmSpec, Kind, Reference, lineage
 from unipo_build.site.fmt import code, math_display, math_inline
 from unipo_build.site.context import Site, macro

@@ -29,6 +29,7 @@ from typing import Sequence
 import yaml
 
 from unipo_build.core import yamlfile
+from unipo_build.core.file_names import SFT_META
 from unipo_build.core.numbers import fmt_num, fmt_pct, fmt_signed_points
 from unipo_build.core.paths import project_relative
 from unipo_build.core.runs import Run, seed_order
@@ -238,7 +239,7 @@ def run_sittings(site: Site) -> str:
 
 def warm_start_meta(root: Path, preset: str) -> dict | None:
     """The shipped warm start's sft_meta.json for a preset, or None where the project ships none."""
-    path = root / WARM_STARTS / preset / "sft_meta.json"
+    path = root / WARM_STARTS / preset / SFT_META
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -299,7 +300,7 @@ def set_warm_start_html(site: Site, view: SetView) -> str:
                      escape_text(f"{fmt_num(same)} of {fmt_num(len(runs))}: their first held-out evaluation is this warm "
                                  "start's last one, problem by problem")])
         parts.append(table(["", where], rows, caption=f"{label}: the warm start of the {preset} preset, from its "
-                                                      "sft_meta.json."))
+                                                      f"{SFT_META}."))
     return "".join(parts)
 
 

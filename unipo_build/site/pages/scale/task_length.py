@@ -32,6 +32,7 @@ from unipo_build.core import project
 from unipo_build.core.paths import project_relative
 from unipo_build.core.runs import Run
 from unipo_build.core.schema import LengthProbe
+from unipo_build.core.file_names import HELDOUT_POOL, TASK_META
 from unipo_build.core.numbers import fmt_num, fmt_pct
 from unipo_build.site.fmt import escape_text, note_html, table
 from unipo_build.site.facts.run_facts import course_runs
@@ -104,7 +105,7 @@ def shown_task_dir(site: Site) -> tuple[Path, str | None]:
     try:
         path = (site.root / source).resolve()
         inside = path.is_relative_to(site.root.resolve())
-        if inside and (path / "eval.jsonl").is_file():
+        if inside and (path / HELDOUT_POOL).is_file():
             return path, None
         same = path == default.resolve()
     except (OSError, ValueError):
@@ -114,9 +115,10 @@ def shown_task_dir(site: Site) -> tuple[Path, str | None]:
 
 def task_styles_html(site: Site) -> str:
     directory, elsewhere = shown_task_dir(site)
-    meta_path, data = directory / "meta.json", directory / "eval.jsonl"
+    meta_path, data = directory / TASK_META, directory / HELDOUT_POOL
     if not data.is_file():
-        return note_html(f"There is no task data in {directory} (eval.jsonl), so no example can be shown.", "warning")
+        return note_html(f"There is no task data in {directory} ({HELDOUT_POOL}), so no example can be shown.",
+                         "warning")
     meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
     picked = example_row(read_rows(data))
     if picked is None:
