@@ -8,7 +8,9 @@ Budgets, at both moments (issue 47 item 5: the pages held them at load, not once
 "Budgets"); a reference page (``reference/``, ``guides/``, the home page) at most REFERENCE_NODES nodes and
 REFERENCE_HEIGHT px (benchmarks/README.md, "Page budgets": a reference is read by searching and jumping,
 so it may be longer than a course page, not without end). What a reader opens (a fold, a tab) is not
-opened: its content is counted as the server wrote it. The figures are taken as
+opened: its content is counted as the server wrote it. And every page, course or reference, at most
+500 KB of HTML with its inline data (page_budget.PAGE_BUDGET; DESIGN.md, "Budgets"): the size of its
+index.html as built, what a reader downloads before any view draws (issue 46 item 5). The figures are taken as
 benchmarks/reader_budget.py takes them (one load, headless Chromium on 127.0.0.1);
 tests/browser/test_reader.py test_pages_keep_their_budgets fails over them on both sets.
 
@@ -29,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from page_budget import site_to_measure  # noqa: E402  (the one way the benchmarks get a site to measure)
+from page_budget import PAGE_BUDGET, site_to_measure  # noqa: E402  (the one way the benchmarks get a site to measure)
 from reader_budget import COURSE_PREFIXES, HEIGHT_BUDGET, NODE_BUDGET, course_pages, measure  # noqa: E402
 
 #: A reference page's budget (benchmarks/README.md, "Page budgets").
@@ -53,6 +55,19 @@ def pages_of(site: Path, prefix: str) -> list[str]:
     nested = {p.rstrip("/") for p in set_prefixes(site) if p}
     pages = [p for p in course_pages(root, True) if prefix or p.split("/", 1)[0] not in nested]
     return sorted(pages, key=lambda p: (not p.startswith(COURSE_PREFIXES), p))
+
+
+def html_bytes(site: Path, key: str) -> int | None:
+    """The size of a page's HTML as built (``key``: "<set prefix><page>"), None where it has none."""
+    path = site / key / "index.html"
+    return path.stat().st_size if path.is_file() else None
+
+
+def html_over(site: Path) -> list[str]:
+    """over_budget's lines for the HTML of every page of every set: no browser needed."""
+    return over_budget({prefix + page: {"set": prefix.rstrip("/") or "default", "page": page,
+                                        "html": html_bytes(site, prefix + page)}
+                        for prefix in set_prefixes(site) for page in pages_of(site, prefix)})
 
 
 def budget_of(page: str) -> tuple[str, int, int]:
@@ -103,12 +118,17 @@ def unlisted_over(figures: dict[str, dict]) -> list[str]:
 
 
 def over_budget(figures: dict[str, dict]) -> list[str]:
-    """One line for each figure over its budget, at load and once read (a figure's "read": {nodes, height,
-    ready}, when measured); keys are "<set prefix><page>"."""
+    """One line for each figure over its budget: the page's HTML (a figure's "html": bytes, when measured),
+    its DOM nodes and height at load and once read (a figure's "read": {nodes, height, ready}, when
+    measured); keys are "<set prefix><page>"."""
     out = []
     for key, f in figures.items():
         kind, nodes, height = budget_of(f["page"])
+        if f.get("html") is not None and f["html"] > PAGE_BUDGET:
+            out.append(f"{key or '/'}: {f['html']:,} bytes of HTML, over the page budget of {PAGE_BUDGET:,}")
         for moment, field in MOMENTS:
+            if field is None and "nodes" not in f:
+                continue  # the HTML alone was measured
             g = f.get(field) if field else f
             if not g:
                 continue
@@ -122,14 +142,15 @@ def over_budget(figures: dict[str, dict]) -> list[str]:
 
 
 def measure_sets(site: Path, only: list[str] | None = None) -> dict[str, dict] | str:
-    """{"<prefix><page>": {set, page, nodes, height, ready, read: {nodes, height, ready}}} for every page of
-    every set (``only``: these paths, relative to the site)."""
+    """{"<prefix><page>": {set, page, html, nodes, height, ready, read: {nodes, height, ready}}} for every page
+    of every set (``only``: these paths, relative to the site)."""
     keys: list[tuple[str, str]] = [(prefix, page) for prefix in set_prefixes(site) for page in pages_of(site, prefix)
                                    if only is None or prefix + page in only]
     figures = measure(site, [prefix + page for prefix, page in keys], 1, read=True)
     if isinstance(figures, str):
         return figures
-    return {prefix + page: {"set": prefix.rstrip("/") or "default", "page": page, **figures[prefix + page]}
+    return {prefix + page: {"set": prefix.rstrip("/") or "default", "page": page,
+                            "html": html_bytes(site, prefix + page), **figures[prefix + page]}
             for prefix, page in keys}
 
 
@@ -149,16 +170,19 @@ def main(argv: list[str] | None = None) -> int:
         if not figures:
             print(f"not measured: no such page in {site}")
             return 0
-        print(f"\n{started}; budgets: course pages {NODE_BUDGET:,} nodes and {HEIGHT_BUDGET:,} px, reference pages "
-              f"{REFERENCE_NODES:,} nodes and {REFERENCE_HEIGHT:,} px (1280x900), at load and once read to the end\n")
+        print(f"\n{started}; budgets: every page {PAGE_BUDGET // 1000:,} KB of HTML; course pages "
+              f"{NODE_BUDGET:,} nodes and {HEIGHT_BUDGET:,} px, reference pages {REFERENCE_NODES:,} nodes and "
+              f"{REFERENCE_HEIGHT:,} px (1280x900), at load and once read to the end\n")
         width = max(len(p or "/") for p in figures)
-        print(f"{'page'.ljust(width)}  {'kind':9}  {'nodes':>6}  {'height px':>9}  {'read: nodes':>11}  {'height px':>9}")
+        print(f"{'page'.ljust(width)}  {'kind':9}  {'HTML KB':>7}  {'nodes':>6}  {'height px':>9}  "
+              f"{'read: nodes':>11}  {'height px':>9}")
         for key, f in figures.items():
             kind, nodes, height = budget_of(f["page"])
             read = f.get("read") or {"nodes": 0, "height": 0}
-            worst = max(f["nodes"], read["nodes"]) > nodes or max(f["height"], read["height"]) > height
-            print(f"{(key or '/').ljust(width)}  {kind:9}  {f['nodes']:>6,}  {f['height']:>9,}  {read['nodes']:>11,}  "
-                  f"{read['height']:>9,}{'  OVER' if worst else ''}")
+            worst = max(f["nodes"], read["nodes"]) > nodes or max(f["height"], read["height"]) > height \
+                or (f["html"] or 0) > PAGE_BUDGET
+            print(f"{(key or '/').ljust(width)}  {kind:9}  {(f['html'] or 0) / 1000:>7,.1f}  {f['nodes']:>6,}  "
+                  f"{f['height']:>9,}  {read['nodes']:>11,}  {read['height']:>9,}{'  OVER' if worst else ''}")
         print()
         for prefix in set_prefixes(site):
             name = prefix.rstrip("/") or "default"
@@ -166,7 +190,9 @@ def main(argv: list[str] | None = None) -> int:
                 mine = [f for f in figures.values() if f["set"] == name and budget_of(f["page"])[0] == kind]
                 if mine:
                     read = [f["read"] for f in mine if f.get("read")]
-                    print(f"{name} set, {len(mine)} {kind} pages: most nodes {max(f['nodes'] for f in mine):,} at load, "
+                    print(f"{name} set, {len(mine)} {kind} pages: heaviest HTML "
+                          f"{max(f['html'] or 0 for f in mine) / 1000:,.1f} KB; most nodes "
+                          f"{max(f['nodes'] for f in mine):,} at load, "
                           f"{max((r['nodes'] for r in read), default=0):,} once read; tallest {max(f['height'] for f in mine):,} px "
                           f"at load, {max((r['height'] for r in read), default=0):,} px once read")
         over = over_budget(figures)

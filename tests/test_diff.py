@@ -13,6 +13,8 @@ from unipo_build.site.views.compare.compare import (
     compare_data,
     compare_html,
     compare_selector_html,
+    pair_data,
+    pair_of,
     placeholder_formula,
     selector_data,
 )
@@ -111,7 +113,7 @@ def test_compare_html_sends_the_pair_as_data_and_an_empty_target(specs):
     html = compare_html(specs["grpo"], specs["dapo"], uid="cmp-fixed")
     assert html.startswith('<div class="unipo-compare-view" id="cmp-fixed"><template class="unipo-data" id="cmp-fixed-data"')
     assert html.endswith('<div class="unipo-compare-target" aria-live="polite"></div></div>')
-    assert "unipo-diff-row" not in html  # explainer.js draws the rows
+    assert "unipo-diff-row" not in html  # compare.js draws the rows
     data = _view_data(html)
     assert data == json.loads(json.dumps(compare_data(specs["grpo"], specs["dapo"])))
     assert data["ids"] == {"a": "grpo", "b": "dapo"} and data["gaps"] == {}
@@ -120,7 +122,7 @@ def test_compare_html_sends_the_pair_as_data_and_an_empty_target(specs):
     assert {slot: v["status"] for slot, v in pair.items()} == statuses(specs["grpo"], specs["dapo"])
     # unchanged slots are shown once for both (advantage, ratio and the rollout correction here)
     assert [slot for slot, v in pair.items() if v["status"] == "unchanged"] == ["advantage", "ratio", "correction"]
-    # each side's formula has a placeholder on each slot's part, which explainer.js fills with the pair's
+    # each side's formula has a placeholder on each slot's part, which compare.js fills with the pair's
     # status (tests/browser/test_compare_render.py checks the drawn classes): GRPO's KL term is removed,
     # DAPO's filter added and its clip modified
     def marked(formula: str, slot: str) -> bool:
@@ -139,16 +141,36 @@ def test_compare_html_sends_the_pair_as_data_and_an_empty_target(specs):
 
 def test_selector_data_covers_every_pair(specs):
     data = selector_data(specs)
-    assert len(data["pairs"]) == len(specs) ** 2
     assert data["order"][0] == "reinforce"  # lineage order
-    for key, pair in data["pairs"].items():
-        a, b = key.split("|")
-        assert {slot: v["status"] for slot, v in pair.items()} == statuses(specs[a], specs[b])
+    # each pair once (x before y in the order), without its unchanged slots
+    order = data["order"]
+    assert list(data["pairs"]) == [f"{x}|{y}" for i, x in enumerate(order) for y in order[i + 1:]]
+    assert all(v["status"] != "unchanged" for pair in data["pairs"].values() for v in pair.values())
+    # every pair, either way round and with itself, reads back whole: as the diff says it
+    for a in order:
+        for b in order:
+            pair = pair_of(data, a, b)
+            assert list(pair) == list(SLOTS)
+            assert pair == pair_data(diff_algorithms(specs[a], specs[b])), (a, b)
     # the selector's and a fixed comparison's data are the same per side and per pair
     fixed = compare_data(specs["ppo"], specs["grpo"])
     assert fixed["specs"]["a"] == data["specs"]["ppo"] and fixed["specs"]["b"] == data["specs"]["grpo"]
-    assert fixed["pairs"]["a|b"] == data["pairs"]["ppo|grpo"]
+    assert fixed["pairs"]["a|b"] == pair_of(data, "ppo", "grpo") == pair_of(fixed, "a", "b")
     assert data["specs"]["ppo"]["formula"] == placeholder_formula(specs["ppo"])
+
+
+def test_a_pair_read_the_other_way_swaps_added_and_removed():
+    """pair_of (and compare.js comparePair) by hand: b|a from a|b, a slot not listed unchanged."""
+    data = {"slots": ["kl", "filter", "clip", "ratio"],
+            "pairs": {"a|b": {"kl": {"status": "removed", "changed": ["kind"]},
+                              "filter": {"status": "added", "changed": ["kind"]},
+                              "clip": {"status": "modified", "changed": ["eps_high"]}}}}
+    unchanged = {"status": "unchanged", "changed": []}
+    assert pair_of(data, "b", "a") == {"kl": {"status": "added", "changed": ["kind"]},
+                                       "filter": {"status": "removed", "changed": ["kind"]},
+                                       "clip": {"status": "modified", "changed": ["eps_high"]}, "ratio": unchanged}
+    assert pair_of(data, "a", "b")["ratio"] == unchanged and pair_of(data, "a", "b")["kl"]["status"] == "removed"
+    assert pair_of(data, "a", "a") == {slot: unchanged for slot in data["slots"]}
 
 
 def test_compare_selector_html(specs):
@@ -158,7 +180,7 @@ def test_compare_selector_html(specs):
     assert set(data["specs"]) == set(specs)
     assert html.count("<option") == 2 * len(specs)
     assert 'value="dapo" selected' in html and 'value="dr_grpo" selected' in html
-    # the opening pair is drawn by explainer.js: the target is empty
+    # the opening pair is drawn by compare.js: the target is empty
     assert '<div class="unipo-compare-target" aria-live="polite"></div></div>' in html and "unipo-diff-row" not in html
     with pytest.raises(ValueError, match="no algorithm"):
         compare_selector_html(specs, "dapo", "nope")

@@ -1,7 +1,7 @@
 """The comparison's one rendering, in a real browser (issue 31: one view, one rendering).
 
 The build sends each comparison's data and an empty target (site/views/compare/compare.py);
-explainer.js renderCompare draws it: the fixed comparisons of the ``compare`` macro, the opening
+views/compare/compare.js renderCompare draws it: the fixed comparisons of the ``compare`` macro, the opening
 pair of a ``compare_selector`` and a run compared with its spec (``explain_match``, with an
 import's gaps). These tests hold that rendering to what the build's copy of it was checked for:
 each row's status and badge, the order (changed slots first, the unchanged folded after them),
@@ -198,7 +198,7 @@ def test_hostile_names_are_text(page):
         const target = document.createElement('div'); target.className = 'unipo-compare-target';
         box.append(tpl, target);
         document.querySelector('article, body').appendChild(box);
-        window.UNIPOViews.renderExplainers(box.parentNode);
+        window.UNIPOViews.renderComparisons(box.parentNode);
         const c = box.querySelector('.unipo-compare');
         return {imgs: c.querySelectorAll('img, b').length, head: c.querySelector('.unipo-compare-formula[data-side=b] strong').textContent,
                 gap: c.querySelector('.unipo-diff-row[data-slot=clip] .unipo-diff-gap').textContent,

@@ -239,8 +239,8 @@ def _budgets():
 
 
 def test_pages_keep_their_budgets(driver, site_url, built_site, run_set):
-    """Every page of both run sets (issue 33, issue 47 item 5): a course page at most 4,000 DOM nodes and
-    10,000 px at 1280x900, at load and once read to its end (every lazy view on the way drawn:
+    """Every page of both run sets (issue 33, issue 47 item 5): at most 500 KB of HTML (issue 46 item 5), a
+    course page at most 4,000 DOM nodes and 10,000 px at 1280x900, at load and once read to its end (every lazy view on the way drawn:
     benchmarks/page_read.py), and the view scripts of its views and no others; a reference page its own
     budget (benchmarks/page_budgets.py REFERENCE_NODES, REFERENCE_HEIGHT: benchmarks/README.md, "Page
     budgets"). The pages of page_budgets.OVER_ONCE_READ may be over once read, no larger than they were.
@@ -260,7 +260,8 @@ def test_pages_keep_their_budgets(driver, site_url, built_site, run_set):
         if visit.at_load is None:
             continue
         state = visit.at_load
-        figures[run_set + page] = {"set": run_set.rstrip("/") or "default", "page": page, "nodes": state["nodes"],
+        figures[run_set + page] = {"set": run_set.rstrip("/") or "default", "page": page,
+                                   "html": budgets.html_bytes(built_site, run_set + page), "nodes": state["nodes"],
                                    "height": state["height"], "ready": True,
                                    "read": visit.read and {"nodes": visit.read["nodes"], "height": visit.read["height"],
                                                            "ready": True}}
@@ -302,6 +303,12 @@ def test_the_budget_check_names_each_page_over_its_budget():
                                              f"{page}: {height:,} px tall once read, over the course page budget of "
                                              "10,000 px"]
     assert budgets.unlisted_over(read) == budgets.over_budget(read)
+    # the HTML: every page at most 500 KB, at load and once read alike (no list of exceptions)
+    heavy = {"course/algorithms/dapo/": {"set": "default", "page": "course/algorithms/dapo/", "html": 551_226,
+                                         "nodes": 3000, "height": 9000, "ready": True},
+             "reference/schema/": {"set": "default", "page": "reference/schema/", "html": 500_000}}
+    assert budgets.unlisted_over(heavy) == budgets.over_budget(heavy) == [
+        "course/algorithms/dapo/: 551,226 bytes of HTML, over the page budget of 500,000"]
 
 
 def test_tokens_are_24px_tap_targets_on_a_phone(open_page, driver, console_errors):

@@ -37,9 +37,11 @@ _SCRIPTS: dict[str, list[str]] = {}
 #: instant navigation loads a new page's scripts in parallel); a part that a page gets twice (the
 #: math, in two views) sets itself up once.
 VIEW_SCRIPTS: dict[str, tuple[str, ...]] = {
-    "explainer": ("views/explainer/unipo-math.js", "views/views-common.js", "views/explainer/explainer.js"),
+    "explainer": ("views/explainer/unipo-math.js", "views/views-common.js", "views/explainer/explainer.js",
+                  "views/compare/compare.js"),
     "inspector": ("views/explainer/unipo-math.js", "views/views-common.js", "views/explainer/explainer.js",
-                  "views/inspector/token-scale.js", "views/inspector/inspector-tokens.js", "views/inspector/inspector.js"),
+                  "views/compare/compare.js", "views/inspector/token-scale.js", "views/inspector/inspector-tokens.js",
+                  "views/inspector/inspector.js"),
     "explorer": ("views/views-common.js", "views/explorer/explorer.js"),
     "playgrounds": ("views/explainer/unipo-math.js", "views/inspector/token-scale.js",
                     "playgrounds/playgrounds-sim.js", "playgrounds/playgrounds.js"),

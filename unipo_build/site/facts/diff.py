@@ -115,7 +115,7 @@ def summary_counts(diffs: list[SlotDiff]) -> dict[str, int]:
 
 def diff_sentence(name_a: str, name_b: str, diffs: list[SlotDiff]) -> str:
     """One plain sentence, e.g. 'From GRPO to DAPO: 3 modified, 2 added, 1 removed, 1 unchanged.' (the
-    comparison's aria-label, drawn by explainer.js diffSentence; tests/browser/test_compare_render.py
+    comparison's aria-label, drawn by compare.js diffSentence; tests/browser/test_compare_render.py
     holds the browser's to this one)."""
     counts = summary_counts(diffs)
     parts = [f"{counts[s]} {s}" for s in ("modified", "added", "removed", "unchanged") if counts[s]]

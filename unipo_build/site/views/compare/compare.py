@@ -6,7 +6,7 @@ badge (= unchanged, ~ modified, + added, − removed), both components and B's o
 choice. The statuses come from ``diff.py``; one colour scheme and legend (``diff.DIFF_STYLES``,
 CSS in compare.css beside this module) is used in formulas, rows and text.
 
-Where it is rendered (issue 31, "one view, one rendering"): in the browser, by explainer.js
+Where it is rendered (issue 31, "one view, one rendering"): in the browser, by compare.js
 ``renderCompare``, the one renderer. This module computes the data once and writes a container
 with it (``render.json_data``) and an empty ``.unipo-compare-target``:
 
@@ -18,7 +18,8 @@ with it (``render.json_data``) and an empty ``.unipo-compare-target``:
   slot (``gaps``, each line drawn as a ``unipo-diff-gap`` row under the run's label).
 - ``compare_selector_html(specs, a, b)`` adds two ``<select>`` of every spec and embeds
   :func:`selector_data`: every spec and every pair's statuses, so the script draws the opening
-  pair on load and any pair the reader picks without a further request.
+  pair on load and any pair the reader picks without a further request. Each pair is sent once,
+  without its unchanged slots (:func:`pair_of` reads it back, as compare.js ``comparePair`` does).
 
 The comparisons' text is therefore not in the search index (as the Step Inspector's is not).
 tests/test_diff.py checks the data; tests/browser/test_compare_render.py checks the drawn
@@ -80,7 +81,7 @@ def _scheme() -> dict[str, Any]:
 
 def compare_data(a: AlgorithmSpec, b: AlgorithmSpec) -> dict[str, Any]:
     """A fixed comparison of two specs as data: the sides under the keys ``a`` and ``b`` (their
-    ids in ``ids``), the pair ``a|b``'s statuses; explainer.js ``renderCompare`` draws it."""
+    ids in ``ids``), the pair ``a|b``'s statuses; compare.js ``renderCompare`` draws it."""
     return {**_scheme(), "ids": {"a": a.id, "b": b.id}, "gaps": {},
             "specs": {"a": side_data(a.name, a, components_of(a), a.full_name),
                       "b": side_data(b.name, b, components_of(b), b.full_name)},
@@ -114,24 +115,52 @@ def _view_html(data: dict[str, Any], uid: str) -> str:
 
 
 def compare_html(a: AlgorithmSpec, b: AlgorithmSpec, *, uid: str) -> str:
-    """The container of a fixed comparison: its data and the empty target explainer.js draws into."""
+    """The container of a fixed comparison: its data and the empty target compare.js draws into."""
     return _view_html(compare_data(a, b), uid)
 
 
 def compare_run_html(spec: AlgorithmSpec, config: ResolvedAlgorithm, run_label: str, run_id: str,
                      gaps: dict[str, list[str]] | None = None, *, uid: str) -> str:
-    """The container of a spec compared with a run (:func:`compare_run_data`), drawn by explainer.js."""
+    """The container of a spec compared with a run (:func:`compare_run_data`), drawn by compare.js."""
     return _view_html(compare_run_data(spec, config, run_label, run_id, gaps), uid)
+
+
+#: A pair read the other way: what A added, B removes (what changed in a slot is the same both ways).
+MIRRORED = {"added": "removed", "removed": "added"}
+
+
+def selector_pairs(specs: dict[str, AlgorithmSpec], ordered: list[str]) -> dict[str, dict[str, Any]]:
+    """Each pair once, ``x|y`` with x before y in ``ordered``, with only the slots that are not unchanged. The
+    rest follows (:func:`pair_of`): ``y|x`` is ``x|y`` read the other way, ``x|x`` changes nothing. Every pair
+    with all its slots was 78 of the 130 KB the selector sends with each algorithm chapter (14 algorithms)."""
+    return {f"{x}|{y}": {slot: d for slot, d in pair_data(diff_algorithms(specs[x], specs[y])).items()
+                         if d["status"] != "unchanged"}
+            for i, x in enumerate(ordered) for y in ordered[i + 1:]}
+
+
+def pair_of(data: dict[str, Any], a: str, b: str) -> dict[str, dict[str, Any]]:
+    """Pair ``a|b`` of a comparison's data, every slot with its status and what changed: as listed, or ``b|a``
+    read the other way; a slot neither lists is unchanged (compare.js ``comparePair`` reads the data so)."""
+    listed, other = data["pairs"].get(f"{a}|{b}"), data["pairs"].get(f"{b}|{a}")
+    out = {}
+    for slot in data["slots"]:
+        if listed is not None and slot in listed:
+            out[slot] = dict(listed[slot])
+        elif listed is None and other is not None and slot in other:
+            d = other[slot]
+            out[slot] = {"status": MIRRORED.get(d["status"], d["status"]), "changed": list(d["changed"])}
+        else:
+            out[slot] = {"status": "unchanged", "changed": []}
+    return out
 
 
 def selector_data(specs: dict[str, AlgorithmSpec]) -> dict[str, Any]:
     """Everything the browser needs to draw any pair: per-spec formulas and components,
-    per-pair statuses and what changed."""
+    per-pair statuses and what changed (:func:`selector_pairs`)."""
     ordered = [s.id for s in lineage(specs)]
     spec_data = {sid: side_data(specs[sid].name, specs[sid], components_of(specs[sid]), specs[sid].full_name)
                  for sid in ordered}
-    pairs = {f"{x}|{y}": pair_data(diff_algorithms(specs[x], specs[y])) for x in ordered for y in ordered}
-    return {"order": ordered, "specs": spec_data, "pairs": pairs, "gaps": {}, **_scheme()}
+    return {"order": ordered, "specs": spec_data, "pairs": selector_pairs(specs, ordered), "gaps": {}, **_scheme()}
 
 
 def compare_selector_html(specs: dict[str, AlgorithmSpec], default_a: str, default_b: str, *,

@@ -109,7 +109,7 @@ def explainer_config(cfg: ResolvedAlgorithm) -> dict:
 
 
 #: Placeholder for a slot's diff class in compare data: ``UNIPODIFF-<slot>`` becomes
-#: ``unipo-diff-<status>`` (compare.py in Python, explainer.js in the browser).
+#: ``unipo-diff-<status>`` (compare.py in Python, compare.js in the browser).
 DIFF_PLACEHOLDER = "UNIPODIFF-{slot}"
 
 
