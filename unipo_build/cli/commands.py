@@ -364,7 +364,7 @@ def import_report(out: Path, header) -> list[str]:
     each whole, wrapped at 80 columns), and where the full notes are."""
     config = "with its spec's components" if header.algorithm_config is not None else "algorithm_config null"
     lines = [f"{out}: run {header.run_id!r}, algorithm {header.algorithm!r} ({config})"]
-    from unipo_build.core.runlog import STEPS, token_steps
+    from unipo_build.core.runlog import HEADER, STEPS, token_steps
     steps = sum(1 for line in (out / STEPS).open() if line.strip()) if (out / STEPS).is_file() else 0
     tokens = len(token_steps(out))
     lines.append(f"  {steps} step{'' if steps == 1 else 's'}, {tokens} with token detail")
@@ -378,7 +378,7 @@ def import_report(out: Path, header) -> list[str]:
     rest = len(items) - min(len(shown), 8)
     if items:
         lines += textwrap.wrap((f"{rest} more note{'' if rest == 1 else 's'} (metric names mapped, values derived): "
-                                if rest else "") + f"all {len(items)} in {out / 'header.json'} (notes) and on the run "
+                                if rest else "") + f"all {len(items)} in {out / HEADER} (notes) and on the run "
                                f"card of `unipo explain {out}`", 80, initial_indent="  ", subsequent_indent="    ",
                                break_long_words=False, break_on_hyphens=False)
     return lines

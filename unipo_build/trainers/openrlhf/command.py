@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from unipo_build.core import project
+from unipo_build.core.file_names import HELDOUT_POOL, RL_POOL, SFT_POOL
 from unipo_build.core.specs import (
     AlgorithmSpec,
     ResolvedAlgorithm,
@@ -82,7 +83,7 @@ def has_rl_pool(task_dir: str) -> bool:
         path = project.find_root() / task_dir
     except project.ProjectError:
         return True
-    return (path / "rl.jsonl").is_file() or not (path / "train.jsonl").is_file()
+    return (path / RL_POOL).is_file() or not (path / SFT_POOL).is_file()
 
 
 @dataclass
@@ -91,8 +92,8 @@ class RunOptions:
 
     model: str = "work/sft-tiny"  # actor (and reference, and critic) checkpoint: a local HF directory
     # JSONL with the prompt and label keys below; from_preset takes the preset's task directory's RL pool
-    prompts: str = "data/tasks/train.jsonl"
-    eval_dataset: str | None = "data/tasks/eval.jsonl"
+    prompts: str = f"data/tasks/{SFT_POOL}"
+    eval_dataset: str | None = f"data/tasks/{HELDOUT_POOL}"
     input_key: str = "prompt"
     label_key: str = "answer"
     reward_file: str = REWARD_FILE
@@ -128,8 +129,9 @@ class RunOptions:
         preset = get_preset(name)
         rl = preset.rl
         tasks = preset.task_dir
-        base = dict(model=f"work/sft-{name}", prompts=f"{tasks}/{'rl' if has_rl_pool(tasks) else 'train'}.jsonl",
-                    eval_dataset=f"{tasks}/eval.jsonl", prompts_per_step=rl.prompts_per_step, group_size=rl.group_size,
+        base = dict(model=f"work/sft-{name}", prompts=f"{tasks}/{RL_POOL if has_rl_pool(tasks) else SFT_POOL}",
+                    eval_dataset=f"{tasks}/{HELDOUT_POOL}", prompts_per_step=rl.prompts_per_step,
+                    group_size=rl.group_size,
                     max_new_tokens=rl.max_new_tokens, lr=rl.lr, betas=tuple(rl.betas), grad_clip=rl.grad_clip,
                     temperature=rl.temperature, rollouts=rl.steps, eval_every=rl.eval_every, seed=rl.seed)
         base.update({k: v for k, v in changes.items() if v is not None})
