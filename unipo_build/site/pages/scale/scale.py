@@ -41,7 +41,7 @@ from unipo_build.site.pages.objectives.lessons_groups import (
     sharpening_measure,
     sharpening_words,
 )
-from unipo_build.site.pages.scale.scale_sets import set_gist, set_views
+from unipo_build.site.pages.scale.scale_sets import set_gist, set_lacks_text, set_views
 from unipo_build.site.context import Site, macro
 from unipo_build.site.facts.spec_facts import and_names, count_word
 from unipo_build.site.pages.learning.verdicts import changes_of, learning_verdict_text
@@ -340,7 +340,8 @@ def _folded(cards: list[tuple[ScaleClaim, str, str]], labels: list[str]) -> list
 
 def scale_comparison_html(site: Site) -> str:
     """A card per claim: each present set's reading side by side, then the default set against each
-    other present set. Sets that hold no run are named once, above the cards."""
+    other present set. Sets that hold no run are named once, above the cards; under them, what no card
+    compares (the algorithms one set has runs of and the other has not, ``set_lacks_text``)."""
     views = set_views(site)
     present = [v for v in views if v.site is not None]
     base, others = present[0], present[1:]
@@ -374,7 +375,8 @@ def scale_comparison_html(site: Site) -> str:
                          f"{'that directory holds' if len(absent) == 1 else 'those directories hold'} runs and the "
                          "site is built again (the command is above).", "info", "One set in this build")
     labels = [v.run_set.label for v in present]
-    return lead + f'<div class="unipo-scale">{"".join(_folded(cards, labels))}</div>'
+    lacks = "".join(f'<p class="unipo-scale-lacks">{escape_text(set_lacks_text(base, o))}</p>' for o in others)
+    return lead + f'<div class="unipo-scale">{"".join(_folded(cards, labels))}</div>' + lacks
 
 
 @macro(html=True)

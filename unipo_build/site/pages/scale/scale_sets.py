@@ -7,7 +7,8 @@
     {{ scale_differences() }}   what the sets differ in besides scale (``set_differences``) (HTML)
 
 The sets are mkdocs.yml's ``extra.unipo_sets`` (``unipo_build.core.sets``); :func:`set_views` gives each a
-Site bound to its runs, which ``scale`` reads every claim through.
+Site bound to its runs, which ``scale`` reads every claim through. :func:`set_lacks_text` names what no card
+compares: the variants one set's catalogue holds runs of and the other's holds none of.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import yaml
 
 from unipo_build.core import project, runs, yamlfile
 from unipo_build.core.paths import project_relative
+from unipo_build.core.runs import split_variant
 from unipo_build.core.sets import ENV_RUNS, RunSet, SetsError, available_sets, declared_sets, env_name
 from unipo_build.core.numbers import fmt_num
 from unipo_build.site.fmt import escape_text, note_html
@@ -213,6 +215,69 @@ def set_gist(view: SetView) -> str:
     facts = dict(set_facts(view))
     return (f"{facts['Preset']} preset, {facts['Model']}, {facts['Rollouts per run']} rollouts, "
             f"seeds: {facts['Seeds']}")
+
+
+@dataclass(frozen=True)
+class Lacking:
+    """A variant (an algorithm, or one sampled at a lag: ``grpo@lag8``) one set holds runs of and another none of."""
+
+    variant: str
+    name: str  # as the course names it: the spec's name (an ablation rung's in quotes)
+    runs: int  # the holding set's runs of it (its seeds)
+    rung: bool = False  # a rung of the ablation ladder, not a chapter's algorithm
+
+
+def variants_lacking(having: Site, lacking: Site) -> list[Lacking]:
+    """The variants ``having``'s catalogue holds runs of and ``lacking``'s holds none of: algorithms first, then
+    those sampled at a lag, then the ablation ladder's rungs, each group by id."""
+    theirs = {r.variant for r in lacking.catalog.loaded()}
+    counts: dict[str, int] = {}
+    for run in having.catalog.loaded():
+        if run.variant not in theirs:
+            counts[run.variant] = counts.get(run.variant, 0) + 1
+    rungs = having.ablation_ids()
+
+    def order(variant: str) -> tuple[int, str, int]:
+        base, lag = split_variant(variant)
+        return (2 if base in rungs else 1 if lag else 0, base, lag)
+
+    out = []
+    for variant in sorted(counts, key=order):
+        rung = split_variant(variant)[0] in rungs
+        name = having.algorithm_name(variant)
+        out.append(Lacking(variant, f"\u201c{name}\u201d" if rung else name, counts[variant], rung))
+    return out
+
+
+def _lacking_list(items: list[Lacking]) -> str:
+    """'CISPO (five seeds); GSPO; and the ladder rungs “− length norm” and “− std”' (semicolons: a lagged
+    sampler's name has a comma)."""
+    def named(item: Lacking) -> str:
+        return item.name + (f" ({count_word(item.runs)} seeds)" if item.runs > 1 else "")
+
+    parts = [named(i) for i in items if not i.rung]
+    rungs = [named(i) for i in items if i.rung]
+    if rungs:
+        parts.append(f"the ladder rung{'s' if len(rungs) > 1 else ''} {and_names(rungs)}")
+    return parts[0] if len(parts) == 1 else "; ".join(parts[:-1]) + "; and " + parts[-1]
+
+
+def set_lacks_text(base: SetView, other: SetView) -> str:
+    """What no card of the scale page compares between two present sets, read from their catalogues: the
+    variants each holds runs of and the other none of, named, with how many runs stand behind them."""
+    b, o = base.run_set.label, other.run_set.label
+    missing, extra = variants_lacking(base.site, other.site), variants_lacking(other.site, base.site)
+    if not missing and not extra:
+        return f"The {b} and the {o} hold runs of the same algorithms."
+    out = []
+    for items, holder, lacker in ((missing, b, o), (extra, o, b)):
+        if items:
+            n = sum(i.runs for i in items)
+            out.append(f"Not on any card: the {lacker} has no run of {_lacking_list(items)}. The {holder} holds "
+                       f"{fmt_num(n)} run{'s' if n != 1 else ''} of {'them' if len(items) > 1 else 'it'}, so what "
+                       f"{'their chapters find' if len(items) > 1 else 'its chapter finds'} is measured at its scale "
+                       "alone.")
+    return " ".join(out)
 
 
 #: The scale of the papers the course's claims come from, for the sentence that sets the sets beside
