@@ -183,7 +183,8 @@ SLIPS = {
     "fig. 3b for the share of zero-advantage groups": "DAPO fig. 3b counts all-correct groups only",
     "(the share of zero-advantage groups)": "DAPO fig. 3b counts all-correct groups only",
     "five objectives": "the course ships more than five",
-    "five runs": "the build has more than five runs",
+    "five runs of this build": "the build has more than five runs (a variant's five seeds are five runs, rightly)",
+    "Six metrics, five runs": "the build has more than five runs",
     "Only DAPO has one": "the hybrid has a filter too",
 }
 
