@@ -52,6 +52,15 @@ def note_html(text: str, kind: str = "note", title: str | None = None, css_class
             f"{escape_text(title)}</p><p>{escape_text(text)}</p></div>")
 
 
+def template_fold(summary: str, html: str, kind: str = "abstract") -> str:
+    """``html`` folded under ``summary`` in a Material collapsible of ``kind`` (as ``??? abstract`` writes
+    it), its body in a <template> that unipo.js puts in the page when the reader opens the fold (its
+    formulas typeset, its charts drawn, its views started then): a view few readers open, such as a
+    chapter's second Algorithm Explainer, costs the page no DOM until it is opened."""
+    return (f'<details class="{escape_text(kind)}"><summary>{escape_text(summary)}</summary>'
+            f'<template class="unipo-fold-body">{html}</template></details>')
+
+
 def math_inline(tex: str) -> str:
     return f'<span class="arithmatex">{escape_text(chr(92) + "(" + tex + chr(92) + ")")}</span>'
 

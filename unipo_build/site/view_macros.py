@@ -6,7 +6,8 @@ In a page, each on a paragraph of its own:
     {{ step_inspector("grpo") }}                       run id or algorithm id
     {{ step_inspector("grpo", step=12) }}
     {{ step_inspector("grpo", moment="all_correct_group") }}
-    {{ objective_card("grpo") }}                        optionally run="<run id>" for its parameters
+    {{ objective_card("grpo") }}                        optionally run="<run id>" for its parameters,
+                                                        fold="<summary>" to fold it (put in the page when opened)
     {{ objective_formula("grpo") }}                     the whole objective, composed from the spec
     {{ compare("grpo", "dapo") }}
     {{ compare_selector("grpo", "dapo") }}
@@ -28,7 +29,7 @@ from unipo_build.site.views.compare import compare as compare_view
 from unipo_build.site.views.explainer import explainer
 from unipo_build.site.views.explorer import explorer
 from unipo_build.site.views.inspector import inspector
-from unipo_build.site.fmt import math_display
+from unipo_build.site.fmt import math_display, template_fold
 from unipo_build.site.context import AuthorError, Site, macro
 
 log = logging.getLogger("mkdocs.plugins.unipo.views")
@@ -71,8 +72,15 @@ def step_inspector_macro(site: Site, run: str, step: int | None = None, moment: 
 
 
 @macro(name="objective_card", html=True, scripts=("explainer",))
-def objective_card_macro(site: Site, algorithm: str, run: str | None = None) -> str:
-    """The Algorithm Explainer of ``algorithm``; with ``run``, that run's resolved parameters."""
+def objective_card_macro(site: Site, algorithm: str, run: str | None = None, fold: str | None = None) -> str:
+    """The Algorithm Explainer of ``algorithm``; with ``run``, that run's resolved parameters; with ``fold``,
+    folded under that summary and put in the page when the reader opens it (``fmt.template_fold``: a
+    chapter's second card, secondary to its own)."""
+    card = _objective_card(site, algorithm, run)
+    return template_fold(fold, card) if fold else card
+
+
+def _objective_card(site: Site, algorithm: str, run: str | None) -> str:
     spec = site.spec(algorithm, "objective_card")
     config, run_id, note = None, None, None
     if run is not None:
