@@ -213,10 +213,15 @@ def test_formulas_break_at_operators_and_show_their_left_edge(open_page, driver,
 @pytest.mark.parametrize("width", [1280, 390])
 def test_a_dropped_group_is_named_and_its_rewards_read_as_one_number(open_page, driver, width, console_errors):
     open_page("course/algorithms/dapo/", width=width)
-    # the inspector that opens on the dropped-group moment (inspector.js renders it when it comes into view)
+    # the inspector that opens on the dropped-group moment (inspector.js renders it when it comes into view),
+    # in the content tab of its own the chapter gives it beside the clipped token's: the reader picks that tab
     uid = driver.execute_script("""const i = [...document.querySelectorAll('.unipo-inspector')]
         .find(i => i.getAttribute('data-moment') === 'filtered_group');
-        if (!i) return null; i.scrollIntoView(); return i.id;""")
+        if (!i) return null;
+        const block = i.closest('.tabbed-block');
+        if (block) block.closest('.tabbed-set').querySelectorAll(':scope > .tabbed-labels > label')[
+            [...block.parentElement.children].indexOf(block)].click();
+        i.scrollIntoView(); return i.id;""")
     assert uid, "no inspector on the DAPO chapter opens a dropped group"
     _wait(driver, "return document.getElementById(arguments[0]).getAttribute('data-ready') === '1'", uid)
     assert driver.execute_script(
