@@ -183,7 +183,8 @@ def beat_prompts(pick: AnatomyPick) -> str:
             answer = f" <span style=\"opacity:.8\">(answer: {escape_text(p.answer)})</span>" if p.answer is not None else ""
             body = f"<br>{escape_text(p.prompt)}{answer}"
         else:
-            body = '<br><span style="opacity:.75">Tokens not logged for this group.</span>'
+            # said on the group's own line: a second line each for a dozen groups made the list 1,000 px tall
+            body = ' · <span style="opacity:.75">tokens not logged</span>'
         (items if any(g is x for x in groups) else more).append(f"<li>{head}{body}</li>")
     for g in pick.detail.filtered_groups:
         p = next((q for q in pick.detail.prompts if q.index == g.index and q.filtered), None)
