@@ -79,44 +79,6 @@ def budget_of(page: str) -> tuple[str, int, int]:
 
 MOMENTS = (("at load", None), ("once read", "read"))
 
-#: The course pages still over their budget once read when that moment was first measured (issue 47 item 5,
-#: 2026-11-29), with what they then held: (DOM nodes, height px), the budget where that one was within it.
-#: Read to the end, a chapter draws its Algorithm Explainer (an objective of some 850 DOM nodes of KaTeX),
-#: two or three Step Inspectors (800-1,450 px each once drawn) and the Training Explorer's own, which only
-#: its text can fold or move. The test lets each be no larger than this (READ_SLACK for another run's
-#: numbers); a page within its budget comes off the list, and none is added.
-OVER_ONCE_READ: dict[str, tuple[int, int]] = {
-    "course/algorithms/cispo/": (5_409, 11_066),
-    "course/algorithms/dapo/": (4_543, 10_477),
-    "course/algorithms/dapo_dr/": (4_000, 10_312),
-    "course/algorithms/dr_grpo/": (4_000, 10_099),
-    "course/algorithms/grpo/": (4_728, 10_307),
-    "course/algorithms/gspo/": (4_758, 10_000),
-    "course/algorithms/ppo/": (4_839, 10_753),
-    "course/algorithms/reinforce/": (4_145, 10_000),
-    "course/anatomy/": (4_000, 10_568),
-    "gpu/course/algorithms/dapo/": (4_293, 10_255),
-    "gpu/course/algorithms/grpo/": (4_161, 10_000),
-    "gpu/course/algorithms/ppo/": (4_305, 10_449),
-}
-READ_SLACK = 0.03
-
-
-def unlisted_over(figures: dict[str, dict]) -> list[str]:
-    """over_budget's lines less those of a page of OVER_ONCE_READ once read that is no larger than its entry
-    (with READ_SLACK): what the test fails on."""
-    out = []
-    for key, f in figures.items():
-        cap = OVER_ONCE_READ.get(key)
-        for line in over_budget({key: f}):
-            if cap and " once read," in line:
-                read = f["read"]
-                if read["nodes"] <= cap[0] * (1 + READ_SLACK) and read["height"] <= cap[1] * (1 + READ_SLACK):
-                    continue
-            out.append(line)
-    return out
-
-
 def over_budget(figures: dict[str, dict]) -> list[str]:
     """One line for each figure over its budget: the page's HTML (a figure's "html": bytes, when measured),
     its DOM nodes and height at load and once read (a figure's "read": {nodes, height, ready}, when
@@ -196,11 +158,8 @@ def main(argv: list[str] | None = None) -> int:
                           f"{max((r['nodes'] for r in read), default=0):,} once read; tallest {max(f['height'] for f in mine):,} px "
                           f"at load, {max((r['height'] for r in read), default=0):,} px once read")
         over = over_budget(figures)
-        print("\nwithin budget" if not over else f"\n{len(over)} over budget:\n  " + "\n  ".join(over))
-        unlisted = unlisted_over(figures)
-        if over:
-            print(f"\n{len(unlisted)} of them not in OVER_ONCE_READ or grown past it (what the test fails on)"
-                  + ("" if not unlisted else ":\n  " + "\n  ".join(unlisted)))
+        print("\nwithin budget" if not over else f"\n{len(over)} over budget (what the test fails on):\n  "
+              + "\n  ".join(over))
         if args.json:
             args.json.write_text(json.dumps({"measured": started, "pages": figures}, indent=2) + "\n", encoding="utf-8")
     return 0
