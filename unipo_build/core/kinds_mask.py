@@ -88,12 +88,12 @@ register("clip", "dppo_mask", DppoMask,
                     r"\mathbb{1}\big[%s\le %s\big],&\hat{A}_{i,t}>0\\ \mathbb{1}\big[%s\ge -%s\big],&\hat{A}_{i,t}<0\\ "
                     r"1,&\hat{A}_{i,t}=0\end{cases}" % (_CHANGE, _fmt(p["delta_high"]), _CHANGE, _fmt(p["delta_low"]))),
          (Term("mask", r"m_{i,t}", "The mask (DPPO, arXiv 2602.04879; prime-rl's dppo_mask_low and dppo_mask_high): 0 once "
-               "the token's probability, not its ratio, has moved more than delta in the direction its advantage "
-               "pushes, and then the token's term and gradient are 0; otherwise 1 and the term is rho A with no clip. "
-               "In the ratio the bound is 1 + delta / pi_old, so a token of probability near 1 is held about as PPO's "
-               "clip at eps = delta holds it and a less likely one far more loosely. " + _CLIP_AFTER),
+               "the token's probability, not its ratio, has moved more than δ in the direction its advantage "
+               "pushes, and then the token's term and gradient are 0; otherwise 1 and the term is ρA with no clip. "
+               "In the ratio the bound is 1 + δ / πold, so a token of probability near 1 is held about as PPO's "
+               "clip at ε = δ holds it and a less likely one far more loosely. " + _CLIP_AFTER),
           Term("change", r"\pi_\theta-\pi_{\theta_{\text{old}}}", "The change of the token's probability since it was "
-               "sampled, pi_old (rho - 1): the same ratio moves a likely token's probability far more than an "
+               "sampled, πold (ρ − 1): the same ratio moves a likely token's probability far more than an "
                "improbable one's.")),
          fn=C.dppo_mask_surrogate, bounds=_NO_BOUNDS, worked=_dppo_worked, label="DPPO mask (probability change)",
          clip_rule=clip_rules.dppo_rule,
