@@ -36,7 +36,7 @@ from unipo_build.site.pages.objectives.anatomy_pick import (
     token_objective_tex,
     weight_tex,
 )
-from unipo_build.site.fmt import escape_text, math_display, note_html, table
+from unipo_build.site.fmt import escape_text, math_display, note_html, table, template_fold
 from unipo_build.site.browser import token_label
 from unipo_build.site.facts.run_facts import missing_run_text
 from unipo_build.site.context import AuthorError, Site, macro
@@ -72,8 +72,7 @@ def folded(html: str, n: int, what: str) -> str:
     answers folded so are 1,000 DOM nodes a reader who does not open them never needs."""
     if not n:
         return ""
-    return (f'<details class="unipo-fold"><summary>{escape_text(f"The other {n} {what}")}</summary>'
-            f'<template class="unipo-fold-body">{html}</template></details>')
+    return template_fold(f"The other {n} {what}", html, kind="unipo-fold")
 
 
 def _folded_table(head: list[str], rows: list[list[str]], what: str, verdicts: list[bool | None],
