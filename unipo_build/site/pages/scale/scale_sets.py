@@ -25,7 +25,7 @@ from unipo_build.core.paths import project_relative
 from unipo_build.core.runs import split_variant
 from unipo_build.core.sets import ENV_RUNS, RunSet, SetsError, available_sets, declared_sets, env_name
 from unipo_build.core.numbers import fmt_num
-from unipo_build.site.fmt import escape_text, note_html
+from unipo_build.site.fmt import escape_text, join_words, note_html
 from unipo_build.site.facts.run_facts import COURSE_ALGORITHMS
 from unipo_build.site.pages.learning.set_differences import rollouts_of, set_differences_html
 from unipo_build.site.context import AuthorError, Site, macro
@@ -259,7 +259,7 @@ def _lacking_list(items: list[Lacking]) -> str:
     rungs = [named(i) for i in items if i.rung]
     if rungs:
         parts.append(f"the ladder rung{'s' if len(rungs) > 1 else ''} {and_names(rungs)}")
-    return parts[0] if len(parts) == 1 else "; ".join(parts[:-1]) + "; and " + parts[-1]
+    return join_words(parts)
 
 
 def set_lacks_text(base: SetView, other: SetView) -> str:
