@@ -223,8 +223,8 @@ def test_the_smollm2_preset_and_the_others_unchanged(tmp_path):
 
     assert get_preset("smollm2") is SMOLLM2
     rl = SMOLLM2.rl
-    assert (rl.prompts_per_step, rl.group_size, rl.max_new_tokens, rl.temperature, rl.lr) == (8, 8, 64, 0.8, 1e-5)
-    assert (rl.epochs, rl.minibatches, SMOLLM2.fixed_passes) == (1, 1, True)
+    assert (rl.prompts_per_step, rl.group_size, rl.max_new_tokens, rl.temperature, rl.lr) == (8, 8, 128, 0.8, 1e-5)
+    assert (rl.epochs, rl.minibatches, rl.steps, SMOLLM2.fixed_passes) == (1, 1, 40, True)
     assert SMOLLM2.chat.system_prompt == SYSTEM and SMOLLM2.chat.reward_rule == "last_integer"
     assert (SMOLLM2.chat.model, SMOLLM2.chat.checkpoint) == ("smollm2", "work/models/smollm2-135m-instruct")
     assert (SMOLLM2.task_level, SMOLLM2.task_dir, SMOLLM2.needs_cuda) == ("smollm2", "data/tasks-smollm2", False)
