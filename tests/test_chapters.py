@@ -28,7 +28,7 @@ from unipo_build.core import runlog
 from unipo_build.site.pages.dynamics import advantage_noise as AN
 from unipo_build.site.pages.dynamics import critic_trace as CT
 from unipo_build.site.facts import run_facts as RF
-from unipo_build.core.numbers import percent_text
+from unipo_build.core.numbers import fmt_pct
 from unipo_build.site.context import AuthorError, Site
 from unipo_build.core.moments import find_moment
 from unipo_build.core.runs import get_run
@@ -225,7 +225,7 @@ def test_advantage_noise_figure_and_words(runs_dir):
     text = html.unescape(page)
     for s in summaries:
         if s.same_reward_share is not None:
-            assert percent_text(s.same_reward_share) in text
+            assert fmt_pct(s.same_reward_share, None) in text
         assert AN.noise_sentence(s) in text
     assert "a note about a run" in text
     grpo = summaries[1]
@@ -234,12 +234,12 @@ def test_advantage_noise_figure_and_words(runs_dir):
 
 
 def test_small_numbers():
-    assert percent_text(RF.uniform_group_chance_value(0.9, 8)) == "43%"
+    assert fmt_pct(RF.uniform_group_chance_value(0.9, 8), None) == "43%"
     assert RF.uniform_group_chance_value(0.5, 1) == 1.0
     assert RF.spec_param_value(Site(), "dapo", "clip", "eps_high") == pytest.approx(0.28)
     with pytest.raises(AuthorError, match="no parameter"):
         RF.spec_param_value(Site(), "grpo", "clip", "eps_high")
-    assert percent_text(0.0) == "0%" and percent_text(0.004) == "0.4%" and percent_text(0.5) == "50%"
+    assert fmt_pct(0.0, None) == "0%" and fmt_pct(0.004, None) == "0.4%" and fmt_pct(0.5, None) == "50%"
 
 
 # ---------------------------------------------------------------------------

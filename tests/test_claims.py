@@ -15,6 +15,7 @@ import pytest
 
 from helpers_runlog import write_metric_run
 from site_build import bound_macros, build_site, free_port
+from unipo_build.core.numbers import fmt_num, fmt_signed
 from unipo_build.site.pages.learning import effects as E
 
 # ---------------------------------------------------------------------------
@@ -48,7 +49,7 @@ def test_five_seeds_that_do_not_overlap_are_clear_both_ways():
     assert E.compare(b, a, -1).status == "shown"
     j = v.judgement
     assert j.effect == pytest.approx(0.5) and j.low < 0.5 < j.high
-    points = lambda x: E.fmt_num(100 * x, 2)  # noqa: E731
+    points = lambda x: fmt_num(100 * x, 2)  # noqa: E731
     assert E.judged(v, points, unit=" points") == (
         f"the difference, 50 points (95% interval {points(j.low)} to {points(j.high)} points), is clear (five seeds "
         "each, two-sided permutation p = 0.008)")
@@ -65,7 +66,7 @@ def test_three_seeds_that_do_not_overlap_are_only_suggestive():
         assert v.status == "unclear" and v.judgement.word == "suggestive"
         assert v.reason == E.UNCLEAR_REASONS["suggestive"]
     assert v.basis == "suggestive (three seeds each, two-sided permutation p = 0.10)"
-    assert E.judged(v, lambda x: E.fmt_num(100 * x, 2), unit=" points") == (
+    assert E.judged(v, lambda x: fmt_num(100 * x, 2), unit=" points") == (
         "the difference, 40 points, is suggestive (three seeds each, two-sided permutation p = 0.10)")
     # overlapping seeds: p = 0.3 (6 of 20 splits at least as far), not separable at three seeds
     v = E.compare(side("A", 0.5, 0.15, 0.7), side("B", 0.1, 0.2, 0.3), +1)
@@ -95,12 +96,12 @@ def test_finding_states_a_direction_only_for_a_clear_verdict():
     clear = E.compare(side("A", 5, 6, 7, 8, 9), side("B", 0, 1, 2, 3, 4), +1)
     vague = E.compare(side("A", 5, 6, 7), side("B", 0, 1, 2), +1)
     words = dict(shown="A is above B", contradicted="A is below B", unclear="A and B are not clearly apart")
-    assert E.finding(clear, E.fmt_num, **words).startswith("A is above B: the difference, 5 (95% interval ")
-    assert E.finding(vague, E.fmt_num, **words) == (
+    assert E.finding(clear, fmt_num, **words).startswith("A is above B: the difference, 5 (95% interval ")
+    assert E.finding(vague, fmt_num, **words) == (
         "A and B are not clearly apart: the difference, 5, is suggestive (three seeds each, two-sided permutation "
         "p = 0.10)")
     missing = E.compare(E.Side("A", (), "the build has no run of A"), side("B", 1), +1)
-    assert E.finding(missing, E.fmt_num, **words, unmeasurable="A and B cannot be compared") == (
+    assert E.finding(missing, fmt_num, **words, unmeasurable="A and B cannot be compared") == (
         "A and B cannot be compared: the build has no run of A")
 
 
@@ -115,7 +116,7 @@ def test_a_change_within_runs_needs_every_seed_beyond_its_noise():
 def test_changes_read_as_signed_words():
     assert E.relative_change_words(-0.3) == "fell 30%" and E.relative_change_words(0.05) == "rose 5%"
     assert E.relative_change_words(0.001) == "stayed level"
-    assert E.signed(-0.76, 2, "tokens") == "\u22120.76 tokens" and E.signed(3.2, 2) == "+3.2"
+    assert fmt_signed(-0.76, 2) == "\u22120.76" and fmt_signed(3.2, 2) == "+3.2"
 
 
 # ---------------------------------------------------------------------------

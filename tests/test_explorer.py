@@ -222,13 +222,13 @@ def test_the_build_computes_no_fisheye_of_its_own():
     assert "function fisheye(" in js and "function fisheyeInverse(" in js
 
 
-def test_format_value():
-    assert explorer.format_value(0.53125) == "0.531"
-    assert explorer.format_value(1234.4) == "1,234" and explorer.format_value(-98.76) == "\u221298.8"
-    assert explorer.format_value(0.0001234) == "1.23 \u00d7 10\u207b\u2074"
-    assert explorer.format_value(0.5625, "% of groups") == "56.2%" and explorer.format_value(0.001, "% of tokens") == "0.1%"
-    assert explorer.format_value(0) == "0"
-    assert explorer.format_value(None) == "–"
+def test_fmt_metric():
+    assert explorer.fmt_metric(0.53125) == "0.531"
+    assert explorer.fmt_metric(1234.4) == "1,234" and explorer.fmt_metric(-98.76) == "\u221298.8"
+    assert explorer.fmt_metric(0.0001234) == "1.23 \u00d7 10\u207b\u2074"
+    assert explorer.fmt_metric(0.5625, "% of groups") == "56.2%" and explorer.fmt_metric(0.001, "% of tokens") == "0.1%"
+    assert explorer.fmt_metric(0) == "0"
+    assert explorer.fmt_metric(None) == "–"
 
 
 # ---------------------------------------------------------------- HTML and payload
@@ -286,8 +286,8 @@ def test_rings_list_ranges_units_and_the_automatic_robust_scale(loaded):
                        r'<span class="unipo-explorer__ring-note">([^<]*)</span>', html)
     assert [r[:2] for r in rings] == [(m, metric_colour(m)) for m in ("reward/mean", "clip/frac_high", "length/mean")]
     # the robust ring spans its 1st-99th percentile (with the margin) and names the whole range
-    assert rings[1][2] == (f"{explorer.format_value(clip.q_low, '%')} to "
-                           f"{explorer.format_value(clip.q_high, '%')} of tokens")
+    assert rings[1][2] == (f"{explorer.fmt_metric(clip.q_low, '%')} to "
+                           f"{explorer.fmt_metric(clip.q_high, '%')} of tokens")
     assert rings[1][3].startswith("robust scale: the whole run spans ")
     assert "25%" in rings[1][3] and rings[0][3] == "" and rings[2][2].endswith(" tokens")
     assert explorer.unit_suffix("% of groups") == "of groups" and explorer.unit_suffix("s") == "s"

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from unipo_build.site.playgrounds import charts
+from unipo_build.core.numbers import fmt_fixed, fmt_pct
 from unipo_build.site.playgrounds import macros as pg_macros
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,10 +43,10 @@ def test_every_decimal_in_the_prose_comes_from_a_macro(page):
 
 
 def test_number_formatting():
-    assert pg_macros.num(-0.70710678, 4) == "\u22120.7071"
-    assert pg_macros.num(0.70710678, 4, signed=True) == "+0.7071"
-    assert pg_macros.num(-0.0001, 2) == "0.00"
-    assert pg_macros.pct(0.990099, 0) == "99%"
+    assert fmt_fixed(-0.70710678, 4) == "\u22120.7071"
+    assert fmt_fixed(0.70710678, 4, signed=True) == "+0.7071"
+    assert fmt_fixed(-0.0001, 2) == "0.00"
+    assert fmt_pct(0.990099, 0) == "99%"
 
 
 def test_two_rollout_table_quotes_the_computed_numbers():

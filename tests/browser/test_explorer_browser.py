@@ -479,7 +479,7 @@ def test_a_metric_keeps_its_colour_and_the_list_gives_each_rings_range(page):
         robust = m["flat"]
         lo, hi = (m["qlo"], m["qhi"]) if robust else (m["lo"], m["hi"])
         unit = m["unit"]
-        expected = f"{explorer_module.format_value(lo, unit)} to {explorer_module.format_value(hi, unit)}"
+        expected = f"{explorer_module.fmt_metric(lo, unit)} to {explorer_module.fmt_metric(hi, unit)}"
         assert text.startswith(expected), (name, text, expected)
         if unit:
             assert text.endswith(explorer_module.unit_suffix(unit))

@@ -38,6 +38,8 @@ from typing import Annotated, Any, Iterator
 
 from pydantic import Field
 
+from unipo_build.core.numbers import MINUS, fmt_num, plain_num
+
 MAX_MAGNITUDE = 1e15
 MAX_INT = 2**53 - 1
 LOGPROB_MIN = -300.0
@@ -72,7 +74,7 @@ def string_problem(text: str, limit: int = DOC_MAX) -> str | None:
         return (f"holds a lone surrogate U+{ord(match.group()):04X} at character {match.start()}, "
                 "which is not Unicode text")
     if len(text) > limit:
-        return f"is {len(text):,} characters long; at most {limit:,} are allowed"
+        return f"is {fmt_num(len(text))} characters long; at most {fmt_num(limit)} are allowed"
     return None
 
 
@@ -84,7 +86,7 @@ def number_problem(value: Any) -> str | None:
         if not math.isfinite(value):
             return "NaN or infinity is not allowed here"
         if abs(value) > MAX_MAGNITUDE:
-            bound = f"{MAX_MAGNITUDE:.0e}".replace("e+", "e")
+            bound = plain_num(MAX_MAGNITUDE).replace("e+", "e")
             return f"{value!r} is outside \u00b1{bound}, the range the site's math carries"
     elif isinstance(value, int) and abs(value) > MAX_INT:
         digits = len(str(abs(value)))
@@ -125,7 +127,7 @@ def problems(value: Any, loc: tuple = (), *, max_nodes: int | None = None) -> It
         item, where = stack.pop()
         seen += 1
         if max_nodes is not None and seen > max_nodes:
-            yield loc, f"holds more than {max_nodes:,} values"
+            yield loc, f"holds more than {fmt_num(max_nodes)} values"
             return
         if len(where) > MAX_DEPTH:
             yield where, f"nested deeper than {MAX_DEPTH} levels"
@@ -143,7 +145,7 @@ def problems(value: Any, loc: tuple = (), *, max_nodes: int | None = None) -> It
             if _plain_numbers_within_limits(item):
                 seen += len(item)  # a token array: checked at once, counted value by value
                 if max_nodes is not None and seen > max_nodes:
-                    yield loc, f"holds more than {max_nodes:,} values"
+                    yield loc, f"holds more than {fmt_num(max_nodes)} values"
                     return
                 continue
             stack.extend((sub, where + (i,)) for i, sub in reversed(list(enumerate(item))))
@@ -162,9 +164,7 @@ def describe(name: str) -> str:
         return f"2<sup>{MAX_INT.bit_length()}</sup> \u2212 1"
     if isinstance(value, float) and value >= 10 and math.log10(value).is_integer():
         return f"10<sup>{int(math.log10(value))}</sup>"
-    if isinstance(value, float):
-        return f"{value:g}".replace("-", "\u2212")
-    return f"{value:,}".replace("-", "\u2212")
+    return plain_num(value).replace("-", MINUS) if isinstance(value, float) else fmt_num(value)
 
 
 def format_bound(value: float) -> str:
@@ -180,5 +180,4 @@ def format_bound(value: float) -> str:
             return "\u2212" + (f"({text})" if " " in text else text)
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         value = int(value)
-    text = f"{value:,}" if isinstance(value, int) else f"{value:g}"
-    return text.replace("-", "\u2212")
+    return fmt_num(value) if isinstance(value, int) else plain_num(value).replace("-", MINUS)

@@ -1,15 +1,28 @@
-"""Numbers as a reader sees them: in prose and inside formulas. Pure functions, no HTML.
+"""Numbers as a reader sees them: in prose, in plain text and inside formulas. Pure functions, no HTML.
 
-The project's one number formatter: every view, the registry and the CLI import from here (the
-site's HTML helpers in ``site/fmt.py`` do not re-export it). Views quote numbers with
-:func:`fmt_num` (true minus sign, thousands separators, tiny values as 2.49 × 10⁻⁵), signed ones
-with :func:`fmt_signed`, objectives and contributions with :func:`fmt_objective`, shares with
-:func:`fmt_pct` / :func:`percent_text`, and write numbers into TeX with :func:`tex_num`; the
-registry's worked examples (``unipo_build.core.registry``) use :func:`tex_num` too, so a formula on a
-page and the same formula in a card print a number the same way. In the browser,
-``unipo_build/site/views/views-common.js`` ports :func:`fmt_num`, :func:`fmt_signed` and
-:func:`fmt_objective` (``fmt``, ``fmtSigned``, ``fmtObjective``; tests/test_views_explainer.py
-compares them).
+The project's one number formatter. Every other module imports from here, and tests/test_numbers.py
+scans unipo_build/ and training/ for number formatting anywhere else (a format spec such as ``:.2f``,
+``:,`` or ``:.1%``, ``'%.2f' % x``, ``format(x, '.2f')``, ``str(round(x, 2))``). The formatters, by
+what they write:
+
+- :func:`fmt_num`: a number for prose (true minus, thousands separators, significant digits, tiny
+  values as 2.49 × 10⁻⁵); :func:`fmt_signed` with its sign; :func:`fmt_objective` for an objective
+  or a contribution (≈ 0 for rounding noise); :func:`fmt_metric` for a logged metric with its unit
+  (the Training Explorer's read-outs);
+- :func:`fmt_fixed`: a fixed number of decimals (p-values, the playgrounds' settings);
+- :func:`fmt_pct`: a fraction as a percentage (fixed decimals, or as many as a reader needs),
+  :func:`fmt_share` a share that may be tiny, :func:`fmt_signed_points` a change in percentage points;
+- :func:`plain_num`: Python's general form (``1e-05``, ``0.2``) for plain text: the CLI, notes
+  about settings, a parameter in a label (:func:`param_text`);
+- :func:`fraction_text`, :func:`count_word`: a weight as 1/2000, a count as a word;
+- :func:`tex_num`, :func:`tex_fraction`: a number inside a formula (the registry's worked examples
+  use them too, so a formula on a page and the same formula in a card print a number the same way);
+- :func:`round_sig`: a float rounded to significant digits, for data a chart or a view reads (not text).
+
+In the browser, ``unipo_build/site/views/views-common.js`` ports :func:`fmt_num`, :func:`fmt_signed`,
+:func:`fmt_objective` and :func:`fmt_metric` (``fmt``, ``fmtSigned``, ``fmtObjective``,
+``fmtMetric``); tests/test_numbers.py runs the port in node on a table of values and compares its
+strings with these.
 """
 
 from __future__ import annotations
@@ -82,12 +95,30 @@ def _small_share(value: float) -> str:
     return f"{fmt_num(100 * value, 2)}%"
 
 
-def fmt_pct(value: float | None, decimals: int = 1) -> str:
-    """A fraction as a percentage: 0.4313 -> '43.1%'. A non-zero fraction that would round to 0 at
-    ``decimals`` is written as :func:`fmt_share` writes it (0.0003 -> '0.03%', not '0.0%')."""
+def fmt_pct(value: float | None, decimals: int | None = 1, signed: bool = False, small: int | None = None) -> str:
+    """A fraction as a percentage: 0.4313 -> '43.1%' (``decimals=0``: '43%'); ``small``: the decimals of
+    a share under 1% (a clip fraction: ``fmt_pct(x, 1, small=2)`` writes 0.0047 as '0.47%').
+
+    A non-zero fraction that would round to 0 is written as :func:`fmt_share` writes it (0.0003 ->
+    '0.03%', not '0.0%'). ``decimals=None``: as many decimals as a reader needs, whole percent
+    except near 0 and 100 (0%, 0.4%, 43%, 99.6%, 100%), and a share that is not 1 never reads as
+    100% (0.9996 -> 'over 99.9%'). ``signed``: a change, with '+' or a true minus unless it prints
+    as zero (+5%, −30%, 0%). None prints as '–'.
+    """
     if value is None:
         return "–"
     x = float(value)
+    if small is not None and abs(x) < 0.01:
+        decimals = small
+    if signed:
+        text = fmt_pct(abs(x), decimals)
+        return text if x == 0 or text.strip("0.%") == "" else ("+" if x > 0 else MINUS) + text
+    if decimals is None:
+        pct = 100.0 * x
+        if pct == 0.0 or pct == 100.0 or 1.0 <= pct <= 99.0:
+            return f"{pct:.0f}%"
+        text = fmt_pct(x, 1)
+        return "over 99.9%" if text == "100.0%" and pct < 100 else text
     text = f"{100 * x:.{decimals}f}"
     if x != 0 and math.isfinite(x) and float(text) == 0:
         return _small_share(x)
@@ -102,33 +133,50 @@ def fmt_share(value: float, decimals: int = 0) -> str:
     return fmt_pct(value, decimals)
 
 
-def fmt_points(value: float, decimals: int = 1) -> str:
-    """A difference of two fractions in percentage points."""
-    return f"{100 * abs(float(value)):.{decimals}f}"
+def fmt_fixed(value: float, decimals: int, signed: bool = False, minus: str = MINUS) -> str:
+    """A number with a fixed number of decimals: 0.25 -> '0.250' (3), −4.1 with a true minus
+    (``minus="-"`` for ASCII). A value that prints as zero has no sign ('0.00', not '−0.00');
+    ``signed`` puts '+' on a positive one (+23.2)."""
+    text = f"{float(value):.{decimals}f}"
+    if float(text) == 0:
+        return f"{0:.{decimals}f}"
+    if signed and not text.startswith("-"):
+        text = "+" + text
+    return text.replace("-", minus)
 
 
 def fmt_signed_points(value: float, decimals: int = 1) -> str:
     """A change of a fraction in percentage points with its sign: +23.2, −4.1, 0.0 (a drop reads as
     a drop)."""
-    text = f"{100 * float(value):.{decimals}f}"
-    if float(text) == 0:
-        return f"{0:.{decimals}f}"
-    return ("+" + text) if not text.startswith("-") else MINUS + text[1:]
+    return fmt_fixed(100 * float(value), decimals, signed=True)
 
 
-def percent_text(share: float) -> str:
-    """A share as a percentage a reader can take in: whole percent, finer only near 0 and 100
-    (0%, 0.4%, 43%, 99.6%, 100%); a share that is not 0 never reads as 0% (0.0003 -> '0.03%') and one
-    that is not 1 never reads as 100% (0.9996 -> 'over 99.9%')."""
-    pct = 100.0 * share
-    if pct == 0.0 or pct == 100.0 or 1.0 <= pct <= 99.0:
-        return f"{pct:.0f}%"
-    text = f"{pct:.1f}"
-    if float(text) == 0:
-        return _small_share(share)
-    if float(text) == 100 and pct < 100:
-        return "over 99.9%"
-    return text + "%"
+def fmt_metric(value: float | None, unit: str = "") -> str:
+    """A logged metric for a chip, a read-out or a legend: 3 significant digits as :func:`fmt_num`
+    (a tiny value as 2.49 × 10⁻⁵), but never fewer than its whole part has (1,379, not 1,380); a
+    fraction as a percentage when its unit starts with '%' ('% of tokens': 0.5625 -> '56.2%').
+    None, NaN and infinities print as '–'."""
+    if value is None or not math.isfinite(value):
+        return "–"
+    percent = unit.startswith("%")
+    x = 100.0 * value if percent else value
+    digits = max(3, int(math.floor(math.log10(abs(x)))) + 1) if x else 3
+    return fmt_num(x, digits) + ("%" if percent else "")
+
+
+def plain_num(value, digits: int = 6) -> str:
+    """A number in Python's general form, to ``digits`` significant digits: 1e-05, 0.2, 2.5e+07; an
+    int as it is, and anything else as ``str``. For plain text (the CLI, notes on a trainer's
+    settings, a parameter in a label), where a reader expects what Python prints."""
+    if isinstance(value, bool) or not isinstance(value, (float, np.floating)):
+        return str(value)
+    return f"{float(value):.{digits}g}"
+
+
+def round_sig(value: float, digits: int = 4) -> float:
+    """``value`` rounded to ``digits`` significant digits (0.012345 -> 0.01235): data a chart or a
+    view reads, kept short in the page's JSON. Not text."""
+    return float(f"{float(value):.{digits}g}")
 
 
 def fraction_text(value: float, max_denominator: int = 100_000, rel_tol: float = 1e-6) -> str:
@@ -163,10 +211,9 @@ def tex_fraction(w: float) -> str:
 
 
 def param_text(value) -> str:
-    """A parameter value as it appears in a formula or a label: shortest exact decimal."""
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
+    """A parameter value as it appears in a formula or a label: shortest exact decimal
+    (:func:`plain_num`, by the name the registry's kinds call it)."""
+    return plain_num(value)
 
 
 NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",

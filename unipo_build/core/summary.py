@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from unipo_build.core.heldout import TOO_FEW, compare, start_and_end
 from unipo_build.core.moments import find_moments
 from unipo_build.core.reader import reader_for
+from unipo_build.core.numbers import fmt_fixed, fmt_pct, plain_num
 from unipo_build.core.schema import MemorisationCheck
 
 
@@ -94,11 +95,18 @@ def _wrap(text: str, indent: str = "", width: int = WIDTH) -> list[str]:
 
 
 def _num(value, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}g}"
+    """A figure of the summary (numbers.plain_num), 'n/a' when the run lacks it."""
+    return "n/a" if value is None else plain_num(float(value), digits)
 
 
 def _pct(value) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f}%"
+    """A share of the summary (numbers.fmt_pct), 'n/a' when the run lacks it."""
+    return "n/a" if value is None else fmt_pct(value, 1)
+
+
+def _points(change: float) -> str:
+    """A change of a share in percentage points, signed, in ASCII (+2.5, -0.4)."""
+    return fmt_fixed(100 * change, 1, signed=True, minus="-")
 
 
 def summary_lines(result: dict) -> list[str]:
@@ -109,7 +117,7 @@ def summary_lines(result: dict) -> list[str]:
     lines += _wrap(f"run {result['run_id']}: algorithm {result['algorithm']}" + (f" ({setup})" if setup else ""))
     wall = result.get("wall_time_s")
     lines += _wrap(f"{result['steps']} updates over {result['rollouts']} rollouts"
-                   + (f", wall time {wall:.0f} s" if wall is not None else ""), "  ")
+                   + (f", wall time {fmt_fixed(wall, 0, minus='-')} s" if wall is not None else ""), "  ")
     first, last = result.get("reward_mean_first_10pct"), result.get("reward_mean_last_10pct")
     if first is not None:
         lines += _wrap(f"training reward (mean of the first / last 10% of updates): {_num(first)} -> {_num(last)}")
@@ -122,9 +130,9 @@ def summary_lines(result: dict) -> list[str]:
             text = f"{mode}: {_pct((start or {}).get(key))} -> {_pct((end or {}).get(key))}"
             if change:
                 low, high = change.get("ci95") or (None, None)
-                text += f" ({100 * change['change']:+.1f} points"
+                text += f" ({_points(change['change'])} points"
                 if low is not None:
-                    text += f", 95% CI {100 * low:+.1f} to {100 * high:+.1f}"
+                    text += f", 95% CI {_points(low)} to {_points(high)}"
                 text += f", n {change['n']}{', paired' if change.get('paired') else ''})"
                 if change.get("too_few"):
                     text += f": {TOO_FEW}"
@@ -140,12 +148,12 @@ def summary_lines(result: dict) -> list[str]:
                        f"{_pct(probe.get('accuracy'))}")
     check = result.get("memorisation_check")
     if check:
-        pool = (f"RL pool sampled {check['pool_sampled']:.3f} ({check['pool_n']} prompts), "
+        pool = (f"RL pool sampled {fmt_fixed(check['pool_sampled'], 3, minus='-')} ({check['pool_n']} prompts), "
                 if check.get("pool_sampled") is not None else "")
         verdict = "agree" if check["agree"] else "disagree: the RL prompts look memorised"
-        lines += _wrap(f"memorisation_check: {pool}training reward at rollout 0 {check['train_reward']:.3f}, held-out "
-                       f"sampled {check['heldout_sampled']:.3f}, gap {check['gap_points']:+.1f} points: {verdict} "
-                       f"(within {check['tolerance_points']:g}; from the {check['source']})")
+        lines += _wrap(f"memorisation_check: {pool}training reward at rollout 0 {fmt_fixed(check['train_reward'], 3, minus='-')}, held-out "
+                       f"sampled {fmt_fixed(check['heldout_sampled'], 3, minus='-')}, gap {fmt_fixed(check['gap_points'], 1, signed=True, minus='-')} points: {verdict} "
+                       f"(within {plain_num(check['tolerance_points'])}; from the {check['source']})")
     moments = result.get("moments")
     if moments:
         lines.append("teaching moments (where the Step Inspector opens):")

@@ -39,7 +39,7 @@ from unipo_build.core.runs import Run
 from unipo_build.core.schema import METRICS
 from unipo_build.core.specs import SLOTS
 from unipo_build.core.summary import summarize
-from unipo_build.core.numbers import fmt_num, fmt_pct, percent_text
+from unipo_build.core.numbers import fmt_num, fmt_pct, plain_num
 from unipo_build.site.fmt import join_words
 from unipo_build.site.facts.series import edge_means, logged_values, mean_se, raw_series
 from unipo_build.site.context import AuthorError, Site, macro
@@ -183,7 +183,7 @@ def run_fact_text(run: Run | None, name: str, key: str, digits: int = 3) -> str:
     if key == "seed":
         return str(value)
     if key == "lr":
-        return f"{float(value):g}"
+        return plain_num(float(value))
     return fmt_num(value, digits)
 
 
@@ -321,7 +321,7 @@ def runs_setup_text(site: Site, runs: Sequence[str] | None = None) -> str:
     for words, get in fields:
         values = [get(r) for r in found]
         if all(v == values[0] for v in values):
-            shown = "–" if values[0] is None else (f"{values[0]:g}" if isinstance(values[0], float) else
+            shown = "–" if values[0] is None else (plain_num(values[0]) if isinstance(values[0], float) else
                                                    fmt_num(values[0]) if isinstance(values[0], int) else str(values[0]))
             same.append(f"{words} ({shown})")
         else:
@@ -417,7 +417,7 @@ def spec_param(site: Site, algorithm: str, slot: str, name: str, run: str | None
 @macro
 def uniform_group_chance(site: Site, p: float, G: int) -> str:
     """The chance that a group of G answers is all right or all wrong, as a whole percentage."""
-    return percent_text(uniform_group_chance_value(float(p), int(G)))
+    return fmt_pct(uniform_group_chance_value(float(p), int(G)), None)
 
 
 @macro(html=True)

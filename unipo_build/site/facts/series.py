@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from unipo_build.core.numbers import round_sig
 from unipo_build.core.downsample import lttb_indices, quantile_bounds
 from unipo_build.core.runs import Run
 from unipo_build.core.schema import metric_info
@@ -139,7 +140,7 @@ def round_to(value: float, digits: int = 4) -> float:
     """A chart value rounded to ``digits`` significant digits (smaller pages)."""
     if value == 0 or not math.isfinite(value):
         return 0.0
-    return float(f"{value:.{digits}g}")
+    return round_sig(value, digits)
 
 
 def robust_domain(values: Sequence[float]) -> tuple[float, float] | None:

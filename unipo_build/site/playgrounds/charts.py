@@ -403,7 +403,7 @@ def advantage_rows(grid) -> list[dict]:
     rows = []
     for i, vec in enumerate(grid):
         # the collapse tag is part of the label, so the one shared y axis carries it
-        label = f"{tags.get(i, ' ')} #{i + 1:<2d} " + " ".join(str(int(v)) for v in vec)
+        label = f"{tags.get(i, ' ')} #{str(i + 1).ljust(2)} " + " ".join(str(int(v)) for v in vec)
         for method, adv in (("GRPO", grpo[i]), ("GDPO", gdpo[i])):
             rows.append({"rollout": label, "method": method, "adv": _r(adv, 4), "rank": rank[i],
                          "tag": tags.get(i, "")})

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from unipo_build.core.numbers import plain_num, round_sig
 from unipo_build.core.components import clipped_surrogate
 from unipo_build.core.objective import aggregation_weights
 
@@ -48,7 +49,7 @@ SHAPE_METHODS = (
     ShapeMethod("dapo", "DAPO", "asymmetric", "clip(ρ, 1 − ε_low, 1 + ε_high)"),
     ShapeMethod("dr_grpo", "Dr. GRPO", "symmetric", "GRPO's clip; differs in A and in the weights"),
     ShapeMethod("gspo", "GSPO", "sequence",
-                f"one clipped ratio per response, range 1 − {GSPO_EPS[0]:g} to 1 + {GSPO_EPS[1]:g}"),
+                f"one clipped ratio per response, range 1 − {plain_num(GSPO_EPS[0])} to 1 + {plain_num(GSPO_EPS[1])}"),
 )
 
 
@@ -170,5 +171,5 @@ def aggregation_rows() -> list[dict]:
             for length in LENGTH_GRID:
                 weight, share = aggregation_row(kind, length, others)
                 rows.append({"a": kind, "o": others, "l": length,
-                             "w": float(f"{weight:.6g}"), "sh": round(share, 6)})
+                             "w": round_sig(weight, 6), "sh": round(share, 6)})
     return rows

@@ -9,7 +9,8 @@ The pages are prose; these macros supply everything else:
 - ``pg_figure(name, caption)``: one chart, drawn with the page's default settings;
 - ``pg_grid()``: the GDPO page's toggle grid;
 - ``objective_facts()``, ``gdpo_facts()``, ``shape_facts()``: every number the prose quotes,
-  computed by the playground modules; ``num(x, digits)`` formats one.
+  computed by the playground modules; ``num(x, decimals)`` (``numbers.fmt_fixed``) and
+  ``pct(x, decimals)`` (``numbers.fmt_pct``) format one.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from unipo_build.site import render
-from unipo_build.core.numbers import fmt_pct, param_text
+from unipo_build.core.numbers import fmt_fixed, fmt_pct, param_text
 from unipo_build.core.objective import response_weight_shares
 from unipo_build.site.palette import (
     ALGORITHMS,
@@ -204,23 +205,6 @@ def grid_html(grid=mr.DEFAULT_GRID) -> str:
             f'<p class="pg-status" data-pg-status="gdpo" aria-live="polite"></p></div>')
 
 
-# ---------------------------------------------------------------------------
-# Numbers quoted in the prose
-# ---------------------------------------------------------------------------
-
-def num(value: float, digits: int = 2, signed: bool = False) -> str:
-    """Format a number for prose: fixed ``digits``, a real minus sign, optional plus."""
-    text = f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
-    if text.lstrip("+-").strip("0.") == "":
-        text = text.lstrip("+-")
-    return text.replace("-", "\u2212")
-
-
-def pct(value: float, digits: int = 0) -> str:
-    """The pages' percentage: :func:`unipo_build.core.numbers.fmt_pct`, whole percent unless asked."""
-    return fmt_pct(value, digits)
-
-
 @functools.lru_cache(maxsize=None)
 def objective_facts() -> dict:
     d = o1.Settings()
@@ -313,7 +297,7 @@ def two_rollout_table() -> str:
     ]
     for row in mr.two_rollout_example():
         vectors = "; ".join("(" + ", ".join(str(v) for v in vec) + ")" for vec in row.vectors)
-        cells = [", ".join(num(x, 4, signed=True) for x in pair) for pair in (row.grpo, row.gdpo_sum, row.gdpo)]
+        cells = [", ".join(fmt_fixed(x, 4, signed=True) for x in pair) for pair in (row.grpo, row.gdpo_sum, row.gdpo)]
         lines.append(f"| {row.totals} | {vectors} | {cells[0]} | {cells[1]} | {cells[2]} |")
     return "\n".join(lines)
 
@@ -420,7 +404,11 @@ def playground_palette(site: Site) -> str:
     return palette_html()
 
 
-for _fn in (objective_facts, gdpo_facts, shape_facts, num, pct, trainer_reward_weights):
+for _fn in (objective_facts, gdpo_facts, shape_facts, trainer_reward_weights):
     macro(_fn, with_site=False)
+# The numbers the prose quotes, by the pages' names: numbers.fmt_fixed (num(x, 2): fixed decimals, a true
+# minus) and numbers.fmt_pct (pct(x, 0)); the pages always give the decimals.
+macro(fmt_fixed, name="num", with_site=False)
+macro(fmt_pct, name="pct", with_site=False)
 # A Markdown table of the project's own numbers (no input strings).
 macro(two_rollout_table, with_site=False, markdown=True)

@@ -1,9 +1,10 @@
 /*
  * UNIPO views: what the Step Inspector and the Algorithm Explainer share, loaded before either
  * (the build puts it on the pages that use them). window.UNIPOViews holds the number format
- * (unipo_build.core.numbers.fmt_num's port), the step files' loader, element helpers and the
- * state the views share (the runs on the page, the inspectors). The math is unipo-math.js.
- * In node, module.exports is the number format (tests/test_views_explainer.py checks it).
+ * (the port of unipo_build.core.numbers' fmt_num, fmt_signed, fmt_objective and fmt_metric), the
+ * step files' loader, element helpers and the state the views share (the runs on the page, the
+ * inspectors). The math is unipo-math.js. In node, module.exports is the number format
+ * (tests/test_numbers.py runs it on a table of values against the Python).
  */
 (function (global) {
   "use strict";
@@ -57,6 +58,19 @@
   }
 
   /**
+   * A logged metric for a chip, a read-out or a legend (numbers.fmt_metric): 3 significant digits,
+   * never fewer than the whole part has (1,379, not 1,380); a fraction as a percentage when its
+   * unit starts with "%".
+   */
+  function fmtMetric(value, unit) {
+    if (value === null || value === undefined || !isFinite(value)) return "\u2013";
+    var percent = !!unit && unit.charAt(0) === "%";
+    var x = percent ? 100 * value : value;
+    var digits = x ? Math.max(3, Math.floor(Math.log10(Math.abs(x))) + 1) : 3;
+    return fmt(x, digits) + (percent ? "%" : "");
+  }
+
+  /**
    * A quantity computed from logged float32 log-probabilities (an objective, a KL, a weighted
    * term): a magnitude below NOISE is rounding, not a value, and reads "0" (callers add the note
    * NOISE_NOTE once per readout when ``tiny`` is true for a value shown).
@@ -71,7 +85,8 @@
   var NOISE_NOTE = "0* is a value below 10\u207b\u2077 in size: the log keeps float32 numbers, whose rounding is about that large, so it is zero up to rounding.";
 
   if (typeof module !== "undefined" && module.exports) {
-    module.exports = { fmt: fmt, fmtSigned: fmtSigned, fmtObjective: fmtObjective, fmtQuantity: fmtQuantity, tiny: tiny };
+    module.exports = { fmt: fmt, fmtSigned: fmtSigned, fmtObjective: fmtObjective, fmtMetric: fmtMetric,
+      fmtQuantity: fmtQuantity, tiny: tiny };
   }
   if (typeof document === "undefined") return; // node: the number format only
 
@@ -84,6 +99,7 @@
   V.fmt = fmt;
   V.fmtSigned = fmtSigned;
   V.fmtObjective = fmtObjective;
+  V.fmtMetric = fmtMetric;
   V.fmtQuantity = fmtQuantity;
   V.tiny = tiny;
   V.NOISE = NOISE;

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from unipo_build.core.numbers import percent_text
+from unipo_build.core.numbers import fmt_pct
 from unipo_build.core.reader import token_digest
 from unipo_build.core.registry import REGISTRY
 from unipo_build.site.render import chart_spec, escape_text, vega_embed
@@ -210,7 +210,7 @@ def noise_table(summaries: Sequence[NoiseSummary]) -> str:
     for s in summaries:
         cells = [_run_label(s), str(s.responses)]
         for share in (s.same_reward_share, s.same_reward_signal):
-            cells.append("–" if share is None else percent_text(share))
+            cells.append("–" if share is None else fmt_pct(share, None))
         body.append("<tr>" + "".join(f"<td{right if i else ''}>{escape_text(c)}</td>" for i, c in enumerate(cells))
                     + "</tr>")
     # Material scrolls a wide table itself (display: inline-block), so no wrapper is needed.
@@ -229,10 +229,10 @@ def noise_sentence(summary: NoiseSummary) -> str:
     if signal is None:
         return f"In {run} every logged advantage is zero."
     if signal < 1e-9:
-        return (f"In {run}, {percent_text(share)} of the logged answers sat in groups where every answer got the same "
+        return (f"In {run}, {fmt_pct(share, None)} of the logged answers sat in groups where every answer got the same "
                 "reward, and they carry none of its advantage signal: the group baseline cancels them.")
-    return (f"In {run}, {percent_text(share)} of the logged answers sat in groups where every answer got the same "
-            f"reward, yet they carry {percent_text(signal)} of its advantage signal (the sum of squared advantages): "
+    return (f"In {run}, {fmt_pct(share, None)} of the logged answers sat in groups where every answer got the same "
+            f"reward, yet they carry {fmt_pct(signal, None)} of its advantage signal (the sum of squared advantages): "
             "pushes that say how easy or hard the prompt was, not which answer was better.")
 
 

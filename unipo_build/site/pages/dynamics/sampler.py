@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from unipo_build.core.heldout import Z95, HeldOutChange, run_change
-from unipo_build.core.numbers import fmt_num, fmt_pct, fmt_signed_points
+from unipo_build.core.numbers import fmt_num, fmt_pct, fmt_signed_points, round_sig
 from unipo_build.core.runs import Run, split_variant
 from unipo_build.core.schema import metric_info
 from unipo_build.site.context import Site, macro
@@ -235,8 +235,8 @@ def mismatch_figure_html(site: Site, lags: Sequence[str] = LAGS,
             band = band_of([c for c in (run_curve(r, metric, "fraction") for r in runs) if c is not None])
             if band is None:
                 continue
-            rows += [{"a": name, "x": round(float(band.x[i]), 4), "m": float(f"{band.median[i]:.4g}"),
-                      "lo": float(f"{band.low[i]:.4g}"), "hi": float(f"{band.high[i]:.4g}"), "n": band.runs}
+            rows += [{"a": name, "x": round(float(band.x[i]), 4), "m": round_sig(band.median[i], 4),
+                      "lo": round_sig(band.low[i], 4), "hi": round_sig(band.high[i], 4), "n": band.runs}
                      for i in range(len(band.x))]
         title = (f'<p class="unipo-band-title" style="margin:0 0 .2em;font-weight:600">{escape_text(label)} '
                  f'<code style="font-weight:400">{escape_text(metric)}</code></p>')

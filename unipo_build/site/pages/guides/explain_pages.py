@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from unipo_build.core.diagnose import diagnose
 from unipo_build.core.matching import SpecMatch, header_gaps, nearest_spec
-from unipo_build.core.numbers import fmt_num
+from unipo_build.core.numbers import fmt_num, plain_num
 from unipo_build.core.runs import Run
 from unipo_build.core.schema import TokenArrays
 from unipo_build.site.views.explainer import explainer
@@ -250,7 +250,7 @@ def objectives_html(run: Run) -> str:
     step = facts.get("at_step")
     detail = run.reader.detail(step) if step is not None and step in run.token_steps() else None
     extra = (detail.model_extra or {}) if detail is not None else {}
-    pair = (f" At step {step}: {detail.objective:.6g} in the token file, {extra['trl_objective']:.6g} "
+    pair = (f" At step {step}: {plain_num(detail.objective)} in the token file, {plain_num(extra['trl_objective'])} "
             "in steps.jsonl." if detail is not None and "trl_objective" in extra else "")
     said = (f"On {fmt_num(facts['differ'])} of the {fmt_num(facts['steps'])} steps with token detail, the step "
             "objective of the token file (the one the Step Inspector adds up) is not the Training Explorer's (minus "

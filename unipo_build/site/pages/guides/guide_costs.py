@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from unipo_build.core.numbers import fmt_fixed, plain_num
 from unipo_build.site.context import Site, macro
 
 RESULTS = Path("benchmarks") / "results" / "guide_commands.json"
@@ -34,7 +35,7 @@ def duration_text(seconds: float) -> str:
 def size_text(n_bytes: int) -> str:
     """0.4 MB, 27 MB (decimal megabytes)."""
     mb = n_bytes / 1e6
-    return f"{mb:.2g} MB" if mb < 10 else f"{mb:.0f} MB"
+    return f"{plain_num(mb, 2)} MB" if mb < 10 else f"{fmt_fixed(mb, 0)} MB"
 
 
 NOT_MEASURED = "not measured yet: `python benchmarks/guide_commands.py` times it"

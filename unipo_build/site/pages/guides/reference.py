@@ -33,6 +33,7 @@ import json
 import re
 from typing import Any, Callable
 
+from unipo_build.core.numbers import plain_num
 from unipo_build.core import formula, limits, registry
 from unipo_build.site.render import escape_text
 from unipo_build.core.runlog import json_schema
@@ -85,7 +86,7 @@ def table(head: list[str], rows: list[list[str]], *, row_attrs: list[str] | None
 def value_text(value: Any) -> str:
     """A parameter value as a reader types it in a spec (YAML/JSON literal)."""
     if isinstance(value, float):
-        return f"{value:g}"
+        return plain_num(value)
     return json.dumps(value)
 
 

@@ -20,9 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from functools import partial
+
 import numpy as np
 
-from unipo_build.core.numbers import fmt_num, fmt_pct
+from unipo_build.core.numbers import fmt_num, fmt_pct, fmt_signed
 from unipo_build.core.runs import Run
 from unipo_build.core.specs import SLOTS
 from unipo_build.site.pages.learning.effects import (
@@ -34,16 +36,17 @@ from unipo_build.site.pages.learning.effects import (
     finding,
     gap_change,
     measure_side,
-    pct,
     relative_change_words,
     run_mean,
-    signed,
-    signed_pct,
     values_text,
 )
 from unipo_build.site.facts.run_facts import course_runs
 from unipo_build.site.context import AuthorError, Site, macro
 from unipo_build.site.facts.spec_facts import and_names, count_word
+
+#: A relative change as a signed whole percentage (+5%, −30%); a clip fraction (0.47%, 12.3%).
+SIGNED_PCT = partial(fmt_pct, decimals=0, signed=True)
+CLIP_SHARE = partial(fmt_pct, decimals=1, small=2)
 
 
 def runs_named(site: Site, name: str) -> tuple[str, list[Run]]:
@@ -131,7 +134,7 @@ def unmeasurable_text(claim: "Claim", r: Result) -> str:
 def points(value: float) -> str:
     """A difference of two shares or relative changes in percentage points, signed ('+4.1'; the unit is
     ``POINTS``)."""
-    return signed(100 * value, 2)
+    return fmt_signed(100 * value, 2)
 
 
 POINTS = " points"
@@ -142,8 +145,8 @@ def _entropy(r: Result) -> str:
     ablation rung and the rung before it); between DAPO and GRPO, five slots apart, the words say
     what the runs show and the cause note lists the candidates."""
     a, b = r.a, r.b
-    both = (f"from the first tenth of training to the last, entropy {values_text(a, relative_change_words, signed_pct)} "
-            f"under {a.name} and {values_text(b, relative_change_words, signed_pct)} under {b.name}")
+    both = (f"from the first tenth of training to the last, entropy {values_text(a, relative_change_words, SIGNED_PCT)} "
+            f"under {a.name} and {values_text(b, relative_change_words, SIGNED_PCT)} under {b.name}")
     unclear = (f"These runs neither show nor contradict that clip-higher keeps entropy up: {both}" if r.slot_alone else
                f"These runs do not show entropy falling less under {a.name} than under {b.name}: {both}")
     text = finding(r.verdict, points,
@@ -157,7 +160,7 @@ def _entropy(r: Result) -> str:
 
 def _fewer_high(r: Result) -> str:
     a, b = r.a, r.b
-    both = (f"{values_text(a, pct)} of {a.name}'s tokens against {values_text(b, pct)} of {b.name}'s, on the updates "
+    both = (f"{values_text(a, CLIP_SHARE)} of {a.name}'s tokens against {values_text(b, CLIP_SHARE)} of {b.name}'s, on the updates "
             "after the first of each rollout")
     expected = ", as its higher upper bound leads one to expect" if r.slot_alone else ""
     text = finding(r.verdict, points,
@@ -173,8 +176,8 @@ def _fewer_high(r: Result) -> str:
 
 def _more_clips(r: Result) -> str:
     a, b = r.a, r.b
-    both = (f"{values_text(a, pct)} of {a.name}'s tokens were clipped (on either side) against "
-            f"{values_text(b, pct)} of {b.name}'s, on the updates after the first of each rollout")
+    both = (f"{values_text(a, CLIP_SHARE)} of {a.name}'s tokens were clipped (on either side) against "
+            f"{values_text(b, CLIP_SHARE)} of {b.name}'s, on the updates after the first of each rollout")
     return finding(r.verdict, points,
                    f"{a.name} clipped far more than {b.name}, as its paper reports for its tight bounds: {both}",
                    f"{a.name} clipped fewer tokens than {b.name}, the opposite of what its paper reports: {both}",
@@ -184,7 +187,7 @@ def _more_clips(r: Result) -> str:
 
 
 def _gap_words(value: float) -> str:
-    return signed(value, 2, "tokens")
+    return fmt_signed(value, 2) + " tokens"
 
 
 def _length_bias(r: Result) -> str:
@@ -192,7 +195,7 @@ def _length_bias(r: Result) -> str:
     both = (f"the gap between wrong and right answers' mean lengths changed by {values_text(a, _gap_words)} under "
             f"{a.name} and by {values_text(b, _gap_words)} under {b.name}, from the first tenth of training to the "
             "last")
-    text = finding(r.verdict, lambda v: signed(v, 2),
+    text = finding(r.verdict, lambda v: fmt_signed(v, 2),
                    f"Wrong answers drifted longer, relative to right ones, under {a.name} than under {b.name}: {both}",
                    f"Wrong answers drifted longer under {b.name} than under {a.name}, the opposite of the length-bias "
                    f"argument: {both}",

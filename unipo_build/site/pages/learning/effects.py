@@ -36,7 +36,7 @@ import numpy as np
 from unipo_build.core.judge import ALPHA, Judgement, judge
 from unipo_build.core.runs import Run
 from unipo_build.core.schema import metric_info
-from unipo_build.core.numbers import MINUS, fmt_num, fmt_pct
+from unipo_build.core.numbers import fmt_pct, plain_num
 from unipo_build.site.facts.series import logged_values, mean_se
 
 Status = Literal["shown", "contradicted", "unclear", "unmeasurable"]
@@ -131,7 +131,7 @@ def compare(a: Side, b: Side, predicted: int) -> Verdict:
 
 
 #: How the effect's interval is named: the shifts the test does not reject at ALPHA.
-INTERVAL = f"{100 * (1 - ALPHA):g}% interval"
+INTERVAL = f"{plain_num(100 * (1 - ALPHA))}% interval"
 
 
 def effect_text(j: Judgement, fmt: Callable[[float], str], unit: str = "") -> str:
@@ -287,20 +287,3 @@ def relative_change_words(value: float) -> str:
     if abs(value) < 0.005:
         return "stayed level"
     return f"{'rose' if value > 0 else 'fell'} {fmt_pct(abs(value), 0)}"
-
-
-def signed_pct(value: float) -> str:
-    """A relative change as a signed whole percentage: '+5%', '−30%'."""
-    text = fmt_pct(abs(value), 0)
-    return text if text == "0%" else ("+" if value > 0 else MINUS) + text
-
-
-def signed(value: float, digits: int = 2, unit: str = "") -> str:
-    """'+3.2 tokens', '−0.4 tokens' (a drop reads as a drop)."""
-    text = fmt_num(abs(value), digits)
-    return ("+" if value > 0 else MINUS if value < 0 else "") + text + (f" {unit}" if unit else "")
-
-
-def pct(value: float) -> str:
-    """A share such as a clip fraction, with the precision small shares need."""
-    return fmt_pct(value, 2 if abs(value) < 0.01 else 1)

@@ -25,7 +25,7 @@ from typing import Sequence
 
 from unipo_build.core import judge as J
 from unipo_build.core.heldout import Z95, HeldOutChange, paired_change, run_change, start_and_end
-from unipo_build.core.numbers import fmt_num, fmt_signed_points
+from unipo_build.core.numbers import fmt_fixed, fmt_num, fmt_pct, fmt_signed_points, plain_num
 from unipo_build.core.runs import Run
 from unipo_build.site.context import AuthorError, Site, macro
 from unipo_build.site.facts.seeds import finished_runs, seed_text
@@ -101,16 +101,16 @@ def paired_words(a: Sequence[Run], b: Sequence[Run], mode: str, a_name: str, b_n
 
 def interval_level(z: float) -> str:
     """The coverage of a two-sided normal interval of half-width z standard errors: '95%'."""
-    return f"{100 * math.erf(z / math.sqrt(2)):.0f}%"
+    return fmt_pct(math.erf(z / math.sqrt(2)), 0)
 
 
 def level_text(which: str = "clear") -> str:
     if which == "clear":
-        return f"{J.ALPHA:.2f}"
+        return fmt_fixed(J.ALPHA, 2)
     if which == "suggestive":
-        return f"{J.SUGGESTIVE:.2f}"
+        return fmt_fixed(J.SUGGESTIVE, 2)
     if which == "interval":
-        return f"{100 * (1 - J.ALPHA):g}%"
+        return f"{plain_num(100 * (1 - J.ALPHA))}%"
     if which == "heldout":
         return interval_level(Z95)
     raise AuthorError(f"judge_level: unknown level {which!r} (clear, suggestive, interval, heldout)")

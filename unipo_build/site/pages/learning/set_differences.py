@@ -26,7 +26,7 @@ import numpy as np
 from unipo_build.core.heldout import HeldOutChange, compare as heldout_compare, problem_count
 from unipo_build.core.judge import Judgement, judge
 from unipo_build.core.runs import Run
-from unipo_build.core.numbers import fmt_num, fmt_signed_points
+from unipo_build.core.numbers import fmt_num, fmt_signed_points, plain_num
 from unipo_build.site.fmt import escape_text, note_html, table, two_lines
 from unipo_build.site.facts.run_facts import COURSE_ALGORITHMS
 from unipo_build.site.context import Site, macro
@@ -138,7 +138,7 @@ def setup_table(site: Site, label: str, setups: dict[str, list[RunSetup]]) -> st
             _rising_cell(runs),
         ])
     lrs = sorted({s.lr for runs in setups.values() for s in runs if s.lr is not None})
-    lr = f" Learning rate: {', '.join(f'{v:g}' for v in lrs)}." if lrs else ""
+    lr = f" Learning rate: {', '.join(plain_num(v) for v in lrs)}." if lrs else ""
     return table(["Algorithm", "Rollouts", "Updates", "Answers per kept one", "Held-out greedy change (points)",
                   "Still rising at the end"], rows,
                  caption=f"{label}: how each core algorithm's runs were trained, from their headers and logs.{lr} "

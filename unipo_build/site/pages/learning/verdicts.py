@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from unipo_build.core.diagnose import diagnose
 from unipo_build.core.heldout import MIN_PROBLEMS, TOO_FEW, HeldOutChange, accuracy_curve, problem_count, run_change
-from unipo_build.core.numbers import fmt_num, fmt_pct, fmt_signed_points
+from unipo_build.core.numbers import fmt_fixed, fmt_num, fmt_pct, fmt_signed_points, plain_num
 from unipo_build.core.runs import Run
 from unipo_build.site.browser import site_root
 from unipo_build.site.pages.learning.diagnoses import diagnoses_html, diagnoses_summary
@@ -45,7 +45,7 @@ def changes_of(run: Run) -> dict[str, HeldOutChange | None]:
 def p_text(p: float | None) -> str:
     if p is None:
         return "–"
-    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}" if p < 0.1 else f"p = {p:.2f}"
+    return "p < 0.001" if p < 0.001 else "p = " + fmt_fixed(p, 3 if p < 0.1 else 2)
 
 
 def interval_text(c: HeldOutChange) -> str:
@@ -209,11 +209,11 @@ def run_card_html(site: Site, run: Run | None, name: str, *, with_diagnoses: boo
         ("Updates (steps)", escape_text(fmt_num(summary["steps"]))),
         ("Rollouts", escape_text(fmt_num(summary["rollouts"]))),
         ("Updates per rollout", escape_text(updates_text(per_rollout, epochs, minibatches))),
-        ("Learning rate", hv("lr", lambda v: f"{float(v):g}")),
+        ("Learning rate", hv("lr", lambda v: plain_num(float(v)))),
         ("Responses per prompt (G)", hv("group_size")),
         ("Prompts per rollout", hv("prompts_per_step")),
         ("Max new tokens", hv("max_new_tokens")),
-        ("Sampling temperature", hv("temperature", lambda v: f"{float(v):g}")),
+        ("Sampling temperature", hv("temperature", lambda v: plain_num(float(v)))),
         ("Model", escape_text(f"{model.architecture or model.name}"
                               + (f", {fmt_num(model.parameters)} parameters" if model.parameters else ""))),
         ("Hardware", hw),

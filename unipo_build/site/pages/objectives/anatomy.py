@@ -21,6 +21,7 @@ from unipo_build.core.numbers import (
     fmt_pct,
     fmt_signed,
     fraction_text,
+    plain_num,
     tex_num,
 )
 from unipo_build.core.runs import Run
@@ -327,7 +328,7 @@ def beat_update(pick: AnatomyPick) -> str:
     facts = [("Step objective J (logged)", fmt_objective(J)),
              ("Loss minimised, −J", fmt_objective(-J)),
              ("Gradient norm before clipping", fmt_num(grad, 4) if grad is not None else "–"),
-             ("Learning rate", f"{lr:g}" if lr is not None else "–")]
+             ("Learning rate", plain_num(lr) if lr is not None else "–")]
     html = table(["Quantity", "Value"], [[escape_text(a), escape_text(b)] for a, b in facts], numeric=(1,))
     if pick.later_group is None or pick.mixed is None:
         return html + note_html("This run's log does not detail the same group again later in the same rollout, so "

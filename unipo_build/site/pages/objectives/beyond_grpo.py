@@ -45,7 +45,7 @@ from typing import Sequence
 import numpy as np
 
 from unipo_build.core.heldout import run_change
-from unipo_build.core.numbers import fmt_num, fmt_share
+from unipo_build.core.numbers import fmt_num, fmt_share, fmt_signed
 from unipo_build.core.objective import term_and_gradient, terms_and_gradients
 from unipo_build.core.runs import Run
 from unipo_build.site.context import Site, macro
@@ -57,7 +57,7 @@ from unipo_build.site.render import chart_spec, vega_embed
 from unipo_build.site.pages.dynamics.sampler import gain_points, gains_panel_spec
 from unipo_build.core.matching import slot_changes, slot_config
 from unipo_build.core.specs import SLOTS
-from unipo_build.site.pages.learning.effects import Side, compare, finding, measure_side, run_mean, signed
+from unipo_build.site.pages.learning.effects import Side, compare, finding, measure_side, run_mean
 from unipo_build.site.pages.objectives.clip_family import (
     _runs,
     bounds_of,
@@ -334,7 +334,7 @@ def _seeds_values(side: Side, fmt) -> str:
 
 
 def _share_points(value: float) -> str:
-    return signed(100 * value, 2)
+    return fmt_signed(100 * value, 2)
 
 
 def log_clip_text(site: Site, first: str, second: str | None = None) -> str:

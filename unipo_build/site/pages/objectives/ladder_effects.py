@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from unipo_build.core.numbers import fmt_fixed, fmt_pct
 from unipo_build.core.judge import p_text
 from unipo_build.site.pages.learning.claims import CLAIMS, POINTS, Result, claim_result, points
-from unipo_build.site.pages.learning.effects import Side, Verdict, compare, finding, measure_side, pct, signed_pct
+from unipo_build.site.pages.learning.effects import Side, Verdict, compare, finding, measure_side
 from unipo_build.site.facts.diff import SLOT_LABELS
 from unipo_build.site.pages.objectives.ladder import SUITE_FILE, Rung, ladder_rungs, suite_ladders
 from unipo_build.site.context import Site, macro
@@ -121,14 +122,14 @@ def _rung_list(m: EntropyLadder) -> str:
     parts = []
     for rung, side in m.sides:
         seeds = "" if side.n == 1 else f" (mean of {count_word(side.n)} seeds)"
-        parts.append(f"{signed_pct(side.mean)} under {rung.name}{seeds}")
+        parts.append(f"{fmt_pct(side.mean, 0, signed=True)} under {rung.name}{seeds}")
     return and_names(parts)
 
 
 def _step_words(step: RungStep) -> str:
     """'+ token mean (its aggregation, 9 points, p = 0.008)'."""
     slots = and_names([SLOT_LABELS.get(slot, slot).lower() for slot in step.slots])
-    return f"{step.rung.name} (its {slots}, {abs(step.step) * 100:.0f} points, p = {p_text(step.verdict.judgement.p)})"
+    return f"{step.rung.name} (its {slots}, {fmt_fixed(abs(step.step) * 100, 0)} points, p = {p_text(step.verdict.judgement.p)})"
 
 
 def _steps_words(m: EntropyLadder) -> str:
@@ -157,8 +158,8 @@ def _binding_words(high: Result | None) -> str:
     if high is None or high.verdict.status == "unmeasurable" or high.a.n == 0:
         return ""
     share = high.a.mean
-    text = (f" After the first update of each rollout, the upper bound clipped {pct(share)} of {high.a.name}'s "
-            f"tokens ({high.b.name}: {pct(high.b.mean)})")
+    text = (f" After the first update of each rollout, the upper bound clipped {fmt_pct(share, 1, small=2)} of {high.a.name}'s "
+            f"tokens ({high.b.name}: {fmt_pct(high.b.mean, 1, small=2)})")
     if share < 0.01:
         text += ", so the wider bound had few tokens to act on"
     return text + "."
@@ -177,7 +178,7 @@ def entropy_ladder_words(m: EntropyLadder) -> str:
     else:
         r = m.clip
         where = f"on {r.a.name}, which differs from {r.b.name} in the clip only"
-        move = f"{signed_pct(r.a.mean)} against {signed_pct(r.b.mean)}"
+        move = f"{fmt_pct(r.a.mean, 0, signed=True)} against {fmt_pct(r.b.mean, 0, signed=True)}"
         text += " " + finding(r.verdict, points, f"The clip alone kept entropy up: {where}, entropy fell less, {move}",
                               f"The clip alone did not keep entropy up: {where}, entropy fell more, {move}",
                               f"What the clip alone does to entropy's fall is not clear here: {where}, entropy changed "
@@ -193,7 +194,7 @@ def clip_higher_evidence_words(m: EntropyLadder) -> str:
         return f"not measurable in this build: {m.reason}"
     r = m.clip
     status = r.verdict.status
-    nums = f"{signed_pct(r.a.mean)} against {signed_pct(r.b.mean)}, {r.verdict.judgement.short()}"
+    nums = f"{fmt_pct(r.a.mean, 0, signed=True)} against {fmt_pct(r.b.mean, 0, signed=True)}, {r.verdict.judgement.short()}"
     if status == "shown":
         return f"in this build's ladder the clip alone kept entropy up ({nums})"
     if status == "contradicted":

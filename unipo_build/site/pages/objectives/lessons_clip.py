@@ -25,7 +25,7 @@ from unipo_build.core.reader import token_digest
 from unipo_build.site.render import chart_spec, vega_embed
 from unipo_build.core.runs import Run
 from unipo_build.core.schema import StepDetail
-from unipo_build.core.numbers import fmt_num, fmt_pct
+from unipo_build.core.numbers import fmt_fixed, fmt_num, fmt_pct, plain_num, round_sig
 from unipo_build.site.fmt import escape_text, note_html, panel_grid, table
 from unipo_build.site.palette import algorithm_colour
 from unipo_build.site.facts.run_facts import course_runs, mean_mismatch, missing_run_text
@@ -68,7 +68,7 @@ def logged_extremes(run: Run) -> dict | None:
 
 def bound_text(value: float) -> str:
     """A clip bound with the digits its eps needs: 0.8, 1.28, 0.9997, 1.0004."""
-    return f"{value:.6g}"
+    return plain_num(value)
 
 
 def ratio_extremes_html(site: Site) -> str:
@@ -271,7 +271,7 @@ def kl_spike_html(site: Site, name: str) -> str:
         if len(x) > SPIKE_POINTS:
             idx = lttb_indices(x, y, SPIKE_POINTS)
             x, y = x[idx], y[idx]
-        rows = [{"step": int(a), "y": float(f"{b:.4g}")} for a, b in zip(x, y)]
+        rows = [{"step": int(a), "y": round_sig(b, 4)} for a, b in zip(x, y)]
         line = alt.Chart(alt.Data(values=rows)).mark_line(strokeWidth=1.4, color=colour).encode(
             x=alt.X("step:Q", title="update (step)"),
             y=alt.Y("y:Q", title=label, scale=alt.Scale(type="log")),
@@ -393,7 +393,7 @@ def up_clipped_html(site: Site, name: str) -> str:
             continue
         counts, _ = np.histogram(values, bins=edges)
         for k, c in enumerate(counts):
-            rows.append({"set": label, "bin": f"{edges[k]:.1f}\u2013{edges[k + 1]:.1f}", "x": float(edges[k] + 0.05),
+            rows.append({"set": label, "bin": f"{fmt_fixed(edges[k], 1, minus='-')}\u2013{fmt_fixed(edges[k + 1], 1, minus='-')}", "x": float(edges[k] + 0.05),
                          "share": round(float(c / len(values)), 4), "n": int(c)})
     colour = algorithm_colour(run.header.algorithm)
     chart = alt.Chart(alt.Data(values=rows)).mark_bar(opacity=0.85).encode(

@@ -17,12 +17,13 @@ at both scales, a difference, or not measurable in one of them, and why.
 from __future__ import annotations
 
 import math
+from functools import partial
 from dataclasses import dataclass
 from typing import Callable, Literal
 
 import numpy as np
 
-from unipo_build.core.numbers import fmt_num, fmt_pct, fmt_signed_points
+from unipo_build.core.numbers import fmt_num, fmt_pct, fmt_signed, fmt_signed_points
 from unipo_build.site.pages.learning.claims import (
     CLAIMS,
     Result,
@@ -33,7 +34,7 @@ from unipo_build.site.pages.learning.claims import (
     unmeasurable_text,
 )
 from unipo_build.site.browser import site_root
-from unipo_build.site.pages.learning.effects import Side, pct, signed, signed_pct
+from unipo_build.site.pages.learning.effects import Side
 from unipo_build.site.pages.objectives.ladder_effects import entropy_ladder, entropy_ladder_words
 from unipo_build.site.fmt import escape_text, note_html
 from unipo_build.site.pages.objectives.lessons_groups import (
@@ -134,12 +135,12 @@ def read_entropy(site: Site) -> Reading:
     if not m.measured:
         return Reading(text, "", "unmeasurable", 0, m.reason)
     r = m.clip
-    number = f"clip-only rung {signed_pct(r.a.mean)}, the rung before it {signed_pct(r.b.mean)}"
+    number = f"clip-only rung {fmt_pct(r.a.mean, 0, signed=True)}, the rung before it {fmt_pct(r.b.mean, 0, signed=True)}"
     if m.high is not None and m.high.verdict.status != "unmeasurable":
-        number += f"; upper bound clipped {pct(m.high.a.mean)} of its tokens"
+        number += f"; upper bound clipped {fmt_pct(m.high.a.mean, 1, small=2)} of its tokens"
     steps = m.clear_steps
     number += ("; no rung's step clear of the noise" if not steps else "; steps clear of the noise: "
-               + ", ".join(f"{s.rung.name} {signed(100 * s.step, 0, 'points')}" for s in steps))
+               + ", ".join(f"{s.rung.name} {fmt_signed(100 * s.step, 0)} points" for s in steps))
     return Reading(text, number, r.verdict.status, _sign(r.a.mean - r.b.mean), r.verdict.reason)
 
 
@@ -152,12 +153,13 @@ def read_clip_higher(site: Site) -> Reading:
     claim, r = CLAIMS["fewer_high_clips"], m.high
     if r.verdict.status == "unmeasurable":
         return Reading(unmeasurable_text(claim, r), "", "unmeasurable", 0, r.verdict.reason)
-    return Reading(capitalised(claim.words(r)), _pair(r, pct), r.verdict.status, _sign(r.a.mean - r.b.mean),
+    return Reading(capitalised(claim.words(r)), _pair(r, partial(fmt_pct, decimals=1, small=2)), r.verdict.status,
+                   _sign(r.a.mean - r.b.mean),
                    r.verdict.reason)
 
 
 def read_length_bias(site: Site) -> Reading:
-    return _effect_reading(site, "length_bias", "grpo", "dr_grpo", lambda r: _pair(r, lambda v: signed(v, 2, "tokens")))
+    return _effect_reading(site, "length_bias", "grpo", "dr_grpo", lambda r: _pair(r, lambda v: fmt_signed(v, 2) + " tokens"))
 
 
 def read_filter_fill(site: Site) -> Reading:

@@ -24,7 +24,7 @@ from unipo_build.core import project, runs, yamlfile
 from unipo_build.core.paths import project_relative
 from unipo_build.core.runs import split_variant
 from unipo_build.core.sets import ENV_RUNS, RunSet, SetsError, available_sets, declared_sets, env_name
-from unipo_build.core.numbers import fmt_num
+from unipo_build.core.numbers import fmt_num, plain_num
 from unipo_build.site.fmt import escape_text, join_words, note_html
 from unipo_build.site.facts.run_facts import COURSE_ALGORITHMS
 from unipo_build.site.pages.learning.set_differences import rollouts_of, set_differences_html
@@ -318,7 +318,7 @@ def scale_gist_text(site: Site) -> str:
     if largest:
         low, high = (_orders(p / largest) for p in (min(x[1] for x in PAPER_SCALES), max(x[1] for x in PAPER_SCALES)))
         span = _orders_words(low, high)
-        papers = and_names([f"{name}: {p / 1e9:g} billion parameters, {fmt_num(prompts)} prompts \u00d7 "
+        papers = and_names([f"{name}: {plain_num(p / 1e9)} billion parameters, {fmt_num(prompts)} prompts \u00d7 "
                             f"{fmt_num(g)} answers per step" for name, p, prompts, g in PAPER_SCALES])
         text += (f" The papers trained far larger models on far larger batches ({papers}): the largest model here is "
                  f"{span} of magnitude smaller. A claim that holds in both sets holds at these two small scales, not "

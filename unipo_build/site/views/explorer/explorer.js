@@ -78,14 +78,9 @@
     return lo;
   }
 
-  // As explorer.py format_value(): 3 significant digits (views-common.js fmt), fractions as %.
+  // numbers.fmt_metric's port (views-common.js): 3 significant digits, fractions as %.
   function formatValue(v, unit) {
-    if (v === null || v === undefined || !isFinite(v)) return "\u2013";
-    var percent = unit && unit.charAt(0) === "%";
-    if (percent) v = 100 * v;
-    // 3 significant digits, but never fewer than the whole part has (1,379 s, not 1,380)
-    var digits = v ? Math.max(3, Math.floor(Math.log10(Math.abs(v))) + 1) : 3;
-    return window.UNIPOViews.fmt(v, digits) + (percent ? "%" : "");
+    return window.UNIPOViews.fmtMetric(v, unit);
   }
 
   function unitSuffix(unit) {
@@ -93,7 +88,7 @@
   }
 
   function formatStep(s) {
-    return Math.round(s).toLocaleString("en-US");
+    return window.UNIPOViews.fmt(Math.round(s));
   }
 
   /* ------------------------------------------------------------ one explorer */

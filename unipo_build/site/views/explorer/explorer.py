@@ -42,7 +42,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from unipo_build.core import runlog
-from unipo_build.core.numbers import fmt_pct
+from unipo_build.core.numbers import fmt_fixed, fmt_metric, fmt_num, fmt_pct
 from unipo_build.core.heldout import accuracy_curve
 from unipo_build.site.render import escape_text, json_data
 from unipo_build.core.runs import Run
@@ -72,7 +72,6 @@ from unipo_build.site.views.explorer.explorer_series import (
     default_metrics,
     encode_values,
     fisheye_expr,
-    format_value,
     nice_step,
     outlier_flattens,
     series_from_table,
@@ -332,9 +331,9 @@ def _chips_html(uid: str, series: RunSeries, selected: list[str]) -> str:
                 f' title="{escape_text(title)}" aria-describedby="{desc_id}">'
                 f'<span class="unipo-explorer__swatch" aria-hidden="true"></span>'
                 f'<span class="unipo-explorer__chip-label">{escape_text(info.label)}</span> '
-                f'<span class="unipo-explorer__chip-value">{escape_text(format_value(series.metrics[name].last, unit))}</span>'
+                f'<span class="unipo-explorer__chip-value">{escape_text(fmt_metric(series.metrics[name].last, unit))}</span>'
                 f'<span id="{desc_id}" hidden>{escape_text(info.description)} Last value '
-                f'{escape_text(format_value(series.metrics[name].last, unit))}.</span></button>'
+                f'{escape_text(fmt_metric(series.metrics[name].last, unit))}.</span></button>'
             )
         out.append(
             f'<div class="unipo-explorer__group"><span class="unipo-explorer__group-name">{escape_text(group)}</span>'
@@ -365,7 +364,7 @@ def _controls_html(uid: str, series: RunSeries) -> str:
         f'<label class="unipo-explorer__control" for="{uid}-focus">around step '
         f'<input type="range" id="{uid}-focus" class="unipo-explorer__focus" min="{series.first_step}"'
         f' max="{series.last_step}" step="1" value="{(series.first_step + series.last_step) // 2}" disabled>'
-        f' <output class="unipo-explorer__focus-out" for="{uid}-focus">{(series.first_step + series.last_step) // 2:,}</output></label>'
+        f' <output class="unipo-explorer__focus-out" for="{uid}-focus">{fmt_num((series.first_step + series.last_step) // 2)}</output></label>'
         "</div>"
     )
 
@@ -398,16 +397,16 @@ def evals_html(evals: Sequence[EvalRecord], max_rows: int = 8) -> str:
                 a = None
         if a is not None:
             headline = (f'<p class="unipo-explorer__evals-headline">Greedy accuracy <strong>{fmt_pct(a)}'
-                        f" → {fmt_pct(b)}</strong> on the {n:,} {on} "
-                        f"(step {start.step:,} to {end.step:,}).</p>")
+                        f" → {fmt_pct(b)}</strong> on the {fmt_num(n)} {on} "
+                        f"(step {fmt_num(start.step)} to {fmt_num(end.step)}).</p>")
     def step_cell(e: EvalRecord) -> str:
         phase = {"start": "start", "end": "end"}.get(e.phase)
-        return f"{e.step:,}" + (f' <span class="unipo-explorer__hint">{phase}</span>' if phase else "")
+        return f"{fmt_num(e.step)}" + (f' <span class="unipo-explorer__hint">{phase}</span>' if phase else "")
 
     body = "".join(
         f'<tr title="{escape_text(PHASES.get(e.phase, e.phase))}"><td>{step_cell(e)}</td>'
         f"<td>{fmt_pct(e.accuracy_greedy)}</td><td>{fmt_pct(e.accuracy_sampled)}</td>"
-        f"<td>{'–' if e.mean_length is None else f'{e.mean_length:.1f}'}</td></tr>"
+        f"<td>{'–' if e.mean_length is None else fmt_fixed(e.mean_length, 1)}</td></tr>"
         for e in rows
     )
     note = "" if len(rows) == len(evals) else f"<p class=\"unipo-explorer__hint\">{len(rows)} of {len(evals)} evaluations shown.</p>"
@@ -448,8 +447,8 @@ def unit_suffix(unit: str) -> str:
 def ring_range_text(m: MetricSeries, unit: str, robust: bool) -> tuple[str, str]:
     """(the range a ring spans, a note when it is drawn robust); explorer.js ``ringText`` agrees."""
     lo, hi = (m.q_low, m.q_high) if robust else (m.low, m.high)
-    span = f"{format_value(lo, unit)} to {format_value(hi, unit)}" + (f" {unit_suffix(unit)}" if unit else "")
-    note = (f"robust scale: the whole run spans {format_value(m.low, unit)} to {format_value(m.high, unit)}; "
+    span = f"{fmt_metric(lo, unit)} to {fmt_metric(hi, unit)}" + (f" {unit_suffix(unit)}" if unit else "")
+    note = (f"robust scale: the whole run spans {fmt_metric(m.low, unit)} to {fmt_metric(m.high, unit)}; "
             "values beyond the ring are drawn at its edge and circled") if robust else ""
     return span, note
 
@@ -508,21 +507,21 @@ def explorer_html(run: Run, metrics: Sequence[str] | None = None, *, inspector: 
     payload = {"spec": spec, "data": _payload(run, series, selected)}
     n_tokens = len(run.token_steps())
     caption = (
-        f"{series.n_steps:,} steps clockwise from the top; each ring one metric, from its smallest value (inner "
+        f"{fmt_num(series.n_steps)} steps clockwise from the top; each ring one metric, from its smallest value (inner "
         "edge) to its largest (outer edge), in the order of the list \u201cRings, outside in\u201d. ")
     # Mouse and touch readers are told what their device does (explorer.css shows one of the two).
     how_mouse = ("Hover (or focus the chart and use the arrow keys) to read every ring at a step; click to open "
-                 f"the nearest logged step ({n_tokens:,} of {series.n_steps:,} have token data).")
+                 f"the nearest logged step ({fmt_num(n_tokens)} of {fmt_num(series.n_steps)} have token data).")
     how_touch = ("Tap a ring to read every ring at that step and open the nearest logged step "
-                 f"({n_tokens:,} of {series.n_steps:,} have token data).")
+                 f"({fmt_num(n_tokens)} of {fmt_num(series.n_steps)} have token data).")
     boundary_note = (
-        f"Ticks just outside the outer ring mark the {series.boundaries_total:,} rollout boundaries"
-        + (f" ({len(series.boundaries):,} of them are embedded, one in {series.boundary_stride})"
+        f"Ticks just outside the outer ring mark the {fmt_num(series.boundaries_total)} rollout boundaries"
+        + (f" ({fmt_num(len(series.boundaries))} of them are embedded, one in {series.boundary_stride})"
            if series.boundary_stride > 1 else "")
         + "; where they would crowd, only every second (fourth, ...) one is drawn."
     )
     details = (
-        f"Every ring is downsampled to at most {POINTS_PER_RING:,} points with LTTB, which keeps peaks and "
+        f"Every ring is downsampled to at most {fmt_num(POINTS_PER_RING)} points with LTTB, which keeps peaks and "
         f"dips; a value read between kept points is marked ≈. {boundary_note} Robust scale: a ring spans "
         "its 1st to 99th percentile plus a 10% margin, so one outlier cannot flatten it; values beyond are "
         "drawn at the edge and circled. The automatic scale (the default) draws a ring robust when its 1st to 99th "
@@ -531,7 +530,7 @@ def explorer_html(run: Run, metrics: Sequence[str] | None = None, *, inspector: 
     )
     note_html = "".join(f'<p class="unipo-explorer__hint">{escape_text(n)}</p>' for n in notes)
     header = run.header
-    meta = f"{series.n_steps:,} steps"
+    meta = f"{fmt_num(series.n_steps)} steps"
     if header.model and header.model.name:
         meta += f" · model {header.model.name}"
     if header.task and header.task.name:

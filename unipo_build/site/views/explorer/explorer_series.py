@@ -25,7 +25,7 @@ import numpy as np
 from unipo_build.core import runlog
 from unipo_build.core.cache import Cache
 from unipo_build.core.downsample import StreamingEnvelope, StrideSample, drop_repeats, quantile_bounds
-from unipo_build.core.numbers import fmt_num
+from unipo_build.core.numbers import round_sig
 from unipo_build.core.reader import StepTable, reader_for
 from unipo_build.core.schema import METRICS
 from unipo_build.site.palette import role
@@ -247,22 +247,9 @@ def outlier_flattens(m: MetricSeries) -> bool:
     return full > 0 and (m.q_high - m.q_low) < FLAT_SHARE * full
 
 
-def format_value(value: float | None, unit: str = "") -> str:
-    """A metric value for a chip, the read-out or the ring legend: 3 significant digits as
-    ``numbers.fmt_num`` (a tiny value as 2.49 × 10⁻⁵), a fraction as a percentage when its unit
-    says so (explorer.js ``formatValue``)."""
-    if value is None or not math.isfinite(value):
-        return "–"
-    if unit.startswith("%"):
-        value = 100.0 * value
-    # 3 significant digits, but never fewer than the whole part has (1,379 s, not 1,380)
-    digits = max(3, int(math.floor(math.log10(abs(value)))) + 1) if value else 3
-    return fmt_num(value, digits) + ("%" if unit.startswith("%") else "")
-
-
 def _num(value: float, digits: int = 4) -> float | int:
     """A value rounded to ``digits`` significant digits, as an int when whole (shorter JSON)."""
-    rounded = float(f"{value:.{digits}g}")
+    rounded = round_sig(value, digits)
     return int(rounded) if rounded.is_integer() and abs(rounded) < 1e15 else rounded
 
 
