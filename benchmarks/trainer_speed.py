@@ -74,10 +74,13 @@ def parse_args(argv=None):
     ap.add_argument("--rollouts", type=int, default=6, help="measured rollouts per trainer (after warm-up)")
     ap.add_argument("--warmup", type=int, default=1, help="rollouts per trainer run first and not measured")
     ap.add_argument("--threads", type=int, default=1, help="torch threads for both trainers")
-    ap.add_argument("--preset", default="tiny")
+    ap.add_argument("--preset", default="tiny", help="tiny, or a chat preset (smollm2): see the docstring")
+    ap.add_argument("--max-new-tokens", type=int, default=None,
+                    help="both sides' answer budget (default: the preset's; smollm2 128, the issue's shape 64)")
     ap.add_argument("--model", default=None,
                     help="local HF checkpoint (default: the preset's warm start, work/sft-<preset> when trained here, "
-                         "else the shipped data/warm-start/<preset>)")
+                         "else the shipped data/warm-start/<preset>; a chat preset: its checkpoint, "
+                         "work/models/...)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--sampler-lag", type=int, default=0,
                     help="ours in its asynchronous mode: each rollout sampled by the policy of this many rollouts "
@@ -86,13 +89,23 @@ def parse_args(argv=None):
     ap.add_argument("--omp-wait-policy", choices=("PASSIVE", "ACTIVE"), default=None,
                     help="set OMP_WAIT_POLICY before torch loads (default: the environment's value, else PASSIVE as "
                          "training/__init__.py sets it for every project run)")
-    ap.add_argument("--json", default=str(REPO / "benchmarks" / "results" / "trainer_speed.json"))
+    ap.add_argument("--json", default=None,
+                    help="default benchmarks/results/trainer_speed.json (tiny), trainer_speed_<preset>.json, "
+                         "with _<N> when --max-new-tokens N differs from the preset's")
     ap.add_argument("--keep-runs", default=None, help="keep both trainers' output directories under this path")
     args = ap.parse_args(argv)
+    from training.presets import get_preset
+
+    preset = get_preset(args.preset)
     if args.model is None:
         from training.sft import warm_start_path
 
-        args.model = str(warm_start_path(args.preset, REPO))
+        args.model = str(REPO / preset.chat.checkpoint if preset.chat else warm_start_path(args.preset, REPO))
+    if args.json is None:
+        name = "trainer_speed" if args.preset == "tiny" else f"trainer_speed_{args.preset}"
+        if args.max_new_tokens is not None and args.max_new_tokens != preset.rl.max_new_tokens:
+            name += f"_{args.max_new_tokens}"
+        args.json = str(REPO / "benchmarks" / "results" / f"{name}.json")
     return args
 
 
@@ -111,6 +124,7 @@ OMP_POLICY = (os.environ.get("OMP_WAIT_POLICY", "unset (libgomp default)")
 
 import torch  # noqa: E402
 
+from training.presets import get_preset  # noqa: E402
 from unipo_build.core import runlog  # noqa: E402
 
 
@@ -150,21 +164,32 @@ class Ours:
         from training.rl import Trainer, TrainOptions
 
         total = args.warmup + args.rollouts
+        overrides = {}
+        if args.max_new_tokens is not None:
+            overrides["max_new_tokens"] = args.max_new_tokens
+        if get_preset(args.preset).chat:  # the run header's length probe (16 prompts x 8 answers): setup only
+            overrides["probe_prompts"] = 0
         self.trainer = Trainer(TrainOptions(
             algorithm="grpo", preset=args.preset, steps=total, seed=args.seed, out=str(out), model=args.model,
             device="cpu", progress=False, detail_every=1, threads=args.threads, eval_every=10**9,
-            sampler_lag=args.sampler_lag))
+            sampler_lag=args.sampler_lag, rl_overrides=overrides or None))
         self.trainer.setup()
         self.out = out
         self.sampled_tokens: list[int] = []
         self.sampled_prompts: list[list[str]] = []
+        self.prompt_ids: list[list[list[int]]] = []  # per rollout, each group's prompt token ids as the model read them
+        self.sample_times: list[tuple[float, float]] = []
         self.first_update: tuple[float, float] | None = None
         sample, update = self.trainer._sample_rollout, self.trainer._update
 
         def counted():  # instrumented count of the tokens in the trained batch
+            clock = Clock()
             batch, answers, filtered, stats = sample()
+            self.sample_times.append(clock.lap())
             self.sampled_tokens.append(int(batch.response_mask.sum()) if batch is not None else 0)
             self.sampled_prompts.append(list(batch.prompts) if batch is not None else [])
+            self.prompt_ids.append(unpadded(batch.input_ids[:, :batch.prompt_width], batch.attention_mask[:, :batch.prompt_width],
+                                            batch.group_size) if batch is not None else [])
             return batch, answers, filtered, stats
 
         def marked(*a, **kw):  # the end of the generation phase: the rollout's first update starts
@@ -188,14 +213,15 @@ class Ours:
         t.run_rollout()
         wall, cpu = clock.lap()
         gen_wall, gen_cpu = self.first_update[0] - clock.wall, self.first_update[1] - clock.cpu
-        steps = [json.loads(line) for line in (self.out / runlog.STEPS).read_text().splitlines()]
+        steps = [json.loads(line) for _, line in runlog.log_lines(runlog.log_file(self.out, runlog.STEPS)) if line.strip()]
         mine = [s for s in steps if s["step"] >= first_step]
         m = mine[0]["metrics"]
         n_resp = t.rl.prompts_per_step * t.rl.group_size  # grpo has no filter: every group is trained on
         logged_tokens = round(m["length/mean"] * n_resp)
         self.records.append({
             "measured": measured, "wall_s": wall, "cpu_s": cpu, "gen_s": gen_wall, "gen_cpu_s": gen_cpu,
-            "gen_s_logged": m["time/rollout_s"], "update_s": wall - gen_wall, "steps": len(mine),
+            "gen_s_logged": m["time/rollout_s"], "sample_s": self.sample_times[-1][0],
+            "sample_cpu_s": self.sample_times[-1][1], "update_s": wall - gen_wall, "steps": len(mine),
             "tokens": logged_tokens,
             "tokens_instrumented": self.sampled_tokens[-1], "responses": n_resp,
             "token_detail_steps": sum(1 for s in mine if s.get("has_tokens")),
@@ -206,11 +232,24 @@ class Ours:
 # TRL
 # ---------------------------------------------------------------------------
 
-def trl_reward(completions, answer, **kwargs):
-    """training/reward.py's score, exactly as our trainer computes it (correctness, weight 1)."""
+def unpadded(ids, mask, every: int) -> list[list[int]]:
+    """The real (unmasked) token ids of every `every`-th row: one row per prompt group."""
+    return [row[m.bool()].tolist() for row, m in zip(ids[::every], mask[::every])]
+
+
+def trl_reward_for(rule: str):
+    """training/reward.py's score, exactly as our trainer computes it (Trainer._score: correctness, weight 1,
+    read by the preset's rule: "answer" for tiny, "last_integer" for a chat preset). A chat prompt's completion
+    comes from TRL as a message list, [{"role": "assistant", "content": text}]: its text is scored."""
     from training.reward import score_response, total_reward
 
-    return [total_reward(score_response(c, a)) for c, a in zip(completions, answer)]
+    kw = {"rule": rule} if rule != "answer" else {}
+
+    def trl_reward(completions, answer, **kwargs):
+        texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
+        return [total_reward(score_response(t, a, **kw)) for t, a in zip(texts, answer)]
+
+    return trl_reward
 
 
 class TRLSide:
@@ -228,9 +267,18 @@ class TRLSide:
         self.U = E * M
         self.total = args.warmup + args.rollouts
         cfg = ours.trainer.cfg
+        self.chat = ours.trainer.chat
+        # tiny: one forward/backward per optimizer step. A chat preset: ours cuts a minibatch into passes of
+        # micro_rows answers (a 49k vocabulary's logits are the memory), so TRL gets the same micro-batches:
+        # gradient accumulation over micro_rows-answer passes, one optimizer step per P*G/M answers.
+        mb = P * G // M
+        micro = min(ours.trainer.micro_rows, mb) if self.chat else mb
+        if mb % micro:
+            raise SystemExit(f"a minibatch of {mb} answers is not a whole number of {micro}-answer micro-batches")
+        GA = mb // micro
         self.mapping = {
-            "per_device_train_batch_size": P * G // M, "steps_per_generation": M, "num_iterations": E,
-            "gradient_accumulation_steps": 1, "num_generations": G, "generation_batch_size (derived)": P * G,
+            "per_device_train_batch_size": micro, "steps_per_generation": M * GA, "num_iterations": E,
+            "gradient_accumulation_steps": GA, "num_generations": G, "generation_batch_size (derived)": P * G,
             "optimizer_steps_per_generation_batch": self.U,
         }
         # benchmarks/gpu_speed.py runs this side on a GPU (args.device "cuda", args.bf16 True: bf16
@@ -239,7 +287,7 @@ class TRLSide:
         self.config = GRPOConfig(
             output_dir=str(out), report_to="none", use_cpu=on_cpu, bf16=bool(getattr(args, "bf16", False)), fp16=False,
             gradient_checkpointing=False,  # TRL defaults to True; ours does not checkpoint activations
-            per_device_train_batch_size=P * G // M, gradient_accumulation_steps=1, steps_per_generation=M,
+            per_device_train_batch_size=micro, gradient_accumulation_steps=GA, steps_per_generation=M * GA,
             num_iterations=E, num_generations=G, max_completion_length=rl.max_new_tokens,
             temperature=rl.temperature, top_p=1.0, top_k=0, use_vllm=False, shuffle_dataset=False,
             loss_type="grpo", scale_rewards="group", epsilon=float(cfg.param("clip", "eps")),
@@ -257,7 +305,13 @@ class TRLSide:
         rows = ours.trainer.train_rows
         rng = random.Random(args.seed)
         drawn = [rows[rng.randrange(len(rows))] for _ in range(P * self.total)]
-        dataset = Dataset.from_list([{"prompt": r["prompt"], "answer": r["answer"]} for r in drawn])
+        # A chat preset: conversational prompts (its system prompt, the question as the user's), which TRL puts
+        # through the same tokenizer's chat template (add_generation_prompt), as ours does; a check compares the
+        # token ids both sides fed the model.
+        system = ours.trainer.system_prompt
+        dataset = Dataset.from_list([{"prompt": r["prompt"] if system is None else
+                                      [{"role": "system", "content": system}, {"role": "user", "content": r["prompt"]}],
+                                      "answer": r["answer"]} for r in drawn])
         _, tokenizer = load_policy(args.model)  # the same tokenizer (pad token set as ours does)
         side = self
 
@@ -271,21 +325,28 @@ class TRLSide:
                 gen_cpu = sum(c for _, c in side.gen_times[side.gen_mark:])
                 side.gen_mark = len(side.gen_times)
                 side.records.append({"measured": r >= args.warmup, "wall_s": wall, "cpu_s": cpu, "gen_s": gen,
-                                     "gen_cpu_s": gen_cpu, "update_s": wall - gen, "steps": side.U,
+                                     "gen_cpu_s": gen_cpu,
+                                     "sample_s": sum(w for w, _ in side.sample_times[side.sample_mark:]),
+                                     "sample_cpu_s": sum(c for _, c in side.sample_times[side.sample_mark:]),
+                                     "update_s": wall - gen, "steps": side.U,
                                      "tokens_instrumented": sum(side.gen_tokens[side.tok_mark:]),
                                      "threads": torch.get_num_threads(), "load1": loadavg()[0]})
                 side.tok_mark = len(side.gen_tokens)
+                side.sample_mark = len(side.sample_times)
                 between(r + 1)  # ours runs here in --order alternate (not part of TRL's time)
                 torch.set_num_threads(ARGS_THREADS[0])
                 side.clock = Clock()
 
-        self.trainer = GRPOTrainer(model=args.model, reward_funcs=[trl_reward], args=self.config,
+        self.trainer = GRPOTrainer(model=args.model, reward_funcs=[trl_reward_for(ours.trainer.reward_rule)],
+                                   args=self.config,
                                    train_dataset=dataset, processing_class=tokenizer, callbacks=[Timer()])
         self.records: list[dict] = []
         self.gen_times: list[tuple[float, float]] = []
         self.gen_tokens: list[int] = []
         self.gen_prompts: list[list[str]] = []
-        self.gen_mark = self.tok_mark = 0
+        self.prompt_ids: list[list[list[int]]] = []
+        self.sample_times: list[tuple[float, float]] = []
+        self.gen_mark = self.tok_mark = self.sample_mark = 0
         original = self.trainer._generate_and_score_completions
 
         def timed(inputs):
@@ -293,10 +354,22 @@ class TRLSide:
             out = original(inputs)
             self.gen_times.append(clock.lap())
             self.gen_tokens.append(int(out["completion_mask"].sum()))
-            self.gen_prompts.append([x["prompt"] for x in inputs[::G]])  # each prompt comes G times in a row
+            # each prompt comes G times in a row; a conversational one is compared by its question
+            self.gen_prompts.append([x["prompt"][-1]["content"] if isinstance(x["prompt"], list) else x["prompt"]
+                                     for x in inputs[::G]])
+            self.prompt_ids.append(unpadded(out["prompt_ids"].cpu(), out["prompt_mask"].cpu(), G))
             return out
 
         self.trainer._generate_and_score_completions = timed
+        generate = self.trainer._generate
+
+        def sampled(prompts):  # TRL's sampling alone (tokenizing, model.generate, decoding), as ours' _sample_rollout
+            clock = Clock()
+            out = generate(prompts)
+            self.sample_times.append(clock.lap())
+            return out
+
+        self.trainer._generate = sampled
 
     def run(self) -> None:
         torch.set_num_threads(ARGS_THREADS[0])
@@ -337,9 +410,11 @@ def summarize(records: list[dict]) -> dict:
         "steps_per_s": steps / wall, "rollouts_per_s": n / wall,
         "generated_tokens_per_s": tokens / wall if tokens else None,
         "s_per_rollout": wall / n, "s_per_rollout_median": statistics.median(r["wall_s"] for r in m),
-        "s_per_rollout_gen": gen / n, "s_per_rollout_update": (wall - gen) / n,
+        "s_per_rollout_gen": gen / n, "s_per_rollout_sample": sum(r["sample_s"] for r in m) / n,
+        "s_per_rollout_update": (wall - gen) / n,
         "s_per_step": wall / steps, "s_per_step_gen": gen / steps, "s_per_step_update": (wall - gen) / steps,
         "cpu_s_per_rollout": cpu / n, "cpu_s_per_rollout_gen": gen_cpu / n,
+        "cpu_s_per_rollout_sample": sum(r["sample_cpu_s"] for r in m) / n,
         "cpu_s_per_rollout_update": (cpu - gen_cpu) / n,
         "steps_per_cpu_s": steps / cpu, "generated_tokens_per_cpu_s": tokens / cpu if tokens else None,
         "threads_seen": sorted({r["threads"] for r in m}),
@@ -352,6 +427,7 @@ ROWS = [
     ("generated tokens/s", "generated_tokens_per_s", "{:.1f}"),
     ("s/rollout (wall)", "s_per_rollout", "{:.2f}"),
     ("  generation", "s_per_rollout_gen", "{:.2f}"),
+    ("    sampling", "s_per_rollout_sample", "{:.2f}"),
     ("  update", "s_per_rollout_update", "{:.2f}"),
     ("s/rollout median", "s_per_rollout_median", "{:.2f}"),
     ("s/optimizer step", "s_per_step", "{:.3f}"),
@@ -359,6 +435,7 @@ ROWS = [
     ("  update", "s_per_step_update", "{:.3f}"),
     ("CPU s/rollout", "cpu_s_per_rollout", "{:.2f}"),
     ("  generation", "cpu_s_per_rollout_gen", "{:.2f}"),
+    ("    sampling", "cpu_s_per_rollout_sample", "{:.2f}"),
     ("  update", "cpu_s_per_rollout_update", "{:.2f}"),
     ("optimizer steps/CPU s", "steps_per_cpu_s", "{:.3f}"),
     ("generated tokens/CPU s", "generated_tokens_per_cpu_s", "{:.1f}"),
@@ -418,6 +495,7 @@ def main(args) -> dict:
         "trl_tokens_logged_equal_instrumented": s_trl["generated_tokens"] == s_trl["generated_tokens_instrumented"],
         "ours_token_detail_on_every_update": all(r["token_detail_steps"] == r["steps"] for r in ours.records),
         "same_prompts_each_rollout": ours.sampled_prompts == theirs.gen_prompts,
+        "same_prompt_token_ids_each_rollout": ours.prompt_ids == theirs.prompt_ids,
     }
     run_dir_bytes = sum(p.stat().st_size for p in (root / "ours").rglob("*") if p.is_file())
     rl = ours.trainer.rl
@@ -435,7 +513,14 @@ def main(args) -> dict:
             "order": args.order, "warmup_rollouts_excluded": args.warmup, "measured_rollouts": args.rollouts,
             "prompts_per_rollout": rl.prompts_per_step, "group_size": rl.group_size,
             "max_new_tokens": rl.max_new_tokens, "temperature": rl.temperature, "lr": rl.lr,
+            "prompt_tokens": sorted({len(ids) for r in ours.prompt_ids for ids in r}),
+            "chat": ({"system_prompt": ours.trainer.system_prompt, "reward_rule": ours.trainer.reward_rule,
+                      "prompts": "ours: the chat template via training/generation.py prompt_ids; TRL: conversational "
+                                 "[system, user] messages through the same tokenizer's template"}
+                     if ours.trainer.chat else None),
             "ours": {"epochs": rl.epochs, "minibatches": rl.minibatches, "detail_every": rl.detail_every,
+                     "micro_rows": ours.trainer.micro_rows,
+                     "old_logprobs_from_first_update": bool(getattr(ours.trainer, "fused_old_logprobs", False)),
                      "detail_groups": rl.detail_groups, "kl": "k3 in loss, beta 0.04 (grpo spec)",
                      "sampler_lag": rl.sampler_lag,
                      "run_dir_bytes": run_dir_bytes},
@@ -464,7 +549,8 @@ def main(args) -> dict:
           f"{rl.prompts_per_step * rl.group_size // rl.minibatches} completions per rollout on both sides")
     print(f"TRL mapping: per_device_train_batch_size={theirs.mapping['per_device_train_batch_size']}, "
           f"steps_per_generation={theirs.mapping['steps_per_generation']}, num_iterations="
-          f"{theirs.mapping['num_iterations']}, gradient_accumulation_steps=1 -> "
+          f"{theirs.mapping['num_iterations']}, gradient_accumulation_steps="
+          f"{theirs.mapping['gradient_accumulation_steps']} -> "
           f"{theirs.U} optimizer steps per generation batch of {theirs.mapping['generation_batch_size (derived)']}")
     print(f"threads {args.threads}, OMP_WAIT_POLICY {result['settings']['OMP_WAIT_POLICY']}, order {args.order}, "
           f"{args.rollouts} measured rollouts each (setup and {args.warmup} warm-up rollout(s) excluded)")

@@ -29,7 +29,7 @@ from typing import Any, Callable
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from unipo_build.core import limits
+from unipo_build.core import limits, runlog
 from unipo_build.core.schema import EvalRecord, RunHeader, StepDetail, StepRecord
 from unipo_build.core.specs import AlgorithmSpec
 
@@ -275,21 +275,23 @@ def hostile_run(src: Path, dest: Path, payloads: Payloads) -> None:
     doc = hostile(RunHeader, header, payloads, f"{name}/header")
     (dest / "header.json").write_text(json.dumps(doc, ensure_ascii=False) + "\n", encoding="utf-8")
     metric = payloads.key(f"{name}/steps.metrics.(key)")
-    with (src / "steps.jsonl").open(encoding="utf-8") as fh, (dest / "steps.jsonl").open("w", encoding="utf-8") as out:
-        for number, line in enumerate(fh):
+    # the shipped runs' logs are gzipped (unipo publish): read through the run log's one reader of either form
+    steps = runlog.read_log_text(src / "steps.jsonl").splitlines(keepends=True)
+    with (dest / "steps.jsonl").open("w", encoding="utf-8") as out:
+        for number, line in enumerate(steps):
             record = json.loads(line)
             record["metrics"][metric] = float(number % 7) / 7
             if number == 0:
                 record = hostile(StepRecord, record, payloads, f"{name}/steps")
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
-    if (src / "evals.jsonl").exists():
-        lines = [json.loads(x) for x in (src / "evals.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
+    if runlog.has_log(src, "evals.jsonl"):
+        lines = [json.loads(x) for x in runlog.read_log_text(src / "evals.jsonl").splitlines() if x.strip()]
         lines = [hostile(EvalRecord, r, payloads, f"{name}/evals") for r in lines]
         (dest / "evals.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines),
                                           encoding="utf-8")
     (dest / "tokens").mkdir()
-    for token_file in sorted((src / "tokens").glob("step_*.json")):
-        detail = json.loads(token_file.read_text(encoding="utf-8"))
+    for token_file in runlog.token_paths(src):
+        detail = json.loads(runlog.read_log_bytes(token_file))
         doc = hostile(StepDetail, detail, payloads, f"{name}/tokens")
         blank = [r for g in doc["prompts"] for r in g["responses"]
                  if r.get("tokens") and len(r["tokens"]["text"]) > len(BLANK_TOKENS)][:1]
@@ -299,7 +301,8 @@ def hostile_run(src: Path, dest: Path, payloads: Payloads) -> None:
             for response in group["responses"]:
                 if response.get("tokens"):
                     response["text"] = "".join(response["tokens"]["text"])
-        (dest / "tokens" / token_file.name).write_text(json.dumps(doc, ensure_ascii=False) + "\n", encoding="utf-8")
+        (dest / "tokens" / token_file.name.removesuffix(".gz")).write_text(json.dumps(doc, ensure_ascii=False) + "\n",
+                                                                         encoding="utf-8")
 
 
 def hostile_spec(src: Path, dest: Path, payloads: Payloads) -> None:
@@ -420,16 +423,16 @@ def extreme_run(src: Path, dest: Path) -> None:
     header = json.loads((src / "header.json").read_text(encoding="utf-8"))
     (dest / "header.json").write_text(json.dumps(extreme_document(RunHeader, header)) + "\n", encoding="utf-8")
     for name, model in (("steps.jsonl", StepRecord), ("evals.jsonl", EvalRecord)):
-        if (src / name).exists():
+        if runlog.has_log(src, name):  # plain, or gzipped (a shipped run)
             # JSON lines end at "\n" only: a payload may hold other line breaks (U+2028, \x0b)
-            lines = [json.loads(x) for x in (src / name).read_text(encoding="utf-8").split("\n") if x.strip()]
+            lines = [json.loads(x) for x in runlog.read_log_text(src / name).split("\n") if x.strip()]
             (dest / name).write_text("".join(json.dumps(extreme_document(model, r)) + "\n" for r in lines),
                                      encoding="utf-8")
     (dest / "tokens").mkdir()
-    for token_file in sorted((src / "tokens").glob("step_*.json")):
-        detail = json.loads(token_file.read_text(encoding="utf-8"))
-        (dest / "tokens" / token_file.name).write_text(json.dumps(extreme_document(StepDetail, detail)) + "\n",
-                                                       encoding="utf-8")
+    for token_file in runlog.token_paths(src):
+        detail = json.loads(runlog.read_log_bytes(token_file))
+        (dest / "tokens" / token_file.name.removesuffix(".gz")).write_text(
+            json.dumps(extreme_document(StepDetail, detail)) + "\n", encoding="utf-8")
 
 
 def runs_at_bounds(runs: Path) -> None:

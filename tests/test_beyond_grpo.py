@@ -17,6 +17,7 @@ import pytest
 
 from seed_fixtures import FixtureRun, fixture_project, write_fixture_runs
 from unipo_build.core import judge as J
+from unipo_build.core import runlog
 from unipo_build.core.judge import count_word
 from unipo_build.core.numbers import fmt_num, fmt_share, fmt_signed_points
 from unipo_build.site.context import Site
@@ -34,12 +35,12 @@ def site(repo_root) -> Site:
 
 
 def evals(run_id: str) -> list[dict]:
-    return [json.loads(line) for line in (RUNS / run_id / "evals.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in runlog.read_log_text(RUNS / run_id / runlog.EVALS).splitlines()
             if line.strip()]
 
 
 def steps(run_id: str) -> list[dict]:
-    return [json.loads(line) for line in (RUNS / run_id / "steps.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in runlog.read_log_text(RUNS / run_id / runlog.STEPS).splitlines()
             if line.strip()]
 
 
@@ -180,8 +181,8 @@ def test_the_gate_sentence_counts_the_tokens_grpo_silences(site):
     silenced = [t for t in tokens if t.second == 0.0]
     # by hand from the token files: a trained token with a non-zero advantage past [0.8, 1.2] on its pushing side
     by_hand = total = 0
-    for path in sorted((RUNS / "sapo" / "tokens").glob("step_*.json")):
-        for group in json.loads(path.read_text(encoding="utf-8"))["prompts"]:
+    for path in runlog.token_paths(RUNS / "sapo"):  # tokens/step_N.json.gz: the shipped runs are published
+        for group in json.loads(runlog.read_log_bytes(path))["prompts"]:
             for response in group["responses"]:
                 tk = response.get("tokens")
                 for a, rho, m in zip(tk["advantage"], tk["ratio"], tk["mask"]) if tk else ():

@@ -13,6 +13,7 @@ import pytest
 
 from helpers_runlog import make_detail, make_header, write_metric_run
 from unipo_build.core.diagnose import DIAGNOSES, FINE, LOOK, UNMEASURABLE, diagnose
+from unipo_build.core import runlog
 from unipo_build.core.runlog import RunWriter
 from unipo_build.core.schema import EvalRecord, StepRecord
 
@@ -167,7 +168,7 @@ def test_no_shipped_run_raises_a_false_alarm(run):
     alarms = [(d.key, d.figure) for d in found if d.verdict == LOOK]
     assert [key for key, _ in alarms] == (["sampler_learner"] if stale else []), alarms
     # a run whose one process samples and trains in float32 keeps no sampler log-prob: that question has no answer
-    sampled = "mismatch/logp_abs_mean" in (run / "steps.jsonl").open().readline()
+    sampled = "mismatch/logp_abs_mean" in runlog.read_log_text(run / runlog.STEPS).split("\n", 1)[0]
     assert [d.key for d in found if d.verdict == UNMEASURABLE] == ([] if sampled else ["sampler_learner"])
 
 

@@ -92,8 +92,8 @@ def test_runs_without_the_header_field_get_the_check_from_their_logs(run, respon
     header = json.loads((run_dir / "header.json").read_text())
     del header["memorisation_check"]
     (run_dir / "header.json").write_text(json.dumps(header))
-    first = json.loads((run_dir / "steps.jsonl").read_text().splitlines()[0])["metrics"]
-    start = json.loads((run_dir / "evals.jsonl").read_text().splitlines()[0])
+    first = json.loads(runlog.read_log_text(run_dir / runlog.STEPS).splitlines()[0])["metrics"]
+    start = json.loads(runlog.read_log_text(run_dir / runlog.EVALS).splitlines()[0])
     assert start["phase"] == "start"
     check = summarize(run_dir, with_moments=False)["memorisation_check"]
     assert check["source"] == "logs"

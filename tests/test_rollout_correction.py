@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from unipo_build.core import objective as O
-from unipo_build.core import recompute, runlog
+from unipo_build.core import gzlog, recompute, runlog
 from unipo_build.core.formula import objective_latex
 from unipo_build.core.project import spec_dir
 from unipo_build.core.reader import check_run
@@ -244,6 +244,7 @@ def _as_grpo_tis(src: Path, dst: Path, sampler_logp: bool) -> Path:
     """A copy of a shipped GRPO run relabelled as trained with GRPO-TIS; with ``sampler_logp`` its token
     files get sample_logp = old_logp (the sampler is the learner: every weight 1, the objective unchanged)."""
     shutil.copytree(src, dst)
+    gzlog.unpack_run(dst)  # a shipped run's logs are gzipped: plain, to edit them
     header = json.loads((dst / runlog.HEADER).read_text())
     header["schema_version"] = SCHEMA_VERSION
     header["algorithm"] = "grpo_tis"

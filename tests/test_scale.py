@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from helpers_runlog import write_metric_run
+from unipo_build.core import runlog
 from site_build import REPO_ROOT, MacroEnv, bound_macros
 from unipo_build.site.pages.scale import scale as S
 from unipo_build.site.pages.scale import scale_sets as SS
@@ -102,7 +103,7 @@ def test_filter_fill_is_the_shipped_dapo_runs_counted_by_hand():
         if header["algorithm"] != "dapo":
             continue
         cap = header["algorithm_config"]["components"]["filter"]["params"]["max_rounds"]
-        for line in (run / "steps.jsonl").read_text().splitlines():
+        for line in runlog.read_log_text(run / runlog.STEPS).splitlines():
             row = json.loads(line)
             if row["first_in_rollout"]:
                 rounds.append(row["metrics"]["sampling/rounds"])
@@ -194,7 +195,7 @@ def test_page_with_a_stand_in_second_set_words_each_side_by_the_chapters_macros(
     def gain_range(algorithm):  # the shipped seeds' greedy held-out gains, from their evals.jsonl
         gains = []
         for path in [runs / algorithm, *sorted(runs.glob(f"{algorithm}-s*"))]:
-            rows = [json.loads(line) for line in (path / "evals.jsonl").read_text(encoding="utf-8").splitlines()]
+            rows = [json.loads(line) for line in runlog.read_log_text(path / runlog.EVALS).splitlines()]
             gains.append(rows[-1]["accuracy_greedy"] - rows[0]["accuracy_greedy"])
         return f"{100 * min(gains):+.1f} to {100 * max(gains):+.1f}"
 

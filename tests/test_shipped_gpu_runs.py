@@ -123,10 +123,9 @@ def test_the_set_report_reads_the_plateau_and_leaves_out_unfinished_runs(tmp_pat
 
     grpo = RUNS / "grpo"
     flat = report.plateau(grpo)
-    periodic = [json.loads(line) for line in (grpo / "evals.jsonl").read_text().splitlines()
-                if json.loads(line)["phase"] == "periodic"][-1]
-    end = [json.loads(line) for line in (grpo / "evals.jsonl").read_text().splitlines()
-           if json.loads(line)["phase"] == "end"][0]
+    evals = runlog.read_log_text(grpo / runlog.EVALS).splitlines()  # evals.jsonl.gz: the set is published
+    periodic = [json.loads(line) for line in evals if json.loads(line)["phase"] == "periodic"][-1]
+    end = [json.loads(line) for line in evals if json.loads(line)["phase"] == "end"][0]
     assert flat["periodic_step"] == periodic["step"] and flat["n"] == periodic["n"] == 500
     assert flat["periodic"] == pytest.approx(periodic["accuracy_greedy"])
     assert flat["end"] == end["correct_greedy"][:500].count("1") / 500

@@ -142,7 +142,9 @@ def test_bad_input_gets_one_line_naming_the_file(run, tmp_path, capsys):
 def test_every_shipped_step_file_of_both_sets_is_within_the_budget():
     root = project.find_root()
     dirs = [root / project.RUNS, root / "data" / "runs-gpu"]
-    files = [p for d in dirs for p in d.glob(f"*/{runlog.TOKENS_DIR}/{runlog.TOKEN_FILE_GLOB}")]
+    files = [p for d in dirs for run in sorted(d.iterdir()) for p in runlog.token_paths(run)]
     assert len({p.parent.parent.parent for p in files}) == 2  # both sets ship step files
-    over = [f"{p.relative_to(root)}: {p.stat().st_size} bytes" for p in files if p.stat().st_size > STEP_FILE_BUDGET]
+    # the budget is the plain bytes, what the site serves (a shipped file is stored gzipped)
+    sizes = {p: len(runlog.read_log_bytes(p)) for p in files}
+    over = [f"{p.relative_to(root)}: {size} plain bytes" for p, size in sizes.items() if size > STEP_FILE_BUDGET]
     assert not over, "over the step-file budget (run `unipo trim-steps`): " + "; ".join(over)

@@ -46,9 +46,12 @@ class Interrupted(Exception):
 
 
 def run_state(out: Path) -> str:
-    """What ``out`` holds: "empty", "finished", "checkpointed" (resumable) or "started" (no checkpoint yet)."""
-    steps = out / runlog.STEPS
-    if not (steps.exists() and steps.stat().st_size):
+    """What ``out`` holds: "empty", "finished", "checkpointed" (resumable) or "started" (no checkpoint yet).
+    A published run (steps.jsonl.gz: ``unipo publish`` gzips finished runs only) is finished."""
+    plain, packed = runlog.log_candidates(out / runlog.STEPS)
+    if packed.exists():
+        return "finished"
+    if not (plain.exists() and plain.stat().st_size):
         return "empty"
     try:
         if json.loads((out / runlog.HEADER).read_text(encoding="utf-8")).get("finished_at"):
@@ -88,10 +91,11 @@ def checkpoint_rollout(out: Path) -> int | None:
 def logged_updates(out: Path) -> int:
     """Updates ``out``'s steps.jsonl holds: what a message reports, even when Ctrl-C came between
     writing a step and counting it."""
+    if not runlog.has_log(out, runlog.STEPS):
+        return 0
     try:
-        with open(out / runlog.STEPS, "rb") as fh:
-            return sum(1 for line in fh if line.strip())
-    except FileNotFoundError:
+        return sum(1 for _, line in runlog.log_lines(runlog.log_file(out, runlog.STEPS)) if line.strip())
+    except runlog.LogError:
         return 0
 
 
@@ -125,10 +129,13 @@ def remove_checkpoints(out: Path) -> None:
 
 def clear_logged_steps(out: Path) -> None:
     """Empty the steps, evaluations and token files of a run stopped before its first checkpoint, which
-    `--resume` starts over (the header is rewritten by the new start)."""
+    `--resume` starts over (the header is rewritten by the new start). Such a run is unfinished, so plain (only
+    a finished run is gzipped); any gzipped file goes too, so the new start writes the only copy."""
     for name in (runlog.STEPS, runlog.EVALS):
-        (out / name).write_text("", encoding="utf-8")
-    for token_file in (out / runlog.TOKENS_DIR).glob(runlog.TOKEN_FILE_GLOB):
+        plain, packed = runlog.log_candidates(out / name)
+        plain.write_text("", encoding="utf-8")
+        packed.unlink(missing_ok=True)
+    for token_file in runlog.token_paths(out):
         token_file.unlink()
 
 

@@ -57,7 +57,7 @@ def _validate_path(path: Path, known: set[str] | None, warnings: list[str]) -> l
         return [f"{path}: components.{slot}.kind: {problem}" for slot in SLOTS
                 if (problem := explainer_problem(spec.component(slot)))]
     if path.is_dir():
-        if (path / runlog.HEADER).exists() or (path / runlog.STEPS).exists():
+        if (path / runlog.HEADER).exists() or runlog.has_log(path, runlog.STEPS):
             check = check_run(path, known_algorithms=known)
             warnings += [f"warning: {w}" for w in check.warnings]
             return [str(e) for e in check.errors]
@@ -72,22 +72,23 @@ def _validate_path(path: Path, known: set[str] | None, warnings: list[str]) -> l
     if not path.exists():
         return [f"{path}: no such file or directory"]
     run_dir = path.parent.parent if path.parent.name == runlog.TOKENS_DIR else path.parent
+    name = path.name.removesuffix(runlog.GZIP_SUFFIX)  # a published run's file: steps.jsonl.gz, ...
     try:
         if path.name == runlog.HEADER:
             runlog.read_header(run_dir)
-        elif path.name == runlog.STEPS:
+        elif name == runlog.STEPS:
             if not any(True for _ in runlog.iter_steps(run_dir)):
                 warnings.append(f"warning: {path}: no steps logged yet: an empty run")
-        elif path.name == runlog.EVALS:
+        elif name == runlog.EVALS:
             list(runlog.iter_evals(run_dir))
-        elif path.parent.name == runlog.TOKENS_DIR and path.suffix == ".json":
+        elif path.parent.name == runlog.TOKENS_DIR and name.endswith(".json"):
             step = runlog.token_step_of(path.name)
             if step is None:
                 runlog.read_json_model(path, runlog.StepDetail)
             else:
                 runlog.read_step_detail(run_dir, step)  # its step must be the one its name says
         else:
-            return [f"{path}: not a spec (.yaml) or a file of a run log (header.json, steps.jsonl, evals.jsonl, tokens/step_*.json)"]
+            return [f"{path}: not a spec (.yaml) or a file of a run log (header.json, steps.jsonl, evals.jsonl, tokens/step_*.json; gzipped: .gz)"]
     except runlog.LogErrors as err:
         return [str(e) for e in err.errors]
     except runlog.LogError as err:

@@ -23,6 +23,7 @@ def trim_run(run_dir: Path, max_bytes: int) -> tuple[list[str], list[str]]:
     for step in runlog.token_steps(run_dir):
         path = run_dir / runlog.TOKENS_DIR / runlog.token_file_name(step)
         try:
+            path = runlog.token_file(run_dir, step)  # step_N.json, or step_N.json.gz in a published run
             before, after, kept = trim_step_file(run_dir, step, max_bytes)
         except runlog.LogErrors as err:  # one line for the file: its first problem, and how many more
             more = f" (and {len(err.errors) - 1} more: `unipo validate {path}` lists them)" if len(err.errors) > 1 else ""
@@ -71,7 +72,8 @@ def register_trim_steps(sub) -> None:
                     "file stays within the budget, a group that does not fit passed over for the next, the first "
                     "always kept. Everything else in the file (step, rollout, objective, every group's summary, the "
                     "filtered groups) and each group kept is unchanged; files within the budget are not touched. "
-                    "Each file is written atomically. Exit 1 when a file cannot be read or stays over the budget.")
+                    "Each file is written atomically, in the form it had (a published run's gzipped file stays "
+                    "gzipped; the budget counts its plain bytes, what the site serves). Exit 1 when a file cannot be read or stays over the budget.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (each holds tokens/)")
     p.add_argument("--max-bytes", type=int, default=STEP_FILE_BUDGET,
                    help=f"the budget of one step file in bytes (default {STEP_FILE_BUDGET}: the site's 300 KB)")

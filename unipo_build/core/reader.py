@@ -13,8 +13,8 @@ opening the files itself:
   them, so each file is parsed once, however many views read it.
 - :meth:`RunReader.detail` reads one step in full (kept for the next few calls).
 
-Readers are cached by the files' size and modification time, so ``mkdocs serve`` sees a run
-that changed, and a build that reads a run on thirty pages parses it once. Problems are raised
+Readers are cached by the files' size and modification time (each log plain or gzipped, as
+``unipo publish`` leaves it: ``runlog.log_path``), so ``mkdocs serve`` sees a run that changed, and a build that reads a run on thirty pages parses it once. Problems are raised
 as ``runlog.LogError`` / ``LogErrors``, with the same messages as ``runlog``'s own readers.
 
 :func:`check_run` reads a whole run through its reader and lists every problem: it is the one
@@ -100,14 +100,14 @@ def _canonical_error(run_dir: Path, number: int, problem: str) -> None:
     """Report a bad steps.jsonl exactly as runlog does (its reader names file, line and field)."""
     for _ in runlog.iter_steps(run_dir):
         pass
-    raise runlog.LogError(str(run_dir / runlog.STEPS), problem, line=number)
+    raise runlog.LogError(str(runlog.log_file(run_dir, runlog.STEPS)), problem, line=number or None)
 
 
 def read_step_table(run_dir: str | Path) -> StepTable:
     """Parse ``steps.jsonl`` once into a :class:`StepTable` (pydantic parses each line in Rust:
     several times faster than ``json.loads`` plus validation, which matters for 100,000 lines)."""
     run_dir = Path(run_dir)
-    path = run_dir / runlog.STEPS
+    path = runlog.log_file(run_dir, runlog.STEPS)  # steps.jsonl or, published, steps.jsonl.gz
     if not path.exists():
         raise runlog.LogError(str(path), "file is missing")
     steps: list[int] = []
@@ -117,34 +117,40 @@ def read_step_table(run_dir: str | Path) -> StepTable:
     columns: dict[str, list[float]] = {}
     nan = float("nan")
     expected = None
-    with path.open("rb") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = StepRecord.model_validate_json(line)
-            except ValidationError:
-                _canonical_error(run_dir, number, "invalid step record")
-            if record.model_extra and any(True for _ in limits.problems(record.model_extra)):
-                # A field the schema does not know holds a value no field may (1e308, too deep):
-                # the canonical reader names it.
-                _canonical_error(run_dir, number, "invalid step record")
-            if expected is not None and record.step != expected:
-                _canonical_error(run_dir, number, f"expected step {expected} next, found {record.step}")
-            expected = record.step + 1
-            row = len(steps)
-            steps.append(record.step)
-            rollouts.append(record.rollout)
-            first.append(record.first_in_rollout)
-            tokens.append(record.has_tokens)
-            for name, value in record.metrics.items():
-                column = columns.get(name)
-                if column is None:
-                    column = columns[name] = [nan] * row
-                column.append(nan if value is None else value)
-            for name, column in columns.items():
-                if len(column) == row:  # not logged on this line
-                    column.append(nan)
+    lines = runlog.log_lines(path)
+    while True:
+        try:
+            number, line = next(lines)
+        except StopIteration:
+            break
+        except runlog.LogError:  # unreadable, or gzipped and cut off: the canonical reader adds the step
+            _canonical_error(run_dir, 0, "cannot be read")
+        if not line.strip():
+            continue
+        try:
+            record = StepRecord.model_validate_json(line)
+        except ValidationError:
+            _canonical_error(run_dir, number, "invalid step record")
+        if record.model_extra and any(True for _ in limits.problems(record.model_extra)):
+            # A field the schema does not know holds a value no field may (1e308, too deep):
+            # the canonical reader names it.
+            _canonical_error(run_dir, number, "invalid step record")
+        if expected is not None and record.step != expected:
+            _canonical_error(run_dir, number, f"expected step {expected} next, found {record.step}")
+        expected = record.step + 1
+        row = len(steps)
+        steps.append(record.step)
+        rollouts.append(record.rollout)
+        first.append(record.first_in_rollout)
+        tokens.append(record.has_tokens)
+        for name, value in record.metrics.items():
+            column = columns.get(name)
+            if column is None:
+                column = columns[name] = [nan] * row
+            column.append(nan if value is None else value)
+        for name, column in columns.items():
+            if len(column) == row:  # not logged on this line
+                column.append(nan)
     return StepTable(steps=np.asarray(steps, dtype=np.int64), rollouts=np.asarray(rollouts, dtype=np.int64),
                      first_in_rollout=np.asarray(first, dtype=bool), has_tokens=np.asarray(tokens, dtype=bool),
                      metrics={n: np.asarray(c, dtype=np.float64) for n, c in columns.items()})
@@ -234,8 +240,9 @@ class RunReader:
 def _state(run_dir: Path) -> tuple:
     """What a cached reader is kept on: the state of the header, steps and evaluations, and how many token
     files there are and the newest one's time."""
-    return (files_state(run_dir / name for name in (runlog.HEADER, runlog.STEPS, runlog.EVALS)),
-            len(runlog.token_steps(run_dir)), runlog.tokens_mtime(run_dir))
+    logs = [run_dir / runlog.HEADER, *runlog.log_candidates(run_dir / runlog.STEPS),
+            *runlog.log_candidates(run_dir / runlog.EVALS)]  # plain and gzipped: publishing changes the state
+    return (files_state(logs), len(runlog.token_paths(run_dir)), runlog.tokens_mtime(run_dir))
 
 
 #: Readers kept at once (a build reads its runs; tests make many small ones).
@@ -288,7 +295,7 @@ def _sampler_logp_missing(reader: RunReader, config, steps: list[int]) -> runlog
         return None
     step, where, message = found[0]
     more = f" ({len(found) - 1} more response{'s' if len(found) > 2 else ''} like it)" if len(found) > 1 else ""
-    return runlog.LogError(str(reader.path / runlog.TOKENS_DIR / runlog.token_file_name(step)), message + more,
+    return runlog.LogError(str(runlog.token_file(reader.path, step)), message + more,
                            step=step, where=where, field="tokens.sample_logp")
 
 
@@ -341,7 +348,7 @@ def check_run(run_dir: str | Path, *, known_algorithms: set[str] | None = None, 
         first, last = (int(table.steps[0]), int(table.steps[-1])) if table.n else (0, -1)
         if table.n and not errors:
             result.warnings += [runlog.LogError(
-                str(run_dir / runlog.TOKENS_DIR / runlog.token_file_name(step)),
+                str(runlog.token_file(run_dir, step)),
                 f"{runlog.STEPS} has no step {step} (a step being written, or one lost)", step=step, field="step")
                 for step in steps if not first <= step <= last]
         for step in sorted(set(table.steps[table.has_tokens].tolist()) - set(steps)):
@@ -349,12 +356,9 @@ def check_run(run_dir: str | Path, *, known_algorithms: set[str] | None = None, 
                 str(run_dir / runlog.TOKENS_DIR / runlog.token_file_name(step)),
                 f"file is missing, but {runlog.STEPS} marks step {step} with has_tokens", step=step,
                 field="has_tokens"))
-    folder = run_dir / runlog.TOKENS_DIR
-    if folder.is_dir():
-        named = {runlog.token_file_name(step) for step in steps}
-        result.warnings += [runlog.LogError(str(path), f"ignored: token files are named {runlog.token_file_name(0)}, "
-                                            "six digits or more")
-                            for path in sorted(folder.glob(runlog.TOKEN_FILE_GLOB)) if path.name not in named]
+    result.warnings += [runlog.LogError(str(path), f"ignored: token files are named {runlog.token_file_name(0)}, "
+                                        "six digits or more")
+                        for path in runlog.token_paths(run_dir) if runlog.token_step_of(path.name) is None]
     del errors[limit:]
     return result
 

@@ -5,18 +5,29 @@ header and token files are written to a temporary file and renamed over the targ
 Reads stream line by line, so a multi-GB steps.jsonl is never held in memory, and
 every problem is reported as a LogError naming the file, the line or step, the
 prompt and response, and the field. Nothing here ever writes to a file it reads.
+
+A finished run may keep its steps, evaluations and token files gzipped (``steps.jsonl.gz``,
+``evals.jsonl.gz``, ``tokens/step_000012.json.gz``): ``unipo publish`` writes them
+(``gzlog.pack_run``), byte for byte the same each time. The header stays plain. Every reader
+finds a log file through :func:`log_path` (NAME or NAME.gz; both at once is an error naming
+the two) and reads it through :func:`log_lines` or :func:`read_log_bytes`, so a gzipped run
+reads exactly as a plain one, and a gzipped file cut off or corrupt is a LogError naming it
+(and the line, for steps and evaluations). A running run keeps plain files: the trainer
+appends to them and ``unipo explain --watch`` follows them.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
 import re
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterator
 
 from pydantic import BaseModel, ValidationError
 
@@ -44,6 +55,17 @@ TOKEN_FILE_GLOB = f"{TOKEN_FILE_PREFIX}*{TOKEN_FILE_SUFFIX}"
 
 def token_file_name(step: int) -> str:
     return f"{TOKEN_FILE_PREFIX}{step:0{TOKEN_FILE_DIGITS}d}{TOKEN_FILE_SUFFIX}"
+
+
+#: A log file stored gzipped is its plain name plus this (``steps.jsonl.gz``, ``step_000012.json.gz``).
+GZIP_SUFFIX = ".gz"
+#: The deflate level ``gzlog.pack_run`` writes (fixed: a run published twice is byte-identical).
+GZIP_LEVEL = 9
+#: The files ``gzlog.pack_run`` may gzip: steps and evaluations by name, and every token file. The header stays
+#: plain (a reader opens it by hand; ``finished_at`` in it says the run may be gzipped).
+PACKED_LOGS = (STEPS, EVALS)
+#: Token files in either form.
+TOKEN_FILE_GLOBS = (TOKEN_FILE_GLOB, TOKEN_FILE_GLOB + GZIP_SUFFIX)
 
 
 def json_schema() -> dict[str, Any]:
@@ -145,6 +167,10 @@ class RunWriter:
         self.header = header
         self.durable = durable
         self._open: dict[str, Any] = {}
+        packed = [p for name in PACKED_LOGS if (p := log_candidates(self.dir / name)[1]).exists()]
+        if packed:  # a published run: its logs are gzipped, and a writer appends to plain files
+            raise FileExistsError(f"{self.dir}: already holds a finished, published run ({packed[0].name}); "
+                                  "choose another --out")
         (self.dir / TOKENS_DIR).mkdir(parents=True, exist_ok=True)
         if resume_after is None:
             if (self.dir / STEPS).exists() and (self.dir / STEPS).stat().st_size > 0:
@@ -302,13 +328,135 @@ def _validate(file: str, raw: Any, model: type[BaseModel], *, line: int | None =
     return record
 
 
-def read_json_model(path: Path, model: type[BaseModel], *, step: int | None = None):
+# ---------------------------------------------------------------------------
+# Plain or gzipped: the one way to a log file
+# ---------------------------------------------------------------------------
+
+def is_packed(path: str | Path) -> bool:
+    """Whether ``path`` names a gzipped log file (``steps.jsonl.gz``)."""
+    return str(path).endswith(GZIP_SUFFIX)
+
+
+def log_candidates(path: str | Path) -> tuple[Path, Path]:
+    """(plain, gzipped) for a log file's plain path: ``run/steps.jsonl`` -> (it, ``run/steps.jsonl.gz``).
+    What a cache key of the file takes the state of: either appearing, changing or going changes it."""
+    path = Path(path)
+    return path, path.with_name(path.name + GZIP_SUFFIX)
+
+
+def log_path(path: str | Path) -> Path:
+    """The file that holds the log ``path`` names by its plain name: ``run/steps.jsonl`` or, where only that
+    exists, ``run/steps.jsonl.gz``; the plain path when neither exists (reading it then says "file is missing").
+    Both at once is a LogError naming the two: a reader cannot know which is current."""
+    plain, packed = log_candidates(path)
+    if not packed.exists():
+        return plain
+    if plain.exists():
+        raise LogError(str(plain), f"{packed} is here too: a run keeps each log once, plain or gzipped; remove "
+                                   "the one that is out of date (`unipo publish` leaves only the gzipped one)")
+    return packed
+
+
+def log_file(run_dir: str | Path, name: str) -> Path:
+    """:func:`log_path` of one of the run's files (``STEPS``, ``EVALS``)."""
+    return log_path(Path(run_dir) / name)
+
+
+def has_log(run_dir: str | Path, name: str) -> bool:
+    """Whether the run holds the file ``name`` in either form."""
+    return any(p.is_file() for p in log_candidates(Path(run_dir) / name))
+
+
+def token_file(run_dir: str | Path, step: int) -> Path:
+    """:func:`log_path` of one step's token file."""
+    return log_path(Path(run_dir) / TOKENS_DIR / token_file_name(step))
+
+
+def token_paths(run_dir: str | Path) -> list[Path]:
+    """Every file in the run's tokens/ named like a token file, plain or gzipped, sorted (misnamed ones too)."""
+    folder = Path(run_dir) / TOKENS_DIR
+    if not folder.is_dir():
+        return []
+    return sorted(p for pattern in TOKEN_FILE_GLOBS for p in folder.glob(pattern))
+
+
+def _gzip_problem(err: Exception, after_line: int | None = None) -> str:
+    """A gzipped file's decompression error as a reader's message."""
+    where = f" after line {after_line}" if after_line else ""
+    if isinstance(err, EOFError):
+        return (f"the gzipped file is cut off{where} ({err}); restore it (git checkout) or publish the run "
+                "again from its plain files")
+    return f"not a readable gzip file{where} ({err}); restore it (git checkout) or publish the run again"
+
+
+_GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
+
+
+def open_log(path: str | Path) -> BinaryIO:
+    """The file's bytes as a binary stream: decompressed when it is gzipped. OSError as open() raises it."""
+    path = Path(path)
+    if is_packed(path):
+        return gzip.open(path, "rb")
+    return path.open("rb")
+
+
+def log_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, line as bytes) of a log file, plain or gzipped (resolve its name with :func:`log_path`).
+    A file that cannot be read, or gzipped data cut off or corrupt, is a LogError naming the file and the
+    line the problem is on."""
+    path = Path(path)
     try:
-        data = path.read_bytes()
+        fh = open_log(path)
+    except FileNotFoundError:
+        raise LogError(str(path), "file is missing") from None
+    except OSError as err:
+        raise LogError(str(path), f"cannot be read: {err.strerror or err}") from None
+    number = 0
+    with fh:
+        lines = iter(fh)
+        while True:
+            try:
+                data = next(lines)
+            except StopIteration:
+                return
+            except _GZIP_ERRORS as err:
+                raise LogError(str(path), _gzip_problem(err, number), line=number + 1) from None
+            except OSError as err:
+                raise LogError(str(path), f"cannot be read: {err.strerror or err}", line=number + 1) from None
+            number += 1
+            yield number, data
+
+
+def read_log_bytes(path: str | Path) -> bytes:
+    """A whole log file's bytes, decompressed when it is gzipped; OSError as read_bytes() raises it, gzip data cut
+    off or corrupt as a LogError naming the file."""
+    path = Path(path)
+    data = path.read_bytes()
+    if not is_packed(path):
+        return data
+    try:
+        return gzip.decompress(data)
+    except _GZIP_ERRORS as err:
+        raise LogError(str(path), _gzip_problem(err)) from None
+
+
+def read_log_text(path: str | Path) -> str:
+    """The text of the log file ``path`` names by its plain name (``run/steps.jsonl``: it or steps.jsonl.gz, as
+    :func:`log_path` finds it); for a script or a test that wants the raw lines."""
+    return read_log_bytes(log_path(path)).decode("utf-8")
+
+
+def read_json_model(path: Path, model: type[BaseModel], *, step: int | None = None):
+    """One JSON file (plain or gzipped: ``path`` as :func:`log_path` resolves it) validated as ``model``."""
+    try:
+        data = read_log_bytes(path)
     except FileNotFoundError:
         raise LogError(str(path), "file is missing", step=step) from None
     except OSError as err:
         raise LogError(str(path), f"cannot be read: {err.strerror or err}", step=step) from None
+    except LogError as err:  # gzipped, cut off or corrupt
+        err.step = step
+        raise
     try:
         raw = _loads(_decode(data))
     except UnicodeDecodeError as err:
@@ -337,31 +485,39 @@ def read_header(run_dir: str | Path) -> RunHeader:
 
 
 def _iter_jsonl(path: Path, model: type[BaseModel]) -> Iterator[tuple[int, Any]]:
-    """Yield (line number, record); raise LogError at the first bad line."""
-    try:
-        fh = path.open("rb")
-    except OSError as err:
-        raise LogError(str(path), f"cannot be read: {err.strerror or err}") from None
-    with fh:
-        for number, data in enumerate(fh, start=1):
-            try:
-                line = _decode(data)
-            except UnicodeDecodeError as err:
-                raise LogError(str(path), _utf8_error(err, data, line=number), line=number) from None
-            if not line.strip():
-                continue
-            try:
-                raw = _loads(line)
-            except (json.JSONDecodeError, ValueError) as err:
-                hint = " (the line is cut off: was the run killed while writing?)" if not line.endswith("\n") else ""
-                raise LogError(str(path), f"not valid JSON: {err}{hint}", line=number) from None
-            step = raw.get("step") if isinstance(raw, dict) and _is_step(raw.get("step")) else None
-            yield number, _validate(str(path), raw, model, line=number, step=step)
+    """Yield (line number, record) of a plain or gzipped file; raise LogError at the first bad line (a gzipped
+    file cut off: at the line it stops at, with the step that would come next)."""
+    last_step = None
+    lines = log_lines(path)
+    while True:
+        try:
+            number, data = next(lines)
+        except StopIteration:
+            return
+        except LogError as err:
+            if err.line is not None and last_step is not None and err.step is None:
+                err.step = last_step + 1
+            raise
+        try:
+            line = _decode(data)
+        except UnicodeDecodeError as err:
+            raise LogError(str(path), _utf8_error(err, data, line=number), line=number) from None
+        if not line.strip():
+            continue
+        try:
+            raw = _loads(line)
+        except (json.JSONDecodeError, ValueError) as err:
+            hint = " (the line is cut off: was the run killed while writing?)" if not line.endswith("\n") else ""
+            raise LogError(str(path), f"not valid JSON: {err}{hint}", line=number) from None
+        step = raw.get("step") if isinstance(raw, dict) and _is_step(raw.get("step")) else None
+        record = _validate(str(path), raw, model, line=number, step=step)
+        last_step = step
+        yield number, record
 
 
 def iter_steps(run_dir: str | Path) -> Iterator[StepRecord]:
     """Stream the step records; steps must increase by one from the first."""
-    path = Path(run_dir) / STEPS
+    path = log_file(run_dir, STEPS)
     if not path.exists():
         raise LogError(str(path), "file is missing")
     expected = None
@@ -374,7 +530,7 @@ def iter_steps(run_dir: str | Path) -> Iterator[StepRecord]:
 
 
 def iter_evals(run_dir: str | Path) -> Iterator[EvalRecord]:
-    path = Path(run_dir) / EVALS
+    path = log_file(run_dir, EVALS)
     if not path.exists():
         return
     for _, record in _iter_jsonl(path, EvalRecord):
@@ -385,7 +541,9 @@ _TOKEN_FILE = re.compile("^" + re.escape(TOKEN_FILE_PREFIX) + r"(\d{%d,})" % TOK
 
 
 def token_step_of(name: str) -> int | None:
-    """The step a token file's name says (``step_000012.json`` -> 12), or None for another name."""
+    """The step a token file's name says (``step_000012.json`` or ``step_000012.json.gz`` -> 12), or None for
+    another name."""
+    name = name.removesuffix(GZIP_SUFFIX)
     match = _TOKEN_FILE.match(name)
     if match and token_file_name(int(match.group(1))) == name:
         return int(match.group(1))
@@ -393,25 +551,22 @@ def token_step_of(name: str) -> int | None:
 
 
 def token_steps(run_dir: str | Path) -> list[int]:
-    """Steps that have a token file (named as :func:`token_file_name` names it), sorted."""
-    folder = Path(run_dir) / TOKENS_DIR
-    if not folder.is_dir():
-        return []
-    return sorted(step for p in folder.glob(TOKEN_FILE_GLOB) if (step := token_step_of(p.name)) is not None)
+    """Steps that have a token file (named as :func:`token_file_name` names it, plain or gzipped), sorted; a step
+    with both files is listed once (reading it is the error, :func:`token_file`)."""
+    return sorted({step for p in token_paths(run_dir) if (step := token_step_of(p.name)) is not None})
 
 
 def tokens_mtime(run_dir: str | Path) -> float:
     """The newest modification time of a run's token files (0 without any): a cache key for them."""
-    folder = Path(run_dir) / TOKENS_DIR
     try:
-        return max((p.stat().st_mtime for p in folder.glob(TOKEN_FILE_GLOB)), default=0.0)
+        return max((p.stat().st_mtime for p in token_paths(run_dir)), default=0.0)
     except OSError:
         return 0.0
 
 
 def read_step_detail(run_dir: str | Path, step: int) -> StepDetail:
     """One step's token file; a file that says another step than its name is an error."""
-    path = Path(run_dir) / TOKENS_DIR / token_file_name(step)
+    path = token_file(run_dir, step)
     detail = read_json_model(path, StepDetail, step=step)
     if detail.step != step:
         raise LogError(str(path), f"file is for step {step} but says step {detail.step}", step=step, field="step")

@@ -123,7 +123,7 @@ def split_variant(variant: str) -> tuple[str, int]:
 
 
 def is_run_dir(path: Path) -> bool:
-    return (path / runlog.HEADER).is_file() or (path / runlog.STEPS).is_file()
+    return (path / runlog.HEADER).is_file() or runlog.has_log(path, runlog.STEPS)
 
 
 #: At most this many of a skipped run's problems are quoted on the page (unipo validate lists all).
@@ -375,7 +375,7 @@ def _load_catalog(source: RunsSource) -> RunCatalog:
 
 def catalog(source: RunsSource) -> RunCatalog:
     """The runs of ``source``, each loaded once (cached while the run directories' step logs are unchanged)."""
-    state = files_state(path / runlog.STEPS for path in _run_dirs(source))
+    state = files_state(p for path in _run_dirs(source) for p in runlog.log_candidates(path / runlog.STEPS))
     return _CATALOGS.get(source, state, lambda: _load_catalog(source))
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from unipo_build.core import runlog
+from unipo_build.core import gzlog, runlog
 from unipo_build.core.schema import GroupSummary, PromptGroup, StepDetail
 
 #: The step-file budget of the shipped sets (bytes): benchmarks/page_budget.py's 300 KB.
@@ -89,8 +89,8 @@ def trim_step_file(run_dir: str | Path, step: int, max_bytes: int) -> tuple[int,
     (bytes before, bytes after, groups detailed in the file as it now is: None when it was within the
     budget and not read). A file within the budget is not rewritten. A bad file raises the run log's
     ``LogError``/``LogErrors`` (naming the file, the step and the field)."""
-    path = Path(run_dir) / runlog.TOKENS_DIR / runlog.token_file_name(step)
-    before = path.stat().st_size
+    path = runlog.token_file(run_dir, step)  # plain, or gzipped by unipo publish: the budget is the plain bytes
+    before = len(runlog.read_log_bytes(path)) if runlog.is_packed(path) else path.stat().st_size
     if before <= max_bytes:
         return before, before, None
     detail = runlog.read_step_detail(run_dir, step)
@@ -98,6 +98,6 @@ def trim_step_file(run_dir: str | Path, step: int, max_bytes: int) -> tuple[int,
     detailed = sum(g.detailed for g in trimmed.groups)
     if trimmed is detail:  # within the budget once written as the run log writes it
         return before, before, detailed
-    text = runlog.dumps(trimmed) + "\n"
-    runlog.atomic_write_text(path, text)
-    return before, len(text.encode("utf-8")), detailed
+    data = (runlog.dumps(trimmed) + "\n").encode("utf-8")
+    gzlog.write_log_bytes(path, data)  # in the form it had
+    return before, len(data), detailed

@@ -310,10 +310,8 @@ def signature(run_paths: Sequence[str | Path]) -> tuple:
     found: list[Path] = []
     for raw in run_paths:
         run = Path(raw)
-        found += [run / runlog.HEADER, run / runlog.STEPS, run / runlog.EVALS]
-        tokens = run / runlog.TOKENS_DIR
-        if tokens.is_dir():
-            found += sorted(tokens.glob("*.json"))
+        found += [run / runlog.HEADER, *runlog.log_candidates(run / runlog.STEPS),
+                  *runlog.log_candidates(run / runlog.EVALS), *runlog.token_paths(run)]
     return files_state(found)
 
 
@@ -352,9 +350,8 @@ def watch(run_paths: Sequence[str | Path], out: str | Path, *, site_url: str, in
 
 def _count_steps(run: Path) -> int:
     try:
-        with (run / runlog.STEPS).open("rb") as fh:
-            return sum(1 for line in fh if line.strip())
-    except OSError:
+        return sum(1 for _, line in runlog.log_lines(runlog.log_file(run, runlog.STEPS)) if line.strip())
+    except runlog.LogError:
         return 0
 
 

@@ -16,7 +16,7 @@ import logging
 import shutil
 from pathlib import Path
 
-from unipo_build.core import runlog, runs
+from unipo_build.core import gzlog, runlog, runs
 from unipo_build.site.browser import RUN_ASSETS, step_path
 
 log = logging.getLogger("mkdocs.plugins.unipo.site_data")
@@ -43,11 +43,14 @@ def copy_run_steps(run: runs.Run, site_dir: Path) -> tuple[int, int]:
     """Copy one run's token files into the site; returns (files, bytes) now in place."""
     files = total = 0
     for step in run.token_steps():
-        source = run.path / runlog.TOKENS_DIR / runlog.token_file_name(step)
+        source = runlog.token_file(run.path, step)
         target = site_dir / step_path(run.id, step)
-        _copy_if_changed(source, target)
+        if runlog.is_packed(source):  # a published run's file: the browser reads it plain
+            gzlog.copy_plain(source, target)
+        else:
+            _copy_if_changed(source, target)
         files += 1
-        total += source.stat().st_size
+        total += target.stat().st_size
     return files, total
 
 
