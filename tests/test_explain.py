@@ -199,7 +199,7 @@ def test_run_no_spec_matches(tmp_path):
     line, out = _refused(tmp_path, run)
     assert line.startswith(f"unipo explain: {run / 'header.json'}: algorithm_config is null: the run's algorithm "
                            "'my-new-po' is none of this project's (cispo, dapo, dapo_dr, dr_grpo, dual_clip, gmpo, grpo, grpo_batch_std, "
-                           "grpo_mis, grpo_tis, gspo, "
+                           "grpo_mis, grpo_mis_seq, grpo_tis, gspo, "
                            "ppo, reinforce, sapo)")
     assert line.endswith("import it again with --algorithm and the nearest of them, or add a spec for it "
                          "(`unipo new-algorithm`)")
