@@ -38,6 +38,7 @@ ALGORITHMS: dict[str, str] = {
     "sapo": "#44AA99",  # Tol teal
     "grpo_tis": "#225522",  # Tol dark green: GRPO with a correction, beside its bluish green
     "grpo_mis": "#882255",  # Tol wine: the masking correction, apart from the truncating one's green
+    "grpo_mis_seq": "#EE3377",  # Tol magenta: masking by the whole response, a lighter kin of the token test's wine
     "gmpo": "#CC6677",  # Tol rose: drawn beside GRPO and SAPO on the chapter of three changes to GRPO
     "grpo_batch_std": "#4477AA",  # Tol blue: GRPO's advantage changed, a hue apart from GRPO's green
     # Methods of the playgrounds that are not specs of the course.
@@ -85,7 +86,7 @@ NAMES: dict[str, str] = {
     "#999933": "olive", "#EE6677": "red", "#0072B2": "blue", "#D55E00": "vermillion",
     "#CC79A7": "reddish purple", "#44AA99": "teal", "#882255": "wine", "#117733": "green",
     "#DDCC77": "sand", "#88CCEE": "cyan", "#661100": "dark red", "#332288": "indigo", "#7B61FF": "violet",
-    "#225522": "dark green", "#CC6677": "rose", "#4477AA": "steel blue",
+    "#225522": "dark green", "#CC6677": "rose", "#4477AA": "steel blue", "#EE3377": "magenta",
 }
 
 #: (light, dark) per role.
