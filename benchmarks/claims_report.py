@@ -78,12 +78,10 @@ def sets() -> list[tuple[str, Path]]:
 
 def sentence_calls() -> list[tuple[str, str, str]]:
     """(page, macro name, the call's source) of every text macro called in the docs."""
-    from unipo_build.site import macros  # noqa: F401  (imports the view modules, filling MACROS)
-    from unipo_build.site.context import MACROS, SITE_MODULES
-    import importlib
+    from unipo_build.site import macros
+    from unipo_build.site.context import MACROS
 
-    for name in SITE_MODULES:
-        importlib.import_module(name)
+    macros.import_macro_modules()  # every module that registers a macro, filling MACROS
     out = []
     for page in sorted((ROOT / "docs").rglob("*.md")):
         text = page.read_text(encoding="utf-8")

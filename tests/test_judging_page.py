@@ -62,8 +62,8 @@ def test_the_worked_example_counts_the_splits(tmp_path):
                     "p \u2264 0.05, so the effect's interval is unbounded and the pages give the difference alone.")
     # a pair the build lacks is left out, never said as a missing run (issue 47 item 1): the next pair it has
     assert JG.example_text(site, "cispo", "sapo") == ""
-    assert JG.example_pair(site, [["cispo", "sapo"], ["gmpo", "dapo"], ["cispo", "dapo"]]) == ["cispo", "dapo"]
-    assert JG.example_pair(site, [["cispo", "sapo"], ["gmpo", "dapo"]]) is None
+    assert JG.example_pair(site, ["cispo", "sapo"], ["gmpo", "dapo"], ["cispo", "dapo"]) == ["cispo", "dapo"]
+    assert JG.example_pair(site, ["cispo", "sapo"], ["gmpo", "dapo"]) is None
 
 
 def test_the_page_is_in_the_nav_and_its_numbers_are_macros():

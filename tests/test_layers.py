@@ -26,8 +26,8 @@ Three more rules, each with a test that plants a bad example and sees it refused
   modules whatever they import, so a package ``__init__`` that imports its modules is no cycle.
 - A module named in a string is imported by name (``python -m unipo_build.cli.main``, ``import_module``, a
   hook's ``module.function``): it obeys the layer rules as an import does (:func:`named_modules`). Between
-  site/'s folders only real imports count: site/context.py's list of the modules that hold macros names them
-  for ``macros.define_env`` to import, which is the entry point's import, not the context's.
+  site/'s folders only real imports count: a string naming a module there is prose, not an import
+  (``macros.define_env`` finds the modules that register macros by walking the package, naming none).
 - Inside site/, each folder has a rank (:data:`SITE_RANKS`, written out for contributors in
   docs/guides/contribute.md, "Where code goes in site/"): a module imports its own folder and the folders of
   lower ranks, never a folder of its own rank or a higher one.

@@ -61,11 +61,11 @@ def test_two_rollout_table_quotes_the_computed_numbers():
     ("shapes", ["eps", "eps_low", "eps_high", "other_len"]),
 ])
 def test_controls_render_with_their_defaults(page, controls):
-    html = pg_macros.controls_html(page, controls)
+    html = pg_macros.controls_html(page, *controls)
     for name in controls:
         assert f'data-pg-control="{name}"' in html
     with pytest.raises(KeyError):
-        pg_macros.controls_html(page, ["no-such-control"])
+        pg_macros.controls_html(page, "no-such-control")
 
 
 def test_objective_defaults_are_slider_stops():

@@ -624,6 +624,10 @@
       else renderers.push(entry);
       if (currentRoot && document.contains(currentRoot)) runRenderer(entry, currentRoot);
     },
+    /** What a guided path's links of a kind open (see registerPathView). */
+    pathView: function (kind, find, also) {
+      registerPathView(kind, find, also);
+    },
     /** Render formulas and charts inside an element a view has just filled. */
     render: function (root) {
       renderMath(root);
@@ -658,12 +662,15 @@
   /* --------------------------------------------------------- guided paths' links */
 
   // A guided path (unipo_build/site/pages/objectives/guided.py) writes links that open a view of the page at a
-  // state: <a class="unipo-path-link" data-path-view="explorer|explorer-inspector|inspector|compare"
-  // data-path-run=RUN data-path-moment=NAME data-path-params="k=v,k=v" data-path-focus=SELECTOR>.
-  // Here each gets the real URL of that state (it can be copied and shared) and, clicked, goes
-  // there as one history entry (UNIPO.state.go).
+  // state: <a class="unipo-path-link" data-path-view=KIND data-path-run=RUN data-path-moment=NAME
+  // data-path-params="k=v,k=v" data-path-focus=SELECTOR>; each view's script says what a KIND opens
+  // (UNIPO.pathView), so this file names no view. Each link gets the real URL of that state (it can be
+  // copied and shared) and, clicked, goes there as one history entry (UNIPO.state.go).
+  var pathViews = {}; // kind -> {find: fn(link, byRun, root), also: fn(view, params) -> more entries}
+
   function pathView(link) {
-    var kind = link.getAttribute("data-path-view");
+    var kind = pathViews[link.getAttribute("data-path-view")];
+    if (!kind) return null;
     var run = link.getAttribute("data-path-run");
     var root = pageRoot();
     function byRun(selector) {
@@ -671,18 +678,7 @@
         return !run || n.getAttribute("data-run") === run;
       });
     }
-    if (kind === "explorer") return byRun(".unipo-explorer")[0] || null;
-    if (kind === "explorer-inspector") {
-      var explorer = byRun(".unipo-explorer")[0];
-      var own = explorer && explorer.getAttribute("data-inspector");
-      return own ? document.getElementById(own) : null;
-    }
-    if (kind === "inspector") {
-      var moment = link.getAttribute("data-path-moment");
-      return byRun(".unipo-inspector").filter(function (n) { return !moment || n.getAttribute("data-moment") === moment; })[0] || null;
-    }
-    if (kind === "compare") return root.querySelector(".unipo-compare-selector");
-    return null;
+    return kind.find(link, byRun, root) || null;
   }
 
   function pathParams(link) {
@@ -694,32 +690,44 @@
     return params;
   }
 
-  function wirePathLinks(root) {
-    Array.prototype.forEach.call(root.querySelectorAll(".unipo-path-link:not([data-path-ready])"), function (link) {
-      var view = pathView(link);
-      if (!view || !view.id) {
-        link.setAttribute("data-path-ready", "missing");
-        link.removeAttribute("href");
-        link.setAttribute("aria-disabled", "true");
-        link.title = "The view this step opens is not on this page.";
-        return;
-      }
-      var id = view.id.replace(/^unipo-/, "");
-      var params = pathParams(link);
-      var entries = [{ id: id, params: params }];
-      // A step opened in the Training Explorer opens in its inspector too (the inspector's own
-      // state in the URL would otherwise win: inspector.js).
-      var own = link.getAttribute("data-path-view") === "explorer" && view.getAttribute("data-inspector");
-      if (own && params.step !== undefined) entries.push({ id: own.replace(/^unipo-/, ""), params: { step: params.step } });
-      link.setAttribute("href", formatHash(entries));
-      link.setAttribute("data-path-ready", "1");
-      link.addEventListener("click", function (event) {
-        if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
-        event.preventDefault();
-        event.stopImmediatePropagation();
-        state.go(entries, link.getAttribute("data-path-focus"));
-      });
+  function wirePathLink(link) {
+    var view = pathView(link);
+    if (!view || !view.id) {
+      link.setAttribute("data-path-ready", "missing");
+      link.removeAttribute("href");
+      link.setAttribute("aria-disabled", "true");
+      link.title = "The view this step opens is not on this page.";
+      return;
+    }
+    if (link.getAttribute("data-path-ready") === "missing") ["aria-disabled", "title"].forEach(link.removeAttribute, link);
+    var params = pathParams(link);
+    var entries = [{ id: view.id.replace(/^unipo-/, ""), params: params }];
+    // A view may open another with it (its pathView's `also`: a step opened in the view beside it too).
+    var also = pathViews[link.getAttribute("data-path-view")].also;
+    if (also) entries = entries.concat(also(view, params) || []);
+    link.setAttribute("href", formatHash(entries));
+    link.setAttribute("data-path-ready", "1"); // a link is wired once (a missing one may be wired later)
+    link.addEventListener("click", function (event) {
+      if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+      event.preventDefault();
+      event.stopImmediatePropagation();
+      state.go(entries, link.getAttribute("data-path-focus"));
     });
+  }
+
+  function wirePathLinks(root) {
+    Array.prototype.forEach.call(root.querySelectorAll(".unipo-path-link:not([data-path-ready])"), wirePathLink);
+  }
+
+  // A view's script says what a guided path's link of `kind` opens: find(link, byRun, root) returns the element
+  // (byRun(selector): those showing the link's run); also(view, params), if given, more views to open with it
+  // ([{id, params}]). Links of that kind on the page that found nothing are wired again.
+  function registerPathView(kind, find, also) {
+    if (typeof kind !== "string" || !kind || typeof find !== "function") throw new TypeError("UNIPO.pathView: a kind and a function");
+    pathViews[kind] = { find: find, also: typeof also === "function" ? also : null };
+    if (!currentRoot || !document.contains(currentRoot)) return;
+    Array.prototype.forEach.call(currentRoot.querySelectorAll('.unipo-path-link[data-path-ready="missing"]'),
+      function (link) { if (link.getAttribute("data-path-view") === kind) wirePathLink(link); });
   }
 
   renderers.push({ name: "path-links", fn: wirePathLinks });

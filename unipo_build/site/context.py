@@ -6,8 +6,8 @@ A view module defines its macros where their code is::
     def objective_card(site: Site, algorithm: str, run: str | None = None) -> str:
         ...
 
-:func:`unipo_build.site.macros.define_env` imports the view modules (:data:`SITE_MODULES`) and
-binds each registered function to a :class:`Site` of the build: the project root (the MkDocs
+:func:`unipo_build.site.macros.define_env` imports every module of ``unipo_build.site`` that
+registers a macro (found by walking the package: no list to keep) and binds each registered function to a :class:`Site` of the build: the project root (the MkDocs
 config's directory), the runs catalogue (the one runs resolver, ``unipo_build.core.runs``), the
 specs (read once per build, again when a spec file changes), chart ids and the page being
 rendered. ``scripts`` names the view scripts the page then loads (the hook puts them on that
@@ -40,47 +40,6 @@ from unipo_build.site.render import escape_text
 from unipo_build.core.specs import AlgorithmSpec, ablation_spec_paths, load_spec, load_specs
 from unipo_build.site.source_links import Repo, repo_from
 
-#: The modules whose ``@macro`` functions define_env binds (each imported once).
-SITE_MODULES = (
-    "unipo_build.site.facts.run_facts",
-    "unipo_build.site.pages.learning.verdicts",
-    "unipo_build.site.facts.seeds",
-    "unipo_build.site.pages.learning.bands",
-    "unipo_build.site.pages.objectives.ladder",
-    "unipo_build.site.pages.dynamics.sampling",
-    "unipo_build.site.pages.dynamics.sampler",
-    "unipo_build.site.pages.scale.task_length",
-    "unipo_build.site.pages.dynamics.dynamics",
-    "unipo_build.site.pages.objectives.family_tree",
-    "unipo_build.site.pages.objectives.aggregation",
-    "unipo_build.site.pages.objectives.anatomy",
-    "unipo_build.site.pages.dynamics.critic_trace",
-    "unipo_build.site.pages.dynamics.advantage_noise",
-    "unipo_build.site.view_macros",
-    "unipo_build.site.pages.objectives.guided",
-    "unipo_build.site.pages.guides.reference",
-    "unipo_build.site.pages.guides.reference_rendering",
-    "unipo_build.site.pages.guides.openrlhf_guide",
-    "unipo_build.site.pages.guides.trainer_words",
-    "unipo_build.site.facts.spec_facts",
-    "unipo_build.site.pages.learning.claims",
-    "unipo_build.site.pages.learning.judging",
-    "unipo_build.site.pages.objectives.lessons_clip",
-    "unipo_build.site.pages.objectives.lessons_groups",
-    "unipo_build.site.pages.guides.guide_costs",
-    "unipo_build.site.pages.guides.explain_pages",
-    "unipo_build.site.pages.scale.scale",
-    "unipo_build.site.pages.scale.scale_sets",
-    "unipo_build.site.pages.scale.provenance",
-    "unipo_build.site.pages.learning.set_differences",
-    "unipo_build.site.pages.objectives.ladder_effects",
-    "unipo_build.site.pages.objectives.clip_family",
-    "unipo_build.site.pages.objectives.beyond_grpo",
-    "unipo_build.site.playgrounds.macros",
-    "unipo_build.site.run_needs",
-)
-
-
 @dataclass(frozen=True)
 class MacroDef:
     fn: Callable[..., Any]
@@ -89,6 +48,7 @@ class MacroDef:
     scripts: tuple[str, ...]
     with_site: bool = True
     markdown: bool = False
+    run: bool = False
 
 
 #: Every registered macro, in registration order.
@@ -96,17 +56,20 @@ MACROS: dict[str, MacroDef] = {}
 
 
 def macro(fn: Callable | None = None, *, name: str | None = None, html: bool = False,
-          scripts: tuple[str, ...] = (), with_site: bool = True, markdown: bool = False):
+          scripts: tuple[str, ...] = (), with_site: bool = True, markdown: bool = False, run: bool = False):
     """Register ``fn(site, ...)`` (``fn(...)`` with ``with_site=False``) as the page macro ``name``
-    (default: the function's name). ``html`` / ``markdown``: what it returns (see the module
-    docstring); by default a string it returns is text."""
+    (default: the function's name), at the function's definition: a ``*_text`` or ``*_html``
+    function is the macro itself, under the name the pages call it by. ``html`` / ``markdown``:
+    what it returns (see the module docstring); by default a string it returns is text. ``run``:
+    the page passes a run's name first, and ``fn`` gets the run (``Site.run``, None when the build
+    lacks it) and the name, ``fn(site, run, name, ...)``."""
     def decorate(f: Callable) -> Callable:
         key = name or f.__name__
         if key in MACROS and MACROS[key].fn is not f:
             raise ValueError(f"two macros named {key!r}: {MACROS[key].fn.__module__} and {f.__module__}")
         if html and markdown:
             raise ValueError(f"macro {key!r}: html or markdown, not both")
-        MACROS[key] = MacroDef(f, key, html, tuple(scripts), with_site, markdown)
+        MACROS[key] = MacroDef(f, key, html, tuple(scripts), with_site, markdown, run)
         return f
     return decorate(fn) if fn is not None else decorate
 
@@ -254,6 +217,8 @@ def bind(site: Site, definition: MacroDef) -> Callable:
     fn = definition.fn
 
     def bound(*args: Any, **kwargs: Any) -> Any:
+        if definition.run:  # the run's name -> the run and its name
+            args = (site.run(args[0]), str(args[0]), *args[1:])
         out = fn(site, *args, **kwargs) if definition.with_site else fn(*args, **kwargs)
         if definition.scripts:
             site.use_scripts(scripts_for(definition, out))

@@ -1,7 +1,8 @@
 """The mkdocs-macros entry point (``plugins: macros: modules: [unipo_build.site.macros]``).
 
-:func:`define_env` imports the site's view modules (``site.context.SITE_MODULES``), whose macros
-are registered beside their code with ``@site.context.macro``, and binds each to the build's
+:func:`define_env` imports the modules of ``unipo_build.site`` that register macros (:func:`macro_modules`
+finds them by walking the package), whose macros are registered beside their code with
+``@site.context.macro``, and binds each to the build's
 :class:`site.context.Site` (project root, runs, specs, page). A macro that needs a view script
 asks for it (``scripts=``); ``page_state.use_scripts`` records it for the page, and the hook adds the
 script to that page only, and links that view's style sheets (``VIEW_STYLES``) in the page's head.
@@ -22,6 +23,10 @@ a random nonce drawn once per build, so no input string can collide with them.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import pkgutil
+import re
+from pathlib import Path
 from typing import Any
 
 from unipo_build.site import render
@@ -51,6 +56,33 @@ def as_spec(spec: Any) -> dict:
     raise TypeError(f"expected a Vega-Lite spec (dict or Altair chart), got {type(spec).__name__}")
 
 
+#: A module registers a macro when a line of its own starts with ``@macro`` or ``macro(`` (the decorator,
+#: or registering a function defined elsewhere under a page's name).
+REGISTERS = re.compile(r"^(?:@macro\b|macro\()", re.M)
+
+
+def macro_modules() -> list[str]:
+    """Every module of ``unipo_build.site`` that registers a page macro, in the package's order: found by
+    walking the package (``pkgutil``) and reading each module's source, so a new page module is
+    picked up without a list to keep. Modules that register nothing (the hooks, the builder) are not
+    imported."""
+    from unipo_build import site as package
+
+    found = []
+    for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        spec = importlib.util.find_spec(info.name)
+        origin = spec.origin if spec else None
+        if origin and origin.endswith(".py") and REGISTERS.search(Path(origin).read_text(encoding="utf-8")):
+            found.append(info.name)
+    return found
+
+
+def import_macro_modules() -> None:
+    """Import every module that registers a macro (:func:`macro_modules`), filling ``context.MACROS``."""
+    for name in macro_modules():
+        importlib.import_module(name)
+
+
 def define_env(env: Any) -> None:
     import altair
 
@@ -69,8 +101,7 @@ def define_env(env: Any) -> None:
         )
         return protect_html(env, html)
 
-    for name in site_layer.SITE_MODULES:
-        importlib.import_module(name)
+    import_macro_modules()
     site = site_layer.Site(env)
     for definition in site_layer.MACROS.values():
         env.macro(site_layer.bind(site, definition))

@@ -168,6 +168,7 @@ def run_fact_value(run: Run, key: str) -> Any:
     return None if record is None else record.get(f"accuracy_{mode}")
 
 
+@macro(name="run_fact", with_site=False, run=True)
 def run_fact_text(run: Run | None, name: str, key: str, digits: int = 3) -> str:
     if key not in RUN_FACT_KEYS:
         raise AuthorError(f"run_fact: unknown key {key!r} (known: {', '.join(RUN_FACT_KEYS)})")
@@ -214,6 +215,7 @@ def run_moment(run: Run, name: str) -> Moment | None:
     return find_moments(run.path).get(name)
 
 
+@macro(name="moment_fact", with_site=False, run=True)
 def moment_fact_text(run: Run | None, name: str, moment: str, field_name: str = "step") -> str:
     if moment not in MOMENT_NAMES:
         raise AuthorError(f"moment_fact: unknown moment {moment!r} (known: {', '.join(MOMENT_NAMES)})")
@@ -238,6 +240,7 @@ def moment_fact_text(run: Run | None, name: str, moment: str, field_name: str = 
 # Facts from metrics, specs and probability (so prose types no decimals)
 # ---------------------------------------------------------------------------
 
+@macro(name="metric_fact", with_site=False, run=True)
 def metric_fact_text(run: Run | None, name: str, metric: str, when: str = "last", digits: int = 3,
                      percent: bool = False) -> str:
     """The mean of a metric over the first or last tenth of a run's points (rollout-level metrics:
@@ -256,7 +259,8 @@ def metric_fact_text(run: Run | None, name: str, metric: str, when: str = "last"
     return fmt_pct(value, max(0, digits - 2)) if percent else fmt_num(value, digits)
 
 
-def clip_ceiling_text(site: Site, p: float, algorithm: str) -> str:
+@macro(name="clip_ceiling")
+def clip_ceiling_text(site: Site, p: float, algorithm: str = "grpo") -> str:
     """How far one update's clip lets a token of probability p rise: p (1 + eps_high), as a %."""
     spec = site.spec(algorithm, "clip_ceiling")
     _, high = spec.component("clip").bounds(spec.params("clip"))
@@ -305,6 +309,7 @@ def _rollouts_word(run: Run) -> int | str:
     return f"{fmt_num(progress[0])} of {fmt_num(progress[1])} so far"
 
 
+@macro(name="runs_setup")
 def runs_setup_text(site: Site, runs: Sequence[str] | None = None) -> str:
     """A sentence on what the runs of this build share and where they differ."""
     found, missing = course_runs(site, runs)
@@ -355,6 +360,7 @@ def hybrid_runs(site: Site) -> list[Run]:
     return out
 
 
+@macro(name="hybrid_status")
 def hybrid_status_text(site: Site) -> str:
     found = hybrid_runs(site)
     if not found:
@@ -369,43 +375,6 @@ def hybrid_status_text(site: Site) -> str:
 # ---------------------------------------------------------------------------
 # Macros
 # ---------------------------------------------------------------------------
-
-@macro
-def run_fact(site: Site, run: str, key: str, digits: int = 3) -> str:
-    """A number from a run's summary or header, as text (see RUN_FACT_KEYS)."""
-    return run_fact_text(site.run(run), str(run), key, digits)
-
-
-@macro
-def moment_fact(site: Site, run: str, moment: str, field: str = "step") -> str:
-    """Where a teaching moment is in a run: its step, group, response, token or value."""
-    return moment_fact_text(site.run(run), str(run), moment, field)
-
-
-@macro
-def metric_fact(site: Site, run: str, metric: str, when: str = "last", digits: int = 3,
-                percent: bool = False) -> str:
-    """The mean of a logged metric over the first or last tenth of a run (or all of it)."""
-    return metric_fact_text(site.run(run), str(run), metric, when, digits, percent)
-
-
-@macro
-def runs_setup(site: Site, runs: Sequence[str] | None = None) -> str:
-    """A sentence: the settings the runs of this build share and those where they differ."""
-    return runs_setup_text(site, runs)
-
-
-@macro
-def hybrid_status(site: Site) -> str:
-    """A sentence: whether this build has a run pairing dynamic sampling with the constant normaliser."""
-    return hybrid_status_text(site)
-
-
-@macro
-def clip_ceiling(site: Site, p: float, algorithm: str = "grpo") -> str:
-    """How high one update's clip lets a token of probability p rise (a percentage)."""
-    return clip_ceiling_text(site, p, algorithm)
-
 
 @macro
 def spec_param(site: Site, algorithm: str, slot: str, name: str, run: str | None = None) -> str:

@@ -88,6 +88,7 @@ def spread(values: Sequence[float | None]) -> Spread | None:
     return Spread(kept) if kept else None
 
 
+@macro(name="run_choice")
 def run_choice_text(site: Site, name: str) -> str:
     """Which run a chapter shows for ``name`` and where the algorithm's other runs appear."""
     run, runs = site.catalog.with_seeds(name)
@@ -114,6 +115,7 @@ def run_choice_text(site: Site, name: str) -> str:
             "seed's change) and in the training-dynamics chapter's seed bands and held-out table.")
 
 
+@macro(name="seed_counts")
 def seed_counts_text(site: Site, algorithms: Sequence[str] | None = None) -> str:
     """A sentence: how many runs (seeds) each algorithm of the build has, ablation rungs aside
     (``algorithms``: those only, any without a run left out), and which rest on one seed; "" when
@@ -145,15 +147,3 @@ def seed_counts_text(site: Site, algorithms: Sequence[str] | None = None) -> str
 
 def _count_word(n: int) -> str:
     return {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}.get(n, fmt_num(n))
-
-
-@macro
-def seed_counts(site: Site, algorithms: Sequence[str] | None = None) -> str:
-    """A sentence: how many runs (seeds) each algorithm of the build has (or each of ``algorithms``)."""
-    return seed_counts_text(site, algorithms)
-
-
-@macro
-def run_choice(site: Site, name: str) -> str:
-    """A sentence: which run of an algorithm the chapter shows, why, and where the others appear."""
-    return run_choice_text(site, str(name))

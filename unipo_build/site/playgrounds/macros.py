@@ -137,7 +137,8 @@ def control_html(page: str, control: Control) -> str:
             f'{field}<output>{e(param_text(control.default))}</output></label>')
 
 
-def controls_html(page: str, names: list[str] | tuple[str, ...]) -> str:
+@macro(name="pg_controls", html=True, with_site=False)
+def controls_html(page: str, *names: str) -> str:
     table = CONTROLS[page]()
     unknown = [n for n in names if n not in table]
     if unknown:
@@ -183,6 +184,7 @@ def figure_spec(name: str) -> dict:
     return builders[name]()
 
 
+@macro(name="pg_grid", html=True, with_site=False)
 def grid_html(grid=mr.DEFAULT_GRID) -> str:
     e = render.escape_text
     head = "".join(f'<th scope="col">{e(n)}</th>' for n in mr.REWARD_NAMES)
@@ -302,6 +304,7 @@ def two_rollout_table() -> str:
     return "\n".join(lines)
 
 
+@macro(name="playground_palette", html=True, with_site=False)
 def palette_html() -> str:
     """A swatch list of the method colours shared by the playground pages."""
     e = render.escape_text
@@ -363,11 +366,6 @@ def pg_data(site: Site, page: str) -> str:
     return render.json_data(page_data(page), data_id=f"pg-data-{page}")
 
 
-@macro(html=True)
-def pg_controls(site: Site, page: str, *names: str) -> str:
-    return controls_html(page, names)
-
-
 def caption_colours(caption: str) -> str:
     """``{colour:<algorithm id>}`` in a caption becomes the name of the colour the chart draws that
     algorithm in ('bluish green'), so a caption never names a colour the figure does not show."""
@@ -392,16 +390,6 @@ def colour_of(site: Site, algorithm: str) -> str:
     if algorithm not in ALGORITHMS:
         raise KeyError(f"colour_of: {algorithm!r} has no colour of its own in site/palette.py ALGORITHMS")
     return colour_name(ALGORITHMS[algorithm])
-
-
-@macro(html=True)
-def pg_grid(site: Site) -> str:
-    return grid_html()
-
-
-@macro(html=True)
-def playground_palette(site: Site) -> str:
-    return palette_html()
 
 
 for _fn in (objective_facts, gdpo_facts, shape_facts, trainer_reward_weights):

@@ -61,7 +61,8 @@ def metric_panel_spec(metric: str, rows: list[dict], domain: list[str], colours:
     return spec
 
 
-def dynamics_compare_html(site: Site, metrics: Sequence[str] | str | None, runs: Sequence[str] | None,
+@macro(name="dynamics_compare", html=True)
+def dynamics_compare_html(site: Site, metrics: Sequence[str] | str | None = None, runs: Sequence[str] | None = None,
                           x: str = "fraction") -> str:
     if metrics is None:
         metrics = DEFAULT_DYNAMICS
@@ -148,7 +149,8 @@ def dynamics_compare_html(site: Site, metrics: Sequence[str] | str | None, runs:
 LENGTH_METRICS = ("length/correct", "length/incorrect")
 
 
-def length_by_correctness_html(site: Site, runs: Sequence[str] | None) -> str:
+@macro(name="length_by_correctness", html=True)
+def length_by_correctness_html(site: Site, runs: Sequence[str] | None = None) -> str:
     import altair as alt
 
     runs = list(runs) if runs is not None else ["grpo", "dr_grpo"]
@@ -253,16 +255,3 @@ def direct_labels(rows: list[dict], gap: float = 0.09) -> list[dict]:
             placed[i] = min(placed[i], placed[i + 1] - gap * span)
     return [{"line": r["line"], "algorithm": r["algorithm"], "x": r["x"], "y": r["y"], "label_y": round_to(y),
              "label": r.get("name") or f"{r['algorithm']} {r['answers'].split()[0]}"} for r, y in zip(ends, placed)]
-
-
-@macro(html=True)
-def dynamics_compare(site: Site, metrics: Sequence[str] | str | None = None, runs: Sequence[str] | None = None,
-                     x: str = "fraction") -> str:
-    """Small multiples of the runs' metrics on a shared x axis (fraction of training or step)."""
-    return dynamics_compare_html(site, metrics, runs, x)
-
-
-@macro(html=True)
-def length_by_correctness(site: Site, runs: Sequence[str] | None = None) -> str:
-    """Mean length of wrong and correct answers over training, each line named at its end (default: GRPO vs Dr. GRPO)."""
-    return length_by_correctness_html(site, runs)

@@ -101,6 +101,7 @@ def variant_colour(variant: str, lags: Sequence[str] = LAGS) -> str:
     return algorithm_colour(base)
 
 
+@macro(name="sampler_runs_setup")
 def runs_setup_text(site: Site, sync: str = SYNC, stale: str = STALE, corrections: Sequence[str] = CORRECTIONS,
                     lags: Sequence[str] = LAGS) -> str:
     """The chapter's runs, read from their headers: seeds, lag, rollouts, updates and evaluations."""
@@ -182,6 +183,7 @@ def mismatch_present(side: Side) -> bool:
     return side.n > 0 and all(v.value > AGREE and v.value > 2 * (v.se or 0.0) for v in side.values)
 
 
+@macro(name="sampler_mismatch_words")
 def mismatch_words_text(site: Site, lags: Sequence[str] = LAGS) -> str:
     lags = sorted(lags, key=lag_of)
     sides = [(v, mismatch_side(site, v)) for v in lags]
@@ -217,6 +219,7 @@ def mismatch_words_text(site: Site, lags: Sequence[str] = LAGS) -> str:
     return text
 
 
+@macro(name="sampler_mismatch_figure", html=True)
 def mismatch_figure_html(site: Site, lags: Sequence[str] = LAGS,
                          metrics: Sequence[str] = (MISMATCH, "mismatch/logp_abs_max")) -> str:
     lags = sorted(lags, key=lag_of)
@@ -308,6 +311,7 @@ def paired_text(site: Site, a: str, b: str, mode: str, a_name: str, b_name: str)
     return f" {text}" if text else ""
 
 
+@macro(name="sampler_cost_words")
 def cost_words_text(site: Site, mode: str = "sampled", sync: str = SYNC, stale: str = STALE) -> str:
     s, u = gain_side(site, sync, mode), gain_side(site, stale, mode)
     for side in (s, u):
@@ -332,6 +336,7 @@ def mode_gap_side(site: Site, variant: str) -> Side:
     return Side(greedy.name, values, greedy.reason or sampled.reason)
 
 
+@macro(name="sampler_cost_modes")
 def cost_modes_text(site: Site, sync: str = SYNC, stale: str = STALE) -> str:
     """Is the stale sampler's cost larger in sampled accuracy than in greedy accuracy? The sampled cost minus the
     greedy cost is the stale runs' (greedy gain - sampled gain) minus the synchronous runs', judged across seeds."""
@@ -361,6 +366,7 @@ def cost_modes_text(site: Site, sync: str = SYNC, stale: str = STALE) -> str:
         f". One would predict it larger there: {why}.")
 
 
+@macro(name="sampler_correction_words")
 def correction_words_text(site: Site, correction: str, mode: str = "greedy", sync: str = SYNC,
                           stale: str = STALE) -> str:
     c, u, s = (gain_side(site, x, mode) for x in (correction, stale, sync))
@@ -397,6 +403,7 @@ def correction_words_text(site: Site, correction: str, mode: str = "greedy", syn
             f"accuracy is not clear: {nums(own)}; {against_u}; {against_s}.{diff}")
 
 
+@macro(name="sampler_lag_words")
 def lag_words_text(site: Site, mode: str = "sampled", sync: str = SYNC, lags: Sequence[str] = LAGS) -> str:
     s = gain_side(site, sync, mode)
     if s.n == 0:
@@ -471,6 +478,7 @@ def gains_panel_spec(label: str, rows: list[dict], ranges: list[dict], domain: l
     return spec
 
 
+@macro(name="sampler_gains_figure", html=True)
 def gains_figure_html(site: Site, variants: Sequence[str] | None = None) -> str:
     variants = list(variants or [SYNC, STALE, *CORRECTIONS, *[v for v in LAGS if v != STALE]])
     shown = [(v, variant_runs(site, v)) for v in variants]
@@ -526,68 +534,13 @@ def gains_figure_html(site: Site, variants: Sequence[str] | None = None) -> str:
 # ---------------------------------------------------------------------------
 
 @macro
-def sampler_runs_setup(site: Site) -> str:
-    """The chapter's runs, from their headers."""
-    return runs_setup_text(site)
-
-
-@macro(html=True)
-def sampler_mismatch_figure(site: Site, lags: Sequence[str] = LAGS) -> str:
-    """The sampler/learner log-prob gap over training, one band per lag (GRPO, no correction)."""
-    return mismatch_figure_html(site, lags)
-
-
-@macro
-def sampler_mismatch_words(site: Site, lags: Sequence[str] = LAGS) -> str:
-    """How large the mismatch is at each lag, whether there is one, and whether it grows."""
-    return mismatch_words_text(site, lags)
-
-
-@macro(html=True)
-def sampler_gains_figure(site: Site, variants: Sequence[str] | None = None) -> str:
-    """Held-out gains, every seed a dot, for synchronous, stale and corrected runs; with a table."""
-    return gains_figure_html(site, variants)
-
-
-@macro
-def sampler_cost_words(site: Site, mode: str = "sampled", sync: str = SYNC, stale: str = STALE) -> str:
-    """Did sampling from a stale policy cost held-out accuracy?"""
-    return cost_words_text(site, mode, sync, stale)
-
-
-@macro
-def sampler_correction_words(site: Site, correction: str, mode: str = "greedy", sync: str = SYNC,
-                             stale: str = STALE) -> str:
-    """Does a correction recover what the stale sampler cost?"""
-    return correction_words_text(site, correction, mode, sync, stale)
-
-
-@macro
-def sampler_cost_modes(site: Site, sync: str = SYNC, stale: str = STALE) -> str:
-    """The stale sampler's mean cost in sampled and in greedy accuracy, and which is larger."""
-    return cost_modes_text(site, sync, stale)
-
-
-@macro
-def sampler_correction_bounds(site: Site, algorithm: str) -> str:
-    """A correction's bounds as its spec sets them."""
-    return correction_bounds_text(site, algorithm)
-
-
-@macro
-def sampler_lag_words(site: Site, mode: str = "sampled", sync: str = SYNC, lags: Sequence[str] = LAGS) -> str:
-    """The held-out gain at each lag, against synchronous GRPO."""
-    return lag_words_text(site, mode, sync, lags)
-
-
-@macro
 def sampler_detail_step(site: Site, run: str) -> int | None:
     """The update with a token file at which the run's correction acts on the most tokens."""
     found = site.run(run)
     return detail_step(found) if found is not None else None
 
 
-@macro
-def sampler_token_words(site: Site, run: str, step: int | None = None) -> str:
-    """What the run's correction did to the tokens of one update."""
-    return token_words_text(site, run, step)
+# sampler_facts.py's own text functions, registered under the names the chapter calls them by (that module
+# does not import the macro machinery).
+macro(correction_bounds_text, name="sampler_correction_bounds")
+macro(token_words_text, name="sampler_token_words")

@@ -122,6 +122,7 @@ SAMPLING_FACT_KEYS = {
 }
 
 
+@macro(name="sampling_fact", with_site=False, run=True)
 def sampling_fact_text(run: Run | None, name: str, key: str) -> str:
     if key not in SAMPLING_FACT_KEYS:
         raise AuthorError(f"sampling_fact: unknown key {key!r} (known: {', '.join(SAMPLING_FACT_KEYS)})")
@@ -174,7 +175,8 @@ def _rows(run: Run, label: str, metric: str, kind: str = "") -> list[dict]:
                                                                    s.fraction.tolist())]
 
 
-def batch_filling_html(site: Site, runs: Sequence[str] | None) -> str:
+@macro(name="batch_filling", html=True)
+def batch_filling_html(site: Site, runs: Sequence[str] | None = None) -> str:
     shown, missing = course_runs(site, runs)
     shown = [r for r in shown if filters_groups(r)]
     if not shown:
@@ -243,15 +245,3 @@ def batch_table_html(site: Site, shown: list[Run]) -> str:
                   "Accuracy, last tenth: kept / all sampled", "Reward, last tenth: kept / all sampled"], rows,
                  caption="How each run of an algorithm with a sampling filter filled its batches (every seed)",
                  numeric=(1, 2, 3, 4, 5))
-
-
-@macro(html=True)
-def batch_filling(site: Site, runs: Sequence[str] | None = None) -> str:
-    """Dynamic sampling filling the batch: generated per kept, rounds, full batches, kept vs all sampled."""
-    return batch_filling_html(site, runs)
-
-
-@macro
-def sampling_fact(site: Site, run: str, key: str) -> str:
-    """One figure of a run's batch filling as text (SAMPLING_FACT_KEYS)."""
-    return sampling_fact_text(site.run(run), str(run), key)

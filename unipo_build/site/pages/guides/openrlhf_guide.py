@@ -47,7 +47,8 @@ def fenced(text: str, language: str = "bash") -> str:
     return f"{fence}{language}\n{text}\n{fence}"
 
 
-def command_block(algorithm: str, *, tap: bool = True, **options: Any) -> str:
+@macro(name="openrlhf_command", with_site=False, markdown=True)
+def command_block(algorithm: str, tap: bool = True, **options: Any) -> str:
     """The printed command for ``algorithm`` as a fenced shell block (its approximations accepted, if any)."""
     cmd = build_command(algorithm, RunOptions(**options), accept_approximation=True,
                         tap_dir="work/openrlhf/tap" if tap else None)
@@ -71,12 +72,6 @@ def train_commands(preset: str = "gpu", gpus_per_node: int = RunOptions().gpus_p
 def openrlhf_translations(site: Site) -> str:
     """A table: every shipped spec, exact on OpenRLHF or its gaps and approximations."""
     return translations_table(link=page_linker(site.env))
-
-
-@macro(with_site=False, markdown=True)
-def openrlhf_command(algorithm: str, tap: bool = True, **options: Any) -> str:
-    """The OpenRLHF command the builder prints for ``algorithm`` (a fenced bash block)."""
-    return command_block(algorithm, tap=tap, **options)
 
 
 @macro(with_site=False, markdown=True)

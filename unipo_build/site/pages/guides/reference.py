@@ -366,6 +366,7 @@ def schema_reference_markdown(*, protect: Protect = _same) -> str:
 # metric_catalogue
 # ---------------------------------------------------------------------------
 
+@macro(name="metric_catalogue", html=True, with_site=False)
 def metric_catalogue_html() -> str:
     rows = [[code(name), escape_text(info.label), escape_text(info.group), escape_text(info.scope),
              escape_text(info.higher_is), escape_text(info.description)] for name, info in METRICS.items()]
@@ -535,6 +536,7 @@ def trainer_block(trainer: str) -> str:
     return "".join(out)
 
 
+@macro(name="trainer_settings_table", html=True, with_site=False)
 def trainer_settings_html(link: Link = no_link) -> str:
     """Every registered kind (slot by slot, in the registry's order) with its setting in each trainer: one tab
     per trainer (registry.TRAINERS), each a table of kind and setting, and one line of the kinds it lacks."""
@@ -561,22 +563,8 @@ def schema_reference(site: Site) -> str:
     return schema_reference_markdown(protect=site.protect)
 
 
-@macro(html=True, with_site=False)
-def bound(name: str) -> str:
-    """A bound of ``unipo_build.core.limits`` in the docs' prose: ``{{ bound("LINE_MAX") }}`` -> 4,096."""
-    return limits.describe(name)
-
-
-@macro(html=True)
-def metric_catalogue(site: Site) -> str:
-    """The documented metrics (schema.METRICS)."""
-    return metric_catalogue_html()
-
-
-@macro(html=True)
-def trainer_settings_table(site: Site) -> str:
-    """Every kind of the registry with its setting in TRL, verl, prime-rl and OpenRLHF."""
-    return trainer_settings_html()
+# A bound of ``unipo_build.core.limits`` in the docs' prose: ``{{ bound("LINE_MAX") }}`` -> 4,096.
+macro(limits.describe, name="bound", html=True, with_site=False)
 
 
 @macro(markdown=True)

@@ -189,14 +189,15 @@ def band_panel_spec(label: str, rows: list[dict], domain: list[str], colours: li
     return spec
 
 
-def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms: Sequence[str] | None,
-                    axis: str = "fraction", same_scale: bool = False) -> str:
+@macro(name="seed_bands", html=True)
+def seed_bands_html(site: Site, metrics: Sequence[str] | str | None = None, algorithms: Sequence[str] | None = None,
+                    x: str = "fraction", same_scale: bool = False) -> str:
     metrics = list(DEFAULT_BANDS if metrics is None else [metrics] if isinstance(metrics, str) else metrics)
     for m in metrics:
         if m not in METRICS and m not in HELDOUT:
             raise AuthorError(f"seed_bands: unknown metric {m!r} (known: {', '.join([*HELDOUT, *METRICS])})")
-    if axis not in AXES:
-        raise AuthorError(f"seed_bands: x must be one of {', '.join(AXES)}, not {axis!r}")
+    if x not in AXES:
+        raise AuthorError(f"seed_bands: x must be one of {', '.join(AXES)}, not {x!r}")
     shown, missing = course_runs(site, algorithms)
     elsewhere: list[str] = []  # compared in a chapter of their own (drawn here only when asked for)
     if algorithms is None:
@@ -223,13 +224,13 @@ def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms:
         percent = metric in HELDOUT or metric in SHARES
         rows, absent = [], []
         for (algorithm, runs), name in zip(groups, labels):
-            curves = [c for c in (run_curve(r, metric, axis) for r in runs) if c is not None]
+            curves = [c for c in (run_curve(r, metric, x) for r in runs) if c is not None]
             band = None
             if curves:
                 at = np.unique(np.concatenate([c.x for c in curves])) if metric in HELDOUT else None
                 band = band_of(curves, at=at)
             if band is None:
-                absent.append(site.algorithm_name(algorithm) + _absent_why(runs[0], metric, axis))
+                absent.append(site.algorithm_name(algorithm) + _absent_why(runs[0], metric, x))
                 continue
             rows += [{"a": name, "x": round_to(band.x[i], 4), "m": round_to(band.median[i], 3),
                       "lo": round_to(band.low[i], 3), "hi": round_to(band.high[i], 3), "n": band.runs}
@@ -246,7 +247,7 @@ def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms:
         title = (f'<p class="unipo-band-title" style="margin:0 0 .2em;font-weight:600">{escape_text(label)} '
                  f'<code style="font-weight:400">{escape_text(metric)}</code></p>')
         if rows:
-            spec = band_panel_spec(label, rows, labels, colours, axis, percent, metric in HELDOUT, y_domain)
+            spec = band_panel_spec(label, rows, labels, colours, x, percent, metric in HELDOUT, y_domain)
             chart = vega_embed(spec, chart_id=site.chart_id(spec))
         else:
             chart = '<p style="margin:.5em 0;opacity:.8">No run in this build logs this.</p>'
@@ -262,7 +263,7 @@ def seed_bands_html(site: Site, metrics: Sequence[str] | str | None, algorithms:
                f"highest of them; a run's metrics are first smoothed by a moving average over "
                f"{fmt_pct(SMOOTH_FRACTION, 0)} of its points. Held-out accuracy is measured at each evaluation on the "
                "problems every evaluation of the run scored. ")
-    caption += ("The horizontal axis is the fraction of each run's updates." if axis == "fraction" else
+    caption += ("The horizontal axis is the fraction of each run's updates." if x == "fraction" else
                 "The horizontal axis counts every response token generated so far, including the groups a sampling "
                 "filter dropped; a band ends where the algorithm's shortest run ends.")
     if single:
@@ -310,10 +311,3 @@ def _training_list(site: Site, runs: Sequence[Run]) -> str:
         items.append(f"{site.algorithm_name(run.header.algorithm)} ({run.id}, {fmt_num(logged)} of "
                      f"{fmt_num(planned)} rollouts)")
     return ", ".join(items)
-
-
-@macro(html=True)
-def seed_bands(site: Site, metrics: Sequence[str] | str | None = None, algorithms: Sequence[str] | None = None,
-               x: str = "fraction", same_scale: bool = False) -> str:
-    """Small multiples with one band per algorithm over its runs (seeds): median, lowest, highest."""
-    return seed_bands_html(site, metrics, algorithms, x, same_scale)

@@ -397,6 +397,7 @@ def batch_fill_words(fill: BatchFill) -> str:
                    "trains on the mixed groups it found, which may be fewer than the batch asks for.")
 
 
+@macro(name="batch_fill")
 def batch_fill_text(site: Site, name: str) -> str:
     """What a refilling filter cost (rounds, answers generated per answer trained on) and whether
     every batch was full: a rollout that used every round may train on fewer groups than asked."""
@@ -407,6 +408,7 @@ def batch_fill_text(site: Site, name: str) -> str:
 # Answer lengths of one algorithm: the numbers, and the change with its verdict
 # ---------------------------------------------------------------------------
 
+@macro(name="length_verdict")
 def length_verdict_text(site: Site, name: str) -> str:
     label, runs = runs_named(site, name)
     if not runs:
@@ -435,6 +437,7 @@ def length_verdict_text(site: Site, name: str) -> str:
 # How many seeds the comparisons rest on
 # ---------------------------------------------------------------------------
 
+@macro(name="seeds_note")
 def seeds_note_text(site: Site) -> str:
     """Whether each algorithm of the build was trained once or with several seeds, and what that
     means for reading a gap between two lines of the charts (which show one run per algorithm)."""
@@ -466,23 +469,3 @@ def effect(site: Site, claim: str, first: str, second: str | None = None, labels
     if r.verdict.status == "unmeasurable":
         return unmeasurable_text(CLAIMS[claim], r)
     return capitalised(CLAIMS[claim].words(r))
-
-
-@macro
-def batch_fill(site: Site, algorithm: str) -> str:
-    """A sentence: whether a refilling filter filled every batch (rollouts that used every round)."""
-    return batch_fill_text(site, str(algorithm))
-
-
-@macro
-def length_verdict(site: Site, run: str) -> str:
-    """A sentence: wrong vs right answer lengths at the start and end of training, with the change
-    and whether it is clear of the noise."""
-    return length_verdict_text(site, str(run))
-
-
-
-@macro
-def seeds_note(site: Site) -> str:
-    """A sentence: how many seeds each algorithm of the build has, and how to read a gap between runs."""
-    return seeds_note_text(site)

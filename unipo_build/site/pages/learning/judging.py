@@ -104,6 +104,7 @@ def interval_level(z: float) -> str:
     return fmt_pct(math.erf(z / math.sqrt(2)), 0)
 
 
+@macro(name="judge_level", with_site=False)
 def level_text(which: str = "clear") -> str:
     if which == "clear":
         return fmt_fixed(J.ALPHA, 2)
@@ -126,6 +127,7 @@ def best_word(n_a: int, n_b: int) -> str:
     return f"not separable with {count_word(min(n_a, n_b))} seed{'s' if min(n_a, n_b) != 1 else ''}"
 
 
+@macro(name="judge_designs_table", html=True, with_site=False)
 def designs_html() -> str:
     rows = []
     for n in DESIGNS:
@@ -144,7 +146,8 @@ def gain_values(runs: Sequence[Run], mode: str = "greedy") -> list[tuple[Run, fl
     return [(r, c.change) for r in runs for c in [run_change(r.evals, mode)] if c is not None]
 
 
-def example_text(site: Site, first: str, second: str, mode: str = "greedy") -> str:
+@macro(name="judge_example")
+def example_text(site: Site, first: str = "cispo", second: str = "dapo", mode: str = "greedy") -> str:
     """The procedure worked through on two algorithms' held-out gains in the build; "" when the build
     lacks a finished run of either with that held-out evaluation at start and end."""
     na, nb = site.algorithm_name(first), site.algorithm_name(second)
@@ -180,12 +183,6 @@ def example_text(site: Site, first: str, second: str, mode: str = "greedy") -> s
 # ---------------------------------------------------------------------------
 
 @macro
-def judge_level(site: Site, which: str = "clear") -> str:
-    """A level of the procedure: clear (the two-sided level), suggestive, interval (the effect's), heldout."""
-    return level_text(str(which))
-
-
-@macro
 def judge_seeds_needed(site: Site) -> str:
     """The fewest seeds per variant, the same on both sides, with which a clear verdict is possible, in words."""
     return count_word(J.seeds_needed())
@@ -197,33 +194,15 @@ def judge_min_p(site: Site, n_a: int, n_b: int) -> str:
     return J.p_text(J.min_p(int(n_a), int(n_b)))
 
 
-@macro(html=True)
-def judge_designs_table(site: Site) -> str:
-    """One row per design, one to five seeds each: its splits, its smallest p and its best verdict."""
-    return designs_html()
-
-
-@macro
-def judge_example(site: Site, first: str = "cispo", second: str = "dapo", mode: str = "greedy") -> str:
-    """The procedure worked through on two algorithms' held-out gains in the build (a pair
-    :func:`judge_example_pair` chose)."""
-    return example_text(site, str(first), str(second), str(mode))
-
-
-def example_pair(site: Site, pairs: Sequence[Sequence[str]], mode: str = "greedy") -> list[str] | None:
+@macro(name="judge_example_pair")
+def example_pair(site: Site, *pairs: Sequence[str], mode: str = "greedy") -> list[str] | None:
     """The first of ``pairs`` ([a, b], ...) of which the build has finished runs of both with a ``mode``
-    held-out evaluation at start and end; None when it has none."""
+    held-out evaluation at start and end; None when it has none. For ``{% set pair =
+    judge_example_pair(["cispo", "dapo"], ["dr_grpo", "grpo"]) %}``: the worked example uses runs the set
+    has, and the page leaves it out when the set has none (issue 47 item 1)."""
     for pair in pairs:
         if not isinstance(pair, (list, tuple)) or len(pair) != 2:
             raise AuthorError(f"judge_example_pair: pairs of algorithm ids, not {pair!r}")
         if example_text(site, str(pair[0]), str(pair[1]), mode):
             return [str(pair[0]), str(pair[1])]
     return None
-
-
-@macro
-def judge_example_pair(site: Site, *pairs: Sequence[str], mode: str = "greedy") -> list[str] | None:
-    """For ``{% set pair = judge_example_pair(["cispo", "dapo"], ["dr_grpo", "grpo"]) %}``: the first pair
-    the set has the runs of, so the worked example uses runs the set has; None (the page leaves the
-    example out) when it has none (issue 47 item 1)."""
-    return example_pair(site, pairs, str(mode))

@@ -284,6 +284,7 @@ def relative_gains_words(site: Site, label: str, setups: dict[str, list[RunSetup
             f"points), {parts} of it.")
 
 
+@macro(name="cut_short_note")
 def cut_short_words(site: Site, setups: dict[str, list[RunSetup]] | None = None, where: str = "this build") -> str:
     """Which core runs stopped before the rollouts they asked for (``where``: how the runs' set is named)."""
     setups = core_setups(site) if setups is None else setups
@@ -363,9 +364,3 @@ def confounds_words(views: Sequence[tuple[str, Site]]) -> str:
     return (f"The sets differ in {count_word(len(differ))} of these settings at once ({and_names(differ)}), so this page "
             "cannot isolate which of them changes how far each algorithm gets; a cause would need runs that change "
             "one of them at a time.")
-
-
-@macro
-def cut_short_note(site: Site) -> str:
-    """A sentence: the core runs of the build stopped before the rollouts they asked for, if any."""
-    return cut_short_words(site)

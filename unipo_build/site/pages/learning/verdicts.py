@@ -171,6 +171,7 @@ def updates_text(per_rollout, epochs, minibatches) -> str:
             f"minibatch{'es' if minibatches != 1 else ''})")
 
 
+@macro(name="run_card", html=True, run=True)
 def run_card_html(site: Site, run: Run | None, name: str, *, with_diagnoses: bool = True) -> str:
     """The run's settings (folded), its held-out evaluations and (``with_diagnoses``) its diagnosis cards."""
     if run is None:
@@ -318,6 +319,7 @@ def evals_html(run: Run) -> str:
     return folded + summary
 
 
+@macro(name="eval_compare", html=True)
 def eval_compare_html(site: Site, runs: Sequence[str] | None = None) -> str:
     """One row per algorithm: the shown run's paired change, and every seed's greedy change."""
     found, missing = course_runs(site, runs)
@@ -366,15 +368,3 @@ def learning_verdict(site: Site, run: str) -> str:
     """Sentences: the paired held-out change (greedy and sampled) with its interval, and each seed's."""
     found, seeds = site.catalog.with_seeds(str(run))
     return learning_verdict_text(site, found, str(run), seeds)
-
-
-@macro(html=True)
-def run_card(site: Site, run: str) -> str:
-    """Hyperparameters and provenance of a run, and its held-out evaluations."""
-    return run_card_html(site, site.run(run), str(run))
-
-
-@macro(html=True)
-def eval_compare(site: Site, runs: Sequence[str] | None = None) -> str:
-    """The paired held-out change of every algorithm's shown run and of each of its seeds."""
-    return eval_compare_html(site, runs)

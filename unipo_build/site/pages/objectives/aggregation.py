@@ -52,7 +52,8 @@ def weight_share_rows(lengths: Sequence[int], normalizer: int | None = None) -> 
     return out
 
 
-def weight_shares_html(site: Site, lengths: Sequence[int], normalizer: int | None = None) -> str:
+@macro(name="weight_shares", html=True)
+def weight_shares_html(site: Site, lengths: Sequence[int] = (10, 1000), normalizer: int | None = None) -> str:
     rows = weight_share_rows(lengths, normalizer)
     users = users_of_aggregation(site.specs())
     lengths = [int(n) for n in lengths]
@@ -86,6 +87,7 @@ def _kind_text(spec: AlgorithmSpec, slot: str) -> str:
     return kind_label(components_of(spec)[slot], hide)
 
 
+@macro(name="slot_matrix", html=True)
 def slot_matrix_html(site: Site) -> str:
     specs = lineage(site.specs())
     head = ["Slot"] + [escape_text(s.name) for s in specs]
@@ -101,16 +103,3 @@ def slot_matrix_html(site: Site) -> str:
     return ('<div class="unipo-matrix">'
             + table(head, rows, caption="Each algorithm's component in each slot (in italics: the slot is empty)")
             + "</div>")
-
-
-@macro(html=True)
-def weight_shares(site: Site, lengths: Sequence[int] = (10, 1000), normalizer: int | None = None) -> str:
-    """Each response's share of the total weight under every aggregation (constant L = max length
-    unless ``normalizer`` is given)."""
-    return weight_shares_html(site, lengths, normalizer)
-
-
-@macro(html=True)
-def slot_matrix(site: Site) -> str:
-    """Every algorithm's component in each slot, as a table."""
-    return slot_matrix_html(site)

@@ -100,7 +100,6 @@ def _group_kind(n_correct: int | None, size: int) -> str:
     return "mixed"
 
 
-
 def movement_sentence(moves: list[Movement], pick: AnatomyPick) -> str:
     pos = [m for m in moves if m.advantage > 0]
     neg = [m for m in moves if m.advantage < 0]
@@ -343,7 +342,9 @@ def beat_update(pick: AnatomyPick) -> str:
     return html + shown + f"<p>{escape_text(movement_sentence(moves, pick))}</p>"
 
 
-def anatomy_html(site: Site, run: Run | None, name: str, step: int | None, beat: str, group: str) -> str:
+@macro(name="anatomy", html=True, scripts=('inspector',), run=True)
+def anatomy_html(site: Site, run: Run | None, name: str, step: int | None = None, beat: str = "summary",
+                 group: str = "mixed") -> str:
     if beat not in ANATOMY_BEATS:
         raise AuthorError(f"anatomy: unknown beat {beat!r} (known: {', '.join(ANATOMY_BEATS)})")
     if run is None:
@@ -379,6 +380,7 @@ ANATOMY_FACTS = ("step", "rollout", "later_step", "updates_between", "n_groups",
                  "kl_beta", "bigger_advantage", "std_convention", "later_sentence", "all_correct_sentence")
 
 
+@macro(name="anatomy_fact", with_site=False, run=True)
 def anatomy_fact_text(run: Run | None, name: str, key: str, step: int | None = None) -> str:
     if key not in ANATOMY_FACTS:
         raise AuthorError(f"anatomy_fact: unknown key {key!r} (known: {', '.join(ANATOMY_FACTS)})")
@@ -482,16 +484,3 @@ def anatomy_fact_text(run: Run | None, name: str, key: str, step: int | None = N
     return (f"{subject} the larger advantage ({fmt_signed(right[0], 3)} for {each_right}, "
             f"{fmt_signed(wrong[0], 3)} for {each_wrong}): with {n_right} right and {n_wrong} wrong, the mean "
             f"sits closer to the majority, so {far} further from it")
-
-
-@macro(html=True, scripts=("inspector",))
-def anatomy(site: Site, run: str, step: int | None = None, beat: str = "summary", group: str = "mixed") -> str:
-    """One beat of the anatomy of one update (see ANATOMY_BEATS); the update is chosen by code
-    unless ``step`` is given."""
-    return anatomy_html(site, site.run(run), str(run), step, beat, group)
-
-
-@macro
-def anatomy_fact(site: Site, run: str, key: str, step: int | None = None) -> str:
-    """A number (or a short clause) about the anatomy page's update (see ANATOMY_FACTS)."""
-    return anatomy_fact_text(site.run(run), str(run), key, step)

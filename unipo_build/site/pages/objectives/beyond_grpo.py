@@ -83,7 +83,8 @@ def _slot_words(slot: str) -> str:
 # What differs in the specs
 # ---------------------------------------------------------------------------
 
-def slots_apart_text(site: Site, first: str, second: str) -> str:
+@macro(name="slots_apart_words")
+def slots_apart_text(site: Site, first: str, second: str = "grpo") -> str:
     """'SAPO differs from GRPO in two of the eight slots, the clip (modified) and the KL penalty (removed): ...'"""
     a, b = site.spec(first, "slots_apart_words"), site.spec(second, "slots_apart_words")
     diffs = [d for d in diff_algorithms(b, a) if d.status != "unchanged"]
@@ -133,6 +134,7 @@ def no_baseline_text(site: Site, name: str) -> str:
             "baseline that isolates its change.")
 
 
+@macro(name="baseline_words")
 def baseline_text(site: Site, first: str) -> str:
     """'The spec one slot away from SAPO is GRPO − KL: the two differ in the clip alone, ...'."""
     found = one_slot_baseline(site, first)
@@ -149,6 +151,7 @@ def baseline_text(site: Site, first: str) -> str:
             f"judges {na}'s runs against {nb}'s, where a difference is that slot's doing or the seeds'. {seeds}.")
 
 
+@macro(name="baseline_gains")
 def baseline_gains_text(site: Site, first: str) -> str:
     """The held-out gains against the spec one slot away (``clip_family_gains``, no direction predicted)."""
     found = one_slot_baseline(site, first)
@@ -255,7 +258,8 @@ def half_ratio(kind, params, sign: int) -> float | None:
     return 0.5 * (near + far)
 
 
-def gate_weight_text(site: Site, first: str, second: str) -> str:
+@macro(name="gate_weight_words")
+def gate_weight_text(site: Site, first: str = "sapo", second: str = "grpo") -> str:
     missing = missing_text(site, (first, second), "the weight its gate keeps")
     if missing:
         return missing
@@ -337,7 +341,8 @@ def _share_points(value: float) -> str:
     return fmt_signed(100 * value, 2)
 
 
-def log_clip_text(site: Site, first: str, second: str | None = None) -> str:
+@macro(name="log_clip_words")
+def log_clip_text(site: Site, first: str = "gmpo", second: str | None = None) -> str:
     """How often the first's clip engaged against the second's (by default the spec one slot away)."""
     if second is None:
         found = one_slot_baseline(site, first)
@@ -434,7 +439,8 @@ def near_edge(g: GroupScale) -> bool:
     return share <= NEAR or share >= 1 - NEAR
 
 
-def advantage_scale_text(site: Site, first: str, second: str) -> str:
+@macro(name="advantage_scale_words")
+def advantage_scale_text(site: Site, first: str = "grpo_batch_std", second: str = "grpo") -> str:
     missing = missing_text(site, (first, second), "the advantages' scale")
     if missing:
         return missing
@@ -493,7 +499,8 @@ def advantage_scale_text(site: Site, first: str, second: str) -> str:
     return " ".join(parts)
 
 
-def advantage_scale_html(site: Site, first: str, second: str) -> str:
+@macro(name="advantage_scale_figure", html=True)
+def advantage_scale_html(site: Site, first: str = "grpo_batch_std", second: str = "grpo") -> str:
     import altair as alt
 
     missing = missing_text(site, (first, second), "the advantages' scale")
@@ -535,50 +542,7 @@ def advantage_scale_html(site: Site, first: str, second: str) -> str:
 # Macros
 # ---------------------------------------------------------------------------
 
-@macro
-def slots_apart_words(site: Site, first: str, second: str = "grpo") -> str:
-    """Sentence: the slots in which two specs differ, with each slot's status, and what it means for their runs."""
-    return slots_apart_text(site, str(first), str(second))
-
-
 @macro(html=True)
 def gains_dots(site: Site, algorithms: Sequence[str]) -> str:
     """Every run's held-out gain as a dot, greedy and sampled, a bar per algorithm over its seeds."""
     return gains_dots_html(site, [str(a) for a in algorithms])
-
-
-@macro
-def gate_weight_words(site: Site, first: str = "sapo", second: str = "grpo") -> str:
-    """Sentences: the gradient weight the first's gate kept on the logged tokens the second's clip silences."""
-    return gate_weight_text(site, str(first), str(second))
-
-
-@macro
-def log_clip_words(site: Site, first: str = "gmpo", second: str | None = None) -> str:
-    """Sentences: how often the first's clip engaged against the second's (by default the spec one slot away), and
-    how far the ratios spread."""
-    return log_clip_text(site, str(first), None if second is None else str(second))
-
-
-@macro
-def baseline_words(site: Site, first: str) -> str:
-    """Sentence: the spec one slot away from a variant, which its runs are judged against, and its runs."""
-    return baseline_text(site, str(first))
-
-
-@macro
-def baseline_gains(site: Site, first: str) -> str:
-    """Sentences: the held-out gains against the spec one slot away, the verdict, each seed's paired gap."""
-    return baseline_gains_text(site, str(first))
-
-
-@macro
-def advantage_scale_words(site: Site, first: str = "grpo_batch_std", second: str = "grpo") -> str:
-    """Sentences: the advantage scale of near-solved and near-hopeless groups against middle ones, in both runs."""
-    return advantage_scale_text(site, str(first), str(second))
-
-
-@macro(html=True)
-def advantage_scale_figure(site: Site, first: str = "grpo_batch_std", second: str = "grpo") -> str:
-    """Each logged group's root mean square advantage by its number of right answers, for both runs."""
-    return advantage_scale_html(site, str(first), str(second))

@@ -101,7 +101,8 @@ def gain_verdict_words(verdict: Verdict, a: str, b: str, baseline: bool = False)
                    "the two gains cannot be compared", unit=" points")
 
 
-def clip_family_gains_text(site: Site, first: str, second: str, baseline: bool = False) -> str:
+@macro(name="clip_family_gains")
+def clip_family_gains_text(site: Site, first: str = "cispo", second: str = "dapo", baseline: bool = False) -> str:
     missing = missing_text(site, (first, second), "their held-out gains")
     if missing:
         return missing
@@ -153,7 +154,8 @@ def nats(value: float) -> str:
     return fmt_num(value, 3)
 
 
-def clip_family_entropy_text(site: Site, first: str, second: str) -> str:
+@macro(name="clip_family_entropy")
+def clip_family_entropy_text(site: Site, first: str = "cispo", second: str = "dapo") -> str:
     missing = missing_text(site, (first, second), "their entropy")
     if missing:
         return missing
@@ -238,7 +240,8 @@ def logged_tokens(runs: list[Run]):
                             yield run, step, a, rho
 
 
-def kept_gradient_tokens_text(site: Site, first: str, second: str) -> str:
+@macro(name="kept_gradient_tokens")
+def kept_gradient_tokens_text(site: Site, first: str = "cispo", second: str = "dapo") -> str:
     missing = missing_text(site, (first, second), "the tokens that kept a gradient")
     if missing:
         return missing
@@ -369,7 +372,8 @@ def _no_token_text(site: Site, first: str) -> str:
             "clipped token of it can be shown.")
 
 
-def clipped_token_text_of(site: Site, first: str, second: str) -> str:
+@macro(name="clipped_token_text")
+def clipped_token_text_of(site: Site, first: str = "cispo", second: str = "dapo") -> str:
     tok = clipped_token(site, first, second)
     if tok is None:
         return _no_token_text(site, first)
@@ -395,7 +399,8 @@ def clipped_token_text_of(site: Site, first: str, second: str) -> str:
     return f"{head} {values} {verdict}"
 
 
-def clipped_token_html(site: Site, first: str, second: str) -> str:
+@macro(name="clipped_token_table", html=True)
+def clipped_token_html(site: Site, first: str = "cispo", second: str = "dapo") -> str:
     tok = clipped_token(site, first, second)
     if tok is None:
         return note_html(_no_token_text(site, first), "warning")
@@ -451,6 +456,7 @@ def _same(x: float | None, y: float | None) -> bool:
     return x == y or (isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y))
 
 
+@macro(name="run_divergence")
 def run_divergence_text(site: Site, first: str, second: str, change: str | None = None) -> str:
     """Whether the same seed's runs log the same values; ``change``: the page's name for what differs
     between the two ("the floor"), by default the slot."""
@@ -491,7 +497,8 @@ def run_divergence_text(site: Site, first: str, second: str, change: str | None 
     return " ".join(parts)
 
 
-def dual_clip_reach_text(site: Site, first: str, second: str) -> str:
+@macro(name="dual_clip_reach")
+def dual_clip_reach_text(site: Site, first: str = "dual_clip", second: str = "grpo") -> str:
     """How far the ratios went against the floor c, and which tokens could have reached it."""
     missing = missing_text(site, (first, second), "how far their ratios rose")
     if missing:
@@ -539,45 +546,3 @@ def dual_clip_reach_text(site: Site, first: str, second: str) -> str:
 # ---------------------------------------------------------------------------
 # Macros
 # ---------------------------------------------------------------------------
-
-@macro
-def clip_family_gains(site: Site, first: str = "cispo", second: str = "dapo", baseline: bool = False) -> str:
-    """Sentences: held-out gains over seeds, the verdict, the paired end gaps (``baseline``: second is first's)."""
-    return clip_family_gains_text(site, str(first), str(second), bool(baseline))
-
-
-@macro
-def clip_family_entropy(site: Site, first: str = "cispo", second: str = "dapo") -> str:
-    """Sentences: mean token entropy over the last tenth of each, the verdict and the gap's size."""
-    return clip_family_entropy_text(site, str(first), str(second))
-
-
-@macro
-def kept_gradient_tokens(site: Site, first: str = "cispo", second: str = "dapo") -> str:
-    """Sentences: how many tokens the first kept a gradient for that the second's clip would have silenced."""
-    return kept_gradient_tokens_text(site, str(first), str(second))
-
-
-@macro(html=True)
-def clipped_token_table(site: Site, first: str = "cispo", second: str = "dapo") -> str:
-    """The first run's token clipped furthest on the high side: its term and gradient under both clips (a table)."""
-    return clipped_token_html(site, str(first), str(second))
-
-
-@macro
-def clipped_token_text(site: Site, first: str = "cispo", second: str = "dapo") -> str:
-    """The same token in words: its numbers and what each objective does with it."""
-    return clipped_token_text_of(site, str(first), str(second))
-
-
-@macro
-def run_divergence(site: Site, first: str, second: str, change: str | None = None) -> str:
-    """Sentences: whether the same seed's runs of two algorithms log the same metrics, and where they part
-    (``change``: the page's name for what differs, "the floor")."""
-    return run_divergence_text(site, str(first), str(second), None if change is None else str(change))
-
-
-@macro
-def dual_clip_reach(site: Site, first: str = "dual_clip", second: str = "grpo") -> str:
-    """Sentences: the largest ratios against the floor c, and which tokens could have reached it."""
-    return dual_clip_reach_text(site, str(first), str(second))

@@ -112,7 +112,8 @@ KL_TERM_TEX = r"-\beta\,\mathbb{D}"
 _token_text = token_label  # the one way a token is named (site/browser.py)
 
 
-def all_correct_path(site: Site, run_name: str) -> str:
+@macro(name="guided_all_correct", html=True)
+def all_correct_path(site: Site, run_name: str = "grpo") -> str:
     run = site.run(run_name)
     if run is None:
         return note_html(f"The guided path needs a run of '{run_name}', which is not in this build.", "warning")
@@ -148,12 +149,6 @@ def all_correct_path(site: Site, run_name: str) -> str:
         ("Coloured by the KL, the group shows where that pull is strongest." + contribution, kl_link),
     ]
     return path_html("all-correct", "Guided path: a group where every answer is right", steps)
-
-
-@macro(html=True)
-def guided_all_correct(site: Site, run: str = "grpo") -> str:
-    """Scenario 1 of the UNIPO paper as a guided path: Explorer -> all-correct group -> KL-only token."""
-    return all_correct_path(site, run)
 
 
 # ------------------------------------------------------------------ scenario 2: two aggregations

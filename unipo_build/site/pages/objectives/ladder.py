@@ -290,7 +290,8 @@ def ladder_figure_html(site: Site, rungs: list[Rung]) -> str:
             + f"</div><figcaption>{escape_text(caption)}</figcaption></figure>")
 
 
-def ablation_ladder_html(site: Site, ladder: str) -> str:
+@macro(name="ablation_ladder", html=True)
+def ablation_ladder_html(site: Site, ladder: str = "dapo") -> str:
     rungs = ladder_rungs(site, ladder)
     if not rungs:
         return note_html(f"The {ladder} ladder of data/suite.yaml has no rungs.", "warning")
@@ -321,9 +322,3 @@ def _absent_words(rung: Rung) -> str:
     if rung.training:
         return "; ".join(training_text(r) for r in rung.training)
     return "no run"
-
-
-@macro(html=True)
-def ablation_ladder(site: Site, ladder: str = "dapo") -> str:
-    """A ladder of data/suite.yaml: its figure and its table, one row per rung."""
-    return ablation_ladder_html(site, str(ladder))

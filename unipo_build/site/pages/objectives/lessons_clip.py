@@ -71,6 +71,7 @@ def bound_text(value: float) -> str:
     return plain_num(value)
 
 
+@macro(name="ratio_extremes", html=True)
 def ratio_extremes_html(site: Site) -> str:
     found, missing = course_runs(site)
     rows = []
@@ -106,6 +107,7 @@ def _ratio_runs(site: Site) -> list[tuple[Run, dict]]:
     return out
 
 
+@macro(name="clip_bound_verdict")
 def clip_bound_verdict_text(site: Site) -> str:
     runs = _ratio_runs(site)
     if not runs:
@@ -169,6 +171,7 @@ def stale_sampler_text(site: Site) -> str:
             f"mean gap |log π_train − log π_sample| is {', '.join(parts[:-1]) + ' and ' + parts[-1] if len(parts) > 1 else parts[0]}.")
 
 
+@macro(name="sampling_mismatch")
 def sampling_mismatch_text(site: Site) -> str:
     runs = course_runs(site)[0]
     logged = [(r, m) for r in runs if (m := mismatch_summary(r)) is not None]
@@ -202,6 +205,7 @@ def sampling_mismatch_text(site: Site) -> str:
     return text + stale_sampler_text(site)
 
 
+@macro(name="kl_spike")
 def kl_spike_text(site: Site, name: str) -> str:
     run = site.run(name)
     if run is None:
@@ -247,6 +251,7 @@ def kl_spike_text(site: Site, name: str) -> str:
 SPIKE_POINTS = 200
 
 
+@macro(name="kl_spike_figure", html=True)
 def kl_spike_html(site: Site, name: str) -> str:
     import altair as alt
 
@@ -354,6 +359,7 @@ def probability_text(p: float) -> str:
     return "over 0.99" if p > 0.99 else fmt_num(p, 2)
 
 
+@macro(name="up_clipped_verdict")
 def up_clipped_verdict_text(site: Site, name: str) -> str:
     if not site.catalog.named(name):
         return f"There is no {name} run in this build, so its up-clipped tokens cannot be examined."
@@ -376,6 +382,7 @@ def up_clipped_verdict_text(site: Site, name: str) -> str:
     return f"Here the up-clipped tokens are not clearly less probable than the others: {numbers}."
 
 
+@macro(name="up_clipped", html=True)
 def up_clipped_html(site: Site, name: str) -> str:
     import altair as alt
 
@@ -417,7 +424,8 @@ def up_clipped_html(site: Site, name: str) -> str:
 # The surrogate, and the ratios of every rollout's first update
 # ---------------------------------------------------------------------------
 
-def surrogate_html(site: Site, algorithm: str) -> str:
+@macro(name="surrogate_figure", html=True)
+def surrogate_html(site: Site, algorithm: str = "grpo") -> str:
     import altair as alt
 
     spec_ = site.spec(algorithm, "surrogate_figure")
@@ -450,6 +458,7 @@ def surrogate_html(site: Site, algorithm: str) -> str:
     return vega_embed(spec, chart_id=site.chart_id(spec), caption=caption)
 
 
+@macro(name="first_update_ratios")
 def first_update_ratios_text(site: Site, name: str) -> str:
     run = site.run(name)
     if run is None:
@@ -476,56 +485,3 @@ def first_update_ratios_text(site: Site, name: str) -> str:
 # ---------------------------------------------------------------------------
 # Macros
 # ---------------------------------------------------------------------------
-
-@macro(html=True)
-def ratio_extremes(site: Site) -> str:
-    """Every run's clip range and its smallest and largest logged ratio (a table)."""
-    return ratio_extremes_html(site)
-
-
-@macro
-def clip_bound_verdict(site: Site) -> str:
-    """A sentence: whether (and how far) the logged ratios left the clip ranges."""
-    return clip_bound_verdict_text(site)
-
-
-@macro
-def sampling_mismatch(site: Site) -> str:
-    """A sentence: which runs sample and train in different precisions, and how far their log-probs are."""
-    return sampling_mismatch_text(site)
-
-
-@macro
-def kl_spike(site: Site, run: str) -> str:
-    """A sentence: the update with the largest KL, its ratios and gradient, and gradient clipping."""
-    return kl_spike_text(site, str(run))
-
-
-@macro(html=True)
-def kl_spike_figure(site: Site, run: str) -> str:
-    """Mean KL and gradient norm at every update, unsmoothed, with the largest KL marked (a figure)."""
-    return kl_spike_html(site, str(run))
-
-
-@macro(html=True)
-def up_clipped(site: Site, run: str) -> str:
-    """The sampling probability of up-clipped tokens against every pushed-up token (a figure)."""
-    return up_clipped_html(site, str(run))
-
-
-@macro
-def up_clipped_verdict(site: Site, run: str) -> str:
-    """A sentence: are the tokens clipped on the high side the improbable ones (DAPO fig. 3a)?"""
-    return up_clipped_verdict_text(site, str(run))
-
-
-@macro(html=True)
-def surrogate_figure(site: Site, algorithm: str = "grpo") -> str:
-    """One token's clipped surrogate against its ratio, with the tangent at 1 (a figure)."""
-    return surrogate_html(site, str(algorithm))
-
-
-@macro
-def first_update_ratios(site: Site, run: str) -> str:
-    """A sentence: the ratios of every rollout's first update (1, so the surrogate's gradient is the PG)."""
-    return first_update_ratios_text(site, str(run))

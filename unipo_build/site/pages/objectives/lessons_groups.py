@@ -71,6 +71,7 @@ def run_pushes(run: Run) -> np.ndarray:
     return np.asarray(rows, dtype=np.float64).reshape(-1, 3)
 
 
+@macro(name="prefix_push", html=True)
 def prefix_push_html(site: Site) -> str:
     rows = []
     for run in group_runs(site):
@@ -96,6 +97,7 @@ def _share_text(share: float) -> str:
     return "0 (rounding)" if share < ROUNDING_SHARE else fmt_pct(share, 1)
 
 
+@macro(name="prefix_push_verdict")
 def prefix_push_verdict_text(site: Site) -> str:
     free, weighted = [], []
     for run in group_runs(site):
@@ -132,7 +134,8 @@ def prefix_push_verdict_text(site: Site) -> str:
     return text[0].upper() + text[1:] + "."
 
 
-def prefix_push_example_html(site: Site, name: str) -> str:
+@macro(name="prefix_push_example", html=True)
+def prefix_push_example_html(site: Site, name: str = "grpo") -> str:
     run = site.run(name)
     if run is None:
         return note_html(f"{missing_run_text(name)}: no group to work through.", "warning")
@@ -164,7 +167,8 @@ def prefix_push_example_html(site: Site, name: str) -> str:
 # GRPO as a rescaled RLOO
 # ---------------------------------------------------------------------------
 
-def rloo_identity_html(site: Site, name: str) -> str:
+@macro(name="rloo_identity", html=True)
+def rloo_identity_html(site: Site, name: str = "grpo") -> str:
     run = site.run(name)
     if run is None:
         return note_html(f"{missing_run_text(name)}: no group to compare with the leave-one-out baseline.", "warning")
@@ -379,6 +383,7 @@ def sharpening_words(m: Sharpening) -> str:
     return text + f" So these runs neither show sharpening nor rule it out.{caveat}"
 
 
+@macro(name="sharpening_verdict")
 def sharpening_verdict_text(site: Site) -> str:
     return sharpening_words(sharpening_measure(site))
 
@@ -393,6 +398,7 @@ def share_points(value: float) -> str:
 OTHER_RUNS = "other specs (ablation rungs)"
 
 
+@macro(name="sharpening", html=True)
 def sharpening_html(site: Site) -> str:
     import altair as alt
 
@@ -436,38 +442,3 @@ def sharpening_html(site: Site) -> str:
 # ---------------------------------------------------------------------------
 # Macros
 # ---------------------------------------------------------------------------
-
-@macro(html=True)
-def prefix_push(site: Site) -> str:
-    """Every group-baseline run: the net push on the tokens a group's answers all begin with (a table)."""
-    return prefix_push_html(site)
-
-
-@macro
-def prefix_push_verdict(site: Site) -> str:
-    """A sentence: is the net push on shared opening tokens zero under length-free weights only?"""
-    return prefix_push_verdict_text(site)
-
-
-@macro(html=True)
-def prefix_push_example(site: Site, run: str = "grpo") -> str:
-    """The logged group with the largest net push on its shared opening, worked out (a table)."""
-    return prefix_push_example_html(site, str(run))
-
-
-@macro(html=True)
-def rloo_identity(site: Site, run: str = "grpo") -> str:
-    """A logged mixed group: its advantages against the leave-one-out ones, one constant ratio (a table)."""
-    return rloo_identity_html(site, str(run))
-
-
-@macro(html=True)
-def sharpening(site: Site) -> str:
-    """Greedy minus sampled held-out accuracy over training, one line per run (a figure)."""
-    return sharpening_html(site)
-
-
-@macro
-def sharpening_verdict(site: Site) -> str:
-    """A sentence: in how many runs the gap between greedy and sampled accuracy closed."""
-    return sharpening_verdict_text(site)

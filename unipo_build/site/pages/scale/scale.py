@@ -340,6 +340,7 @@ def _folded(cards: list[tuple[ScaleClaim, str, str]], labels: list[str]) -> list
     return out
 
 
+@macro(name="scale_comparison", html=True)
 def scale_comparison_html(site: Site) -> str:
     """A card per claim: each present set's reading side by side, then the default set against each
     other present set. Sets that hold no run are named once, above the cards; under them, what no card
@@ -379,10 +380,3 @@ def scale_comparison_html(site: Site) -> str:
     labels = [v.run_set.label for v in present]
     lacks = "".join(f'<p class="unipo-scale-lacks">{escape_text(set_lacks_text(base, o))}</p>' for o in others)
     return lead + f'<div class="unipo-scale">{"".join(_folded(cards, labels))}</div>' + lacks
-
-
-@macro(html=True)
-def scale_comparison(site: Site) -> str:
-    """Every computed claim of the course, worded by its chapter's code for each run set, with a
-    verdict on whether the sets agree (HTML)."""
-    return scale_comparison_html(site)

@@ -193,6 +193,7 @@ def missing_set_html(site: Site, view: SetView) -> str:
             f"{escape_text(s.label)}: not trained yet</p>{text}</div>")
 
 
+@macro(name="scale_sets", html=True)
 def scale_sets_html(site: Site) -> str:
     views = set_views(site)
     cards = []
@@ -299,6 +300,7 @@ def _orders_words(low: int, high: int) -> str:
     return f"{count_word(low)} to {count_word(high)} orders"
 
 
+@macro(name="scale_gist")
 def scale_gist_text(site: Site) -> str:
     """The sets' model size, rollouts and batch, set beside the papers' (how far below them the
     largest set is, in orders of magnitude of parameters)."""
@@ -326,27 +328,8 @@ def scale_gist_text(site: Site) -> str:
     return text
 
 
-@macro
-def scale_gist(site: Site) -> str:
-    """A sentence: each set's model size, rollouts and batch, against the papers'."""
-    return scale_gist_text(site)
-
-
+@macro(name="scale_differences", html=True)
 def scale_differences_html(site: Site) -> str:
     """Each present set's core runs: how they were trained and their gains at matched updates."""
     present = [(v.run_set.label, v.site) for v in set_views(site) if v.site is not None]
     return set_differences_html(site, present)
-
-
-@macro(html=True)
-def scale_differences(site: Site) -> str:
-    """What the sets differ in besides scale: updates, runs cut short, epochs, answers per kept one,
-    the learning rate, held-out gains, and gains at matched updates (HTML)."""
-    return scale_differences_html(site)
-
-
-@macro(html=True)
-def scale_sets(site: Site) -> str:
-    """Each run set of the build named from its runs' headers, or how to make one that is missing (HTML)."""
-    return scale_sets_html(site)
-

@@ -113,6 +113,7 @@ def shown_task_dir(site: Site) -> tuple[Path, str | None]:
     return default, (None if same else source[:120])
 
 
+@macro(name="task_styles", html=True)
 def task_styles_html(site: Site) -> str:
     directory, elsewhere = shown_task_dir(site)
     meta_path, data = directory / TASK_META, directory / HELDOUT_POOL
@@ -178,6 +179,7 @@ def probe_value(run: Run, key: str):
     return getattr(probe, key)
 
 
+@macro(name="length_probe_fact", with_site=False, run=True)
 def length_probe_fact_text(run: Run | None, name: str, key: str) -> str:
     if key not in PROBE_FACT_KEYS:
         raise AuthorError(f"length_probe_fact: unknown key {key!r} (known: {', '.join(PROBE_FACT_KEYS)})")
@@ -189,6 +191,7 @@ def length_probe_fact_text(run: Run | None, name: str, key: str) -> str:
     return fmt_pct(value) if key in _PROBE_PERCENT else fmt_num(value, 3)
 
 
+@macro(name="length_probe_summary", run=True)
 def length_probe_summary_text(site: Site, run: Run | None, name: str) -> str:
     """Sentences: the median length, the budget, the spread within groups and the overlong share."""
     if run is None:
@@ -236,7 +239,8 @@ def _runs_cell(site: Site, runs: Sequence[Run], named: set[tuple[str, str]]) -> 
     return and_names([f"{label(r)} ({seed_text(r)})" for r in runs])
 
 
-def length_probe_html(site: Site, runs: Sequence[str] | None) -> str:
+@macro(name="length_probe", html=True)
+def length_probe_html(site: Site, runs: Sequence[str] | None = None) -> str:
     groups = probe_groups(site, runs)
     keys = [(r.header.algorithm, seed_text(r)) for members, _ in groups for r in members]
     twice = {k for k in keys if keys.count(k) > 1}
@@ -262,27 +266,3 @@ def length_probe_html(site: Site, runs: Sequence[str] | None) -> str:
         "<p>Sampled before the first update. Lengths are in tokens; the within-group standard deviation is the mean "
         "over prompts of the spread of one prompt's answers; the overlong band is the last fifth of the budget."
         f"{shared}</p>")
-
-
-@macro(html=True)
-def task_styles(site: Site) -> str:
-    """A real prompt of the task with its worked solution in every style."""
-    return task_styles_html(site)
-
-
-@macro(html=True)
-def length_probe(site: Site, runs: Sequence[str] | None = None) -> str:
-    """The length probe of each run (median, spread within groups, budget, overlong share) as a table."""
-    return length_probe_html(site, runs)
-
-
-@macro
-def length_probe_summary(site: Site, run: str) -> str:
-    """Sentences on a run's length probe (or that its log has none)."""
-    return length_probe_summary_text(site, site.run(run), str(run))
-
-
-@macro
-def length_probe_fact(site: Site, run: str, key: str) -> str:
-    """One figure of a run's length probe as text (PROBE_FACT_KEYS)."""
-    return length_probe_fact_text(site.run(run), str(run), key)

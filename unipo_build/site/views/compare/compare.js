@@ -248,6 +248,8 @@
 
   if (global.UNIPO && typeof global.UNIPO.register === "function") {
     global.UNIPO.register("compare", renderAll);
+    // A guided path's "compare" link (unipo.js UNIPO.pathView) opens the page's comparison selector.
+    global.UNIPO.pathView("compare", function (link, byRun, root) { return root.querySelector(".unipo-compare-selector"); });
   } else {
     console.error("UNIPO: unipo.js must load before compare.js");
   }

@@ -884,6 +884,20 @@
 
   if (window.UNIPO && typeof window.UNIPO.register === "function") {
     window.UNIPO.register("training-explorer", initAll);
+    // A guided path's links (unipo.js UNIPO.pathView): "explorer" opens the run's explorer, and a step
+    // opened there opens in its inspector too (the inspector's own state in the URL would otherwise
+    // win); "explorer-inspector" opens that inspector.
+    var ownInspector = function (link, byRun) {
+      var explorer = byRun(".unipo-explorer")[0];
+      var own = explorer && explorer.getAttribute("data-inspector");
+      return own ? document.getElementById(own) : null;
+    };
+    window.UNIPO.pathView("explorer", function (link, byRun) { return byRun(".unipo-explorer")[0]; },
+      function (view, params) {
+        var own = view.getAttribute("data-inspector");
+        return own && params.step !== undefined ? [{ id: own.replace(/^unipo-/, ""), params: { step: params.step } }] : [];
+      });
+    window.UNIPO.pathView("explorer-inspector", ownInspector);
   } else {
     console.error("UNIPO: assets/unipo.js must load before assets/explorer.js");
   }

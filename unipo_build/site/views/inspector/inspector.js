@@ -965,4 +965,9 @@
   window.UNIPO.register("inspector", function (root) {
     Array.prototype.forEach.call(root.querySelectorAll(".unipo-inspector"), init);
   });
+  // A guided path's "inspector" link (unipo.js UNIPO.pathView) opens the run's inspector showing its moment.
+  window.UNIPO.pathView("inspector", function (link, byRun) {
+    var moment = link.getAttribute("data-path-moment");
+    return byRun(".unipo-inspector").filter(function (n) { return !moment || n.getAttribute("data-moment") === moment; })[0];
+  });
 })();
