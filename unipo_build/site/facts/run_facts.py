@@ -170,6 +170,7 @@ def run_fact_value(run: Run, key: str) -> Any:
 
 @macro(name="run_fact", with_site=False, run=True)
 def run_fact_text(run: Run | None, name: str, key: str, digits: int = 3) -> str:
+    """A number from a run's summary or header, as text (see RUN_FACT_KEYS)."""
     if key not in RUN_FACT_KEYS:
         raise AuthorError(f"run_fact: unknown key {key!r} (known: {', '.join(RUN_FACT_KEYS)})")
     if run is None:
@@ -217,6 +218,7 @@ def run_moment(run: Run, name: str) -> Moment | None:
 
 @macro(name="moment_fact", with_site=False, run=True)
 def moment_fact_text(run: Run | None, name: str, moment: str, field_name: str = "step") -> str:
+    """Where a teaching moment is in a run: its step, group, response, token or value."""
     if moment not in MOMENT_NAMES:
         raise AuthorError(f"moment_fact: unknown moment {moment!r} (known: {', '.join(MOMENT_NAMES)})")
     if field_name not in MOMENT_FIELDS:
@@ -362,6 +364,7 @@ def hybrid_runs(site: Site) -> list[Run]:
 
 @macro(name="hybrid_status")
 def hybrid_status_text(site: Site) -> str:
+    """A sentence: whether this build has a run pairing dynamic sampling with the constant normaliser."""
     found = hybrid_runs(site)
     if not found:
         return ("No run of this hybrid is part of this build: no run in it pairs the dynamic-sampling filter "

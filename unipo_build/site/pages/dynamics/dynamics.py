@@ -64,6 +64,7 @@ def metric_panel_spec(metric: str, rows: list[dict], domain: list[str], colours:
 @macro(name="dynamics_compare", html=True)
 def dynamics_compare_html(site: Site, metrics: Sequence[str] | str | None = None, runs: Sequence[str] | None = None,
                           x: str = "fraction") -> str:
+    """Small multiples of the runs' metrics on a shared x axis (fraction of training or step)."""
     if metrics is None:
         metrics = DEFAULT_DYNAMICS
     if isinstance(metrics, str):
@@ -151,6 +152,7 @@ LENGTH_METRICS = ("length/correct", "length/incorrect")
 
 @macro(name="length_by_correctness", html=True)
 def length_by_correctness_html(site: Site, runs: Sequence[str] | None = None) -> str:
+    """Mean length of wrong and correct answers over training, each line named at its end (default: GRPO vs Dr. GRPO)."""
     import altair as alt
 
     runs = list(runs) if runs is not None else ["grpo", "dr_grpo"]

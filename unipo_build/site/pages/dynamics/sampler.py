@@ -185,6 +185,7 @@ def mismatch_present(side: Side) -> bool:
 
 @macro(name="sampler_mismatch_words")
 def mismatch_words_text(site: Site, lags: Sequence[str] = LAGS) -> str:
+    """How large the mismatch is at each lag, whether there is one, and whether it grows."""
     lags = sorted(lags, key=lag_of)
     sides = [(v, mismatch_side(site, v)) for v in lags]
     absent = [(v, s) for v, s in sides if s.n == 0]
@@ -222,6 +223,7 @@ def mismatch_words_text(site: Site, lags: Sequence[str] = LAGS) -> str:
 @macro(name="sampler_mismatch_figure", html=True)
 def mismatch_figure_html(site: Site, lags: Sequence[str] = LAGS,
                          metrics: Sequence[str] = (MISMATCH, "mismatch/logp_abs_max")) -> str:
+    """The sampler/learner log-prob gap over training, one band per lag (GRPO, no correction)."""
     lags = sorted(lags, key=lag_of)
     shown = [(v, variant_runs(site, v)) for v in lags]
     missing = [v for v, rs in shown if not rs]
@@ -313,6 +315,7 @@ def paired_text(site: Site, a: str, b: str, mode: str, a_name: str, b_name: str)
 
 @macro(name="sampler_cost_words")
 def cost_words_text(site: Site, mode: str = "sampled", sync: str = SYNC, stale: str = STALE) -> str:
+    """Did sampling from a stale policy cost held-out accuracy?"""
     s, u = gain_side(site, sync, mode), gain_side(site, stale, mode)
     for side in (s, u):
         if side.n == 0:
@@ -369,6 +372,7 @@ def cost_modes_text(site: Site, sync: str = SYNC, stale: str = STALE) -> str:
 @macro(name="sampler_correction_words")
 def correction_words_text(site: Site, correction: str, mode: str = "greedy", sync: str = SYNC,
                           stale: str = STALE) -> str:
+    """Does a correction recover what the stale sampler cost?"""
     c, u, s = (gain_side(site, x, mode) for x in (correction, stale, sync))
     for side in (c, u, s):
         if side.n == 0:
@@ -405,6 +409,7 @@ def correction_words_text(site: Site, correction: str, mode: str = "greedy", syn
 
 @macro(name="sampler_lag_words")
 def lag_words_text(site: Site, mode: str = "sampled", sync: str = SYNC, lags: Sequence[str] = LAGS) -> str:
+    """The held-out gain at each lag, against synchronous GRPO."""
     s = gain_side(site, sync, mode)
     if s.n == 0:
         return s.reason if s.reason.startswith("This build") else f"The cost cannot be measured: {s.reason}."
@@ -480,6 +485,7 @@ def gains_panel_spec(label: str, rows: list[dict], ranges: list[dict], domain: l
 
 @macro(name="sampler_gains_figure", html=True)
 def gains_figure_html(site: Site, variants: Sequence[str] | None = None) -> str:
+    """Held-out gains, every seed a dot, for synchronous, stale and corrected runs; with a table."""
     variants = list(variants or [SYNC, STALE, *CORRECTIONS, *[v for v in LAGS if v != STALE]])
     shown = [(v, variant_runs(site, v)) for v in variants]
     missing = [v for v, rs in shown if not rs]

@@ -124,6 +124,7 @@ SAMPLING_FACT_KEYS = {
 
 @macro(name="sampling_fact", with_site=False, run=True)
 def sampling_fact_text(run: Run | None, name: str, key: str) -> str:
+    """One figure of a run's batch filling as text (SAMPLING_FACT_KEYS)."""
     if key not in SAMPLING_FACT_KEYS:
         raise AuthorError(f"sampling_fact: unknown key {key!r} (known: {', '.join(SAMPLING_FACT_KEYS)})")
     if run is None:
@@ -177,6 +178,7 @@ def _rows(run: Run, label: str, metric: str, kind: str = "") -> list[dict]:
 
 @macro(name="batch_filling", html=True)
 def batch_filling_html(site: Site, runs: Sequence[str] | None = None) -> str:
+    """Dynamic sampling filling the batch: generated per kept, rounds, full batches, kept vs all sampled."""
     shown, missing = course_runs(site, runs)
     shown = [r for r in shown if filters_groups(r)]
     if not shown:

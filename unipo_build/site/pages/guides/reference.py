@@ -368,6 +368,7 @@ def schema_reference_markdown(*, protect: Protect = _same) -> str:
 
 @macro(name="metric_catalogue", html=True, with_site=False)
 def metric_catalogue_html() -> str:
+    """The documented metrics (schema.METRICS)."""
     rows = [[code(name), escape_text(info.label), escape_text(info.group), escape_text(info.scope),
              escape_text(info.higher_is), escape_text(info.description)] for name, info in METRICS.items()]
     attrs = [f'id="{escape_text(_anchor("metric", name))}"' for name in METRICS]

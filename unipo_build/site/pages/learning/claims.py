@@ -410,6 +410,8 @@ def batch_fill_text(site: Site, name: str) -> str:
 
 @macro(name="length_verdict")
 def length_verdict_text(site: Site, name: str) -> str:
+    """A sentence: wrong vs right answer lengths at the start and end of training, with the change
+    and whether it is clear of the noise."""
     label, runs = runs_named(site, name)
     if not runs:
         return f"There is no {name} run in this build, so its answer lengths cannot be described."

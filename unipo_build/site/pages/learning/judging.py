@@ -106,6 +106,7 @@ def interval_level(z: float) -> str:
 
 @macro(name="judge_level", with_site=False)
 def level_text(which: str = "clear") -> str:
+    """A level of the procedure: clear (the two-sided level), suggestive, interval (the effect's), heldout."""
     if which == "clear":
         return fmt_fixed(J.ALPHA, 2)
     if which == "suggestive":
@@ -129,6 +130,7 @@ def best_word(n_a: int, n_b: int) -> str:
 
 @macro(name="judge_designs_table", html=True, with_site=False)
 def designs_html() -> str:
+    """One row per design, one to five seeds each: its splits, its smallest p and its best verdict."""
     rows = []
     for n in DESIGNS:
         splits = math.comb(2 * n, n)

@@ -54,6 +54,8 @@ def weight_share_rows(lengths: Sequence[int], normalizer: int | None = None) -> 
 
 @macro(name="weight_shares", html=True)
 def weight_shares_html(site: Site, lengths: Sequence[int] = (10, 1000), normalizer: int | None = None) -> str:
+    """Each response's share of the total weight under every aggregation (constant L = max length
+    unless ``normalizer`` is given)."""
     rows = weight_share_rows(lengths, normalizer)
     users = users_of_aggregation(site.specs())
     lengths = [int(n) for n in lengths]
@@ -89,6 +91,7 @@ def _kind_text(spec: AlgorithmSpec, slot: str) -> str:
 
 @macro(name="slot_matrix", html=True)
 def slot_matrix_html(site: Site) -> str:
+    """Every algorithm's component in each slot, as a table."""
     specs = lineage(site.specs())
     head = ["Slot"] + [escape_text(s.name) for s in specs]
     rows = []

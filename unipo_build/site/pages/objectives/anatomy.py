@@ -345,6 +345,8 @@ def beat_update(pick: AnatomyPick) -> str:
 @macro(name="anatomy", html=True, scripts=('inspector',), run=True)
 def anatomy_html(site: Site, run: Run | None, name: str, step: int | None = None, beat: str = "summary",
                  group: str = "mixed") -> str:
+    """One beat of the anatomy of one update (see ANATOMY_BEATS); the update is chosen by code
+    unless ``step`` is given."""
     if beat not in ANATOMY_BEATS:
         raise AuthorError(f"anatomy: unknown beat {beat!r} (known: {', '.join(ANATOMY_BEATS)})")
     if run is None:
@@ -382,6 +384,7 @@ ANATOMY_FACTS = ("step", "rollout", "later_step", "updates_between", "n_groups",
 
 @macro(name="anatomy_fact", with_site=False, run=True)
 def anatomy_fact_text(run: Run | None, name: str, key: str, step: int | None = None) -> str:
+    """A number (or a short clause) about the anatomy page's update (see ANATOMY_FACTS)."""
     if key not in ANATOMY_FACTS:
         raise AuthorError(f"anatomy_fact: unknown key {key!r} (known: {', '.join(ANATOMY_FACTS)})")
     if run is None:

@@ -260,6 +260,7 @@ def half_ratio(kind, params, sign: int) -> float | None:
 
 @macro(name="gate_weight_words")
 def gate_weight_text(site: Site, first: str = "sapo", second: str = "grpo") -> str:
+    """Sentences: the gradient weight the first's gate kept on the logged tokens the second's clip silences."""
     missing = missing_text(site, (first, second), "the weight its gate keeps")
     if missing:
         return missing
@@ -441,6 +442,7 @@ def near_edge(g: GroupScale) -> bool:
 
 @macro(name="advantage_scale_words")
 def advantage_scale_text(site: Site, first: str = "grpo_batch_std", second: str = "grpo") -> str:
+    """Sentences: the advantage scale of near-solved and near-hopeless groups against middle ones, in both runs."""
     missing = missing_text(site, (first, second), "the advantages' scale")
     if missing:
         return missing
@@ -501,6 +503,7 @@ def advantage_scale_text(site: Site, first: str = "grpo_batch_std", second: str 
 
 @macro(name="advantage_scale_figure", html=True)
 def advantage_scale_html(site: Site, first: str = "grpo_batch_std", second: str = "grpo") -> str:
+    """Each logged group's root mean square advantage by its number of right answers, for both runs."""
     import altair as alt
 
     missing = missing_text(site, (first, second), "the advantages' scale")

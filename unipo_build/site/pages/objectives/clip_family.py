@@ -103,6 +103,7 @@ def gain_verdict_words(verdict: Verdict, a: str, b: str, baseline: bool = False)
 
 @macro(name="clip_family_gains")
 def clip_family_gains_text(site: Site, first: str = "cispo", second: str = "dapo", baseline: bool = False) -> str:
+    """Sentences: held-out gains over seeds, the verdict, the paired end gaps (``baseline``: second is first's)."""
     missing = missing_text(site, (first, second), "their held-out gains")
     if missing:
         return missing
@@ -156,6 +157,7 @@ def nats(value: float) -> str:
 
 @macro(name="clip_family_entropy")
 def clip_family_entropy_text(site: Site, first: str = "cispo", second: str = "dapo") -> str:
+    """Sentences: mean token entropy over the last tenth of each, the verdict and the gap's size."""
     missing = missing_text(site, (first, second), "their entropy")
     if missing:
         return missing
@@ -242,6 +244,7 @@ def logged_tokens(runs: list[Run]):
 
 @macro(name="kept_gradient_tokens")
 def kept_gradient_tokens_text(site: Site, first: str = "cispo", second: str = "dapo") -> str:
+    """Sentences: how many tokens the first kept a gradient for that the second's clip would have silenced."""
     missing = missing_text(site, (first, second), "the tokens that kept a gradient")
     if missing:
         return missing
@@ -374,6 +377,7 @@ def _no_token_text(site: Site, first: str) -> str:
 
 @macro(name="clipped_token_text")
 def clipped_token_text_of(site: Site, first: str = "cispo", second: str = "dapo") -> str:
+    """The same token in words: its numbers and what each objective does with it."""
     tok = clipped_token(site, first, second)
     if tok is None:
         return _no_token_text(site, first)
@@ -401,6 +405,7 @@ def clipped_token_text_of(site: Site, first: str = "cispo", second: str = "dapo"
 
 @macro(name="clipped_token_table", html=True)
 def clipped_token_html(site: Site, first: str = "cispo", second: str = "dapo") -> str:
+    """The first run's token clipped furthest on the high side: its term and gradient under both clips (a table)."""
     tok = clipped_token(site, first, second)
     if tok is None:
         return note_html(_no_token_text(site, first), "warning")

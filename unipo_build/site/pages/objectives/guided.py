@@ -114,6 +114,7 @@ _token_text = token_label  # the one way a token is named (site/browser.py)
 
 @macro(name="guided_all_correct", html=True)
 def all_correct_path(site: Site, run_name: str = "grpo") -> str:
+    """Scenario 1 of the UNIPO paper as a guided path: Explorer -> all-correct group -> KL-only token."""
     run = site.run(run_name)
     if run is None:
         return note_html(f"The guided path needs a run of '{run_name}', which is not in this build.", "warning")

@@ -292,6 +292,7 @@ def ladder_figure_html(site: Site, rungs: list[Rung]) -> str:
 
 @macro(name="ablation_ladder", html=True)
 def ablation_ladder_html(site: Site, ladder: str = "dapo") -> str:
+    """A ladder of data/suite.yaml: its figure and its table, one row per rung."""
     rungs = ladder_rungs(site, ladder)
     if not rungs:
         return note_html(f"The {ladder} ladder of data/suite.yaml has no rungs.", "warning")

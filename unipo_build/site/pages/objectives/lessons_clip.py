@@ -73,6 +73,7 @@ def bound_text(value: float) -> str:
 
 @macro(name="ratio_extremes", html=True)
 def ratio_extremes_html(site: Site) -> str:
+    """Every run's clip range and its smallest and largest logged ratio (a table)."""
     found, missing = course_runs(site)
     rows = []
     for run in found:
@@ -109,6 +110,7 @@ def _ratio_runs(site: Site) -> list[tuple[Run, dict]]:
 
 @macro(name="clip_bound_verdict")
 def clip_bound_verdict_text(site: Site) -> str:
+    """A sentence: whether (and how far) the logged ratios left the clip ranges."""
     runs = _ratio_runs(site)
     if not runs:
         return ("No run of this build both clips and logs its ratios, so whether the ratios stayed inside the clip "
@@ -173,6 +175,7 @@ def stale_sampler_text(site: Site) -> str:
 
 @macro(name="sampling_mismatch")
 def sampling_mismatch_text(site: Site) -> str:
+    """A sentence: which runs sample and train in different precisions, and how far their log-probs are."""
     runs = course_runs(site)[0]
     logged = [(r, m) for r in runs if (m := mismatch_summary(r)) is not None]
     if not logged:
@@ -207,6 +210,7 @@ def sampling_mismatch_text(site: Site) -> str:
 
 @macro(name="kl_spike")
 def kl_spike_text(site: Site, name: str) -> str:
+    """A sentence: the update with the largest KL, its ratios and gradient, and gradient clipping."""
     run = site.run(name)
     if run is None:
         return f"There is no {name} run in this build, so its largest KL cannot be shown."
@@ -253,6 +257,7 @@ SPIKE_POINTS = 200
 
 @macro(name="kl_spike_figure", html=True)
 def kl_spike_html(site: Site, name: str) -> str:
+    """Mean KL and gradient norm at every update, unsmoothed, with the largest KL marked (a figure)."""
     import altair as alt
 
     from unipo_build.core.downsample import lttb_indices
@@ -361,6 +366,7 @@ def probability_text(p: float) -> str:
 
 @macro(name="up_clipped_verdict")
 def up_clipped_verdict_text(site: Site, name: str) -> str:
+    """A sentence: are the tokens clipped on the high side the improbable ones (DAPO fig. 3a)?"""
     if not site.catalog.named(name):
         return f"There is no {name} run in this build, so its up-clipped tokens cannot be examined."
     words, runs = token_logged_runs(site, name)
@@ -384,6 +390,7 @@ def up_clipped_verdict_text(site: Site, name: str) -> str:
 
 @macro(name="up_clipped", html=True)
 def up_clipped_html(site: Site, name: str) -> str:
+    """The sampling probability of up-clipped tokens against every pushed-up token (a figure)."""
     import altair as alt
 
     words, runs = token_logged_runs(site, name)
@@ -426,6 +433,7 @@ def up_clipped_html(site: Site, name: str) -> str:
 
 @macro(name="surrogate_figure", html=True)
 def surrogate_html(site: Site, algorithm: str = "grpo") -> str:
+    """One token's clipped surrogate against its ratio, with the tangent at 1 (a figure)."""
     import altair as alt
 
     spec_ = site.spec(algorithm, "surrogate_figure")
@@ -460,6 +468,7 @@ def surrogate_html(site: Site, algorithm: str = "grpo") -> str:
 
 @macro(name="first_update_ratios")
 def first_update_ratios_text(site: Site, name: str) -> str:
+    """A sentence: the ratios of every rollout's first update (1, so the surrogate's gradient is the PG)."""
     run = site.run(name)
     if run is None:
         return f"There is no {name} run in this build, so its first updates cannot be checked."

@@ -73,6 +73,7 @@ def run_pushes(run: Run) -> np.ndarray:
 
 @macro(name="prefix_push", html=True)
 def prefix_push_html(site: Site) -> str:
+    """Every group-baseline run: the net push on the tokens a group's answers all begin with (a table)."""
     rows = []
     for run in group_runs(site):
         pushes = run_pushes(run)
@@ -99,6 +100,7 @@ def _share_text(share: float) -> str:
 
 @macro(name="prefix_push_verdict")
 def prefix_push_verdict_text(site: Site) -> str:
+    """A sentence: is the net push on shared opening tokens zero under length-free weights only?"""
     free, weighted = [], []
     for run in group_runs(site):
         pushes = run_pushes(run)
@@ -136,6 +138,7 @@ def prefix_push_verdict_text(site: Site) -> str:
 
 @macro(name="prefix_push_example", html=True)
 def prefix_push_example_html(site: Site, name: str = "grpo") -> str:
+    """The logged group with the largest net push on its shared opening, worked out (a table)."""
     run = site.run(name)
     if run is None:
         return note_html(f"{missing_run_text(name)}: no group to work through.", "warning")
@@ -169,6 +172,7 @@ def prefix_push_example_html(site: Site, name: str = "grpo") -> str:
 
 @macro(name="rloo_identity", html=True)
 def rloo_identity_html(site: Site, name: str = "grpo") -> str:
+    """A logged mixed group: its advantages against the leave-one-out ones, one constant ratio (a table)."""
     run = site.run(name)
     if run is None:
         return note_html(f"{missing_run_text(name)}: no group to compare with the leave-one-out baseline.", "warning")
@@ -385,6 +389,7 @@ def sharpening_words(m: Sharpening) -> str:
 
 @macro(name="sharpening_verdict")
 def sharpening_verdict_text(site: Site) -> str:
+    """A sentence: in how many runs the gap between greedy and sampled accuracy closed."""
     return sharpening_words(sharpening_measure(site))
 
 
@@ -400,6 +405,7 @@ OTHER_RUNS = "other specs (ablation rungs)"
 
 @macro(name="sharpening", html=True)
 def sharpening_html(site: Site) -> str:
+    """Greedy minus sampled held-out accuracy over training, one line per run (a figure)."""
     import altair as alt
 
     rows, labels, colours = [], [], []

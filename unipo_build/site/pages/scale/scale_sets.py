@@ -195,6 +195,7 @@ def missing_set_html(site: Site, view: SetView) -> str:
 
 @macro(name="scale_sets", html=True)
 def scale_sets_html(site: Site) -> str:
+    """Each run set of the build named from its runs' headers, or how to make one that is missing (HTML)."""
     views = set_views(site)
     cards = []
     for view in views:

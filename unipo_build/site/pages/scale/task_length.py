@@ -115,6 +115,7 @@ def shown_task_dir(site: Site) -> tuple[Path, str | None]:
 
 @macro(name="task_styles", html=True)
 def task_styles_html(site: Site) -> str:
+    """A real prompt of the task with its worked solution in every style."""
     directory, elsewhere = shown_task_dir(site)
     meta_path, data = directory / TASK_META, directory / HELDOUT_POOL
     if not data.is_file():
@@ -181,6 +182,7 @@ def probe_value(run: Run, key: str):
 
 @macro(name="length_probe_fact", with_site=False, run=True)
 def length_probe_fact_text(run: Run | None, name: str, key: str) -> str:
+    """One figure of a run's length probe as text (PROBE_FACT_KEYS)."""
     if key not in PROBE_FACT_KEYS:
         raise AuthorError(f"length_probe_fact: unknown key {key!r} (known: {', '.join(PROBE_FACT_KEYS)})")
     if run is None:
@@ -241,6 +243,7 @@ def _runs_cell(site: Site, runs: Sequence[Run], named: set[tuple[str, str]]) -> 
 
 @macro(name="length_probe", html=True)
 def length_probe_html(site: Site, runs: Sequence[str] | None = None) -> str:
+    """The length probe of each run (median, spread within groups, budget, overlong share) as a table."""
     groups = probe_groups(site, runs)
     keys = [(r.header.algorithm, seed_text(r)) for members, _ in groups for r in members]
     twice = {k for k in keys if keys.count(k) > 1}
