@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from unipo_build.core.numbers import fmt_num
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # local files only; never the hub
 
 #: The file written beside a checkpoint this module made: where it came from.
@@ -105,7 +107,8 @@ def check_wheel(path: Path, spec: IndexModel) -> str:
         raise ModelError(f"{path}: no such file")
     size = path.stat().st_size
     if size < spec.size:
-        raise ModelError(f"{path}: {size:,} bytes, not the {spec.size:,} of {spec.wheel}: a truncated download; "
+        raise ModelError(f"{path}: {fmt_num(size)} bytes, not the {fmt_num(spec.size)} of {spec.wheel}: a truncated "
+                         "download; "
                          f"delete it and run `unipo model {spec.name}` again")
     digest = file_sha256(path)
     if digest != spec.sha256:
@@ -202,7 +205,7 @@ def check_gguf(path: Path) -> dict:
     size = path.stat().st_size
     end = max((int(t.data_offset) + int(t.n_bytes) for t in reader.tensors), default=0)
     if end > size:
-        raise ModelError(f"{path}: {size:,} bytes, but its tensors end at byte {end:,}: a truncated GGUF")
+        raise ModelError(f"{path}: {fmt_num(size)} bytes, but its tensors end at byte {fmt_num(end)}: a truncated GGUF")
     architecture = _field(reader, "general.architecture")
     if architecture != "llama":
         raise ModelError(f"{path}: a GGUF of architecture {architecture!r}, not 'llama': only a Llama model "

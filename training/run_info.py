@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from unipo_build.core import objective as O
+from unipo_build.core.numbers import plain_fixed, plain_num
 from unipo_build.core.paths import project_relative
 from unipo_build.core.schema import (Hardware, ModelInfo, ModelSource, RewardComponentInfo, RewardInfo, RunHeader,
                                      TaskInfo)
@@ -69,7 +70,7 @@ class RolloutBar:
         self.bar = tqdm(total=total, initial=done, desc=name, unit="rollout", dynamic_ncols=True)
 
     def advance(self, step: int, metrics: dict) -> None:
-        self.bar.set_postfix(step=step, reward=f"{metrics.get('reward/mean') or 0.0:.3f}")
+        self.bar.set_postfix(step=step, reward=plain_fixed(metrics.get('reward/mean') or 0.0, 3))
         self.bar.update(1)
 
     def close(self) -> None:
@@ -99,9 +100,10 @@ class TimeLimit:
         return now + self.MARGIN * need <= self.seconds
 
     def note(self, done: int, asked: int) -> str:
-        return (f"Stopped after {done} of the {asked} rollouts asked for: --time-limit {self.seconds:g} s left no room "
-                f"for another rollout (about {sum(self.rollout_s) / len(self.rollout_s):.1f} s each here) and the end "
-                f"evaluation.")
+        each = plain_fixed(sum(self.rollout_s) / len(self.rollout_s), 1)
+        return (f"Stopped after {done} of the {asked} rollouts asked for: --time-limit "
+                f"{plain_num(float(self.seconds))} s left no room for another rollout (about {each} s each here) "
+                "and the end evaluation.")
 
 
 # ---------------------------------------------------------------------------

@@ -39,6 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from unipo_build.core.file_names import POOL_FILES, SFT_META, TASK_META
+from unipo_build.core.numbers import fmt_num, plain_fixed, plain_num, plain_sci
 
 from . import PROJECT
 from training.evaluate import evaluate
@@ -201,7 +202,7 @@ def run_sft(
     examples = encode_examples(train_rows, tokenizer)
     model = build_model(p, len(tokenizer), seed=seed).to(dev)
     n_params = count_parameters(model)
-    say(f"sft: preset={p.name} device={dev} params={n_params:,} vocab={len(tokenizer)} "
+    say(f"sft: preset={p.name} device={dev} params={fmt_num(n_params)} vocab={len(tokenizer)} "
         f"train={len(examples)} eval={len(eval_rows)} steps<={total}")
 
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
@@ -224,24 +225,25 @@ def run_sft(
         train_seconds += time.perf_counter() - t0
         tokens_seen += int(mask.sum())
         if step % 25 == 0 or step == 1:
-            say(f"step {step:5d}  loss {loss.item():.4f}  lr {optimizer.param_groups[0]['lr']:.2e}  "
-                f"{train_seconds / step:.3f} s/step")
+            say(f"step {plain_num(step).rjust(5)}  loss {plain_fixed(loss.item(), 4)}  "
+                f"lr {plain_sci(optimizer.param_groups[0]['lr'], 2)}  {plain_fixed(train_seconds / step, 3)} s/step")
         if step % cfg.eval_every == 0 or step == total:
             ev = evaluate(model, tokenizer, stop_rows, **eval_kwargs)
             history.append({"step": step, "loss": round(loss.item(), 5), "accuracy_greedy": ev["accuracy_greedy"],
                             "accuracy_sampled": ev["accuracy_sampled"], "mean_length": ev["mean_length"],
                             "elapsed_s": round(time.perf_counter() - t_start, 1)})
-            say(f"eval  {step:5d}  greedy {ev['accuracy_greedy']:.3f}  sampled {ev['accuracy_sampled']:.3f}  "
-                f"(n={ev['n']})  length {ev['mean_length']:.1f}")
+            say(f"eval  {plain_num(step).rjust(5)}  greedy {plain_fixed(ev['accuracy_greedy'], 3)}  "
+                f"sampled {plain_fixed(ev['accuracy_sampled'], 3)}  (n={ev['n']})  "
+                f"length {plain_fixed(ev['mean_length'], 1)}")
             if cfg.stop_greedy_accuracy is not None and ev["accuracy_greedy"] >= cfg.stop_greedy_accuracy:
-                stop_reason = f"greedy accuracy {ev['accuracy_greedy']:.3f} >= {cfg.stop_greedy_accuracy}"
+                stop_reason = f"greedy accuracy {plain_fixed(ev['accuracy_greedy'], 3)} >= {cfg.stop_greedy_accuracy}"
                 break
 
     t_eval = time.perf_counter()
     final = evaluate(model, tokenizer, eval_rows, **eval_kwargs)
     eval_seconds = time.perf_counter() - t_eval
-    say(f"final eval (n={final['n']}): greedy {final['accuracy_greedy']:.3f}  sampled {final['accuracy_sampled']:.3f}  "
-        f"[{stop_reason}]")
+    say(f"final eval (n={final['n']}): greedy {plain_fixed(final['accuracy_greedy'], 3)}  "
+        f"sampled {plain_fixed(final['accuracy_sampled'], 3)}  [{stop_reason}]")
     meta_path = task_dir / TASK_META
     meta = {
         "kind": "unipo-sft",
@@ -273,7 +275,7 @@ def run_sft(
                      "transformers": __import__("transformers").__version__},
     }
     save_checkpoint(model.cpu(), tokenizer, Path(out_dir), meta)
-    say(f"saved {out_dir} in {meta['wall_seconds']:.0f} s")
+    say(f"saved {out_dir} in {plain_fixed(meta['wall_seconds'], 0)} s")
     return meta
 
 

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from . import PROJECT
 from training.runstate import run_state as trainer_state
 from unipo_build.core.file_names import SFT_POOL
+from unipo_build.core.numbers import plain_fixed
 
 REPO = PROJECT  # the project root (training/__init__.py)
 DEFAULT_SUITE = REPO / "data" / "suite.yaml"
@@ -119,7 +120,7 @@ def train_command(suite: Suite, run: SuiteRun, out: Path, device: str, resume: b
     if suite.checkpoint_every is not None:
         cmd += ["--checkpoint-every", str(suite.checkpoint_every)]
     if time_limit is not None:
-        cmd += ["--time-limit", f"{time_limit:.0f}"]
+        cmd += ["--time-limit", plain_fixed(time_limit, 0)]
     return cmd + (["--resume"] if resume else [])
 
 
@@ -172,7 +173,7 @@ def ensure_inputs(suite: Suite, threads: int, device: str, say) -> None:
         t0 = time.time()
         run_sft(sft_dir, preset=suite.preset, steps=suite.warm_start_steps, task_dir=tasks, device=device,
                 progress=False, threads=threads)
-        say(f"warm start done in {time.time() - t0:.0f} s")
+        say(f"warm start done in {plain_fixed(time.time() - t0, 0)} s")
 
 
 def run_suite(suite_path: str | Path = DEFAULT_SUITE, out_dir: str | Path = REPO / "data" / "runs",
@@ -232,7 +233,7 @@ def run_suite(suite_path: str | Path = DEFAULT_SUITE, out_dir: str | Path = REPO
                     say(f"{r.name}: interrupted before its first checkpoint; moved to {aside}, starting again")
                 left = None if deadline is None else deadline - time.time()
                 if left is not None and left < MIN_TIME_LEFT:
-                    say(f"{r.name}: not started, {max(left, 0):.0f} s of --time-limit left")
+                    say(f"{r.name}: not started, {plain_fixed(max(left, 0), 0)} s of --time-limit left")
                     continue
                 cmd = train_command(suite, r, run_dir, device, state == "resumable", left, train=train)
                 with open(WORK / "logs" / f"{r.name}.log", "a", encoding="utf-8") as fh:
@@ -250,7 +251,8 @@ def run_suite(suite_path: str | Path = DEFAULT_SUITE, out_dir: str | Path = REPO
                 results[name] = {"ok": ok, "seconds": round(seconds), "returncode": proc.returncode}
                 done = sum(1 for v in results.values() if v["ok"])
                 where = "" if ok else f"; see {WORK / 'logs' / (name + '.log')}"
-                say(f"{'done' if ok else 'FAILED'} {name} in {seconds / 60:.1f} min ({done}/{len(todo)} done{where})")
+                say(f"{'done' if ok else 'FAILED'} {name} in {plain_fixed(seconds / 60, 1)} min "
+                    f"({done}/{len(todo)} done{where})")
     except KeyboardInterrupt:
         for name, (proc, _) in running.items():
             os.killpg(proc.pid, signal.SIGINT)
@@ -266,5 +268,6 @@ def run_suite(suite_path: str | Path = DEFAULT_SUITE, out_dir: str | Path = REPO
                "runs": {**results, **{r.name: {"ok": True, "skipped": True} for r in runs if r.name not in results}},
                "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None}
     (WORK / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    say(f"suite finished in {wall / 60:.1f} min; {len(failed)} failed{': ' + ', '.join(failed) if failed else ''}")
+    say(f"suite finished in {plain_fixed(wall / 60, 1)} min; "
+        f"{len(failed)} failed{': ' + ', '.join(failed) if failed else ''}")
     return 1 if failed else 0

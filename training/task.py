@@ -65,6 +65,7 @@ from pathlib import Path
 from typing import Callable
 
 from unipo_build.core.file_names import HELDOUT_POOL, POOL_FILES, RL_POOL, SFT_POOL, TASK_META
+from unipo_build.core.numbers import fmt_num
 
 GENERATOR_VERSION = "3"
 GENERATOR_VERSIONS = ("2", "3")
@@ -586,11 +587,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--version", default=GENERATOR_VERSION, choices=GENERATOR_VERSIONS,
                     help="3: three disjoint pools (default); 2: the shipped two-file layout")
     ap.add_argument("--n-train", type=int, help=f"rows of the SFT pool ({SFT_POOL}; default: the level's, else "
-                                                 f"{DEFAULT_N_TRAIN:,})")
+                                                 f"{fmt_num(DEFAULT_N_TRAIN)})")
     ap.add_argument("--n-rl", type=int, help=f"rows of the RL pool ({RL_POOL}; version 3; default: the level's, else "
-                                             f"{DEFAULT_N_RL:,})")
+                                             f"{fmt_num(DEFAULT_N_RL)})")
     ap.add_argument("--n-eval", type=int, help=f"held-out problems ({HELDOUT_POOL}; default: the level's, else "
-                                               f"{DEFAULT_N_EVAL:,})")
+                                               f"{fmt_num(DEFAULT_N_EVAL)})")
     ap.add_argument("--force", action="store_true", help="replace a task already in --out")
     args = ap.parse_args(argv)
     held = [name for name in (*POOL_FILES.values(), TASK_META) if (Path(args.out) / name).exists()]

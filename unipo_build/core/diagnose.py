@@ -30,7 +30,7 @@ import numpy as np
 
 from unipo_build.core.matching import header_gaps
 from unipo_build.core.heldout import MIN_PROBLEMS, TOO_FEW, compare, start_and_end
-from unipo_build.core.numbers import fmt_num, fmt_share, fmt_signed_points
+from unipo_build.core.numbers import fmt_fixed, fmt_num, fmt_share, fmt_signed_points, plain_num
 from unipo_build.core import log_reads as R
 from unipo_build.core.reader import RunReader, reader_for
 from unipo_build.core.objective import clip_rule, masks_responses
@@ -297,8 +297,8 @@ def _clip_zero(reader: RunReader) -> Diagnosis:
         return Diagnosis("clip_zero", q, FINE, "no token clipped, as expected: one update per rollout, so every "
                          "update is on-policy and the ratio is exactly 1 (nothing to clip)", ch, src)
     later = [int(s) for s in table.steps[~table.first_in_rollout][:SHOWN]]
-    intro = (f"no token clipped in {len(clipped)} updates although a rollout is trained by {per_rollout:.3g} updates "
-             "on average")
+    intro = (f"no token clipped in {len(clipped)} updates although a rollout is trained by "
+             f"{plain_num(per_rollout, 3)} updates on average")
     seen = R.later_ratio(reader)
     if seen is not None:
         lo, hi, where = seen
@@ -402,11 +402,13 @@ def entropy_trend(reader: RunReader) -> Diagnosis:
         return Diagnosis("entropy_trend", q, UNMEASURABLE, "", ch, src, lacks="no entropy/mean over two updates")
     first, last = _edges(entropy)
     ratio = last / first if first > 0 else float("inf")
-    figure = f"mean token entropy {_g(first)} \u2192 {_g(last)} nats (first and last tenth), {ratio:.2f} of the start"
+    figure = (f"mean token entropy {_g(first)} \u2192 {_g(last)} nats (first and last tenth), "
+              f"{fmt_fixed(ratio, 2, minus='-')} of the start")
     if ratio < COLLAPSE:
         below = entropy < COLLAPSE * first
-        return Diagnosis("entropy_trend", q, LOOK, figure + f": collapsed below {COLLAPSE:g} of the start, the policy "
-                         "samples near-deterministically and explores no more", ch, src, steps=_first(steps, below))
+        return Diagnosis("entropy_trend", q, LOOK, figure + f": collapsed below {plain_num(COLLAPSE)} of the start, "
+                         "the policy samples near-deterministically and explores no more", ch, src,
+                         steps=_first(steps, below))
     if ratio > EXPLODE:
         above = entropy > EXPLODE * first
         named, rule = _rule(reader)
@@ -414,9 +416,10 @@ def entropy_trend(reader: RunReader) -> Diagnosis:
                f"{rule.name}, {rule.bound}?" if rule is not None and rule.high is not None else
                "too large a step? this objective clips no token" if named and rule is None else
                "too large a step or clip-higher bound?")
-        return Diagnosis("entropy_trend", q, LOOK, figure + f": more than {EXPLODE:g}\u00d7 the start, the policy is "
-                         f"spreading out ({why})", ch, src, steps=_first(steps, above))
-    return Diagnosis("entropy_trend", q, FINE, figure + f": within {COLLAPSE:g}\u00d7 to {EXPLODE:g}\u00d7 the start", ch, src)
+        return Diagnosis("entropy_trend", q, LOOK, figure + f": more than {plain_num(EXPLODE)}\u00d7 the start, "
+                         f"the policy is spreading out ({why})", ch, src, steps=_first(steps, above))
+    return Diagnosis("entropy_trend", q, FINE,
+                     figure + f": within {plain_num(COLLAPSE)}\u00d7 to {plain_num(EXPLODE)}\u00d7 the start", ch, src)
 
 
 def sampler_learner(reader: RunReader) -> Diagnosis:
@@ -436,7 +439,7 @@ def sampler_learner(reader: RunReader) -> Diagnosis:
         said.append(f"mean |sampler \u2212 learner| log-prob gap ({name}) {_g(float(np.mean(values)))} nats over "
                     f"{len(values)} updates, at most {_g(float(np.max(values)))}")
         if high.any():
-            alarms.append(f"the mean gap is above {MISMATCH_MEAN:g} on {int(high.sum())} updates")
+            alarms.append(f"the mean gap is above {plain_num(MISMATCH_MEAN)} on {int(high.sum())} updates")
             flagged += _first(msteps, high)
     worst = R.series_of(reader, GAP_MAX)
     if worst is not None:
@@ -446,7 +449,8 @@ def sampler_learner(reader: RunReader) -> Diagnosis:
                     f"ratio of {_g(float(np.exp(median)))}), {_g(float(np.max(values)))} at most")
         beyond = values > np.log(MAX_FACTOR)
         if median > np.log(MAX_FACTOR):
-            alarms.append(f"in most updates some token is over {MAX_FACTOR:g} times as likely to one as to the other")
+            alarms.append(f"in most updates some token is over {plain_num(MAX_FACTOR)} times as likely to one as to "
+                          "the other")
             flagged += _first(wsteps, beyond)
     kl = R.series_of(reader, SAMPLER_KL)
     if kl is not None:
@@ -454,7 +458,7 @@ def sampler_learner(reader: RunReader) -> Diagnosis:
         said.append(f"sampler KL ({name}) {_g(float(np.mean(values)))} nats per token on average, "
                     f"{_g(float(np.max(values)))} at most")
         if float(np.mean(values)) > MISMATCH_KL:
-            alarms.append(f"the sampler KL is above {MISMATCH_KL:g} on average")
+            alarms.append(f"the sampler KL is above {plain_num(MISMATCH_KL)} on average")
             flagged += _first(ksteps, values > MISMATCH_KL)
     # Token files with the sampler's own log-probs (vLLM, a stale sampler): every token's gap, its tail and the KL.
     gaps = R.sampler_gaps(reader)
@@ -466,25 +470,25 @@ def sampler_learner(reader: RunReader) -> Diagnosis:
         said.append(f"over {fmt_num(len(d))} tokens of {len(gaps)} steps' token files, mean gap {_g(float(a.mean()))} "
                     f"nats, 99.9% of tokens within {_g(float(np.quantile(a, 0.999)))} (largest {_g(float(a.max()))}), "
                     + (f"{_share(tail)} of tokens" if tail else "no token")
-                    + f" beyond a factor {TAIL_FACTOR:g} in probability, sampler KL {_g(k3)} nats per token")
+                    + f" beyond a factor {plain_num(TAIL_FACTOR)} in probability, sampler KL {_g(k3)} nats per token")
         if mean is None and float(a.mean()) > MISMATCH_MEAN:
-            alarms.append(f"the mean gap is above {MISMATCH_MEAN:g}")
+            alarms.append(f"the mean gap is above {plain_num(MISMATCH_MEAN)}")
             flagged += [s for s, g in gaps.items() if np.mean(np.abs(g)) > MISMATCH_MEAN][:SHOWN]
         if tail > TAIL_SHARE:
-            alarms.append(f"over {_share(TAIL_SHARE)} of tokens are beyond a factor {TAIL_FACTOR:g}")
+            alarms.append(f"over {_share(TAIL_SHARE)} of tokens are beyond a factor {plain_num(TAIL_FACTOR)}")
             flagged += [s for s, g in gaps.items() if np.mean(np.abs(g) > np.log(TAIL_FACTOR)) > TAIL_SHARE][:SHOWN]
         if kl is None and k3 > MISMATCH_KL:
-            alarms.append(f"the sampler KL is above {MISMATCH_KL:g}")
+            alarms.append(f"the sampler KL is above {plain_num(MISMATCH_KL)}")
     if not said:
         return Diagnosis("sampler_learner", q, UNMEASURABLE, "", ch, src, lacks=(
             "the log holds no log-prob of the sampler's (no sample_logp in the token files, no mismatch metric such as "
             "mismatch/logp_abs_mean): the ratio at a rollout's first update compares the learner with itself, its old "
             "log-probs being its own, so it is 1 whatever the sampler did and cannot show a disagreement"))
     figure = "; ".join(said)
-    checks = [f"mean gap under {MISMATCH_MEAN:g} nats" if mean is not None or gaps else "",
-              f"the median update's largest gap within a factor {MAX_FACTOR:g}" if worst is not None else "",
-              f"no more than {_share(TAIL_SHARE)} of tokens beyond a factor {TAIL_FACTOR:g}" if gaps else "",
-              f"sampler KL under {MISMATCH_KL:g}" if kl is not None or gaps else ""]
+    checks = [f"mean gap under {plain_num(MISMATCH_MEAN)} nats" if mean is not None or gaps else "",
+              f"the median update's largest gap within a factor {plain_num(MAX_FACTOR)}" if worst is not None else "",
+              f"no more than {_share(TAIL_SHARE)} of tokens beyond a factor {plain_num(TAIL_FACTOR)}" if gaps else "",
+              f"sampler KL under {plain_num(MISMATCH_KL)}" if kl is not None or gaps else ""]
     if alarms:
         return Diagnosis("sampler_learner", q, LOOK, figure + ": " + ", and ".join(alarms) + "; the policy trained on "
                          "is not the one that sampled: correct it (importance sampling) or find the cause", ch, src,

@@ -34,7 +34,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
-from unipo_build.core.numbers import count_word
+from unipo_build.core.numbers import count_word, fmt_fixed, fmt_num, plain_num
 
 #: The two-sided level of a clear verdict.
 ALPHA = 0.05
@@ -70,7 +70,7 @@ def permutation_p(a: Sequence[float], b: Sequence[float]) -> float:
     if len(a) == 0 or len(b) == 0:
         return 1.0
     if math.comb(n, n_a) > MAX_SPLITS:
-        raise ValueError(f"{n_a} runs against {len(b)}: more than {MAX_SPLITS:,} splits to enumerate")
+        raise ValueError(f"{n_a} runs against {len(b)}: more than {fmt_num(MAX_SPLITS)} splits to enumerate")
     pooled = np.concatenate([a, b])
     total = pooled.sum()
     observed = abs(a.mean() - b.mean())
@@ -143,7 +143,7 @@ class Judgement:
         if self.word == "not separable":
             n = min(self.n_a, self.n_b)
             return (f"not separable with {count_word(n)} seed{'s' if n != 1 else ''}"
-                    f" (the test cannot reach p \u2264 {ALPHA:g} with {self.seeds})")
+                    f" (the test cannot reach p \u2264 {plain_num(ALPHA)} with {self.seeds})")
         p = p_text(self.p)
         if self.word == "not separated":
             return f"not separated ({self.seeds}, two-sided permutation p = {p})"
@@ -163,7 +163,7 @@ class Judgement:
 def p_text(p: float | None) -> str:
     if p is None:
         return "n/a"
-    return f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
+    return fmt_fixed(p, 3) if p < 0.1 else fmt_fixed(p, 2)
 
 
 def judge(a: Sequence[float], b: Sequence[float], *, missing: str = "") -> Judgement:

@@ -13,7 +13,9 @@ what they write:
 - :func:`fmt_pct`: a fraction as a percentage (fixed decimals, or as many as a reader needs),
   :func:`fmt_share` a share that may be tiny, :func:`fmt_signed_points` a change in percentage points;
 - :func:`plain_num`: Python's general form (``1e-05``, ``0.2``) for plain text: the CLI, notes
-  about settings, a parameter in a label (:func:`param_text`);
+  about settings, a parameter in a label (:func:`param_text`); :func:`plain_fixed` and
+  :func:`plain_sci` Python's fixed and exponent forms (``0.250``, ``3.00e-04``): the trainer's
+  progress lines, the CLI's messages;
 - :func:`fraction_text`, :func:`count_word`: a weight as 1/2000, a count as a word;
 - :func:`tex_num`, :func:`tex_fraction`: a number inside a formula (the registry's worked examples
   use them too, so a formula on a page and the same formula in a card print a number the same way);
@@ -171,6 +173,19 @@ def plain_num(value, digits: int = 6) -> str:
     if isinstance(value, bool) or not isinstance(value, (float, np.floating)):
         return str(value)
     return f"{float(value):.{digits}g}"
+
+
+def plain_fixed(value: float, decimals: int) -> str:
+    """A number with ``decimals`` decimals as Python prints it (``:.3f``): 0.25 -> '0.250', ASCII minus, and a
+    negative that rounds to zero keeps its sign ('-0.000', where :func:`fmt_fixed` writes '0.000'). For plain
+    text whose bytes are fixed: the trainer's progress lines and log messages, the CLI's messages."""
+    return f"{float(value):.{decimals}f}"
+
+
+def plain_sci(value: float, decimals: int = 2) -> str:
+    """A number in Python's exponent form (``:.2e``) with ``decimals`` decimals: 0.0003 -> '3.00e-04',
+    ASCII minus. For plain text: a learning rate in the trainer's progress lines."""
+    return f"{float(value):.{decimals}e}"
 
 
 def round_sig(value: float, digits: int = 4) -> float:

@@ -20,6 +20,7 @@ from array_api_compat import array_namespace
 
 from unipo_build.core import components as C
 from unipo_build.core import registry
+from unipo_build.core.numbers import plain_num
 from unipo_build.core.specs import ResolvedAlgorithm
 
 
@@ -143,10 +144,11 @@ def clip_rule(cfg: ResolvedAlgorithm) -> registry.ClipRule | None:
         return None
     low = None if eps_low is None else 1 - eps_low
     high = None if eps_high is None else 1 + eps_high
-    where = ", ".join(f"{side} {x:.3g}" for side, x in (("at least", low), ("at most", high)) if x is not None)
+    where = ", ".join(f"{side} {plain_num(float(x), 3)}" for side, x in (("at least", low), ("at most", high))
+                      if x is not None)
     return registry.ClipRule(f"the clip ({kind.label or kind.name})", f"the ratio's range ({where})", low, high,
-                             f"A < 0, ratio below {low:.3g}" if low is not None else "",
-                             f"A > 0, ratio above {high:.3g}" if high is not None else "")
+                             f"A < 0, ratio below {plain_num(float(low), 3)}" if low is not None else "",
+                             f"A > 0, ratio above {plain_num(float(high), 3)}" if high is not None else "")
 
 
 def surrogate_terms(cfg: ResolvedAlgorithm, rho, advantages, mask=None, old_logp=None):

@@ -32,6 +32,7 @@ from typing import Any, BinaryIO, Iterator
 from pydantic import BaseModel, ValidationError
 
 from unipo_build.core import limits
+from unipo_build.core.numbers import round_sig
 from unipo_build.core.schema import EvalRecord, RunHeader, StepDetail, StepRecord
 
 HEADER = "header.json"
@@ -114,7 +115,7 @@ def _compact(value: Any, digits: int = SIGNIFICANT_DIGITS) -> Any:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ValueError(f"non-finite number {value!r} cannot be logged")
-        return float(f"{value:.{digits}g}")
+        return round_sig(value, digits)
     if isinstance(value, dict):
         return {k: _compact(v, digits) for k, v in value.items()}
     if isinstance(value, list):
@@ -537,7 +538,8 @@ def iter_evals(run_dir: str | Path) -> Iterator[EvalRecord]:
         yield record
 
 
-_TOKEN_FILE = re.compile("^" + re.escape(TOKEN_FILE_PREFIX) + r"(\d{%d,})" % TOKEN_FILE_DIGITS + re.escape(TOKEN_FILE_SUFFIX) + "$")
+_TOKEN_FILE = re.compile("^" + re.escape(TOKEN_FILE_PREFIX) + r"(\d{" + str(TOKEN_FILE_DIGITS) + ",})"
+                         + re.escape(TOKEN_FILE_SUFFIX) + "$")
 
 
 def token_step_of(name: str) -> int | None:
