@@ -155,7 +155,7 @@ def test_the_three_to_one_of_one_and_three_right_answers_comes_from_the_mean():
 def test_spec_facts_name_what_the_specs_hold():
     from unipo_build.site.facts import spec_facts as F
 
-    assert F.count_word(12) == "twelve" and F.count_word(len(SPECS)) == F.count_word(14) == "14"  # 14 specs ship
+    assert F.count_word(12) == "twelve" and F.count_word(len(SPECS)) == F.count_word(15) == "15"  # 15 specs ship
     with_filter = [s.name for s in SPECS.values() if not s.component("filter").is_none]
     assert len(with_filter) >= 2  # DAPO and the hybrid: "only DAPO has a filter" would be wrong
     text = F.algorithms_with_text(SPECS, "filter")
@@ -220,11 +220,11 @@ def test_the_fixes_are_on_their_pages(built_site):
         assert "2506.09477" in page(p), p  # k3's gradient as a loss (Tang and Munos)
     reinforce = page("course/algorithms/reinforce")
     assert "(N-1)/N" in reinforce and ("the same length normalisation as PPO, GRPO, Dual-clip GRPO, GMPO, Batch-std GRPO, "
-                                       "GRPO-TIS, GRPO-MIS, GSPO and SAPO") in reinforce
+                                       "GRPO-TIS, GRPO-MIS, GRPO-MIS (sequence), GSPO and SAPO") in reinforce
     assert ("the same length normalisation as REINFORCE, GRPO, Dual-clip GRPO, GMPO, Batch-std GRPO, GRPO-TIS, GRPO-MIS, "
-            "GSPO and SAPO") in page("course/algorithms/ppo")
+            "GRPO-MIS (sequence), GSPO and SAPO") in page("course/algorithms/ppo")
     objectives = page("course/compare/objectives")
-    assert "In this course, DAPO, CISPO and Dr. GRPO + DS." in objectives and "The 14 objectives" in objectives
+    assert "In this course, DAPO, CISPO and Dr. GRPO + DS." in objectives and "The 15 objectives" in objectives
     for p in ("course/algorithms/grpo", "course/algorithms/dr_grpo", "course/algorithms/dapo_dr",
               "course/compare/choosing", "reference/views"):
         text = page(p)

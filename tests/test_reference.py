@@ -431,10 +431,10 @@ def test_component_catalogue():
     assert "Filled in from the run when null." in md
     # formulas shown with defaults, or with the parameters of the first shipped spec using the kind
     assert "Shown with the parameters of GRPO." in md and "Shown with the parameters of PPO." in md
-    assert "Used by: GRPO, Dual-clip GRPO, DAPO, CISPO, GMPO, GRPO-TIS, GRPO-MIS, GSPO, SAPO." in md  # the group z-score, in lineage order
+    assert "Used by: GRPO, Dual-clip GRPO, DAPO, CISPO, GMPO, GRPO-TIS, GRPO-MIS, GRPO-MIS (sequence), GSPO, SAPO." in md  # the group z-score, in lineage order
     assert "Used by: Batch-std GRPO." in md  # the group mean over the batch's std
     assert "Used by: GRPO-TIS." in md  # truncated importance sampling
-    assert "Used by: GRPO-MIS." in md  # masked importance sampling
+    assert "Used by: GRPO-MIS, GRPO-MIS (sequence)." in md  # masked importance sampling, by token and by response
     assert "Not used by a shipped algorithm." in md  # e.g. the leave-one-out baseline
 
 
@@ -442,7 +442,7 @@ def test_component_catalogue_links_to_algorithm_pages():
     md = R.component_catalogue_markdown(SPECS, link=lambda target: "../" + target.rsplit("/", 1)[-1][:-3] + "/")
     assert ('Used by: <a href="../grpo/">GRPO</a>, <a href="../dual_clip/">Dual-clip GRPO</a>, <a href="../dapo/">DAPO</a>, '
             '<a href="../cispo/">CISPO</a>, <a href="../gmpo/">GMPO</a>, <a href="../grpo_tis/">GRPO-TIS</a>, <a href="../grpo_mis/">GRPO-MIS</a>, '
-            '<a href="../gspo/">GSPO</a>, '
+            '<a href="../grpo_mis_seq/">GRPO-MIS (sequence)</a>, <a href="../gspo/">GSPO</a>, '
             '<a href="../sapo/">SAPO</a>.') in md
 
 
