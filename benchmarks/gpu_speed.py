@@ -193,6 +193,7 @@ def run_ours(args, model_path: str, out: Path, baseline: bool, index: int) -> di
                              threads=args.threads, rl_overrides=overrides or None))
     if baseline:  # the path before issue 20, on this device: float32, CPU micro-batches, pruning decoder
         t.autocast, t.gpu_path, t.static_decode, t.micro_rows = None, False, False, t.rl.micro_rows
+        t.fuse_old = False  # and a separate pass of old log-probs (the CPU path fuses it too since issue 45)
     setup0 = time.perf_counter()
     t.setup()
     setup_s = time.perf_counter() - setup0

@@ -10,6 +10,8 @@ the same torch thread count, from the same warm start (``work/sft-tiny``) on the
     nice -n 5 .venv/bin/python benchmarks/trainer_speed.py                 # 6 measured rollouts each
     nice -n 5 .venv/bin/python benchmarks/trainer_speed.py --rollouts 3 --threads 1
     nice -n 5 .venv/bin/python benchmarks/trainer_speed.py --order sequential --omp-wait-policy ACTIVE
+    nice -n 5 .venv/bin/python benchmarks/trainer_speed.py --preset smollm2 --rollouts 3            # 128 tokens
+    nice -n 5 .venv/bin/python benchmarks/trainer_speed.py --preset smollm2 --rollouts 3 --max-new-tokens 64
 
 One rollout, both sides: P prompts x G generations (tiny: 16 x 8 = 128 completions, at most 96
 new tokens, temperature 1, no top-k/top-p), rewards, old and reference log-probs (k3 KL in the loss,
@@ -46,6 +48,28 @@ TRL from its logged ``completions/mean_length`` x completions (``logging_steps=1
 cross-checked against an instrumented count (the sampled batch's response mask / TRL's
 ``completion_mask``). Lengths include the <eos> token on both sides.
 
+A chat preset (``--preset smollm2``: SmolLM2-135M-Instruct from its checkpoint, work/models/...; 8 prompts x 8
+answers, 128 new tokens unless ``--max-new-tokens`` says otherwise (the issue's shape is 64), T = 0.8, lr 1e-5,
+one optimizer step of all 64 answers per rollout, in passes of ``micro_rows`` = 16 answers):
+
+- prompts: ours puts each question through the tokenizer's chat template after the preset's system prompt
+  (training/generation.py ``prompt_ids``); TRL's dataset holds the same conversation ([system, user] messages),
+  which TRL puts through the same tokenizer's template with ``add_generation_prompt``. A check compares the
+  token ids each side fed the model for every group of every rollout (``same_prompt_token_ids_each_rollout``).
+- reward: the preset's rule (``last_integer``: the answer's last integer), through the same
+  ``score_response``/``total_reward``; TRL hands a chat completion over as ``[{"role": "assistant", ...}]``
+  and its text is scored.
+- batch shape: TRL gets ours' micro-batches, ``per_device_train_batch_size = micro_rows = 16``,
+  ``gradient_accumulation_steps = 4``, ``steps_per_generation = 4`` (one generation batch of 64, one optimizer
+  step), ``num_iterations = 1``. Since its generation and its optimizer step are aligned, TRL takes the old
+  log-probs from the training pass itself (no separate pass), as ours does (training/rl.py ``fill_old``: one
+  minibatch, no KL in the reward); both compute reference log-probs (KL beta 0.04, as the grpo spec).
+- ours skips the run header's length probe (``probe_prompts=0``, setup only); the default result file is
+  ``benchmarks/results/trainer_speed_<preset>.json``, with ``_<N>`` for ``--max-new-tokens N`` off the preset's.
+
+"sampling" (a sub-row of generation) is ours' ``_sample_rollout`` (the decode and scoring) and TRL's
+``_generate`` (tokenizing, ``model.generate``, decoding).
+
 ``--order alternate`` (default) interleaves the two trainers rollout by rollout (ours runs inside
 a TRL callback between TRL's generation cycles), so a change of machine load hits both alike;
 ``sequential`` runs ours fully, then TRL. CPU seconds of this process are reported next to wall
@@ -67,6 +91,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+TORCH_PRELOADED = "torch" in sys.modules  # libgomp reads OMP_WAIT_POLICY once, when torch loads
 
 
 def parse_args(argv=None):
@@ -94,6 +119,8 @@ def parse_args(argv=None):
                          "with _<N> when --max-new-tokens N differs from the preset's")
     ap.add_argument("--keep-runs", default=None, help="keep both trainers' output directories under this path")
     args = ap.parse_args(argv)
+    if args.omp_wait_policy:  # before anything below loads torch (training.sft does)
+        os.environ["OMP_WAIT_POLICY"] = args.omp_wait_policy
     from training.presets import get_preset
 
     preset = get_preset(args.preset)
@@ -109,18 +136,17 @@ def parse_args(argv=None):
     return args
 
 
-ARGS = parse_args() if __name__ == "__main__" else None
-if ARGS is not None and ARGS.omp_wait_policy:
-    os.environ["OMP_WAIT_POLICY"] = ARGS.omp_wait_policy  # read by OpenMP when torch loads
+ARGS = parse_args() if __name__ == "__main__" else None  # sets OMP_WAIT_POLICY from --omp-wait-policy first
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(REPO))
 
 import training  # noqa: E402,F401  (sets OMP_WAIT_POLICY=PASSIVE unless set, as in every project run)
 
-# libgomp reads the policy once, when torch loads it: record what it saw.
+# libgomp reads the policy once, when torch loads it: record what it saw (parse_args sets --omp-wait-policy, and
+# training/__init__.py its PASSIVE default, before anything loads torch).
 OMP_POLICY = (os.environ.get("OMP_WAIT_POLICY", "unset (libgomp default)")
-              if "torch" not in sys.modules else "unknown (torch loaded before this script set it)")
+              if not TORCH_PRELOADED else "unknown (torch loaded before this script set it)")
 
 import torch  # noqa: E402
 
@@ -142,7 +168,7 @@ def busy_trainers() -> int:
             cmd = (Path("/proc") / pid / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if any(c.endswith(b"unipo") for c in cmd[:2]) and b"train" in cmd:
+        if any(c.endswith(b"unipo") or c == b"unipo_build.cli.main" for c in cmd[:3]) and b"train" in cmd:
             n += 1
     return n
 

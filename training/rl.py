@@ -63,6 +63,8 @@ REPO = PROJECT  # the project root (training/__init__.py)
 # ---------------------------------------------------------------------------
 
 class Trainer(Evaluations):
+    fuse_old = True  # run_rollout's fill_old where exact; benchmarks/gpu_speed.py's pre-issue-20 baseline sets False
+
     def __init__(self, opts: TrainOptions):
         self.opts = opts
         self.spec = load_algorithm(opts.algorithm)
@@ -98,9 +100,9 @@ class Trainer(Evaluations):
         self.device = resolve_device(opts.device)
         # The GPU path (on CUDA, or forced on any device by precision "bf16", which the tests use):
         # bf16 autocast in every policy pass (log-probs in float32), the preset's GPU micro-batches,
-        # the static decoder (CUDA graphs on CUDA), the old log-probs taken from the first update's
-        # own forward pass where that is exact, and the sampling log-probs logged beside them.
-        # Elsewhere nothing changes: float32, micro_rows, the pruning decoder, a separate old pass.
+        # the static decoder (CUDA graphs on CUDA) and the sampling log-probs logged beside the old
+        # ones. Elsewhere: float32, micro_rows, the pruning decoder. On both, the old log-probs come
+        # from the first update's own forward pass where that is exact (run_rollout's fill_old).
         try:
             self.autocast = resolve_precision(self.rl.precision, self.device)
         except ValueError as err:
@@ -359,10 +361,10 @@ class Trainer(Evaluations):
         row_sets = [part for chunk in plans[0]
                     for part in length_chunks(batch, [r for g in chunk for r in batch.group(g)], self.micro_rows,
                                               self.micro_tokens)]
-        # On the GPU path, when the first update covers every row (one minibatch) and nothing needs the
-        # old log-probs before it (no KL in the reward), the first update's own forward pass gives
-        # them: the same rows, chunks and weights as a separate pass, one pass fewer, ratio exactly 1.
-        fill_old = self.gpu_path and len(plans[0]) == 1 and not O.kl_in_reward(self.cfg)
+        # When the first update covers every row (one minibatch) and nothing needs the old log-probs
+        # before it (no KL in the reward), the first update's own forward pass gives them: the same rows,
+        # chunks and weights as a separate pass (a pass with gradients computes the same bits), one pass fewer.
+        fill_old = self.fuse_old and len(plans[0]) == 1 and not O.kl_in_reward(self.cfg)
         self.fused_old_logprobs = fill_old  # read by benchmarks/gpu_speed.py (passes per rollout)
         with torch.no_grad():
             if fill_old:
