@@ -291,10 +291,9 @@ TASK_LEVELS: dict[str, TaskLevel] = {
     # shared/FEASIBILITY.md) but answers some bare questions, read by their last integer (reward rule
     # last_integer; no difference is negative). The SFT pool keeps the three pools disjoint; nothing trains on it.
     # 1,521 + 780 distinct questions: held-out 1,000, RL 2,000 draws, SFT 500. Greedy start of
-    # SmolLM2-135M-Instruct (Q4_1, 2026-11-29): at 64 new tokens 7.8% of the first 64 held-out questions, 10.5% of
-    # 256, because most answers explain first and were cut off (40 of 64); at the preset's 128 new tokens 20.3% of
-    # 64 (2 cut off), inside the 15-40% asked for. Narrower operands (2-30: 15.6%, 2-20: 19.5% at 64 tokens) would
-    # leave too few distinct questions for three disjoint pools.
+    # SmolLM2-135M-Instruct (Q4_1, 2026-11-29), greedy: 7.8% of the first 64 held-out questions at 64 new tokens (40
+    # answers cut off before their number), 20.3% at the preset's 128 (2 cut off), in the 15-40% asked for. Narrower
+    # operands (2-30, 2-20) would leave too few distinct questions for three disjoint pools.
     "smollm2": TaskLevel("smollm2", {"ask_add": (40,), "ask_sub": (40,)}, {"bare": 1.0},
                          "'What is a + b?' and 'What is a - b?' (a >= b), operands 2-40",
                          level_meaning="the largest operand (both are drawn from 2 to it)",
