@@ -162,7 +162,7 @@ KIND_CODE = [
     ("python", "unipo_build/core/kinds_reward.py", ("before", "# --- shaping ---")),
     ("js", "unipo_build/site/views/explainer/unipo-math.js", ("after line", "dynamic_sampling_keep: dynamicSamplingKeep,")),
     ("python", "tests/test_components.py", "end"),
-    ("python", "unipo_build/trainers/openrlhf/command.py", ("before", '    elif flt != "none":\n        raise ValueError(f"filter kind')),
+    ("python", "unipo_build/core/kinds_openrlhf.py", "end"),
     ("python", "tests/test_openrlhf_command.py",
      ("replace line", 'assert a.algo.dynamic_filtering_enable == (kinds["filter"] == "dynamic_sampling")')),
 ]

@@ -19,7 +19,7 @@ from unipo_build.cli import main as cli
 from unipo_build.core.objective import clip_bounds
 from unipo_build.trainers.openrlhf import command as C
 from unipo_build.core.project import spec_dir
-from unipo_build.core.registry import REGISTRY
+from unipo_build.core.registry import REGISTRY, settings_of
 from unipo_build.core.specs import load_specs
 
 SPEC_DIR = spec_dir()
@@ -30,19 +30,35 @@ SPECS = sorted(load_specs(SPEC_DIR))  # the shipped specs and any a contributor 
 # below, not here: whether it has a gap depends on what it is).
 EXACT = {"dapo", "gspo"}
 APPROXIMATED = {"dr_grpo", "dapo_dr", "grpo", "ppo", "reinforce"}
-# OpenRLHF's name for what each advantage kind computes (the parity tests check that the two agree).
-# Keyed by every kind the registry holds, so a spec using any of them is checked, whichever it is.
-ESTIMATOR = {"group_zscore": "group_norm", "group_mean": "dr_grpo", "group_mean_batch_std": "dr_grpo",
-             "leave_one_out": "rloo", "gae": "gae",
-             "reinforce_return": "reinforce", "whitened_return": "reinforce"}
-LOSS_AGG_MODE = {"seq_mean_token_mean": "seq-mean-token-mean", "token_mean": "token-mean"}
+
+
+def openrlhf_value(translation: C.Translation, slot: str, key: str) -> str:
+    """The value of ``--key`` that the slot's kind is trained with in OpenRLHF, from the registry: the effective kind's
+    own OpenRLHF setting, else (a kind OpenRLHF only approximates) the flags its gap names."""
+    kind = REGISTRY[slot][translation.effective.kind(slot)]
+    values = [s.value for s in settings_of(kind, "openrlhf") if s.key == key]
+    values += [flag_values(list(g.flags), "--" + key)[0] for g in translation.gaps if g.slot == slot
+               and "--" + key in g.flags]
+    assert values, f"{slot} kind {kind.name!r} has no OpenRLHF setting {key} and no gap naming it"
+    return values[0]
 
 
 @pytest.mark.specs
-def test_the_tables_cover_every_registered_kind():
-    """A kind added to the registry needs its OpenRLHF name here (or a gap in the command builder)."""
-    assert set(ESTIMATOR) == set(REGISTRY["advantage"]), "add the new advantage kind's OpenRLHF estimator"
-    assert set(LOSS_AGG_MODE) < set(REGISTRY["aggregation"])
+def test_every_kind_says_what_it_is_in_openrlhf():
+    """Every registered kind translates (its entry's translators) or is refused in one line naming it; a translated
+    advantage kind names its estimator in its settings or its gap (the parser test below reads it there)."""
+    cfg = C.translation_for(load_specs(SPEC_DIR)["grpo"], 32).requested
+    for slot, kinds in REGISTRY.items():
+        for name, kind in kinds.items():
+            params = {k: f.default for k, f in kind.params.model_fields.items() if not f.is_required()}
+            if len(params) < len(kind.params.model_fields):  # the KL's beta and estimator: GRPO's
+                params = dict(cfg.components[slot].params)
+            changed = C._with(cfg, slot, name, kind.resolve(params, 32) if kind.resolve else params)
+            if "openrlhf" not in kind.translators:
+                with pytest.raises(ValueError, match=rf"^{slot} kind '{name}' has no OpenRLHF translation yet$"):
+                    C.translate(changed, max_new_tokens=32)
+            elif slot == "advantage":
+                assert openrlhf_value(C.translate(changed, max_new_tokens=32), slot, "algo.advantage.estimator")
 
 
 def flag_values(args: list[str], flag: str) -> list[str]:
@@ -178,14 +194,14 @@ def test_openrlhf_0_11_2_parses_every_command_as_the_spec_says(name, monkeypatch
     a = parse_with_openrlhf(cmd.openrlhf_args, monkeypatch)
     eff = cmd.translation.effective
     kinds = {slot: eff.kind(slot) for slot in eff.components}
-    assert a.algo.advantage.estimator == ESTIMATOR[kinds["advantage"]]
+    assert a.algo.advantage.estimator == openrlhf_value(cmd.translation, "advantage", "algo.advantage.estimator")
     low, high = clip_bounds(eff)
     if low is None:  # no clip: only with no ratio (REINFORCE), where OpenRLHF's default clip never acts
         assert kinds["ratio"] == "none"
         low = high = 0.2
     assert tuple(a.actor.eps_clip_low_high) == pytest.approx((low, high))
     assert a.actor.policy_loss_type == ("gspo" if kinds["ratio"] == "sequence" else "ppo")
-    assert a.actor.loss_agg_mode == LOSS_AGG_MODE[kinds["aggregation"]]
+    assert a.actor.loss_agg_mode == openrlhf_value(cmd.translation, "aggregation", "actor.loss_agg_mode")
     if kinds["kl"] == "none":
         assert a.algo.kl.init_coef == 0
     else:

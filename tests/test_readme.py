@@ -4,7 +4,7 @@ goes" table true to the files.
 - at most 200 lines, its Quickstart one block of exactly the two commands;
 - every row of the change table: each path it names exists (a path with ``<name>``: one of that form),
   each name said to be in a file (```VIEW_SCRIPTS`` in `unipo_build/site/macros.py```, a test's
-  ```ESTIMATOR```) is in it, and the kinds modules it names are the registry's;
+  ```OPENRLHF```) is in it, and the kinds modules it names are the registry's;
 - every relative link and image of the README exists, and every import its Python snippets make works.
 """
 
@@ -108,7 +108,7 @@ def test_every_row_names_its_tests_and_they_exist():
 def test_the_names_said_to_be_in_a_file_are_there():
     """Within one line of a cell (cells break at <br>), each NAME beside paths is in every file that line names:
     ```VIEW_SCRIPTS`, `VIEW_STYLES` in `unipo_build/site/macros.py```, ```tests/test_openrlhf_command.py`
-    (`ESTIMATOR` ...)``, ```extra.unipo_sets` in `mkdocs.yml``` (its last part)."""
+    (`OPENRLHF` ...)``, ```extra.unipo_sets` in `mkdocs.yml``` (its last part)."""
     checked, absent = 0, []
     for row in change_table():
         for cell in row[1:]:

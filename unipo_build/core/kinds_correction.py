@@ -11,7 +11,7 @@ from pydantic import Field, field_validator
 
 from unipo_build.core import components as C
 from unipo_build.core.numbers import param_text as _fmt
-from unipo_build.core.numbers import tex_num
+from unipo_build.core.numbers import fmt_num, fmt_pct, tex_num
 from unipo_build.core.registry_base import (
     NoParams,
     Term,
@@ -22,6 +22,7 @@ from unipo_build.core.registry_base import (
     row,
     say,
     setting,
+    describe,
     trainer_settings,
 )
 
@@ -265,3 +266,42 @@ trainer_settings("correction", "masked_is",
                  setting("openrlhf", _IS + "level", "token",
                          note="mask is the default mode (IcePop); seq: seq-mask-tis, the geometric mean, kept tokens "
                               "keeping their own ratio"))
+
+
+# --- what the sampler chapter says of them (site/pages/dynamics/sampler_facts.py) -----------------------
+#
+# ``c``: the tokens of one update (sampler_facts.TokenCount: tokens, above, below); the words follow the chapter's
+# sentence on the range of the behaviour ratio.
+
+def _truncated_bounds(p: dict) -> str:
+    cap, lower = p.get("cap"), p.get("lower")
+    return f"a cap of {fmt_num(cap, 3)} and " + ("no lower bound" if lower is None else f"a floor of {fmt_num(lower, 3)}")
+
+
+def _truncated_tokens(c, p: dict) -> str:
+    cap = p.get("cap")
+    if c.above == 0:
+        return (f" None of them exceeds the cap {fmt_num(cap, 2)}, so truncation changes no weight at this "
+                "update: every token's surrogate is multiplied by its own ratio.")
+    return (f" {fmt_num(c.above)} of them ({fmt_pct(c.above / c.tokens, 2)}) "
+            f"{'exceeds' if c.above == 1 else 'exceed'} the cap "
+            f"{fmt_num(cap, 2)} and {'is' if c.above == 1 else 'are'} weighted {fmt_num(cap, 2)}; every other token's "
+            "surrogate is multiplied by its own ratio.")
+
+
+def _masked_tokens(c, p: dict) -> str:
+    cap, lower = p.get("cap"), p.get("lower")
+    bounds = f"[{fmt_num(lower, 2) if lower is not None else '0'}, {fmt_num(cap, 2) if cap is not None else '∞'}]"
+    outside = c.above + c.below
+    if outside == 0:
+        return f" None of them leaves {bounds}, so masked IS zeroes no token at this update."
+    kept = {"ratio": "keeps its ratio as its weight", "one": "keeps weight 1",
+            "token_ratio": "keeps its own token's ratio as its weight"}.get(p.get("kept", "ratio"), "keeps its weight")
+    return (f" {fmt_num(outside)} of them ({fmt_pct(outside / c.tokens, 2)}) "
+            f"{'falls' if outside == 1 else 'fall'} outside {bounds} ({fmt_num(c.above)} above, "
+            f"{fmt_num(c.below)} below): masked IS sets their weight to 0, so they leave the update, and every "
+            f"other token {kept}.")
+
+
+describe("correction", "truncated_is", bounds=_truncated_bounds, tokens=_truncated_tokens)
+describe("correction", "masked_is", tokens=_masked_tokens)

@@ -24,6 +24,8 @@ filter, shaping, correction; a spec or a log may leave out the slots of ``OPTION
   :func:`trainer_settings`): what selects it in TRL, verl, prime-rl and OpenRLHF (:data:`TRAINERS`), each
   read in that trainer's code (:data:`TRAINER_SOURCES`); the components reference shows them as one table. A
   kind no trainer ships has none and shows a dash in every column; an unknown trainer is refused in one line.
+  What each trainer's code computes of it (``translators``: OpenRLHF's flags, verl's and TRL's parameters) is on
+  the entry too, read through ``core/registry_trainers.py``: no module of unipo_build/trainers names a kind.
 
 The kinds themselves are registered beside this module, each once: the slots that turn a
 response's reward into an advantage (advantage, filter, shaping) in ``core/kinds_reward.py``, those of
@@ -65,13 +67,14 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from unipo_build.core import limits
+from unipo_build.core.registry_grammar import (  # noqa: F401  (re-exported: the registry's names)
+    EXPLAIN_FUNCTIONS, EXPLAIN_ROOTS, _template_problem, expression_problem, placeholders)
 
 SLOTS = ("advantage", "ratio", "clip", "kl", "aggregation", "filter", "shaping", "correction")
 #: Slots added after the first run-log version, with the kind a spec or a log that leaves one out means
@@ -161,6 +164,16 @@ class Kind:
     # The setting that selects it in each trainer that ships it (``setting(...)``, :data:`TRAINERS`); empty:
     # no trainer ships it (the components reference shows a dash). ``trainer_settings`` sets them after register.
     trainers: tuple["Setting", ...] = field(default=(), compare=False)
+    # What each trainer's code in unipo_build/trainers reads of the kind (``translators`` of :func:`trainer_settings`,
+    # or register's ``translators={...}``): {trainer: function}. "openrlhf": the command builder's flags,
+    # ``fn(params, cfg, max_new_tokens) -> Flags``; "verl", "trl": an importer's parameters of the kind its settings
+    # select, ``fn(read) -> params`` with ``read(key, default)`` the trainer's config. None of them: the builder refuses
+    # the kind in one line, an importer takes the parameters {} (core/registry_trainers.py; kinds_openrlhf.py).
+    translators: dict = field(default_factory=dict, compare=False)
+    # What the course's prose says of the kind where a chapter writes about it (``describe(...)``): {fact: function},
+    # e.g. a correction's "bounds" (params -> 'a cap of 2 and no lower bound') and "tokens" (what it did to one
+    # update's tokens), read by site/pages/dynamics/sampler_facts.py; a kind without one gets the slot's plain words.
+    words: dict = field(default_factory=dict, compare=False)
     # A clip kind's bound in a reader's words and the ratio's numbers: ``clip_rule(params) -> ClipRule``. The
     # diagnoses ask their clipping questions in its terms (core/diagnose.py, through objective.clip_rule); None: a
     # kind that clips no token (no clip, SAPO's gate), or one that gives only its ``bounds`` (PPO's words then).
@@ -207,7 +220,8 @@ def register(slot: str, name: str, params: type[_Params], summary: str, latex: C
     """Add a component kind (``properties``: the other fields of :class:`Kind`)."""
     if slot not in REGISTRY:
         raise ValueError(f"unknown slot {slot!r} (slots: {', '.join(SLOTS)})")
-    if problem := settings_problem(slot, name, properties.get("trainers", ())):
+    if problem := (settings_problem(slot, name, properties.get("trainers", ()))
+                   or translators_problem(slot, name, properties.get("translators", {}))):
         raise ValueError(problem)
     kind = Kind(slot, name, params, summary, latex, terms, run_resolved, **properties)
     REGISTRY[slot][name] = kind
@@ -311,13 +325,37 @@ def settings_problem(slot: str, name: str, settings: Any) -> str | None:
     return None
 
 
-def trainer_settings(slot: str, name: str, *settings: Setting) -> Kind:
-    """Give the registered kind its settings in the trainers (replacing any it had)."""
+def trainer_settings(slot: str, name: str, *settings: Setting, **translators: Callable) -> Kind:
+    """Give the registered kind its settings in the trainers (replacing any it had), and with ``translators``
+    (``openrlhf=fn``, ``verl=fn``, ``trl=fn``, ``prime_rl=fn``: :attr:`Kind.translators`) what each trainer's
+    code reads of it, added to those it had."""
     k = kind(slot, name)
-    if problem := settings_problem(slot, name, settings):
+    if problem := settings_problem(slot, name, settings) or translators_problem(slot, name, translators):
         raise ValueError(problem)
-    REGISTRY[slot][name] = k = dataclasses.replace(k, trainers=tuple(settings))
+    joined = {**k.translators, **{t.replace("_", "-"): fn for t, fn in translators.items()}}
+    REGISTRY[slot][name] = k = dataclasses.replace(k, trainers=tuple(settings) if settings else k.trainers,
+                                                   translators=joined)
     return k
+
+
+def describe(slot: str, name: str, **words: Callable) -> Kind:
+    """Give the registered kind the course's words for it (:attr:`Kind.words`), added to those it had."""
+    k = kind(slot, name)
+    REGISTRY[slot][name] = k = dataclasses.replace(k, words={**k.words, **words})
+    return k
+
+
+def translators_problem(slot: str, name: str, translators: Any) -> str | None:
+    """What is wrong with a kind's translators, in one line naming the kind, or None."""
+    if not isinstance(translators, dict):
+        return f"{slot} kind {name!r}: its translators must be a dict of trainer: function"
+    for trainer, fn in translators.items():
+        if trainer.replace("_", "-") not in TRAINERS:
+            return (f"{slot} kind {name!r}: unknown trainer {trainer!r} among its translators "
+                    f"(known: {', '.join(TRAINERS)})")
+        if not callable(fn):
+            return f"{slot} kind {name!r}: its {trainer} translator is not a function"
+    return None
 
 
 def settings_of(k: Kind, trainer: str) -> tuple[Setting, ...]:
@@ -358,12 +396,9 @@ def trainer_values(trainer: str, key: str, slot: str) -> dict[Any, str]:
 # ratio_symbol   the algorithm's ratio as plain text (ρ, or GSPO's sᵢ)
 # ============== ==============================================================================
 #
-# with numbers, 'strings', null, true, false, + - * /, comparisons, && || !, a ? b : c, and the functions below.
+# with numbers, 'strings', null, true, false, + - * /, comparisons, && || !, a ? b : c, and the functions of
+# EXPLAIN_FUNCTIONS (the grammar and its reader: core/registry_grammar.py).
 
-#: The names an explainer expression may start with, and the functions it may call.
-EXPLAIN_ROOTS = ("token", "calc", "response", "group", "step", "update", "length", "params", "counts",
-                 "ratio_symbol")
-EXPLAIN_FUNCTIONS = ("mean", "std", "min", "max", "sum", "round", "count", "has", "raw", "fmtq", "nums", "join")
 #: The row each slot's kinds must show (the card beside a token and the tests read it by key).
 EXPLAIN_REQUIRED_ROW = {"ratio": "ratio", "advantage": "advantage", "clip": "surrogate", "aggregation": "weight"}
 _ITEM_KEYS = {"row": {"row", "how", "value", "text", "key", "check", "when"}, "say": {"say", "when", "class"}}
@@ -397,162 +432,6 @@ def explain(*items: dict, counts: dict[str, str] | None = None) -> dict:
     if counts:
         out["counts"] = dict(counts)
     return out
-
-
-_TOKEN = re.compile(
-    r"\s*(?:(?P<num>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)|(?P<str>'(?:[^'\\]|\\.)*')"
-    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)(?P<call>\s*\()?"
-    r"|(?P<op>==|!=|<=|>=|&&|\|\||[-+*/<>!?:(),]))")
-
-
-class _Unreadable(ValueError):
-    pass
-
-
-def _tokens(expr: str) -> list[tuple[str, str]]:
-    """(sort, text) of each token: num, str, name, call (a function's name and its '('), op."""
-    out, pos = [], 0
-    while expr[pos:].strip():
-        m = _TOKEN.match(expr, pos)
-        if m is None or m.end() == pos:
-            raise _Unreadable(f"cannot read {expr[pos:].strip()[:20]!r} in {expr!r}")
-        pos = m.end()
-        if m.group("name"):
-            out.append(("call" if m.group("call") else "name", m.group("name")))
-        else:
-            sort = next(k for k in ("num", "str", "op") if m.group(k) is not None)
-            out.append((sort, m.group(sort)))
-    return out
-
-
-def _parse(expr: str, toks: list[tuple[str, str]]) -> None:
-    """Reads ``toks`` with the grammar explainer.js evaluates (``evaluate``), or raises _Unreadable."""
-    at = 0
-
-    def peek(*ops: str) -> bool:
-        return at < len(toks) and toks[at][0] == "op" and toks[at][1] in ops
-
-    def take(op: str) -> None:
-        nonlocal at
-        if not peek(op):
-            found = toks[at][1] if at < len(toks) else "the end"
-            raise _Unreadable(f"expected {op!r}, found {found!r} in {expr!r}")
-        at += 1
-
-    def primary() -> None:
-        nonlocal at
-        if at >= len(toks):
-            raise _Unreadable(f"the expression ends too soon: {expr!r}")
-        sort, text = toks[at]
-        at += 1
-        if sort in ("num", "str", "name"):
-            return
-        if sort == "call":
-            while not peek(")"):
-                ternary()
-                if not peek(")"):
-                    take(",")
-            take(")")
-        elif text == "(":
-            ternary()
-            take(")")
-        elif text in ("-", "!"):
-            primary()
-        else:
-            raise _Unreadable(f"unexpected {text!r} in {expr!r}")
-
-    def binary(operand: Callable[[], None], *ops: str, once: bool = False) -> Callable[[], None]:
-        def read() -> None:
-            nonlocal at
-            operand()
-            while peek(*ops):
-                at += 1
-                operand()
-                if once:
-                    break
-        return read
-
-    product = binary(primary, "*", "/")
-    total = binary(product, "+", "-")
-    comparison = binary(total, "==", "!=", "<", "<=", ">", ">=", once=True)
-    disjunction = binary(binary(comparison, "&&"), "||")
-
-    def ternary() -> None:
-        nonlocal at
-        disjunction()
-        if peek("?"):
-            at += 1
-            ternary()
-            take(":")
-            ternary()
-
-    ternary()
-    if at < len(toks):
-        raise _Unreadable(f"unexpected {toks[at][1]!r} in {expr!r}")
-
-
-def expression_problem(expr: str) -> str | None:
-    """What is wrong with an explainer expression (a name or function the browser does not know,
-    something its grammar cannot read), or None."""
-    try:
-        toks = _tokens(expr)
-        _parse(expr, toks)
-    except _Unreadable as err:
-        return str(err)
-    for sort, name in toks:
-        if sort == "call" and name not in EXPLAIN_FUNCTIONS:
-            return f"unknown function {name!r} in {expr!r} (known: {', '.join(EXPLAIN_FUNCTIONS)})"
-        if sort == "name" and name.split(".")[0] not in EXPLAIN_ROOTS and name not in ("null", "true", "false"):
-            return f"unknown name {name!r} in {expr!r} (names start with {', '.join(EXPLAIN_ROOTS)})"
-    return None
-
-
-def placeholders(template: str) -> list[str] | str:
-    """The expressions of a template's ``{...}`` placeholders, or what is wrong with its braces."""
-    out, i = [], 0
-    while i < len(template):
-        if template[i] == "}":
-            return f"a '}}' without its '{{' in {template!r}"
-        if template[i] != "{":
-            i += 1
-            continue
-        depth, j, quote = 1, i + 1, False
-        while j < len(template) and depth:
-            c = template[j]
-            if quote:
-                quote = c != "'" or template[j - 1] == "\\"
-            elif c == "'":
-                quote = True
-            elif c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-            j += 1
-        if depth:
-            return f"a '{{' without its '}}' in {template!r}"
-        out.append(template[i + 1:j - 1])
-        i = j
-    return out
-
-
-def _template_problem(template: Any) -> str | None:
-    if isinstance(template, list):
-        for case in template:
-            if not isinstance(case, dict) or not isinstance(case.get("text"), str):
-                return "a case without its text"
-            problem = (expression_problem(case["when"]) if "when" in case else None) or _template_problem(case["text"])
-            if problem:
-                return problem
-        return None if template else "cases() with no case"
-    if not isinstance(template, str):
-        return f"a text that is not a template: {template!r}"
-    found = placeholders(template)
-    if isinstance(found, str):
-        return found
-    for expr in found:
-        if problem := expression_problem(expr):
-            return problem
-    return None
 
 
 def explainer_problem(k: Kind) -> str | None:

@@ -276,9 +276,15 @@ def _first(hparams: dict, keys: tuple[str, ...]) -> tuple[str | None, Any]:
     return None, None
 
 
-def _needs_budget(spec: AlgorithmSpec) -> bool:
-    return ((spec.components["aggregation"].kind == "constant_normalizer" and not spec.params("aggregation")["normalizer"])
-            or (spec.components["shaping"].kind == "overlong" and not spec.params("shaping")["max_length"]))
+def _needs_budget(spec: AlgorithmSpec) -> list[str]:
+    """What of the spec the run's generation budget fills in (a kind whose ``resolve`` reads it: the constant
+    normaliser, the overlong lengths, where the spec leaves them null), as 'its <label> (<slot>)'."""
+    uses = []
+    for slot, comp in spec.components.items():
+        k, params = REGISTRY[slot][comp.kind], spec.params(slot)
+        if k.resolve is not None and k.resolve(params, 1) != k.resolve(params, 2):
+            uses.append(f"its {k.label} ({slot})")
+    return uses
 
 
 def resolve_for_import(spec: AlgorithmSpec, hparams: dict, max_new_tokens: int | None, loc: Loc,
@@ -295,10 +301,8 @@ def resolve_for_import(spec: AlgorithmSpec, hparams: dict, max_new_tokens: int |
         key, value = _first(hparams, BUDGET_KEYS)
         if key is not None and is_number(value) and value >= 1:
             budget = int(value)
-    if budget is None and _needs_budget(spec):
-        uses = [what for what, needed in (
-            ("its constant normaliser", spec.components["aggregation"].kind == "constant_normalizer"),
-            ("its overlong shaping", spec.components["shaping"].kind == "overlong")) if needed]
+    uses = _needs_budget(spec) if budget is None else []
+    if uses:
         raise loc.error(f"{spec.id} needs the generation budget ({' and '.join(uses)}), which the log does not "
                         "record: pass --max-new-tokens N" + (" (or log hparams.generate_max_len)" if hparams_field
                                                             else ""),
@@ -317,10 +321,11 @@ def resolve_for_import(spec: AlgorithmSpec, hparams: dict, max_new_tokens: int |
         clip = comps["clip"]
         if bounds is None:
             notes.add(f"hparams.{key} = {value!r} not understood as clip bounds; the spec's kept")
-        elif clip["kind"] == "none":
+        elif REGISTRY["clip"][clip["kind"]].is_none:
             notes.add(f"hparams.{key} ignored: {spec.id} does not clip")
         else:
             low, high = bounds
+            # kind name: hparams' clip bounds are PPO's, the symmetric or the asymmetric kind, whichever they fit
             new = ({"kind": "symmetric", "params": {"eps": low}} if low == high and clip["kind"] == "symmetric"
                    else {"kind": "asymmetric", "params": {"eps_low": low, "eps_high": high}})
             if new != clip:
@@ -329,15 +334,15 @@ def resolve_for_import(spec: AlgorithmSpec, hparams: dict, max_new_tokens: int |
 
     kl = comps["kl"]
     key, value = _first(hparams, KL_COEF_KEYS)
-    if key is not None and is_number(value) and kl["kind"] != "none":
+    if key is not None and is_number(value) and not REGISTRY["kl"][kl["kind"]].is_none:
         if value == 0:
             notes.add(f"KL term removed: hparams.{key} is 0")
-            comps["kl"] = {"kind": "none", "params": {}}
+            comps["kl"] = {"kind": "none", "params": {}}  # the slot's empty choice
         elif value > 0 and value != kl["params"].get("beta"):
             notes.add(f"KL beta set from hparams.{key}: {value}")
             kl["params"]["beta"] = float(value)
     est = hparams.get("kl_estimator")
-    if comps["kl"]["kind"] != "none" and est in C.KL_ESTIMATORS and est != comps["kl"]["params"].get("estimator"):
+    if not REGISTRY["kl"][comps["kl"]["kind"]].is_none and est in C.KL_ESTIMATORS and est != comps["kl"]["params"].get("estimator"):
         notes.add(f"KL estimator set from hparams.kl_estimator: {est}")
         comps["kl"]["params"]["estimator"] = est
 

@@ -111,10 +111,10 @@ def choose(trainer: str, name: str, components: dict[str, dict], gaps: list[Gap]
         config = resolve(spec, max_new_tokens=budget).model_dump()["components"]
         for gap in gaps:
             notes.once(f"not expressible, imported as {spec_id}'s {gap.slot}: {gap.line()}")
-        if not ref_logprobs and config["kl"]["kind"] == "in_loss":
+        if not ref_logprobs and REGISTRY["kl"][config["kl"]["kind"]].kl_place == "loss":
             notes.once(f"{spec_id}'s KL term in the loss left out (kl: none): {trainer}'s log has no reference "
                        "log-probs to compute it from")
-            config["kl"] = {"kind": "none", "params": {}}
+            config["kl"] = {"kind": "none", "params": {}}  # the slot's empty choice
         differ = algorithm_gaps(trainer, components, config, spec_id, gaps)
         for gap in differ:
             notes.once(f"{trainer} ran {gap.slot} {gap.value} where the run card shows --algorithm {gap.nearest}")

@@ -22,7 +22,6 @@ for ``epochs`` passes of ``minibatches`` optimizer steps each.
 from __future__ import annotations
 
 import json
-import math
 import os
 import shlex
 from dataclasses import asdict, dataclass, field, replace
@@ -30,6 +29,8 @@ from pathlib import Path
 
 from unipo_build.core import project
 from unipo_build.core.file_names import HELDOUT_POOL, RL_POOL, SFT_POOL
+from unipo_build.core.registry import OPTIONAL_SLOTS, kind as registered
+from unipo_build.core.registry_trainers import openrlhf_flags
 from unipo_build.core.specs import (
     AlgorithmSpec,
     ResolvedAlgorithm,
@@ -177,222 +178,34 @@ def _fmt(value: float) -> str:
     return repr(float(value))
 
 
+#: The slots in the order their flags are written; after the advantage's, the note on OpenRLHF's reward clamp.
+FLAG_ORDER = ("advantage", "ratio", "clip", "kl", "aggregation", "correction", "filter", "shaping")
+REWARD_CLAMP = ("rewards after the baseline (and before any KL in the reward) are clamped to [-10, 10] "
+                "(--reward.clip_range)")
+
+
 def translate(cfg: ResolvedAlgorithm, *, max_new_tokens: int) -> Translation:
-    """Slot by slot: the OpenRLHF flags for ``cfg``, where they fall short, and what runs instead."""
+    """Slot by slot: the OpenRLHF flags for ``cfg``, where they fall short, and what runs instead. Each slot's kind
+    says so itself (its registry entry's ``translators["openrlhf"]``, core/kinds_openrlhf.py for the shipped kinds);
+    a kind without one is refused in one line."""
     t = Translation(algorithm=cfg.id, requested=cfg, effective=cfg)
     eff = cfg
-    kind = {slot: comp.kind for slot, comp in cfg.components.items()}
-    par = {slot: dict(comp.params) for slot, comp in cfg.components.items()}
-
-    # --- advantage -----------------------------------------------------------------------
-    adv, p = kind["advantage"], par["advantage"]
-    if adv == "group_zscore":
-        t.flags += ["--algo.advantage.estimator", "group_norm"]
-        t.notes.append(f"group_norm divides by std + 1e-9 (the spec's eps is {p.get('eps', 1e-6):g}); equal "
-                       "rewards give advantage 0 in both")
-        if p.get("std_ddof", 1) != 1:
-            t.gaps.append(Gap("advantage", "the population std (n) of each group's rewards",
-                              "'s group_norm uses torch's sample std (n - 1)",
-                              "group_norm with the sample std: every advantage scaled by sqrt((G-1)/G)",
-                              ("--algo.advantage.estimator", "group_norm")))
-            eff = _with(eff, "advantage", "group_zscore", {**p, "std_ddof": 1})
-    elif adv == "group_mean":
-        t.flags += ["--algo.advantage.estimator", "dr_grpo"]
-    elif adv == "group_mean_batch_std":
-        t.flags += ["--algo.advantage.estimator", "dr_grpo"]
-        t.gaps.append(Gap("advantage", "the group mean subtracted, divided by the std of every reward in the batch",
-                          " has no estimator that divides by the batch's reward std",
-                          "dr_grpo (the group mean subtracted, no division): every advantage is the batch std + eps "
-                          "times the spec's", ("--algo.advantage.estimator", "dr_grpo")))
-        eff = _with(eff, "advantage", "group_mean")
-    elif adv == "leave_one_out":
-        t.flags += ["--algo.advantage.estimator", "rloo"]
-    elif adv == "gae":
-        t.flags += ["--algo.advantage.estimator", "gae", "--algo.advantage.gamma", _fmt(p.get("gamma", 1.0)),
-                    "--algo.advantage.lambd", _fmt(p.get("lam", 0.95)), "--algo.advantage.no_std_norm"]
-        if p.get("value_clip") is not None:
-            t.flags += ["--critic.value_clip", _fmt(p["value_clip"])]
-        else:
-            t.gaps.append(Gap("advantage", "an unclipped value loss", " always clips the value loss (its "
-                              "--critic.value_clip has no off switch)", "a value clip of 1e6, which never acts",
-                              ("--critic.value_clip", "1000000.0")))
-            t.flags += ["--critic.value_clip", "1000000.0"]
-        t.gaps.append(Gap("advantage", "GAE advantages used as computed",
-                          " centres GAE advantages over the batch's tokens, and also divides by their std unless "
-                          "--algo.advantage.no_std_norm", "GAE minus its batch mean over tokens (no_std_norm): the "
-                          "smallest change it allows, near zero for a good critic",
-                          ("--algo.advantage.no_std_norm",)))
-    elif adv == "whitened_return":
-        t.flags += ["--algo.advantage.estimator", "reinforce", "--algo.advantage.gamma", _fmt(p.get("gamma", 1.0))]
-        t.notes.append("reinforce whitens with rsqrt(max(var, 1e-8)) over the batch's tokens (the spec adds "
-                       f"eps {p.get('eps', 1e-6):g} to the std)")
-    elif adv == "reinforce_return":
-        gamma = _fmt(p.get("gamma", 1.0))
-        t.flags += ["--algo.advantage.estimator", "reinforce", "--algo.advantage.gamma", gamma,
-                    "--algo.advantage.no_std_norm"]
-        if p.get("baseline", "batch_mean") == "batch_mean":
-            t.gaps.append(Gap("advantage", "the return minus the batch's mean reward (each response counted once)",
-                              " can only subtract the mean of the returns over the batch's tokens, so a long "
-                              "response weighs more in the baseline", "reinforce with --algo.advantage.no_std_norm "
-                              "(returns minus their token mean, no whitening)",
-                              ("--algo.advantage.estimator", "reinforce", "--algo.advantage.no_std_norm")))
-        else:
-            t.gaps.append(Gap("advantage", "the plain return with no baseline and no whitening",
-                              " always centres reinforce returns over the batch (no_std_norm keeps only the "
-                              "centring)", "reinforce with --algo.advantage.no_std_norm (returns minus their "
-                              "token mean)", ("--algo.advantage.estimator", "reinforce", "--algo.advantage.no_std_norm")))
-    else:
-        raise ValueError(f"advantage kind {adv!r} has no OpenRLHF translation yet")
-
-    t.notes.append("rewards after the baseline (and before any KL in the reward) are clamped to [-10, 10] "
-                   "(--reward.clip_range)")
-
-    # --- ratio and clip ------------------------------------------------------------------
-    ratio, clip, cp = kind["ratio"], kind["clip"], par["clip"]
-    if ratio == "token":
-        t.flags += ["--actor.policy_loss_type", "ppo"]
-        t.notes.append("log-ratios are clamped to [-20, 20] before exp")
-    elif ratio == "sequence":
-        t.flags += ["--actor.policy_loss_type", "gspo"]
-    elif ratio == "none":
-        # pi / sg(pi) has the value 1 and the gradient of log pi: OpenRLHF's ratio exp(logp - old_logp) is
-        # exactly that on the first update after sampling, so one update per rollout makes it exact.
-        t.flags += ["--actor.policy_loss_type", "ppo"]
-        t.single_update = True
-        t.notes.append("no ratio: one epoch and one optimizer step per rollout, so OpenRLHF's ratio exp(logp - "
-                       "old_logp) is 1 with the gradient of log pi, the REINFORCE estimator (up to the difference "
-                       "between the sampling engine's and the trainer's log-probs)")
-    else:
-        raise ValueError(f"ratio kind {ratio!r} has no OpenRLHF translation yet")
-    if clip == "symmetric":
-        t.flags += ["--actor.eps_clip", _fmt(cp["eps"])]
-    elif clip == "asymmetric":
-        t.flags += ["--actor.eps_clip_low_high", _fmt(cp["eps_low"]), _fmt(cp["eps_high"])]
-    elif clip == "none":
-        if ratio == "none":
-            t.notes.append("no clip: at ratio 1 OpenRLHF's default clip never acts")
-        else:
-            t.gaps.append(Gap("clip", "no clipping of the ratio", " always clips the ratio",
-                              "clip bounds so wide they do not act in practice: [1e-6, 1e6]",
-                              ("--actor.eps_clip_low_high", "0.999999", "999999.0")))
-            t.flags += ["--actor.eps_clip_low_high", "0.999999", "999999.0"]
-    elif clip == "dual_clip":
-        t.flags += ["--actor.eps_clip_low_high", _fmt(cp["eps_low"]), _fmt(cp["eps_high"]), "--actor.dual_clip", _fmt(cp["c"])]
-    elif clip == "cispo":
-        low = "0.999999" if cp.get("eps_low") is None else _fmt(cp["eps_low"])
-        t.gaps.append(Gap("clip", "CISPO's clipped importance-sampling weight, under which every token keeps its gradient",
-                          " has no CISPO loss (--actor.policy_loss_type is ppo or gspo)",
-                          "PPO's clip at the same bounds: a token past them loses its gradient instead of keeping a "
-                          "capped one", ("--actor.eps_clip_low_high", low, _fmt(cp["eps_high"]))))
-        t.flags += ["--actor.eps_clip_low_high", low, _fmt(cp["eps_high"])]
-        eff = _with(eff, "clip", "asymmetric", {"eps_low": float(low), "eps_high": cp["eps_high"]})
-    elif clip == "sapo":
-        t.gaps.append(Gap("clip", "SAPO's soft gate on the ratio", " has no SAPO loss (--actor.policy_loss_type is ppo "
-                          "or gspo)", "clip bounds so wide they do not act in practice, [1e-6, 1e6]: the term rho A, "
-                          "whose slope the gate has only at rho = 1", ("--actor.eps_clip_low_high", "0.999999", "999999.0")))
-        t.flags += ["--actor.eps_clip_low_high", "0.999999", "999999.0"]
-        eff = _with(eff, "clip", "asymmetric", {"eps_low": 0.999999, "eps_high": 999999.0})
-    elif clip == "geo_mean":
-        low, high = round(1.0 - math.exp(-cp["eps_low"]), 6), round(math.expm1(cp["eps_high"]), 6)
-        t.gaps.append(Gap("clip", "GMPO's geometric mean of the token ratios, each log-ratio clipped first",
-                          " has no GMPO loss (--actor.policy_loss_type is ppo or gspo)",
-                          "PPO's token clip at the same ratio bounds, exp(-eps_low) to exp(eps_high): an arithmetic mean "
-                          "of the clipped token ratios instead of a geometric one",
-                          ("--actor.eps_clip_low_high", _fmt(low), _fmt(high))))
-        t.flags += ["--actor.eps_clip_low_high", _fmt(low), _fmt(high)]
-        eff = _with(eff, "clip", "asymmetric", {"eps_low": low, "eps_high": high})
-    elif clip == "dppo_mask":
-        # a token of probability 1 is masked at the ratios 1 - delta_low and 1 + delta_high: PPO's clip there holds
-        # every token at least as tightly as the mask does (a less likely one sooner)
-        low, high = min(max(cp["delta_low"], 1e-6), 0.999999), max(cp["delta_high"], 1e-6)  # OpenRLHF: 0 < eps < 1
-        t.gaps.append(Gap("clip", "DPPO's mask on the change of each token's probability",
-                          " has no DPPO loss (--actor.policy_loss_type is ppo or gspo)",
-                          "PPO's clip at the ratio bounds the mask has for a token of probability 1, 1 - delta_low and "
-                          "1 + delta_high: a less likely token is clipped sooner than the mask would drop it, and a "
-                          "clipped token's term stays clip(rho) A instead of 0",
-                          ("--actor.eps_clip_low_high", _fmt(low), _fmt(high))))
-        t.flags += ["--actor.eps_clip_low_high", _fmt(low), _fmt(high)]
-        eff = _with(eff, "clip", "asymmetric", {"eps_low": low, "eps_high": high})
-    else:
-        raise ValueError(f"clip kind {clip!r} has no OpenRLHF translation yet")
-
-    # --- kl ------------------------------------------------------------------------------
-    kl, kp = kind["kl"], par["kl"]
-    agg = kind["aggregation"]
-    if kl == "none":
-        t.flags += ["--algo.kl.init_coef", "0"]
-    elif kl in ("in_loss", "in_reward"):
-        t.flags += ["--algo.kl.init_coef", _fmt(kp["beta"]), "--algo.kl.estimator", kp["estimator"]]
-        if kl == "in_loss":
-            t.flags += ["--algo.kl.use_loss"]
-            if agg != "token_mean":
-                t.gaps.append(Gap("kl", f"the KL term inside each token's objective, aggregated with the policy "
-                                  f"term ({agg})", " averages the KL loss over all tokens of the optimizer step "
-                                  "(token mean) whatever the policy loss's aggregation",
-                                  "the KL term as a token mean next to the policy term's own aggregation",
-                                  ("--algo.kl.use_loss",)))
-        t.notes.append("KL estimates are clamped to [-10, 10]")
-    else:
-        raise ValueError(f"kl kind {kl!r} has no OpenRLHF translation yet")
-
-    # --- aggregation -------------------------------------------------------------------
-    if ratio == "sequence" and agg != "seq_mean_token_mean":
-        t.gaps.append(Gap("aggregation", f"{agg} with a sequence ratio", "'s gspo loss always averages per "
-                          "sequence then over sequences", "seq-mean-token-mean"))
-        eff = _with(eff, "aggregation", "seq_mean_token_mean")
-    elif agg == "seq_mean_token_mean":
-        t.flags += ["--actor.loss_agg_mode", "seq-mean-token-mean"]
-    elif agg == "token_mean":
-        t.flags += ["--actor.loss_agg_mode", "token-mean"]
-    elif agg in ("constant_normalizer", "seq_mean_token_sum"):
-        says = ("the token objectives summed and divided by a constant (responses x L)" if agg == "constant_normalizer"
-                else "the token objectives summed per response, then averaged over responses")
-        t.gaps.append(Gap("aggregation", says, " only averages, per token (token-mean) or per sequence "
-                          "(seq-mean-token-mean)", "token-mean: the same weight for every token of a step, so the "
-                          "gradient's direction is the spec's and only its size changes from step to step (by the "
-                          "step's tokens over the spec's denominator)", ("--actor.loss_agg_mode", "token-mean")))
-        t.flags += ["--actor.loss_agg_mode", "token-mean"]
-        eff = _with(eff, "aggregation", "token_mean")
-    else:
-        raise ValueError(f"aggregation kind {agg!r} has no OpenRLHF translation yet")
-
-    # --- correction ----------------------------------------------------------------------
-    corr = kind.get("correction", "none")
-    if corr in ("truncated_is", "masked_is"):
-        # OpenRLHF has the correction (--algo.advantage.is_correction_level/mode/threshold), but the UNIPO tap does
-        # not record its rollout log-probs, so the trained run's weights could not be recomputed: run without it.
-        t.gaps.append(Gap("correction", f"the rollout correction {corr} against the sampler's log-probs",
-                          "'s correction (--algo.advantage.is_correction_*) needs vLLM's log-probs, which the UNIPO "
-                          "OpenRLHF tap does not record, so its weights could not be recomputed",
-                          "no correction (OpenRLHF's default, --algo.advantage.is_correction_level off)"))
-        eff = _with(eff, "correction", "none")
-    elif corr != "none":
-        raise ValueError(f"correction kind {corr!r} has no OpenRLHF translation yet")
-
-    # --- filter --------------------------------------------------------------------------
-    flt = kind["filter"]
-    if flt == "dynamic_sampling":
-        # reward_func returns scores = correctness (0/1): a mean strictly inside (0, 1) is a mixed group.
-        t.flags += ["--algo.dynamic_filtering_enable", "--algo.dynamic_filtering_range", "0", "1"]
-        t.notes.append("dynamic filtering keeps a group when its mean score (correctness, from reward_func) lies "
-                       "strictly inside (0, 1), the spec's rule; OpenRLHF refills until the batch is full instead of "
-                       f"stopping after {par['filter'].get('max_rounds', 4)} rounds")
-    elif flt != "none":
-        raise ValueError(f"filter kind {flt!r} has no OpenRLHF translation yet")
-
-    # --- shaping -------------------------------------------------------------------------
-    shp, sp = kind["shaping"], par["shaping"]
-    if shp == "overlong":
-        t.flags += ["--reward.overlong_buffer_len", str(sp["cache_length"]), "--reward.overlong_penalty_factor",
-                    f"{sp.get('penalty', 1.0):g}"]
-        if sp["max_length"] != max_new_tokens:
-            t.gaps.append(Gap("shaping", f"the overlong penalty ramping up to L_max = {sp['max_length']}",
-                              " measures the buffer back from --rollout.max_new_tokens", f"the ramp ending at "
-                              f"max_new_tokens = {max_new_tokens}"))
-            eff = _with(eff, "shaping", "overlong", {**sp, "max_length": max_new_tokens})
-    elif shp != "none":
-        raise ValueError(f"shaping kind {shp!r} has no OpenRLHF translation yet")
-
+    then: dict = {}
+    for slot in FLAG_ORDER:
+        comp = cfg.components.get(slot) or ResolvedComponent(kind=OPTIONAL_SLOTS[slot], params={})
+        params = dict(comp.params)
+        part = then[slot](comp.kind, params) if slot in then else None
+        if part is None:
+            part = openrlhf_flags(slot, comp.kind, params, cfg, max_new_tokens)
+        t.flags += part.flags
+        t.notes += part.notes
+        t.gaps += [Gap(slot, says, why, nearest, tuple(flags)) for says, why, nearest, flags in part.gaps]
+        t.single_update = t.single_update or part.single_update
+        then.update(part.then)
+        if part.runs is not None:
+            eff = _with(eff, slot, *part.runs)
+        if slot == "advantage":
+            t.notes.append(REWARD_CLAMP)
     t.effective = eff
     return t
 
@@ -436,7 +249,7 @@ def _runtime_flags(spec: AlgorithmSpec, t: Translation, opts: RunOptions) -> lis
     ]
     if opts.rollouts is not None:
         flags += ["--data.max_samples", str(opts.rollouts * opts.prompts_per_step)]
-    if spec.components["advantage"].kind == "gae":
+    if registered("advantage", spec.components["advantage"].kind).needs_critic:
         critic_lr = opts.critic_lr if opts.critic_lr is not None else spec.defaults.critic_lr or 9e-6
         flags += ["--critic.model_name_or_path", opts.model, "--critic.adam.lr", _fmt(critic_lr),
                   "--critic.adam.betas", _fmt(opts.betas[0]), _fmt(opts.betas[1]),

@@ -36,7 +36,7 @@ import numpy as np
 
 from unipo_build.core.runlog import LogError
 from unipo_build.core.schema import GroupSummary, PromptGroup, Response, StepDetail, TokenArrays
-from unipo_build.core.specs import ResolvedAlgorithm
+from unipo_build.core.specs import REGISTRY, ResolvedAlgorithm
 from unipo_build.trainers import common as K
 from unipo_build.trainers.openrlhf.tap import SHARD_FORMAT
 
@@ -185,7 +185,7 @@ def step_details(data: TapData, cfg: ResolvedAlgorithm | None, notes: K.Notes) -
                 seen.add(s["key"])
     details = {}
     max_ratio_gap = 0.0
-    kl_in_loss = cfg is not None and cfg.kind("kl") == "in_loss"
+    kl_in_loss = cfg is not None and REGISTRY["kl"][cfg.kind("kl")].kl_place == "loss"
     for rollout, record in sorted(data.rollouts.items()):
         samples = {}
         for s in data.samples.get(rollout, []):

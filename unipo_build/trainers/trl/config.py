@@ -13,13 +13,15 @@ from unipo_build.core.matching import Gap
 from unipo_build.core.runlog import LogError
 from unipo_build.core.specs import ResolvedAlgorithm
 from unipo_build.trainers import common as K
-from unipo_build.trainers.trainer_config import algorithm_gaps, check_algorithm
+from unipo_build.trainers.trainer_config import algorithm_gaps, check_algorithm, get
 from unipo_build.trainers.trl.tap import MANIFEST, TRL_SERIES
 from unipo_build.trainers.trl.tap_files import Tap
 
 #: TRL loss types -> the registry's aggregation kind (exact unless a gap says otherwise), read from the
 #: aggregation kinds' TRL settings (core/kinds_loss.py).
 AGGREGATION = registry.trainer_values("trl", "loss_type", "aggregation")
+#: TRL loss types -> the clip kind each selects (cispo, sapo), from the clip kinds' TRL settings (core/kinds_loss.py).
+LOSS_CLIP = registry.trainer_values("trl", "loss_type", "clip")
 #: TRL loss types whose surrogate is PPO's clipped min (epsilon, epsilon_high; delta's two-sided clip).
 PPO_LOSSES = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")
 NO_KIND = {"vespo": "a Gamma weighting of the sequence ratio"}
@@ -27,6 +29,7 @@ NO_KIND = {"vespo": "a Gamma weighting of the sequence ratio"}
 #: (``_generate_and_score_completions``); whether the loss's normaliser still counts it (the mask_truncated
 #: kind's count_masked): grpo and sapo average each row's token mean over every row, dr_grpo divides by
 #: rows x max_completion_length (true); bnpo, dapo and cispo divide by the tokens left in the mask (false).
+# kind name: TRL's loss_type names (two of them the clip kinds' names), keys of TRL's own normalisers
 MASK_TRUNCATED_COUNTS = {"grpo": True, "dr_grpo": True, "sapo": True, "bnpo": False, "dapo": False, "cispo": False}
 #: What TRL 1.16's GRPOConfig documentation (epsilon_high's help) recommends for loss_type 'cispo'.
 CISPO_RECOMMENDED = ("TRL's GRPOConfig documentation recommends epsilon_high 5.0 for loss_type 'cispo' (the ScaleRL "
@@ -54,19 +57,18 @@ def trl_components(trainer: dict, loc: K.Loc, sampler_logps: bool = False) -> tu
         raise loc.error(f"unknown loss_type {loss_type!r} (TRL {TRL_SERIES} has {', '.join(sorted(AGGREGATION))}, "
                         f"{', '.join(sorted(NO_KIND))}): pass --algorithm SPEC", "trainer.loss_type")
     comps: dict[str, dict] = {}
-    scale = trainer.get("scale_rewards")
-    if scale == "none":
-        comps["advantage"] = {"kind": "group_mean", "params": {}}
-    elif scale == "batch":  # the reward minus its group's mean, over rewards.std() of the whole batch + 1e-4
-        comps["advantage"] = {"kind": "group_mean_batch_std", "params": {"std_ddof": 1, "eps": 1e-4}}
-    else:
-        comps["advantage"] = {"kind": "group_zscore", "params": {"std_ddof": 1, "eps": 1e-4}}
+    # the advantage kind whose TRL settings (scale_rewards) the config holds, else TRL's default's; its parameters its own
+    read = registry.reader(trainer, lambda config, key, default: config.get(key, default))
+    advantage = (registry.select("trl", "advantage", read)
+                 or registry.default_kind("trl", "advantage", "scale_rewards"))
+    comps["advantage"] = {"kind": advantage, "params": registry.params_from("trl", "advantage", advantage, read)}
     if trainer.get("multi_objective_aggregation", "sum_then_normalize") == "normalize_then_sum":
         gap("advantage", "multi_objective_aggregation", "'normalize_then_sum'", "the z-score of the summed reward")
     level = trainer.get("importance_sampling_level", "token")
     comps["ratio"] = {"kind": "sequence" if level == "sequence" else "token", "params": {}}
     comps["clip"] = trl_clip(trainer, loc)
     cap = float(trainer.get("epsilon_high", 0.2))
+    # kind name: TRL's cispo loss caps the weight at epsilon_high itself, which no cispo parameter below 1 expresses
     if loss_type == "cispo" and cap <= 1.0:
         nearest = comps["clip"]["params"]["eps_high"]
         gap("clip", "epsilon_high", f"{cap:g} with loss_type 'cispo' (TRL caps the weight at epsilon_high itself, "
@@ -77,12 +79,14 @@ def trl_components(trainer: dict, loc: K.Loc, sampler_logps: bool = False) -> tu
     comps["kl"] = {"kind": "in_loss", "params": {"estimator": "k3", "beta": beta}} if beta else \
         {"kind": "none", "params": {}}
     kind = AGGREGATION[loss_type]
-    comps["aggregation"] = {"kind": kind, "params": {"normalizer": int(trainer["max_completion_length"])}
-                            if kind == "constant_normalizer" else {}}
+    # the parameter a run fills in (dr_grpo's constant normaliser): TRL's max_completion_length
+    comps["aggregation"] = {"kind": kind, "params": {name: int(trainer["max_completion_length"])
+                                                     for name in registry.kind("aggregation", kind).run_resolved}}
     if loss_type == "bnpo" and int(trainer.get("gradient_accumulation_steps", 1)) > 1:
         # each micro-batch's token mean, over the accumulation steps: the tap's rows come in micro-batch order
         comps["aggregation"] = {"kind": "micro_token_mean",
                                 "params": {"micro_batch": int(trainer["per_device_train_batch_size"])}}
+    # kind name: TRL's loss types that divide by the generation batch's token count (num_items_in_batch)
     if loss_type in ("dapo", "cispo") and (trainer.get("steps_per_generation")
                                            != trainer.get("gradient_accumulation_steps")):
         gap("aggregation", "loss_type", f"{loss_type!r} with steps_per_generation != gradient_accumulation_steps (tokens "
@@ -97,6 +101,7 @@ def trl_components(trainer: dict, loc: K.Loc, sampler_logps: bool = False) -> tu
                                                         "of the loss; how its normaliser counts them has no kind)",
                 "filter none, their tokens kept with mask 0")
     config = trainer.get("config") or {}
+    # kind name: a delta that did not make the dual clip (trl_clip) clips inside PPO's range
     if config.get("delta") is not None and loss_type in PPO_LOSSES and comps["clip"]["kind"] != "dual_clip":
         gap("clip", "delta", f"{config['delta']} (two-sided clip of the ratio, at or below 1 + epsilon_high: "
                              "it clips inside PPO's range)", comps["clip"]["kind"])
@@ -139,14 +144,9 @@ def trl_clip(trainer: dict, loc: K.Loc) -> dict:
     loss_type = trainer.get("loss_type")
     config = trainer.get("config") or {}
     low, high = float(trainer.get("epsilon_low", 0.2)), float(trainer.get("epsilon_high", 0.2))
-    if loss_type == "cispo":
-        if high <= 1.0:
-            default = registry.REGISTRY["clip"]["cispo"].params.model_fields["eps_high"].default
-            return {"kind": "cispo", "params": {"eps_low": None, "eps_high": float(default)}}
-        return {"kind": "cispo", "params": {"eps_low": None, "eps_high": high - 1.0}}
-    if loss_type == "sapo":
-        return {"kind": "sapo", "params": {"tau_pos": float(config.get("sapo_temperature_pos", 1.0)),
-                                           "tau_neg": float(config.get("sapo_temperature_neg", 1.05))}}
+    if loss_type in LOSS_CLIP:  # the clip kind the loss type selects, its parameters its own (core/kinds_import.py)
+        name = LOSS_CLIP[loss_type]
+        return {"kind": name, "params": registry.params_from("trl", "clip", name, registry.reader(trainer, get))}
     delta = config.get("delta")
     if delta is not None and loss_type in PPO_LOSSES and float(delta) > 1.0 + high:
         # coef_1 clamped at delta inside PPO's min: for A < 0 and ratio > delta the term is delta A, constant (the
@@ -179,7 +179,7 @@ def trl_token_loss(loss_type: str, objective, kl, beta: float, logp) -> np.ndarr
     cispo kind has the value sg(w / rho) rho A = w A and the same gradient, w A grad log pi, so TRL's value
     is the kind's surrogate (objective + beta KL) times log pi, minus beta KL."""
     objective = np.asarray(objective, dtype=np.float64)
-    if loss_type != "cispo":
+    if loss_type != "cispo":  # kind name: TRL writes cispo's loss in the paper's form (the docstring)
         return -objective
     kl_term = beta * np.asarray(kl, dtype=np.float64) if beta and kl is not None else 0.0
     return -((objective + kl_term) * np.asarray(logp, dtype=np.float64) - kl_term)
@@ -210,7 +210,7 @@ def cispo_weight_cap(trainer: dict) -> dict | None:
     epsilon's 0.2 when unset), which no clip kind expresses: the diagnosis of which side clipped reads it
     (core/diagnose.py). None for any other run."""
     cap = float(trainer.get("epsilon_high", 0.2))
-    if trainer.get("loss_type") != "cispo" or cap > 1.0:
+    if trainer.get("loss_type") != "cispo" or cap > 1.0:  # kind name: TRL's CISPO cap at or below 1 (the docstring)
         return None
     return {"setting": "epsilon_high", "cap": cap, "advice": CISPO_RECOMMENDED}
 
@@ -218,7 +218,7 @@ def cispo_weight_cap(trainer: dict) -> dict | None:
 def cispo_cap_note(trainer: dict, notes: K.Notes) -> None:
     """What a CISPO cap at or below 1 does, and what TRL's documentation recommends instead."""
     cap = float(trainer.get("epsilon_high", 0.2))
-    if trainer.get("loss_type") != "cispo" or cap > 1.0:
+    if trainer.get("loss_type") != "cispo" or cap > 1.0:  # kind name: TRL's CISPO cap at or below 1 (the docstring)
         return
     notes.once(f"TRL's CISPO cap of {cap:g} (epsilon_high, which unset is epsilon's value) holds every token's weight "
                f"below its ratio: min(ratio, {cap:g}) is {cap:g} wherever the ratio is above {cap:g} (every token of a "

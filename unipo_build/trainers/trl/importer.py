@@ -93,7 +93,7 @@ from unipo_build.core.schema import (
     TaskInfo,
     TokenArrays,
 )
-from unipo_build.core.specs import ResolvedAlgorithm
+from unipo_build.core.specs import REGISTRY, ResolvedAlgorithm
 from unipo_build.trainers import common as K
 from unipo_build.trainers.trl.config import _algorithm, cispo_weight_cap, sampler_missing, trl_token_loss
 from unipo_build.trainers.trl.tap_files import Tap, cross_check, read_tap
@@ -237,8 +237,9 @@ def _detail(tap: Tap, trl_step: int, index: int, rollout: int, cfg: ResolvedAlgo
     order, loss_tokens, engine_share, engine_weight, trained = [], {}, {}, {}, {}
     # CISPO: TRL's loss is the paper's sg(w) A log pi, the kind's value w A (same gradient). The kind's share of a
     # row without token detail is the tap's row_value_loss; TRL's form is kept beside ours to compare with its loss.
+    # kind name: TRL's loss_type cispo and the cispo kind, whose value TRL writes in the paper's form
     cispo = tap.manifest["trainer"].get("loss_type") == "cispo" and cfg is not None and cfg.kind("clip") == "cispo"
-    beta = float(cfg.param("kl", "beta") or 0.0) if cfg is not None and cfg.kind("kl") == "in_loss" else 0.0
+    beta = float(cfg.param("kl", "beta") or 0.0) if cfg is not None and REGISTRY["kl"][cfg.kind("kl")].kl_place == "loss" else 0.0
     value_share, trl_form = {}, {}
     for u in sorted(updates, key=lambda u: u["micro_step"]):
         for i, row in enumerate(u["rows"]):
@@ -492,11 +493,12 @@ def import_trl(src: Path, stage: Path, *, algorithm: str | None = None, run_id: 
                        + ", ".join(f"{k} {v:.2e}" for k, v in largest.items()))
         worst = max(differ, default=None)
         header_trl = writer.header.trl
+        # kind name: TRL's cispo loss is the paper's form of the cispo kind (CISPO_FORM says why they differ)
+        paper_form = trainer.get("loss_type") == "cispo" and cfg is not None and cfg.kind("clip") == "cispo"
         header_trl["objectives"] = {
             "steps": details, "differ": len(differ), "max_difference": worst[0] if worst else 0.0,
             "at_step": worst[1] if worst else None,
-            "reason": (CISPO_FORM if cfg is not None and trainer.get("loss_type") == "cispo"
-                       and cfg.kind("clip") == "cispo" and not any(g.slot in OBJECTIVE_SLOTS for g in gaps)
+            "reason": (CISPO_FORM if paper_form and not any(g.slot in OBJECTIVE_SLOTS for g in gaps)
                        else objective_reason(trainer, gaps)) if differ else None}
         if differ:
             notes.once(f"two objectives per step: the token file's (the run's components over the step) and "

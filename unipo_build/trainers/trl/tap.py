@@ -288,13 +288,14 @@ class TrlTokenTap:
         lengths = mask.sum(-1)
         gas = t.current_gradient_accumulation_steps
         kind = t.loss_type
+        # kind name: TRL's own loss_type names (sapo and cispo are also kinds' names), as its _compute_loss normalises
         if kind in ("grpo", "sapo"):
             return 1.0 / (lengths.clamp(min=1.0) * rows * gas)
         if kind == "bnpo":
             return (1.0 / (mask.sum().clamp(min=1.0) * gas)).expand(rows)
         if kind == "dr_grpo":
             return (mask.new_tensor(1.0 / (rows * t.max_completion_length * gas))).expand(rows)
-        if kind in ("cispo", "dapo", "vespo"):
+        if kind in ("cispo", "dapo", "vespo"):  # kind name: TRL's loss_type names (above)
             normalizer = inputs["num_items_in_batch"].clamp(min=1.0) / t.accelerator.num_processes
             normalizer = normalizer * gas / t.args.steps_per_generation
             return (1.0 / normalizer).expand(rows)
@@ -331,6 +332,7 @@ class TrlTokenTap:
         # gradient the same). Each row's share in the kind's value, -sg(w) A + beta KL, from TRL's own tensors, so
         # that a group without token detail still joins the kind's step objective (row_value_loss).
         row_value_loss = None
+        # kind name: TRL's loss_type cispo, whose loss is the paper's form (above)
         if t.loss_type == "cispo" and weights is not None and v.get("clamped_ratios") is not None:
             factor = self._policy_factor(v, inputs)
             policy = (v["clamped_ratios"] * v["advantages"]).to(torch.float64) * factor

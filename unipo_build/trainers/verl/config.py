@@ -15,6 +15,14 @@ from unipo_build.trainers.trainer_config import get
 
 # verl's kl_penalty names (verl/trainer/ppo/core_algos.py, kl_penalty_forward) -> the registry's estimators
 KL_TYPES = {"kl": "k1", "k1": "k1", "mse": "k2", "k2": "k2", "low_var_kl": "k3", "k3": "k3"}
+ADV_ESTIMATOR = "algorithm.adv_estimator"
+#: verl's names of the same estimator (its vectorized implementations), as the kinds' settings name it.
+ESTIMATOR_ALIASES = {"grpo_vectorized": "grpo", "rloo_vectorized": "rloo"}
+#: verl's estimators with no kind whose nearest is the group mean (the others' is the plain return).
+GROUP_ESTIMATORS = ("grpo_passk", "gpg", "opo", "reinforce_plus_plus_baseline")
+#: verl's estimators that train a critic: those of the advantage kinds that need one.
+CRITIC_ESTIMATORS = {s.value for k in registry.REGISTRY["advantage"].values() if k.needs_critic
+                     for s in registry.settings_of(k, "verl") if s.key == ADV_ESTIMATOR}
 #: verl's loss_agg_mode -> the registry's aggregation kind, read from the kinds' verl settings (core/kinds_loss.py).
 AGGREGATION = registry.trainer_values("verl", "actor_rollout_ref.actor.loss_agg_mode", "aggregation")
 
@@ -28,11 +36,13 @@ def _kl(kind: str, setting: str, value: Any, beta: float, gaps: list[Gap]) -> di
     return {"kind": kind, "params": {"estimator": est, "beta": float(beta)}}
 
 
-#: verl's policy losses (``policy_loss.loss_mode``, ``core_algos.register_policy_loss``) that pass
-#: ``loss_agg_mode="seq-mean-token-mean"`` to ``agg_loss`` whatever the config says.
-FORCED_AGGREGATION = {"gspo": "seq-mean-token-mean", "sapo": "seq-mean-token-mean",
-                      # geo_mean: torch.mean over the responses of A exp(mean of the clipped log-ratios), agg mode unused
-                      "geo_mean": "seq-mean-token-mean"}
+LOSS_MODE = "actor_rollout_ref.actor.policy_loss.loss_mode"
+#: verl's loss modes -> the ratio kind and the clip kind each selects, from the kinds' verl settings (gspo: the
+#: sequence ratio, with PPO's clip; cispo, sapo, geo_mean: their clips); their parameters, and the aggregation a loss
+#: forces, from the kind (core/kinds_import.py).
+MODE_RATIO = registry.trainer_values("verl", LOSS_MODE, "ratio")
+MODE_CLIP = {mode: kind for mode, kind in registry.trainer_values("verl", LOSS_MODE, "clip").items()
+             if mode not in MODE_RATIO}
 #: verl loss modes with no kind in the registry, and what each is (the gap names the nearest).
 NO_KIND_LOSS = {"gpg": ("token", "GPG: -log pi A with no ratio"),
                 "clip_cov": ("token", "Clip-Cov: clipping of the tokens with the largest covariance"),
@@ -79,18 +89,18 @@ def policy_loss(actor: dict, gaps: list[Gap], notes: K.Notes, source: str = "con
         notes.once(f"verl's vanilla loss is dual-clip PPO: PPO's clip, and for a negative advantage the bound "
                    f"clip_ratio_c = {c:g} (the dual_clip kind; alike PPO's clip wherever no such token's ratio exceeds it)")
         return token, {"kind": "dual_clip", "params": {"eps_low": low, "eps_high": high, "c": c}}, None
-    if mode == "gspo":
-        return sequence, ppo, FORCED_AGGREGATION[mode]
-    if mode == "cispo":
-        notes.once("verl's cispo loss is the paper's -sg(w) A log pi, whose value is log pi times the cispo kind's "
-                   "w A (the gradient, w A grad log pi, is the same): the objective from actor/pg_loss is verl's value")
-        return token, {"kind": "cispo", "params": {"eps_low": low, "eps_high": high}}, None
-    if mode == "sapo":
-        tau = {"tau_pos": _float(get(actor, "tau_pos", 1.0), "actor_rollout_ref.actor.tau_pos", source),
-               "tau_neg": _float(get(actor, "tau_neg", 1.05), "actor_rollout_ref.actor.tau_neg", source)}
-        return token, {"kind": "sapo", "params": tau}, FORCED_AGGREGATION[mode]
-    if mode == "geo_mean":
-        return token, {"kind": "geo_mean", "params": {"eps_low": low, "eps_high": high}}, FORCED_AGGREGATION[mode]
+    read = registry.reader({"actor_rollout_ref": {"actor": actor}}, get)
+    try:
+        if mode in MODE_RATIO:  # gspo: its ratio, with PPO's clip
+            ratio = {"kind": MODE_RATIO[mode], "params": registry.params_from("verl", "ratio", MODE_RATIO[mode], read)}
+            return ratio, ppo, read.forced.get("aggregation")
+        if mode in MODE_CLIP:
+            clip = {"kind": MODE_CLIP[mode], "params": registry.params_from("verl", "clip", MODE_CLIP[mode], read)}
+            for line in read.notes:
+                notes.once(line)
+            return token, clip, read.forced.get("aggregation")
+    except registry.Unreadable as err:
+        raise LogError(source, str(err), field=err.setting) from None
     nearest, what = NO_KIND_LOSS.get(mode, ("token", "a policy loss this importer does not know"))
     gaps.append(Gap("actor_rollout_ref.actor.policy_loss.loss_mode", f"{mode} ({what})", "ratio", nearest))
     return (sequence if nearest == "sequence" else token), ppo, None
@@ -162,14 +172,16 @@ def _rejection_inexact(advantage: str, kl: str, aggregation: str, clip: str) -> 
     but seq-mean-token-sum-norm's constant, the KL loss, and GAE's and REINFORCE++'s whitening, where the kind's
     weight 0 keeps it counted."""
     reasons = []
+    # kind name: verl's seq-mean-token-sum-norm divides by a constant, which a rejected token leaves unchanged
     if aggregation != "constant_normalizer":
         reasons.append("a rejected token also leaves loss_agg_mode's normaliser")
-    if kl == "in_loss":
+    if registry.kind("kl", kl).kl_place == "loss":
         reasons.append("and the KL loss" if reasons else "a rejected token also leaves the KL loss")
+    # kind name: verl whitens these two advantages with masked statistics over the tokens (gae, reinforce_plus_plus)
     if advantage in ("gae", "whitened_return"):
         reasons.append(f"and the {advantage} advantages' masked statistics" if reasons
                        else f"a rejected token also leaves the {advantage} advantages' masked statistics")
-    if clip == "geo_mean":
+    if clip == "geo_mean":  # kind name: GMPO's mean over the response (compute_policy_loss_geo_mean)
         reasons.append("and GMPO's mean over the response" if reasons
                        else "a rejected token also leaves GMPO's mean over the response")
     return " ".join(reasons)
@@ -183,20 +195,15 @@ def components(cfg: dict, notes: K.Notes, source: str = "config.yaml") -> tuple[
     algo = get(cfg, "algorithm", {})
     budget = get(cfg, "data.max_response_length")
     est = str(get(algo, "adv_estimator", "gae"))
-    gamma, lam = float(get(algo, "gamma", 1.0)), float(get(algo, "lam", 1.0))
-    if est in ("grpo", "grpo_vectorized"):
-        advantage = ({"kind": "group_zscore", "params": {"std_ddof": 1, "eps": 1e-6}}
-                     if get(algo, "norm_adv_by_std_in_grpo", True) else {"kind": "group_mean", "params": {}})
-    elif est in ("rloo", "rloo_vectorized"):
-        advantage = {"kind": "leave_one_out", "params": {}}
-    elif est == "gae":
-        advantage = {"kind": "gae", "params": {"gamma": gamma, "lam": lam,
-                                               "value_clip": float(get(cfg, "critic.cliprange_value", 0.5))}}
-    elif est == "reinforce_plus_plus":
-        advantage = {"kind": "whitened_return", "params": {"gamma": gamma}}
+    read = registry.reader(cfg, get)
+    # the advantage kind whose verl settings (algorithm.adv_estimator, ...) the config holds, its parameters its own
+    chosen = registry.select("verl", "advantage", lambda key, default=None: (
+        ESTIMATOR_ALIASES.get(est, est) if key == ADV_ESTIMATOR else read(key, default)))
+    if chosen is not None:
+        advantage = {"kind": chosen, "params": registry.params_from("verl", "advantage", chosen, read)}
     else:
-        nearest = "group_mean" if est in ("grpo_passk", "gpg", "opo", "reinforce_plus_plus_baseline") else "reinforce_return"
-        gaps.append(Gap("algorithm.adv_estimator", est, "advantage", nearest))
+        nearest = "group_mean" if est in GROUP_ESTIMATORS else "reinforce_return"
+        gaps.append(Gap(ADV_ESTIMATOR, est, "advantage", nearest))
         advantage = {"kind": nearest, "params": {}}
 
     ratio, clip, forced_agg = policy_loss(actor, gaps, notes, source)
@@ -226,12 +233,12 @@ def components(cfg: dict, notes: K.Notes, source: str = "config.yaml") -> tuple[
         gaps.append(Gap("actor_rollout_ref.actor.loss_agg_mode", agg_mode, "aggregation", "token_mean"))
         agg_kind = "token_mean"
     aggregation = {"kind": agg_kind, "params": {}}
-    if agg_kind == "constant_normalizer":
+    for name in registry.kind("aggregation", agg_kind).run_resolved:  # the constant normaliser: verl's, else the budget
         norm = get(actor, "loss_scale_factor") or budget
         if norm is None:
-            raise LogError(source, "seq-mean-token-sum-norm divides by the response budget, which the config "
-                                          "lacks: set data.max_response_length", field="data.max_response_length")
-        aggregation["params"] = {"normalizer": float(norm)}
+            raise LogError(source, f"{agg_mode} divides by the response budget, which the config "
+                                   "lacks: set data.max_response_length", field="data.max_response_length")
+        aggregation["params"] = {name: float(norm)}
 
     if get(algo, "filter_groups.enable", False):
         filt = {"kind": "dynamic_sampling", "params": {}}
@@ -262,14 +269,16 @@ def components(cfg: dict, notes: K.Notes, source: str = "config.yaml") -> tuple[
         gaps.append(Gap("algorithm.rollout_correction.rollout_is", what, "correction",
                         "truncated_is without the batch normalisation" if rollout_is in ("token", "sequence")
                         else "none"))
-    if clip["kind"] == "geo_mean" and corrected["kind"] != "none" and corrected["params"]["level"] == "token":
+    corrects = not registry.kind("correction", corrected["kind"]).is_none
+    # kind name: GMPO weighs a response by the geometric mean of its token weights (compute_policy_loss_geo_mean)
+    if clip["kind"] == "geo_mean" and corrects and corrected["params"]["level"] == "token":
         # compute_policy_loss_geo_mean: exp(mean over the response of log(w + 1e-10)) on the response's term
         gaps.append(Gap("algorithm.rollout_correction.rollout_is", "token with policy_loss geo_mean (GMPO weighs the "
                         "response by the geometric mean of its token weights)", "correction",
                         "truncated_is on each token's term"))
     if get(correction, "rollout_rs") is not None:
         rejection = rejection_sampling(correction, gaps, source)
-        if rejection is not None and corrected["kind"] != "none":
+        if rejection is not None and corrects:
             gaps.append(Gap(RS, f"{get(correction, 'rollout_rs')} with rollout_is (verl weighs and rejects: two "
                                 "corrections, the slot holds one)", "correction", f"{corrected['kind']} (rollout_is) alone"))
         elif rejection is not None:
@@ -298,6 +307,6 @@ def _hyperparameters(cfg: dict) -> dict:
         "steps": get(cfg, "trainer.total_training_steps"), "eval_every": get(cfg, "trainer.test_freq"),
         "grad_clip": get(cfg, "actor_rollout_ref.actor.grad_clip"), "seed": get(cfg, "data.seed"),
     }
-    if get(cfg, "critic.enable") is False or get(cfg, "algorithm.adv_estimator") != "gae":
+    if get(cfg, "critic.enable") is False or get(cfg, ADV_ESTIMATOR) not in CRITIC_ESTIMATORS:
         out.pop("critic_lr")
     return {k: v for k, v in out.items() if v is not None and not (isinstance(v, (int, float)) and v <= 0 and k != "seed")}

@@ -81,6 +81,7 @@ from typing import Any, Iterator
 
 import yaml
 
+from unipo_build.core.registry import REGISTRY
 from unipo_build.core.runlog import LogError, RunWriter
 from unipo_build.core.schema import EvalRecord, ModelInfo, RewardInfo, RunHeader, StepRecord, TaskInfo
 from unipo_build.trainers import common as K
@@ -460,7 +461,7 @@ def import_verl(src: Path, stage: Path, *, algorithm: str | None = None, run_id:
                     metrics[key] = value
         if metrics.get("objective") is None and metrics.get("loss/policy") is not None:
             kl_part = 0.0
-            if config is not None and config.kind("kl") == "in_loss" and metrics.get("kl/mean") is not None:
+            if config is not None and REGISTRY["kl"][config.kind("kl")].kl_place == "loss" and metrics.get("kl/mean") is not None:
                 kl_part = config.param("kl", "beta") * metrics["kl/mean"]
                 notes.once("metric objective = -(actor/pg_loss + kl_loss_coef x actor/kl_loss) (verl logs no "
                            "objective)")

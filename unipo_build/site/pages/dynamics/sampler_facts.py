@@ -15,21 +15,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from unipo_build.core.numbers import fmt_num, fmt_pct
+from unipo_build.core import registry
+from unipo_build.core.numbers import fmt_num
 from unipo_build.core.objective import correction_weight
 from unipo_build.core.runs import Run
 from unipo_build.site.context import Site
 
 
 def correction_bounds_text(site: Site, algorithm: str) -> str:
-    """'a cap of 2 and no lower bound' (truncated IS) or 'the band [0.5, 2]' (masked IS), from the spec."""
+    """'a cap of 2 and no lower bound' (truncated IS) or 'the band [0.5, 2]' (masked IS), from the spec: the kind's
+    own words (its registry entry's ``words["bounds"]``), else the band its parameters set."""
     spec = site.spec(algorithm, "sampler_correction_bounds")
     comp = spec.components.get("correction")
-    if comp is None or comp.kind == "none":
+    if comp is None or registry.kind("correction", comp.kind).is_none:
         return f"no correction ({algorithm} has none)"
     cap, lower = comp.params.get("cap"), comp.params.get("lower")
-    if comp.kind == "truncated_is":
-        return f"a cap of {fmt_num(cap, 3)} and " + ("no lower bound" if lower is None else f"a floor of {fmt_num(lower, 3)}")
+    words = registry.kind("correction", comp.kind).words
+    if "bounds" in words:
+        return words["bounds"](dict(comp.params))
     low_text = fmt_num(lower, 3) if lower is not None else "0"
     high_text = fmt_num(cap, 3) if cap is not None else "∞"
     return f"the band [{low_text}, {high_text}]"
@@ -49,7 +52,7 @@ class TokenCount:
 def correction_of(run: Run) -> tuple[str, dict] | None:
     """The run's correction kind and parameters, None without one."""
     comp = run.config.components.get("correction") if run.config is not None else None
-    if comp is None or comp.kind == "none":
+    if comp is None or registry.kind("correction", comp.kind).is_none:
         return None
     return comp.kind, dict(comp.params)
 
@@ -102,28 +105,10 @@ def token_words_text(site: Site, name: str, step: int | None = None) -> str:
     c = token_counts(run, step)
     if c.tokens == 0:
         return f"Update {step} of the {run.id} run holds no tokens with the sampler's log-probs."
-    cap, lower = params.get("cap"), params.get("lower")
     head = (f"At update {fmt_num(step)} (rollout {fmt_num(c.rollout)}) of the {run.id} run, the behaviour ratio \u03f1 "
             f"(the learner's probability of a token over the sampler's) of the {fmt_num(c.tokens)} tokens the Step "
             f"Inspector holds runs from {fmt_num(c.low, 3)} to {fmt_num(c.high, 3)}.")
-    outside = c.above + c.below
-    if kind == "masked_is":
-        bounds = f"[{fmt_num(lower, 2) if lower is not None else '0'}, {fmt_num(cap, 2) if cap is not None else '∞'}]"
-        if outside == 0:
-            return head + f" None of them leaves {bounds}, so masked IS zeroes no token at this update."
-        kept = {"ratio": "keeps its ratio as its weight", "one": "keeps weight 1",
-                "token_ratio": "keeps its own token's ratio as its weight"}.get(params.get("kept", "ratio"),
-                                                                            "keeps its weight")
-        return (head + f" {fmt_num(outside)} of them ({fmt_pct(outside / c.tokens, 2)}) "
-                f"{'falls' if outside == 1 else 'fall'} outside {bounds} ({fmt_num(c.above)} above, "
-                f"{fmt_num(c.below)} below): masked IS sets their weight to 0, so they leave the update, and every "
-                f"other token {kept}.")
-    if kind == "truncated_is":
-        if c.above == 0:
-            return head + (f" None of them exceeds the cap {fmt_num(cap, 2)}, so truncation changes no weight at this "
-                           "update: every token's surrogate is multiplied by its own ratio.")
-        return (head + f" {fmt_num(c.above)} of them ({fmt_pct(c.above / c.tokens, 2)}) "
-                f"{'exceeds' if c.above == 1 else 'exceed'} the cap "
-                f"{fmt_num(cap, 2)} and {'is' if c.above == 1 else 'are'} weighted {fmt_num(cap, 2)}; every other token's surrogate is multiplied by "
-                "its own ratio.")
-    return head + f" {fmt_num(outside)} of them leave the bounds of its {kind} correction."
+    words = registry.kind("correction", kind).words
+    if "tokens" in words:  # the kind's own words (core/kinds_correction.py)
+        return head + words["tokens"](c, params)
+    return head + f" {fmt_num(c.above + c.below)} of them leave the bounds of its {kind} correction."
