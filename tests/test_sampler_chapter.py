@@ -328,6 +328,32 @@ def test_token_words_without_a_correction_or_a_run(site):
     assert "logged no token file with the sampler's log-probs at update 3" in SM.token_words_text(site, "async8_mis", 3)
 
 
+@pytest.fixture(scope="module")
+def sequence_site(tmp_path_factory):
+    """One run of GRPO-MIS (sequence) at lag 8 whose step 4 has GAPS cycled along each response: the responses'
+    gaps sum to 0 + 1 - 0.75 = 0.25 (3 tokens), 0.35 (4), 1 (2) and 0.35 (5), ratios e^0.25 = 1.28, e^0.35 = 1.42
+    (twice) and e = 2.72: only the two-token answer leaves [0.5, 2], above, and drops out whole."""
+    spec = run("async8_mis_seq", "grpo_mis_seq", 0, 9, lag=8, level=0.02, detail_steps=(0, DETAIL_STEP))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(seed_fixtures, "make_detail", detail_with_sampler)
+        return Site(runs_where=write_fixture_runs(tmp_path_factory.mktemp("sequence-runs"), [spec]))
+
+
+def test_response_words_count_whole_answers_at_the_sequence_level(sequence_site, site):
+    text = SM.response_words_text(sequence_site, "async8_mis_seq")
+    assert text == (f"At update {DETAIL_STEP} (rollout 2) of the async8_mis_seq run, the ratio of a whole response (the "
+                    "product of its token ratios) runs from 1.28 to 2.72 over the 4 answers the Step Inspector holds. "
+                    "1 of them (25.0%) falls outside the band [0.5, 2] (1 above, 0 below): it leaves the update whole, "
+                    "its 2 tokens weighted 0, and every token of a kept answer weighs its answer's ratio.")
+    # the same tokens tested one by one (GRPO-MIS) drop 7 of 14, from every answer
+    assert (SF.token_counts(site.run("async8_mis"), DETAIL_STEP).above, SF.token_counts(site.run("async8_mis"),
+                                                                                         DETAIL_STEP).below) == (4, 3)
+    assert SM.response_words_text(sequence_site, "async8_mis_seq", 0).endswith(
+        "None of them leaves the band [0.5, 2], so the test drops no answer at this update.")
+    assert SM.response_words_text(site, "async8_mis") == "The async8_mis run has no correction tested on whole responses."
+    assert SM.response_words_text(site, "nope").startswith("This build has no run named nope")
+
+
 # ---------------------------------------------------------------------------
 # The real chapter
 # ---------------------------------------------------------------------------
@@ -338,9 +364,12 @@ def test_the_chapter_builds_with_every_claim_computed(built_site):
     real = Site()
     for sentence in (SM.mismatch_words_text(real), SM.cost_words_text(real, "sampled"),
                      SM.correction_words_text(real, "grpo_tis@lag8", "greedy"),
-                     SM.correction_words_text(real, "grpo_mis@lag8", "sampled"), SM.lag_words_text(real, "sampled")):
+                     SM.correction_words_text(real, "grpo_mis@lag8", "sampled"), SM.lag_words_text(real, "sampled"),
+                     SM.correction_words_text(real, "grpo_mis_seq@lag8", "greedy"), SM.level_words_text(real, "sampled")):
         assert sentence in text
     step = SM.detail_step(real.run("async8_mis"))
     assert step is not None and SM.token_words_text(real, "async8_mis", step) in text
+    step = SM.detail_step(real.run("async8_mis_seq"))
+    assert step is not None and SM.response_words_text(real, "async8_mis_seq", step) in text
     assert 'class="unipo-inspector"' in page and "unipo-sampler-mismatch" in page and "unipo-sampler-gains" in page
     assert "This build has no" not in text

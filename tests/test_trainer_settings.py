@@ -510,23 +510,25 @@ def test_the_sampler_chapter_names_prime_rls_lag_bound_as_its_code_has_it():
 
 def test_the_sampler_chapter_says_what_a_token_level_correction_does_not_correct():
     """Token-level TIS/MIS weigh a token by its own ratio: they do not correct the mismatch of the tokens before it,
-    so they do not remove the gradient's bias; TRL's default tests whole responses (sequence_mask), and no shipped
-    run has a sequence-level correction, which the chapter says (this test fails when one is added)."""
+    so they do not remove the gradient's bias; TRL's default tests whole responses (sequence_mask), and the shipped
+    sequence-level runs (GRPO-MIS (sequence)) are the chapter's run of it."""
     import json
 
     repo = _repo()
     chapter = " ".join((repo / "docs/course/compare/sampler.md").read_text(encoding="utf-8").split())
     assert "remove, or bound, the bias" not in chapter and "the bias the corrections remove" not in chapter
-    assert "a token-level weight does not remove the bias of the gradient estimate" in chapter
-    levels = set()
+    assert "A token-level weight corrects the token's own probability, not the mismatch of the tokens before it, so " \
+           "it does not remove the bias of the gradient estimate" in chapter
+    levels: dict[str, set] = {}
     for header in (repo / "data" / "runs").glob("*/header.json"):
-        correction = json.loads(header.read_text(encoding="utf-8"))["algorithm_config"]["components"].get("correction")
+        h = json.loads(header.read_text(encoding="utf-8"))
+        correction = h["algorithm_config"]["components"].get("correction")
         if correction and correction["kind"] != "none":
-            levels.add(correction["params"]["level"])
-    assert levels == {"token"}, levels
-    assert "this chapter has no sequence-level run" in chapter
+            levels.setdefault(correction["params"]["level"], set()).add(h["algorithm"])
+    assert levels == {"token": {"grpo_tis", "grpo_mis"}, "sequence": {"grpo_mis_seq"}}, levels
+    assert 'sampler_correction_words("grpo_mis_seq@lag8"' in chapter and "sampler_level_words(" in chapter
     masked_trl = [s for s in R.settings_of(REGISTRY["correction"]["masked_is"], "trl") if s.default]
-    assert [s.value for s in masked_trl] == ["sequence_mask"] and "TRL's default is the sequence-level mask" in chapter
+    assert [s.value for s in masked_trl] == ["sequence_mask"] and "It is TRL's default mode, `sequence_mask`" in chapter
     # TRL's *_mask modes are upper-only by default (clip_min None): the chapter does not call them IcePop's rule
     assert "IcePop's rule; TRL's" not in chapter
     assert "TRL's `*_mask` modes have no lower bound unless one is set" in chapter

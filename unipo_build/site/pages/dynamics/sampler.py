@@ -8,10 +8,13 @@
     {{ sampler_cost_words("sampled") }}   did the stale sampler cost held-out accuracy?
     {{ sampler_correction_words("grpo_tis@lag8", "greedy") }}
                                           does a correction recover that cost?
+    {{ sampler_level_words("greedy") }}   masking by the whole response against masking token by token
     {{ sampler_lag_words("sampled") }}    the cost at each lag against the synchronous runs
     {% set s = sampler_detail_step("async8_mis") %}
     {{ sampler_token_words("async8_mis", s) }}
                                           what the run's correction did to the tokens of one update
+    {{ sampler_response_words("async8_mis_seq", s) }}
+                                          what a correction tested on whole responses did to the answers
 
 The runs are named by variant (``runs.variant_of``): ``grpo`` is synchronous GRPO, ``grpo@lag8``
 GRPO sampled by the policy of 8 rollouts before, ``grpo_tis@lag8`` the same with truncated
@@ -35,15 +38,18 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 from unipo_build.core.heldout import Z95, HeldOutChange, run_change
 from unipo_build.core.numbers import fmt_num, fmt_pct, fmt_signed_points, round_sig
+from unipo_build.core.objective import correction_weight
 from unipo_build.core.runs import Run, split_variant
 from unipo_build.core.schema import metric_info
 from unipo_build.site.context import Site, macro
 from unipo_build.site.facts.run_facts import MISMATCH, mean_mismatch
 from unipo_build.site.facts.seeds import finished_runs
 from unipo_build.site.facts.spec_facts import and_names, count_word
-from unipo_build.site.fmt import escape_text, legend_html, note_html, table, two_lines
+from unipo_build.site.fmt import escape_text, legend_html, note_html, table, template_fold, two_lines
 from unipo_build.site.palette import SEQUENTIAL, algorithm_colour
 from unipo_build.site.render import chart_spec, vega_embed
 from unipo_build.site.pages.dynamics.sampler_facts import correction_bounds_text, detail_step, token_words_text
@@ -55,7 +61,9 @@ from unipo_build.site.pages.learning.judging import paired_words
 #: truncated IS and with masked IS, and the uncorrected runs at other lags.
 SYNC = "grpo"
 STALE = "grpo@lag8"
-CORRECTIONS = ("grpo_tis@lag8", "grpo_mis@lag8")
+CORRECTIONS = ("grpo_tis@lag8", "grpo_mis@lag8", "grpo_mis_seq@lag8")
+#: The level contrast: masking tested on the whole response's ratio against each token's, the same band.
+LEVELS = ("grpo_mis_seq@lag8", "grpo_mis@lag8")
 LAGS = ("grpo@lag2", "grpo@lag8", "grpo@lag32")
 MODES = ("greedy", "sampled")
 #: A mean gap (nats) below this is the agreement of one float32 engine's two passes over the same
@@ -407,6 +415,22 @@ def correction_words_text(site: Site, correction: str, mode: str = "greedy", syn
             f"accuracy is not clear: {nums(own)}; {against_u}; {against_s}.{diff}")
 
 
+@macro(name="sampler_level_words")
+def level_words_text(site: Site, mode: str = "greedy", sequence: str = LEVELS[0], token: str = LEVELS[1]) -> str:
+    """Did testing the whole response's ratio, rather than each token's, change the held-out gain?"""
+    q, t = gain_side(site, sequence, mode), gain_side(site, token, mode)
+    for side in (q, t):
+        if side.n == 0:
+            return side.reason if side.reason.startswith("This build") else f"The two levels cannot be compared: {side.reason}."
+    nums = f"{q.name} gained {points(q)} of {mode} accuracy, {t.name} {points(t)}"
+    text = finding(compare(q, t, +1), fmt_signed_points,
+                   f"Testing the whole response did better than testing each token: {nums}",
+                   f"Testing the whole response did worse than testing each token: {nums}",
+                   f"Whether testing the whole response rather than each token changes the {mode} gain is not "
+                   f"clear: {nums}", sep="; ", unit=POINTS)
+    return f"{text}.{paired_text(site, sequence, token, mode, q.name, t.name)}"
+
+
 @macro(name="sampler_lag_words")
 def lag_words_text(site: Site, mode: str = "sampled", sync: str = SYNC, lags: Sequence[str] = LAGS) -> str:
     """The held-out gain at each lag, against synchronous GRPO."""
@@ -531,8 +555,10 @@ def gains_figure_html(site: Site, variants: Sequence[str] | None = None) -> str:
                 numeric=(1, 4))
     note = (note_html(" ".join(missing_line(site, v, "its held-out gain") for v in missing), "warning")
             if missing else "")
+    # The figure's numbers, each seed's and each variant's mismatch, for the reader who wants them: folded, with
+    # nothing in the page until it opens (the chapter keeps within the course's height budget).
     return (f'<figure class="unipo-figure unipo-sampler-gains">{grid}<figcaption>{escape_text(caption)}</figcaption>'
-            f"</figure>{tbl}{note}")
+            f"</figure>{template_fold('Each run set in numbers: every seed’s gain and the mean gap', tbl)}{note}")
 
 
 # ---------------------------------------------------------------------------
@@ -548,5 +574,50 @@ def sampler_detail_step(site: Site, run: str) -> int | None:
 
 # sampler_facts.py's own text functions, registered under the names the chapter calls them by (that module
 # does not import the macro machinery).
+@macro(name="sampler_response_words")
+def response_words_text(site: Site, name: str, step: int | None = None) -> str:
+    """What a correction tested on whole responses (``level: sequence``) did at one update: the range of the
+    responses' ratios (the product of their token ratios) and the responses, and their tokens, it dropped."""
+    run = site.run(name)
+    if run is None:
+        return f"This build has no run named {name}, so what its correction did to its answers cannot be shown."
+    comp = run.config.components.get("correction") if run.config is not None else None
+    if comp is None or comp.params.get("level") != "sequence":
+        return f"The {run.id} run has no correction tested on whole responses."
+    step = detail_step(run) if step is None else step
+    if step is None or step not in run.token_steps():
+        return f"The {run.id} run logged no token file with the sampler's log-probs, so what its correction did cannot be shown."
+    detail = run.reader.detail(step)
+    ratios, dropped, dropped_tokens, above = [], 0, 0, 0
+    for group in detail.prompts:
+        for response in group.responses:
+            t = response.tokens
+            if t is None or t.sample_logp is None:
+                continue
+            old, sample = (np.array([x], dtype=np.float64) for x in (t.old_logp, t.sample_logp))
+            mask = np.array([t.mask], dtype=np.float64)
+            _, side = correction_weight(run.config, old, sample, mask)
+            kept = mask[0] > 0
+            ratios.append(float(np.exp((old[0] - sample[0])[kept].sum())))
+            out = side[0][kept]
+            if (out != 0).any():
+                dropped += 1
+                dropped_tokens += int(kept.sum())
+                above += int((out > 0).any())
+    if not ratios:
+        return f"Update {step} of the {run.id} run holds no response with the sampler's log-probs."
+    band = correction_bounds_text(site, run.header.algorithm)
+    head = (f"At update {fmt_num(step)} (rollout {fmt_num(detail.rollout)}) of the {run.id} run, the ratio of a whole "
+            f"response (the product of its token ratios) runs from {fmt_num(min(ratios), 3)} to "
+            f"{fmt_num(max(ratios), 3)} over the {fmt_num(len(ratios))} answers the Step Inspector holds.")
+    if dropped == 0:
+        return head + f" None of them leaves {band}, so the test drops no answer at this update."
+    return head + (f" {fmt_num(dropped)} of them ({fmt_pct(dropped / len(ratios), 1)}) "
+                   f"{'falls' if dropped == 1 else 'fall'} outside {band} ({fmt_num(above)} above, "
+                   f"{fmt_num(dropped - above)} below): {'it leaves' if dropped == 1 else 'they leave'} the update "
+                   f"whole, {'its' if dropped == 1 else 'their'} {fmt_num(dropped_tokens)} tokens weighted 0, and every "
+                   "token of a kept answer weighs its answer's ratio.")
+
+
 macro(correction_bounds_text, name="sampler_correction_bounds")
 macro(token_words_text, name="sampler_token_words")
