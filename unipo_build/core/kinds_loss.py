@@ -263,7 +263,7 @@ register("clip", "cispo", CispoClip,
           Term("clip", r"\operatorname{clip}", "Clips the importance-sampling weight, not the objective: unlike PPO's min, "
                "nothing goes flat. The paper sets no lower bound and tunes only the upper one. " + _CLIP_AFTER)),
          fn=C.cispo_surrogate, bounds=_cispo_bounds, worked=_cispo_worked, label="clipped IS weight (CISPO)",
-         clip_rule=clip_rules.cispo_rule,
+         clip_rule=clip_rules.cispo_rule, paper_form=("trl", "verl"),
          ratio_kinds=("token",),
          apply=lambda ratio, advantage, p: C.cispo_surrogate(ratio, advantage, p.get("eps_low"), p["eps_high"]),
          grad=lambda ratio, advantage, p: C.cispo_surrogate_grad(ratio, advantage, p.get("eps_low"), p["eps_high"]),

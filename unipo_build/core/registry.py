@@ -22,4 +22,5 @@ from unipo_build.core import kinds_accumulation  # noqa: E402,F401  (after kinds
 from unipo_build.core import kinds_mask  # noqa: E402,F401  (after kinds_loss: listed after its clips)
 from unipo_build.core import kinds_openrlhf  # noqa: E402,F401  (the shipped kinds' OpenRLHF flags, once they are registered)
 from unipo_build.core import kinds_import  # noqa: E402,F401  (their parameters in verl's and TRL's configs)
+from unipo_build.core import kinds_playground  # noqa: E402,F401  (the playgrounds' words for them)
 from unipo_build.core.kinds_reward import ZScoreParams  # noqa: E402,F401  (a test-only kind reuses its parameters)

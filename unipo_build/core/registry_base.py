@@ -178,6 +178,10 @@ class Kind:
     # diagnoses ask their clipping questions in its terms (core/diagnose.py, through objective.clip_rule); None: a
     # kind that clips no token (no clip, SAPO's gate), or one that gives only its ``bounds`` (PPO's words then).
     clip_rule: Callable[[dict], "ClipRule"] | None = field(default=None, compare=False)
+    # The trainers that write the kind's loss in its paper's form, not the registry's (CISPO's -sg(w) A log pi, whose
+    # value is log pi times the kind's, the gradient the same; TRL with the weight's cap itself as epsilon_high):
+    # their importers compare with it in that form (core/registry_trainers.py: paper_form_kind).
+    paper_form: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def is_none(self) -> bool:

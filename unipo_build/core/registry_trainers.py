@@ -10,7 +10,9 @@ A kind's ``trainers`` (``setting(...)``, core/registry_base.py) say what selects
 - an importer (trainers/verl/config.py, trainers/trl/config.py) asks :func:`select` which kind of a slot the
   trainer's config selects, by the kinds' settings of that trainer (the kind whose keyed settings all hold, the one
   with the most of them first; :func:`default_kind`: the one whose setting is the trainer's default), and
-  :func:`params_from` for its parameters (``translators[trainer](read)``, {} without one).
+  :func:`params_from` for its parameters (``translators[trainer](read)``, {} without one);
+- TRL's importer asks :func:`paper_form_kind` whether the loss type it read selects a kind whose loss TRL writes in
+  the paper's form (:attr:`Kind.paper_form`: CISPO's -sg(w) A log pi), and compares with TRL's loss in that form.
 
 So a kind added in one module (a test's own, tests/kinds_for_tests.py) reaches every trainer from its entry alone.
 """
@@ -20,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from unipo_build.core.registry_base import REGISTRY, Kind, kind, settings_of
+from unipo_build.core.registry_base import REGISTRY, Kind, kind, settings_of, trainer_values
 
 
 @dataclass
@@ -76,6 +78,13 @@ def params_from(trainer: str, slot: str, name: str, read: Callable[..., Any]) ->
     """The parameters of the kind the trainer's config selects (its ``translators[trainer](read)``; {} without)."""
     fn = kind(slot, name).translators.get(trainer)
     return dict(fn(read)) if fn is not None else {}
+
+
+def paper_form_kind(trainer: str, slot: str, key: str, value: Any) -> str | None:
+    """The kind of ``slot`` that ``key`` = ``value`` selects in ``trainer`` (TRL's loss_type 'cispo': the cispo clip)
+    where the trainer writes its loss in the paper's form (:attr:`Kind.paper_form`); None for any other value."""
+    name = trainer_values(trainer, key, slot).get(value)
+    return name if name is not None and trainer in REGISTRY[slot][name].paper_form else None
 
 
 class Unreadable(ValueError):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 
 #: One colour per algorithm id, the same in light and dark.
+# kind name: keyed by algorithm (spec) ids, not kinds; cispo, dual_clip and sapo are also their clip kinds' names
 ALGORITHMS: dict[str, str] = {
     "reinforce": "#E69F00",  # Okabe-Ito orange
     "ppo": "#56B4E9",  # sky blue

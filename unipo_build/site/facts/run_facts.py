@@ -51,6 +51,7 @@ COURSE_ALGORITHMS = ("reinforce", "ppo", "grpo", "dapo", "dr_grpo")
 #: Members of the family that a chapter of their own compares with the algorithm they change (its
 #: docs path): the figures that draw every algorithm at once (seed bands) leave them out and link
 #: there, so that the course's algorithms are not lost among a dozen lines.
+# kind name: keyed by algorithm (spec) ids, not kinds; cispo, dual_clip and sapo are also their clip kinds' names
 OWN_CHAPTER = {
     "cispo": "course/algorithms/cispo.md",
     "dual_clip": "course/algorithms/cispo.md",

@@ -26,6 +26,7 @@ import numpy as np
 from unipo_build.core.numbers import plain_num, round_sig
 from unipo_build.core.components import clipped_surrogate
 from unipo_build.core.objective import aggregation_weights
+from unipo_build.core.registry import REGISTRY
 
 RATIO_STEP = 0.02
 RATIO_GRID = np.round(np.arange(1, 101) * RATIO_STEP, 6)  # 0.02 .. 2.0; see curve_grid
@@ -138,12 +139,10 @@ def shape_rows() -> list[dict]:
 # Aggregation weights
 # ---------------------------------------------------------------------------
 
-AGGREGATION_LABELS = {
-    "seq_mean_token_mean": "seq-mean-token-mean (GRPO, GSPO)",
-    "token_mean": "token-mean (DAPO)",
-    "constant_normalizer": "constant L (Dr. GRPO)",
-    "seq_mean_token_sum": "seq-mean-token-sum",
-}
+#: The aggregation kinds the playground draws, in the registry's order, with their legend: each kind's own
+#: playground words (core/kinds_playground.py).
+AGGREGATION_LABELS = {name: k.words["playground_label"]() for name, k in REGISTRY["aggregation"].items()
+                      if "playground_label" in k.words}
 GROUP_SIZE = 4  # one response whose length varies + three others of a common length
 MAX_LENGTH = 1024  # Dr. GRPO's constant L: the generation budget
 LENGTH_GRID = tuple(int(round(x)) for x in np.geomspace(8, MAX_LENGTH, 22))

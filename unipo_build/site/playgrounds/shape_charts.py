@@ -5,6 +5,7 @@ with the data they start with. The conventions (named datasets, parameters, colo
 
 from __future__ import annotations
 
+from unipo_build.core.registry import REGISTRY
 from unipo_build.site.playgrounds import loss_shapes as ls
 from unipo_build.site.playgrounds.charts import METHOD_COLOURS, NEUTRAL, SCHEMA, _r
 
@@ -107,12 +108,13 @@ def aggregation_dataset() -> list[dict]:
     return list(grouped.values())
 
 
-AGGREGATION_COLOURS = {
-    "seq_mean_token_mean": METHOD_COLOURS["grpo"],
-    "token_mean": METHOD_COLOURS["dapo"],
-    "constant_normalizer": METHOD_COLOURS["dr_grpo"],
-    "seq_mean_token_sum": NEUTRAL,
-}
+def _drawn_as(name: str) -> str:
+    """The colour of the algorithm an aggregation kind is drawn as (its playground words), else neutral grey."""
+    algorithm = REGISTRY["aggregation"][name].words["drawn_as"]()
+    return NEUTRAL if algorithm is None else METHOD_COLOURS[algorithm]
+
+
+AGGREGATION_COLOURS = {name: _drawn_as(name) for name in ls.AGGREGATION_LABELS}
 
 
 def aggregation_spec() -> dict:

@@ -14,7 +14,7 @@ from unipo_build.core.runlog import LogError
 from unipo_build.core.specs import ResolvedAlgorithm
 from unipo_build.trainers import common as K
 from unipo_build.trainers.trainer_config import algorithm_gaps, check_algorithm, get
-from unipo_build.trainers.trl.tap import MANIFEST, TRL_SERIES
+from unipo_build.trainers.trl.tap import MANIFEST, NORMALISER, NORMALISERS, TRL_SERIES
 from unipo_build.trainers.trl.tap_files import Tap
 
 #: TRL loss types -> the registry's aggregation kind (exact unless a gap says otherwise), read from the
@@ -26,11 +26,15 @@ LOSS_CLIP = registry.trainer_values("trl", "loss_type", "clip")
 PPO_LOSSES = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")
 NO_KIND = {"vespo": "a Gamma weighting of the sequence ratio"}
 #: mask_truncated_completions=True zeroes a truncated completion's completion_mask
-#: (``_generate_and_score_completions``); whether the loss's normaliser still counts it (the mask_truncated
-#: kind's count_masked): grpo and sapo average each row's token mean over every row, dr_grpo divides by
-#: rows x max_completion_length (true); bnpo, dapo and cispo divide by the tokens left in the mask (false).
-# kind name: TRL's loss_type names (two of them the clip kinds' names), keys of TRL's own normalisers
-MASK_TRUNCATED_COUNTS = {"grpo": True, "dr_grpo": True, "sapo": True, "bnpo": False, "dapo": False, "cispo": False}
+#: (``_generate_and_score_completions``); whether the loss's normaliser (tap.NORMALISERS) still counts it (the
+#: mask_truncated kind's count_masked): a row's token mean over every row (grpo, sapo) and rows x
+#: max_completion_length (dr_grpo) do (true); the tokens left in the mask (bnpo, dapo, cispo) do not (false).
+COUNTS_MASKED = {"row_mean": True, "constant": True, "micro_tokens": False, "generation_tokens": False}
+#: Each loss type with a kind whose normaliser's count is known -> the mask_truncated kind's count_masked.
+MASK_TRUNCATED_COUNTS = {loss_type: COUNTS_MASKED[name] for loss_type, name in NORMALISER.items()
+                         if name in COUNTS_MASKED and loss_type in AGGREGATION}
+#: The clip kinds TRL's ``delta`` selects (the dual clip), from their TRL settings (core/kinds_loss.py).
+DELTA_CLIPS = set(registry.trainer_values("trl", "delta", "clip").values())
 #: What TRL 1.16's GRPOConfig documentation (epsilon_high's help) recommends for loss_type 'cispo'.
 CISPO_RECOMMENDED = ("TRL's GRPOConfig documentation recommends epsilon_high 5.0 for loss_type 'cispo' (the ScaleRL "
                      "paper's cap)")
@@ -68,8 +72,8 @@ def trl_components(trainer: dict, loc: K.Loc, sampler_logps: bool = False) -> tu
     comps["ratio"] = {"kind": "sequence" if level == "sequence" else "token", "params": {}}
     comps["clip"] = trl_clip(trainer, loc)
     cap = float(trainer.get("epsilon_high", 0.2))
-    # kind name: TRL's cispo loss caps the weight at epsilon_high itself, which no cispo parameter below 1 expresses
-    if loss_type == "cispo" and cap <= 1.0:
+    # TRL's paper-form loss (cispo's) caps the weight at epsilon_high itself, which no parameter below 1 expresses
+    if registry.paper_form_kind("trl", "clip", "loss_type", loss_type) and cap <= 1.0:
         nearest = comps["clip"]["params"]["eps_high"]
         gap("clip", "epsilon_high", f"{cap:g} with loss_type 'cispo' (TRL caps the weight at epsilon_high itself, "
                                     f"epsilon's {cap:g} when it is unset: every token's weight min(ratio, {cap:g}) "
@@ -86,8 +90,8 @@ def trl_components(trainer: dict, loc: K.Loc, sampler_logps: bool = False) -> tu
         # each micro-batch's token mean, over the accumulation steps: the tap's rows come in micro-batch order
         comps["aggregation"] = {"kind": "micro_token_mean",
                                 "params": {"micro_batch": int(trainer["per_device_train_batch_size"])}}
-    # kind name: TRL's loss types that divide by the generation batch's token count (num_items_in_batch)
-    if loss_type in ("dapo", "cispo") and (trainer.get("steps_per_generation")
+    # TRL's loss types that divide by the generation batch's token count (num_items_in_batch)
+    if loss_type in NORMALISERS["generation_tokens"] and (trainer.get("steps_per_generation")
                                            != trainer.get("gradient_accumulation_steps")):
         gap("aggregation", "loss_type", f"{loss_type!r} with steps_per_generation != gradient_accumulation_steps (tokens "
                                         "divided by the generation batch's count)", "token_mean over the step")
@@ -101,8 +105,8 @@ def trl_components(trainer: dict, loc: K.Loc, sampler_logps: bool = False) -> tu
                                                         "of the loss; how its normaliser counts them has no kind)",
                 "filter none, their tokens kept with mask 0")
     config = trainer.get("config") or {}
-    # kind name: a delta that did not make the dual clip (trl_clip) clips inside PPO's range
-    if config.get("delta") is not None and loss_type in PPO_LOSSES and comps["clip"]["kind"] != "dual_clip":
+    # a delta that did not make the dual clip (trl_clip) clips inside PPO's range
+    if config.get("delta") is not None and loss_type in PPO_LOSSES and comps["clip"]["kind"] not in DELTA_CLIPS:
         gap("clip", "delta", f"{config['delta']} (two-sided clip of the ratio, at or below 1 + epsilon_high: "
                              "it clips inside PPO's range)", comps["clip"]["kind"])
     if config.get("use_bias_correction_kl"):
@@ -179,7 +183,7 @@ def trl_token_loss(loss_type: str, objective, kl, beta: float, logp) -> np.ndarr
     cispo kind has the value sg(w / rho) rho A = w A and the same gradient, w A grad log pi, so TRL's value
     is the kind's surrogate (objective + beta KL) times log pi, minus beta KL."""
     objective = np.asarray(objective, dtype=np.float64)
-    if loss_type != "cispo":  # kind name: TRL writes cispo's loss in the paper's form (the docstring)
+    if not registry.paper_form_kind("trl", "clip", "loss_type", loss_type):  # TRL's paper form (the docstring)
         return -objective
     kl_term = beta * np.asarray(kl, dtype=np.float64) if beta and kl is not None else 0.0
     return -((objective + kl_term) * np.asarray(logp, dtype=np.float64) - kl_term)
@@ -210,7 +214,7 @@ def cispo_weight_cap(trainer: dict) -> dict | None:
     epsilon's 0.2 when unset), which no clip kind expresses: the diagnosis of which side clipped reads it
     (core/diagnose.py). None for any other run."""
     cap = float(trainer.get("epsilon_high", 0.2))
-    if trainer.get("loss_type") != "cispo" or cap > 1.0:  # kind name: TRL's CISPO cap at or below 1 (the docstring)
+    if not registry.paper_form_kind("trl", "clip", "loss_type", trainer.get("loss_type")) or cap > 1.0:
         return None
     return {"setting": "epsilon_high", "cap": cap, "advice": CISPO_RECOMMENDED}
 
@@ -218,7 +222,7 @@ def cispo_weight_cap(trainer: dict) -> dict | None:
 def cispo_cap_note(trainer: dict, notes: K.Notes) -> None:
     """What a CISPO cap at or below 1 does, and what TRL's documentation recommends instead."""
     cap = float(trainer.get("epsilon_high", 0.2))
-    if trainer.get("loss_type") != "cispo" or cap > 1.0:  # kind name: TRL's CISPO cap at or below 1 (the docstring)
+    if not registry.paper_form_kind("trl", "clip", "loss_type", trainer.get("loss_type")) or cap > 1.0:
         return
     notes.once(f"TRL's CISPO cap of {cap:g} (epsilon_high, which unset is epsilon's value) holds every token's weight "
                f"below its ratio: min(ratio, {cap:g}) is {cap:g} wherever the ratio is above {cap:g} (every token of a "

@@ -78,6 +78,7 @@ from pathlib import Path
 import numpy as np
 
 from unipo_build.core import objective as O
+from unipo_build.core import registry
 from unipo_build.core.matching import Gap
 from unipo_build.core.runlog import LogError, RunWriter
 from unipo_build.core.schema import (
@@ -237,8 +238,9 @@ def _detail(tap: Tap, trl_step: int, index: int, rollout: int, cfg: ResolvedAlgo
     order, loss_tokens, engine_share, engine_weight, trained = [], {}, {}, {}, {}
     # CISPO: TRL's loss is the paper's sg(w) A log pi, the kind's value w A (same gradient). The kind's share of a
     # row without token detail is the tap's row_value_loss; TRL's form is kept beside ours to compare with its loss.
-    # kind name: TRL's loss_type cispo and the cispo kind, whose value TRL writes in the paper's form
-    cispo = tap.manifest["trainer"].get("loss_type") == "cispo" and cfg is not None and cfg.kind("clip") == "cispo"
+    # (the clip kind TRL's loss_type selects, whose value TRL writes in the paper's form: Kind.paper_form)
+    paper = registry.paper_form_kind("trl", "clip", "loss_type", tap.manifest["trainer"].get("loss_type"))
+    cispo = paper is not None and cfg is not None and cfg.kind("clip") == paper
     beta = float(cfg.param("kl", "beta") or 0.0) if cfg is not None and REGISTRY["kl"][cfg.kind("kl")].kl_place == "loss" else 0.0
     value_share, trl_form = {}, {}
     for u in sorted(updates, key=lambda u: u["micro_step"]):
@@ -493,8 +495,9 @@ def import_trl(src: Path, stage: Path, *, algorithm: str | None = None, run_id: 
                        + ", ".join(f"{k} {v:.2e}" for k, v in largest.items()))
         worst = max(differ, default=None)
         header_trl = writer.header.trl
-        # kind name: TRL's cispo loss is the paper's form of the cispo kind (CISPO_FORM says why they differ)
-        paper_form = trainer.get("loss_type") == "cispo" and cfg is not None and cfg.kind("clip") == "cispo"
+        # TRL's cispo loss is the paper's form of the kind it selects (CISPO_FORM says why they differ)
+        paper = registry.paper_form_kind("trl", "clip", "loss_type", trainer.get("loss_type"))
+        paper_form = paper is not None and cfg is not None and cfg.kind("clip") == paper
         header_trl["objectives"] = {
             "steps": details, "differ": len(differ), "max_difference": worst[0] if worst else 0.0,
             "at_step": worst[1] if worst else None,

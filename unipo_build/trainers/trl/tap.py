@@ -63,6 +63,16 @@ TAP_FORMAT = "unipo-trl-tap/2"
 TRL_SERIES = "1.16"
 ROW_KEY = "unipo_tap_row"
 MANIFEST = "manifest.json"
+#: TRL 1.16's loss types (TRL's own names, two of them, sapo and cispo, also clip kinds' names) by how
+#: ``_compute_loss`` divides a micro-batch's summed token losses: "row_mean" each row's token mean over the rows,
+#: "micro_tokens" the micro-batch's token count, "constant" rows x max_completion_length, "generation_tokens" the
+#: generation batch's token count (num_items_in_batch), "rows" each row's token sum over the rows. The tap weighs
+#: rows by it; the importer reads which normalisers divide by the generation batch and which still count a
+#: masked row (trainers/trl/config.py).
+NORMALISERS = {"row_mean": ("grpo", "sapo"), "micro_tokens": ("bnpo",), "constant": ("dr_grpo",),
+               "generation_tokens": ("cispo", "dapo", "vespo"), "rows": ("luspo",)}
+#: Each loss type's normaliser (:data:`NORMALISERS`).
+NORMALISER = {loss_type: name for name, types in NORMALISERS.items() for loss_type in types}
 
 
 class TapError(RuntimeError):
@@ -287,19 +297,18 @@ class TrlTokenTap:
         rows = mask.shape[0]
         lengths = mask.sum(-1)
         gas = t.current_gradient_accumulation_steps
-        kind = t.loss_type
-        # kind name: TRL's own loss_type names (sapo and cispo are also kinds' names), as its _compute_loss normalises
-        if kind in ("grpo", "sapo"):
+        normaliser = NORMALISER.get(t.loss_type)  # as TRL's _compute_loss normalises its loss_type
+        if normaliser == "row_mean":
             return 1.0 / (lengths.clamp(min=1.0) * rows * gas)
-        if kind == "bnpo":
+        if normaliser == "micro_tokens":
             return (1.0 / (mask.sum().clamp(min=1.0) * gas)).expand(rows)
-        if kind == "dr_grpo":
+        if normaliser == "constant":
             return (mask.new_tensor(1.0 / (rows * t.max_completion_length * gas))).expand(rows)
-        if kind in ("cispo", "dapo", "vespo"):  # kind name: TRL's loss_type names (above)
+        if normaliser == "generation_tokens":
             normalizer = inputs["num_items_in_batch"].clamp(min=1.0) / t.accelerator.num_processes
             normalizer = normalizer * gas / t.args.steps_per_generation
             return (1.0 / normalizer).expand(rows)
-        if kind == "luspo":
+        if normaliser == "rows":
             return mask.new_tensor(1.0 / (rows * gas)).expand(rows)
         return None
 

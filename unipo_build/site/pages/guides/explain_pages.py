@@ -96,10 +96,10 @@ def lacks(run: Run) -> list[str]:
                     if response.tokens is not None:
                         present |= {name for name in TOKEN_ARRAYS if getattr(response.tokens, name) is not None}
         out += [f"per-token {TOKEN_ARRAYS[name]}" for name in TOKEN_ARRAYS
-                if name not in present and not (name in ("ref_logp", "kl") and run.config.kind("kl") == "none")]
+                if name not in present and not (name in ("ref_logp", "kl") and run.config.component("kl").is_none)]
     names = set(table.names())
     metrics = [m for m, slot in KEY_METRICS.items()
-               if m not in names and (slot is None or run.config.kind(slot) != "none")]
+               if m not in names and (slot is None or not run.config.component(slot).is_none)]
     if metrics:
         out.append(f"metrics {', '.join(metrics)} (their rings of the Training Explorer are left out)")
     h = run.header
