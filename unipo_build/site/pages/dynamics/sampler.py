@@ -38,11 +38,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
-
 from unipo_build.core.heldout import Z95, HeldOutChange, run_change
 from unipo_build.core.numbers import fmt_num, fmt_pct, fmt_signed_points, round_sig
-from unipo_build.core.objective import correction_weight
 from unipo_build.core.runs import Run, split_variant
 from unipo_build.core.schema import metric_info
 from unipo_build.site.context import Site, macro
@@ -52,7 +49,8 @@ from unipo_build.site.facts.spec_facts import and_names, count_word
 from unipo_build.site.fmt import escape_text, legend_html, note_html, table, template_fold, two_lines
 from unipo_build.site.palette import SEQUENTIAL, algorithm_colour
 from unipo_build.site.render import chart_spec, vega_embed
-from unipo_build.site.pages.dynamics.sampler_facts import correction_bounds_text, detail_step, token_words_text
+from unipo_build.site.pages.dynamics.sampler_facts import (correction_bounds_text, detail_step, response_words_text,
+                                                            token_words_text)
 from unipo_build.site.pages.learning.bands import band_of, band_panel_spec, metric_words, run_curve
 from unipo_build.site.pages.learning.effects import RunValue, Side, compare, finding, judged, seeds_words
 from unipo_build.site.pages.learning.judging import paired_words
@@ -574,50 +572,6 @@ def sampler_detail_step(site: Site, run: str) -> int | None:
 
 # sampler_facts.py's own text functions, registered under the names the chapter calls them by (that module
 # does not import the macro machinery).
-@macro(name="sampler_response_words")
-def response_words_text(site: Site, name: str, step: int | None = None) -> str:
-    """What a correction tested on whole responses (``level: sequence``) did at one update: the range of the
-    responses' ratios (the product of their token ratios) and the responses, and their tokens, it dropped."""
-    run = site.run(name)
-    if run is None:
-        return f"This build has no run named {name}, so what its correction did to its answers cannot be shown."
-    comp = run.config.components.get("correction") if run.config is not None else None
-    if comp is None or comp.params.get("level") != "sequence":
-        return f"The {run.id} run has no correction tested on whole responses."
-    step = detail_step(run) if step is None else step
-    if step is None or step not in run.token_steps():
-        return f"The {run.id} run logged no token file with the sampler's log-probs, so what its correction did cannot be shown."
-    detail = run.reader.detail(step)
-    ratios, dropped, dropped_tokens, above = [], 0, 0, 0
-    for group in detail.prompts:
-        for response in group.responses:
-            t = response.tokens
-            if t is None or t.sample_logp is None:
-                continue
-            old, sample = (np.array([x], dtype=np.float64) for x in (t.old_logp, t.sample_logp))
-            mask = np.array([t.mask], dtype=np.float64)
-            _, side = correction_weight(run.config, old, sample, mask)
-            kept = mask[0] > 0
-            ratios.append(float(np.exp((old[0] - sample[0])[kept].sum())))
-            out = side[0][kept]
-            if (out != 0).any():
-                dropped += 1
-                dropped_tokens += int(kept.sum())
-                above += int((out > 0).any())
-    if not ratios:
-        return f"Update {step} of the {run.id} run holds no response with the sampler's log-probs."
-    band = correction_bounds_text(site, run.header.algorithm)
-    head = (f"At update {fmt_num(step)} (rollout {fmt_num(detail.rollout)}) of the {run.id} run, the ratio of a whole "
-            f"response (the product of its token ratios) runs from {fmt_num(min(ratios), 3)} to "
-            f"{fmt_num(max(ratios), 3)} over the {fmt_num(len(ratios))} answers the Step Inspector holds.")
-    if dropped == 0:
-        return head + f" None of them leaves {band}, so the test drops no answer at this update."
-    return head + (f" {fmt_num(dropped)} of them ({fmt_pct(dropped / len(ratios), 1)}) "
-                   f"{'falls' if dropped == 1 else 'fall'} outside {band} ({fmt_num(above)} above, "
-                   f"{fmt_num(dropped - above)} below): {'it leaves' if dropped == 1 else 'they leave'} the update "
-                   f"whole, {'its' if dropped == 1 else 'their'} {fmt_num(dropped_tokens)} tokens weighted 0, and every "
-                   "token of a kept answer weighs its answer's ratio.")
-
-
 macro(correction_bounds_text, name="sampler_correction_bounds")
 macro(token_words_text, name="sampler_token_words")
+macro(response_words_text, name="sampler_response_words")

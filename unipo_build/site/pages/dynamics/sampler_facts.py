@@ -3,7 +3,8 @@
 - what a rollout correction does to the tokens of one update: the tokens whose weight
   pi_old / pi_sampler leaves the bounds of the run's correction, counted with the objective's own
   rule (``objective.correction_weight``), and the update where it acts on the most tokens;
-- the correction's bounds as its spec sets them.
+- the correction's bounds as its spec sets them;
+- what a correction tested on whole responses (``level: sequence``) did to the answers of one update.
 
 Two sets of runs are compared seed by seed (``judging.paired_words``) and across seeds (``effects.compare``).
 """
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from unipo_build.core import registry
-from unipo_build.core.numbers import fmt_num
+from unipo_build.core.numbers import fmt_num, fmt_pct
 from unipo_build.core.objective import correction_weight
 from unipo_build.core.runs import Run
 from unipo_build.site.context import Site
@@ -112,3 +113,47 @@ def token_words_text(site: Site, name: str, step: int | None = None) -> str:
     if "tokens" in words:  # the kind's own words (core/kinds_correction.py)
         return head + words["tokens"](c, params)
     return head + f" {fmt_num(c.above + c.below)} of them leave the bounds of its {kind} correction."
+
+
+def response_words_text(site: Site, name: str, step: int | None = None) -> str:
+    """What a correction tested on whole responses (``level: sequence``) did at one update: the range of the
+    responses' ratios (the product of their token ratios) and the responses, and their tokens, it dropped."""
+    run = site.run(name)
+    if run is None:
+        return f"This build has no run named {name}, so what its correction did to its answers cannot be shown."
+    comp = run.config.components.get("correction") if run.config is not None else None
+    if comp is None or comp.params.get("level") != "sequence":
+        return f"The {run.id} run has no correction tested on whole responses."
+    step = detail_step(run) if step is None else step
+    if step is None or step not in run.token_steps():
+        return f"The {run.id} run logged no token file with the sampler's log-probs, so what its correction did cannot be shown."
+    detail = run.reader.detail(step)
+    ratios, dropped, dropped_tokens, above = [], 0, 0, 0
+    for group in detail.prompts:
+        for response in group.responses:
+            t = response.tokens
+            if t is None or t.sample_logp is None:
+                continue
+            old, sample = (np.array([x], dtype=np.float64) for x in (t.old_logp, t.sample_logp))
+            mask = np.array([t.mask], dtype=np.float64)
+            _, side = correction_weight(run.config, old, sample, mask)
+            kept = mask[0] > 0
+            ratios.append(float(np.exp((old[0] - sample[0])[kept].sum())))
+            out = side[0][kept]
+            if (out != 0).any():
+                dropped += 1
+                dropped_tokens += int(kept.sum())
+                above += int((out > 0).any())
+    if not ratios:
+        return f"Update {step} of the {run.id} run holds no response with the sampler's log-probs."
+    band = correction_bounds_text(site, run.header.algorithm)
+    head = (f"At update {fmt_num(step)} (rollout {fmt_num(detail.rollout)}) of the {run.id} run, the ratio of a whole "
+            f"response (the product of its token ratios) runs from {fmt_num(min(ratios), 3)} to "
+            f"{fmt_num(max(ratios), 3)} over the {fmt_num(len(ratios))} answers the Step Inspector holds.")
+    if dropped == 0:
+        return head + f" None of them leaves {band}, so the test drops no answer at this update."
+    return head + (f" {fmt_num(dropped)} of them ({fmt_pct(dropped / len(ratios), 1)}) "
+                   f"{'falls' if dropped == 1 else 'fall'} outside {band} ({fmt_num(above)} above, "
+                   f"{fmt_num(dropped - above)} below): {'it leaves' if dropped == 1 else 'they leave'} the update "
+                   f"whole, {'its' if dropped == 1 else 'their'} {fmt_num(dropped_tokens)} tokens weighted 0, and every "
+                   "token of a kept answer weighs its answer's ratio.")
