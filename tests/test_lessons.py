@@ -237,6 +237,15 @@ def _eval_pair(greedy_start, sampled_start, greedy_end, sampled_end, n=40):
     return [record("start", greedy_start, sampled_start), record("end", greedy_end, sampled_end)]
 
 
+def test_sharpening_names_a_few_runs_and_counts_many():
+    from unipo_build.site.pages.objectives.lessons_groups import NAMED_AT_MOST, _named
+
+    assert _named(2, ("GRPO", "DAPO"), 5) == "2 (GRPO, DAPO)" and _named(3, ("a", "b", "c"), 3) == "all 3"
+    assert _named(0, (), 4) == "none"
+    many = tuple(f"run {i}" for i in range(NAMED_AT_MOST + 1))
+    assert _named(len(many), many, 94) == f"{NAMED_AT_MOST + 1} of the 94"  # a sentence, not a list of 77 runs
+
+
 @pytest.mark.parametrize("gaps, words", [
     # greedy leads by 25 points, then the gap is 0: closed
     ((0.5, 0.25, 0.5, 0.5), ["greedy accuracy led sampled accuracy in every run before training",

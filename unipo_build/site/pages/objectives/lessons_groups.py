@@ -329,12 +329,18 @@ def sharpening_measure(site: Site) -> Sharpening:
         sampled_led=sum(1 for g in gaps if g.sampled_led), paired=all(g.paired for g in gaps))
 
 
+#: Runs a sentence names one by one; more are counted ('77 of the 94'), not listed.
+NAMED_AT_MOST = 6
+
+
 def _named(count: int, labels: tuple[str, ...], total: int) -> str:
-    """'2 (GRPO, DAPO)'; 'all 3'; 'none'."""
+    """'2 (GRPO, DAPO)'; 'all 3'; 'none'; '77 of the 94' when more than NAMED_AT_MOST."""
     if not labels:
         return "none"
     if len(labels) == total and total > 1:
         return f"all {fmt_num(total)}"
+    if len(labels) > NAMED_AT_MOST:
+        return f"{fmt_num(count)} of the {fmt_num(total)}"
     return f"{fmt_num(count)} (" + ", ".join(labels) + ")"
 
 
@@ -439,6 +445,9 @@ def sharpening_html(site: Site) -> str:
     ).properties(width="container", height=240, autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
     spec = chart_spec(chart)
     spec["description"] = "Greedy minus sampled held-out accuracy at every evaluation, one line per run."
+    # One line and a point per evaluation of every run of the build (130 runs and more): drawn on a canvas, so the
+    # page's DOM does not grow with the number of runs (an SVG mark per point did).
+    spec["usermeta"] = {"renderer": "canvas"}
     caption = ("Held-out accuracy of the greedy answer minus that of one answer sampled at the training temperature, "
                "in percentage points, at every evaluation of every run (one line per run, seeds included). Both are "
                "measured on the same problems at each evaluation.")
