@@ -36,26 +36,8 @@ transformers.__version__, pydantic.VERSION, torch.cuda.get_device_name(), os.cpu
 pack() {
   # Finished runs only (their header has finished_at), without checkpoints; the warm start's meta;
   # the suite's summary and logs; this call's logs. Written to a temporary name, then renamed.
-  python3 - "$OUT" "$RUNS" "$LOGS" <<'EOF'
-import json, os, sys, tarfile
-from pathlib import Path
-out, runs, logs = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
-done = [d for d in sorted(runs.iterdir()) if (d / "header.json").is_file()
-        and json.loads((d / "header.json").read_text()).get("finished_at")] if runs.is_dir() else []
-tmp = out / f"runs-gpu.tar.gz.{os.getpid()}"
-with tarfile.open(tmp, "w:gz") as tar:
-    for d in done:
-        tar.add(d, arcname=f"runs-gpu/{d.name}", filter=lambda t: None if "/checkpoint" in t.name else t)
-    for extra in ("work/sft-gpu/sft_meta.json", "data/tasks-gpu/meta.json", "work/suite/summary.json",
-                  "work/suite/suite.log"):
-        if Path(extra).is_file():
-            tar.add(extra, arcname=extra)
-    for folder in ("work/suite/logs", str(logs)):
-        if Path(folder).is_dir():
-            tar.add(folder, arcname=folder)
-os.replace(tmp, out / "runs-gpu.tar.gz")
-print(f"packed {len(done)} finished runs: {' '.join(d.name for d in done)}")
-EOF
+  python3 benchmarks/pack_runs.py "$OUT/runs-gpu.tar.gz" "$RUNS" runs-gpu work/sft-gpu/sft_meta.json \
+    data/tasks-gpu/meta.json work/suite/summary.json work/suite/suite.log work/suite/logs "$LOGS"
 }
 
 log "task data (level gpu, seed 0) and the warm start (stop rule of the gpu preset)"

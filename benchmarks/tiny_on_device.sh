@@ -25,22 +25,7 @@ sed 's/^rollouts: \(.*\)$/rollouts: \1\ncheckpoint_every: 5/' data/suite.yaml > 
 grep -q '^checkpoint_every: 5' work/suite-device.yaml || { echo "could not set checkpoint_every"; exit 1; }
 
 pack() {
-  python3 - "$OUT" "$RUNS" <<'EOF'
-import json, os, sys, tarfile
-from pathlib import Path
-out, runs = Path(sys.argv[1]), Path(sys.argv[2])
-done = [d for d in sorted(runs.iterdir()) if (d / "header.json").is_file()
-        and json.loads((d / "header.json").read_text()).get("finished_at")]
-tmp = out / f"runs-tiny.tar.gz.{os.getpid()}"
-with tarfile.open(tmp, "w:gz") as tar:
-    for d in done:
-        tar.add(d, arcname=f"runs/{d.name}", filter=lambda t: None if "/checkpoint" in t.name else t)
-    for extra in ("work/suite/suite.log", "work/suite/logs"):
-        if Path(extra).exists():
-            tar.add(extra, arcname=extra)
-os.replace(tmp, out / "runs-tiny.tar.gz")
-print(f"packed {len(done)} finished runs: {' '.join(d.name for d in done)}")
-EOF
+  python3 benchmarks/pack_runs.py "$OUT/runs-tiny.tar.gz" "$RUNS" runs work/suite/suite.log work/suite/logs
 }
 
 rm -f /tmp/tiny-stop

@@ -10,9 +10,7 @@ plain. :func:`unpack_run` writes them back plain. Reading either form is ``runlo
 
 from __future__ import annotations
 
-import os
 import struct
-import tempfile
 import zlib
 from pathlib import Path
 
@@ -28,26 +26,10 @@ def gzip_bytes(data: bytes) -> bytes:
     return header + body + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """``runlog.atomic_write_text`` for bytes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.fchmod(fd, runlog.new_file_mode())
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_log_bytes(path: Path, data: bytes) -> None:
     """Rewrite a log file in the form it has (``path`` from :func:`runlog.log_path`): gzipped as :func:`gzip_bytes`
     writes it when it is gzipped, plain otherwise; atomically."""
-    atomic_write_bytes(path, gzip_bytes(data) if runlog.is_packed(path) else data)
+    runlog.atomic_write_bytes(path, gzip_bytes(data) if runlog.is_packed(path) else data)
 
 
 def copy_plain(source: Path, target: Path) -> int:
@@ -59,7 +41,7 @@ def copy_plain(source: Path, target: Path) -> int:
             return len(data)
     except OSError:
         pass
-    atomic_write_bytes(target, data)
+    runlog.atomic_write_bytes(target, data)
     return len(data)
 
 
@@ -101,7 +83,7 @@ def pack_run(run_dir: str | Path) -> list[str]:
         squeezed = gzip_bytes(data)
         if len(squeezed) >= len(data):
             continue
-        atomic_write_bytes(packed, squeezed)
+        runlog.atomic_write_bytes(packed, squeezed)
         plain.unlink()
         files += 1
         plain_bytes += len(data)
@@ -126,10 +108,10 @@ def unpack_run(run_dir: str | Path) -> list[str]:
         path = runlog.log_path(plain)
         if not runlog.is_packed(path):
             continue
-        atomic_write_bytes(plain, runlog.read_log_bytes(path))
+        runlog.atomic_write_bytes(plain, runlog.read_log_bytes(path))
         path.unlink()
         files += 1
     return [f"{files} log file{'s' if files != 1 else ''} written back plain"] if files else []
 
 
-__all__ = ["atomic_write_bytes", "copy_plain", "gzip_bytes", "pack_run", "unpack_run", "write_log_bytes"]
+__all__ = ["copy_plain", "gzip_bytes", "pack_run", "unpack_run", "write_log_bytes"]

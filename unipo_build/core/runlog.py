@@ -141,13 +141,18 @@ def new_file_mode() -> int:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
+    """Write to a temporary file in the same directory, fsync, then rename over ``path`` (UTF-8)."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write to a temporary file in the same directory, fsync, then rename over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         os.fchmod(fd, new_file_mode())
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
