@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from unipo_build.core.numbers import plain_num
 from unipo_build.core.registry_base import trainer_settings
 from unipo_build.core.registry_trainers import Flags
 
@@ -30,7 +31,7 @@ def _estimator(name: str) -> list[str]:
 
 def _group_zscore(p, cfg, budget) -> Flags:
     out = Flags(_estimator("group_norm"), [f"group_norm divides by std + 1e-9 (the spec's eps is "
-                                           f"{p.get('eps', 1e-6):g}); equal rewards give advantage 0 in both"])
+                                           f"{plain_num(float(p.get('eps', 1e-6)))}); equal rewards give advantage 0 in both"])
     if p.get("std_ddof", 1) != 1:
         out.gaps.append(("the population std (n) of each group's rewards", "'s group_norm uses torch's sample std (n - 1)",
                          "group_norm with the sample std: every advantage scaled by sqrt((G-1)/G)",
@@ -66,7 +67,7 @@ def _gae(p, cfg, budget) -> Flags:
 def _whitened_return(p, cfg, budget) -> Flags:
     return Flags(_estimator("reinforce") + ["--algo.advantage.gamma", _fmt(p.get("gamma", 1.0))],
                  ["reinforce whitens with rsqrt(max(var, 1e-8)) over the batch's tokens (the spec adds "
-                  f"eps {p.get('eps', 1e-6):g} to the std)"])
+                  f"eps {plain_num(float(p.get('eps', 1e-6)))} to the std)"])
 
 
 def _reinforce_return(p, cfg, budget) -> Flags:
@@ -201,7 +202,7 @@ def _dynamic_sampling(p, cfg, budget) -> Flags:
 
 def _overlong(p, cfg, budget) -> Flags:
     out = Flags(["--reward.overlong_buffer_len", str(p["cache_length"]), "--reward.overlong_penalty_factor",
-                 f"{p.get('penalty', 1.0):g}"])
+                 f"{plain_num(float(p.get('penalty', 1.0)))}"])
     if p["max_length"] != budget:
         out.gaps.append((f"the overlong penalty ramping up to L_max = {p['max_length']}", " measures the buffer back "
                          "from --rollout.max_new_tokens", f"the ramp ending at max_new_tokens = {budget}", ()))

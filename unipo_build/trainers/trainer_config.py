@@ -25,6 +25,7 @@ import re
 from typing import Any
 
 from unipo_build.core.matching import Gap, nearest_spec, slot_changes
+from unipo_build.core.numbers import plain_num
 from unipo_build.core.registry import SLOTS, settings_of
 from unipo_build.core.runlog import LogError
 from unipo_build.core.specs import REGISTRY, ResolvedAlgorithm, resolve
@@ -61,7 +62,7 @@ def check_algorithm(algorithm: str, where: str) -> str:
 
 def _comp_text(comp: dict) -> str:
     """'cispo (eps_low None, eps_high 0.28)': a component as kind and parameters."""
-    params = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in sorted(comp["params"].items()))
+    params = ", ".join(f"{k} {plain_num(float(v))}" if isinstance(v, float) else f"{k} {v}" for k, v in sorted(comp["params"].items()))
     return comp["kind"] + (f" ({params})" if params else "")
 
 

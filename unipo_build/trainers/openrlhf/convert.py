@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from unipo_build.core.numbers import plain_sci
 from unipo_build.core.runlog import LogError
 from unipo_build.core.schema import GroupSummary, PromptGroup, Response, StepDetail, TokenArrays
 from unipo_build.core.specs import REGISTRY, ResolvedAlgorithm
@@ -256,6 +257,6 @@ def step_details(data: TapData, cfg: ResolvedAlgorithm | None, notes: K.Notes) -
                                        else str(g["label"]), contribution=contribution, responses=responses))
         details[rollout] = StepDetail(step=rollout, rollout=rollout, objective=0.0, groups=groups, prompts=prompts)
     if max_ratio_gap:
-        notes.once(f"largest difference between OpenRLHF's ratio and the recomputed one: {max_ratio_gap:.2e}")
+        notes.once(f"largest difference between OpenRLHF's ratio and the recomputed one: {plain_sci(max_ratio_gap, 2)}")
     notes.once("token arrays of each sampled response: the last update that trained on it in its rollout")
     return details

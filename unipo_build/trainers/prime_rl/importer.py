@@ -66,6 +66,7 @@ from typing import Any
 import numpy as np
 
 from unipo_build.core.matching import Gap
+from unipo_build.core.numbers import plain_num
 from unipo_build.core.registry import REGISTRY
 from unipo_build.core.runlog import LogError, RunWriter
 from unipo_build.core.schema import (
@@ -121,9 +122,9 @@ def components(trainer: dict, orchestrator: dict) -> tuple[str, dict[str, dict],
     clip = {"kind": "dppo_mask", "params": {"delta_low": low, "delta_high": high}}  # the default loss, exactly
     if ltype == "ipo":
         threshold = float(get(loss, "ipo_threshold", 0.1))
-        gaps.append(Gap("trainer.loss.type", f"ipo (ipo_threshold = {threshold:g}: a token masked when its probability "
+        gaps.append(Gap("trainer.loss.type", f"ipo (ipo_threshold = {plain_num(float(threshold))}: a token masked when its probability "
                                              "moved that far either way, whatever the sign of its advantage)", "clip",
-                        f"dppo_mask (delta_low = delta_high = {threshold:g}, on the side the advantage pushes)"))
+                        f"dppo_mask (delta_low = delta_high = {plain_num(float(threshold))}, on the side the advantage pushes)"))
         clip = {"kind": "dppo_mask", "params": {"delta_low": threshold, "delta_high": threshold}}
     elif ltype != "default":
         gaps.append(Gap("trainer.loss.type", ltype, "clip", "symmetric clip of the ratio"))

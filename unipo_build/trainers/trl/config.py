@@ -10,6 +10,7 @@ import numpy as np
 
 from unipo_build.core import registry
 from unipo_build.core.matching import Gap
+from unipo_build.core.numbers import plain_num
 from unipo_build.core.runlog import LogError
 from unipo_build.core.specs import ResolvedAlgorithm
 from unipo_build.trainers import common as K
@@ -75,10 +76,10 @@ def trl_components(trainer: dict, loc: K.Loc, sampler_logps: bool = False) -> tu
     # TRL's paper-form loss (cispo's) caps the weight at epsilon_high itself, which no parameter below 1 expresses
     if registry.paper_form_kind("trl", "clip", "loss_type", loss_type) and cap <= 1.0:
         nearest = comps["clip"]["params"]["eps_high"]
-        gap("clip", "epsilon_high", f"{cap:g} with loss_type 'cispo' (TRL caps the weight at epsilon_high itself, "
-                                    f"epsilon's {cap:g} when it is unset: every token's weight min(ratio, {cap:g}) "
+        gap("clip", "epsilon_high", f"{plain_num(float(cap))} with loss_type 'cispo' (TRL caps the weight at epsilon_high itself, "
+                                    f"epsilon's {plain_num(float(cap))} when it is unset: every token's weight min(ratio, {plain_num(float(cap))}) "
                                     "is below its ratio)",
-            f"cispo with eps_high {nearest:g} (a cap of {1 + nearest:g}: the registry's cap is above 1)")
+            f"cispo with eps_high {plain_num(float(nearest))} (a cap of {plain_num(float(1 + nearest))}: the registry's cap is above 1)")
     beta = float(trainer.get("beta") or 0.0)
     comps["kl"] = {"kind": "in_loss", "params": {"estimator": "k3", "beta": beta}} if beta else \
         {"kind": "none", "params": {}}
@@ -224,10 +225,10 @@ def cispo_cap_note(trainer: dict, notes: K.Notes) -> None:
     cap = float(trainer.get("epsilon_high", 0.2))
     if not registry.paper_form_kind("trl", "clip", "loss_type", trainer.get("loss_type")) or cap > 1.0:
         return
-    notes.once(f"TRL's CISPO cap of {cap:g} (epsilon_high, which unset is epsilon's value) holds every token's weight "
-               f"below its ratio: min(ratio, {cap:g}) is {cap:g} wherever the ratio is above {cap:g} (every token of a "
-               f"rollout's first update, where the ratio is 1), so a token's gradient is {cap:g} x A x grad log pi "
-               f"whatever its ratio, the policy gradient scaled by {cap:g}. " + CISPO_RECOMMENDED + ". The token files "
+    notes.once(f"TRL's CISPO cap of {plain_num(float(cap))} (epsilon_high, which unset is epsilon's value) holds every token's weight "
+               f"below its ratio: min(ratio, {plain_num(float(cap))}) is {plain_num(float(cap))} wherever the ratio is above {plain_num(float(cap))} (every token of a "
+               f"rollout's first update, where the ratio is 1), so a token's gradient is {plain_num(float(cap))} x A x grad log pi "
+               f"whatever its ratio, the policy gradient scaled by {plain_num(float(cap))}. " + CISPO_RECOMMENDED + ". The token files "
                "use the nearest kind in its place (imported_from.gaps), so their objective parts from TRL's loss")
 
 

@@ -80,6 +80,7 @@ import numpy as np
 from unipo_build.core import objective as O
 from unipo_build.core import registry
 from unipo_build.core.matching import Gap
+from unipo_build.core.numbers import plain_num, plain_sci
 from unipo_build.core.runlog import LogError, RunWriter
 from unipo_build.core.schema import (
     GroupSummary,
@@ -388,8 +389,8 @@ def objective_reason(trainer: dict, gaps: list[Gap], in_trl_form: float | None =
     settings = [f"{g.setting} = {g.value}" for g in gaps if g.slot in OBJECTIVE_SLOTS]
     if in_trl_form is not None and trl_loss is not None:
         if abs(in_trl_form + trl_loss) <= OBJECTIVE_ATOL * (1.0 + abs(trl_loss)):
-            return CISPO_FORM + f" ({in_trl_form:.9g}, minus TRL's loss to {OBJECTIVE_ATOL:g})"
-        return (CISPO_FORM + f"; in TRL's form it is {in_trl_form:.9g} against minus TRL's loss {-trl_loss:.9g}"
+            return CISPO_FORM + f" ({plain_num(float(in_trl_form), 9)}, minus TRL's loss to {plain_num(float(OBJECTIVE_ATOL))})"
+        return (CISPO_FORM + f"; in TRL's form it is {plain_num(float(in_trl_form), 9)} against minus TRL's loss {plain_num(float(-trl_loss), 9)}"
                 + (": they part where TRL's settings have no kind: " + "; ".join(settings) if settings else ""))
     return ("two different things: steps.jsonl's objective is minus TRL's loss, summed over the step's "
             f"{gas} micro-batch{'es' if gas != 1 else ''}, each aggregated by loss_type={trainer.get('loss_type')} "
@@ -434,7 +435,7 @@ def import_trl(src: Path, stage: Path, *, algorithm: str | None = None, run_id: 
     per_rollout = int(trainer.get("steps_per_generation") or gas) * int(trainer.get("num_iterations") or 1)
     funcs = trainer.get("reward_func_names") or []
     weights = trainer.get("reward_weights") or []
-    reward = ("TRL reward functions: " + ", ".join(f"{f} x {w:g}" for f, w in zip(funcs, weights))
+    reward = ("TRL reward functions: " + ", ".join(f"{f} x {plain_num(float(w))}" for f, w in zip(funcs, weights))
               if funcs else "unknown (pass --tap: trainer_state.json does not record it)")
     files = [state_path] + (tap_data.files if tap_data else [])
     header = RunHeader(
@@ -492,7 +493,7 @@ def import_trl(src: Path, stage: Path, *, algorithm: str | None = None, run_id: 
         largest = {k: v for k, v in gaps_seen.items() if k != "gaps"}
         if largest:
             notes.once("largest differences to TRL's own values over the tapped tokens: "
-                       + ", ".join(f"{k} {v:.2e}" for k, v in largest.items()))
+                       + ", ".join(f"{k} {plain_sci(v, 2)}" for k, v in largest.items()))
         worst = max(differ, default=None)
         header_trl = writer.header.trl
         # TRL's cispo loss is the paper's form of the kind it selects (CISPO_FORM says why they differ)
@@ -506,7 +507,7 @@ def import_trl(src: Path, stage: Path, *, algorithm: str | None = None, run_id: 
         if differ:
             notes.once(f"two objectives per step: the token file's (the run's components over the step) and "
                        f"steps.jsonl's (minus TRL's loss) differ on {len(differ)} of {details} steps, by up to "
-                       f"{worst[0]:.3g} (step {worst[1]}): each token file names why (objective_differs)")
+                       f"{plain_num(float(worst[0]), 3)} (step {worst[1]}): each token file names why (objective_differs)")
     prefix = (f"Imported from TRL's trainer_state.json ({len(trl_steps)} logged steps)"
               + (f" and its UNIPO tap ({details} steps with token detail)" if tap_data else "")
               + " by `unipo import trl`.")

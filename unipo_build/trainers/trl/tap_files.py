@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from unipo_build.core.limits import LOGPROB_MAX
+from unipo_build.core.numbers import plain_num
 from unipo_build.core.runlog import LogError
 from unipo_build.trainers.trl.tap import MANIFEST, TAP_FORMAT, TRL_SERIES
 from unipo_build.trainers import common as K
@@ -242,7 +243,7 @@ def cross_check(tap: Tap, logged: dict[int, dict], state_path: Path, notes: K.No
 
     def refuse(record, step, field, what, ours, theirs, how="") -> None:
         raise tap.loc(record, step).error(
-            f"the tap's {what} is {ours:.6g}{how}; {source} logs {theirs:.6g} at TRL step {step}: the tap was recorded "
+            f"the tap's {what} is {plain_num(float(ours), 6)}{how}; {source} logs {plain_num(float(theirs), 6)} at TRL step {step}: the tap was recorded "
             f"by another run than {state_path.parent} ({tap.identity()}): import the tap that this run's "
             "TrlTokenTap wrote", field)
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from unipo_build.core import registry
 from unipo_build.core.matching import Gap
+from unipo_build.core.numbers import plain_num
 from unipo_build.core.runlog import LogError
 from unipo_build.trainers import common as K
 from unipo_build.trainers.trainer_config import get
@@ -84,10 +85,10 @@ def policy_loss(actor: dict, gaps: list[Gap], notes: K.Notes, source: str = "con
     if mode == "vanilla":
         c = _float(get(actor, "clip_ratio_c", 3.0), "actor_rollout_ref.actor.clip_ratio_c", source)
         if c <= 1.0:
-            raise LogError(source, f"clip_ratio_c {c:g}: verl's dual clip needs a bound above 1 (its "
+            raise LogError(source, f"clip_ratio_c {plain_num(float(c))}: verl's dual clip needs a bound above 1 (its "
                                           "compute_policy_loss_vanilla asserts it)", field="actor_rollout_ref.actor.clip_ratio_c")
         notes.once(f"verl's vanilla loss is dual-clip PPO: PPO's clip, and for a negative advantage the bound "
-                   f"clip_ratio_c = {c:g} (the dual_clip kind; alike PPO's clip wherever no such token's ratio exceeds it)")
+                   f"clip_ratio_c = {plain_num(float(c))} (the dual_clip kind; alike PPO's clip wherever no such token's ratio exceeds it)")
         return token, {"kind": "dual_clip", "params": {"eps_low": low, "eps_high": high, "c": c}}, None
     read = registry.reader({"actor_rollout_ref": {"actor": actor}}, get)
     try:
@@ -158,7 +159,7 @@ def rejection_sampling(correction: dict, gaps: list[Gap], source: str) -> dict |
         raise LogError(source, f"{spec!r} is not U or L_U with numbers (verl's _parse_rollout_rs_thresholds)",
                        field=field) from None
     if not (0.0 < lower < upper):
-        gaps.append(Gap(RS, f"{rs} with rollout_rs_threshold {text} (the band [{lower:g}, {upper:g}] of "
+        gaps.append(Gap(RS, f"{rs} with rollout_rs_threshold {text} (the band [{plain_num(float(lower))}, {plain_num(float(upper))}] of "
                             "pi_rollout / pi_old keeps nothing)", "correction", "none"))
         return None
     level, sequence = RS_K1[rs]
