@@ -58,11 +58,10 @@ def correction_of(run: Run) -> tuple[str, dict] | None:
     return comp.kind, dict(comp.params)
 
 
-def token_counts(run: Run, step: int) -> TokenCount:
-    """Count the tokens of one update's token file whose weight leaves the correction's bounds."""
-    detail = run.reader.detail(step)
-    tokens = above = below = 0
-    low, high = math.inf, -math.inf
+def response_sides(run: Run, detail):
+    """Each response of a token file with the sampler's log-probs: the log of each of its tokens' behaviour ratio and
+    the side of the correction's bounds each token falls on (the objective's own rule, ``objective.correction_weight``:
+    per token, or the response's at the sequence level), both over the tokens in the objective."""
     for group in detail.prompts:
         for response in group.responses:
             t = response.tokens
@@ -73,12 +72,21 @@ def token_counts(run: Run, step: int) -> TokenCount:
             mask = np.array([t.mask], dtype=np.float64)
             _, side = correction_weight(run.config, old, sample, mask)
             kept = mask[0] > 0
-            ratio = np.exp(old[0] - sample[0])[kept]
-            tokens += int(kept.sum())
-            above += int((side[0] > 0).sum())
-            below += int((side[0] < 0).sum())
-            if len(ratio):
-                low, high = min(low, float(ratio.min())), max(high, float(ratio.max()))
+            yield (old[0] - sample[0])[kept], side[0][kept]
+
+
+def token_counts(run: Run, step: int) -> TokenCount:
+    """Count the tokens of one update's token file whose weight leaves the correction's bounds."""
+    detail = run.reader.detail(step)
+    tokens = above = below = 0
+    low, high = math.inf, -math.inf
+    for log_ratio, side in response_sides(run, detail):
+        ratio = np.exp(log_ratio)
+        tokens += len(ratio)
+        above += int((side > 0).sum())
+        below += int((side < 0).sum())
+        if len(ratio):
+            low, high = min(low, float(ratio.min())), max(high, float(ratio.max()))
     return TokenCount(step, detail.rollout, tokens, above, below, low, high)
 
 
@@ -129,21 +137,12 @@ def response_words_text(site: Site, name: str, step: int | None = None) -> str:
         return f"The {run.id} run logged no token file with the sampler's log-probs, so what its correction did cannot be shown."
     detail = run.reader.detail(step)
     ratios, dropped, dropped_tokens, above = [], 0, 0, 0
-    for group in detail.prompts:
-        for response in group.responses:
-            t = response.tokens
-            if t is None or t.sample_logp is None:
-                continue
-            old, sample = (np.array([x], dtype=np.float64) for x in (t.old_logp, t.sample_logp))
-            mask = np.array([t.mask], dtype=np.float64)
-            _, side = correction_weight(run.config, old, sample, mask)
-            kept = mask[0] > 0
-            ratios.append(float(np.exp((old[0] - sample[0])[kept].sum())))
-            out = side[0][kept]
-            if (out != 0).any():
-                dropped += 1
-                dropped_tokens += int(kept.sum())
-                above += int((out > 0).any())
+    for log_ratio, side in response_sides(run, detail):
+        ratios.append(float(np.exp(log_ratio.sum())))
+        if (side != 0).any():
+            dropped += 1
+            dropped_tokens += len(side)
+            above += int((side > 0).any())
     if not ratios:
         return f"Update {step} of the {run.id} run holds no response with the sampler's log-probs."
     band = correction_bounds_text(site, run.header.algorithm)
